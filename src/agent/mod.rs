@@ -1,0 +1,1 @@
+//! The bounded agent loop, context assembly, compaction and transcripts.

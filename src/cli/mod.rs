@@ -1,0 +1,1 @@
+//! Clap commands, `--json` output and exit codes: the only code that prints.

@@ -1,0 +1,1 @@
+//! `crew.toml`: the team, permissions and worker timings.

@@ -1,0 +1,1 @@
+//! Worktrees, diff and safe merge (git2).

@@ -1,0 +1,1 @@
+//! The `.tasks` DAG with atomic claim, `.mailboxes` with typed messages and requests.

@@ -1,0 +1,1 @@
+//! Tool registry, schema validation, the governed pipeline, permissions, hooks, sandbox.
