@@ -1,1 +1,56 @@
 //! Clap commands, `--json` output and exit codes: the only code that prints.
+//!
+//! Exit codes, the same for every command: 0 done; 2 usage; 3 refused by the protocol
+//! (with one line saying exactly why); 1 anything else.
+
+mod args;
+mod exit;
+mod graph_text;
+mod init;
+mod logging;
+mod messages;
+mod output;
+mod project;
+mod tasks;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+pub use args::Cli;
+use args::Command;
+pub use exit::{CliError, exit_code};
+
+/// Parses the command line, runs the command, prints errors to stderr and returns the exit code.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // clap prints help/version to stdout (exit 0) and usage errors to stderr (exit 2).
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("crew: {}", exit::describe(&e));
+            ExitCode::from(exit_code(&e))
+        }
+    }
+}
+
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    let start = match &cli.dir {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir()?,
+    };
+    match cli.command {
+        Command::Init(args) => init::run(&start, args),
+        Command::Task(cmd) => tasks::run(&project::Project::find(&start)?, cmd),
+        Command::Send(args) => messages::send(&project::Project::find(&start)?, args),
+        Command::Inbox(args) => messages::inbox(&project::Project::find(&start)?, args),
+        Command::Requests(args) => messages::requests(&project::Project::find(&start)?, args),
+        Command::Respond(args) => messages::respond(&project::Project::find(&start)?, args),
+    }
+}

@@ -1,1 +1,15 @@
-//! `crew.toml`: the team, permissions and worker timings.
+//! `crew.toml`: the team, its permissions and worker timings. Errors name file, line and column.
+
+mod error;
+mod team;
+mod template;
+
+pub use error::ConfigError;
+pub use team::{
+    AgentConfig, MODES, ModelChoice, PermissionsConfig, ROLES, TeamConfig, TeamSection,
+    WorkerConfig,
+};
+pub use template::init_template;
+
+/// The file name crew looks for, from the current directory up to the filesystem root.
+pub const FILE_NAME: &str = "crew.toml";

@@ -1,1 +1,29 @@
 //! The `.tasks` DAG with atomic claim, `.mailboxes` with typed messages and requests.
+//! Knows nothing above it: no config, no terminal.
+
+pub mod atomic;
+pub mod claim;
+pub mod dag;
+pub mod error;
+pub mod lock;
+pub mod mailbox;
+pub mod message;
+pub mod names;
+pub mod requests;
+pub mod roster;
+pub mod task;
+pub mod tasks;
+pub mod watch;
+pub mod workspace;
+
+pub use claim::{Attempt, Claimant};
+pub use error::{Refusal, StoreError};
+pub use mailbox::{Batch, Entry, Mailboxes};
+pub use message::{Draft, Message};
+pub use names::TaskId;
+pub use requests::{RequestInfo, RequestState};
+pub use roster::Roster;
+pub use task::{Status, Task};
+pub use tasks::{Loaded, NewTask, TaskPatch, TaskStore};
+pub use watch::DirWatcher;
+pub use workspace::Workspace;

@@ -1,0 +1,201 @@
+//! The command line, as clap sees it.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "crew",
+    version,
+    about = "A terminal workbench for teams of coding agents"
+)]
+pub struct Cli {
+    /// Run as if started in DIR.
+    #[arg(short = 'C', global = true, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Write a commented crew.toml and keep crew's runtime folders out of git.
+    Init(InitArgs),
+    /// The task graph in .tasks/.
+    #[command(subcommand)]
+    Task(TaskCommand),
+    /// Append a typed message to an agent's inbox.
+    Send(SendArgs),
+    /// Read an inbox (unread messages, advancing the owner's cursor).
+    Inbox(InboxArgs),
+    /// Every request with its state: pending, approved, rejected, expired.
+    Requests(RequestsArgs),
+    /// Answer a request: the answer goes to the asker with the same request id.
+    Respond(RespondArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Team name (default: the repository folder's name, made valid).
+    #[arg(long)]
+    pub team: Option<String>,
+    /// Base branch (default: the branch checked out now, else main).
+    #[arg(long)]
+    pub base: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TaskCommand {
+    /// Add a task; prints its id.
+    Add {
+        subject: String,
+        #[arg(long)]
+        desc: Option<String>,
+        #[arg(long = "blocked-by", value_name = "ID")]
+        blocked_by: Vec<String>,
+        /// Only an agent with this role may claim it.
+        #[arg(long)]
+        role: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Change a task's subject, description or dependencies.
+    Update {
+        id: String,
+        #[arg(long)]
+        subject: Option<String>,
+        #[arg(long)]
+        desc: Option<String>,
+        /// Replaces the task's blockers (repeat for several).
+        #[arg(
+            long = "blocked-by",
+            value_name = "ID",
+            conflicts_with = "clear_blocked_by"
+        )]
+        blocked_by: Vec<String>,
+        /// Removes every blocker.
+        #[arg(long)]
+        clear_blocked_by: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Every task, oldest first.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// One task in full.
+    Show {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The dependency graph in layers, with what is done, running, claimable or blocked.
+    Graph {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Claim a task (or the oldest claimable one with --next) for an agent.
+    Claim {
+        #[arg(required_unless_present = "next", conflicts_with = "next")]
+        id: Option<String>,
+        #[arg(long)]
+        next: bool,
+        #[arg(long = "as", value_name = "NAME")]
+        who: String,
+        /// Claim as this role (default: the agent's role in crew.toml).
+        #[arg(long)]
+        role: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Give a claimed task back (owner only).
+    Release(OwnerArgs),
+    /// Mark a claimed task completed (owner only).
+    Done {
+        #[command(flatten)]
+        owner: OwnerArgs,
+        #[arg(long)]
+        result: Option<String>,
+    },
+    /// Mark a claimed task failed (owner only).
+    Fail {
+        #[command(flatten)]
+        owner: OwnerArgs,
+        #[arg(long)]
+        reason: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct OwnerArgs {
+    pub id: String,
+    #[arg(long = "as", value_name = "NAME")]
+    pub who: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SendArgs {
+    #[arg(long)]
+    pub from: String,
+    #[arg(long)]
+    pub to: String,
+    /// message, task_assignment, status_update, shutdown_request, ... (default: message)
+    #[arg(long = "type", default_value = "message")]
+    pub kind: String,
+    /// Needs an answer: gives the message a new request id and prints it.
+    #[arg(long)]
+    pub request: bool,
+    /// With --request: seconds until the request expires (default from crew.toml).
+    #[arg(long, requires = "request")]
+    pub timeout: Option<u64>,
+    pub text: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct InboxArgs {
+    pub name: String,
+    /// Every message, not only the unread ones.
+    #[arg(long)]
+    pub all: bool,
+    /// Read without moving the cursor.
+    #[arg(long)]
+    pub peek: bool,
+    /// Keep printing new messages as they arrive (one JSON line each with --json).
+    #[arg(long)]
+    pub follow: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RequestsArgs {
+    /// Only requests still waiting for an answer.
+    #[arg(long)]
+    pub pending: bool,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Answer {
+    Approve,
+    Reject,
+}
+
+#[derive(Debug, Args)]
+pub struct RespondArgs {
+    pub request_id: String,
+    #[arg(long = "as", value_name = "NAME")]
+    pub who: String,
+    pub answer: Answer,
+    #[arg(long)]
+    pub note: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}

@@ -1,0 +1,36 @@
+//! From errors to exit codes and one-line messages.
+
+use crate::config::ConfigError;
+use crate::store::StoreError;
+
+/// Errors the CLI itself raises, beyond those of the layers below.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error("{0}")]
+    Usage(String),
+    #[error("{0}")]
+    Refused(String),
+}
+
+pub fn exit_code(e: &anyhow::Error) -> u8 {
+    if let Some(e) = e.downcast_ref::<StoreError>() {
+        return match e {
+            StoreError::Refused(_) => 3,
+            StoreError::InvalidName { .. } => 2,
+            _ => 1,
+        };
+    }
+    match e.downcast_ref::<CliError>() {
+        Some(CliError::Usage(_)) => 2,
+        Some(CliError::Refused(_)) => 3,
+        None => 1,
+    }
+}
+
+/// The message with its causes, on one line.
+pub fn describe(e: &anyhow::Error) -> String {
+    if e.downcast_ref::<StoreError>().is_some() || e.downcast_ref::<ConfigError>().is_some() {
+        return e.to_string();
+    }
+    format!("{e:#}")
+}

@@ -1,0 +1,151 @@
+//! The task DAG as text: layers, and for each task whether it is done, running, claimable or
+//! blocked (and by what).
+
+use std::fmt::Write;
+
+use serde_json::{Value, json};
+
+use crate::store::dag::Graph;
+use crate::store::{Status, Task};
+
+/// One word (and detail) for where a task stands.
+pub fn state(graph: &Graph<'_>, task: &Task) -> (&'static str, String) {
+    match task.status {
+        Status::Completed => ("done", String::new()),
+        Status::Failed => ("failed", task.result.clone().unwrap_or_default()),
+        Status::InProgress => ("running", task.owner.clone().unwrap_or_default()),
+        Status::Pending if graph.is_claimable(task) => ("claimable", String::new()),
+        Status::Pending => {
+            let open = graph.open_blockers(task);
+            if open.is_empty() {
+                // Pending with an owner: only reachable by hand edits; say so rather than hide it.
+                (
+                    "pending",
+                    format!("owner {}", task.owner.clone().unwrap_or_default()),
+                )
+            } else {
+                ("blocked", format!("by {}", open.join(", ")))
+            }
+        }
+    }
+}
+
+fn glyph(word: &str) -> char {
+    match word {
+        "done" => '✓',
+        "running" => '▶',
+        "claimable" => '○',
+        "failed" => '✗',
+        _ => '⧗',
+    }
+}
+
+pub fn task_line(graph: &Graph<'_>, task: &Task) -> String {
+    let (word, detail) = state(graph, task);
+    let role = task
+        .role
+        .as_deref()
+        .map(|r| format!(" [{r}]"))
+        .unwrap_or_default();
+    let detail = if detail.is_empty() {
+        String::new()
+    } else {
+        format!(" ({detail})")
+    };
+    format!(
+        "{} {:<9} {:<10}{} {}{role}",
+        glyph(word),
+        task.id,
+        word,
+        detail,
+        task.subject
+    )
+}
+
+pub fn graph(graph: &Graph<'_>) -> String {
+    let layers = graph.layers();
+    let mut out = String::new();
+    if graph.tasks().is_empty() {
+        out.push_str("no tasks yet (add one with `crew task add SUBJECT`)\n");
+        return out;
+    }
+    for (depth, ids) in layers.layers.iter().enumerate() {
+        let _ = writeln!(out, "layer {depth}");
+        for id in ids {
+            if let Some(task) = graph.get(id) {
+                let _ = writeln!(out, "  {}", task_line(graph, task));
+            }
+        }
+    }
+    if !layers.cyclic.is_empty() {
+        let _ = writeln!(out, "in a cycle (fix the blockedBy of these files by hand)");
+        for id in &layers.cyclic {
+            if let Some(task) = graph.get(id) {
+                let _ = writeln!(out, "  {}", task_line(graph, task));
+            }
+        }
+    }
+    out
+}
+
+pub fn graph_json(graph: &Graph<'_>, problems: &[Value]) -> Value {
+    let layers = graph.layers();
+    let entry = |id: &String| {
+        graph.get(id).map(|task| {
+            let (word, detail) = state(graph, task);
+            json!({
+                "id": task.id,
+                "subject": task.subject,
+                "status": task.status,
+                "owner": task.owner,
+                "state": word,
+                "detail": detail,
+                "blockedBy": task.blocked_by,
+                "openBlockers": graph.open_blockers(task),
+            })
+        })
+    };
+    json!({
+        "layers": layers.layers.iter().map(|ids| ids.iter().filter_map(entry).collect::<Vec<_>>()).collect::<Vec<_>>(),
+        "cyclic": layers.cyclic.iter().filter_map(entry).collect::<Vec<_>>(),
+        "problems": problems,
+    })
+}
+
+pub fn task_detail(graph: &Graph<'_>, task: &Task) -> String {
+    let (word, detail) = state(graph, task);
+    let mut out = String::new();
+    let _ = writeln!(out, "{}  {}", task.id, task.subject);
+    let _ = writeln!(
+        out,
+        "status:     {} ({word}{})",
+        task.status,
+        if detail.is_empty() {
+            String::new()
+        } else {
+            format!(", {detail}")
+        }
+    );
+    let _ = writeln!(out, "owner:      {}", task.owner.as_deref().unwrap_or("-"));
+    if let Some(role) = &task.role {
+        let _ = writeln!(out, "role:       {role}");
+    }
+    let blockers = if task.blocked_by.is_empty() {
+        "-".to_string()
+    } else {
+        task.blocked_by.join(", ")
+    };
+    let _ = writeln!(out, "blocked by: {blockers}");
+    let _ = writeln!(out, "created:    {}", task.created_at);
+    let _ = writeln!(out, "updated:    {}", task.updated_at);
+    if let Some(worktree) = &task.worktree {
+        let _ = writeln!(out, "worktree:   {worktree}");
+    }
+    if !task.description.is_empty() {
+        let _ = writeln!(out, "\n{}", task.description);
+    }
+    if let Some(result) = &task.result {
+        let _ = writeln!(out, "\nresult:\n{result}");
+    }
+    out
+}

@@ -1,0 +1,195 @@
+//! `crew send`, `crew inbox`, `crew requests`, `crew respond`.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::cli::args::{Answer, InboxArgs, RequestsArgs, RespondArgs, SendArgs};
+use crate::cli::output;
+use crate::cli::project::Project;
+use crate::store::{DirWatcher, Draft, Entry, Message, RequestState};
+
+pub fn send(project: &Project, args: SendArgs) -> anyhow::Result<()> {
+    let mut extra = serde_json::Map::new();
+    if let Some(timeout) = args.timeout {
+        extra.insert("timeout_secs".into(), json!(timeout));
+    }
+    let message = project.workspace.mailboxes().send(
+        &project.roster,
+        Draft {
+            from: args.from,
+            to: args.to,
+            kind: args.kind,
+            text: Some(args.text),
+            request: args.request,
+            extra,
+        },
+    )?;
+    if args.json {
+        return output::json(&message);
+    }
+    match &message.request_id {
+        Some(request_id) => println!("{request_id}"),
+        None => println!("{}", message.id),
+    }
+    Ok(())
+}
+
+pub fn inbox(project: &Project, args: InboxArgs) -> anyhow::Result<()> {
+    project
+        .roster
+        .check("inbox owner", &args.name)
+        .map_err(crate::store::StoreError::from)?;
+    let boxes = project.workspace.mailboxes();
+    let advance = !args.peek;
+    let mut offset = if args.all {
+        0
+    } else {
+        boxes.cursor(&args.name)?
+    };
+    let batch = boxes.read_from(&args.name, offset)?;
+    if args.json && !args.follow {
+        output::json(&json!({
+            "inbox": args.name,
+            "messages": batch.entries.iter().map(entry_json).collect::<Vec<_>>(),
+        }))?;
+    } else {
+        for entry in &batch.entries {
+            print_entry(entry, args.json)?;
+        }
+    }
+    offset = batch.end;
+    if advance {
+        boxes.set_cursor(&args.name, offset)?;
+    }
+    if !args.follow {
+        return Ok(());
+    }
+    // Woken by file-system events; the timeout is only a safety net for missed events.
+    let watcher = DirWatcher::new(&[boxes.dir()])?;
+    loop {
+        watcher.wait(Duration::from_secs(1));
+        let batch = boxes.read_from(&args.name, offset)?;
+        if batch.end == offset {
+            continue;
+        }
+        for entry in &batch.entries {
+            print_entry(entry, args.json)?;
+        }
+        offset = batch.end;
+        if advance {
+            boxes.set_cursor(&args.name, offset)?;
+        }
+    }
+}
+
+fn entry_json(entry: &Entry) -> Value {
+    match entry {
+        Entry::Message { message, .. } => json!(message),
+        Entry::Broken { offset, raw, error } => {
+            json!({ "broken": true, "offset": offset, "raw": raw, "error": error })
+        }
+    }
+}
+
+fn print_entry(entry: &Entry, json: bool) -> anyhow::Result<()> {
+    if json {
+        println!("{}", serde_json::to_string(&entry_json(entry))?);
+        return Ok(());
+    }
+    match entry {
+        Entry::Message { message, .. } => println!("{}", message_line(message)),
+        Entry::Broken { error, .. } => println!("!! unreadable line: {error}"),
+    }
+    Ok(())
+}
+
+fn message_line(m: &Message) -> String {
+    let kind = if m.is_known_type() {
+        m.kind.clone()
+    } else {
+        format!("{} (unknown type)", m.kind)
+    };
+    let request = m
+        .request_id
+        .as_deref()
+        .map(|id| match m.approve {
+            Some(true) => format!(" [{id}: approved]"),
+            Some(false) => format!(" [{id}: rejected]"),
+            None => format!(" [{id}]"),
+        })
+        .unwrap_or_default();
+    let text = m.text.as_deref().unwrap_or("");
+    let extra = if m.is_known_type() || m.extra.is_empty() {
+        String::new()
+    } else {
+        format!(" {}", Value::Object(m.extra.clone()))
+    };
+    format!(
+        "{} {} -> {} {kind}{request}: {text}{extra}",
+        m.ts, m.from, m.to
+    )
+}
+
+pub fn requests(project: &Project, args: RequestsArgs) -> anyhow::Result<()> {
+    let all = project
+        .workspace
+        .mailboxes()
+        .requests(project.config.request_timeout())?;
+    let shown: Vec<_> = all
+        .into_iter()
+        .filter(|r| !args.pending || r.state == RequestState::Pending)
+        .collect();
+    if args.json {
+        return output::json(&json!({ "requests": shown }));
+    }
+    if shown.is_empty() {
+        println!("no requests");
+    }
+    for r in &shown {
+        let answered = r
+            .answered_by
+            .as_deref()
+            .map(|by| format!(" by {by}"))
+            .unwrap_or_default();
+        let note = r
+            .note
+            .as_deref()
+            .map(|n| format!(" ({n})"))
+            .unwrap_or_default();
+        println!(
+            "{} {:<8}{answered}{note} {} {} -> {} {}: {}",
+            r.request_id,
+            r.state.as_str(),
+            output::age(r.age_secs),
+            r.from,
+            r.to,
+            r.kind,
+            r.text.as_deref().unwrap_or("")
+        );
+    }
+    Ok(())
+}
+
+pub fn respond(project: &Project, args: RespondArgs) -> anyhow::Result<()> {
+    let approve = matches!(args.answer, Answer::Approve);
+    let answer = project.workspace.mailboxes().respond(
+        &project.roster,
+        &args.request_id,
+        &args.who,
+        approve,
+        args.note,
+        project.config.request_timeout(),
+    )?;
+    if args.json {
+        return output::json(&answer);
+    }
+    println!(
+        "{} {} -> {} ({})",
+        if approve { "approved" } else { "rejected" },
+        args.request_id,
+        answer.to,
+        answer.kind
+    );
+    Ok(())
+}

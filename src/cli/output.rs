@@ -1,0 +1,18 @@
+//! Printing: one JSON document for `--json`, plain lines otherwise.
+
+use serde::Serialize;
+
+pub fn json<T: Serialize + ?Sized>(value: &T) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}
+
+/// Seconds as a short age: `42s`, `3m`, `5h`, `2d`.
+pub fn age(secs: u64) -> String {
+    match secs {
+        s if s < 60 => format!("{s}s"),
+        s if s < 3600 => format!("{}m", s / 60),
+        s if s < 86_400 => format!("{}h", s / 3600),
+        s => format!("{}d", s / 86_400),
+    }
+}

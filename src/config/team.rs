@@ -1,0 +1,279 @@
+//! The schema of `crew.toml` and its checks beyond syntax.
+
+use std::collections::HashSet;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use toml::Spanned;
+
+use crate::config::ConfigError;
+use crate::store::Roster;
+use crate::store::names::{USER, validate_name};
+
+pub const ROLES: &[&str] = &["explorer", "planner", "reviewer", "implementer"];
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TeamConfig {
+    pub team: TeamSection,
+    pub lead: AgentConfig,
+    #[serde(default, rename = "teammate")]
+    pub teammates: Vec<AgentConfig>,
+    #[serde(default)]
+    pub permissions: PermissionsConfig,
+    #[serde(default)]
+    pub worker: WorkerConfig,
+    /// Where this was read from, for messages.
+    #[serde(skip)]
+    pub path: PathBuf,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TeamSection {
+    pub name: Spanned<String>,
+    #[serde(default = "default_base_branch")]
+    pub base_branch: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentConfig {
+    pub name: Spanned<String>,
+    #[serde(default)]
+    pub role: Option<Spanned<String>>,
+    #[serde(default)]
+    pub writes: bool,
+    #[serde(default)]
+    pub plan_mode_required: bool,
+    #[serde(default)]
+    pub model: ModelChoice,
+}
+
+/// Which model drives an agent. Keys are never stored here: `api_key_env` names the variable.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelChoice {
+    #[serde(default = "default_provider")]
+    pub provider: String,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub base_url: Option<String>,
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    #[serde(default)]
+    pub scenario: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PermissionsConfig {
+    #[serde(default = "default_mode")]
+    pub mode: Spanned<String>,
+    #[serde(default)]
+    pub allow: Vec<String>,
+    #[serde(default)]
+    pub ask: Vec<String>,
+    #[serde(default)]
+    pub deny: Vec<String>,
+    /// `bypass` mode needs this and a command-line flag.
+    #[serde(default)]
+    pub allow_bypass: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerConfig {
+    #[serde(default = "five")]
+    pub idle_poll_secs: u64,
+    #[serde(default = "sixty")]
+    pub idle_timeout_secs: u64,
+    #[serde(default = "two")]
+    pub heartbeat_secs: u64,
+    #[serde(default = "request_timeout")]
+    pub request_timeout_secs: u64,
+}
+
+pub const MODES: &[&str] = &[
+    "read-only",
+    "workspace-write",
+    "ask",
+    "accept-edits",
+    "bypass",
+];
+
+fn default_base_branch() -> String {
+    "main".into()
+}
+fn default_provider() -> String {
+    "scripted".into()
+}
+fn default_mode() -> Spanned<String> {
+    Spanned::new(0..0, "ask".into())
+}
+fn five() -> u64 {
+    5
+}
+fn sixty() -> u64 {
+    60
+}
+fn two() -> u64 {
+    2
+}
+fn request_timeout() -> u64 {
+    300
+}
+
+impl Default for PermissionsConfig {
+    fn default() -> Self {
+        PermissionsConfig {
+            mode: default_mode(),
+            allow: Vec::new(),
+            ask: Vec::new(),
+            deny: Vec::new(),
+            allow_bypass: false,
+        }
+    }
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        WorkerConfig {
+            idle_poll_secs: five(),
+            idle_timeout_secs: sixty(),
+            heartbeat_secs: two(),
+            request_timeout_secs: request_timeout(),
+        }
+    }
+}
+
+impl TeamConfig {
+    pub fn load(path: &Path) -> Result<TeamConfig, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::parse(path, &text)
+    }
+
+    pub fn parse(path: &Path, text: &str) -> Result<TeamConfig, ConfigError> {
+        let mut config: TeamConfig = toml::from_str(text).map_err(|e| {
+            let span = e.span().unwrap_or(0..0);
+            at(path, text, span, e.message().to_string())
+        })?;
+        config.path = path.to_path_buf();
+        config.check(text)?;
+        Ok(config)
+    }
+
+    fn check(&self, text: &str) -> Result<(), ConfigError> {
+        let err = |span: Range<usize>, message: String| at(&self.path, text, span, message);
+        validate_name("team name", self.team.name.get_ref())
+            .map_err(|e| err(self.team.name.span(), e.to_string()))?;
+        let mut seen = HashSet::new();
+        for agent in self.agents() {
+            let name = agent.name.get_ref();
+            validate_name("agent name", name).map_err(|e| err(agent.name.span(), e.to_string()))?;
+            if name == USER {
+                return Err(err(
+                    agent.name.span(),
+                    "\"user\" is reserved for the person at the screen".into(),
+                ));
+            }
+            if !seen.insert(name.clone()) {
+                return Err(err(
+                    agent.name.span(),
+                    format!("agent name {name:?} is used twice"),
+                ));
+            }
+        }
+        for mate in &self.teammates {
+            match &mate.role {
+                Some(role) if !ROLES.contains(&role.get_ref().as_str()) => {
+                    return Err(err(
+                        role.span(),
+                        format!(
+                            "unknown role {:?}; roles are: {}",
+                            role.get_ref(),
+                            ROLES.join(", ")
+                        ),
+                    ));
+                }
+                Some(_) => {}
+                None => {
+                    return Err(err(
+                        mate.name.span(),
+                        format!(
+                            "teammate {:?} needs a role ({})",
+                            mate.name.get_ref(),
+                            ROLES.join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
+        let mode = &self.permissions.mode;
+        if !MODES.contains(&mode.get_ref().as_str()) {
+            return Err(err(
+                mode.span(),
+                format!(
+                    "unknown permission mode {:?}; modes are: {}",
+                    mode.get_ref(),
+                    MODES.join(", ")
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The lead first, then the teammates in file order.
+    pub fn agents(&self) -> impl Iterator<Item = &AgentConfig> {
+        std::iter::once(&self.lead).chain(self.teammates.iter())
+    }
+
+    pub fn agent(&self, name: &str) -> Option<&AgentConfig> {
+        self.agents().find(|a| a.name.get_ref() == name)
+    }
+
+    pub fn lead_name(&self) -> &str {
+        self.lead.name.get_ref()
+    }
+
+    /// The role an agent claims tasks as: `lead` for the lead, else its configured role.
+    pub fn role_of(&self, name: &str) -> Option<&str> {
+        if name == self.lead_name() {
+            return Some("lead");
+        }
+        self.teammates
+            .iter()
+            .find(|a| a.name.get_ref() == name)
+            .and_then(|a| a.role.as_ref().map(|r| r.get_ref().as_str()))
+    }
+
+    pub fn roster(&self) -> Roster {
+        Roster::new(self.agents().map(|a| a.name.get_ref().clone()))
+    }
+
+    pub fn request_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.worker.request_timeout_secs)
+    }
+}
+
+/// A message at a byte span, turned into 1-based line and column.
+fn at(path: &Path, text: &str, span: Range<usize>, message: String) -> ConfigError {
+    let mut start = span.start.min(text.len());
+    while !text.is_char_boundary(start) {
+        start -= 1;
+    }
+    let before = &text[..start];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    ConfigError::At {
+        path: path.to_path_buf(),
+        line,
+        column,
+        message: message.trim().to_string(),
+    }
+}

@@ -1,0 +1,82 @@
+//! The commented `crew.toml` that `crew init` writes.
+
+/// A starting team for `team_name`, working on `base_branch`.
+pub fn init_template(team_name: &str, base_branch: &str) -> String {
+    format!(
+        r#"# crew.toml — the team that works on this repository. Commit it.
+# Names (team and agents) are lowercase: a-z first, then a-z 0-9 _ - (at most 32).
+
+[team]
+name = "{team_name}"
+# Worktrees branch from here and merges land here.
+base_branch = "{base_branch}"
+
+# The lead plans, hands out tasks and answers its teammates. It gets team tools and read-only tools.
+[lead]
+name = "lead"
+# provider: scripted (offline simulator; scenario: a built-in name or a file) | anthropic | openai (any chat-completions server)
+model = {{ provider = "scripted", scenario = "demo" }}
+
+# Teammates: role is explorer | planner | reviewer | implementer.
+# writes = true gives the teammate its own git worktree at .worktrees/<name>.
+[[teammate]]
+name = "alice"
+role = "implementer"
+writes = true
+model = {{ provider = "scripted", scenario = "demo" }}
+
+[[teammate]]
+name = "bob"
+role = "implementer"
+writes = true
+# Must send a plan and have it approved before it gets any write tool.
+plan_mode_required = false
+model = {{ provider = "scripted", scenario = "demo" }}
+
+[[teammate]]
+name = "carol"
+role = "reviewer"
+writes = false
+model = {{ provider = "scripted", scenario = "demo" }}
+# A real model instead: model = {{ provider = "anthropic", model = "claude-sonnet-4-5" }}
+# (the key comes from ANTHROPIC_API_KEY in the environment, never from this file).
+
+[permissions]
+# read-only | workspace-write | ask | accept-edits | bypass
+mode = "ask"
+# Rules: "tool", "tool(exact input)", "tool(prefix:*)", or a path glob for file tools.
+# Deny beats everything (hooks included); then ask; then allow; then the mode's default.
+allow = ["read", "glob", "grep", "bash(git status)", "bash(git diff:*)"]
+ask = []
+deny = ["bash(rm -rf:*)", "bash(git push:*)"]
+# bypass mode also needs --dangerously-bypass on the command line.
+allow_bypass = false
+
+[worker]
+# An idle worker looks at its inbox and the tasks when files change, and at least this often.
+idle_poll_secs = 5
+# After this long with nothing to do, a worker shuts down and tells the lead.
+idle_timeout_secs = 60
+heartbeat_secs = 2
+# A request with no answer after this long is expired (a permission request: denied).
+request_timeout_secs = 300
+"#
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::TeamConfig;
+    use std::path::Path;
+
+    #[test]
+    fn the_template_parses_and_names_four_agents() {
+        let config =
+            TeamConfig::parse(Path::new("crew.toml"), &init_template("web", "main")).unwrap();
+        let names: Vec<_> = config.agents().map(|a| a.name.get_ref().clone()).collect();
+        assert_eq!(names, ["lead", "alice", "bob", "carol"]);
+        assert_eq!(config.role_of("carol"), Some("reviewer"));
+        assert_eq!(config.worker.idle_timeout_secs, 60);
+    }
+}

@@ -1,0 +1,212 @@
+//! `claim_task` as the seed defines it: take the lock, re-read, check, write owner +
+//! `in_progress`, release (invariant 1). Also the owner's transitions out of `in_progress`.
+
+use crate::store::dag::Graph;
+use crate::store::lock::try_with_lock;
+use crate::store::names::TaskId;
+use crate::store::task::{Status, Task};
+use crate::store::tasks::TaskStore;
+use crate::store::{Refusal, StoreError};
+
+/// Who is claiming, and in which role (a task with a `role` only goes to that role).
+#[derive(Debug, Clone, Copy)]
+pub struct Claimant<'a> {
+    pub name: &'a str,
+    pub role: Option<&'a str>,
+}
+
+impl TaskStore {
+    /// Claims one task by id, waiting for its lock.
+    pub fn claim(&self, id: TaskId, who: Claimant<'_>) -> Result<Task, StoreError> {
+        self.modify(id, |task| self.take(task, who))
+    }
+
+    /// Claims the oldest claimable task that fits `who`.
+    pub fn claim_next(&self, who: Claimant<'_>) -> Result<Task, StoreError> {
+        loop {
+            let loaded = self.load_all()?;
+            let graph = Graph::new(&loaded.tasks);
+            let candidates: Vec<TaskId> = graph
+                .claimable()
+                .into_iter()
+                .filter(|t| role_fits(t, who))
+                .filter_map(|t| TaskId::parse(&t.id).ok())
+                .collect();
+            match self.claim_first_of(&candidates, who)? {
+                Attempt::Claimed(task) => return Ok(task),
+                Attempt::NoneLeft => {
+                    return Err(Refusal::NothingClaimable {
+                        who: who.name.to_string(),
+                    }
+                    .into());
+                }
+                // Someone held a lock we skipped: look again with fresh state.
+                Attempt::Contended => continue,
+            }
+        }
+    }
+
+    /// Tries `candidates` in order without waiting on a busy lock: a long-running worker keeps
+    /// its own candidate list and calls this, so a claim does not re-read the whole store.
+    pub fn claim_first_of(
+        &self,
+        candidates: &[TaskId],
+        who: Claimant<'_>,
+    ) -> Result<Attempt, StoreError> {
+        let mut contended = false;
+        for &id in candidates {
+            let outcome = try_with_lock(&self.lock_path(id), || {
+                let mut task = match self.read(id) {
+                    Ok(task) => task,
+                    Err(StoreError::NoSuchTask(_)) => return Ok(None),
+                    Err(e) => return Err(e),
+                };
+                if self.take(&mut task, who).is_err() {
+                    return Ok(None);
+                }
+                task.updated_at = crate::store::task::now_rfc3339();
+                self.write(&task)?;
+                Ok(Some(task))
+            })?;
+            match outcome {
+                Some(Some(task)) => return Ok(Attempt::Claimed(task)),
+                Some(None) => {}
+                None => contended = true,
+            }
+        }
+        Ok(if contended {
+            Attempt::Contended
+        } else {
+            Attempt::NoneLeft
+        })
+    }
+
+    /// The check-and-set at the heart of a claim; runs on freshly read state under the lock.
+    fn take(&self, task: &mut Task, who: Claimant<'_>) -> Result<(), StoreError> {
+        if let Some(owner) = &task.owner {
+            return Err(Refusal::AlreadyClaimed {
+                id: task.id.clone(),
+                owner: owner.clone(),
+            }
+            .into());
+        }
+        if task.status != Status::Pending {
+            return Err(Refusal::NotPending {
+                id: task.id.clone(),
+                status: task.status.to_string(),
+            }
+            .into());
+        }
+        if !role_fits(task, who) {
+            return Err(Refusal::RoleMismatch {
+                id: task.id.clone(),
+                needed: task.role.clone().unwrap_or_default(),
+                who: who.name.to_string(),
+                have: who.role.map(str::to_string),
+            }
+            .into());
+        }
+        let open = self.open_blockers(task)?;
+        if !open.is_empty() {
+            return Err(Refusal::Blocked {
+                id: task.id.clone(),
+                by: open,
+            }
+            .into());
+        }
+        task.owner = Some(who.name.to_string());
+        task.status = Status::InProgress;
+        Ok(())
+    }
+
+    /// Blockers not completed, read from disk now (completion is final, so no lock is needed).
+    fn open_blockers(&self, task: &Task) -> Result<Vec<String>, StoreError> {
+        let mut open = Vec::new();
+        for b in &task.blocked_by {
+            let done = match TaskId::parse(b).and_then(|id| self.read(id)) {
+                Ok(blocker) => blocker.status == Status::Completed,
+                Err(StoreError::NoSuchTask(_) | StoreError::InvalidName { .. }) => false,
+                Err(e) => return Err(e),
+            };
+            if !done {
+                open.push(b.clone());
+            }
+        }
+        Ok(open)
+    }
+
+    /// The owner gives the task back: `pending`, no owner.
+    pub fn release(&self, id: TaskId, who: &str) -> Result<Task, StoreError> {
+        self.finish(id, who, "released", |task| {
+            task.status = Status::Pending;
+            task.owner = None;
+        })
+    }
+
+    pub fn complete(
+        &self,
+        id: TaskId,
+        who: &str,
+        result: Option<String>,
+    ) -> Result<Task, StoreError> {
+        self.finish(id, who, "completed", |task| {
+            task.status = Status::Completed;
+            if result.is_some() {
+                task.result = result;
+            }
+        })
+    }
+
+    pub fn fail(&self, id: TaskId, who: &str, reason: String) -> Result<Task, StoreError> {
+        self.finish(id, who, "failed", |task| {
+            task.status = Status::Failed;
+            task.result = Some(reason);
+        })
+    }
+
+    fn finish(
+        &self,
+        id: TaskId,
+        who: &str,
+        action: &'static str,
+        apply: impl FnOnce(&mut Task),
+    ) -> Result<Task, StoreError> {
+        self.modify(id, |task| {
+            if task.status != Status::InProgress {
+                return Err(Refusal::NotInProgress {
+                    id: task.id.clone(),
+                    status: task.status.to_string(),
+                    action,
+                }
+                .into());
+            }
+            if task.owner.as_deref() != Some(who) {
+                return Err(Refusal::NotOwner {
+                    id: task.id.clone(),
+                    owner: task.owner.clone(),
+                    who: who.to_string(),
+                }
+                .into());
+            }
+            apply(task);
+            Ok(())
+        })
+    }
+}
+
+/// What a non-waiting claim pass found.
+#[derive(Debug)]
+pub enum Attempt {
+    Claimed(Task),
+    /// Every candidate was checked and none could be claimed.
+    NoneLeft,
+    /// Nothing claimed, but some candidate was locked by another claimer: worth another look.
+    Contended,
+}
+
+fn role_fits(task: &Task, who: Claimant<'_>) -> bool {
+    match &task.role {
+        None => true,
+        Some(role) => who.role == Some(role.as_str()),
+    }
+}
