@@ -1,6 +1,8 @@
 //! `claim_task` as the seed defines it: take the lock, re-read, check, write owner +
 //! `in_progress`, release (invariant 1). Also the owner's transitions out of `in_progress`.
 
+use std::collections::VecDeque;
+
 use crate::store::dag::Graph;
 use crate::store::lock::try_with_lock;
 use crate::store::names::TaskId;
@@ -26,13 +28,13 @@ impl TaskStore {
         loop {
             let loaded = self.load_all()?;
             let graph = Graph::new(&loaded.tasks);
-            let candidates: Vec<TaskId> = graph
+            let mut queue: VecDeque<TaskId> = graph
                 .claimable()
                 .into_iter()
                 .filter(|t| role_fits(t, who))
                 .filter_map(|t| TaskId::parse(&t.id).ok())
                 .collect();
-            match self.claim_first_of(&candidates, who)? {
+            match self.claim_from(&mut queue, who)? {
                 Attempt::Claimed(task) => return Ok(task),
                 Attempt::NoneLeft => {
                     return Err(Refusal::NothingClaimable {
@@ -41,20 +43,22 @@ impl TaskStore {
                     .into());
                 }
                 // Someone held a lock we skipped: look again with fresh state.
-                Attempt::Contended => continue,
+                Attempt::Contended => std::thread::yield_now(),
             }
         }
     }
 
-    /// Tries `candidates` in order without waiting on a busy lock: a long-running worker keeps
-    /// its own candidate list and calls this, so a claim does not re-read the whole store.
-    pub fn claim_first_of(
+    /// Tries the candidates in `queue` in order without waiting on a busy lock. Candidates that
+    /// turn out unclaimable are dropped; busy ones stay queued for the next call. A long-running
+    /// worker keeps its queue between calls, so a claim does not re-read the whole store.
+    pub fn claim_from(
         &self,
-        candidates: &[TaskId],
+        queue: &mut VecDeque<TaskId>,
         who: Claimant<'_>,
     ) -> Result<Attempt, StoreError> {
-        let mut contended = false;
-        for &id in candidates {
+        let mut busy = Vec::new();
+        let mut claimed = None;
+        while let Some(id) = queue.pop_front() {
             let outcome = try_with_lock(&self.lock_path(id), || {
                 let mut task = match self.read(id) {
                     Ok(task) => task,
@@ -67,17 +71,27 @@ impl TaskStore {
                 task.updated_at = crate::store::task::now_rfc3339();
                 self.write(&task)?;
                 Ok(Some(task))
-            })?;
+            });
             match outcome {
-                Some(Some(task)) => return Ok(Attempt::Claimed(task)),
-                Some(None) => {}
-                None => contended = true,
+                Ok(Some(Some(task))) => {
+                    claimed = Some(task);
+                    break;
+                }
+                Ok(Some(None)) => {}
+                Ok(None) => busy.push(id),
+                Err(e) => {
+                    busy.push(id);
+                    requeue(queue, busy);
+                    return Err(e);
+                }
             }
         }
-        Ok(if contended {
-            Attempt::Contended
-        } else {
-            Attempt::NoneLeft
+        let contended = !busy.is_empty();
+        requeue(queue, busy);
+        Ok(match claimed {
+            Some(task) => Attempt::Claimed(task),
+            None if contended => Attempt::Contended,
+            None => Attempt::NoneLeft,
         })
     }
 
@@ -198,10 +212,17 @@ impl TaskStore {
 #[derive(Debug)]
 pub enum Attempt {
     Claimed(Task),
-    /// Every candidate was checked and none could be claimed.
+    /// Every candidate was checked and none could be claimed; the queue is empty.
     NoneLeft,
-    /// Nothing claimed, but some candidate was locked by another claimer: worth another look.
+    /// Nothing claimed, but some candidates were locked by another claimer and are still queued.
     Contended,
+}
+
+/// Puts skipped ids back at the front, in their original order.
+fn requeue(queue: &mut VecDeque<TaskId>, busy: Vec<TaskId>) {
+    for id in busy.into_iter().rev() {
+        queue.push_front(id);
+    }
 }
 
 fn role_fits(task: &Task, who: Claimant<'_>) -> bool {

@@ -122,10 +122,10 @@ impl TaskStore {
         let blockers = canonical_ids(&new.blocked_by)?;
         fs::create_dir_all(&self.dir).map_err(|e| StoreError::io(&self.dir, e))?;
         with_lock(&self.structure_lock(), || {
-            let loaded = self.load_all()?;
-            let next = TaskId(self.high_water(&loaded)? + 1);
+            let next = self.next_id()?;
             for b in &blockers {
-                if !loaded.tasks.iter().any(|t| &t.id == b) {
+                let exists = TaskId::parse(b).is_ok_and(|id| self.path(id).exists());
+                if !exists {
                     return Err(Refusal::UnknownBlocker {
                         id: next.to_string(),
                         unknown: b.clone(),
@@ -155,24 +155,45 @@ impl TaskStore {
         })
     }
 
-    /// The largest id ever handed out: the recorded mark, or a larger id found on disk.
-    fn high_water(&self, loaded: &Loaded) -> Result<u64, StoreError> {
+    /// The id after the high-water mark. The recorded mark is trusted unless it is missing,
+    /// unreadable or behind the files on disk (hand edits), in which case the folder is scanned.
+    fn next_id(&self) -> Result<TaskId, StoreError> {
         let path = self.high_water_path();
         let recorded = match fs::read_to_string(&path) {
-            Ok(text) => text.trim().parse::<u64>().map_err(|_| {
-                StoreError::malformed(&path, format!("expected a number, found {:?}", text.trim()))
-            })?,
-            Err(e) if e.kind() == ErrorKind::NotFound => 0,
+            Ok(text) => text.trim().parse::<u64>().ok(),
+            Err(e) if e.kind() == ErrorKind::NotFound => None,
             Err(e) => return Err(StoreError::io(&path, e)),
         };
-        let on_disk = loaded
-            .tasks
-            .iter()
-            .filter_map(|t| TaskId::parse(&t.id).ok())
-            .map(|id| id.0)
-            .max()
-            .unwrap_or(0);
-        Ok(recorded.max(on_disk))
+        let mut next = match recorded {
+            Some(mark) => mark + 1,
+            None => self.highest_on_disk()? + 1,
+        };
+        while self.path(TaskId(next)).exists() {
+            next = self.highest_on_disk()?.max(next) + 1;
+        }
+        Ok(TaskId(next))
+    }
+
+    /// The largest task number among the file names in `.tasks/` (names only, nothing parsed).
+    fn highest_on_disk(&self) -> Result<u64, StoreError> {
+        let entries = match fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(StoreError::io(&self.dir, e)),
+        };
+        let mut highest = 0;
+        for entry in entries {
+            let entry = entry.map_err(|e| StoreError::io(&self.dir, e))?;
+            if let Some(id) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.strip_suffix(".json"))
+                .and_then(|stem| TaskId::parse(stem).ok())
+            {
+                highest = highest.max(id.0);
+            }
+        }
+        Ok(highest)
     }
 
     pub fn update(&self, id: TaskId, patch: TaskPatch) -> Result<Task, StoreError> {

@@ -1,0 +1,89 @@
+//! crew-bench: measures crew's hot paths with real OS processes and prints JSON.
+//! Numbers go in reports, never in test assertions.
+
+mod claims;
+mod mailbox;
+mod proc;
+mod stats;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "crew-bench", about = "Benchmarks for crew's store")]
+struct Bench {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// N processes race to claim all M tasks.
+    Claims {
+        #[arg(long, default_value_t = 8)]
+        procs: usize,
+        #[arg(long, default_value_t = 5000)]
+        tasks: usize,
+        #[arg(long)]
+        json: bool,
+    },
+    /// N processes append M messages in total to one inbox while a reader follows it.
+    Mailbox {
+        #[arg(long, default_value_t = 8)]
+        procs: usize,
+        #[arg(long, default_value_t = 20_000)]
+        messages: usize,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Internal: one claiming process (waits for "go" on stdin).
+    #[command(hide = true)]
+    ClaimWorker {
+        #[arg(long)]
+        dir: PathBuf,
+        #[arg(long)]
+        name: String,
+    },
+    /// Internal: one appending process (waits for "go" on stdin).
+    #[command(hide = true)]
+    AppendWorker {
+        #[arg(long)]
+        dir: PathBuf,
+        #[arg(long)]
+        name: String,
+        #[arg(long)]
+        count: usize,
+    },
+    /// Internal: writes tasks and messages in a loop until killed (crash tests).
+    #[command(hide = true)]
+    Churn {
+        #[arg(long)]
+        dir: PathBuf,
+        #[arg(long)]
+        name: String,
+    },
+}
+
+fn main() -> ExitCode {
+    let bench = Bench::parse();
+    let result = match bench.command {
+        Command::Claims { procs, tasks, json } => claims::run(procs, tasks, json),
+        Command::Mailbox {
+            procs,
+            messages,
+            json,
+        } => mailbox::run(procs, messages, json),
+        Command::ClaimWorker { dir, name } => claims::worker(&dir, &name),
+        Command::AppendWorker { dir, name, count } => mailbox::worker(&dir, &name, count),
+        Command::Churn { dir, name } => claims::churn(&dir, &name),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("crew-bench: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,84 @@
+//! Helpers for tests that drive the built `crew` binary in a scratch git repository.
+#![allow(dead_code)] // each test file uses its own subset of these helpers
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl From<Output> for Run {
+    fn from(out: Output) -> Self {
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+}
+
+pub fn crew_exe() -> &'static str {
+    env!("CARGO_BIN_EXE_crew")
+}
+
+pub fn bench_exe() -> &'static str {
+    env!("CARGO_BIN_EXE_crew-bench")
+}
+
+pub struct Repo {
+    pub dir: tempfile::TempDir,
+}
+
+impl Repo {
+    /// An empty git repository (no crew.toml yet).
+    pub fn git() -> Repo {
+        let dir = tempfile::tempdir().unwrap();
+        let ok = Command::new("git")
+            .args(["init", "-q", "-b", "main"])
+            .current_dir(dir.path())
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git init failed");
+        Repo { dir }
+    }
+
+    /// A git repository after `crew init` (team: lead, alice, bob, carol).
+    pub fn init() -> Repo {
+        let repo = Repo::git();
+        let run = repo.crew(&["init", "--team", "test"]);
+        assert_eq!(run.code, 0, "crew init failed: {}", run.stderr);
+        repo
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn join(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    pub fn crew(&self, args: &[&str]) -> Run {
+        Command::new(crew_exe())
+            .args(args)
+            .current_dir(self.path())
+            .output()
+            .unwrap()
+            .into()
+    }
+
+    /// Runs crew and insists on success; returns stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let run = self.crew(args);
+        assert_eq!(run.code, 0, "crew {args:?} failed: {}", run.stderr);
+        run.stdout
+    }
+
+    pub fn json(&self, args: &[&str]) -> serde_json::Value {
+        serde_json::from_str(&self.ok(args)).unwrap()
+    }
+}
