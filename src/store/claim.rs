@@ -35,7 +35,7 @@ impl TaskStore {
                 .filter_map(|t| TaskId::parse(&t.id).ok())
                 .collect();
             match self.claim_from(&mut queue, who)? {
-                Attempt::Claimed(task) => return Ok(task),
+                Attempt::Claimed(task) => return Ok(*task),
                 Attempt::NoneLeft => {
                     return Err(Refusal::NothingClaimable {
                         who: who.name.to_string(),
@@ -74,7 +74,7 @@ impl TaskStore {
             });
             match outcome {
                 Ok(Some(Some(task))) => {
-                    claimed = Some(task);
+                    claimed = Some(Box::new(task));
                     break;
                 }
                 Ok(Some(None)) => {}
@@ -211,7 +211,7 @@ impl TaskStore {
 /// What a non-waiting claim pass found.
 #[derive(Debug)]
 pub enum Attempt {
-    Claimed(Task),
+    Claimed(Box<Task>),
     /// Every candidate was checked and none could be claimed; the queue is empty.
     NoneLeft,
     /// Nothing claimed, but some candidates were locked by another claimer and are still queued.

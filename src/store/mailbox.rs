@@ -208,3 +208,63 @@ impl Mailboxes {
         Ok(all)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_still_being_written_is_not_read_until_its_newline_arrives() {
+        let dir = tempfile::tempdir().unwrap();
+        let boxes = Mailboxes::new(dir.path());
+        let roster = Roster::new(["lead".to_string(), "alice".to_string()]);
+        let sent = boxes
+            .send(
+                &roster,
+                Draft {
+                    from: "lead".into(),
+                    to: "alice".into(),
+                    text: Some("hi".into()),
+                    ..Draft::default()
+                },
+            )
+            .unwrap();
+        let path = boxes.inbox_path("alice").unwrap();
+        let mut file = OpenOptions::new().append(true).open(&path).unwrap();
+        file.write_all(br#"{"id":"half","ts":"#).unwrap();
+        let batch = boxes.read_from("alice", 0).unwrap();
+        assert_eq!(batch.entries.len(), 1);
+        assert!(matches!(&batch.entries[0], Entry::Message { message, .. } if *message == sent));
+        file.write_all(
+            b"\"2026-01-01T00:00:00Z\",\"from\":\"lead\",\"to\":\"alice\",\"type\":\"message\"}\n",
+        )
+        .unwrap();
+        let rest = boxes.read_from("alice", batch.end).unwrap();
+        assert!(
+            matches!(&rest.entries[..], [Entry::Message { message, .. }] if message.id == "half")
+        );
+        assert_eq!(rest.end, std::fs::metadata(&path).unwrap().len());
+    }
+
+    #[test]
+    fn cursors_persist_and_a_cursor_past_the_end_starts_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let boxes = Mailboxes::new(dir.path());
+        assert_eq!(boxes.cursor("bob").unwrap(), 0);
+        boxes.set_cursor("bob", 42).unwrap();
+        assert_eq!(boxes.cursor("bob").unwrap(), 42);
+        let roster = Roster::new(["bob".to_string()]);
+        boxes
+            .send(
+                &roster,
+                Draft {
+                    from: "user".into(),
+                    to: "bob".into(),
+                    ..Draft::default()
+                },
+            )
+            .unwrap();
+        let batch = boxes.read_from("bob", 10_000).unwrap();
+        assert_eq!(batch.entries.len(), 1);
+    }
+}

@@ -219,3 +219,109 @@ impl Mailboxes {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(ts: &str, from: &str, to: &str, kind: &str, id: &str, approve: Option<bool>) -> Message {
+        Message {
+            id: new_id("msg"),
+            ts: ts.into(),
+            from: from.into(),
+            to: to.into(),
+            kind: kind.into(),
+            text: None,
+            request_id: Some(id.into()),
+            approve,
+            extra: Default::default(),
+        }
+    }
+
+    fn at(ts: &str) -> SystemTime {
+        humantime::parse_rfc3339(ts).unwrap()
+    }
+
+    #[test]
+    fn state_is_pending_then_answered_or_expired() {
+        let req = msg(
+            "2026-01-01T00:00:00Z",
+            "lead",
+            "alice",
+            "shutdown_request",
+            "r1",
+            None,
+        );
+        let minute = Duration::from_secs(60);
+        let pending = derive(
+            std::slice::from_ref(&req),
+            at("2026-01-01T00:00:30Z"),
+            minute,
+        );
+        assert_eq!(pending[0].state, RequestState::Pending);
+        assert_eq!(pending[0].age_secs, 30);
+        let expired = derive(
+            std::slice::from_ref(&req),
+            at("2026-01-01T00:01:01Z"),
+            minute,
+        );
+        assert_eq!(expired[0].state, RequestState::Expired);
+
+        let yes = msg(
+            "2026-01-01T00:00:10Z",
+            "alice",
+            "lead",
+            "shutdown_response",
+            "r1",
+            Some(true),
+        );
+        let no = msg(
+            "2026-01-01T00:00:20Z",
+            "alice",
+            "lead",
+            "shutdown_response",
+            "r1",
+            Some(false),
+        );
+        let answered = derive(&[no, req.clone(), yes], at("2026-01-01T00:05:00Z"), minute);
+        assert_eq!(answered.len(), 1, "responses are not requests");
+        assert_eq!(
+            answered[0].state,
+            RequestState::Approved,
+            "the first answer wins"
+        );
+
+        let late = msg(
+            "2026-01-01T00:02:00Z",
+            "alice",
+            "lead",
+            "shutdown_response",
+            "r1",
+            Some(true),
+        );
+        let too_late = derive(&[req, late], at("2026-01-01T00:05:00Z"), minute);
+        assert_eq!(
+            too_late[0].state,
+            RequestState::Expired,
+            "an answer after the timeout is too late"
+        );
+    }
+
+    #[test]
+    fn a_request_may_carry_its_own_timeout() {
+        let mut req = msg(
+            "2026-01-01T00:00:00Z",
+            "alice",
+            "lead",
+            "permission_request",
+            "r2",
+            None,
+        );
+        req.extra
+            .insert("timeout_secs".into(), serde_json::json!(5));
+        let state = derive(&[req], at("2026-01-01T00:00:06Z"), Duration::from_secs(600));
+        assert_eq!(state[0].state, RequestState::Expired);
+        assert_eq!(response_kind("permission_request"), "permission_response");
+        assert_eq!(response_kind("message"), "message");
+    }
+}

@@ -111,6 +111,7 @@ impl TaskStore {
         loaded
             .tasks
             .sort_by(|a, b| order_key(&a.id).cmp(&order_key(&b.id)));
+        loaded.problems.sort_by_key(|p| p.to_string());
         Ok(loaded)
     }
 
