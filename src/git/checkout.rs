@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use git2::build::CheckoutBuilder;
-use git2::{Repository, Status, StatusOptions, Tree};
+use git2::{Oid, Repository, Status, StatusOptions, Tree};
 
 use super::error::{BlockedFile, Context, GitError};
 use super::worktree::display_dir;
@@ -124,13 +124,17 @@ fn reason(status: Status) -> &'static str {
 /// paths this module itself just wrote.
 pub(crate) fn update_paths(
     checkout: &Repository,
-    tree: &Tree<'_>,
+    tree: Oid,
     paths: &[PathBuf],
     force: bool,
 ) -> Result<(), GitError> {
     if paths.is_empty() {
         return Ok(());
     }
+    // libgit2 wants the tree looked up through the very repository handle it checks out into.
+    let tree = checkout
+        .find_tree(tree)
+        .context(|| format!("reading tree {tree} in {}", display_dir(checkout)))?;
     let mut builder = CheckoutBuilder::new();
     if force {
         builder.force();

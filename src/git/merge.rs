@@ -109,14 +109,14 @@ impl Worktrees {
         }
 
         for (done, checkout) in checkouts.iter().enumerate() {
-            if let Err(e) = update_paths(checkout, &new_tree, &paths, false) {
-                restore(&checkouts[..done], &old_tree, &paths);
+            if let Err(e) = update_paths(checkout, new_tree.id(), &paths, false) {
+                restore(&checkouts[..done], old_tree.id(), &paths);
                 return Err(e);
             }
         }
         let message = format!("crew: merge {branch} into {base_branch}");
         if let Err(e) = move_ref(repo, base_branch, new_base, base.id(), &message) {
-            restore(&checkouts, &old_tree, &paths);
+            restore(&checkouts, old_tree.id(), &paths);
             return Err(e);
         }
         info!(name, base_branch, ?outcome, "merged worktree");
@@ -221,7 +221,7 @@ fn move_ref(
 
 /// Puts back the paths an aborted merge already wrote in base checkouts. They were verified
 /// clean before being written, so forcing the old content back loses nothing.
-fn restore(checkouts: &[Repository], old_tree: &git2::Tree<'_>, paths: &[PathBuf]) {
+fn restore(checkouts: &[Repository], old_tree: Oid, paths: &[PathBuf]) {
     for checkout in checkouts {
         if let Err(e) = update_paths(checkout, old_tree, paths, true) {
             warn!(checkout = %display_dir(checkout), error = %e, "could not restore checkout");
