@@ -59,8 +59,20 @@ fn diff_covers_committed_uncommitted_untracked_deleted_renamed_and_binary_files(
     assert_eq!((edit.additions, edit.deletions), (2, 1));
     assert_eq!(edit.hunks.len(), 1);
     let hunk = &edit.hunks[0];
-    assert!(hunk.header.starts_with("@@ -1,3 +1,4 @@"), "{}", hunk.header);
-    assert_eq!((hunk.old_start, hunk.old_lines, hunk.new_start, hunk.new_lines), (1, 3, 1, 4));
+    assert!(
+        hunk.header.starts_with("@@ -1,3 +1,4 @@"),
+        "{}",
+        hunk.header
+    );
+    assert_eq!(
+        (
+            hunk.old_start,
+            hunk.old_lines,
+            hunk.new_start,
+            hunk.new_lines
+        ),
+        (1, 3, 1, 4)
+    );
     let lines: Vec<(LineKind, Option<u32>, Option<u32>, &str)> = hunk
         .lines
         .iter()

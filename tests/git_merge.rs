@@ -6,8 +6,8 @@ mod git_support;
 use std::path::Path;
 
 use crew::git::{GitError, MergeOutcome, Worktrees};
-use git2::{Repository, WorktreeAddOptions};
 use git_support::{TestRepo, commit_all, dirty_paths, read, teammate, write};
+use git2::{Repository, WorktreeAddOptions};
 
 fn commit_of(root: &Path, id: &str) -> (usize, String, String) {
     let repo = Repository::open(root).unwrap();
@@ -38,8 +38,16 @@ fn fast_forward_commits_uncommitted_work_and_updates_the_main_checkout() {
     assert_eq!(t.branch_tip("crew/alice").to_string(), new_head);
     let (parents, name, email) = commit_of(t.root(), &new_head);
     assert_eq!(parents, 1);
-    assert_eq!((name.as_str(), email.as_str()), ("Alice Agent", "alice@crew.invalid"));
-    let parent = t.repo().find_commit(t.branch_tip("main")).unwrap().parent_id(0).unwrap();
+    assert_eq!(
+        (name.as_str(), email.as_str()),
+        ("Alice Agent", "alice@crew.invalid")
+    );
+    let parent = t
+        .repo()
+        .find_commit(t.branch_tip("main"))
+        .unwrap()
+        .parent_id(0)
+        .unwrap();
     assert_eq!(parent, before);
 
     // The main checkout (on main) now has the work, and is clean.
@@ -127,7 +135,10 @@ fn a_conflict_changes_nothing_anywhere_and_lists_the_files() {
             files: vec!["a.txt".to_string()]
         }
     );
-    assert_eq!((t.branch_tip("main"), t.branch_tip("crew/alice")), refs_before);
+    assert_eq!(
+        (t.branch_tip("main"), t.branch_tip("crew/alice")),
+        refs_before
+    );
     assert_eq!(t.read("a.txt"), "main's line\n");
     assert_eq!(t.read("b.txt"), "person, uncommitted\n");
     assert_eq!(read(&wt.path, "a.txt"), "alice's line\n");
@@ -155,13 +166,19 @@ fn unrelated_local_edits_in_the_base_checkout_survive_the_merge() {
     index.write().unwrap();
 
     let outcome = wts.merge("alice", "main", &teammate()).unwrap();
-    assert!(matches!(outcome, MergeOutcome::FastForward { .. }), "{outcome:?}");
+    assert!(
+        matches!(outcome, MergeOutcome::FastForward { .. }),
+        "{outcome:?}"
+    );
     assert_eq!(t.read("a.txt"), "a by alice\n");
     assert_eq!(t.read("added.txt"), "added\n");
     assert_eq!(t.read("mine.txt"), "my edit\n");
     assert_eq!(t.read("scratch.txt"), "my notes\n");
     assert_eq!(t.read("c.txt"), "staged\n");
-    assert_eq!(dirty_paths(t.root()), vec!["c.txt", "mine.txt", "scratch.txt"]);
+    assert_eq!(
+        dirty_paths(t.root()),
+        vec!["c.txt", "mine.txt", "scratch.txt"]
+    );
     let status = t.repo().status_file(Path::new("c.txt")).unwrap();
     assert!(status.contains(git2::Status::INDEX_MODIFIED), "{status:?}");
 }
@@ -178,22 +195,34 @@ fn local_edits_on_a_file_the_merge_changes_refuse_it_and_change_nothing() {
     // Modified locally.
     t.write("a.txt", "the person's edit\n");
     let err = wts.merge("alice", "main", &teammate()).err().unwrap();
-    let GitError::CheckoutDirty { checkout, branch, files } = &err else {
+    let GitError::CheckoutDirty {
+        checkout,
+        branch,
+        files,
+    } = &err
+    else {
         panic!("expected CheckoutDirty, got {err}");
     };
     assert_eq!(branch, "main");
-    assert_eq!(checkout.canonicalize().unwrap(), t.root().canonicalize().unwrap());
+    assert_eq!(
+        checkout.canonicalize().unwrap(),
+        t.root().canonicalize().unwrap()
+    );
     assert_eq!(files.0.len(), 1);
     assert_eq!(files.0[0].path, "a.txt");
     assert_eq!(files.0[0].reason, "modified locally");
-    assert!(err.to_string().contains("a.txt (modified locally)"), "{err}");
+    assert!(
+        err.to_string().contains("a.txt (modified locally)"),
+        "{err}"
+    );
 
     // Untracked where the merge would write.
     t.write("a.txt", "a\n");
     t.write("new.txt", "the person's own new file\n");
     let err = wts.merge("alice", "main", &teammate()).err().unwrap();
     assert!(
-        err.to_string().contains("new.txt (untracked file would be overwritten)"),
+        err.to_string()
+            .contains("new.txt (untracked file would be overwritten)"),
         "{err}"
     );
 
@@ -223,11 +252,19 @@ fn the_base_branch_checked_out_in_another_worktree_is_updated_safely() {
     write(&wt.path, "a.txt", "a by alice\n");
 
     let outcome = wts.merge("alice", "main", &teammate()).unwrap();
-    assert!(matches!(outcome, MergeOutcome::FastForward { .. }), "{outcome:?}");
+    assert!(
+        matches!(outcome, MergeOutcome::FastForward { .. }),
+        "{outcome:?}"
+    );
     assert_eq!(read(&other, "a.txt"), "a by alice\n");
     assert_eq!(read(&other, "b.txt"), "edited in elsewhere\n");
     assert_eq!(dirty_paths(&other), vec!["b.txt"]);
-    let other_head = Repository::open(&other).unwrap().head().unwrap().target().unwrap();
+    let other_head = Repository::open(&other)
+        .unwrap()
+        .head()
+        .unwrap()
+        .target()
+        .unwrap();
     assert_eq!(other_head, t.branch_tip("main"));
     // The main checkout, on dev, is untouched.
     assert_eq!(t.read("a.txt"), "a\n");
@@ -236,10 +273,16 @@ fn the_base_branch_checked_out_in_another_worktree_is_updated_safely() {
     write(&wt.path, "b.txt", "b by alice\n");
     let before = t.branch_tip("main");
     let err = wts.merge("alice", "main", &teammate()).err().unwrap();
-    let GitError::CheckoutDirty { checkout, files, .. } = &err else {
+    let GitError::CheckoutDirty {
+        checkout, files, ..
+    } = &err
+    else {
         panic!("expected CheckoutDirty, got {err}");
     };
-    assert_eq!(checkout.canonicalize().unwrap(), other.canonicalize().unwrap());
+    assert_eq!(
+        checkout.canonicalize().unwrap(),
+        other.canonicalize().unwrap()
+    );
     assert_eq!(files.0[0].path, "b.txt");
     assert_eq!(t.branch_tip("main"), before);
     assert_eq!(read(&other, "b.txt"), "edited in elsewhere\n");

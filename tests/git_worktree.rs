@@ -64,7 +64,10 @@ fn copy_and_link_bring_local_files_and_report_missing_ones() {
     let linked = wt.path.join("node_modules");
     assert!(linked.symlink_metadata().unwrap().file_type().is_symlink());
     assert_eq!(fs::read_link(&linked).unwrap(), t.path("node_modules"));
-    assert_eq!(read(&wt.path, "node_modules/pkg/index.js"), "module.exports = 1;\n");
+    assert_eq!(
+        read(&wt.path, "node_modules/pkg/index.js"),
+        "module.exports = 1;\n"
+    );
 
     // A second ensure keeps the teammate's edit of a copied file.
     write(&wt.path, ".env", "SECRET=2\n");
@@ -104,7 +107,10 @@ fn list_reports_ahead_behind_and_dirty_files() {
     assert_eq!((a.ahead, a.behind), (2, 1));
     assert_eq!(a.dirty_files, 2);
     let b = &list[1];
-    assert_eq!((b.name.as_str(), b.ahead, b.behind, b.dirty_files), ("bob", 0, 1, 0));
+    assert_eq!(
+        (b.name.as_str(), b.ahead, b.behind, b.dirty_files),
+        ("bob", 0, 1, 0)
+    );
 }
 
 #[test]
@@ -130,7 +136,11 @@ fn discard_removes_folder_registration_and_branch_but_not_linked_sources() {
         Err(GitError::WorktreeNotFound { .. })
     ));
     // The name is free again.
-    assert!(wts.ensure("dave", "main", &none(), &none()).unwrap().created);
+    assert!(
+        wts.ensure("dave", "main", &none(), &none())
+            .unwrap()
+            .created
+    );
 }
 
 #[test]
@@ -139,7 +149,10 @@ fn a_non_git_dir_is_a_clear_error_naming_it() {
     let err = Worktrees::open(dir.path()).err().unwrap();
     assert!(matches!(err, GitError::NotARepository { .. }));
     let message = err.to_string();
-    assert!(message.contains(&dir.path().display().to_string()), "{message}");
+    assert!(
+        message.contains(&dir.path().display().to_string()),
+        "{message}"
+    );
     assert!(message.contains("not a git repository"), "{message}");
 }
 
@@ -147,11 +160,24 @@ fn a_non_git_dir_is_a_clear_error_naming_it() {
 fn bad_names_and_paths_are_refused_before_touching_disk() {
     let t = TestRepo::new(&[("a.txt", "one\n")]);
     let wts = Worktrees::open(t.root()).unwrap();
-    for name in ["../evil", "Alice", "", "a/b", "1st", "way-too-long-name-for-a-teammate-x"] {
+    for name in [
+        "../evil",
+        "Alice",
+        "",
+        "a/b",
+        "1st",
+        "way-too-long-name-for-a-teammate-x",
+    ] {
         let err = wts.ensure(name, "main", &none(), &none()).err().unwrap();
         assert!(matches!(err, GitError::InvalidName { .. }), "{name}: {err}");
-        assert!(matches!(wts.discard(name), Err(GitError::InvalidName { .. })));
-        assert!(matches!(wts.diff(name, "main"), Err(GitError::InvalidName { .. })));
+        assert!(matches!(
+            wts.discard(name),
+            Err(GitError::InvalidName { .. })
+        ));
+        assert!(matches!(
+            wts.diff(name, "main"),
+            Err(GitError::InvalidName { .. })
+        ));
     }
     let err = wts
         .ensure("ok", "main", &["../outside".to_string()], &none())

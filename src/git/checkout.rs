@@ -8,22 +8,19 @@ use git2::build::CheckoutBuilder;
 use git2::{Oid, Repository, Status, StatusOptions, Tree};
 
 use super::error::{BlockedFile, Context, GitError};
-use super::worktree::display_dir;
+use super::worktree::{display_dir, head_ref, worktree_names};
 
 /// Every non-bare checkout whose HEAD is on `branch`: the main one and any linked worktree.
 pub(crate) fn checkouts_of(main: &Repository, branch: &str) -> Result<Vec<Repository>, GitError> {
     let full = format!("refs/heads/{branch}");
     let mut found = Vec::new();
-    let reopened = Repository::open(main.path())
-        .context(|| format!("opening {}", display_dir(main)))?;
+    let reopened =
+        Repository::open(main.path()).context(|| format!("opening {}", display_dir(main)))?;
     if !reopened.is_bare() && is_on(&reopened, &full)? {
         found.push(reopened);
     }
-    let names = main
-        .worktrees()
-        .context(|| format!("listing worktrees of {}", display_dir(main)))?;
-    for name in names.iter().flatten().flatten() {
-        let Ok(wt) = main.find_worktree(name) else {
+    for name in worktree_names(main)? {
+        let Ok(wt) = main.find_worktree(&name) else {
             continue;
         };
         if wt.validate().is_err() {
@@ -39,10 +36,7 @@ pub(crate) fn checkouts_of(main: &Repository, branch: &str) -> Result<Vec<Reposi
 }
 
 fn is_on(repo: &Repository, full_ref: &str) -> Result<bool, GitError> {
-    let head = repo
-        .find_reference("HEAD")
-        .context(|| format!("reading HEAD of {}", display_dir(repo)))?;
-    Ok(head.symbolic_target_bytes() == Some(full_ref.as_bytes()))
+    Ok(head_ref(repo)?.as_deref() == Some(full_ref))
 }
 
 /// Paths that differ between two trees (both sides of every change).

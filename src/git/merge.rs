@@ -15,7 +15,7 @@ use tracing::{info, warn};
 use super::checkout::{blocked_files, changed_paths, checkouts_of, update_paths};
 use super::error::{BlockedFiles, Context, GitError};
 use super::names::validate_branch;
-use super::worktree::{Worktrees, display_dir, head_commit};
+use super::worktree::{Worktrees, checkout_dir, display_dir, head_commit};
 use super::{Author, branch_for};
 
 /// What `merge` did.
@@ -70,15 +70,21 @@ impl Worktrees {
         let (new_base, outcome) = if fork == tip {
             return Ok(MergeOutcome::UpToDate);
         } else if fork == base.id() {
-            (tip, MergeOutcome::FastForward {
-                new_head: tip.to_string(),
-            })
+            (
+                tip,
+                MergeOutcome::FastForward {
+                    new_head: tip.to_string(),
+                },
+            )
         } else {
             match merge_in_memory(repo, &base, &tip_commit, &sig, &branch, base_branch)? {
                 Err(files) => return Ok(MergeOutcome::Conflicts { files }),
-                Ok(commit) => (commit, MergeOutcome::Merged {
-                    commit: commit.to_string(),
-                }),
+                Ok(commit) => (
+                    commit,
+                    MergeOutcome::Merged {
+                        commit: commit.to_string(),
+                    },
+                ),
             }
         };
 
@@ -179,8 +185,8 @@ fn merge_in_memory(
             .context(|| format!("listing conflicts of {branch:?} with {base_branch:?}"))?;
         let mut files = Vec::new();
         for conflict in conflicts {
-            let conflict =
-                conflict.context(|| format!("listing conflicts of {branch:?} with {base_branch:?}"))?;
+            let conflict = conflict
+                .context(|| format!("listing conflicts of {branch:?} with {base_branch:?}"))?;
             let entry = conflict.our.or(conflict.their).or(conflict.ancestor);
             if let Some(entry) = entry {
                 files.push(String::from_utf8_lossy(&entry.path).into_owned());
@@ -227,8 +233,4 @@ fn restore(checkouts: &[Repository], old_tree: Oid, paths: &[PathBuf]) {
             warn!(checkout = %display_dir(checkout), error = %e, "could not restore checkout");
         }
     }
-}
-
-fn checkout_dir(repo: &Repository) -> PathBuf {
-    repo.workdir().unwrap_or(repo.path()).to_path_buf()
 }

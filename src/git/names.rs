@@ -78,7 +78,13 @@ mod tests {
 
     #[test]
     fn accepts_good_names() {
-        for name in ["a", "alice", "bob-2", "x_y", &format!("a{}", "b".repeat(31))] {
+        for name in [
+            "a",
+            "alice",
+            "bob-2",
+            "x_y",
+            &format!("a{}", "b".repeat(31)),
+        ] {
             assert!(validate_name(name).is_ok(), "{name}");
         }
     }

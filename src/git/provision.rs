@@ -41,11 +41,12 @@ pub(crate) fn provision(
             continue;
         }
         match src.metadata() {
-            Err(_) => done.skipped.push(skipped(entry, "missing in the main checkout")),
-            Ok(meta) if !meta.is_file() => done.skipped.push(skipped(
-                entry,
-                "not a regular file (use link for folders)",
-            )),
+            Err(_) => done
+                .skipped
+                .push(skipped(entry, "missing in the main checkout")),
+            Ok(meta) if !meta.is_file() => done
+                .skipped
+                .push(skipped(entry, "not a regular file (use link for folders)")),
             Ok(_) => {
                 make_parent(&dst)?;
                 fs::copy(&src, &dst).map_err(io_error(&dst))?;

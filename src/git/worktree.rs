@@ -188,7 +188,7 @@ impl Worktrees {
         validate_branch(base_branch)?;
         let base = self.base_commit(base_branch)?.id();
         let mut infos = Vec::new();
-        for name in self.registered_names()? {
+        for name in worktree_names(&self.repo)? {
             if validate_name(&name).is_err() {
                 continue;
             }
@@ -277,7 +277,9 @@ impl Worktrees {
                 repo: self.root.clone(),
                 branch: branch.to_string(),
             }),
-            Err(e) => Err(e).context(|| format!("reading branch {branch:?} in {}", self.root.display())),
+            Err(e) => {
+                Err(e).context(|| format!("reading branch {branch:?} in {}", self.root.display()))
+            }
         }
     }
 
@@ -288,16 +290,8 @@ impl Worktrees {
         }
     }
 
-    fn registered_names(&self) -> Result<Vec<String>, GitError> {
-        let names = self
-            .repo
-            .worktrees()
-            .context(|| format!("listing worktrees of {}", self.root.display()))?;
-        Ok(names.iter().flatten().flatten().map(str::to_string).collect())
-    }
-
     fn registered(&self, name: &str) -> Result<Option<git2::Worktree>, GitError> {
-        if !self.registered_names()?.iter().any(|n| n == name) {
+        if !worktree_names(&self.repo)?.iter().any(|n| n == name) {
             return Ok(None);
         }
         self.repo
@@ -310,14 +304,7 @@ impl Worktrees {
         let repo = Repository::open_from_worktree(wt)
             .context(|| format!("opening worktree {}", wt.path().display()))?;
         let expected = format!("refs/heads/{}", branch_for(name));
-        let head = repo
-            .find_reference("HEAD")
-            .context(|| format!("reading HEAD of {}", wt.path().display()))?;
-        let found = match head.symbolic_target_bytes() {
-            Some(target) => String::from_utf8_lossy(target).into_owned(),
-            None => "(detached HEAD)".to_string(),
-        };
-        drop(head);
+        let found = head_ref(&repo)?.unwrap_or_else(|| "(detached HEAD)".to_string());
         if found != expected {
             return Err(GitError::WrongBranch {
                 path: wt.path().to_path_buf(),
@@ -337,9 +324,37 @@ pub(crate) fn head_commit(repo: &Repository) -> Result<git2::Oid, GitError> {
         .context(|| format!("reading HEAD of {}", display_dir(repo)))
 }
 
+/// The full ref name HEAD points at (`refs/heads/...`), or `None` when HEAD is detached.
+pub(crate) fn head_ref(repo: &Repository) -> Result<Option<String>, GitError> {
+    let head = repo
+        .find_reference("HEAD")
+        .context(|| format!("reading HEAD of {}", display_dir(repo)))?;
+    Ok(head
+        .symbolic_target_bytes()
+        .map(|target| String::from_utf8_lossy(target).into_owned()))
+}
+
+/// Names of the linked worktrees registered in `repo`.
+pub(crate) fn worktree_names(repo: &Repository) -> Result<Vec<String>, GitError> {
+    let names = repo
+        .worktrees()
+        .context(|| format!("listing worktrees of {}", display_dir(repo)))?;
+    Ok(names
+        .iter()
+        .flatten()
+        .flatten()
+        .map(str::to_string)
+        .collect())
+}
+
+/// The checkout folder of a repository (its git dir when bare).
+pub(crate) fn checkout_dir(repo: &Repository) -> PathBuf {
+    repo.workdir().unwrap_or(repo.path()).to_path_buf()
+}
+
 /// The checkout folder of a repository, for messages.
 pub(crate) fn display_dir(repo: &Repository) -> String {
-    repo.workdir().unwrap_or(repo.path()).display().to_string()
+    checkout_dir(repo).display().to_string()
 }
 
 fn dirty_count(repo: &Repository) -> Result<usize, GitError> {

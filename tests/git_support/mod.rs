@@ -87,9 +87,7 @@ pub fn teammate() -> Author {
 pub fn commit_all(root: &Path, message: &str) -> Oid {
     let repo = Repository::open(root).unwrap();
     let mut index = repo.index().unwrap();
-    index
-        .add_all(["*"], IndexAddOption::DEFAULT, None)
-        .unwrap();
+    index.add_all(["*"], IndexAddOption::DEFAULT, None).unwrap();
     index.update_all(["*"], None).unwrap();
     index.write().unwrap();
     let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
