@@ -296,3 +296,55 @@ fn merging_an_unknown_worktree_names_it() {
     assert!(matches!(err, GitError::WorktreeNotFound { .. }), "{err}");
     assert!(err.to_string().contains("ghost"), "{err}");
 }
+
+#[test]
+fn a_base_checkout_in_the_middle_of_a_merge_refuses() {
+    let t = TestRepo::new(&[("a.txt", "a\n")]);
+    let wts = Worktrees::open(t.root()).unwrap();
+    let wt = wts.ensure("alice", "main", &[], &[]).unwrap();
+    write(&wt.path, "a.txt", "a by alice\n");
+    let before = t.branch_tip("main");
+    t.write(".git/MERGE_HEAD", &format!("{before}\n"));
+
+    let err = wts.merge("alice", "main", &teammate()).err().unwrap();
+    assert!(matches!(err, GitError::CheckoutBusy { .. }), "{err}");
+    assert!(err.to_string().contains("merge"), "{err}");
+    assert_eq!(t.branch_tip("main"), before);
+    assert_eq!(t.read("a.txt"), "a\n");
+}
+
+#[test]
+fn concurrent_merges_into_one_base_all_land() {
+    let t = TestRepo::new(&[("a.txt", "a\n")]);
+    let names = ["ann", "ben", "cat", "dan"];
+    let wts = Worktrees::open(t.root()).unwrap();
+    for name in names {
+        let wt = wts.ensure(name, "main", &[], &[]).unwrap();
+        write(&wt.path, &format!("{name}.txt"), &format!("by {name}\n"));
+    }
+    let root = t.root().to_path_buf();
+    let handles: Vec<_> = names
+        .into_iter()
+        .map(|name| {
+            let root = root.clone();
+            std::thread::spawn(move || {
+                let wts = Worktrees::open(&root).unwrap();
+                wts.merge(name, "main", &teammate())
+            })
+        })
+        .collect();
+    for handle in handles {
+        let outcome = handle.join().unwrap().unwrap();
+        assert!(
+            matches!(
+                outcome,
+                MergeOutcome::FastForward { .. } | MergeOutcome::Merged { .. }
+            ),
+            "{outcome:?}"
+        );
+    }
+    for name in names {
+        assert_eq!(t.read(&format!("{name}.txt")), format!("by {name}\n"));
+    }
+    assert_eq!(dirty_paths(t.root()), Vec::<String>::new());
+}

@@ -81,6 +81,16 @@ pub enum GitError {
         files: BlockedFiles,
     },
 
+    #[error(
+        "refusing to merge into {branch:?}: its checkout {checkout} is in the middle of a \
+         {state}; finish or abort it first"
+    )]
+    CheckoutBusy {
+        checkout: PathBuf,
+        branch: String,
+        state: String,
+    },
+
     #[error("branch {branch:?} in {repo} moved while merging; nothing was merged, try again")]
     ConcurrentUpdate { repo: PathBuf, branch: String },
 

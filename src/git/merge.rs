@@ -6,14 +6,15 @@
 //! checkouts and finally the base branch ref updated. A conflict or a refusal leaves every ref,
 //! index and file as it was (at most some unreferenced objects are added to the object store).
 
+use std::fs::OpenOptions;
 use std::path::PathBuf;
 
-use git2::{Commit, ErrorCode, Index, IndexAddOption, Oid, Repository, Signature};
+use git2::{Commit, ErrorCode, Index, IndexAddOption, Oid, Repository, RepositoryState, Signature};
 use serde::Serialize;
 use tracing::{info, warn};
 
 use super::checkout::{blocked_files, changed_paths, checkouts_of, update_paths};
-use super::error::{BlockedFiles, Context, GitError};
+use super::error::{BlockedFiles, Context, GitError, io_error};
 use super::names::validate_branch;
 use super::worktree::{Worktrees, checkout_dir, display_dir, head_commit};
 use super::{Author, branch_for};
@@ -50,6 +51,17 @@ impl Worktrees {
         validate_branch(base_branch)?;
         let wt = self.open_worktree(name)?;
         let repo = self.repo();
+        // One crew merge at a time per repository: a second one waits, then sees the moved base.
+        let lock_path = repo.commondir().join("crew-merge.lock");
+        let lock_file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(io_error(&lock_path))?;
+        let mut lock = fd_lock::RwLock::new(lock_file);
+        let _merging = lock.write().map_err(io_error(&lock_path))?;
+
         let sig = author.signature()?;
         let branch = branch_for(name);
         let base = self.base_commit(base_branch)?;
@@ -96,6 +108,13 @@ impl Worktrees {
         let paths = changed_paths(repo, &old_tree, &new_tree)?;
         let checkouts = checkouts_of(repo, base_branch)?;
         for checkout in &checkouts {
+            if checkout.state() != RepositoryState::Clean {
+                return Err(GitError::CheckoutBusy {
+                    checkout: checkout_dir(checkout),
+                    branch: base_branch.to_string(),
+                    state: format!("{:?}", checkout.state()).to_lowercase(),
+                });
+            }
             let blocked = blocked_files(checkout, &paths)?;
             if !blocked.is_empty() {
                 return Err(GitError::CheckoutDirty {
