@@ -6,7 +6,7 @@
 //! checkouts and finally the base branch ref updated. A conflict or a refusal leaves every ref,
 //! index and file as it was (at most some unreferenced objects are added to the object store).
 
-use std::fs::OpenOptions;
+use std::fs::{File, OpenOptions};
 use std::path::PathBuf;
 
 use git2::{Commit, ErrorCode, Index, IndexAddOption, Oid, Repository, RepositoryState, Signature};
@@ -52,14 +52,7 @@ impl Worktrees {
         let wt = self.open_worktree(name)?;
         let repo = self.repo();
         // One crew merge at a time per repository: a second one waits, then sees the moved base.
-        let lock_path = repo.commondir().join("crew-merge.lock");
-        let lock_file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(io_error(&lock_path))?;
-        let mut lock = fd_lock::RwLock::new(lock_file);
+        let (lock_path, mut lock) = merge_lock(repo)?;
         let _merging = lock.write().map_err(io_error(&lock_path))?;
 
         let sig = author.signature()?;
@@ -107,26 +100,10 @@ impl Worktrees {
             .context(|| format!("reading the merged tree {new_base}"))?;
         let paths = changed_paths(repo, &old_tree, &new_tree)?;
         let checkouts = checkouts_of(repo, base_branch)?;
-        for checkout in &checkouts {
-            if checkout.state() != RepositoryState::Clean {
-                return Err(GitError::CheckoutBusy {
-                    checkout: checkout_dir(checkout),
-                    branch: base_branch.to_string(),
-                    state: format!("{:?}", checkout.state()).to_lowercase(),
-                });
-            }
-            let blocked = blocked_files(checkout, &paths)?;
-            if !blocked.is_empty() {
-                return Err(GitError::CheckoutDirty {
-                    checkout: checkout_dir(checkout),
-                    branch: base_branch.to_string(),
-                    files: BlockedFiles(blocked),
-                });
-            }
-        }
+        check_checkouts(&checkouts, &paths, base_branch)?;
 
+        let message = format!("crew: merge {branch} into {base_branch}");
         if let Some(mut snap) = snapshot {
-            let message = format!("crew: merge {branch} into {base_branch}");
             move_ref(&wt, &branch, tip, old_tip, &message)?;
             snap.index
                 .write()
@@ -139,7 +116,6 @@ impl Worktrees {
                 return Err(e);
             }
         }
-        let message = format!("crew: merge {branch} into {base_branch}");
         if let Err(e) = move_ref(repo, base_branch, new_base, base.id(), &message) {
             restore(&checkouts, old_tree.id(), &paths);
             return Err(e);
@@ -147,6 +123,46 @@ impl Worktrees {
         info!(name, base_branch, ?outcome, "merged worktree");
         Ok(outcome)
     }
+}
+
+/// The per-repository lock file that serialises crew merges.
+fn merge_lock(repo: &Repository) -> Result<(PathBuf, fd_lock::RwLock<File>), GitError> {
+    let path = repo.commondir().join("crew-merge.lock");
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(io_error(&path))?;
+    Ok((path, fd_lock::RwLock::new(file)))
+}
+
+/// Refuses the merge if any checkout of the base branch is mid-operation or has local changes
+/// on a path the merge changes.
+fn check_checkouts(
+    checkouts: &[Repository],
+    paths: &[PathBuf],
+    base_branch: &str,
+) -> Result<(), GitError> {
+    for checkout in checkouts {
+        let state = checkout.state();
+        if state != RepositoryState::Clean {
+            return Err(GitError::CheckoutBusy {
+                checkout: checkout_dir(checkout),
+                branch: base_branch.to_string(),
+                state: format!("{state:?}").to_lowercase(),
+            });
+        }
+        let blocked = blocked_files(checkout, paths)?;
+        if !blocked.is_empty() {
+            return Err(GitError::CheckoutDirty {
+                checkout: checkout_dir(checkout),
+                branch: base_branch.to_string(),
+                files: BlockedFiles(blocked),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Commits the worktree's uncommitted and untracked (not ignored) files on top of `head`,
