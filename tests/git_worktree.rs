@@ -53,7 +53,7 @@ fn copy_and_link_bring_local_files_and_report_missing_ones() {
     t.write("node_modules/pkg/index.js", "module.exports = 1;\n");
     let wts = Worktrees::open(t.root()).unwrap();
     let copy = vec![".env".to_string(), "missing.env".to_string()];
-    let link = vec!["node_modules".to_string(), "vendor".to_string()];
+    let link = vec!["./node_modules/".to_string(), "vendor".to_string()];
 
     let wt = wts.ensure("carol", "main", &copy, &link).unwrap();
     assert_eq!(wt.copied, vec![".env"]);

@@ -42,8 +42,9 @@ pub fn validate_branch(branch: &str) -> Result<(), GitError> {
     }
 }
 
-/// Checks that a `copy`/`link` entry is a plain relative path that stays inside the checkout.
-pub fn validate_relative(path: &str, what: &'static str) -> Result<(), GitError> {
+/// Checks that a `copy`/`link` entry is a plain relative path that stays inside the checkout,
+/// and returns it normalised (`./a//b/` becomes `a/b`), so it also works as an exclude rule.
+pub fn normalize_relative(path: &str, what: &'static str) -> Result<String, GitError> {
     let invalid = |reason| GitError::InvalidPath {
         path: path.to_string(),
         what,
@@ -52,13 +53,16 @@ pub fn validate_relative(path: &str, what: &'static str) -> Result<(), GitError>
     if path.is_empty() {
         return Err(invalid("it is empty"));
     }
-    let mut normal = 0;
+    let mut parts = Vec::new();
     for component in Path::new(path).components() {
         match component {
             Component::Normal(part) if part == ".git" => {
                 return Err(invalid("it must not touch .git"));
             }
-            Component::Normal(_) => normal += 1,
+            Component::Normal(part) => match part.to_str() {
+                Some(part) => parts.push(part),
+                None => return Err(invalid("it is not valid UTF-8")),
+            },
             Component::CurDir => {}
             Component::ParentDir => return Err(invalid("'..' is not allowed")),
             Component::RootDir | Component::Prefix(_) => {
@@ -66,10 +70,10 @@ pub fn validate_relative(path: &str, what: &'static str) -> Result<(), GitError>
             }
         }
     }
-    if normal == 0 {
+    if parts.is_empty() {
         return Err(invalid("it names the repository root itself"));
     }
-    Ok(())
+    Ok(parts.join("/"))
 }
 
 #[cfg(test)]
@@ -112,10 +116,17 @@ mod tests {
 
     #[test]
     fn relative_paths() {
-        assert!(validate_relative(".env", "copy").is_ok());
-        assert!(validate_relative("config/local.toml", "copy").is_ok());
+        assert_eq!(normalize_relative(".env", "copy").unwrap(), ".env");
+        assert_eq!(
+            normalize_relative("./config//local.toml", "copy").unwrap(),
+            "config/local.toml"
+        );
+        assert_eq!(
+            normalize_relative("node_modules/", "link").unwrap(),
+            "node_modules"
+        );
         for bad in ["", "/etc/passwd", "../x", "a/../../x", ".", ".git/config"] {
-            assert!(validate_relative(bad, "copy").is_err(), "{bad}");
+            assert!(normalize_relative(bad, "copy").is_err(), "{bad}");
         }
     }
 }

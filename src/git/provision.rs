@@ -87,7 +87,7 @@ fn make_parent(path: &Path) -> Result<(), GitError> {
     }
 }
 
-/// Adds `/<entry>` lines to the shared `info/exclude`, so copied secrets and linked folders are
+/// Adds `/<entry>` lines (entries are normalised relative paths) to the shared `info/exclude`, so copied secrets and linked folders are
 /// never picked up by the merge's auto-commit (a `node_modules/` rule does not match a symlink).
 pub(crate) fn exclude(common_dir: &Path, entries: &[String]) -> Result<(), GitError> {
     if entries.is_empty() {
@@ -103,7 +103,7 @@ pub(crate) fn exclude(common_dir: &Path, entries: &[String]) -> Result<(), GitEr
     let present: Vec<&str> = existing.lines().map(str::trim).collect();
     let mut missing = String::new();
     for entry in entries {
-        let line = format!("/{}", entry.trim_start_matches("./"));
+        let line = format!("/{entry}");
         if !present.contains(&line.as_str()) && !missing.lines().any(|l| l == line) {
             missing.push_str(&line);
             missing.push('\n');

@@ -11,7 +11,7 @@ use tracing::{debug, info, warn};
 
 use super::branch_for;
 use super::error::{Context, GitError, io_error};
-use super::names::{validate_branch, validate_name, validate_relative};
+use super::names::{normalize_relative, validate_branch, validate_name};
 use super::provision::{Skipped, exclude, provision};
 
 /// Folder under the repository root that holds the teammates' worktrees.
@@ -105,12 +105,8 @@ impl Worktrees {
     ) -> Result<Worktree, GitError> {
         let path = self.path_of(name)?;
         validate_branch(base_branch)?;
-        for entry in copy {
-            validate_relative(entry, "copy")?;
-        }
-        for entry in link {
-            validate_relative(entry, "link")?;
-        }
+        let copy = normalize_all(copy, "copy")?;
+        let link = normalize_all(link, "link")?;
         let branch = branch_for(name);
 
         let (path, created) = match self.registered(name)? {
@@ -131,8 +127,8 @@ impl Worktrees {
             }
         };
 
-        exclude(self.repo.commondir(), &[copy, link].concat())?;
-        let done = provision(&self.root, &path, copy, link)?;
+        exclude(self.repo.commondir(), &[&copy[..], &link[..]].concat())?;
+        let done = provision(&self.root, &path, &copy, &link)?;
         Ok(Worktree {
             name: name.to_string(),
             path,
@@ -314,6 +310,13 @@ impl Worktrees {
         }
         Ok(repo)
     }
+}
+
+fn normalize_all(entries: &[String], what: &'static str) -> Result<Vec<String>, GitError> {
+    entries
+        .iter()
+        .map(|entry| normalize_relative(entry, what))
+        .collect()
 }
 
 /// The commit HEAD points at in `repo`.
