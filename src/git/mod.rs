@@ -1,1 +1,51 @@
 //! Worktrees, diff and safe merge (git2).
+//!
+//! One git worktree per writing teammate, at `.worktrees/<name>` on branch `crew/<name>`. This
+//! layer knows nothing above it: it returns values and never prints.
+
+mod checkout;
+mod diff;
+mod error;
+mod inline;
+mod merge;
+mod names;
+mod provision;
+mod worktree;
+
+use serde::{Deserialize, Serialize};
+
+pub use diff::{DiffLine, DiffTotals, FileDiff, FileStatus, Hunk, LineKind, WorktreeDiff};
+pub use error::{BlockedFile, BlockedFiles, GitError};
+pub use inline::{InlineChanges, inline_changes};
+pub use merge::MergeOutcome;
+pub use names::validate_name;
+pub use provision::Skipped;
+pub use worktree::{Worktree, WorktreeInfo, Worktrees};
+
+/// Who commits: the teammate whose work is committed or merged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Author {
+    pub name: String,
+    pub email: String,
+}
+
+impl Author {
+    pub fn new(name: impl Into<String>, email: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            email: email.into(),
+        }
+    }
+
+    /// A git signature stamped now.
+    fn signature(&self) -> Result<git2::Signature<'static>, GitError> {
+        use error::Context;
+        git2::Signature::now(&self.name, &self.email)
+            .context(|| format!("invalid author {:?} <{}>", self.name, self.email))
+    }
+}
+
+/// The branch a teammate's worktree lives on.
+fn branch_for(name: &str) -> String {
+    format!("crew/{name}")
+}
