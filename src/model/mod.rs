@@ -7,8 +7,11 @@ pub mod anthropic;
 pub mod error;
 pub mod event;
 mod http;
+pub mod openai;
 pub mod retry;
+pub mod scripted;
 pub mod secret;
+pub mod spec;
 pub mod sse;
 mod streaming;
 pub mod types;
@@ -21,6 +24,7 @@ pub use error::ModelError;
 pub use event::StreamEvent;
 pub use retry::{RetryPolicy, Retrying};
 pub use secret::ApiKey;
+pub use spec::{ProviderSpec, provider_from_spec, provider_from_spec_with_env};
 pub use types::{
     ContentBlock, Message, ModelRequest, RequestContext, Role, StopReason, SystemPrompt,
     ToolDefinition, Usage,
