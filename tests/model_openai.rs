@@ -238,7 +238,7 @@ async fn finish_reasons_map_to_stop_reasons() {
 
 #[tokio::test]
 async fn disconnect_mid_tool_call_emits_no_partial_tool_use() {
-    let reply = vec![
+    let reply = [
         chunk(json!({"content": "Reading"}), None),
         chunk(call_start(0, "call_A", "read_file"), None),
         chunk(call_args(0, "{\"path\": "), None),

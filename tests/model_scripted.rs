@@ -41,16 +41,20 @@ async fn items(
     provider.stream(req).collect().await
 }
 
-/// The reply's text, joined from its deltas.
-async fn reply_text(provider: &dyn ModelProvider, req: ModelRequest) -> String {
-    items(provider, req)
-        .await
-        .into_iter()
+/// The text deltas among `items`.
+fn deltas(items: &[Result<StreamEvent, ModelError>]) -> Vec<&str> {
+    items
+        .iter()
         .filter_map(|item| match item {
-            Ok(StreamEvent::TextDelta(text)) => Some(text),
+            Ok(StreamEvent::TextDelta(text)) => Some(text.as_str()),
             _ => None,
         })
         .collect()
+}
+
+/// The reply's text, joined from its deltas.
+async fn reply_text(provider: &dyn ModelProvider, req: ModelRequest) -> String {
+    deltas(&items(provider, req).await).concat()
 }
 
 /// A conversation whose latest user message carries a result of `tool`.
@@ -206,13 +210,7 @@ async fn reply_streams_text_in_deltas_then_tool_calls_with_templates() {
     );
     let req = request("alice", "coder", Some("7"), vec![Message::user_text("go")]);
     let items = items(&p, req).await;
-    let deltas: Vec<&str> = items
-        .iter()
-        .filter_map(|i| match i {
-            Ok(StreamEvent::TextDelta(t)) => Some(t.as_str()),
-            _ => None,
-        })
-        .collect();
+    let deltas = deltas(&items);
     assert!(deltas.len() > 1, "{deltas:?}");
     assert_eq!(
         deltas.concat(),
@@ -298,13 +296,7 @@ async fn simulated_errors() {
         [Err(ModelError::PromptTooLong { .. })]
     ));
     let cut = items(&p, ask("x")).await;
-    let text: String = cut
-        .iter()
-        .filter_map(|i| match i {
-            Ok(StreamEvent::TextDelta(t)) => Some(t.as_str()),
-            _ => None,
-        })
-        .collect();
+    let text = deltas(&cut).concat();
     assert!(
         !text.is_empty() && text.len() < "one two three four five six seven eight nine ten".len()
     );
@@ -348,13 +340,7 @@ async fn no_matching_rule_gives_a_clear_simulator_fallback() {
     assert!(p.is_simulated());
     assert_eq!(p.name(), "scripted");
     let items = items(&p, ask("x")).await;
-    let text: String = items
-        .iter()
-        .filter_map(|i| match i {
-            Ok(StreamEvent::TextDelta(t)) => Some(t.as_str()),
-            _ => None,
-        })
-        .collect();
+    let text = deltas(&items).concat();
     assert!(text.contains("scripted simulator"), "{text}");
     assert!(
         text.contains("test.toml") && text.contains("no rule"),

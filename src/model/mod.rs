@@ -44,30 +44,28 @@ pub trait ModelProvider: Send + Sync {
     fn stream(&self, req: ModelRequest) -> BoxStream<'static, Result<StreamEvent, ModelError>>;
 }
 
-impl<P: ModelProvider + ?Sized> ModelProvider for Box<P> {
-    fn name(&self) -> &str {
-        (**self).name()
-    }
+/// Smart pointers to a provider are providers, so `Box<dyn ModelProvider>` and
+/// `Arc<dyn ModelProvider>` can be wrapped (e.g. by `Retrying`).
+macro_rules! forward_provider {
+    ($pointer:ident) => {
+        impl<P: ModelProvider + ?Sized> ModelProvider for $pointer<P> {
+            fn name(&self) -> &str {
+                (**self).name()
+            }
 
-    fn is_simulated(&self) -> bool {
-        (**self).is_simulated()
-    }
+            fn is_simulated(&self) -> bool {
+                (**self).is_simulated()
+            }
 
-    fn stream(&self, req: ModelRequest) -> BoxStream<'static, Result<StreamEvent, ModelError>> {
-        (**self).stream(req)
-    }
+            fn stream(
+                &self,
+                req: ModelRequest,
+            ) -> BoxStream<'static, Result<StreamEvent, ModelError>> {
+                (**self).stream(req)
+            }
+        }
+    };
 }
 
-impl<P: ModelProvider + ?Sized> ModelProvider for Arc<P> {
-    fn name(&self) -> &str {
-        (**self).name()
-    }
-
-    fn is_simulated(&self) -> bool {
-        (**self).is_simulated()
-    }
-
-    fn stream(&self, req: ModelRequest) -> BoxStream<'static, Result<StreamEvent, ModelError>> {
-        (**self).stream(req)
-    }
-}
+forward_provider!(Box);
+forward_provider!(Arc);

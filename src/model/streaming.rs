@@ -3,13 +3,15 @@
 
 use std::collections::VecDeque;
 
+use futures::FutureExt;
 use futures::future::BoxFuture;
 use futures::stream::{self, BoxStream, StreamExt};
-use reqwest::Response;
+use reqwest::{RequestBuilder, Response};
 
 use super::error::ModelError;
 use super::event::StreamEvent;
-use super::http::chain;
+use super::http::{self, chain};
+use super::secret::ApiKey;
 use super::sse::{SseEvent, SseParser};
 
 /// Whether the decoder wants more events.
@@ -34,11 +36,14 @@ pub(crate) trait Decoder: Send + 'static {
     fn on_end(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), ModelError>;
 }
 
-/// The event stream of `response` once `connect` has produced it.
+/// Sends `request` when first polled and decodes its event-stream body. `key` is redacted
+/// from error messages.
 pub(crate) fn sse_stream<D: Decoder>(
-    connect: BoxFuture<'static, Result<Response, ModelError>>,
+    request: RequestBuilder,
+    key: Option<ApiKey>,
     decoder: D,
 ) -> BoxStream<'static, Result<StreamEvent, ModelError>> {
+    let connect = async move { http::send(request, key.as_ref()).await }.boxed();
     let driver = Driver {
         connect: Some(connect),
         body: None,

@@ -3,7 +3,6 @@
 mod decode;
 mod request;
 
-use futures::FutureExt;
 use futures::stream::BoxStream;
 use reqwest::header::HeaderValue;
 use reqwest::{Client, Url};
@@ -63,8 +62,10 @@ impl ModelProvider for AnthropicProvider {
             .header("anthropic-version", API_VERSION)
             .header("accept", "text/event-stream")
             .json(&body);
-        let key = self.key.clone();
-        let connect = async move { http::send(builder, Some(&key)).await }.boxed();
-        sse_stream(connect, decode::AnthropicDecoder::default())
+        sse_stream(
+            builder,
+            Some(self.key.clone()),
+            decode::AnthropicDecoder::default(),
+        )
     }
 }

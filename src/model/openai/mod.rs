@@ -3,7 +3,6 @@
 mod decode;
 mod request;
 
-use futures::FutureExt;
 use futures::stream::BoxStream;
 use reqwest::header::HeaderValue;
 use reqwest::{Client, Url};
@@ -71,8 +70,6 @@ impl ModelProvider for OpenAiProvider {
         if let Some(auth) = &self.auth {
             builder = builder.header("authorization", auth.clone());
         }
-        let key = self.key.clone();
-        let connect = async move { http::send(builder, key.as_ref()).await }.boxed();
-        sse_stream(connect, decode::OpenAiDecoder::default())
+        sse_stream(builder, self.key.clone(), decode::OpenAiDecoder::default())
     }
 }
