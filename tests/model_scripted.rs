@@ -69,11 +69,7 @@ fn after_tool(tool: &str, content: &str, is_error: bool) -> Vec<Message> {
                 input: json!({}),
             }],
         },
-        Message::tool_results(vec![ContentBlock::ToolResult {
-            tool_use_id: "t1".into(),
-            content: content.into(),
-            is_error,
-        }]),
+        Message::user_tool_results(vec![ContentBlock::tool_result("t1", content, is_error)]),
     ]
 }
 

@@ -44,6 +44,21 @@ pub enum ContentBlock {
     },
 }
 
+impl ContentBlock {
+    /// A tool result answering the call with id `tool_use_id`.
+    pub fn tool_result(
+        tool_use_id: impl Into<String>,
+        content: impl Into<String>,
+        is_error: bool,
+    ) -> Self {
+        Self::ToolResult {
+            tool_use_id: tool_use_id.into(),
+            content: content.into(),
+            is_error,
+        }
+    }
+}
+
 /// A message in the conversation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
@@ -68,8 +83,8 @@ impl Message {
         }
     }
 
-    /// A user message carrying tool results, in the order given.
-    pub fn tool_results(results: Vec<ContentBlock>) -> Self {
+    /// A user message carrying tool results (see [`ContentBlock::tool_result`]), in order.
+    pub fn user_tool_results(results: Vec<ContentBlock>) -> Self {
         Self {
             role: Role::User,
             content: results,
@@ -101,7 +116,7 @@ impl Message {
     }
 
     /// The tool results in this message as `(tool_use_id, content, is_error)`.
-    pub fn tool_results_in(&self) -> Vec<(&str, &str, bool)> {
+    pub fn tool_results(&self) -> Vec<(&str, &str, bool)> {
         self.content
             .iter()
             .filter_map(|block| match block {
@@ -275,7 +290,7 @@ mod tests {
         };
         assert_eq!(msg.text(), "ab");
         assert_eq!(msg.tool_uses(), vec![("1", "read", &json!({"p": 1}))]);
-        assert!(msg.tool_results_in().is_empty());
+        assert!(msg.tool_results().is_empty());
         assert_eq!(Message::user_text("x").role, Role::User);
         assert_eq!(Message::assistant_text("y").text(), "y");
     }

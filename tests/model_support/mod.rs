@@ -269,11 +269,11 @@ pub fn sample_request() -> ModelRequest {
                     },
                 ],
             },
-            Message::tool_results(vec![ContentBlock::ToolResult {
-                tool_use_id: "toolu_1".into(),
-                content: "no such file".into(),
-                is_error: true,
-            }]),
+            Message::user_tool_results(vec![ContentBlock::tool_result(
+                "toolu_1",
+                "no such file",
+                true,
+            )]),
         ],
         tools: vec![
             ToolDefinition {

@@ -212,3 +212,59 @@ fn merge_usage(usage: &mut Usage, value: &Value) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn feed(decoder: &mut AnthropicDecoder, data: Value) -> Result<Vec<StreamEvent>, ModelError> {
+        let mut out = Vec::new();
+        let event = SseEvent {
+            event: None,
+            data: data.to_string(),
+        };
+        decoder.on_event(event, &mut out).map(|_| out)
+    }
+
+    #[test]
+    fn tool_input_given_whole_in_the_start_block_is_used() {
+        let mut decoder = AnthropicDecoder::default();
+        let start = json!({"type": "content_block_start", "index": 0, "content_block":
+            {"type": "tool_use", "id": "t", "name": "n", "input": {"a": 1}}});
+        assert_eq!(feed(&mut decoder, start).unwrap(), vec![]);
+        let stop = json!({"type": "content_block_stop", "index": 0});
+        assert_eq!(
+            feed(&mut decoder, stop).unwrap(),
+            vec![StreamEvent::ToolUse {
+                id: "t".into(),
+                name: "n".into(),
+                input: json!({"a": 1})
+            }]
+        );
+    }
+
+    #[test]
+    fn json_delta_for_a_block_that_is_not_a_tool_is_an_error() {
+        let mut decoder = AnthropicDecoder::default();
+        let delta = json!({"type": "content_block_delta", "index": 3,
+            "delta": {"type": "input_json_delta", "partial_json": "{"}});
+        assert!(matches!(
+            feed(&mut decoder, delta),
+            Err(ModelError::Stream { .. })
+        ));
+    }
+
+    #[test]
+    fn message_stop_without_a_reason_still_stops() {
+        let mut decoder = AnthropicDecoder::default();
+        let events = feed(&mut decoder, json!({"type": "message_stop"})).unwrap();
+        assert_eq!(
+            events,
+            vec![StreamEvent::Stop {
+                reason: StopReason::Other("unspecified".into()),
+                usage: Usage::default()
+            }]
+        );
+    }
+}

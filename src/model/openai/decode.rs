@@ -42,6 +42,7 @@ impl Decoder for OpenAiDecoder {
         }
         let chunk: Value = serde_json::from_str(&event.data)
             .map_err(|e| ModelError::stream(format!("malformed chunk: {e}")))?;
+        self.start(out);
         if let Some(error) = chunk.get("error").filter(|e| !e.is_null()) {
             let message = error["message"]
                 .as_str()
@@ -49,10 +50,6 @@ impl Decoder for OpenAiDecoder {
                 .unwrap_or("no message");
             let kind = error["type"].as_str().unwrap_or("");
             return Err(classify(None, kind, message.to_string(), None));
-        }
-        if !self.started {
-            self.started = true;
-            out.push(StreamEvent::MessageStart);
         }
         // Only the first choice is used; crew never asks for more than one.
         if let Some(choice) = chunk["choices"].as_array().and_then(|c| c.first()) {
@@ -168,8 +165,17 @@ impl OpenAiDecoder {
         Ok(())
     }
 
+    /// Emits `MessageStart` once, before anything else.
+    fn start(&mut self, out: &mut Vec<StreamEvent>) {
+        if !self.started {
+            self.started = true;
+            out.push(StreamEvent::MessageStart);
+        }
+    }
+
     /// Emits the remaining calls and the final `Stop`.
     fn complete(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), ModelError> {
+        self.start(out);
         self.emit_open(out)?;
         let called = !self.emitted.is_empty();
         let reason = match self.finish_reason.as_deref() {
@@ -201,5 +207,92 @@ fn usage_from(value: &Value) -> Usage {
         output_tokens: count(&value["completion_tokens"]),
         cache_creation_input_tokens: 0,
         cache_read_input_tokens: cached,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Feeds `data` payloads; returns the events and the first error.
+    fn decode(chunks: &[Value]) -> (Vec<StreamEvent>, Option<ModelError>) {
+        let mut decoder = OpenAiDecoder::default();
+        let mut out = Vec::new();
+        for chunk in chunks {
+            let event = SseEvent {
+                event: None,
+                data: chunk.to_string(),
+            };
+            if let Err(error) = decoder.on_event(event, &mut out) {
+                return (out, Some(error));
+            }
+        }
+        let done = SseEvent {
+            event: None,
+            data: "[DONE]".into(),
+        };
+        let error = decoder.on_event(done, &mut out).err();
+        (out, error)
+    }
+
+    fn calls(delta: Value) -> Value {
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": delta}, "finish_reason": null}]})
+    }
+
+    #[test]
+    fn calls_without_ids_get_invented_unique_ids() {
+        let (events, error) = decode(&[
+            calls(json!([{"index": 0, "function": {"name": "a", "arguments": "{}"}}])),
+            calls(json!([{"index": 1, "function": {"name": "b"}}])),
+        ]);
+        assert_eq!(error, None);
+        let ids: Vec<&str> = events
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::ToolUse { id, input, .. } => {
+                    assert_eq!(input, &json!({}));
+                    Some(id.as_str())
+                }
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ids, ["call_crew_1", "call_crew_2"]);
+    }
+
+    #[test]
+    fn a_fragment_for_a_completed_call_is_an_error() {
+        let (_, error) = decode(&[
+            calls(json!([{"index": 0, "id": "c1", "function": {"name": "a", "arguments": "{}"}}])),
+            calls(json!([{"index": 1, "id": "c2", "function": {"name": "b", "arguments": "{}"}}])),
+            calls(json!([{"index": 0, "function": {"arguments": "more"}}])),
+        ]);
+        assert!(
+            matches!(error, Some(ModelError::Stream { .. })),
+            "{error:?}"
+        );
+    }
+
+    #[test]
+    fn a_call_without_a_name_or_with_bad_arguments_is_an_error() {
+        let (_, nameless) = decode(&[calls(json!([{"index": 0, "id": "c1"}]))]);
+        assert!(matches!(nameless, Some(ModelError::Stream { .. })));
+        let (events, bad_json) = decode(&[calls(
+            json!([{"index": 0, "id": "c1", "function": {"name": "a", "arguments": "{\"x\":"}}]),
+        )]);
+        assert!(matches!(bad_json, Some(ModelError::Stream { .. })));
+        assert!(
+            !events
+                .iter()
+                .any(|e| matches!(e, StreamEvent::ToolUse { .. }))
+        );
+    }
+
+    #[test]
+    fn done_without_chunks_still_starts_and_stops() {
+        let (events, error) = decode(&[]);
+        assert_eq!(error, None);
+        assert_eq!(events[0], StreamEvent::MessageStart);
+        assert!(matches!(events[1], StreamEvent::Stop { .. }));
     }
 }

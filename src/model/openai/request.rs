@@ -50,7 +50,7 @@ fn convert(msg: &Message, out: &mut Vec<Value>) {
     let text = msg.text();
     match msg.role {
         Role::User => {
-            let results = msg.tool_results_in();
+            let results = msg.tool_results();
             let only_results = !results.is_empty() && text.is_empty();
             for (id, content, is_error) in results {
                 // The format has no error flag; say it in the content.
