@@ -414,3 +414,21 @@ async fn shipped_echo_scenario_works_from_file_and_as_the_default() {
         );
     }
 }
+
+#[tokio::test]
+async fn providers_compose_as_trait_objects() {
+    let spec = ProviderSpec {
+        kind: "scripted".into(),
+        model: String::new(),
+        base_url: None,
+        api_key_env: None,
+        scenario: None,
+    };
+    let boxed: Box<dyn ModelProvider> = provider_from_spec(&spec).unwrap();
+    let shared: std::sync::Arc<dyn ModelProvider> =
+        std::sync::Arc::new(Retrying::new(boxed, RetryPolicy::default()));
+    let clone = std::sync::Arc::clone(&shared);
+    let task = tokio::spawn(async move { reply_text(clone.as_ref(), ask("ping")).await });
+    assert_eq!(task.await.unwrap(), "pong");
+    assert_eq!(shared.name(), "scripted");
+}
