@@ -1,0 +1,28 @@
+//! What a provider's stream yields while a reply arrives.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::types::{StopReason, Usage};
+
+/// One step of a streamed reply, in order: `MessageStart`, then text deltas and complete tool
+/// calls interleaved as the model produces them, `Usage` snapshots, and finally `Stop`.
+/// A stream that ends without `Stop` (or with an error) is an incomplete reply.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum StreamEvent {
+    /// The reply has begun.
+    MessageStart,
+    /// More text of the reply.
+    TextDelta(String),
+    /// A tool call whose input is complete; emitted before the stream ends so a safe tool can
+    /// start early.
+    ToolUse {
+        id: String,
+        name: String,
+        input: Value,
+    },
+    /// Running usage totals for this reply so far (a snapshot, not an increment).
+    Usage(Usage),
+    /// The reply is complete; `usage` is the final total for this reply.
+    Stop { reason: StopReason, usage: Usage },
+}
