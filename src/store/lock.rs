@@ -11,16 +11,26 @@ use fd_lock::RwLock;
 
 use crate::store::StoreError;
 
+/// Opens (creating if needed) a lock file; its folder is created only when missing, so the
+/// common case is a single `open`.
 fn open_lock_file(path: &Path) -> Result<RwLock<File>, StoreError> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
-    }
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path)
-        .map_err(|e| StoreError::io(path, e))?;
+    let open = || {
+        OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)
+    };
+    let file = match open() {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            if let Some(dir) = path.parent() {
+                std::fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
+            }
+            open().map_err(|e| StoreError::io(path, e))?
+        }
+        Err(e) => return Err(StoreError::io(path, e)),
+    };
     Ok(RwLock::new(file))
 }
 

@@ -7,7 +7,7 @@ use std::fs;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
-use crate::store::atomic::write_atomic;
+use crate::store::atomic::{read_consistent, replace_locked};
 use crate::store::dag::{find_cycle, order_key};
 use crate::store::lock::with_lock;
 use crate::store::names::{TaskId, validate_name};
@@ -68,7 +68,7 @@ impl TaskStore {
 
     pub fn read(&self, id: TaskId) -> Result<Task, StoreError> {
         let path = self.path(id);
-        let bytes = match fs::read(&path) {
+        let bytes = match read_consistent(&path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == ErrorKind::NotFound => {
                 return Err(StoreError::NoSuchTask(id.to_string()));
@@ -100,7 +100,7 @@ impl TaskStore {
             let result = TaskId::parse(stem)
                 .map_err(|e| StoreError::malformed(&path, format!("bad task file name: {e}")))
                 .and_then(|id| {
-                    let bytes = fs::read(&path).map_err(|e| StoreError::io(&path, e))?;
+                    let bytes = read_consistent(&path).map_err(|e| StoreError::io(&path, e))?;
                     parse_task(&path, id, &bytes)
                 });
             match result {
@@ -149,8 +149,9 @@ impl TaskStore {
                 result: None,
                 extra: Default::default(),
             };
-            self.write(&task)?;
-            write_atomic(&self.high_water_path(), next.0.to_string().as_bytes())
+            // The task's lock file is made with it, so a claim never pays for creating one.
+            with_lock(&self.lock_path(next), || self.write(&task))?;
+            replace_locked(&self.high_water_path(), next.0.to_string().as_bytes())
                 .map_err(|e| StoreError::io(&self.high_water_path(), e))?;
             Ok(task)
         })
@@ -244,13 +245,14 @@ impl TaskStore {
         })
     }
 
+    /// Replaces the task's file; the caller holds that task's lock.
     pub(crate) fn write(&self, task: &Task) -> Result<(), StoreError> {
         let id = TaskId::parse(&task.id)?;
         let path = self.path(id);
         let mut bytes = serde_json::to_vec_pretty(task)
             .map_err(|e| StoreError::malformed(&path, format!("cannot serialise: {e}")))?;
         bytes.push(b'\n');
-        write_atomic(&path, &bytes).map_err(|e| StoreError::io(&path, e))
+        replace_locked(&path, &bytes).map_err(|e| StoreError::io(&path, e))
     }
 }
 
