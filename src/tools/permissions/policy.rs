@@ -183,14 +183,6 @@ impl PermissionPolicy {
             }
             None => {}
         }
-        if let Resolved::Unparsed(reason) = &resolved {
-            return PermissionOutcome::new(
-                Decision::Ask(format!(
-                    "could not parse the command ({reason}); no rule can vouch for it"
-                )),
-                DecidedBy::UnparsedCommand,
-            );
-        }
         if let Some(rule) = first_match(&self.ask, query.tool, &resolved, Quantifier::Any) {
             return PermissionOutcome::new(
                 Decision::Ask(format!("rule `{rule}` asks first")),
@@ -210,6 +202,15 @@ impl PermissionPolicy {
         drop(remembered);
         if let Some(rule) = first_match(&allow_rules, query.tool, &resolved, Quantifier::Every) {
             return PermissionOutcome::new(Decision::Allow, DecidedBy::AllowRule(rule));
+        }
+        if let Resolved::Unparsed(reason) = &resolved {
+            // Specific rules could not be checked, so not even a permissive mode may allow it.
+            return PermissionOutcome::new(
+                Decision::Ask(format!(
+                    "could not parse the command ({reason}); no rule can vouch for it"
+                )),
+                DecidedBy::UnparsedCommand,
+            );
         }
         PermissionOutcome::new(
             self.mode.default_decision(query.kind),
