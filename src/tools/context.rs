@@ -67,7 +67,8 @@ fn is_secret_name(name: &str) -> bool {
             .any(|p| upper.starts_with(p))
 }
 
-/// What a file looked like when it was last read or written by a tool.
+/// What a file looked like when it was last read or written by a tool. `modified` is kept
+/// for callers that want a cheap hint (e.g. not re-injecting a file the model just read).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FileStamp {
     pub modified: Option<SystemTime>,
@@ -84,13 +85,10 @@ impl FileStamp {
         }
     }
 
-    /// True when `bytes` (with `metadata`) is what this stamp recorded. The hash settles the
-    /// case where only the modification time moved (a `touch`, a rewrite of the same text).
-    pub fn matches(&self, bytes: &[u8], metadata: &std::fs::Metadata) -> bool {
-        if self.len != bytes.len() as u64 {
-            return false;
-        }
-        self.modified == metadata.modified().ok() || self.hash == content_hash(bytes)
+    /// True when `bytes` is what this stamp recorded. Content decides, not the modification
+    /// time: a coarse clock can hide a same-second change, and a `touch` changes nothing.
+    pub fn matches(&self, bytes: &[u8]) -> bool {
+        self.len == bytes.len() as u64 && self.hash == content_hash(bytes)
     }
 }
 

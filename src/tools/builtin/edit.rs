@@ -54,9 +54,7 @@ impl Tool for EditTool {
             .map_err(|e| e.to_string())?;
         let bytes =
             std::fs::read(&path).map_err(|e| format!("{}: {e}", display_path(ctx, &path)))?;
-        let meta =
-            std::fs::metadata(&path).map_err(|e| format!("{}: {e}", display_path(ctx, &path)))?;
-        ensure_fresh(ctx, &path, &bytes, &meta)
+        ensure_fresh(ctx, &path, &bytes)
     }
 
     fn is_concurrency_safe(&self, _input: &Value) -> bool {
@@ -88,11 +86,8 @@ impl Tool for EditTool {
             let bytes = tokio::fs::read(&path)
                 .await
                 .map_err(|e| ToolError::io(&path, e))?;
-            let meta = tokio::fs::metadata(&path)
-                .await
-                .map_err(|e| ToolError::io(&path, e))?;
             // Checked again: time passes between validation and the call (hooks, a person deciding).
-            ensure_fresh(&ctx, &path, &bytes, &meta).map_err(ToolError::Refused)?;
+            ensure_fresh(&ctx, &path, &bytes).map_err(ToolError::Refused)?;
             let text = String::from_utf8(bytes).map_err(|_| {
                 ToolError::Refused(format!("{} is not UTF-8 text", display_path(&ctx, &path)))
             })?;
@@ -131,18 +126,13 @@ impl Tool for EditTool {
 }
 
 /// The file must have been read in this session and be unchanged since.
-fn ensure_fresh(
-    ctx: &ToolContext,
-    path: &Path,
-    bytes: &[u8],
-    meta: &std::fs::Metadata,
-) -> Result<(), String> {
+fn ensure_fresh(ctx: &ToolContext, path: &Path, bytes: &[u8]) -> Result<(), String> {
     let shown = display_path(ctx, path);
     match ctx.read_state.get(path) {
         None => Err(format!(
             "{shown} has not been read in this session; read it before editing"
         )),
-        Some(stamp) if !stamp.matches(bytes, meta) => Err(format!(
+        Some(stamp) if !stamp.matches(bytes) => Err(format!(
             "{shown} changed since it was last read; read it again before editing"
         )),
         Some(_) => Ok(()),

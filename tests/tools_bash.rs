@@ -1,0 +1,173 @@
+//! The bash tool: output, exit codes, timeout killing the process group, cancellation,
+//! the scrubbed environment, the output cap, concurrency safety decided by the input.
+
+mod tools_support;
+
+use std::time::Duration;
+
+use crew::tools::builtin::BashTool;
+use crew::tools::{Tool, ToolError};
+use serde_json::json;
+use tools_support::{Fixture, eventually, process_alive};
+
+#[tokio::test]
+async fn runs_in_the_workspace_and_reports_exit_codes() {
+    let fx = Fixture::new();
+    let out = BashTool::default()
+        .call(json!({"command": "pwd; echo err >&2"}), fx.ctx.clone())
+        .await
+        .unwrap();
+    assert!(!out.is_error);
+    assert_eq!(out.content, format!("{}\nerr\n", fx.ws().display()));
+    let failed = BashTool::default()
+        .call(json!({"command": "echo nope; exit 3"}), fx.ctx.clone())
+        .await
+        .unwrap();
+    assert!(failed.is_error);
+    assert!(
+        failed.content.ends_with("[exit code 3]"),
+        "{}",
+        failed.content
+    );
+}
+
+#[tokio::test]
+async fn timeout_kills_the_whole_process_group() {
+    let fx = Fixture::new();
+    let pid_file = fx.ws().join("child.pid");
+    // The shell starts a background sleeper and waits on it; both must die at the timeout.
+    let command = format!(
+        "sleep 300 >/dev/null 2>&1 & echo $! > {}; wait",
+        pid_file.display()
+    );
+    let out = BashTool::default()
+        .call(
+            json!({"command": command, "timeout_ms": 500}),
+            fx.ctx.clone(),
+        )
+        .await
+        .unwrap();
+    assert!(out.is_error);
+    assert!(
+        out.content.contains("timed out after 500 ms"),
+        "{}",
+        out.content
+    );
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        eventually(Duration::from_secs(10), || !process_alive(pid)).await,
+        "sleep {pid} survived"
+    );
+}
+
+#[tokio::test]
+async fn cancellation_kills_the_process_group() {
+    let fx = Fixture::new();
+    let pid_file = fx.ws().join("child.pid");
+    let command = format!(
+        "sleep 300 >/dev/null 2>&1 & echo $! > {}; wait",
+        pid_file.display()
+    );
+    let ctx = fx.ctx.clone();
+    let running = tokio::spawn(async move {
+        BashTool::default()
+            .call(json!({"command": command}), ctx)
+            .await
+    });
+    assert!(
+        eventually(Duration::from_secs(10), || pid_file.exists()
+            && std::fs::read_to_string(&pid_file)
+                .is_ok_and(|s| s.ends_with('\n')))
+        .await
+    );
+    fx.ctx.cancel.cancel();
+    let result = running.await.unwrap();
+    assert!(matches!(result, Err(ToolError::Cancelled)), "{result:?}");
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        eventually(Duration::from_secs(10), || !process_alive(pid)).await,
+        "sleep {pid} survived"
+    );
+}
+
+#[tokio::test]
+async fn secrets_never_reach_the_command() {
+    let mut fx = Fixture::new();
+    fx.ctx
+        .env
+        .push(("CREW_TEST_API_KEY".into(), "sk-leak".into()));
+    fx.ctx
+        .env
+        .push(("ANTHROPIC_BASE_URL".into(), "http://leak".into()));
+    fx.ctx.env.push(("CREW_TEST_VISIBLE".into(), "fine".into()));
+    let out = BashTool::default()
+        .call(json!({"command": "env"}), fx.ctx.clone())
+        .await
+        .unwrap();
+    assert!(
+        out.content.contains("CREW_TEST_VISIBLE=fine"),
+        "{}",
+        out.content
+    );
+    assert!(!out.content.contains("sk-leak"));
+    assert!(!out.content.contains("CREW_TEST_API_KEY"));
+    assert!(!out.content.contains("ANTHROPIC_BASE_URL"));
+}
+
+#[tokio::test]
+async fn output_is_capped() {
+    let fx = Fixture::new();
+    let out = BashTool::with_output_cap(1000)
+        .call(
+            json!({"command": "head -c 5000 /dev/zero | tr '\\0' a"}),
+            fx.ctx.clone(),
+        )
+        .await
+        .unwrap();
+    assert!(out.content.starts_with(&"a".repeat(1000)));
+    assert!(
+        out.content.contains("[output capped: 4000 bytes dropped]"),
+        "{}",
+        &out.content[1000..]
+    );
+}
+
+#[test]
+fn concurrency_safety_is_decided_by_the_input() {
+    let bash = BashTool::default();
+    let safe = |command: &str| bash.is_concurrency_safe(&json!({"command": command}));
+    for command in [
+        "ls -la",
+        "cat a | grep x | wc -l",
+        "git status && git diff",
+        "find . -name '*.rs'",
+        "echo \"$(pwd)\"",
+    ] {
+        assert!(safe(command), "{command} should be safe");
+    }
+    for command in [
+        "rm -rf build",
+        "ls && rm x",
+        "ls > listing.txt",
+        "git commit -m x",
+        "find . -delete",
+        "echo $(rm x)",
+        "sh -c 'rm x'",
+        "echo 'unterminated",
+        "",
+    ] {
+        assert!(!safe(command), "{command} should be unsafe");
+    }
+    assert!(
+        !bash.is_concurrency_safe(&json!({"cmd": "ls"})),
+        "missing field counts as unsafe"
+    );
+}
