@@ -1,6 +1,7 @@
 //! Permission modes, rules, the bash subject parser and the policy that combines them.
 
 pub mod bash_subject;
+mod command_words;
 pub mod mode;
 pub mod policy;
 pub mod rule;

@@ -278,13 +278,9 @@ fn first_match(
                     Some(rule) if quantifier == Quantifier::Any => {
                         return Some(rule.raw().to_string());
                     }
-                    Some(rule) => {
-                        if !matched.contains(&rule.raw()) {
-                            matched.push(rule.raw());
-                        }
-                    }
+                    Some(rule) if !matched.contains(&rule.raw()) => matched.push(rule.raw()),
                     None if quantifier == Quantifier::Every => return None,
-                    None => {}
+                    Some(_) | None => {}
                 }
             }
             (!matched.is_empty()).then(|| matched.join(", "))
