@@ -35,16 +35,9 @@ async fn runs_in_the_workspace_and_reports_exit_codes() {
 async fn timeout_kills_the_whole_process_group() {
     let fx = Fixture::new();
     let pid_file = fx.ws().join("child.pid");
-    // The shell starts a background sleeper and waits on it; both must die at the timeout.
-    let command = format!(
-        "sleep 300 >/dev/null 2>&1 & echo $! > {}; wait",
-        pid_file.display()
-    );
+    let input = json!({"command": sleeper(&pid_file), "timeout_ms": 500});
     let out = BashTool::default()
-        .call(
-            json!({"command": command, "timeout_ms": 500}),
-            fx.ctx.clone(),
-        )
+        .call(input, fx.ctx.clone())
         .await
         .unwrap();
     assert!(out.is_error);
@@ -53,41 +46,39 @@ async fn timeout_kills_the_whole_process_group() {
         "{}",
         out.content
     );
-    let pid: i32 = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    assert!(
-        eventually(Duration::from_secs(10), || !process_alive(pid)).await,
-        "sleep {pid} survived"
-    );
+    assert_sleeper_dies(&pid_file).await;
 }
 
 #[tokio::test]
 async fn cancellation_kills_the_process_group() {
     let fx = Fixture::new();
     let pid_file = fx.ws().join("child.pid");
-    let command = format!(
-        "sleep 300 >/dev/null 2>&1 & echo $! > {}; wait",
-        pid_file.display()
-    );
-    let ctx = fx.ctx.clone();
-    let running = tokio::spawn(async move {
-        BashTool::default()
-            .call(json!({"command": command}), ctx)
-            .await
-    });
-    assert!(
-        eventually(Duration::from_secs(10), || pid_file.exists()
-            && std::fs::read_to_string(&pid_file)
-                .is_ok_and(|s| s.ends_with('\n')))
-        .await
-    );
+    let (input, ctx) = (json!({"command": sleeper(&pid_file)}), fx.ctx.clone());
+    let running = tokio::spawn(async move { BashTool::default().call(input, ctx).await });
+    let started = || std::fs::read_to_string(&pid_file).is_ok_and(|s| s.ends_with('\n'));
+    assert!(eventually(Duration::from_secs(10), started).await);
     fx.ctx.cancel.cancel();
     let result = running.await.unwrap();
     assert!(matches!(result, Err(ToolError::Cancelled)), "{result:?}");
-    let pid: i32 = std::fs::read_to_string(&pid_file)
+    assert_sleeper_dies(&pid_file).await;
+}
+
+/// A command line whose shell leaves a background sleeper (its pid in `pid_file`) and waits.
+fn sleeper(pid_file: &std::path::Path) -> String {
+    format!(
+        "sleep 300 >/dev/null 2>&1 & echo $! > {}; wait",
+        pid_file.display()
+    )
+}
+
+/// Waits for the sleeper's pid file, then for the sleeper to be gone.
+async fn assert_sleeper_dies(pid_file: &std::path::Path) {
+    let written = || std::fs::read_to_string(pid_file).is_ok_and(|s| s.ends_with('\n'));
+    assert!(
+        eventually(Duration::from_secs(10), written).await,
+        "no pid file"
+    );
+    let pid: i32 = std::fs::read_to_string(pid_file)
         .unwrap()
         .trim()
         .parse()

@@ -9,9 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use crew::tools::permissions::PermissionMode;
-use crew::tools::{
-    Pipeline, Subject, Tool, ToolContext, ToolError, ToolKind, ToolOutput, ToolRegistry,
-};
+use crew::tools::{Pipeline, Tool, ToolContext, ToolError, ToolKind, ToolOutput, ToolRegistry};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tools_support::{Fixture, call, eventually, policy};
@@ -41,17 +39,8 @@ impl Tool for Probe {
     fn kind(&self) -> ToolKind {
         ToolKind::Read
     }
-    fn validate(&self, _input: &Value, _ctx: &ToolContext) -> Result<(), String> {
-        Ok(())
-    }
     fn is_concurrency_safe(&self, input: &Value) -> bool {
         input.get("safe").and_then(Value::as_bool).unwrap_or(true)
-    }
-    fn result_budget(&self) -> Option<usize> {
-        Some(10_000)
-    }
-    fn permission_subject(&self, _input: &Value) -> Subject {
-        Subject::None
     }
     fn call(
         &self,

@@ -91,14 +91,22 @@ pub trait Tool: Send + Sync {
     fn input_schema(&self) -> Value;
     fn kind(&self) -> ToolKind;
     /// Semantic check after the schema check (paths inside the workspace, non-empty command…).
-    fn validate(&self, input: &Value, ctx: &ToolContext) -> Result<(), String>;
+    fn validate(&self, _input: &Value, _ctx: &ToolContext) -> Result<(), String> {
+        Ok(())
+    }
     /// Whether this particular call may run in parallel with other safe calls.
-    /// Anything that cannot be understood must answer `false`.
-    fn is_concurrency_safe(&self, input: &Value) -> bool;
+    /// Anything that cannot be understood must answer `false`, hence the default.
+    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+        false
+    }
     /// Result size in bytes above which the output is spilled to a file; `None` = never spilled.
-    fn result_budget(&self) -> Option<usize>;
-    /// What permission rules match for this call.
-    fn permission_subject(&self, input: &Value) -> Subject;
+    fn result_budget(&self) -> Option<usize> {
+        Some(DEFAULT_RESULT_BUDGET)
+    }
+    /// What permission rules match for this call; by default only the tool name.
+    fn permission_subject(&self, _input: &Value) -> Subject {
+        Subject::None
+    }
     fn call(
         &self,
         input: Value,

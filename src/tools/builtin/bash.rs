@@ -12,9 +12,7 @@ use crate::tools::context::{ToolContext, scrub_env};
 use crate::tools::permissions::bash_subject::{self, basename};
 use crate::tools::process::{ProcessEnd, ProcessSpec, run_process};
 use crate::tools::sandbox;
-use crate::tools::tool::{
-    DEFAULT_RESULT_BUDGET, Subject, Tool, ToolError, ToolKind, ToolOutput, required_str, str_field,
-};
+use crate::tools::tool::{Subject, Tool, ToolError, ToolKind, ToolOutput, required_str, str_field};
 
 const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 const MAX_TIMEOUT_MS: u64 = 600_000;
@@ -120,10 +118,6 @@ impl Tool for BashTool {
         !parsed.writes_files
             && !parsed.commands.is_empty()
             && parsed.commands.iter().all(|w| read_only(w))
-    }
-
-    fn result_budget(&self) -> Option<usize> {
-        Some(DEFAULT_RESULT_BUDGET)
     }
 
     fn permission_subject(&self, input: &Value) -> Subject {

@@ -7,7 +7,7 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
 use super::write::record_written;
-use super::{display_path, writable_path};
+use super::{display_path, path_subject, writable_arg};
 use crate::tools::context::ToolContext;
 use crate::tools::tool::{Subject, Tool, ToolError, ToolKind, ToolOutput, required_str, str_field};
 
@@ -50,23 +50,14 @@ impl Tool for EditTool {
         if Some(old) == str_field(input, "new_string") {
             return Err("old_string and new_string are the same".to_string());
         }
-        let path = writable_path(ctx, str_field(input, "path").unwrap_or_default())
-            .map_err(|e| e.to_string())?;
+        let path = writable_arg(ctx, input).map_err(|e| e.to_string())?;
         let bytes =
             std::fs::read(&path).map_err(|e| format!("{}: {e}", display_path(ctx, &path)))?;
         ensure_fresh(ctx, &path, &bytes)
     }
 
-    fn is_concurrency_safe(&self, _input: &Value) -> bool {
-        false
-    }
-
-    fn result_budget(&self) -> Option<usize> {
-        Some(crate::tools::tool::DEFAULT_RESULT_BUDGET)
-    }
-
     fn permission_subject(&self, input: &Value) -> Subject {
-        Subject::Path(str_field(input, "path").unwrap_or_default().to_string())
+        path_subject(input, "")
     }
 
     fn call(
@@ -75,7 +66,7 @@ impl Tool for EditTool {
         ctx: ToolContext,
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let path = writable_path(&ctx, required_str(&input, "path")?)?;
+            let path = writable_arg(&ctx, &input)?;
             let old = required_str(&input, "old_string")?;
             let new = required_str(&input, "new_string")?;
             let replace_all = input

@@ -5,9 +5,7 @@ use serde_json::{Value, json};
 
 use super::{display_path, file_glob, path_subject, search_root, visible_files};
 use crate::tools::context::ToolContext;
-use crate::tools::tool::{
-    DEFAULT_RESULT_BUDGET, Subject, Tool, ToolError, ToolKind, ToolOutput, required_str, str_field,
-};
+use crate::tools::tool::{Subject, Tool, ToolError, ToolKind, ToolOutput, required_str, str_field};
 
 const MAX_RESULTS: usize = 1_000;
 
@@ -50,10 +48,6 @@ impl Tool for GlobTool {
 
     fn is_concurrency_safe(&self, _input: &Value) -> bool {
         true
-    }
-
-    fn result_budget(&self) -> Option<usize> {
-        Some(DEFAULT_RESULT_BUDGET)
     }
 
     fn permission_subject(&self, input: &Value) -> Subject {

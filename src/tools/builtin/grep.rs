@@ -9,9 +9,7 @@ use super::{
     clip_line, display_path, file_glob, looks_binary, path_subject, search_root, visible_files,
 };
 use crate::tools::context::ToolContext;
-use crate::tools::tool::{
-    DEFAULT_RESULT_BUDGET, Subject, Tool, ToolError, ToolKind, ToolOutput, required_str, str_field,
-};
+use crate::tools::tool::{Subject, Tool, ToolError, ToolKind, ToolOutput, required_str, str_field};
 
 const MAX_MATCHES: usize = 1_000;
 const MAX_LINE_CHARS: usize = 500;
@@ -60,10 +58,6 @@ impl Tool for GrepTool {
 
     fn is_concurrency_safe(&self, _input: &Value) -> bool {
         true
-    }
-
-    fn result_budget(&self) -> Option<usize> {
-        Some(DEFAULT_RESULT_BUDGET)
     }
 
     fn permission_subject(&self, input: &Value) -> Subject {

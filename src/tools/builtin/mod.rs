@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::tools::context::ToolContext;
 use crate::tools::paths::{relative_to, resolve_within};
-use crate::tools::tool::{Subject, Tool, ToolError, str_field};
+use crate::tools::tool::{Subject, Tool, ToolError, required_str, str_field};
 
 pub mod bash;
 pub mod edit;
@@ -43,6 +43,16 @@ fn readable_path(ctx: &ToolContext, raw: &str) -> Result<PathBuf, ToolError> {
 /// A path a writing tool may use: inside the workspace.
 fn writable_path(ctx: &ToolContext, raw: &str) -> Result<PathBuf, ToolError> {
     Ok(resolve_within(&ctx.write_roots(), raw)?)
+}
+
+/// The required `path` field, resolved for reading.
+fn readable_arg(ctx: &ToolContext, input: &Value) -> Result<PathBuf, ToolError> {
+    readable_path(ctx, required_str(input, "path")?)
+}
+
+/// The required `path` field, resolved for writing.
+fn writable_arg(ctx: &ToolContext, input: &Value) -> Result<PathBuf, ToolError> {
+    writable_path(ctx, required_str(input, "path")?)
 }
 
 /// The `path` field, or the workspace when it is absent (search tools).

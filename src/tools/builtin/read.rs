@@ -3,9 +3,9 @@
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
-use super::{clip_line, display_path, looks_binary, readable_path, usize_field};
+use super::{clip_line, display_path, looks_binary, path_subject, readable_arg, usize_field};
 use crate::tools::context::{FileStamp, ToolContext};
-use crate::tools::tool::{Subject, Tool, ToolError, ToolKind, ToolOutput, required_str, str_field};
+use crate::tools::tool::{Subject, Tool, ToolError, ToolKind, ToolOutput};
 
 const DEFAULT_LIMIT: usize = 2_000;
 const MAX_LINE_CHARS: usize = 2_000;
@@ -41,8 +41,7 @@ impl Tool for ReadTool {
     }
 
     fn validate(&self, input: &Value, ctx: &ToolContext) -> Result<(), String> {
-        let path = readable_path(ctx, str_field(input, "path").unwrap_or_default())
-            .map_err(|e| e.to_string())?;
+        let path = readable_arg(ctx, input).map_err(|e| e.to_string())?;
         match std::fs::metadata(&path) {
             Ok(meta) if meta.is_dir() => Err(format!(
                 "{} is a directory; use glob to list files",
@@ -64,7 +63,7 @@ impl Tool for ReadTool {
     }
 
     fn permission_subject(&self, input: &Value) -> Subject {
-        Subject::Path(str_field(input, "path").unwrap_or_default().to_string())
+        path_subject(input, "")
     }
 
     fn call(
@@ -73,7 +72,7 @@ impl Tool for ReadTool {
         ctx: ToolContext,
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let path = readable_path(&ctx, required_str(&input, "path")?)?;
+            let path = readable_arg(&ctx, &input)?;
             let bytes = tokio::fs::read(&path)
                 .await
                 .map_err(|e| ToolError::io(&path, e))?;

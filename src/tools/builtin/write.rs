@@ -3,9 +3,9 @@
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
-use super::{display_path, writable_path};
+use super::{display_path, path_subject, writable_arg};
 use crate::tools::context::{FileStamp, ToolContext};
-use crate::tools::tool::{Subject, Tool, ToolError, ToolKind, ToolOutput, required_str, str_field};
+use crate::tools::tool::{Subject, Tool, ToolError, ToolKind, ToolOutput, required_str};
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct WriteTool;
@@ -37,24 +37,15 @@ impl Tool for WriteTool {
     }
 
     fn validate(&self, input: &Value, ctx: &ToolContext) -> Result<(), String> {
-        let path = writable_path(ctx, str_field(input, "path").unwrap_or_default())
-            .map_err(|e| e.to_string())?;
+        let path = writable_arg(ctx, input).map_err(|e| e.to_string())?;
         if path.is_dir() {
             return Err(format!("{} is a directory", display_path(ctx, &path)));
         }
         Ok(())
     }
 
-    fn is_concurrency_safe(&self, _input: &Value) -> bool {
-        false
-    }
-
-    fn result_budget(&self) -> Option<usize> {
-        Some(crate::tools::tool::DEFAULT_RESULT_BUDGET)
-    }
-
     fn permission_subject(&self, input: &Value) -> Subject {
-        Subject::Path(str_field(input, "path").unwrap_or_default().to_string())
+        path_subject(input, "")
     }
 
     fn call(
@@ -63,7 +54,7 @@ impl Tool for WriteTool {
         ctx: ToolContext,
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let path = writable_path(&ctx, required_str(&input, "path")?)?;
+            let path = writable_arg(&ctx, &input)?;
             let content = required_str(&input, "content")?;
             if let Some(parent) = path.parent() {
                 tokio::fs::create_dir_all(parent)
