@@ -206,3 +206,16 @@ async fn unknown_tools_run_alone_and_fail_in_place() {
     assert!(outcomes[1].output.content.contains("unknown tool `nope`"));
     assert!(!outcomes[2].output.is_error);
 }
+
+#[tokio::test]
+async fn batches_can_run_on_spawned_tasks() {
+    let (fx, _probe, p) = setup();
+    let p = Arc::new(p);
+    let ctx = fx.ctx.clone();
+    let handle = tokio::spawn(async move {
+        p.run_batch(vec![call("s", "probe", json!({"mode": "ok"}))], &ctx)
+            .await
+    });
+    let outcomes = handle.await.unwrap();
+    assert_eq!(outcomes[0].output.content, "ok");
+}

@@ -284,3 +284,52 @@ fn stricter(current: Option<HookPermission>, new: HookPermission) -> HookPermiss
         _ => new,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_load_from_toml() {
+        #[derive(Deserialize)]
+        struct Config {
+            hooks: Vec<HookSpec>,
+        }
+        let config: Config = toml::from_str(
+            r#"
+            [[hooks]]
+            event = "PreToolUse"
+            matcher = "bash|write"
+            command = "./check.sh"
+
+            [[hooks]]
+            event = "Stop"
+            command = "cargo test -q"
+            timeout_secs = 300
+            "#,
+        )
+        .unwrap();
+        assert_eq!(config.hooks[0].event, HookEvent::PreToolUse);
+        assert_eq!(config.hooks[0].timeout_secs, 60);
+        assert_eq!(config.hooks[1].matcher, None);
+        assert_eq!(config.hooks[1].timeout_secs, 300);
+        assert!(toml::from_str::<Config>("[[hooks]]\nevent = \"Later\"\ncommand = \"x\"").is_err());
+    }
+
+    #[test]
+    fn matchers_are_full_name_regexes() {
+        let spec = |matcher: &str| HookSpec {
+            event: HookEvent::PreToolUse,
+            matcher: Some(matcher.to_string()),
+            command: "true".to_string(),
+            timeout_secs: 1,
+        };
+        let hooks = Hooks::new(vec![spec("bash|write"), spec("*")]).unwrap();
+        let matching = |tool| hooks.matching(HookEvent::PreToolUse, Some(tool)).count();
+        assert_eq!(matching("bash"), 2);
+        assert_eq!(matching("bash2"), 1);
+        assert_eq!(matching("read"), 1);
+        let err = Hooks::new(vec![spec("bash(")]).unwrap_err();
+        assert_eq!(err.matcher, "bash(");
+    }
+}
