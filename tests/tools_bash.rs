@@ -162,3 +162,27 @@ fn concurrency_safety_is_decided_by_the_input() {
         "missing field counts as unsafe"
     );
 }
+
+#[tokio::test]
+async fn a_process_that_escapes_the_group_does_not_hang_the_call() {
+    let fx = Fixture::new();
+    let pid_file = fx.ws().join("escaped.pid");
+    let command = format!(
+        "setsid sleep 300 & echo $! > {}; echo done",
+        pid_file.display()
+    );
+    let out = BashTool::default()
+        .call(json!({"command": command}), fx.ctx.clone())
+        .await
+        .unwrap();
+    assert_eq!(out.content, "done\n");
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // SAFETY: sending a signal to the sleeper this test started.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+    }
+}

@@ -170,6 +170,13 @@ impl Pipeline {
             apply_budget(output, tool.result_budget(), &ctx.spill_dir, &call.id).await;
         outcome.output = output;
         outcome.spilled = spilled;
+        tracing::debug!(
+            id = %outcome.id,
+            tool = %outcome.name,
+            is_error = outcome.output.is_error,
+            spilled = outcome.spilled.is_some(),
+            "tool call finished"
+        );
         outcome
     }
 

@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
@@ -81,62 +82,84 @@ pub async fn run_process(
     let mut child = command.spawn()?;
     let mut guard = GroupGuard(child.id().and_then(|id| i32::try_from(id).ok()));
 
-    let stdin = child.stdin.take();
-    let input = spec.stdin;
-    let feed = async move {
-        if let Some(mut stdin) = stdin {
+    if let Some(mut stdin) = child.stdin.take() {
+        let input = spec.stdin;
+        tokio::spawn(async move {
             // A child that does not read its stdin closes the pipe; that is not an error here.
             let _ = stdin.write_all(&input).await;
-        }
-    };
+        });
+    }
     let cap = spec.output_cap;
-    let out = read_capped(child.stdout.take(), cap);
-    let err = read_capped(child.stderr.take(), cap);
+    let stdout = Arc::new(Mutex::new(Capture::default()));
+    let stderr = Arc::new(Mutex::new(Capture::default()));
+    let mut out_pump = tokio::spawn(pump(child.stdout.take(), Arc::clone(&stdout), cap));
+    let mut err_pump = tokio::spawn(pump(child.stderr.take(), Arc::clone(&stderr), cap));
 
-    let waited = async {
-        let status = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => ProcessEnd::Cancelled,
-            waited = tokio::time::timeout(spec.timeout, child.wait()) => match waited {
-                Ok(Ok(status)) => ProcessEnd::Exited(status),
-                Ok(Err(e)) => return Err(e),
-                Err(_) => ProcessEnd::TimedOut,
-            },
-        };
-        // Whatever is left of the group goes now, so the pipes reach end-of-file.
-        guard.kill();
-        if status == ProcessEnd::TimedOut {
-            tracing::debug!(program = %spec.program, "process group killed after timeout");
-        }
-        let _ = child.wait().await;
-        Ok(status)
+    let end = tokio::select! {
+        biased;
+        _ = cancel.cancelled() => ProcessEnd::Cancelled,
+        waited = tokio::time::timeout(spec.timeout, child.wait()) => match waited {
+            Ok(Ok(status)) => ProcessEnd::Exited(status),
+            Ok(Err(e)) => return Err(e),
+            Err(_) => ProcessEnd::TimedOut,
+        },
     };
-    let ((), (stdout, out_dropped), (stderr, err_dropped), end) =
-        tokio::join!(feed, out, err, waited);
+    // Whatever is left of the group goes now, so the pipes reach end-of-file.
+    guard.kill();
+    if end == ProcessEnd::TimedOut {
+        tracing::debug!(program = %spec.program, "process group killed after timeout");
+    }
+    let _ = child.wait().await;
+    // A process that left the group (setsid) may still hold a pipe: do not wait for it forever.
+    let drained = tokio::time::timeout(DRAIN_GRACE, async {
+        let _ = (&mut out_pump).await;
+        let _ = (&mut err_pump).await;
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!(program = %spec.program, "output still open after the process ended; stopped reading");
+        out_pump.abort();
+        err_pump.abort();
+    }
+    let (stdout, out_dropped) = take(&stdout);
+    let (stderr, err_dropped) = take(&stderr);
     Ok(ProcessResult {
-        end: end?,
+        end,
         stdout,
         stderr,
         dropped: out_dropped + err_dropped,
     })
 }
 
-async fn read_capped<R: AsyncRead + Unpin>(reader: Option<R>, cap: usize) -> (Vec<u8>, u64) {
-    let mut kept = Vec::new();
-    let mut dropped = 0u64;
+/// How long output may keep flowing after the process group is gone.
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+
+#[derive(Default)]
+struct Capture {
+    kept: Vec<u8>,
+    dropped: u64,
+}
+
+fn take(capture: &Mutex<Capture>) -> (Vec<u8>, u64) {
+    // A poisoned capture still holds the bytes read so far.
+    let mut capture = capture.lock().unwrap_or_else(PoisonError::into_inner);
+    (std::mem::take(&mut capture.kept), capture.dropped)
+}
+
+async fn pump<R: AsyncRead + Unpin>(reader: Option<R>, sink: Arc<Mutex<Capture>>, cap: usize) {
     let Some(mut reader) = reader else {
-        return (kept, dropped);
+        return;
     };
     let mut buf = vec![0u8; 64 * 1024];
     loop {
         match reader.read(&mut buf).await {
             Ok(0) | Err(_) => break,
             Ok(n) => {
-                let room = cap.saturating_sub(kept.len()).min(n);
-                kept.extend_from_slice(&buf[..room]);
-                dropped += (n - room) as u64;
+                let mut capture = sink.lock().unwrap_or_else(PoisonError::into_inner);
+                let room = cap.saturating_sub(capture.kept.len()).min(n);
+                capture.kept.extend_from_slice(&buf[..room]);
+                capture.dropped += (n - room) as u64;
             }
         }
     }
-    (kept, dropped)
 }

@@ -6,7 +6,7 @@ pub mod mode;
 pub mod policy;
 pub mod rule;
 
-pub use mode::PermissionMode;
+pub use mode::{PermissionMode, UnknownMode};
 pub use policy::{
     BypassSwitches, DecidedBy, Decision, HookPermission, PermissionOutcome, PermissionPolicy,
     PermissionQuery, PolicyError, RuleSet,

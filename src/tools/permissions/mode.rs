@@ -58,6 +58,24 @@ fn kind_name(kind: ToolKind) -> &'static str {
     }
 }
 
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown permission mode `{0}`; expected read-only, workspace-write, ask, accept-edits or bypass"
+)]
+pub struct UnknownMode(pub String);
+
+impl std::str::FromStr for PermissionMode {
+    type Err = UnknownMode;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        use PermissionMode::*;
+        [ReadOnly, WorkspaceWrite, Ask, AcceptEdits, Bypass]
+            .into_iter()
+            .find(|mode| mode.as_str() == s)
+            .ok_or_else(|| UnknownMode(s.to_string()))
+    }
+}
+
 impl std::fmt::Display for PermissionMode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
@@ -77,6 +95,9 @@ mod tests {
             "\"accept-edits\""
         );
         assert_eq!(PermissionMode::default(), PermissionMode::Ask);
+        assert_eq!("accept-edits".parse(), Ok(PermissionMode::AcceptEdits));
+        let err = "yolo".parse::<PermissionMode>().unwrap_err();
+        assert!(err.to_string().contains("`yolo`"));
     }
 
     #[test]
