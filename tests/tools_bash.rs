@@ -167,9 +167,10 @@ fn concurrency_safety_is_decided_by_the_input() {
 async fn a_process_that_escapes_the_group_does_not_hang_the_call() {
     let fx = Fixture::new();
     let pid_file = fx.ws().join("escaped.pid");
+    // The shell exits only once the sleeper runs in its own session, holding stdout open.
+    let f = pid_file.display();
     let command = format!(
-        "setsid sleep 300 & echo $! > {}; echo done",
-        pid_file.display()
+        "setsid sh -c 'echo $$ > {f}; exec sleep 300' & while [ ! -s {f} ]; do sleep 0.01; done; echo done"
     );
     let out = BashTool::default()
         .call(json!({"command": command}), fx.ctx.clone())
