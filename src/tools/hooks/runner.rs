@@ -1,0 +1,154 @@
+//! Running one hook command and reading its answer.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::{CompiledHook, HookEvent};
+use crate::tools::note::Note;
+use crate::tools::permissions::HookPermission;
+use crate::tools::process::{ProcessEnd, ProcessSpec, run_process};
+
+/// One hook's answer.
+pub(super) enum HookReply {
+    Skipped,
+    Blocked(String),
+    Output(HookOutput),
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct HookOutput {
+    decision: Option<String>,
+    reason: Option<String>,
+    permission_decision: Option<String>,
+    permission_decision_reason: Option<String>,
+    pub(super) updated_input: Option<Value>,
+    additional_context: Option<String>,
+    system_message: Option<String>,
+    /// Claude-Code-style nesting of the same fields; top-level values win.
+    hook_specific_output: Option<Box<HookOutput>>,
+}
+
+impl HookOutput {
+    fn flatten(mut self) -> Self {
+        if let Some(inner) = self.hook_specific_output.take() {
+            let inner = inner.flatten();
+            self.decision = self.decision.or(inner.decision);
+            self.reason = self.reason.or(inner.reason);
+            self.permission_decision = self.permission_decision.or(inner.permission_decision);
+            self.permission_decision_reason = self
+                .permission_decision_reason
+                .or(inner.permission_decision_reason);
+            self.updated_input = self.updated_input.or(inner.updated_input);
+            self.additional_context = self.additional_context.or(inner.additional_context);
+            self.system_message = self.system_message.or(inner.system_message);
+        }
+        self
+    }
+
+    pub(super) fn blocks(&self) -> Option<String> {
+        (self.decision.as_deref() == Some("block")).then(|| {
+            self.reason
+                .clone()
+                .unwrap_or_else(|| "blocked by hook".to_string())
+        })
+    }
+
+    pub(super) fn notes(&self, event: HookEvent) -> Vec<Note> {
+        let context = self
+            .additional_context
+            .iter()
+            .map(|t| Note::AdditionalContext {
+                event,
+                text: t.clone(),
+            });
+        let message = self.system_message.iter().map(|t| Note::SystemMessage {
+            event,
+            text: t.clone(),
+        });
+        context.chain(message).collect()
+    }
+}
+
+const HOOK_OUTPUT_CAP: usize = 1024 * 1024;
+
+pub(super) fn parse_permission(output: &HookOutput, command: &str) -> Option<HookPermission> {
+    let reason = || {
+        output
+            .permission_decision_reason
+            .clone()
+            .unwrap_or_else(|| format!("hook `{command}`"))
+    };
+    match output.permission_decision.as_deref()? {
+        "allow" => Some(HookPermission::Allow),
+        "deny" => Some(HookPermission::Deny(reason())),
+        "ask" => Some(HookPermission::Ask(reason())),
+        other => {
+            tracing::warn!(%command, decision = other, "hook permissionDecision is not allow|deny|ask; ignored");
+            None
+        }
+    }
+}
+
+pub(super) async fn run_hook(
+    hook: &CompiledHook,
+    payload: &Value,
+    cwd: &Path,
+    cancel: &CancellationToken,
+) -> HookReply {
+    let command = &hook.spec.command;
+    let spec = ProcessSpec {
+        program: "sh".to_string(),
+        args: vec!["-c".to_string(), command.clone()],
+        cwd: cwd.to_path_buf(),
+        env: None,
+        stdin: payload.to_string().into_bytes(),
+        timeout: Duration::from_secs(hook.spec.timeout_secs),
+        output_cap: HOOK_OUTPUT_CAP,
+    };
+    let result = match run_process(spec, cancel).await {
+        Ok(result) => result,
+        Err(e) => {
+            tracing::warn!(%command, error = %e, "hook could not start; skipped");
+            return HookReply::Skipped;
+        }
+    };
+    let status = match result.end {
+        ProcessEnd::Exited(status) => status,
+        ProcessEnd::TimedOut => {
+            tracing::warn!(%command, secs = hook.spec.timeout_secs, "hook timed out; skipped");
+            return HookReply::Skipped;
+        }
+        ProcessEnd::Cancelled => return HookReply::Skipped,
+    };
+    match status.code() {
+        Some(0) => {}
+        Some(2) => {
+            let stderr = String::from_utf8_lossy(&result.stderr).trim().to_string();
+            return HookReply::Blocked(if stderr.is_empty() {
+                format!("blocked by hook `{command}`")
+            } else {
+                stderr
+            });
+        }
+        code => {
+            tracing::warn!(%command, ?code, "hook failed; skipped");
+            return HookReply::Skipped;
+        }
+    }
+    let stdout = String::from_utf8_lossy(&result.stdout);
+    if stdout.trim().is_empty() {
+        return HookReply::Output(HookOutput::default());
+    }
+    match serde_json::from_str::<HookOutput>(stdout.trim()) {
+        Ok(output) => HookReply::Output(output.flatten()),
+        Err(e) => {
+            tracing::warn!(%command, error = %e, "hook printed invalid JSON; skipped");
+            HookReply::Skipped
+        }
+    }
+}

@@ -1,0 +1,14 @@
+//! Permission modes, rules, the bash subject parser and the policy that combines them.
+
+pub mod bash_subject;
+mod command_words;
+pub mod mode;
+pub mod policy;
+pub mod rule;
+
+pub use mode::{PermissionMode, UnknownMode};
+pub use policy::{
+    BypassSwitches, DecidedBy, Decision, HookPermission, PermissionOutcome, PermissionPolicy,
+    PermissionQuery, PolicyError, RuleSet,
+};
+pub use rule::{Rule, RuleError};

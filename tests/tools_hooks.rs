@@ -1,0 +1,224 @@
+//! Hooks through the pipeline: permission decisions against deny rules, rewritten input,
+//! broken hooks skipped, exit code 2, post-tool notes, and the Stop-hook loop guard.
+
+mod tools_support;
+
+use crew::tools::Note;
+use crew::tools::hooks::{HookEvent, HookSpec, Hooks, StopDecision, StopGuard};
+use crew::tools::permissions::{DecidedBy, PermissionMode};
+use serde_json::{Value, json};
+use tools_support::{Fixture, call, pipeline};
+
+fn hook(event: HookEvent, matcher: Option<&str>, command: String, timeout_secs: u64) -> HookSpec {
+    HookSpec {
+        event,
+        matcher: matcher.map(String::from),
+        command,
+        timeout_secs,
+    }
+}
+
+#[tokio::test]
+async fn a_hook_allow_loses_to_a_deny_rule() {
+    let fx = Fixture::new();
+    fx.write("keep.txt", "x");
+    let allow = fx.hook("allow.sh", r#"echo '{"permissionDecision": "allow"}'"#);
+    let hooks = Hooks::new(vec![hook(HookEvent::PreToolUse, Some("bash"), allow, 10)]).unwrap();
+    let p = pipeline(PermissionMode::Ask, &[], &["bash(rm:*)"]).with_hooks(hooks);
+    let out = p
+        .run(
+            call("t1", "bash", json!({"command": "rm -f keep.txt"})),
+            &fx.ctx,
+        )
+        .await;
+    assert!(out.output.is_error);
+    assert_eq!(
+        out.decision.unwrap().decided_by,
+        DecidedBy::DenyRule("bash(rm:*)".into())
+    );
+    assert!(fx.ws().join("keep.txt").exists());
+    // Without a matching deny rule the hook's allow stands, even with no prompter.
+    let out = p
+        .run(call("t2", "bash", json!({"command": "echo ok"})), &fx.ctx)
+        .await;
+    assert_eq!(out.output.content, "ok\n");
+    assert_eq!(out.decision.unwrap().decided_by, DecidedBy::Hook);
+}
+
+#[tokio::test]
+async fn updated_input_reaches_the_tool_and_the_original_is_kept() {
+    let fx = Fixture::new();
+    let seen = fx.root().join("hook-stdin.json");
+    let body = format!(
+        "cat > {}\necho '{{\"updatedInput\": {{\"command\": \"echo rewritten\"}}, \"additionalContext\": \"ctx note\"}}'",
+        seen.display()
+    );
+    let rewrite = fx.hook("rewrite.sh", &body);
+    let hooks = Hooks::new(vec![hook(
+        HookEvent::PreToolUse,
+        Some("bash|write"),
+        rewrite,
+        10,
+    )])
+    .unwrap();
+    let p = pipeline(PermissionMode::WorkspaceWrite, &[], &[]).with_hooks(hooks);
+    let out = p
+        .run(
+            call("t1", "bash", json!({"command": "echo original"})),
+            &fx.ctx,
+        )
+        .await;
+    assert_eq!(out.output.content, "rewritten\n");
+    assert_eq!(out.original_input, json!({"command": "echo original"}));
+    assert_eq!(out.effective_input, json!({"command": "echo rewritten"}));
+    assert!(out.notes.contains(&Note::AdditionalContext {
+        event: HookEvent::PreToolUse,
+        text: "ctx note".into()
+    }));
+    let stdin: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
+    assert_eq!(stdin["hook_event_name"], "PreToolUse");
+    assert_eq!(stdin["tool_name"], "bash");
+    assert_eq!(stdin["tool_input"], json!({"command": "echo original"}));
+    assert_eq!(stdin["cwd"], json!(fx.ws()));
+    assert_eq!(stdin["stop_hook_active"], false);
+}
+
+#[tokio::test]
+async fn a_rewritten_input_is_checked_again() {
+    let fx = Fixture::new();
+    let escape = fx.hook(
+        "escape.sh",
+        r#"echo '{"updatedInput": {"path": "../escaped.txt", "content": "x"}}'"#,
+    );
+    let hooks = Hooks::new(vec![hook(HookEvent::PreToolUse, None, escape, 10)]).unwrap();
+    let p = pipeline(PermissionMode::WorkspaceWrite, &[], &[]).with_hooks(hooks);
+    let out = p
+        .run(
+            call("t1", "write", json!({"path": "in.txt", "content": "x"})),
+            &fx.ctx,
+        )
+        .await;
+    assert!(
+        out.output
+            .content
+            .contains("rewritten by a PreToolUse hook is invalid"),
+        "{}",
+        out.output.content
+    );
+    assert!(!fx.root().join("escaped.txt").exists());
+}
+
+#[tokio::test]
+async fn broken_hooks_are_skipped_and_exit_2_blocks() {
+    let fx = Fixture::new();
+    let slow = fx.hook("slow.sh", "sleep 30");
+    let failing = fx.hook("fail.sh", "echo '{\"decision\": \"block\"}'; exit 1");
+    let garbage = fx.hook("garbage.sh", "echo 'not json'");
+    let hooks = Hooks::new(vec![
+        hook(HookEvent::PreToolUse, None, slow, 1),
+        hook(HookEvent::PreToolUse, None, failing, 10),
+        hook(HookEvent::PreToolUse, None, garbage, 10),
+    ])
+    .unwrap();
+    let p = pipeline(PermissionMode::WorkspaceWrite, &[], &[]).with_hooks(hooks);
+    let out = p
+        .run(call("t1", "bash", json!({"command": "echo ran"})), &fx.ctx)
+        .await;
+    assert_eq!(out.output.content, "ran\n");
+    assert!(!out.output.is_error);
+
+    let block = fx.hook("block.sh", "echo 'no bash on fridays' >&2; exit 2");
+    let hooks = Hooks::new(vec![hook(HookEvent::PreToolUse, Some("bash"), block, 10)]).unwrap();
+    let p = pipeline(PermissionMode::WorkspaceWrite, &[], &[]).with_hooks(hooks);
+    let out = p
+        .run(
+            call("t2", "bash", json!({"command": "touch made"})),
+            &fx.ctx,
+        )
+        .await;
+    assert_eq!(
+        out.output.content,
+        "blocked by PreToolUse hook: no bash on fridays"
+    );
+    assert!(!fx.ws().join("made").exists());
+    // The matcher is a full-name regex: `bash` does not match `read`.
+    fx.write("r.txt", "r");
+    let out = p
+        .run(call("t3", "read", json!({"path": "r.txt"})), &fx.ctx)
+        .await;
+    assert!(!out.output.is_error);
+}
+
+#[tokio::test]
+async fn post_hooks_see_failures_and_add_notes() {
+    let fx = Fixture::new();
+    let seen = fx.root().join("post.json");
+    let body = format!(
+        "cat > {}\necho '{{\"decision\": \"block\", \"reason\": \"fix the build\", \"systemMessage\": \"build broke\"}}'",
+        seen.display()
+    );
+    let post = fx.hook("post.sh", &body);
+    let hooks = Hooks::new(vec![hook(HookEvent::PostToolUseFailure, None, post, 10)]).unwrap();
+    let p = pipeline(PermissionMode::WorkspaceWrite, &[], &[]).with_hooks(hooks);
+    let ok = p
+        .run(call("t1", "bash", json!({"command": "true"})), &fx.ctx)
+        .await;
+    assert!(
+        ok.notes.is_empty(),
+        "PostToolUseFailure must not run on success"
+    );
+    let failed = p
+        .run(call("t2", "bash", json!({"command": "exit 1"})), &fx.ctx)
+        .await;
+    assert!(failed.notes.contains(&Note::HookFeedback {
+        event: HookEvent::PostToolUseFailure,
+        text: "fix the build".into()
+    }));
+    assert!(failed.notes.contains(&Note::SystemMessage {
+        event: HookEvent::PostToolUseFailure,
+        text: "build broke".into()
+    }));
+    let stdin: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
+    assert_eq!(stdin["tool_response"]["is_error"], true);
+}
+
+#[tokio::test]
+async fn stop_hooks_cannot_loop() {
+    let fx = Fixture::new();
+    let log = fx.root().join("stop.log");
+    let body = format!(
+        "cat >> {}\necho >> {}\necho '{{\"decision\": \"block\", \"reason\": \"tests are red\"}}'",
+        log.display(),
+        log.display()
+    );
+    let stop = fx.hook("stop.sh", &body);
+    let hooks = Hooks::new(vec![hook(HookEvent::Stop, None, stop, 10)]).unwrap();
+    let mut guard = StopGuard::new();
+    let first = hooks.run_stop(&mut guard, fx.ws(), &fx.ctx.cancel).await;
+    assert_eq!(
+        first,
+        StopDecision::Continue {
+            reason: "tests are red".into(),
+            notes: vec![]
+        }
+    );
+    let second = hooks.run_stop(&mut guard, fx.ws(), &fx.ctx.cancel).await;
+    assert!(
+        matches!(second, StopDecision::Stop { ref notes } if matches!(notes.as_slice(), [Note::Warning { .. }])),
+        "{second:?}"
+    );
+    let runs: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs[0]["stop_hook_active"], false);
+    assert_eq!(runs[1]["stop_hook_active"], true);
+    assert_eq!(runs[1]["hook_event_name"], "Stop");
+    // A new turn gets a new guard, and with it one more forced continuation.
+    let third = hooks
+        .run_stop(&mut StopGuard::new(), fx.ws(), &fx.ctx.cancel)
+        .await;
+    assert!(matches!(third, StopDecision::Continue { .. }));
+}
