@@ -10,4 +10,5 @@ pub mod config;
 pub mod git;
 pub mod model;
 pub mod store;
+pub mod team;
 pub mod tools;

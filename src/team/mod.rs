@@ -1,0 +1,5 @@
+//! The team: worker lifecycle (WORK / WAITING / IDLE / SHUTDOWN), the supervisor, the team tools
+//! the agents call, and which tools each role gets.
+
+pub mod roles;
+pub mod tools;

@@ -1,0 +1,1 @@
+//! Which tools each role gets, decided when an agent starts.

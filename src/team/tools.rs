@@ -1,0 +1,1 @@
+//! The team tools (tasks, messages, shutdown and plan protocols) over the store.
