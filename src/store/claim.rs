@@ -157,6 +157,40 @@ impl TaskStore {
         })
     }
 
+    /// Gives every `in_progress` task of `owner` back to `pending` with a note: for a worker that
+    /// died, so nothing stays claimed by a ghost (invariant 4).
+    pub fn release_orphaned(&self, owner: &str, note: &str) -> Result<Vec<Task>, StoreError> {
+        let mut released = Vec::new();
+        for task in self.load_all()?.tasks {
+            if task.status != Status::InProgress || task.owner.as_deref() != Some(owner) {
+                continue;
+            }
+            let id = TaskId::parse(&task.id)?;
+            let result = self.modify(id, |task| {
+                // Re-checked under the lock: it may have moved on since the listing.
+                if task.status != Status::InProgress || task.owner.as_deref() != Some(owner) {
+                    return Err(Refusal::NotOwner {
+                        id: task.id.clone(),
+                        owner: task.owner.clone(),
+                        who: owner.to_string(),
+                    }
+                    .into());
+                }
+                task.status = Status::Pending;
+                task.owner = None;
+                task.notes
+                    .push(format!("{}: {note}", crate::store::task::now_rfc3339()));
+                Ok(())
+            });
+            match result {
+                Ok(task) => released.push(task),
+                Err(StoreError::Refused(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(released)
+    }
+
     pub fn complete(
         &self,
         id: TaskId,

@@ -1,6 +1,7 @@
 //! The `.tasks` DAG with atomic claim, `.mailboxes` with typed messages and requests.
 //! Knows nothing above it: no config, no terminal.
 
+pub mod agents;
 pub mod atomic;
 pub mod claim;
 pub mod dag;
@@ -16,6 +17,7 @@ pub mod tasks;
 pub mod watch;
 pub mod workspace;
 
+pub use agents::{AgentState, AgentStatus, AgentStatuses, pid_alive};
 pub use claim::{Attempt, Claimant};
 pub use error::{Refusal, StoreError};
 pub use mailbox::{Batch, Entry, Mailboxes};

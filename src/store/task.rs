@@ -51,6 +51,9 @@ pub struct Task {
     pub worktree: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<String>,
+    /// What happened to it beyond its status, oldest first (e.g. released from a dead worker).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// Fields this version does not know, kept so a rewrite loses nothing.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

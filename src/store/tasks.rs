@@ -147,6 +147,7 @@ impl TaskStore {
                 role: new.role,
                 worktree: None,
                 result: None,
+                notes: Vec::new(),
                 extra: Default::default(),
             };
             // The task's lock file is made with it, so a claim never pays for creating one.

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::store::{Mailboxes, TaskStore};
+use crate::store::{AgentStatuses, Mailboxes, TaskStore};
 
 #[derive(Debug, Clone)]
 pub struct Workspace {
@@ -36,5 +36,9 @@ impl Workspace {
 
     pub fn mailboxes(&self) -> Mailboxes {
         Mailboxes::new(self.mailboxes_dir())
+    }
+
+    pub fn agents(&self) -> AgentStatuses {
+        AgentStatuses::new(self.crew_dir().join("agents"))
     }
 }

@@ -2,4 +2,6 @@
 //! the agents call, and which tools each role gets.
 
 pub mod roles;
+pub mod status;
 pub mod tools;
+pub mod worker;

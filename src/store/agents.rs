@@ -1,0 +1,146 @@
+//! `.crew/agents/<name>.json`: each agent's state, pid, current task, heartbeat and usage,
+//! written atomically by the agent itself (the supervisor marks the dead).
+
+use std::fs;
+use std::io::ErrorKind;
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+
+use crate::store::StoreError;
+use crate::store::atomic::write_atomic;
+use crate::store::names::validate_name;
+use crate::store::task::now_rfc3339;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum AgentState {
+    /// Running the agent loop on a task or a message.
+    Work,
+    /// Inside WORK, blocked on a person (a permission or plan approval).
+    Waiting,
+    /// Nothing to do: watching its inbox and the tasks.
+    Idle,
+    Shutdown,
+    /// Found gone (pid missing or heartbeat stale) by the supervisor.
+    Dead,
+}
+
+impl AgentState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentState::Work => "WORK",
+            AgentState::Waiting => "WAITING",
+            AgentState::Idle => "IDLE",
+            AgentState::Shutdown => "SHUTDOWN",
+            AgentState::Dead => "DEAD",
+        }
+    }
+
+    /// Shut down or dead: nothing more will come from it until restarted.
+    pub fn is_final(self) -> bool {
+        matches!(self, AgentState::Shutdown | AgentState::Dead)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentStatus {
+    pub name: String,
+    pub state: AgentState,
+    pub pid: u32,
+    #[serde(default)]
+    pub task: Option<String>,
+    /// The request it is waiting on, while WAITING.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_on: Option<String>,
+    pub heartbeat: String,
+    #[serde(default)]
+    pub started_at: String,
+    #[serde(default)]
+    pub turns: u64,
+    #[serde(default)]
+    pub tokens: u64,
+    /// Why it is in this state, in a few words (e.g. why it shut down).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl AgentStatus {
+    pub fn new(name: &str, state: AgentState) -> Self {
+        let now = now_rfc3339();
+        AgentStatus {
+            name: name.to_string(),
+            state,
+            pid: std::process::id(),
+            task: None,
+            waiting_on: None,
+            heartbeat: now.clone(),
+            started_at: now,
+            turns: 0,
+            tokens: 0,
+            note: None,
+        }
+    }
+
+    /// How long since the last heartbeat (zero if it is in the future or unreadable).
+    pub fn heartbeat_age(&self, now: SystemTime) -> Duration {
+        humantime::parse_rfc3339_weak(&self.heartbeat)
+            .ok()
+            .and_then(|t| now.duration_since(t).ok())
+            .unwrap_or_default()
+    }
+
+    /// A live state whose process is gone or whose heartbeat is older than `stale_after`.
+    pub fn looks_dead(&self, now: SystemTime, stale_after: Duration) -> bool {
+        !self.state.is_final() && (!pid_alive(self.pid) || self.heartbeat_age(now) > stale_after)
+    }
+}
+
+/// Whether a process with this pid exists (signal 0 probes without sending anything).
+pub fn pid_alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: kill with signal 0 only checks for existence and permission.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+#[derive(Debug, Clone)]
+pub struct AgentStatuses {
+    dir: PathBuf,
+}
+
+impl AgentStatuses {
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        AgentStatuses { dir: dir.into() }
+    }
+
+    fn path(&self, name: &str) -> Result<PathBuf, StoreError> {
+        validate_name("agent name", name)?;
+        Ok(self.dir.join(format!("{name}.json")))
+    }
+
+    pub fn write(&self, status: &AgentStatus) -> Result<(), StoreError> {
+        let path = self.path(&status.name)?;
+        fs::create_dir_all(&self.dir).map_err(|e| StoreError::io(&self.dir, e))?;
+        let bytes = serde_json::to_vec_pretty(status)
+            .map_err(|e| StoreError::malformed(&path, e.to_string()))?;
+        write_atomic(&path, &bytes).map_err(|e| StoreError::io(&path, e))
+    }
+
+    pub fn read(&self, name: &str) -> Result<Option<AgentStatus>, StoreError> {
+        let path = self.path(name)?;
+        match fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| StoreError::malformed(&path, format!("invalid agent status: {e}"))),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(StoreError::io(&path, e)),
+        }
+    }
+}

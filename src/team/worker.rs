@@ -1,0 +1,361 @@
+//! A teammate's lifecycle: WORK, WAITING (a person must answer), IDLE, SHUTDOWN.
+//!
+//! An idle worker sleeps on file-system events from its inbox and the tasks (and at least every
+//! `idle_poll`), so it uses no CPU to speak of. Inbox order: `shutdown_request` first, then the
+//! lead's messages, then the rest as they came. With nothing in the inbox it claims the oldest
+//! claimable task that fits its role. After `idle_timeout` with nothing to do it tells the lead
+//! (`idle_notification`) and shuts down. What it does with a task or a message is the `Work`
+//! given to it: the agent runtime in production, a fake in tests.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::store::requests::RequestState;
+use crate::store::{
+    AgentState, AgentStatus, Claimant, DirWatcher, Draft, Entry, Message, Refusal, Roster,
+    StoreError, Task, TaskId, Workspace,
+};
+use crate::team::status::StatusHandle;
+
+#[derive(Debug, Clone)]
+pub struct WorkerSettings {
+    pub name: String,
+    pub role: Option<String>,
+    pub lead: String,
+    pub idle_poll: Duration,
+    pub idle_timeout: Duration,
+    pub heartbeat: Duration,
+    pub request_timeout: Duration,
+}
+
+/// What a worker is asked to do.
+#[derive(Debug, Clone)]
+pub enum Job {
+    Task(Task),
+    Message(Message),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobOutcome {
+    pub success: bool,
+    /// For a task: its result (or why it failed), told to the lead.
+    pub summary: String,
+    pub turns: u64,
+    pub tokens: u64,
+}
+
+/// Runs one job to its end. Implementations update WAITING through the status handle.
+pub trait Work {
+    fn run(&mut self, job: &Job, status: &StatusHandle) -> JobOutcome;
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ExitReason {
+    ShutdownApproved { request_id: String },
+    IdleTimeout,
+    Stopped,
+}
+
+pub struct Worker {
+    workspace: Workspace,
+    roster: Roster,
+    settings: WorkerSettings,
+    status: StatusHandle,
+}
+
+impl Worker {
+    pub fn new(
+        workspace: Workspace,
+        roster: Roster,
+        settings: WorkerSettings,
+    ) -> Result<Self, StoreError> {
+        let status = StatusHandle::new(
+            workspace.agents(),
+            AgentStatus::new(&settings.name, AgentState::Idle),
+        )?;
+        Ok(Worker {
+            workspace,
+            roster,
+            settings,
+            status,
+        })
+    }
+
+    pub fn status(&self) -> &StatusHandle {
+        &self.status
+    }
+
+    /// Runs until shut down (by request or idleness) or until `stop` is set.
+    pub fn run(&self, work: &mut dyn Work, stop: &AtomicBool) -> Result<ExitReason, StoreError> {
+        let done = Arc::new(AtomicBool::new(false));
+        let beat = self.spawn_heartbeat(done.clone());
+        let result = self.lifecycle(work, stop);
+        done.store(true, Ordering::Relaxed);
+        let _ = beat.join();
+        let (state, note) = match &result {
+            Ok(ExitReason::ShutdownApproved { request_id }) => (
+                AgentState::Shutdown,
+                format!("shutdown approved ({request_id})"),
+            ),
+            Ok(ExitReason::IdleTimeout) => (
+                AgentState::Shutdown,
+                format!("idle for {}s", self.settings.idle_timeout.as_secs()),
+            ),
+            Ok(ExitReason::Stopped) => (AgentState::Shutdown, "stopped".to_string()),
+            Err(e) => (AgentState::Shutdown, format!("error: {e}")),
+        };
+        self.status.update(|s| {
+            s.state = state;
+            s.note = Some(note);
+            s.task = None;
+        })?;
+        result
+    }
+
+    fn lifecycle(&self, work: &mut dyn Work, stop: &AtomicBool) -> Result<ExitReason, StoreError> {
+        let boxes = self.workspace.mailboxes();
+        let tasks = self.workspace.tasks();
+        let watcher =
+            DirWatcher::new(&[&self.workspace.mailboxes_dir(), &self.workspace.tasks_dir()])?;
+        let me = self.settings.name.as_str();
+        let mut idle_since = Instant::now();
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                return Ok(ExitReason::Stopped);
+            }
+            let cursor = boxes.cursor(me)?;
+            let batch = boxes.read_from(me, cursor)?;
+            let inbox = self.prioritised(batch.entries)?;
+            let mut worked = false;
+            for message in inbox {
+                if message.kind == "shutdown_request" {
+                    // The cursor stays put: what else is unread stays unread for a restart.
+                    let request_id = message.request_id.clone().unwrap_or_default();
+                    self.answer_shutdown(&request_id, true, "idle, shutting down")?;
+                    return Ok(ExitReason::ShutdownApproved { request_id });
+                }
+                self.run_job(work, Job::Message(message))?;
+                worked = true;
+            }
+            boxes.set_cursor(me, batch.end)?;
+            if !worked {
+                let claimant = Claimant {
+                    name: me,
+                    role: self.settings.role.as_deref(),
+                };
+                match tasks.claim_next(claimant) {
+                    Ok(task) => {
+                        self.run_task(work, task)?;
+                        worked = true;
+                    }
+                    Err(StoreError::Refused(Refusal::NothingClaimable { .. })) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            if worked {
+                idle_since = Instant::now();
+                continue;
+            }
+            let idle = idle_since.elapsed();
+            if idle >= self.settings.idle_timeout {
+                self.tell_lead(
+                    "idle_notification",
+                    format!(
+                        "{me} has been idle for {}s and is shutting down",
+                        idle.as_secs()
+                    ),
+                )?;
+                return Ok(ExitReason::IdleTimeout);
+            }
+            watcher.wait(
+                self.settings
+                    .idle_poll
+                    .min(self.settings.idle_timeout - idle),
+            );
+        }
+    }
+
+    /// Unanswered shutdown requests first, then the lead's messages, then the rest in order.
+    /// Responses are for whoever asked (the permission prompter) and are not jobs.
+    fn prioritised(&self, entries: Vec<Entry>) -> Result<Vec<Message>, StoreError> {
+        let pending: Vec<String> = self
+            .workspace
+            .mailboxes()
+            .requests(self.settings.request_timeout)?
+            .into_iter()
+            .filter(|r| r.state == RequestState::Pending && r.to == self.settings.name)
+            .map(|r| r.request_id)
+            .collect();
+        let mut messages: Vec<Message> = entries
+            .into_iter()
+            .filter_map(|e| match e {
+                Entry::Message { message, .. } => Some(message),
+                Entry::Broken { error, .. } => {
+                    tracing::warn!(
+                        "{}: skipping unreadable inbox line: {error}",
+                        self.settings.name
+                    );
+                    None
+                }
+            })
+            .filter(|m| !m.is_response())
+            .filter(|m| {
+                m.kind != "shutdown_request"
+                    || m.request_id.as_ref().is_some_and(|id| pending.contains(id))
+            })
+            .collect();
+        let rank = |m: &Message| {
+            if m.kind == "shutdown_request" {
+                0
+            } else if m.from == self.settings.lead {
+                1
+            } else {
+                2
+            }
+        };
+        messages.sort_by_key(rank);
+        Ok(messages)
+    }
+
+    fn run_task(&self, work: &mut dyn Work, task: Task) -> Result<(), StoreError> {
+        let id = TaskId::parse(&task.id)?;
+        let outcome = self.run_job(work, Job::Task(task.clone()))?;
+        let me = &self.settings.name;
+        let tasks = self.workspace.tasks();
+        if outcome.success {
+            tasks.complete(id, me, Some(outcome.summary.clone()))?;
+            self.tell_lead(
+                "status_update",
+                format!("{} done: {}", task.id, outcome.summary),
+            )
+        } else {
+            tasks.fail(id, me, outcome.summary.clone())?;
+            self.tell_lead(
+                "status_update",
+                format!("{} failed: {}", task.id, outcome.summary),
+            )
+        }
+    }
+
+    fn run_job(&self, work: &mut dyn Work, job: Job) -> Result<JobOutcome, StoreError> {
+        let task = match &job {
+            Job::Task(t) => Some(t.id.clone()),
+            Job::Message(_) => None,
+        };
+        self.status.update(|s| {
+            s.state = AgentState::Work;
+            s.task = task;
+            s.note = None;
+        })?;
+        let outcome = work.run(&job, &self.status);
+        self.status.update(|s| {
+            s.state = AgentState::Idle;
+            s.task = None;
+            s.waiting_on = None;
+            s.turns += outcome.turns;
+            s.tokens += outcome.tokens;
+        })?;
+        Ok(outcome)
+    }
+
+    fn answer_shutdown(
+        &self,
+        request_id: &str,
+        approve: bool,
+        note: &str,
+    ) -> Result<(), StoreError> {
+        let answered = self.workspace.mailboxes().respond(
+            &self.roster,
+            request_id,
+            &self.settings.name,
+            approve,
+            Some(note.to_string()),
+            self.settings.request_timeout,
+        );
+        match answered {
+            // Already answered (e.g. refused while busy) or expired: nothing more to say.
+            Ok(_) | Err(StoreError::Refused(_)) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn tell_lead(&self, kind: &str, text: String) -> Result<(), StoreError> {
+        self.workspace
+            .mailboxes()
+            .send(
+                &self.roster,
+                Draft {
+                    from: self.settings.name.clone(),
+                    to: self.settings.lead.clone(),
+                    kind: kind.to_string(),
+                    text: Some(text),
+                    ..Draft::default()
+                },
+            )
+            .map(|_| ())
+    }
+
+    /// Beats every `heartbeat`; while the worker holds a task it also refuses shutdown requests
+    /// at once, with the reason, rather than leaving the lead waiting for the task to end.
+    fn spawn_heartbeat(&self, done: Arc<AtomicBool>) -> thread::JoinHandle<()> {
+        let status = self.status.clone();
+        let workspace = self.workspace.clone();
+        let roster = self.roster.clone();
+        let settings = self.settings.clone();
+        thread::spawn(move || {
+            let watcher = DirWatcher::new(&[&workspace.mailboxes_dir()]).ok();
+            let mut last_beat = Instant::now();
+            while !done.load(Ordering::Relaxed) {
+                match &watcher {
+                    Some(w) => {
+                        w.wait(settings.heartbeat.min(Duration::from_millis(500)));
+                    }
+                    None => thread::sleep(Duration::from_millis(200)),
+                }
+                if last_beat.elapsed() >= settings.heartbeat {
+                    if let Err(e) = status.beat() {
+                        tracing::warn!("{}: heartbeat not written: {e}", settings.name);
+                    }
+                    last_beat = Instant::now();
+                }
+                let current = status.get();
+                let Some(task) = current
+                    .task
+                    .filter(|_| matches!(current.state, AgentState::Work | AgentState::Waiting))
+                else {
+                    continue;
+                };
+                refuse_shutdowns_while_busy(&workspace, &roster, &settings, &task);
+            }
+        })
+    }
+}
+
+fn refuse_shutdowns_while_busy(
+    workspace: &Workspace,
+    roster: &Roster,
+    settings: &WorkerSettings,
+    task: &str,
+) {
+    let boxes = workspace.mailboxes();
+    let Ok(requests) = boxes.requests(settings.request_timeout) else {
+        return;
+    };
+    for request in requests.iter().filter(|r| {
+        r.state == RequestState::Pending && r.to == settings.name && r.kind == "shutdown_request"
+    }) {
+        let note = format!("busy with {task}; ask again when it is done");
+        if let Err(e) = boxes.respond(
+            roster,
+            &request.request_id,
+            &settings.name,
+            false,
+            Some(note),
+            settings.request_timeout,
+        ) {
+            tracing::info!("{}: shutdown refusal not sent: {e}", settings.name);
+        }
+    }
+}

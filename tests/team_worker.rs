@@ -1,0 +1,316 @@
+//! The worker lifecycle with a fake `Work` (the agent is tested on its own): claims, inbox
+//! priority, shutdown refused while busy and accepted after, idle shutdown, file-event wake-ups.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crew::store::requests::RequestState;
+use crew::store::{AgentState, Draft, NewTask, Roster, Status, TaskId, Workspace};
+use crew::team::status::StatusHandle;
+use crew::team::worker::{ExitReason, Job, JobOutcome, Work, Worker, WorkerSettings};
+
+fn settings(name: &str, idle_timeout: Duration) -> WorkerSettings {
+    WorkerSettings {
+        name: name.into(),
+        role: Some("implementer".into()),
+        lead: "lead".into(),
+        // Long polls: anything quicker than this in a test was woken by a file event.
+        idle_poll: Duration::from_secs(30),
+        idle_timeout,
+        heartbeat: Duration::from_millis(200),
+        request_timeout: Duration::from_secs(300),
+    }
+}
+
+fn roster() -> Roster {
+    Roster::new(["lead", "alice", "bob"].map(String::from))
+}
+
+/// Records jobs; blocks each one until the test lets it go (when `gate` is set).
+struct Fake {
+    seen: Arc<Mutex<Vec<String>>>,
+    gate: Option<Receiver<()>>,
+    started: Option<Sender<String>>,
+}
+
+impl Work for Fake {
+    fn run(&mut self, job: &Job, _status: &StatusHandle) -> JobOutcome {
+        let label = match job {
+            Job::Task(t) => t.id.clone(),
+            Job::Message(m) => format!("{}:{}", m.from, m.text.clone().unwrap_or_default()),
+        };
+        if let Some(tx) = &self.started {
+            let _ = tx.send(label.clone());
+        }
+        if let Some(gate) = &self.gate {
+            let _ = gate.recv();
+        }
+        self.seen.lock().unwrap().push(label.clone());
+        JobOutcome {
+            success: true,
+            summary: format!("did {label}"),
+            turns: 1,
+            tokens: 10,
+        }
+    }
+}
+
+fn poll<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    for _ in 0..400 {
+        if let Some(v) = f() {
+            return v;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    panic!("timed out waiting for {what}");
+}
+
+fn send(
+    ws: &Workspace,
+    from: &str,
+    to: &str,
+    kind: &str,
+    text: &str,
+    request: bool,
+) -> Option<String> {
+    ws.mailboxes()
+        .send(
+            &roster(),
+            Draft {
+                from: from.into(),
+                to: to.into(),
+                kind: kind.into(),
+                text: Some(text.into()),
+                request,
+                ..Draft::default()
+            },
+        )
+        .unwrap()
+        .request_id
+}
+
+#[test]
+fn claims_a_task_finishes_it_and_tells_the_lead_then_shuts_down_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = Workspace::new(dir.path());
+    ws.tasks()
+        .create(NewTask {
+            subject: "write it".into(),
+            ..NewTask::default()
+        })
+        .unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let worker = Worker::new(
+        ws.clone(),
+        roster(),
+        settings("alice", Duration::from_secs(60)),
+    )
+    .unwrap();
+    let stop = AtomicBool::new(false);
+    let ws2 = ws.clone();
+    let exit = std::thread::scope(|s| {
+        let handle = s.spawn(|| {
+            let mut fake = Fake {
+                seen: seen.clone(),
+                gate: None,
+                started: None,
+            };
+            worker.run(&mut fake, &stop)
+        });
+        poll("the task to complete", || {
+            let t = ws2.tasks().read(TaskId(1)).unwrap();
+            (t.status == Status::Completed).then_some(())
+        });
+        let req = send(&ws2, "lead", "alice", "shutdown_request", "bye?", true).unwrap();
+        let exit = handle.join().unwrap().unwrap();
+        assert_eq!(exit, ExitReason::ShutdownApproved { request_id: req });
+        exit
+    });
+    assert!(matches!(exit, ExitReason::ShutdownApproved { .. }));
+    let task = ws.tasks().read(TaskId(1)).unwrap();
+    assert_eq!(task.owner.as_deref(), Some("alice"));
+    assert_eq!(task.result.as_deref(), Some("did task_1"));
+    let lead = ws.mailboxes().read_from("lead", 0).unwrap();
+    let texts: Vec<String> = lead
+        .entries
+        .iter()
+        .filter_map(|e| match e {
+            crew::store::Entry::Message { message, .. } => Some(format!(
+                "{} {}",
+                message.kind,
+                message.text.clone().unwrap_or_default()
+            )),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        texts.contains(&"status_update task_1 done: did task_1".to_string()),
+        "{texts:?}"
+    );
+    let status = ws.agents().read("alice").unwrap().unwrap();
+    assert_eq!(status.state, AgentState::Shutdown);
+    assert_eq!(status.turns, 1);
+    assert_eq!(status.tokens, 10);
+}
+
+#[test]
+fn shutdown_is_refused_while_holding_a_task_and_accepted_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = Workspace::new(dir.path());
+    ws.tasks()
+        .create(NewTask {
+            subject: "slow".into(),
+            ..NewTask::default()
+        })
+        .unwrap();
+    let (gate_tx, gate_rx) = channel();
+    let (started_tx, started_rx) = channel();
+    let worker = Worker::new(
+        ws.clone(),
+        roster(),
+        settings("bob", Duration::from_secs(60)),
+    )
+    .unwrap();
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let handle = s.spawn(|| {
+            let mut fake = Fake {
+                seen: Arc::default(),
+                gate: Some(gate_rx),
+                started: Some(started_tx),
+            };
+            worker.run(&mut fake, &stop)
+        });
+        assert_eq!(
+            started_rx.recv_timeout(Duration::from_secs(10)).unwrap(),
+            "task_1"
+        );
+        let status = ws.agents().read("bob").unwrap().unwrap();
+        assert_eq!(status.state, AgentState::Work);
+        assert_eq!(status.task.as_deref(), Some("task_1"));
+
+        let busy = send(&ws, "lead", "bob", "shutdown_request", "stop?", true).unwrap();
+        let refused = poll("the refusal", || {
+            let r = ws.mailboxes().requests(Duration::from_secs(300)).unwrap();
+            r.into_iter()
+                .find(|r| r.request_id == busy && r.state == RequestState::Rejected)
+        });
+        assert_eq!(
+            refused.note.as_deref(),
+            Some("busy with task_1; ask again when it is done")
+        );
+
+        gate_tx.send(()).unwrap();
+        poll("the task to complete", || {
+            (ws.tasks().read(TaskId(1)).unwrap().status == Status::Completed).then_some(())
+        });
+        let again = send(&ws, "lead", "bob", "shutdown_request", "now?", true).unwrap();
+        let exit = handle.join().unwrap().unwrap();
+        assert_eq!(
+            exit,
+            ExitReason::ShutdownApproved {
+                request_id: again.clone()
+            }
+        );
+        let all = ws.mailboxes().requests(Duration::from_secs(300)).unwrap();
+        assert_eq!(
+            all.iter().find(|r| r.request_id == again).unwrap().state,
+            RequestState::Approved
+        );
+    });
+}
+
+#[test]
+fn shutdown_comes_first_then_the_leads_messages_then_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = Workspace::new(dir.path());
+    send(&ws, "bob", "alice", "message", "from bob", false);
+    send(&ws, "lead", "alice", "message", "from lead", false);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let worker = Worker::new(
+        ws.clone(),
+        roster(),
+        settings("alice", Duration::from_secs(60)),
+    )
+    .unwrap();
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let handle = s.spawn(|| {
+            let mut fake = Fake {
+                seen: seen.clone(),
+                gate: None,
+                started: None,
+            };
+            worker.run(&mut fake, &stop)
+        });
+        poll("both messages", || {
+            (seen.lock().unwrap().len() == 2).then_some(())
+        });
+        send(&ws, "bob", "alice", "message", "late", false);
+        send(&ws, "lead", "alice", "shutdown_request", "stop", true);
+        handle.join().unwrap().unwrap();
+    });
+    assert_eq!(*seen.lock().unwrap(), ["lead:from lead", "bob:from bob"]);
+    // The message behind the shutdown stays unread for a restart.
+    let cursor = ws.mailboxes().cursor("alice").unwrap();
+    let unread = ws.mailboxes().read_from("alice", cursor).unwrap();
+    assert_eq!(
+        unread.entries.len(),
+        2,
+        "the late message and the shutdown request"
+    );
+}
+
+#[test]
+fn an_idle_worker_tells_the_lead_and_shuts_down_and_wakes_on_new_tasks_before_that() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = Workspace::new(dir.path());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let worker = Worker::new(
+        ws.clone(),
+        roster(),
+        settings("alice", Duration::from_secs(3)),
+    )
+    .unwrap();
+    let stop = AtomicBool::new(false);
+    let exit = std::thread::scope(|s| {
+        let handle = s.spawn(|| {
+            let mut fake = Fake {
+                seen: seen.clone(),
+                gate: None,
+                started: None,
+            };
+            worker.run(&mut fake, &stop)
+        });
+        poll("the worker to go idle", || {
+            ws.agents()
+                .read("alice")
+                .unwrap()
+                .filter(|s| s.state == AgentState::Idle)
+        });
+        // With a 30 s poll, only a file event can wake it in time to claim this.
+        ws.tasks()
+            .create(NewTask {
+                subject: "new".into(),
+                ..NewTask::default()
+            })
+            .unwrap();
+        poll("the new task to be claimed", || {
+            (seen.lock().unwrap().len() == 1).then_some(())
+        });
+        handle.join().unwrap().unwrap()
+    });
+    assert_eq!(exit, ExitReason::IdleTimeout);
+    let lead = ws.mailboxes().read_from("lead", 0).unwrap();
+    let last = match lead.entries.last().unwrap() {
+        crew::store::Entry::Message { message, .. } => message.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(last.kind, "idle_notification");
+    assert!(last.text.unwrap().starts_with("alice has been idle for 3s"));
+    let status = ws.agents().read("alice").unwrap().unwrap();
+    assert_eq!(status.state, AgentState::Shutdown);
+    assert_eq!(status.note.as_deref(), Some("idle for 3s"));
+}
