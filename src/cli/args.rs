@@ -33,6 +33,50 @@ pub enum Command {
     Requests(RequestsArgs),
     /// Answer a request: the answer goes to the asker with the same request id.
     Respond(RespondArgs),
+    /// Each agent's state, pid, current task, heartbeat, turns and tokens.
+    Status {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Ask every worker to shut down, wait for them (bounded), then end the stragglers.
+    Down {
+        /// Seconds to wait for workers to stop on their own.
+        #[arg(long, default_value_t = 15)]
+        timeout: u64,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Each writing teammate's git worktree: list, diff, merge, discard.
+    #[command(subcommand)]
+    Worktree(WorktreeCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WorktreeCommand {
+    /// Every teammate worktree with its branch, ahead/behind and dirty files.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// The base branch against the worktree, uncommitted and untracked files included.
+    Diff {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Commits the worktree's changes and merges its branch into the base branch (exit 3 on conflicts).
+    Merge {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Deletes the worktree and its branch.
+    Discard {
+        name: String,
+        /// Don't ask.
+        #[arg(long)]
+        yes: bool,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -1,6 +1,7 @@
 //! From errors to exit codes and one-line messages.
 
 use crate::config::ConfigError;
+use crate::git::GitError;
 use crate::store::StoreError;
 
 /// Errors the CLI itself raises, beyond those of the layers below.
@@ -20,6 +21,15 @@ pub fn exit_code(e: &anyhow::Error) -> u8 {
             _ => 1,
         };
     }
+    if let Some(e) = e.downcast_ref::<GitError>() {
+        return match e {
+            GitError::CheckoutDirty { .. }
+            | GitError::CheckoutBusy { .. }
+            | GitError::ConcurrentUpdate { .. } => 3,
+            GitError::InvalidName { .. } | GitError::InvalidBranch { .. } => 2,
+            _ => 1,
+        };
+    }
     match e.downcast_ref::<CliError>() {
         Some(CliError::Usage(_)) => 2,
         Some(CliError::Refused(_)) => 3,
@@ -29,7 +39,10 @@ pub fn exit_code(e: &anyhow::Error) -> u8 {
 
 /// The message with its causes, on one line.
 pub fn describe(e: &anyhow::Error) -> String {
-    if e.downcast_ref::<StoreError>().is_some() || e.downcast_ref::<ConfigError>().is_some() {
+    if e.downcast_ref::<StoreError>().is_some()
+        || e.downcast_ref::<ConfigError>().is_some()
+        || e.downcast_ref::<GitError>().is_some()
+    {
         return e.to_string();
     }
     format!("{e:#}")

@@ -12,6 +12,8 @@ mod messages;
 mod output;
 mod project;
 mod tasks;
+mod team;
+mod worktrees;
 
 use std::process::ExitCode;
 
@@ -52,5 +54,10 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Inbox(args) => messages::inbox(&project::Project::find(&start)?, args),
         Command::Requests(args) => messages::requests(&project::Project::find(&start)?, args),
         Command::Respond(args) => messages::respond(&project::Project::find(&start)?, args),
+        Command::Status { json } => team::status(&project::Project::find(&start)?, json),
+        Command::Down { timeout, json } => {
+            team::down(&project::Project::find(&start)?, timeout, json)
+        }
+        Command::Worktree(cmd) => worktrees::run(&project::Project::find(&start)?, cmd),
     }
 }

@@ -24,6 +24,8 @@ pub struct TeamConfig {
     pub permissions: PermissionsConfig,
     #[serde(default)]
     pub worker: WorkerConfig,
+    #[serde(default)]
+    pub worktree: WorktreeConfig,
     /// Where this was read from, for messages.
     #[serde(skip)]
     pub path: PathBuf,
@@ -94,6 +96,18 @@ pub struct WorkerConfig {
     pub heartbeat_secs: u64,
     #[serde(default = "request_timeout")]
     pub request_timeout_secs: u64,
+}
+
+/// What a writing teammate's worktree gets from the main checkout when it is made.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorktreeConfig {
+    /// Files copied in (e.g. `.env`).
+    #[serde(default)]
+    pub copy: Vec<String>,
+    /// Folders linked in (e.g. `node_modules`).
+    #[serde(default)]
+    pub link: Vec<String>,
 }
 
 pub const MODES: &[&str] = &[

@@ -60,6 +60,12 @@ idle_timeout_secs = 60
 heartbeat_secs = 2
 # A request with no answer after this long is expired (a permission request: denied).
 request_timeout_secs = 300
+
+[worktree]
+# Copied from the main checkout into each writing teammate's worktree when it is made.
+copy = []
+# Linked (not copied) into each worktree, e.g. ["node_modules"].
+link = []
 "#
     )
 }

@@ -3,5 +3,6 @@
 
 pub mod roles;
 pub mod status;
+pub mod supervisor;
 pub mod tools;
 pub mod worker;

@@ -1,0 +1,127 @@
+//! `crew status`, `crew down`: the team's processes.
+
+use std::time::{Duration, SystemTime};
+
+use serde_json::json;
+
+use crate::cli::output;
+use crate::cli::project::Project;
+use crate::store::AgentState;
+use crate::team::supervisor::{Supervisor, TeamEvent};
+
+/// A status is only as good as its heartbeat: past this, a live state is shown as DEAD.
+fn stale_after(project: &Project) -> Duration {
+    (Duration::from_secs(project.config.worker.heartbeat_secs) * 5).max(Duration::from_secs(5))
+}
+
+pub fn status(project: &Project, as_json: bool) -> anyhow::Result<()> {
+    let now = SystemTime::now();
+    let mut rows = Vec::new();
+    for agent in project.config.agents() {
+        let name = agent.name.get_ref();
+        let status = project.workspace.agents().read(name)?;
+        let (state, dead) = match &status {
+            Some(s) if s.looks_dead(now, stale_after(project)) => (AgentState::Dead.as_str(), true),
+            Some(s) => (s.state.as_str(), false),
+            None => ("NOT STARTED", false),
+        };
+        rows.push(json!({
+            "name": name,
+            "role": project.config.role_of(name),
+            "state": state,
+            "pid": status.as_ref().map(|s| s.pid),
+            "task": status.as_ref().and_then(|s| s.task.clone()),
+            "waiting_on": status.as_ref().and_then(|s| s.waiting_on.clone()),
+            "heartbeat": status.as_ref().map(|s| s.heartbeat.clone()),
+            "heartbeat_age_secs": status.as_ref().map(|s| s.heartbeat_age(now).as_secs()),
+            "turns": status.as_ref().map_or(0, |s| s.turns),
+            "tokens": status.as_ref().map_or(0, |s| s.tokens),
+            "note": status.as_ref().and_then(|s| s.note.clone()).or(dead.then(|| "process gone or heartbeat stale".to_string())),
+        }));
+    }
+    if as_json {
+        return output::json(&json!({ "agents": rows }));
+    }
+    for r in rows {
+        let field = |k: &str| {
+            r[k].as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| "-".into())
+        };
+        let age = r["heartbeat_age_secs"]
+            .as_u64()
+            .map(output::age)
+            .unwrap_or_else(|| "-".into());
+        println!(
+            "{:<10} {:<12} {:<11} pid {:<7} task {:<8} beat {:<4} turns {:<4} tokens {:<8} {}",
+            field("name"),
+            field("role"),
+            field("state"),
+            r["pid"].as_u64().map_or("-".into(), |p| p.to_string()),
+            field("task"),
+            age,
+            r["turns"],
+            r["tokens"],
+            r["note"].as_str().unwrap_or("")
+        );
+    }
+    Ok(())
+}
+
+pub fn teammates(project: &Project) -> Vec<String> {
+    project
+        .config
+        .teammates
+        .iter()
+        .map(|t| t.name.get_ref().clone())
+        .collect()
+}
+
+pub fn supervisor(project: &Project) -> anyhow::Result<Supervisor> {
+    Ok(Supervisor::new(
+        project.workspace.clone(),
+        project.roster.clone(),
+        project.config.lead_name(),
+        std::env::current_exe()?,
+        Duration::from_secs(project.config.worker.heartbeat_secs),
+    ))
+}
+
+pub fn print_event(event: &TeamEvent) {
+    match event {
+        TeamEvent::Started { name, pid } => println!("started {name} (pid {pid})"),
+        TeamEvent::Exited { name, code } => match code {
+            Some(0) => println!("{name} stopped"),
+            Some(code) => println!("{name} exited with code {code}"),
+            None => println!("{name} was ended by a signal"),
+        },
+        TeamEvent::Died {
+            name,
+            released,
+            why,
+        } => {
+            let tasks = if released.is_empty() {
+                "no task held".to_string()
+            } else {
+                format!("{} back to pending", released.join(", "))
+            };
+            println!("{name} died ({why}); {tasks}")
+        }
+    }
+}
+
+pub fn down(project: &Project, timeout: u64, as_json: bool) -> anyhow::Result<()> {
+    let mut sup = supervisor(project)?;
+    let events = sup.shut_down(&teammates(project), Duration::from_secs(timeout))?;
+    if as_json {
+        let list: Vec<_> = events.iter().map(|e| format!("{e:?}")).collect();
+        return output::json(&json!({ "events": list }));
+    }
+    if events.is_empty() {
+        println!("no worker was running");
+    }
+    for e in &events {
+        print_event(e);
+    }
+    Ok(())
+}

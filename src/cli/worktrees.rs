@@ -1,0 +1,142 @@
+//! `crew worktree list|diff|merge|discard`: each writing teammate's git worktree.
+
+use std::io::{BufRead, Write};
+
+use serde_json::json;
+
+use crate::cli::args::WorktreeCommand;
+use crate::cli::exit::CliError;
+use crate::cli::output;
+use crate::cli::project::Project;
+use crate::git::{Author, FileStatus, LineKind, MergeOutcome, Worktrees};
+
+/// The identity crew commits a teammate's work under.
+pub fn author_for(name: &str) -> Author {
+    Author::new(name, format!("{name}@crew.invalid"))
+}
+
+pub fn run(project: &Project, cmd: WorktreeCommand) -> anyhow::Result<()> {
+    let trees = Worktrees::open(project.workspace.root())?;
+    let base = project.config.team.base_branch.clone();
+    match cmd {
+        WorktreeCommand::List { json } => {
+            let list = trees.list(&base)?;
+            if json {
+                return output::json(&json!({ "worktrees": list }));
+            }
+            if list.is_empty() {
+                println!("no worktrees yet (a writing teammate gets one when it first writes)");
+            }
+            for w in list {
+                println!(
+                    "{:<12} {:<16} ahead {} behind {} dirty {}  {}",
+                    w.name,
+                    w.branch,
+                    w.ahead,
+                    w.behind,
+                    w.dirty_files,
+                    w.path.display()
+                );
+            }
+            Ok(())
+        }
+        WorktreeCommand::Diff { name, json } => {
+            let diff = trees.diff(&name, &base)?;
+            if json {
+                return output::json(&diff);
+            }
+            for file in &diff.files {
+                let status = match file.status {
+                    FileStatus::Added => "added",
+                    FileStatus::Modified => "modified",
+                    FileStatus::Deleted => "deleted",
+                    FileStatus::Renamed => "renamed",
+                    FileStatus::Typechange => "type changed",
+                };
+                let from = file
+                    .old_path
+                    .as_deref()
+                    .map(|p| format!(" (from {p})"))
+                    .unwrap_or_default();
+                if file.binary {
+                    println!("{status} {}{from}: binary file", file.path);
+                    continue;
+                }
+                println!(
+                    "{status} {}{from} +{} -{}",
+                    file.path, file.additions, file.deletions
+                );
+                for hunk in &file.hunks {
+                    println!("{}", hunk.header.trim_end());
+                    for line in &hunk.lines {
+                        let mark = match line.kind {
+                            LineKind::Add => '+',
+                            LineKind::Del => '-',
+                            LineKind::Context => ' ',
+                        };
+                        println!("{mark}{}", line.text.trim_end_matches('\n'));
+                    }
+                }
+            }
+            println!(
+                "{} files, +{} -{}",
+                diff.totals.files, diff.totals.additions, diff.totals.deletions
+            );
+            Ok(())
+        }
+        WorktreeCommand::Merge { name, json } => {
+            project
+                .roster
+                .check("teammate", &name)
+                .map_err(crate::store::StoreError::from)?;
+            let outcome = trees.merge(&name, &base, &author_for(&name))?;
+            if json {
+                output::json(&outcome)?;
+            } else {
+                match &outcome {
+                    MergeOutcome::FastForward { new_head } => {
+                        println!("merged crew/{name} into {base} (fast-forward to {new_head})")
+                    }
+                    MergeOutcome::Merged { commit } => {
+                        println!("merged crew/{name} into {base} (merge commit {commit})")
+                    }
+                    MergeOutcome::UpToDate => {
+                        println!("{base} already has everything in crew/{name}")
+                    }
+                    MergeOutcome::Conflicts { files } => {
+                        println!("not merged: conflicts in {}", files.join(", "))
+                    }
+                }
+            }
+            if let MergeOutcome::Conflicts { files } = outcome {
+                return Err(CliError::Refused(format!(
+                    "crew/{name} conflicts with {base} in {}; nothing was changed",
+                    files.join(", ")
+                ))
+                .into());
+            }
+            Ok(())
+        }
+        WorktreeCommand::Discard { name, yes } => {
+            if !yes
+                && !confirm(&format!(
+                    "discard {name}'s worktree and branch crew/{name}, with all its unmerged work? [y/N] "
+                ))?
+            {
+                return Err(CliError::Refused("not discarded".into()).into());
+            }
+            trees.discard(&name)?;
+            println!("discarded the worktree and branch crew/{name}");
+            Ok(())
+        }
+    }
+}
+
+/// Asks on the terminal; no answer (or no terminal) means no.
+fn confirm(question: &str) -> anyhow::Result<bool> {
+    eprint!("{question}");
+    std::io::stderr().flush()?;
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line)?;
+    Ok(matches!(line.trim(), "y" | "Y" | "yes"))
+}

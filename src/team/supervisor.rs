@@ -1,0 +1,256 @@
+//! Starts teammates as OS processes (`crew worker --name NAME`), notices the ones that die and
+//! gives their tasks back, asks them to shut down. It never restarts a worker on its own: a
+//! death is reported, and a person restarts it (`crew worker restart NAME`, or the screen).
+
+use std::collections::BTreeMap;
+use std::fs::OpenOptions;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::store::{AgentState, AgentStatus, Draft, Roster, StoreError, Workspace, pid_alive};
+
+/// Something the supervisor saw that the person should know about.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TeamEvent {
+    Started {
+        name: String,
+        pid: u32,
+    },
+    /// Found dead (process gone or heartbeat stale); its tasks went back to pending.
+    Died {
+        name: String,
+        released: Vec<String>,
+        why: String,
+    },
+    Exited {
+        name: String,
+        code: Option<i32>,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SupervisorError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot start worker {name} ({}): {source}", exe.display())]
+    Spawn {
+        name: String,
+        exe: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+pub struct Supervisor {
+    workspace: Workspace,
+    roster: Roster,
+    lead: String,
+    /// The `crew` executable that runs workers.
+    exe: PathBuf,
+    /// A live status whose heartbeat is older than this is taken for dead.
+    stale_after: Duration,
+    children: BTreeMap<String, Child>,
+}
+
+impl Supervisor {
+    pub fn new(
+        workspace: Workspace,
+        roster: Roster,
+        lead: &str,
+        exe: PathBuf,
+        heartbeat: Duration,
+    ) -> Self {
+        Supervisor {
+            workspace,
+            roster,
+            lead: lead.to_string(),
+            exe,
+            // Several missed beats, and never less than a few seconds, before calling it dead.
+            stale_after: (heartbeat * 5).max(Duration::from_secs(5)),
+            children: BTreeMap::new(),
+        }
+    }
+
+    /// Starts `crew worker --name NAME` with its output in `.crew/logs/NAME.log`.
+    pub fn start(&mut self, name: &str, extra_args: &[String]) -> Result<u32, SupervisorError> {
+        let logs = self.workspace.crew_dir().join("logs");
+        std::fs::create_dir_all(&logs).map_err(|e| StoreError::io(&logs, e))?;
+        let log_path = logs.join(format!("{name}.log"));
+        let log = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .map_err(|e| StoreError::io(&log_path, e))?;
+        let err_log = log.try_clone().map_err(|e| StoreError::io(&log_path, e))?;
+        let spawn_error = |source| SupervisorError::Spawn {
+            name: name.to_string(),
+            exe: self.exe.clone(),
+            source,
+        };
+        let child = Command::new(&self.exe)
+            .arg("-C")
+            .arg(self.workspace.root())
+            .args(["worker", "--name", name])
+            .args(extra_args)
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(err_log)
+            .spawn()
+            .map_err(spawn_error)?;
+        let pid = child.id();
+        self.children.insert(name.to_string(), child);
+        Ok(pid)
+    }
+
+    pub fn running(&self) -> Vec<String> {
+        self.children.keys().cloned().collect()
+    }
+
+    /// One look at every teammate: reaps exited children, and treats a worker whose process is
+    /// gone or whose heartbeat is stale as dead — its tasks go back to pending with a note, the
+    /// lead gets a `status_update`, its status says DEAD.
+    pub fn check(&mut self, teammates: &[String]) -> Result<Vec<TeamEvent>, StoreError> {
+        let mut events = Vec::new();
+        let mut exited = Vec::new();
+        for (name, child) in &mut self.children {
+            if let Ok(Some(status)) = child.try_wait() {
+                exited.push((name.clone(), status.code()));
+            }
+        }
+        for (name, code) in exited {
+            self.children.remove(&name);
+            events.push(TeamEvent::Exited { name, code });
+        }
+        let now = SystemTime::now();
+        for name in teammates {
+            let Some(status) = self.workspace.agents().read(name)? else {
+                continue;
+            };
+            if !status.looks_dead(now, self.stale_after) {
+                continue;
+            }
+            let why = if pid_alive(status.pid) {
+                format!("no heartbeat for {}s", status.heartbeat_age(now).as_secs())
+            } else {
+                format!("process {} is gone", status.pid)
+            };
+            if let Some(mut child) = self.children.remove(name) {
+                // A hung worker: make sure it cannot come back and write as a ghost.
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+            events.push(self.declare_dead(status, why)?);
+        }
+        Ok(events)
+    }
+
+    fn declare_dead(&self, mut status: AgentStatus, why: String) -> Result<TeamEvent, StoreError> {
+        let name = status.name.clone();
+        let released = self
+            .workspace
+            .tasks()
+            .release_orphaned(&name, &format!("released: {name} died ({why})"))?;
+        let ids: Vec<String> = released.iter().map(|t| t.id.clone()).collect();
+        status.state = AgentState::Dead;
+        status.note = Some(why.clone());
+        status.task = None;
+        self.workspace.agents().write(&status)?;
+        let released_text = if ids.is_empty() {
+            "it held no task".to_string()
+        } else {
+            format!("{} back to pending", ids.join(", "))
+        };
+        self.workspace.mailboxes().send(
+            &self.roster,
+            Draft {
+                from: "user".into(),
+                to: self.lead.clone(),
+                kind: "status_update".into(),
+                text: Some(format!("{name} died ({why}); {released_text}. Restart it with `crew worker restart {name}`.")),
+                ..Draft::default()
+            },
+        )?;
+        Ok(TeamEvent::Died {
+            name,
+            released: ids,
+            why,
+        })
+    }
+
+    /// Asks each live teammate to shut down (a `shutdown_request` from the lead), waits up to
+    /// `grace` for them to stop, then ends the stragglers and gives their tasks back.
+    pub fn shut_down(
+        &mut self,
+        teammates: &[String],
+        grace: Duration,
+    ) -> Result<Vec<TeamEvent>, StoreError> {
+        let mut asked = Vec::new();
+        for name in teammates {
+            let Some(status) = self.workspace.agents().read(name)? else {
+                continue;
+            };
+            if status.state.is_final() || !pid_alive(status.pid) {
+                continue;
+            }
+            self.workspace.mailboxes().send(
+                &self.roster,
+                Draft {
+                    from: self.lead.clone(),
+                    to: name.clone(),
+                    kind: "shutdown_request".into(),
+                    text: Some("the team is shutting down".into()),
+                    request: true,
+                    ..Draft::default()
+                },
+            )?;
+            asked.push((name.clone(), status.pid));
+        }
+        let deadline = Instant::now() + grace;
+        let mut events = Vec::new();
+        for (name, pid) in asked {
+            while Instant::now() < deadline && pid_alive(pid) && !self.has_exited(&name) {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            if pid_alive(pid) && !self.has_exited(&name) {
+                terminate(pid);
+                if let Some(mut child) = self.children.remove(&name) {
+                    let _ = child.wait();
+                }
+                if let Some(status) = self.workspace.agents().read(&name)? {
+                    events.push(self.declare_dead(
+                        status,
+                        format!("did not stop within {}s", grace.as_secs()),
+                    )?);
+                }
+            } else if let Some(mut child) = self.children.remove(&name) {
+                let code = child.wait().ok().and_then(|s| s.code());
+                events.push(TeamEvent::Exited { name, code });
+            }
+        }
+        Ok(events)
+    }
+
+    fn has_exited(&mut self, name: &str) -> bool {
+        self.children
+            .get_mut(name)
+            .is_some_and(|c| matches!(c.try_wait(), Ok(Some(_))))
+    }
+}
+
+/// SIGTERM, then SIGKILL if it is still there a moment later.
+fn terminate(pid: u32) {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return;
+    };
+    // SAFETY: plain signals to a process we started or that the status file names.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    let until = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < until && pid_alive(pid as u32) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    if pid_alive(pid as u32) {
+        // SAFETY: as above.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+}
