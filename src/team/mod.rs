@@ -3,3 +3,4 @@
 
 pub mod roles;
 pub mod tools;
+pub mod verdict;
