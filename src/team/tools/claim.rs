@@ -1,26 +1,15 @@
 //! `claim_task`: take a task atomically, by id or the oldest claimable one for my role.
 
-use std::sync::Arc;
-
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
+use super::run_store;
 use super::task_read::parse_id;
-use super::view::detail;
-use super::{TeamEnv, json_output, run_store};
+use super::view::detail_output;
 use crate::store::Claimant;
-use crate::store::dag::Graph;
 use crate::tools::{Tool, ToolContext, ToolError, ToolKind, ToolOutput};
 
-pub struct ClaimTask {
-    env: Arc<TeamEnv>,
-}
-
-impl ClaimTask {
-    pub fn new(env: Arc<TeamEnv>) -> Self {
-        Self { env }
-    }
-}
+team_tool!(ClaimTask);
 
 impl Tool for ClaimTask {
     fn name(&self) -> &str {
@@ -57,8 +46,7 @@ impl Tool for ClaimTask {
         input: Value,
         _ctx: ToolContext,
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
-        let env = Arc::clone(&self.env);
-        run_store(move || {
+        run_store(&self.env, move |env| {
             let store = env.workspace.tasks();
             let who = Claimant {
                 name: &env.me,
@@ -69,8 +57,7 @@ impl Tool for ClaimTask {
             } else {
                 store.claim_next(who)?
             };
-            let loaded = store.load_all()?;
-            Ok(json_output(&detail(&Graph::new(&loaded.tasks), &task)))
+            detail_output(&store, &task)
         })
     }
 }

@@ -1,28 +1,16 @@
 //! `send_message`: a typed message to a teammate's inbox.
 
-use std::sync::Arc;
-
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
-use super::{
-    CallError, TeamEnv, check_recipient, json_output, require_text, run_store, text_field,
-};
+use super::{json_output, recipient, require_text, run_store, text_field, validate_recipient};
 use crate::store::Draft;
 use crate::tools::{Tool, ToolContext, ToolError, ToolKind, ToolOutput};
 
 /// The types an agent may send freely; requests and responses have their own tools.
 const TYPES: &[&str] = &["message", "task_assignment", "status_update"];
 
-pub struct SendMessage {
-    env: Arc<TeamEnv>,
-}
-
-impl SendMessage {
-    pub fn new(env: Arc<TeamEnv>) -> Self {
-        Self { env }
-    }
-}
+team_tool!(SendMessage);
 
 impl Tool for SendMessage {
     fn name(&self) -> &str {
@@ -54,10 +42,7 @@ impl Tool for SendMessage {
 
     fn validate(&self, input: &Value, _ctx: &ToolContext) -> Result<(), String> {
         require_text(input, "text")?;
-        check_recipient(
-            &self.env,
-            input.get("to").and_then(Value::as_str).unwrap_or_default(),
-        )
+        validate_recipient(&self.env, input)
     }
 
     fn call(
@@ -65,10 +50,8 @@ impl Tool for SendMessage {
         input: Value,
         _ctx: ToolContext,
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
-        let env = Arc::clone(&self.env);
-        run_store(move || {
-            let to = text_field(&input, "to")?;
-            check_recipient(&env, &to).map_err(CallError::Refused)?;
+        run_store(&self.env, move |env| {
+            let to = recipient(env, &input)?;
             let kind = input
                 .get("type")
                 .and_then(Value::as_str)

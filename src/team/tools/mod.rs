@@ -4,6 +4,22 @@
 //! worktree) as `env.me`. Store refusals come back as error results carrying the refusal's
 //! exact text, so the model reads the protocol's own reason.
 
+/// A tool holding the team environment it shares with the other team tools.
+macro_rules! team_tool {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        pub struct $name {
+            env: std::sync::Arc<$crate::team::tools::TeamEnv>,
+        }
+
+        impl $name {
+            pub fn new(env: std::sync::Arc<$crate::team::tools::TeamEnv>) -> Self {
+                Self { env }
+            }
+        }
+    };
+}
+
 mod claim;
 mod message;
 mod protocols;
@@ -73,12 +89,13 @@ enum CallError {
 }
 
 /// Runs a store operation off the async runtime: the store waits on file locks.
-fn run_store<F>(op: F) -> BoxFuture<'static, Result<ToolOutput, ToolError>>
+fn run_store<F>(env: &Arc<TeamEnv>, op: F) -> BoxFuture<'static, Result<ToolOutput, ToolError>>
 where
-    F: FnOnce() -> Result<ToolOutput, CallError> + Send + 'static,
+    F: FnOnce(&TeamEnv) -> Result<ToolOutput, CallError> + Send + 'static,
 {
+    let env = Arc::clone(env);
     Box::pin(async move {
-        match tokio::task::spawn_blocking(op).await {
+        match tokio::task::spawn_blocking(move || op(&env)).await {
             Ok(Ok(output)) => Ok(output),
             Ok(Err(e @ (CallError::Store(_) | CallError::Refused(_)))) => {
                 Ok(ToolOutput::error(e.to_string()))
@@ -112,6 +129,21 @@ fn require_text(input: &Value, field: &str) -> Result<(), String> {
     optional_text(input, field)
         .map(|_| ())
         .ok_or_else(|| format!("`{field}` must not be empty"))
+}
+
+/// The `to` field, for `validate`: see [`check_recipient`].
+fn validate_recipient(env: &TeamEnv, input: &Value) -> Result<(), String> {
+    check_recipient(
+        env,
+        input.get("to").and_then(Value::as_str).unwrap_or_default(),
+    )
+}
+
+/// The `to` field, checked again at call time for a caller that skipped validation.
+fn recipient(env: &TeamEnv, input: &Value) -> Result<String, CallError> {
+    let to = text_field(input, "to")?;
+    check_recipient(env, &to).map_err(CallError::Refused)?;
+    Ok(to)
 }
 
 /// Who an agent may address: a teammate on the roster, never `user` and never itself.

@@ -1,14 +1,12 @@
 //! The request/response protocols as tools: `request_shutdown` and `request_plan_approval`
 //! send a request carrying a `request_id`; `review_plan` is the lead's answer to a plan.
 
-use std::sync::Arc;
-
 use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
 
 use super::{
-    CallError, TeamEnv, check_recipient, json_output, optional_text, require_text, run_store,
-    text_field,
+    CallError, TeamEnv, json_output, optional_text, recipient, require_text, run_store, text_field,
+    validate_recipient,
 };
 use crate::store::{Draft, Message, Refusal, StoreError};
 use crate::tools::{Tool, ToolContext, ToolError, ToolKind, ToolOutput};
@@ -49,15 +47,9 @@ fn request_output(sent: &Message, wait_for: &str) -> ToolOutput {
     }))
 }
 
-/// Asks a teammate to shut down; it may refuse while mid-task.
-pub struct RequestShutdown {
-    env: Arc<TeamEnv>,
-}
-
-impl RequestShutdown {
-    pub fn new(env: Arc<TeamEnv>) -> Self {
-        Self { env }
-    }
+team_tool! {
+    /// Asks a teammate to shut down; it may refuse while mid-task.
+    RequestShutdown
 }
 
 impl Tool for RequestShutdown {
@@ -87,10 +79,7 @@ impl Tool for RequestShutdown {
     }
 
     fn validate(&self, input: &Value, _ctx: &ToolContext) -> Result<(), String> {
-        check_recipient(
-            &self.env,
-            input.get("to").and_then(Value::as_str).unwrap_or_default(),
-        )
+        validate_recipient(&self.env, input)
     }
 
     fn call(
@@ -98,25 +87,17 @@ impl Tool for RequestShutdown {
         input: Value,
         _ctx: ToolContext,
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
-        let env = Arc::clone(&self.env);
-        run_store(move || {
-            let to = text_field(&input, "to")?;
-            check_recipient(&env, &to).map_err(CallError::Refused)?;
-            let sent = send_request(&env, to, SHUTDOWN_REQUEST, optional_text(&input, "reason"))?;
+        run_store(&self.env, move |env| {
+            let to = recipient(env, &input)?;
+            let sent = send_request(env, to, SHUTDOWN_REQUEST, optional_text(&input, "reason"))?;
             Ok(request_output(&sent, "shutdown_response"))
         })
     }
 }
 
-/// A teammate in plan mode asks the lead to approve its plan before it may write.
-pub struct RequestPlanApproval {
-    env: Arc<TeamEnv>,
-}
-
-impl RequestPlanApproval {
-    pub fn new(env: Arc<TeamEnv>) -> Self {
-        Self { env }
-    }
+team_tool! {
+    /// A teammate in plan mode asks the lead to approve its plan before it may write.
+    RequestPlanApproval
 }
 
 impl Tool for RequestPlanApproval {
@@ -155,24 +136,17 @@ impl Tool for RequestPlanApproval {
         input: Value,
         _ctx: ToolContext,
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
-        let env = Arc::clone(&self.env);
-        run_store(move || {
+        run_store(&self.env, move |env| {
             let plan = text_field(&input, "plan")?;
-            let sent = send_request(&env, env.lead.clone(), PLAN_REQUEST, Some(plan))?;
+            let sent = send_request(env, env.lead.clone(), PLAN_REQUEST, Some(plan))?;
             Ok(request_output(&sent, "plan_approval_response"))
         })
     }
 }
 
-/// The lead approves or rejects a pending plan approval request.
-pub struct ReviewPlan {
-    env: Arc<TeamEnv>,
-}
-
-impl ReviewPlan {
-    pub fn new(env: Arc<TeamEnv>) -> Self {
-        Self { env }
-    }
+team_tool! {
+    /// The lead approves or rejects a pending plan approval request.
+    ReviewPlan
 }
 
 impl Tool for ReviewPlan {
@@ -211,8 +185,7 @@ impl Tool for ReviewPlan {
         input: Value,
         _ctx: ToolContext,
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
-        let env = Arc::clone(&self.env);
-        run_store(move || {
+        run_store(&self.env, move |env| {
             let request_id = text_field(&input, "request_id")?;
             let approve = input
                 .get("approve")

@@ -1,25 +1,17 @@
 //! `task_list` and `task_get`: reading the task graph.
 
-use std::sync::Arc;
-
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
-use super::view::{detail, summary};
-use super::{CallError, TeamEnv, json_output, run_store, text_field};
+use super::view::{detail_output, summary};
+use super::{CallError, json_output, run_store, text_field};
 use crate::store::TaskId;
 use crate::store::dag::Graph;
 use crate::tools::{Tool, ToolContext, ToolError, ToolKind, ToolOutput};
 
-/// Every task with its state: done, running (owner), claimable, or blocked by what.
-pub struct TaskList {
-    env: Arc<TeamEnv>,
-}
-
-impl TaskList {
-    pub fn new(env: Arc<TeamEnv>) -> Self {
-        Self { env }
-    }
+team_tool! {
+    /// Every task with its state: done, running (owner), claimable, or blocked by what.
+    TaskList
 }
 
 impl Tool for TaskList {
@@ -49,8 +41,8 @@ impl Tool for TaskList {
         _input: Value,
         _ctx: ToolContext,
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
-        let store = self.env.workspace.tasks();
-        run_store(move || {
+        run_store(&self.env, move |env| {
+            let store = env.workspace.tasks();
             let loaded = store.load_all()?;
             if loaded.tasks.is_empty() && loaded.problems.is_empty() {
                 return Ok(ToolOutput::ok("no tasks yet"));
@@ -67,15 +59,9 @@ impl Tool for TaskList {
     }
 }
 
-/// One task in full: description, owner, blockers, result.
-pub struct TaskGet {
-    env: Arc<TeamEnv>,
-}
-
-impl TaskGet {
-    pub fn new(env: Arc<TeamEnv>) -> Self {
-        Self { env }
-    }
+team_tool! {
+    /// One task in full: description, owner, blockers, result.
+    TaskGet
 }
 
 impl Tool for TaskGet {
@@ -114,14 +100,11 @@ impl Tool for TaskGet {
         input: Value,
         _ctx: ToolContext,
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
-        let store = self.env.workspace.tasks();
-        run_store(move || {
+        run_store(&self.env, move |env| {
+            let store = env.workspace.tasks();
             let id = parse_id(&input)?;
             let task = store.read(id)?;
-            // The state needs the blockers' status; the other tasks are read for that only.
-            let loaded = store.load_all()?;
-            let graph = Graph::new(&loaded.tasks);
-            Ok(json_output(&detail(&graph, &task)))
+            detail_output(&store, &task)
         })
     }
 }

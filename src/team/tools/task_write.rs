@@ -1,28 +1,19 @@
 //! `task_create` and `task_update`: changing the task graph. Status changes go through the
 //! store's owner-only transitions, as the calling agent.
 
-use std::sync::Arc;
-
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
 use super::task_read::parse_id;
-use super::view::detail;
+use super::view::detail_output;
 use super::{CallError, TeamEnv, json_output, optional_text, require_text, run_store, text_field};
 use crate::config::ROLES;
-use crate::store::dag::Graph;
 use crate::store::{NewTask, StoreError, TaskId, TaskPatch};
 use crate::tools::{Tool, ToolContext, ToolError, ToolKind, ToolOutput};
 
-/// Adds a task to the graph.
-pub struct TaskCreate {
-    env: Arc<TeamEnv>,
-}
-
-impl TaskCreate {
-    pub fn new(env: Arc<TeamEnv>) -> Self {
-        Self { env }
-    }
+team_tool! {
+    /// Adds a task to the graph.
+    TaskCreate
 }
 
 impl Tool for TaskCreate {
@@ -63,8 +54,8 @@ impl Tool for TaskCreate {
         input: Value,
         _ctx: ToolContext,
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
-        let store = self.env.workspace.tasks();
-        run_store(move || {
+        run_store(&self.env, move |env| {
+            let store = env.workspace.tasks();
             let task = store.create(NewTask {
                 subject: text_field(&input, "subject")?,
                 description: optional_text(&input, "description").unwrap_or_default(),
@@ -80,15 +71,9 @@ impl Tool for TaskCreate {
     }
 }
 
-/// Edits a task and moves it out of `in_progress` (owner only).
-pub struct TaskUpdate {
-    env: Arc<TeamEnv>,
-}
-
-impl TaskUpdate {
-    pub fn new(env: Arc<TeamEnv>) -> Self {
-        Self { env }
-    }
+team_tool! {
+    /// Edits a task and moves it out of `in_progress` (owner only).
+    TaskUpdate
 }
 
 impl Tool for TaskUpdate {
@@ -150,8 +135,7 @@ impl Tool for TaskUpdate {
         input: Value,
         _ctx: ToolContext,
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
-        let env = Arc::clone(&self.env);
-        run_store(move || {
+        run_store(&self.env, move |env| {
             let store = env.workspace.tasks();
             let id = parse_id(&input)?;
             let patch = TaskPatch {
@@ -170,7 +154,7 @@ impl Tool for TaskUpdate {
             }
             let status = input.get("status").and_then(Value::as_str);
             if let Some(status) = status
-                && let Err(e) = change_status(&env, id, status, optional_text(&input, "result"))
+                && let Err(e) = change_status(env, id, status, optional_text(&input, "result"))
             {
                 // The edit above stands; say so, after the store's own words.
                 let text = if patched {
@@ -181,8 +165,7 @@ impl Tool for TaskUpdate {
                 return Ok(ToolOutput::error(text));
             }
             let task = store.read(id)?;
-            let loaded = store.load_all()?;
-            Ok(json_output(&detail(&Graph::new(&loaded.tasks), &task)))
+            detail_output(&store, &task)
         })
     }
 }

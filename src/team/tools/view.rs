@@ -2,8 +2,10 @@
 
 use serde_json::{Value, json};
 
+use super::{CallError, json_output};
 use crate::store::dag::Graph;
-use crate::store::{Status, Task};
+use crate::store::{Status, Task, TaskStore};
+use crate::tools::ToolOutput;
 
 /// `done`, `failed`, `running (owner)`, `blocked by a, b`, `claimable` (or `held by x` for a
 /// pending task that still names an owner, which only a hand edit produces).
@@ -34,8 +36,15 @@ pub(super) fn summary(graph: &Graph<'_>, task: &Task) -> Value {
     value
 }
 
-/// A whole task with its derived state, for `task_get` and `claim_task`.
-pub(super) fn detail(graph: &Graph<'_>, task: &Task) -> Value {
+/// `task` in full as the tool result. Its state depends on its blockers, so the other tasks
+/// are read for that.
+pub(super) fn detail_output(store: &TaskStore, task: &Task) -> Result<ToolOutput, CallError> {
+    let loaded = store.load_all()?;
+    Ok(json_output(&detail(&Graph::new(&loaded.tasks), task)))
+}
+
+/// A whole task with its derived state.
+fn detail(graph: &Graph<'_>, task: &Task) -> Value {
     let mut value = json!({
         "id": task.id,
         "subject": task.subject,
