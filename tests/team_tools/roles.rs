@@ -144,6 +144,14 @@ async fn a_reviewers_bash_runs_only_reading_commands_and_the_test_command() {
             "read-only bash: `rm -rf /` is not a read-only command",
         ),
         (
+            "ls $(rm -rf x)",
+            "read-only bash: `rm -rf x` is not a read-only command",
+        ),
+        (
+            "ls | tee f",
+            "read-only bash: `tee f` is not a read-only command",
+        ),
+        (
             "cargo test; git push",
             "read-only bash: `git push` is not a read-only command",
         ),
@@ -179,4 +187,53 @@ async fn a_reviewers_bash_runs_only_reading_commands_and_the_test_command() {
         plain.validate(&json!({"command": "cargo test"}), &ctx),
         Err("read-only bash: `cargo test` is not a read-only command".to_string())
     );
+}
+
+#[tokio::test]
+async fn through_the_pipeline_a_refusal_reaches_the_model_with_the_stores_words() {
+    use crew::tools::permissions::{BypassSwitches, RuleSet};
+    use crew::tools::{PermissionMode, PermissionPolicy, Pipeline, ToolCall};
+
+    let team = Team::new();
+    let ctx = team.ctx();
+    let rules = RuleSet {
+        allow: vec!["claim_task".into(), "task_create".into()],
+        ..RuleSet::default()
+    };
+    let policy =
+        || PermissionPolicy::new(PermissionMode::Ask, &rules, BypassSwitches::default()).unwrap();
+    let lead = Pipeline::new(
+        toolset("lead", false, true, team.env("lead"), &[]),
+        policy(),
+    );
+    let call = |name: &str, input| ToolCall {
+        id: "call_1".into(),
+        name: name.into(),
+        input,
+    };
+    let created = lead
+        .run(call("task_create", json!({"subject": "a"})), &ctx)
+        .await;
+    assert!(!created.output.is_error, "{}", created.output.content);
+    let claim = call("claim_task", json!({"id": "task_1"}));
+    assert!(
+        lead.run(claim.clone(), &ctx)
+            .await
+            .output
+            .content
+            .contains("unknown tool `claim_task`"),
+        "the lead has no claim_task"
+    );
+    let alice = Pipeline::new(
+        toolset("implementer", true, true, team.env("alice"), &[]),
+        policy(),
+    );
+    let bob = Pipeline::new(
+        toolset("reviewer", false, true, team.env("bob"), &[]),
+        policy(),
+    );
+    assert!(!alice.run(claim.clone(), &ctx).await.output.is_error);
+    let refused = bob.run(claim, &ctx).await.output;
+    assert!(refused.is_error);
+    assert_eq!(refused.content, "task_1 is already claimed by alice");
 }
