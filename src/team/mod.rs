@@ -5,4 +5,5 @@ pub mod roles;
 pub mod status;
 pub mod supervisor;
 pub mod tools;
+pub mod verdict;
 pub mod worker;

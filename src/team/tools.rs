@@ -1,1 +1,0 @@
-//! The team tools (tasks, messages, shutdown and plan protocols) over the store.

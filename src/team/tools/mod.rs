@@ -1,0 +1,167 @@
+//! The team tools (tasks, messages, shutdown and plan protocols) over the store.
+//!
+//! Every tool works on the repository root's `.tasks` and `.mailboxes` (never the agent's
+//! worktree) as `env.me`. Store refusals come back as error results carrying the refusal's
+//! exact text, so the model reads the protocol's own reason.
+
+/// A tool holding the team environment it shares with the other team tools.
+macro_rules! team_tool {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        pub struct $name {
+            env: std::sync::Arc<$crate::team::tools::TeamEnv>,
+        }
+
+        impl $name {
+            pub fn new(env: std::sync::Arc<$crate::team::tools::TeamEnv>) -> Self {
+                Self { env }
+            }
+        }
+    };
+}
+
+mod claim;
+mod message;
+mod protocols;
+mod read_only_bash;
+mod task_read;
+mod task_write;
+mod view;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+use crate::store::names::USER;
+use crate::store::{Roster, StoreError, Workspace};
+use crate::tools::{Tool, ToolError, ToolOutput};
+
+pub use claim::ClaimTask;
+pub use message::SendMessage;
+pub use protocols::{RequestPlanApproval, RequestShutdown, ReviewPlan};
+pub use read_only_bash::ReadOnlyBash;
+pub use task_read::{TaskGet, TaskList};
+pub use task_write::{TaskCreate, TaskUpdate};
+
+/// What the team tools of one agent share.
+#[derive(Debug, Clone)]
+pub struct TeamEnv {
+    /// The repository root the team works on (not the agent's worktree).
+    pub workspace: Workspace,
+    pub roster: Roster,
+    /// The agent calling the tools.
+    pub me: String,
+    pub role: String,
+    /// The lead's name: plan approval requests go there.
+    pub lead: String,
+    /// How long a request stays pending before it expires.
+    pub request_timeout: Duration,
+}
+
+/// Every team tool, in prompt order; roles pick from these by name.
+pub fn team_tools(env: Arc<TeamEnv>) -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(TaskCreate::new(Arc::clone(&env))),
+        Arc::new(TaskList::new(Arc::clone(&env))),
+        Arc::new(TaskGet::new(Arc::clone(&env))),
+        Arc::new(TaskUpdate::new(Arc::clone(&env))),
+        Arc::new(ClaimTask::new(Arc::clone(&env))),
+        Arc::new(SendMessage::new(Arc::clone(&env))),
+        Arc::new(RequestShutdown::new(Arc::clone(&env))),
+        Arc::new(RequestPlanApproval::new(Arc::clone(&env))),
+        Arc::new(ReviewPlan::new(env)),
+    ]
+}
+
+/// Why a team tool call did not happen.
+#[derive(Debug, thiserror::Error)]
+enum CallError {
+    /// The store said no (or failed): shown to the model with the store's text.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A rule of the team tools themselves said no: shown to the model as is.
+    #[error("{0}")]
+    Refused(String),
+    #[error("{0}")]
+    Input(String),
+}
+
+/// Runs a store operation off the async runtime: the store waits on file locks.
+fn run_store<F>(env: &Arc<TeamEnv>, op: F) -> BoxFuture<'static, Result<ToolOutput, ToolError>>
+where
+    F: FnOnce(&TeamEnv) -> Result<ToolOutput, CallError> + Send + 'static,
+{
+    let env = Arc::clone(env);
+    Box::pin(async move {
+        match tokio::task::spawn_blocking(move || op(&env)).await {
+            Ok(Ok(output)) => Ok(output),
+            Ok(Err(e @ (CallError::Store(_) | CallError::Refused(_)))) => {
+                Ok(ToolOutput::error(e.to_string()))
+            }
+            Ok(Err(CallError::Input(reason))) => Err(ToolError::InvalidInput(reason)),
+            Err(e) => Err(ToolError::Refused(format!(
+                "the store operation did not finish: {e}"
+            ))),
+        }
+    })
+}
+
+/// A required, non-blank string field.
+fn text_field(input: &Value, field: &str) -> Result<String, CallError> {
+    optional_text(input, field)
+        .ok_or_else(|| CallError::Input(format!("`{field}` must be a non-empty string")))
+}
+
+/// An optional string field; blank counts as absent.
+fn optional_text(input: &Value, field: &str) -> Option<String> {
+    input
+        .get(field)
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
+
+/// Checks a required, non-blank string field without extracting it (for `validate`).
+fn require_text(input: &Value, field: &str) -> Result<(), String> {
+    optional_text(input, field)
+        .map(|_| ())
+        .ok_or_else(|| format!("`{field}` must not be empty"))
+}
+
+/// The `to` field, for `validate`: see [`check_recipient`].
+fn validate_recipient(env: &TeamEnv, input: &Value) -> Result<(), String> {
+    check_recipient(
+        env,
+        input.get("to").and_then(Value::as_str).unwrap_or_default(),
+    )
+}
+
+/// The `to` field, checked again at call time for a caller that skipped validation.
+fn recipient(env: &TeamEnv, input: &Value) -> Result<String, CallError> {
+    let to = text_field(input, "to")?;
+    check_recipient(env, &to).map_err(CallError::Refused)?;
+    Ok(to)
+}
+
+/// Who an agent may address: a teammate on the roster, never `user` and never itself.
+fn check_recipient(env: &TeamEnv, to: &str) -> Result<(), String> {
+    if to == USER {
+        return Err(format!(
+            "nobody may address `{USER}`: the person is reached through the lead's conversation"
+        ));
+    }
+    if to == env.me {
+        return Err(format!("{to} cannot address itself"));
+    }
+    env.roster
+        .check("recipient", to)
+        .map_err(|refusal| refusal.to_string())
+}
+
+/// Compact JSON for the model.
+fn json_output(value: &Value) -> ToolOutput {
+    ToolOutput::ok(value.to_string())
+}

@@ -1,0 +1,138 @@
+//! A `bash` for roles that must not change anything: every command of the line must be one
+//! the tools layer already counts as read-only, or start with one of the allowed prefixes
+//! (e.g. the project's test command), and nothing may be redirected into a file.
+
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+
+use crate::tools::builtin::BashTool;
+use crate::tools::permissions::bash_subject;
+use crate::tools::permissions::rule::Rule;
+use crate::tools::tool::str_field;
+use crate::tools::{Subject, Tool, ToolContext, ToolError, ToolKind, ToolOutput};
+
+pub struct ReadOnlyBash {
+    inner: BashTool,
+    /// `bash(<prefix>:*)` rules: the permission layer's own prefix matching.
+    allowed: Vec<Rule>,
+    description: String,
+}
+
+impl ReadOnlyBash {
+    /// A read-only bash that also runs commands starting with one of `extra_allow`
+    /// (each a command prefix such as `cargo test`). A prefix that is not a valid rule is
+    /// left out and logged.
+    pub fn new(extra_allow: &[String]) -> Self {
+        let allowed: Vec<Rule> = extra_allow
+            .iter()
+            .filter_map(
+                |prefix| match format!("bash({}:*)", prefix.trim()).parse() {
+                    Ok(rule) => Some(rule),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "extra read-only bash prefix ignored");
+                        None
+                    }
+                },
+            )
+            .collect();
+        let mut description = "Run a read-only shell command in the workspace: only commands \
+            that read (ls, cat, head, tail, wc, grep, rg, find without actions, git status, \
+            git log, git diff, git show, …), no redirection into files"
+            .to_string();
+        if !extra_allow.is_empty() {
+            description.push_str(&format!(
+                ", plus commands starting with: {}",
+                extra_allow.join(", ")
+            ));
+        }
+        description.push('.');
+        Self {
+            inner: BashTool::default(),
+            allowed,
+            description,
+        }
+    }
+
+    /// Why `command` may not run here, if it may not.
+    fn check(&self, command: &str) -> Result<(), String> {
+        let parsed = bash_subject::parse(command)
+            .map_err(|e| format!("cannot tell what this command runs: {e}"))?;
+        if parsed.writes_files {
+            return Err("read-only bash: the command redirects output into a file".to_string());
+        }
+        match parsed
+            .commands
+            .iter()
+            .find(|words| !self.allows(words.as_slice()))
+        {
+            Some(words) => Err(format!(
+                "read-only bash: `{}` is not a read-only command",
+                words.join(" ")
+            )),
+            None => Ok(()),
+        }
+    }
+
+    fn allows(&self, words: &[String]) -> bool {
+        if self.allowed.iter().any(|rule| rule.matches_command(words)) {
+            return true;
+        }
+        // The bash tool calls a lone command concurrency-safe exactly when it is read-only, so
+        // its allowlist is asked rather than copied. Quoting each word keeps it one command.
+        let quoted: Vec<String> = words.iter().map(|w| shell_quote(w)).collect();
+        self.inner
+            .is_concurrency_safe(&json!({"command": quoted.join(" ")}))
+    }
+}
+
+/// `word` as one single-quoted shell word.
+fn shell_quote(word: &str) -> String {
+    format!("'{}'", word.replace('\'', r"'\''"))
+}
+
+impl Tool for ReadOnlyBash {
+    fn name(&self) -> &str {
+        "bash"
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn input_schema(&self) -> Value {
+        self.inner.input_schema()
+    }
+
+    fn kind(&self) -> ToolKind {
+        self.inner.kind()
+    }
+
+    fn validate(&self, input: &Value, ctx: &ToolContext) -> Result<(), String> {
+        self.inner.validate(input, ctx)?;
+        self.check(str_field(input, "command").unwrap_or_default())
+    }
+
+    fn is_concurrency_safe(&self, input: &Value) -> bool {
+        self.inner.is_concurrency_safe(input)
+    }
+
+    fn result_budget(&self) -> Option<usize> {
+        self.inner.result_budget()
+    }
+
+    fn permission_subject(&self, input: &Value) -> Subject {
+        self.inner.permission_subject(input)
+    }
+
+    fn call(
+        &self,
+        input: Value,
+        ctx: ToolContext,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        // Checked again here so a caller that skipped validation still cannot write.
+        if let Err(reason) = self.check(str_field(&input, "command").unwrap_or_default()) {
+            return Box::pin(async move { Err(ToolError::Refused(reason)) });
+        }
+        self.inner.call(input, ctx)
+    }
+}

@@ -1,0 +1,67 @@
+//! How tasks look to the model: a one-word state and compact JSON.
+
+use serde_json::{Value, json};
+
+use super::{CallError, json_output};
+use crate::store::dag::Graph;
+use crate::store::{Status, Task, TaskStore};
+use crate::tools::ToolOutput;
+
+/// `done`, `failed`, `running (owner)`, `blocked by a, b`, `claimable` (or `held by x` for a
+/// pending task that still names an owner, which only a hand edit produces).
+pub(super) fn state_of(graph: &Graph<'_>, task: &Task) -> String {
+    match task.status {
+        Status::Completed => "done".to_string(),
+        Status::Failed => "failed".to_string(),
+        Status::InProgress => format!("running ({})", task.owner.as_deref().unwrap_or("nobody")),
+        Status::Pending => {
+            let open = graph.open_blockers(task);
+            if !open.is_empty() {
+                format!("blocked by {}", open.join(", "))
+            } else if let Some(owner) = &task.owner {
+                format!("held by {owner}")
+            } else {
+                "claimable".to_string()
+            }
+        }
+    }
+}
+
+/// One line of `task_list`: what is needed to choose a task.
+pub(super) fn summary(graph: &Graph<'_>, task: &Task) -> Value {
+    let mut value = json!({"id": task.id, "subject": task.subject, "state": state_of(graph, task)});
+    if let Some(role) = &task.role {
+        value["role"] = json!(role);
+    }
+    value
+}
+
+/// `task` in full as the tool result. Its state depends on its blockers, so the other tasks
+/// are read for that.
+pub(super) fn detail_output(store: &TaskStore, task: &Task) -> Result<ToolOutput, CallError> {
+    let loaded = store.load_all()?;
+    Ok(json_output(&detail(&Graph::new(&loaded.tasks), task)))
+}
+
+/// A whole task with its derived state.
+fn detail(graph: &Graph<'_>, task: &Task) -> Value {
+    let mut value = json!({
+        "id": task.id,
+        "subject": task.subject,
+        "description": task.description,
+        "status": task.status.as_str(),
+        "state": state_of(graph, task),
+        "owner": task.owner,
+        "blockedBy": task.blocked_by,
+    });
+    for (field, present) in [
+        ("role", &task.role),
+        ("worktree", &task.worktree),
+        ("result", &task.result),
+    ] {
+        if let Some(text) = present {
+            value[field] = json!(text);
+        }
+    }
+    value
+}
