@@ -18,7 +18,11 @@ use super::types::ModelRequest;
 pub use scenario::{Rule, Scenario, ScenarioError, ScriptedError, ScriptedStop, ToolCall};
 
 /// The scenario used when a spec names none: echoes the latest user text.
-const BUILTIN_ECHO: &str = include_str!("../../../assets/scenarios/echo.toml");
+/// Scenarios shipped inside the binary, by name: `scenario = "demo"` in crew.toml needs no file.
+const BUILTIN: &[(&str, &str)] = &[
+    ("echo", include_str!("../../../assets/scenarios/echo.toml")),
+    ("demo", include_str!("../../../assets/scenarios/demo.toml")),
+];
 
 /// Plays a scenario: the first rule whose conditions hold and whose `times` budget is left
 /// produces the reply.
@@ -48,10 +52,15 @@ impl ScriptedProvider {
 
     /// The built-in echo scenario (`assets/scenarios/echo.toml`).
     pub fn echo() -> Result<Self, ScenarioError> {
-        Ok(Self::new(Scenario::parse(
-            BUILTIN_ECHO,
-            Path::new("assets/scenarios/echo.toml"),
-        )?))
+        // "echo" is in BUILTIN, a constant table, so it is always found.
+        Self::builtin("echo").expect("echo is a built-in scenario")
+    }
+
+    /// A scenario shipped inside the binary, if `name` is one (`echo`, `demo`).
+    pub fn builtin(name: &str) -> Option<Result<Self, ScenarioError>> {
+        let (_, text) = BUILTIN.iter().find(|(n, _)| *n == name)?;
+        let origin = format!("assets/scenarios/{name}.toml");
+        Some(Scenario::parse(text, Path::new(&origin)).map(Self::new))
     }
 
     /// Finds the first applicable rule and uses up one of its `times`.
@@ -95,5 +104,18 @@ impl ModelProvider for ScriptedProvider {
             }
         };
         stream::iter(items).boxed()
+    }
+}
+
+#[cfg(test)]
+mod builtin_tests {
+    use super::*;
+
+    #[test]
+    fn every_built_in_scenario_parses_and_unknown_names_are_none() {
+        for (name, _) in BUILTIN {
+            ScriptedProvider::builtin(name).unwrap().unwrap();
+        }
+        assert!(ScriptedProvider::builtin("nope").is_none());
     }
 }

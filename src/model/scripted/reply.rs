@@ -108,12 +108,13 @@ pub(super) fn fallback(origin: &Path, situation: &Situation<'_>) -> Vec<Item> {
     items
 }
 
-/// `{task}`, `{agent}` and `{last_user}` replaced from the request.
+/// `{task}`, `{agent}`, `{last_user}` and `{last_result}` replaced from the request.
 fn render(text: &str, situation: &Situation<'_>) -> String {
     let ctx = &situation.request().context;
     text.replace("{task}", ctx.task.as_deref().unwrap_or(""))
         .replace("{agent}", &ctx.agent)
         .replace("{last_user}", situation.user_text())
+        .replace("{last_result}", &situation.result_text())
 }
 
 /// `render` applied to every string inside a JSON value.

@@ -214,6 +214,15 @@ impl<'a> Situation<'a> {
     pub(super) fn user_text(&self) -> &str {
         &self.user_text
     }
+
+    /// The tool results since the last assistant message, joined.
+    pub(super) fn result_text(&self) -> String {
+        self.results
+            .iter()
+            .map(|(_, content, _)| *content)
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
 }
 
 impl Rule {

@@ -1,0 +1,2 @@
+# add a b: prints a + b
+add() { echo $(( $1 + $2 )); }
