@@ -1,1 +1,28 @@
-//! Tool registry, schema validation, the governed pipeline, permissions, hooks, sandbox.
+//! Tool registry, schema validation, the governed pipeline, permissions, hooks, sandbox and
+//! the result budget. Tools return values; nothing here prints or reads the terminal.
+
+pub mod batch;
+pub mod builtin;
+pub mod context;
+pub mod hooks;
+pub mod note;
+pub mod paths;
+pub mod permissions;
+pub mod pipeline;
+pub mod process;
+pub mod prompter;
+pub mod registry;
+pub mod sandbox;
+pub mod schema;
+pub mod spill;
+pub mod tool;
+
+pub use context::{ReadState, ToolContext, scrub_env};
+pub use hooks::{HookEvent, HookSpec, Hooks, StopDecision, StopGuard};
+pub use note::Note;
+pub use permissions::{Decision, PermissionMode, PermissionOutcome, PermissionPolicy};
+pub use pipeline::{Pipeline, ToolCall, ToolCallOutcome};
+pub use prompter::{AllowWhatRulesAllow, DenyAll, PermissionAnswer, PermissionAsk, Prompter};
+pub use registry::ToolRegistry;
+pub use sandbox::SandboxMode;
+pub use tool::{Subject, Tool, ToolError, ToolKind, ToolOutput};

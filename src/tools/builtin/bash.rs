@@ -1,0 +1,204 @@
+//! `bash`: run a command line in the workspace with a scrubbed environment, a time limit
+//! and an output cap; the whole process group is killed on timeout or cancellation.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+
+use super::usize_field;
+use crate::tools::context::{ToolContext, scrub_env};
+use crate::tools::permissions::bash_subject::{self, basename};
+use crate::tools::process::{ProcessEnd, ProcessSpec, run_process};
+use crate::tools::sandbox;
+use crate::tools::tool::{
+    DEFAULT_RESULT_BUDGET, Subject, Tool, ToolError, ToolKind, ToolOutput, required_str, str_field,
+};
+
+const DEFAULT_TIMEOUT_MS: u64 = 120_000;
+const MAX_TIMEOUT_MS: u64 = 600_000;
+/// Bytes kept per stream in memory; past it output is counted and dropped.
+pub const DEFAULT_OUTPUT_CAP: usize = 16 * 1024 * 1024;
+
+/// Programs that only read, whatever their arguments (checked per command of a line).
+const READ_ONLY_PROGRAMS: &[&str] = &[
+    "ls", "cat", "head", "tail", "wc", "pwd", "echo", "grep", "rg", "stat", "file", "du", "which",
+    "whoami", "date", "uname", "true", "false", "basename", "dirname", "realpath", "tree",
+];
+const READ_ONLY_GIT: &[&str] = &[
+    "status",
+    "log",
+    "diff",
+    "show",
+    "rev-parse",
+    "ls-files",
+    "blame",
+];
+const FIND_ACTIONS: &[&str] = &[
+    "-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprintf", "-fls",
+];
+
+#[derive(Debug, Clone)]
+pub struct BashTool {
+    output_cap: usize,
+}
+
+impl Default for BashTool {
+    fn default() -> Self {
+        Self {
+            output_cap: DEFAULT_OUTPUT_CAP,
+        }
+    }
+}
+
+impl BashTool {
+    /// A bash tool keeping at most `output_cap` bytes of each stream.
+    pub fn with_output_cap(output_cap: usize) -> Self {
+        Self { output_cap }
+    }
+}
+
+/// `bash` where it exists, else POSIX `sh`; decided once.
+fn shell() -> &'static str {
+    static SHELL: OnceLock<&'static str> = OnceLock::new();
+    SHELL.get_or_init(|| {
+        if std::path::Path::new("/bin/bash").exists() {
+            "/bin/bash"
+        } else {
+            "/bin/sh"
+        }
+    })
+}
+
+impl Tool for BashTool {
+    fn name(&self) -> &str {
+        "bash"
+    }
+
+    fn description(&self) -> &str {
+        "Run a shell command in the workspace. Secrets are removed from the environment. \
+         timeout_ms defaults to 120000 (max 600000); on timeout the command and everything it \
+         started are killed. Prefer read/grep/glob for looking at files."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "command": {"type": "string", "description": "The command line"},
+                "timeout_ms": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS}
+            },
+            "required": ["command"],
+            "additionalProperties": false
+        })
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Exec
+    }
+
+    fn validate(&self, input: &Value, _ctx: &ToolContext) -> Result<(), String> {
+        if str_field(input, "command")
+            .unwrap_or_default()
+            .trim()
+            .is_empty()
+        {
+            return Err("command is empty".to_string());
+        }
+        Ok(())
+    }
+
+    fn is_concurrency_safe(&self, input: &Value) -> bool {
+        let Some(command) = str_field(input, "command") else {
+            return false;
+        };
+        // A line that cannot be parsed is treated as unsafe.
+        let Ok(parsed) = bash_subject::parse(command) else {
+            return false;
+        };
+        !parsed.writes_files
+            && !parsed.commands.is_empty()
+            && parsed.commands.iter().all(|w| read_only(w))
+    }
+
+    fn result_budget(&self) -> Option<usize> {
+        Some(DEFAULT_RESULT_BUDGET)
+    }
+
+    fn permission_subject(&self, input: &Value) -> Subject {
+        Subject::Command(str_field(input, "command").unwrap_or_default().to_string())
+    }
+
+    fn call(
+        &self,
+        input: Value,
+        ctx: ToolContext,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        let output_cap = self.output_cap;
+        Box::pin(async move {
+            let command = required_str(&input, "command")?.to_string();
+            let timeout_ms = usize_field(&input, "timeout_ms")
+                .map_or(DEFAULT_TIMEOUT_MS, |ms| ms as u64)
+                .min(MAX_TIMEOUT_MS);
+            let plan = sandbox::plan(ctx.sandbox);
+            let (program, args) = sandbox::wrap(&plan, shell(), vec!["-c".to_string(), command]);
+            let spec = ProcessSpec {
+                program,
+                args,
+                cwd: ctx.workspace.clone(),
+                // Scrubbed again here so a hand-built context cannot leak a secret either.
+                env: Some(scrub_env(ctx.env.iter().cloned())),
+                stdin: Vec::new(),
+                timeout: Duration::from_millis(timeout_ms),
+                output_cap,
+            };
+            let result = run_process(spec, &ctx.cancel)
+                .await
+                .map_err(|e| ToolError::io(shell(), e))?;
+            let mut text = String::from_utf8_lossy(&result.stdout).into_owned();
+            if !result.stderr.is_empty() {
+                if !text.is_empty() && !text.ends_with('\n') {
+                    text.push('\n');
+                }
+                text.push_str(&String::from_utf8_lossy(&result.stderr));
+            }
+            if result.dropped > 0 {
+                text.push_str(&format!(
+                    "\n[output capped: {} bytes dropped]",
+                    result.dropped
+                ));
+            }
+            match result.end {
+                ProcessEnd::Cancelled => Err(ToolError::Cancelled),
+                ProcessEnd::TimedOut => Ok(ToolOutput::error(format!(
+                    "{text}\n[timed out after {timeout_ms} ms; the command and its children were killed]"
+                ))),
+                ProcessEnd::Exited(status) if status.success() => Ok(ToolOutput::ok(text)),
+                ProcessEnd::Exited(status) => {
+                    let code = status.code().map_or_else(
+                        || "killed by a signal".to_string(),
+                        |c| format!("exit code {c}"),
+                    );
+                    Ok(ToolOutput::error(format!("{text}\n[{code}]")))
+                }
+            }
+        })
+    }
+}
+
+fn read_only(words: &[String]) -> bool {
+    let Some(program) = words.first().map(|w| basename(w)) else {
+        return false;
+    };
+    match program {
+        "git" => {
+            words
+                .get(1)
+                .is_some_and(|sub| READ_ONLY_GIT.contains(&sub.as_str()))
+                && !words.iter().any(|w| w.starts_with("--output"))
+        }
+        "find" => !words.iter().any(|w| FIND_ACTIONS.contains(&w.as_str())),
+        other => READ_ONLY_PROGRAMS.contains(&other),
+    }
+}

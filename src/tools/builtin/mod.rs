@@ -1,0 +1,134 @@
+//! The core tools: read, write, edit, glob, grep, bash.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::tools::context::ToolContext;
+use crate::tools::paths::{relative_to, resolve_within};
+use crate::tools::tool::{Subject, Tool, ToolError, str_field};
+
+pub mod bash;
+pub mod edit;
+pub mod glob;
+pub mod grep;
+pub mod read;
+pub mod write;
+
+pub use bash::BashTool;
+pub use edit::EditTool;
+pub use glob::GlobTool;
+pub use grep::GrepTool;
+pub use read::ReadTool;
+pub use write::WriteTool;
+
+/// The core tools in their prompt order.
+pub fn core_tools() -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(ReadTool),
+        Arc::new(WriteTool),
+        Arc::new(EditTool),
+        Arc::new(GlobTool),
+        Arc::new(GrepTool),
+        Arc::new(BashTool::default()),
+    ]
+}
+
+/// A path a reading tool may use: inside the workspace or the spill directory.
+fn readable_path(ctx: &ToolContext, raw: &str) -> Result<PathBuf, ToolError> {
+    Ok(resolve_within(&ctx.read_roots(), raw)?)
+}
+
+/// A path a writing tool may use: inside the workspace.
+fn writable_path(ctx: &ToolContext, raw: &str) -> Result<PathBuf, ToolError> {
+    Ok(resolve_within(&ctx.write_roots(), raw)?)
+}
+
+/// The `path` field, or the workspace when it is absent (search tools).
+fn search_root(ctx: &ToolContext, input: &Value) -> Result<PathBuf, ToolError> {
+    readable_path(ctx, str_field(input, "path").unwrap_or("."))
+}
+
+/// Subject of tools whose `path` field is optional (default: the workspace).
+fn path_subject(input: &Value, default: &str) -> Subject {
+    Subject::Path(str_field(input, "path").unwrap_or(default).to_string())
+}
+
+/// How a path is shown to the model: relative to the workspace when inside it.
+fn display_path(ctx: &ToolContext, path: &Path) -> String {
+    relative_to(path, &ctx.workspace)
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or_else(|| path.to_path_buf())
+        .display()
+        .to_string()
+}
+
+/// Text files have no NUL byte in their first 8 KiB (the heuristic git and grep use).
+fn looks_binary(bytes: &[u8]) -> bool {
+    bytes.iter().take(8192).any(|&b| b == 0)
+}
+
+/// An optional non-negative integer field.
+fn usize_field(input: &Value, field: &str) -> Option<usize> {
+    input
+        .get(field)
+        .and_then(Value::as_u64)
+        .and_then(|n| usize::try_from(n).ok())
+}
+
+/// Cuts `line` to `max` characters, marking the cut.
+fn clip_line(line: &str, max: usize) -> String {
+    match line.char_indices().nth(max) {
+        Some((at, _)) => format!("{}… [line truncated]", &line[..at]),
+        None => line.to_string(),
+    }
+}
+
+/// Files under `root` that version control would see: `.gitignore`, `.ignore` and global
+/// excludes are honoured (also outside a git repository) and hidden entries are skipped.
+fn visible_files(root: &Path) -> impl Iterator<Item = PathBuf> {
+    ignore::WalkBuilder::new(root)
+        .require_git(false)
+        .build()
+        .filter_map(|entry| match entry {
+            Ok(entry) => Some(entry),
+            Err(e) => {
+                tracing::debug!(error = %e, "skipped an entry while walking");
+                None
+            }
+        })
+        .filter(|entry| entry.file_type().is_some_and(|t| t.is_file()))
+        .map(ignore::DirEntry::into_path)
+}
+
+/// Compiles a file glob: without a `/` it matches file names at any depth (`*.rs`),
+/// with one it matches the path relative to the search root (`src/**/*.rs`).
+fn file_glob(pattern: &str) -> Result<FileGlob, String> {
+    let matcher = globset::GlobBuilder::new(pattern)
+        .literal_separator(true)
+        .build()
+        .map_err(|e| format!("bad glob `{pattern}`: {e}"))?
+        .compile_matcher();
+    Ok(FileGlob {
+        matcher,
+        by_name: !pattern.contains('/'),
+    })
+}
+
+struct FileGlob {
+    matcher: globset::GlobMatcher,
+    by_name: bool,
+}
+
+impl FileGlob {
+    fn matches(&self, root: &Path, file: &Path) -> bool {
+        if self.by_name {
+            file.file_name()
+                .is_some_and(|name| self.matcher.is_match(name))
+        } else {
+            file.strip_prefix(root)
+                .is_ok_and(|rel| self.matcher.is_match(rel))
+        }
+    }
+}

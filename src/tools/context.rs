@@ -1,0 +1,148 @@
+//! What every tool call gets: where it works, where big results go, what it has read,
+//! how to stop, and the environment its commands see.
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::tools::sandbox::SandboxMode;
+
+/// Per-call context. Cloning shares the read-state tracker and the cancellation token.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    /// The agent's working directory (its worktree); every path must stay inside it.
+    pub workspace: PathBuf,
+    /// `<repo>/.crew/tool-results`: spilled results, readable back with `read`.
+    pub spill_dir: PathBuf,
+    pub read_state: ReadState,
+    pub cancel: CancellationToken,
+    /// The scrubbed environment given to commands (see [`scrub_env`]).
+    pub env: Vec<(String, String)>,
+    pub sandbox: SandboxMode,
+}
+
+impl ToolContext {
+    /// A context with this process's environment scrubbed, no sandbox, and nothing read yet.
+    pub fn new(workspace: impl Into<PathBuf>, spill_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            workspace: workspace.into(),
+            spill_dir: spill_dir.into(),
+            read_state: ReadState::default(),
+            cancel: CancellationToken::new(),
+            env: scrub_env(std::env::vars()),
+            sandbox: SandboxMode::Off,
+        }
+    }
+
+    /// Roots a reading tool may look in: the workspace, then the spill directory.
+    pub fn read_roots(&self) -> [&Path; 2] {
+        [self.workspace.as_path(), self.spill_dir.as_path()]
+    }
+
+    /// Roots a writing tool may touch: the workspace only.
+    pub fn write_roots(&self) -> [&Path; 1] {
+        [self.workspace.as_path()]
+    }
+}
+
+/// Drops every variable that may carry a credential: names containing KEY, TOKEN, SECRET or
+/// PASSWORD (any case), or starting with ANTHROPIC_, OPENAI_ or AWS_.
+pub fn scrub_env(vars: impl IntoIterator<Item = (String, String)>) -> Vec<(String, String)> {
+    vars.into_iter()
+        .filter(|(name, _)| !is_secret_name(name))
+        .collect()
+}
+
+fn is_secret_name(name: &str) -> bool {
+    let upper = name.to_ascii_uppercase();
+    ["KEY", "TOKEN", "SECRET", "PASSWORD"]
+        .iter()
+        .any(|w| upper.contains(w))
+        || ["ANTHROPIC_", "OPENAI_", "AWS_"]
+            .iter()
+            .any(|p| upper.starts_with(p))
+}
+
+/// What a file looked like when it was last read or written by a tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileStamp {
+    pub modified: Option<SystemTime>,
+    pub len: u64,
+    pub hash: u64,
+}
+
+impl FileStamp {
+    pub fn of(bytes: &[u8], metadata: &std::fs::Metadata) -> Self {
+        Self {
+            modified: metadata.modified().ok(),
+            len: bytes.len() as u64,
+            hash: content_hash(bytes),
+        }
+    }
+
+    /// True when `bytes` (with `metadata`) is what this stamp recorded. The hash settles the
+    /// case where only the modification time moved (a `touch`, a rewrite of the same text).
+    pub fn matches(&self, bytes: &[u8], metadata: &std::fs::Metadata) -> bool {
+        if self.len != bytes.len() as u64 {
+            return false;
+        }
+        self.modified == metadata.modified().ok() || self.hash == content_hash(bytes)
+    }
+}
+
+fn content_hash(bytes: &[u8]) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    bytes.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// Path → stamp at the last read, shared by all clones of a context (one agent session).
+#[derive(Debug, Clone, Default)]
+pub struct ReadState {
+    inner: Arc<Mutex<HashMap<PathBuf, FileStamp>>>,
+}
+
+impl ReadState {
+    pub fn record(&self, path: &Path, stamp: FileStamp) {
+        self.lock().insert(path.to_path_buf(), stamp);
+    }
+
+    pub fn get(&self, path: &Path) -> Option<FileStamp> {
+        self.lock().get(path).copied()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, FileStamp>> {
+        // A poisoned map still holds valid stamps: a panic elsewhere cannot corrupt a HashMap insert.
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_are_scrubbed() {
+        let vars = [
+            "PATH",
+            "HOME",
+            "MY_API_KEY",
+            "GITHUB_TOKEN",
+            "client_secret",
+            "DB_PASSWORD",
+            "ANTHROPIC_BASE_URL",
+            "OPENAI_ORG",
+            "AWS_REGION",
+            "LANG",
+        ]
+        .map(|n| (n.to_string(), "v".to_string()));
+        let kept: Vec<String> = scrub_env(vars).into_iter().map(|(n, _)| n).collect();
+        assert_eq!(kept, ["PATH", "HOME", "LANG"]);
+    }
+}

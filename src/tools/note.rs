@@ -1,0 +1,18 @@
+//! Side information a tool call produces for the agent loop besides the result itself.
+
+use serde::{Deserialize, Serialize};
+
+use crate::tools::hooks::HookEvent;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "type")]
+pub enum Note {
+    /// A hook's `additionalContext`: text for the model's next turn.
+    AdditionalContext { event: HookEvent, text: String },
+    /// A hook's `systemMessage`: text for the person watching.
+    SystemMessage { event: HookEvent, text: String },
+    /// A PostToolUse hook's `decision: "block"` reason: feedback for the model.
+    HookFeedback { event: HookEvent, text: String },
+    /// Something the person should know (e.g. the sandbox fell back).
+    Warning { text: String },
+}

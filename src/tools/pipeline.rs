@@ -1,0 +1,241 @@
+//! The governed path of one tool call, in this order:
+//! find → schema → validate → PreToolUse hooks → permission → sandbox → call →
+//! PostToolUse / PostToolUseFailure hooks → result budget.
+//! Every failure becomes an error result the model sees; `run` itself never fails.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::tools::context::ToolContext;
+use crate::tools::hooks::Hooks;
+use crate::tools::note::Note;
+use crate::tools::permissions::{
+    DecidedBy, Decision, PermissionOutcome, PermissionPolicy, PermissionQuery, Rule,
+};
+use crate::tools::prompter::{PermissionAnswer, PermissionAsk, Prompter};
+use crate::tools::registry::ToolRegistry;
+use crate::tools::sandbox::{self, SandboxPlan};
+use crate::tools::spill::apply_budget;
+use crate::tools::tool::{Tool, ToolError, ToolKind, ToolOutput};
+
+/// A tool use as the model emitted it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub input: Value,
+}
+
+/// Everything about one call, for the transcript and the next request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallOutcome {
+    pub id: String,
+    pub name: String,
+    /// What the model sent (kept byte-for-byte for the conversation history).
+    pub original_input: Value,
+    /// What the tool received (after hook rewrites).
+    pub effective_input: Value,
+    pub output: ToolOutput,
+    /// `None` when the call failed before the permission step.
+    pub decision: Option<PermissionOutcome>,
+    pub spilled: Option<PathBuf>,
+    pub notes: Vec<Note>,
+}
+
+impl ToolCallOutcome {
+    fn start(call: &ToolCall) -> Self {
+        Self {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            original_input: call.input.clone(),
+            effective_input: call.input.clone(),
+            output: ToolOutput::ok(""),
+            decision: None,
+            spilled: None,
+            notes: Vec::new(),
+        }
+    }
+
+    fn fail(mut self, message: impl Into<String>) -> Self {
+        self.output = ToolOutput::error(message);
+        self
+    }
+
+    /// An error result for a call that never finished because it was cancelled.
+    pub fn cancelled(call: &ToolCall, message: impl Into<String>) -> Self {
+        Self::start(call).fail(message)
+    }
+}
+
+/// The tools, the permission policy, the hooks and who to ask.
+pub struct Pipeline {
+    pub registry: ToolRegistry,
+    pub permissions: PermissionPolicy,
+    pub hooks: Hooks,
+    /// `None`: every ask is denied.
+    pub prompter: Option<Arc<dyn Prompter>>,
+}
+
+impl Pipeline {
+    pub fn new(registry: ToolRegistry, permissions: PermissionPolicy) -> Self {
+        Self {
+            registry,
+            permissions,
+            hooks: Hooks::default(),
+            prompter: None,
+        }
+    }
+
+    pub fn with_hooks(mut self, hooks: Hooks) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    pub fn with_prompter(mut self, prompter: Arc<dyn Prompter>) -> Self {
+        self.prompter = Some(prompter);
+        self
+    }
+
+    pub async fn run(&self, call: ToolCall, ctx: &ToolContext) -> ToolCallOutcome {
+        let mut outcome = ToolCallOutcome::start(&call);
+        if ctx.cancel.is_cancelled() {
+            return outcome.fail("cancelled before it started");
+        }
+        let Some(tool) = self.registry.get(&call.name) else {
+            let known = self.registry.names().join(", ");
+            return outcome.fail(format!(
+                "unknown tool `{}`; available tools: {known}",
+                call.name
+            ));
+        };
+        if let Err(message) = self.check(tool.as_ref(), &call.input, ctx) {
+            return outcome.fail(message);
+        }
+
+        let pre = self
+            .hooks
+            .pre_tool_use(&call.name, &call.input, &ctx.workspace, &ctx.cancel)
+            .await;
+        outcome.notes.extend(pre.notes);
+        if let Some(reason) = pre.block {
+            return outcome.fail(format!("blocked by PreToolUse hook: {reason}"));
+        }
+        if let Some(updated) = pre.updated_input {
+            // The rewritten input gets the same checks as the model's.
+            if let Err(message) = self.check(tool.as_ref(), &updated, ctx) {
+                return outcome.fail(format!(
+                    "input rewritten by a PreToolUse hook is invalid: {message}"
+                ));
+            }
+            outcome.effective_input = updated;
+        }
+
+        let decision = self
+            .permission(tool.as_ref(), &outcome.effective_input, ctx, pre.permission)
+            .await;
+        outcome.decision = Some(decision.clone());
+        if let Decision::Deny(reason) = decision.decision {
+            return outcome.fail(format!("permission denied: {reason}"));
+        }
+
+        if tool.kind() == ToolKind::Exec
+            && let SandboxPlan::Fallback(warning) = sandbox::plan(ctx.sandbox)
+        {
+            outcome.notes.push(Note::Warning { text: warning });
+        }
+
+        let result = tokio::select! {
+            biased;
+            _ = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
+            result = tool.call(outcome.effective_input.clone(), ctx.clone()) => result,
+        };
+        let output = result.unwrap_or_else(|e| ToolOutput::error(e.to_string()));
+
+        let post = self
+            .hooks
+            .post_tool_use(
+                &call.name,
+                &outcome.effective_input,
+                &output,
+                &ctx.workspace,
+                &ctx.cancel,
+            )
+            .await;
+        outcome.notes.extend(post);
+
+        let (output, spilled) =
+            apply_budget(output, tool.result_budget(), &ctx.spill_dir, &call.id).await;
+        outcome.output = output;
+        outcome.spilled = spilled;
+        outcome
+    }
+
+    /// Schema, then the tool's own semantic validation.
+    fn check(&self, tool: &dyn Tool, input: &Value, ctx: &ToolContext) -> Result<(), String> {
+        if let Some(Err(problems)) = self.registry.check_input(tool.name(), input) {
+            return Err(format!("invalid input for `{}`:\n{problems}", tool.name()));
+        }
+        tool.validate(input, ctx)
+            .map_err(|reason| format!("`{}` refused the input: {reason}", tool.name()))
+    }
+
+    async fn permission(
+        &self,
+        tool: &dyn Tool,
+        input: &Value,
+        ctx: &ToolContext,
+        hook: Option<crate::tools::permissions::HookPermission>,
+    ) -> PermissionOutcome {
+        let subject = tool.permission_subject(input);
+        let read_roots = ctx.read_roots();
+        let write_roots = ctx.write_roots();
+        let roots: &[&Path] = if tool.kind() == ToolKind::Read {
+            &read_roots
+        } else {
+            &write_roots
+        };
+        let query = PermissionQuery {
+            tool: tool.name(),
+            kind: tool.kind(),
+            subject: &subject,
+            roots,
+        };
+        let outcome = self.permissions.decide(&query, hook.as_ref());
+        let Decision::Ask(reason) = outcome.decision else {
+            return outcome;
+        };
+        let Some(prompter) = &self.prompter else {
+            return PermissionOutcome::new(
+                Decision::Deny(format!("{reason}; no one is there to ask")),
+                DecidedBy::NoPrompter,
+            );
+        };
+        let ask = PermissionAsk {
+            tool: tool.name().to_string(),
+            input: input.clone(),
+            subject,
+            reason,
+            workspace: ctx.workspace.clone(),
+        };
+        let answer = tokio::select! {
+            biased;
+            _ = ctx.cancel.cancelled() => PermissionAnswer::Deny("cancelled while waiting for an answer".to_string()),
+            answer = prompter.ask(ask) => answer,
+        };
+        let decision = match answer {
+            PermissionAnswer::Allow => Decision::Allow,
+            PermissionAnswer::AllowAlways(rule) => {
+                match rule.parse::<Rule>() {
+                    Ok(rule) => self.permissions.remember(rule),
+                    Err(e) => tracing::warn!(error = %e, "\"always allow\" rule not remembered"),
+                }
+                Decision::Allow
+            }
+            PermissionAnswer::Deny(reason) => Decision::Deny(reason),
+        };
+        PermissionOutcome::new(decision, DecidedBy::Prompter)
+    }
+}

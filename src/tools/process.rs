@@ -1,0 +1,142 @@
+//! Running a child process in its own process group, with a time limit, an output cap and
+//! cancellation; used by `bash` and by hooks. The whole group is killed on timeout, on
+//! cancellation, when the future is dropped, and after the main process exits (so a
+//! background child cannot hold the pipes open forever).
+
+use std::path::PathBuf;
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::Command;
+use tokio_util::sync::CancellationToken;
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct ProcessSpec {
+    pub program: String,
+    pub args: Vec<String>,
+    pub cwd: PathBuf,
+    /// `Some`: the child gets exactly these variables; `None`: it inherits ours.
+    pub env: Option<Vec<(String, String)>>,
+    pub stdin: Vec<u8>,
+    pub timeout: Duration,
+    /// Bytes kept per stream; the rest is counted and dropped.
+    pub output_cap: usize,
+}
+
+/// How the process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProcessEnd {
+    Exited(ExitStatus),
+    TimedOut,
+    Cancelled,
+}
+
+#[derive(Debug, Clone)]
+pub struct ProcessResult {
+    pub end: ProcessEnd,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    /// Bytes dropped past the cap, both streams together.
+    pub dropped: u64,
+}
+
+/// Kills the process group when dropped, unless the group is already gone.
+struct GroupGuard(Option<i32>);
+
+impl GroupGuard {
+    fn kill(&mut self) {
+        if let Some(pgid) = self.0.take() {
+            // SAFETY: killpg only sends a signal; a stale id fails with ESRCH, which is harmless.
+            unsafe {
+                libc::killpg(pgid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+pub async fn run_process(
+    spec: ProcessSpec,
+    cancel: &CancellationToken,
+) -> std::io::Result<ProcessResult> {
+    let mut command = Command::new(&spec.program);
+    command
+        .args(&spec.args)
+        .current_dir(&spec.cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    if let Some(env) = &spec.env {
+        command.env_clear().envs(env.iter().map(|(k, v)| (k, v)));
+    }
+    let mut child = command.spawn()?;
+    let mut guard = GroupGuard(child.id().and_then(|id| i32::try_from(id).ok()));
+
+    let stdin = child.stdin.take();
+    let input = spec.stdin;
+    let feed = async move {
+        if let Some(mut stdin) = stdin {
+            // A child that does not read its stdin closes the pipe; that is not an error here.
+            let _ = stdin.write_all(&input).await;
+        }
+    };
+    let cap = spec.output_cap;
+    let out = read_capped(child.stdout.take(), cap);
+    let err = read_capped(child.stderr.take(), cap);
+
+    let waited = async {
+        let status = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => ProcessEnd::Cancelled,
+            waited = tokio::time::timeout(spec.timeout, child.wait()) => match waited {
+                Ok(Ok(status)) => ProcessEnd::Exited(status),
+                Ok(Err(e)) => return Err(e),
+                Err(_) => ProcessEnd::TimedOut,
+            },
+        };
+        // Whatever is left of the group goes now, so the pipes reach end-of-file.
+        guard.kill();
+        if status == ProcessEnd::TimedOut {
+            tracing::debug!(program = %spec.program, "process group killed after timeout");
+        }
+        let _ = child.wait().await;
+        Ok(status)
+    };
+    let ((), (stdout, out_dropped), (stderr, err_dropped), end) =
+        tokio::join!(feed, out, err, waited);
+    Ok(ProcessResult {
+        end: end?,
+        stdout,
+        stderr,
+        dropped: out_dropped + err_dropped,
+    })
+}
+
+async fn read_capped<R: AsyncRead + Unpin>(reader: Option<R>, cap: usize) -> (Vec<u8>, u64) {
+    let mut kept = Vec::new();
+    let mut dropped = 0u64;
+    let Some(mut reader) = reader else {
+        return (kept, dropped);
+    };
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match reader.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                let room = cap.saturating_sub(kept.len()).min(n);
+                kept.extend_from_slice(&buf[..room]);
+                dropped += (n - room) as u64;
+            }
+        }
+    }
+    (kept, dropped)
+}
