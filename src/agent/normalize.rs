@@ -17,6 +17,12 @@ const CONVERSATION_START: &str = "(conversation start)";
 /// blocks and messages are removed, and consecutive messages of one role are merged (tool
 /// results first in a user message). Normalising twice changes nothing.
 pub fn normalize(messages: &[Message]) -> Vec<Message> {
+    normalize_owned(messages.to_vec())
+}
+
+/// [`normalize`] taking the history by value, so blocks are moved rather than copied (the
+/// loop normalises before every call).
+pub fn normalize_owned(messages: Vec<Message>) -> Vec<Message> {
     let mut paired: Vec<Message> = Vec::with_capacity(messages.len() + 1);
     // Calls of the latest assistant message still waiting for their result.
     let mut open: Vec<String> = Vec::new();
@@ -29,14 +35,13 @@ pub fn normalize(messages: &[Message]) -> Vec<Message> {
                 answered.clear();
                 let content: Vec<ContentBlock> = message
                     .content
-                    .iter()
+                    .into_iter()
                     .filter(|block| match block {
                         ContentBlock::Text { text } => !text.is_empty(),
                         // A repeated id could never be answered unambiguously.
                         ContentBlock::ToolUse { id, .. } => seen_calls.insert(id.clone()),
                         ContentBlock::ToolResult { .. } => false,
                     })
-                    .cloned()
                     .collect();
                 open = content
                     .iter()
@@ -53,7 +58,7 @@ pub fn normalize(messages: &[Message]) -> Vec<Message> {
             Role::User => {
                 let content = message
                     .content
-                    .iter()
+                    .into_iter()
                     .filter(|block| match block {
                         ContentBlock::Text { text } => !text.is_empty(),
                         ContentBlock::ToolUse { .. } => false,
@@ -61,7 +66,6 @@ pub fn normalize(messages: &[Message]) -> Vec<Message> {
                             open.contains(tool_use_id) && answered.insert(tool_use_id.clone())
                         }
                     })
-                    .cloned()
                     .collect();
                 paired.push(Message {
                     role: Role::User,

@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::compaction::estimate_messages;
 use crate::agent::event::{AgentEvent, CompactionTrigger, RecoveryKind};
-use crate::agent::normalize::normalize;
+use crate::agent::normalize::normalize_owned;
 use crate::agent::recovery::Recovery;
 use crate::agent::repeat::RepeatTracker;
 use crate::agent::result::{PermissionDenial, StopReason, ToolUseRecord, TurnResult};
@@ -81,7 +81,7 @@ impl Agent {
                 self.limits.wall_time
             );
         }
-        self.history = normalize(&self.history);
+        self.history = normalize_owned(std::mem::take(&mut self.history));
         let result = TurnResult {
             input,
             output: state.output,
@@ -122,7 +122,7 @@ impl Agent {
                     ),
                 );
             }
-            self.history = normalize(&self.history);
+            self.history = normalize_owned(std::mem::take(&mut self.history));
             let threshold = self.compaction.compact_at_tokens;
             if self.fixed_tokens(&suffix) + estimate_messages(&self.history) > threshold
                 && self.may_compact()

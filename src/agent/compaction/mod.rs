@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::config::CompactionThresholds;
 use crate::agent::emitter::Emitter;
 use crate::agent::event::{AgentEvent, CompactionStep, CompactionTrigger};
-use crate::agent::normalize::normalize;
+use crate::agent::normalize::normalize_owned;
 use crate::model::{ContentBlock, Message, ModelProvider, ModelRequest};
 use crate::tools::ToolRegistry;
 
@@ -119,7 +119,7 @@ impl Ladder<'_> {
             if !stepped {
                 continue;
             }
-            *history = normalize(history);
+            *history = normalize_owned(std::mem::take(history));
             let after = fixed_tokens + estimate_messages(history);
             self.emitter.emit(AgentEvent::Compaction {
                 step,
