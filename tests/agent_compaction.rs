@@ -3,42 +3,15 @@
 
 mod agent_support;
 
-use agent_support::{Build, Repo, assert_normalised, core_pipeline, drain, no_tools, scenario};
+use agent_support::{
+    Build, Repo, assert_completed, assert_normalised, core_pipeline, drain, no_tools, scenario,
+    tool_turns, turn,
+};
 use crew::agent::compaction::steps::{DROPPED, FOLD_HEADER};
 use crew::agent::compaction::summary::SUMMARY_HEADER;
-use crew::agent::{
-    AgentEvent, CompactionStep, CompactionThresholds, CompactionTrigger, StopReason,
-};
-use crew::model::{ContentBlock, Message, Role};
-use serde_json::json;
+use crew::agent::{AgentEvent, CompactionStep, CompactionThresholds, CompactionTrigger};
+use crew::model::Message;
 use tokio::sync::mpsc::UnboundedReceiver;
-use tokio_util::sync::CancellationToken;
-
-/// Turns in which `tool` returned `result_bytes` bytes.
-fn tool_turns(tool: &str, result_bytes: usize, count: usize) -> Vec<Message> {
-    (0..count)
-        .flat_map(|n| {
-            let id = format!("old_{n}");
-            [
-                Message::user_text(format!("look at part {n}")),
-                Message {
-                    role: Role::Assistant,
-                    content: vec![ContentBlock::ToolUse {
-                        id: id.clone(),
-                        name: tool.into(),
-                        input: json!({"path": format!("part{n}.txt")}),
-                    }],
-                },
-                Message::user_tool_results(vec![ContentBlock::tool_result(
-                    id,
-                    "z".repeat(result_bytes),
-                    false,
-                )]),
-                Message::assistant_text(format!("part {n} seen")),
-            ]
-        })
-        .collect()
-}
 
 fn steps(rx: &mut UnboundedReceiver<AgentEvent>) -> Vec<CompactionStep> {
     drain(rx)
@@ -76,15 +49,8 @@ async fn spilling_alone_is_enough_when_big_results_are_the_problem() {
         .compaction(thresholds(20_000, 2))
         .agent(&repo);
     agent.load_history(&tool_turns("bash", 40_000, 4));
-    let result = agent
-        .run_turn("ping".into(), CancellationToken::new())
-        .await;
-    assert_eq!(
-        result.stop_reason,
-        StopReason::Completed,
-        "{}",
-        result.reason
-    );
+    let result = turn(&mut agent, "ping").await;
+    assert_completed(&result);
     assert_eq!(steps(&mut rx), [CompactionStep::Spill]);
     for n in 0..4 {
         let spilled = repo.root.join(format!(".crew/tool-results/old_{n}.txt"));
@@ -108,15 +74,8 @@ async fn read_results_are_not_spilled_so_stale_payloads_are_dropped_next() {
         .compaction(thresholds(20_000, 2))
         .agent(&repo);
     agent.load_history(&tool_turns("read", 40_000, 4));
-    let result = agent
-        .run_turn("ping".into(), CancellationToken::new())
-        .await;
-    assert_eq!(
-        result.stop_reason,
-        StopReason::Completed,
-        "{}",
-        result.reason
-    );
+    let result = turn(&mut agent, "ping").await;
+    assert_completed(&result);
     assert_eq!(steps(&mut rx), [CompactionStep::DropStale]);
     assert!(!repo.root.join(".crew/tool-results").exists());
     let history = agent.history();
@@ -146,15 +105,8 @@ async fn many_small_turns_are_folded_into_a_record() {
         })
         .collect();
     agent.load_history(&chatter);
-    let result = agent
-        .run_turn("ping".into(), CancellationToken::new())
-        .await;
-    assert_eq!(
-        result.stop_reason,
-        StopReason::Completed,
-        "{}",
-        result.reason
-    );
+    let result = turn(&mut agent, "ping").await;
+    assert_completed(&result);
     assert_eq!(steps(&mut rx), [CompactionStep::Fold]);
     let history = agent.history();
     assert!(history[0].text().starts_with(FOLD_HEADER));
@@ -187,15 +139,8 @@ async fn the_model_summarises_only_when_folding_was_not_enough() {
     history.push(Message::user_text("more"));
     history.push(Message::assistant_text("sure"));
     agent.load_history(&history);
-    let result = agent
-        .run_turn("ping".into(), CancellationToken::new())
-        .await;
-    assert_eq!(
-        result.stop_reason,
-        StopReason::Completed,
-        "{}",
-        result.reason
-    );
+    let result = turn(&mut agent, "ping").await;
+    assert_completed(&result);
     assert_eq!(
         steps(&mut rx),
         [CompactionStep::Fold, CompactionStep::Summarise]

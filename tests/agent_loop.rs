@@ -4,7 +4,8 @@
 mod agent_support;
 
 use agent_support::{
-    Build, Repo, assert_normalised, drain, no_tools, rendered, scenario, transcript,
+    Build, Repo, assert_completed, assert_normalised, drain, no_tools, rendered, scenario,
+    transcript, turn,
 };
 use crew::agent::{
     AgentConfig, AgentError, AgentEvent, CompactionThresholds, EventSink, Limits, StopReason,
@@ -17,15 +18,8 @@ use tokio_util::sync::CancellationToken;
 async fn an_idle_turn_completes_and_is_recorded() {
     let repo = Repo::new();
     let (mut agent, mut rx) = Build::new("alice", scenario("agent_basic")).agent(&repo);
-    let result = agent
-        .run_turn("ping".into(), CancellationToken::new())
-        .await;
-    assert_eq!(
-        result.stop_reason,
-        StopReason::Completed,
-        "{}",
-        result.reason
-    );
+    let result = turn(&mut agent, "ping").await;
+    assert_completed(&result);
     assert_eq!(result.output, "pong");
     assert_eq!(result.input, "ping");
     assert_eq!(result.turns, 1);
@@ -80,15 +74,8 @@ async fn a_tool_round_trip_feeds_the_result_back_and_the_agent_keeps_its_history
     let repo = Repo::new();
     std::fs::write(repo.root.join("a.txt"), "x").unwrap();
     let (mut agent, _rx) = Build::new("alice", scenario("agent_basic")).agent(&repo);
-    let result = agent
-        .run_turn("list the text files".into(), CancellationToken::new())
-        .await;
-    assert_eq!(
-        result.stop_reason,
-        StopReason::Completed,
-        "{}",
-        result.reason
-    );
+    let result = turn(&mut agent, "list the text files").await;
+    assert_completed(&result);
     assert_eq!(result.output, "Found them.");
     assert_eq!(result.turns, 2);
     assert_eq!(result.tools_used.len(), 1);
@@ -101,9 +88,7 @@ async fn a_tool_round_trip_feeds_the_result_back_and_the_agent_keeps_its_history
     assert_normalised(history);
 
     // The conversation lives on in the agent: the next turn appends to it.
-    let second = agent
-        .run_turn("ping".into(), CancellationToken::new())
-        .await;
+    let second = turn(&mut agent, "ping").await;
     assert_eq!(second.output, "pong");
     assert_eq!(agent.history().len(), 6);
     assert_eq!(transcript(&agent).last().unwrap().turn, 2);
@@ -113,9 +98,7 @@ async fn a_tool_round_trip_feeds_the_result_back_and_the_agent_keeps_its_history
 async fn a_model_repeating_a_failing_call_stops_with_repeated_action() {
     let repo = Repo::new();
     let (mut agent, _rx) = Build::new("alice", scenario("agent_basic")).agent(&repo);
-    let result = agent
-        .run_turn("read the missing file".into(), CancellationToken::new())
-        .await;
+    let result = turn(&mut agent, "read the missing file").await;
     assert_eq!(
         result.stop_reason,
         StopReason::RepeatedAction,
@@ -144,9 +127,7 @@ async fn max_turns_stops_the_loop() {
     let (mut agent, _rx) = Build::new("alice", scenario("agent_basic"))
         .limits(limits)
         .agent(&repo);
-    let result = agent
-        .run_turn("read the missing file".into(), CancellationToken::new())
-        .await;
+    let result = turn(&mut agent, "read the missing file").await;
     assert_eq!(result.stop_reason, StopReason::MaxTurnsReached);
     assert_eq!(result.turns, 2);
     assert!(result.reason.contains("max_turns (2)"), "{}", result.reason);
@@ -163,9 +144,7 @@ async fn the_token_budget_stops_the_loop() {
     let (mut agent, _rx) = Build::new("alice", scenario("agent_basic"))
         .limits(limits)
         .agent(&repo);
-    let result = agent
-        .run_turn("read the missing file".into(), CancellationToken::new())
-        .await;
+    let result = turn(&mut agent, "read the missing file").await;
     assert_eq!(result.stop_reason, StopReason::MaxBudgetReached);
     assert_eq!(result.turns, 1);
     assert!(result.usage.total() >= 10);
@@ -182,9 +161,7 @@ async fn a_turn_cancelled_before_it_starts_is_interrupted_and_history_stays_vali
     assert_eq!(result.stop_reason, StopReason::Interrupted);
     assert_eq!(result.turns, 0);
     // The unanswered input merges with the next one instead of breaking alternation.
-    let next = agent
-        .run_turn("ping again".into(), CancellationToken::new())
-        .await;
+    let next = turn(&mut agent, "ping again").await;
     assert_eq!(next.stop_reason, StopReason::Completed);
     assert_eq!(agent.history()[0].text(), "pingping again");
     assert_normalised(agent.history());
@@ -215,13 +192,8 @@ async fn the_prefix_fingerprint_changes_only_on_compaction_or_an_explicit_change
     let mut fingerprints = vec![agent.prefix_fingerprint().to_string()];
     let mut compacted = Vec::new();
     for input in inputs {
-        let result = agent.run_turn(input.into(), CancellationToken::new()).await;
-        assert_eq!(
-            result.stop_reason,
-            StopReason::Completed,
-            "{}",
-            result.reason
-        );
+        let result = turn(&mut agent, input).await;
+        assert_completed(&result);
         fingerprints.push(result.prefix_fingerprint);
         compacted.push(
             drain(&mut rx)
@@ -249,9 +221,7 @@ async fn the_prefix_fingerprint_changes_only_on_compaction_or_an_explicit_change
     let before = agent.prefix_fingerprint().to_string();
     agent.set_rules("# Rules\n- Be brief.");
     assert_ne!(agent.prefix_fingerprint(), before);
-    let after_rules = agent
-        .run_turn("ping".into(), CancellationToken::new())
-        .await;
+    let after_rules = turn(&mut agent, "ping").await;
     assert_eq!(after_rules.prefix_fingerprint, agent.prefix_fingerprint());
     assert_ne!(after_rules.prefix_fingerprint, before);
 }
@@ -283,9 +253,7 @@ async fn names_that_could_escape_the_transcript_folder_are_refused() {
 async fn the_history_only_ever_holds_complete_messages_with_the_models_text() {
     let repo = Repo::new();
     let (mut agent, _rx) = Build::new("alice", scenario("agent_basic")).agent(&repo);
-    agent
-        .run_turn("ping".into(), CancellationToken::new())
-        .await;
+    turn(&mut agent, "ping").await;
     let reply = &agent.history()[1];
     assert_eq!(reply.role, Role::Assistant);
     assert_eq!(

@@ -7,8 +7,8 @@ mod agent_support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_support::{Build, Repo, drain, eventually, policy, scenario};
-use crew::agent::{AgentEvent, EventSink, MailboxPrompter, StopReason};
+use agent_support::{Build, Repo, assert_completed, drain, eventually, policy, scenario};
+use crew::agent::{AgentEvent, EventSink, MailboxPrompter};
 use crew::store::{Mailboxes, RequestInfo, Roster, Workspace};
 use crew::tools::permissions::PermissionMode;
 use crew::tools::{PermissionAnswer, PermissionAsk, Pipeline, Prompter, Subject, ToolRegistry};
@@ -138,7 +138,7 @@ async fn through_the_loop_an_ask_waits_for_the_person_and_the_tool_then_runs() {
     let prompter = MailboxPrompter::new(boxes.clone(), roster(), "alice", "lead", DEFAULT_TIMEOUT);
     let pipeline = Pipeline::new(
         ToolRegistry::core_tools(),
-        policy(PermissionMode::Ask, &[], &[]),
+        policy(PermissionMode::Ask, &[], &[], &[]),
     )
     .with_prompter(Arc::new(prompter));
     let (mut agent, mut rx) = Build::new("alice", scenario("agent_tools"))
@@ -148,12 +148,7 @@ async fn through_the_loop_an_ask_waits_for_the_person_and_the_tool_then_runs() {
         agent.run_turn("say original".into(), CancellationToken::new()),
         answer(&boxes, true, None)
     );
-    assert_eq!(
-        result.stop_reason,
-        StopReason::Completed,
-        "{}",
-        result.reason
-    );
+    assert_completed(&result);
     assert!(result.permission_denials.is_empty());
     let (_, content, is_error) = agent.history()[2].tool_results()[0];
     assert!(!is_error && content.contains("original"), "{content}");

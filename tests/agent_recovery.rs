@@ -3,14 +3,13 @@
 
 mod agent_support;
 
-use agent_support::{Build, Repo, assert_normalised, drain, scenario};
+use agent_support::{
+    Build, Repo, assert_completed, assert_normalised, drain, scenario, tool_turns, turn,
+};
 use crew::agent::{
     AgentEvent, CONTINUE_PROMPT, CompactionStep, CompactionThresholds, CompactionTrigger,
     RecoveryKind, StopReason,
 };
-use crew::model::{ContentBlock, Message, Role};
-use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 fn recoveries(events: &[AgentEvent]) -> Vec<RecoveryKind> {
     events
@@ -32,32 +31,6 @@ fn compactions(events: &[AgentEvent]) -> Vec<(CompactionStep, CompactionTrigger)
         .collect()
 }
 
-/// Earlier turns with sizeable search results, for compaction to work on.
-fn earlier_turns() -> Vec<Message> {
-    (0..4)
-        .flat_map(|n| {
-            let id = format!("old_{n}");
-            [
-                Message::user_text(format!("search round {n}")),
-                Message {
-                    role: Role::Assistant,
-                    content: vec![ContentBlock::ToolUse {
-                        id: id.clone(),
-                        name: "grep".into(),
-                        input: json!({"pattern": format!("fn f{n}")}),
-                    }],
-                },
-                Message::user_tool_results(vec![ContentBlock::tool_result(
-                    id,
-                    "match\n".repeat(800),
-                    false,
-                )]),
-                Message::assistant_text(format!("round {n} done")),
-            ]
-        })
-        .collect()
-}
-
 fn small_window() -> CompactionThresholds {
     CompactionThresholds {
         keep_recent_messages: 2,
@@ -69,22 +42,13 @@ fn small_window() -> CompactionThresholds {
 async fn retryable_model_errors_are_retried_by_the_provider_wrapper() {
     let repo = Repo::new();
     let (mut agent, _rx) = Build::new("retry", scenario("agent_recovery")).agent(&repo);
-    let result = agent
-        .run_turn("hello".into(), CancellationToken::new())
-        .await;
-    assert_eq!(
-        result.stop_reason,
-        StopReason::Completed,
-        "{}",
-        result.reason
-    );
+    let result = turn(&mut agent, "hello").await;
+    assert_completed(&result);
     assert_eq!(result.output, "served after retries");
     assert_eq!(result.turns, 1);
 
     let (mut agent, _rx) = Build::new("giveup", scenario("agent_recovery")).agent(&repo);
-    let result = agent
-        .run_turn("hello".into(), CancellationToken::new())
-        .await;
+    let result = turn(&mut agent, "hello").await;
     assert_eq!(result.stop_reason, StopReason::Error);
     assert!(result.reason.contains("overloaded"), "{}", result.reason);
     assert_eq!(result.turns, 0);
@@ -95,15 +59,8 @@ async fn retryable_model_errors_are_retried_by_the_provider_wrapper() {
 async fn a_reply_broken_mid_stream_is_discarded_and_retried() {
     let repo = Repo::new();
     let (mut agent, mut rx) = Build::new("flaky", scenario("agent_recovery")).agent(&repo);
-    let result = agent
-        .run_turn("hello".into(), CancellationToken::new())
-        .await;
-    assert_eq!(
-        result.stop_reason,
-        StopReason::Completed,
-        "{}",
-        result.reason
-    );
+    let result = turn(&mut agent, "hello").await;
+    assert_completed(&result);
     assert_eq!(result.output, "complete reply");
     assert_eq!(result.turns, 1);
     assert_eq!(
@@ -119,9 +76,7 @@ async fn a_reply_broken_mid_stream_is_discarded_and_retried() {
 async fn a_stream_that_keeps_breaking_ends_the_turn_with_an_error() {
     let repo = Repo::new();
     let (mut agent, mut rx) = Build::new("broken", scenario("agent_recovery")).agent(&repo);
-    let result = agent
-        .run_turn("hello".into(), CancellationToken::new())
-        .await;
+    let result = turn(&mut agent, "hello").await;
     assert_eq!(result.stop_reason, StopReason::Error);
     assert!(result.reason.contains("kept breaking"), "{}", result.reason);
     assert_eq!(recoveries(&drain(&mut rx)).len(), 2);
@@ -137,15 +92,8 @@ async fn a_stream_that_keeps_breaking_ends_the_turn_with_an_error() {
 async fn a_reply_cut_at_max_tokens_is_continued() {
     let repo = Repo::new();
     let (mut agent, mut rx) = Build::new("story", scenario("agent_recovery")).agent(&repo);
-    let result = agent
-        .run_turn("tell me".into(), CancellationToken::new())
-        .await;
-    assert_eq!(
-        result.stop_reason,
-        StopReason::Completed,
-        "{}",
-        result.reason
-    );
+    let result = turn(&mut agent, "tell me").await;
+    assert_completed(&result);
     assert_eq!(result.output, "Once upon a time it ended.");
     assert_eq!(result.turns, 3);
     assert_eq!(
@@ -164,9 +112,7 @@ async fn a_reply_cut_at_max_tokens_is_continued() {
 async fn continuing_after_max_tokens_is_bounded() {
     let repo = Repo::new();
     let (mut agent, mut rx) = Build::new("endless", scenario("agent_recovery")).agent(&repo);
-    let result = agent
-        .run_turn("tell me".into(), CancellationToken::new())
-        .await;
+    let result = turn(&mut agent, "tell me").await;
     assert_eq!(result.stop_reason, StopReason::Error);
     assert!(result.reason.contains("max_tokens"), "{}", result.reason);
     assert_eq!(result.turns, 4, "the first reply and three continuations");
@@ -180,17 +126,10 @@ async fn prompt_too_long_compacts_reactively_and_retries_once() {
     let (mut agent, mut rx) = Build::new("squeezed", scenario("agent_recovery"))
         .compaction(small_window())
         .agent(&repo);
-    agent.load_history(&earlier_turns());
+    agent.load_history(&tool_turns("grep", 4_800, 4));
     let fingerprint = agent.prefix_fingerprint().to_string();
-    let result = agent
-        .run_turn("go on".into(), CancellationToken::new())
-        .await;
-    assert_eq!(
-        result.stop_reason,
-        StopReason::Completed,
-        "{}",
-        result.reason
-    );
+    let result = turn(&mut agent, "go on").await;
+    assert_completed(&result);
     assert_eq!(result.output, "fits now");
     let events = drain(&mut rx);
     assert_eq!(recoveries(&events), [RecoveryKind::PromptTooLong]);
@@ -210,10 +149,8 @@ async fn compaction_and_max_tokens_recovery_cannot_trigger_each_other_forever() 
     let (mut agent, mut rx) = Build::new("pingpong", scenario("agent_recovery"))
         .compaction(small_window())
         .agent(&repo);
-    agent.load_history(&earlier_turns());
-    let result = agent
-        .run_turn("go on".into(), CancellationToken::new())
-        .await;
+    agent.load_history(&tool_turns("grep", 4_800, 4));
+    let result = turn(&mut agent, "go on").await;
     assert_eq!(result.stop_reason, StopReason::Error);
     assert!(
         result.reason.contains("reactive compaction"),
@@ -229,9 +166,7 @@ async fn compaction_and_max_tokens_recovery_cannot_trigger_each_other_forever() 
 
     // Each later turn is bounded the same way.
     for _ in 0..3 {
-        let again = agent
-            .run_turn("go on".into(), CancellationToken::new())
-            .await;
+        let again = turn(&mut agent, "go on").await;
         assert_eq!(again.stop_reason, StopReason::Error, "{}", again.reason);
         assert!(recoveries(&drain(&mut rx)).len() <= 2);
     }
@@ -241,21 +176,17 @@ async fn compaction_and_max_tokens_recovery_cannot_trigger_each_other_forever() 
 async fn three_failed_compactions_in_a_row_stop_further_attempts() {
     let repo = Repo::new();
     let (mut agent, mut rx) = Build::new("stuck", scenario("agent_recovery")).agent(&repo);
-    for turn in 0..3 {
-        let result = agent
-            .run_turn("hello".into(), CancellationToken::new())
-            .await;
+    for n in 0..3 {
+        let result = turn(&mut agent, "hello").await;
         assert_eq!(result.stop_reason, StopReason::Error);
         assert!(
             result.reason.contains("nothing is left to compact"),
-            "turn {turn}: {}",
+            "turn {n}: {}",
             result.reason
         );
         assert_eq!(recoveries(&drain(&mut rx)), [RecoveryKind::PromptTooLong]);
     }
-    let result = agent
-        .run_turn("hello".into(), CancellationToken::new())
-        .await;
+    let result = turn(&mut agent, "hello").await;
     assert_eq!(result.stop_reason, StopReason::Error);
     assert!(
         result.reason.contains("3 times in a row"),

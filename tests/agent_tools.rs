@@ -8,7 +8,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use agent_support::{
-    Build, Repo, assert_normalised, drain, eventually, policy, rendered, scenario, transcript,
+    Build, Repo, assert_completed, assert_normalised, drain, eventually, policy, rendered,
+    scenario, transcript, turn,
 };
 use crew::agent::{AgentEvent, Limits, StopReason};
 use crew::model::{ModelError, ModelProvider, ModelRequest, StreamEvent};
@@ -42,21 +43,14 @@ async fn a_hook_allow_loses_to_a_deny_rule() {
     );
     let pipeline = Pipeline::new(
         ToolRegistry::core_tools(),
-        policy(PermissionMode::Ask, &[], &["bash(rm:*)"]),
+        policy(PermissionMode::Ask, &[], &[], &["bash(rm:*)"]),
     )
     .with_hooks(pre_tool_use_hook(hook.clone()));
     let (mut agent, _rx) = Build::new("alice", scenario("agent_tools"))
         .pipeline(pipeline)
         .agent(&repo);
-    let result = agent
-        .run_turn("remove the notes".into(), CancellationToken::new())
-        .await;
-    assert_eq!(
-        result.stop_reason,
-        StopReason::Completed,
-        "{}",
-        result.reason
-    );
+    let result = turn(&mut agent, "remove the notes").await;
+    assert_completed(&result);
     assert!(
         repo.root.join("notes.txt").exists(),
         "the deny rule must win"
@@ -71,15 +65,13 @@ async fn a_hook_allow_loses_to_a_deny_rule() {
     // otherwise refuse it, as nobody is there to ask).
     let pipeline = Pipeline::new(
         ToolRegistry::core_tools(),
-        policy(PermissionMode::Ask, &[], &[]),
+        policy(PermissionMode::Ask, &[], &[], &[]),
     )
     .with_hooks(pre_tool_use_hook(hook));
     let (mut agent, _rx) = Build::new("bob", scenario("agent_tools"))
         .pipeline(pipeline)
         .agent(&repo);
-    let result = agent
-        .run_turn("remove the notes".into(), CancellationToken::new())
-        .await;
+    let result = turn(&mut agent, "remove the notes").await;
     assert!(
         result.permission_denials.is_empty(),
         "{:?}",
@@ -97,21 +89,14 @@ async fn the_tool_gets_the_hooks_input_while_history_and_transcript_keep_the_mod
     );
     let pipeline = Pipeline::new(
         ToolRegistry::core_tools(),
-        policy(PermissionMode::WorkspaceWrite, &[], &[]),
+        policy(PermissionMode::WorkspaceWrite, &[], &[], &[]),
     )
     .with_hooks(pre_tool_use_hook(hook));
     let (mut agent, _rx) = Build::new("alice", scenario("agent_tools"))
         .pipeline(pipeline)
         .agent(&repo);
-    let result = agent
-        .run_turn("say original".into(), CancellationToken::new())
-        .await;
-    assert_eq!(
-        result.stop_reason,
-        StopReason::Completed,
-        "{}",
-        result.reason
-    );
+    let result = turn(&mut agent, "say original").await;
+    assert_completed(&result);
     let original = json!({"command": "echo original"});
     let history = agent.history();
     assert_eq!(history[1].tool_uses()[0].2, &original);
@@ -171,9 +156,7 @@ async fn cancelling_mid_tool_leaves_a_valid_normalised_transcript() {
     assert!(rendered(&agent).contains("Interrupted"));
 
     // The agent carries on normally afterwards.
-    let next = agent
-        .run_turn("anything".into(), CancellationToken::new())
-        .await;
+    let next = turn(&mut agent, "anything").await;
     assert_eq!(next.stop_reason, StopReason::Completed);
     assert_normalised(agent.history());
 }
@@ -188,9 +171,7 @@ async fn the_wall_time_limit_stops_a_slow_tool() {
     let (mut agent, _rx) = Build::new("alice", scenario("agent_tools"))
         .limits(limits)
         .agent(&repo);
-    let result = agent
-        .run_turn("wait a while".into(), CancellationToken::new())
-        .await;
+    let result = turn(&mut agent, "wait a while").await;
     assert_eq!(result.stop_reason, StopReason::MaxBudgetReached);
     assert!(result.reason.contains("wall-time"), "{}", result.reason);
     assert_normalised(agent.history());
@@ -200,15 +181,8 @@ async fn the_wall_time_limit_stops_a_slow_tool() {
 async fn a_ten_megabyte_output_is_spilled_and_reading_the_spill_file_is_not() {
     let repo = Repo::new();
     let (mut agent, mut rx) = Build::new("alice", scenario("agent_tools")).agent(&repo);
-    let result = agent
-        .run_turn("make a big output".into(), CancellationToken::new())
-        .await;
-    assert_eq!(
-        result.stop_reason,
-        StopReason::Completed,
-        "{}",
-        result.reason
-    );
+    let result = turn(&mut agent, "make a big output").await;
+    assert_completed(&result);
     assert_eq!(result.output, "read it");
     let spill = repo.root.join(".crew/tool-results/toolu_scripted_1.txt");
     assert_eq!(std::fs::metadata(&spill).unwrap().len(), 10_000_000);
@@ -367,7 +341,10 @@ fn probe_agent(
     } else {
         scenario("agent_tools")
     };
-    let pipeline = Pipeline::new(registry, policy(PermissionMode::WorkspaceWrite, &[], &[]));
+    let pipeline = Pipeline::new(
+        registry,
+        policy(PermissionMode::WorkspaceWrite, &[], &[], &[]),
+    );
     let (agent, rx) = Build::new("alice", model).pipeline(pipeline).agent(repo);
     (agent, rx, log, ran_before_stop)
 }
@@ -386,15 +363,8 @@ fn early_flags(events: &[AgentEvent]) -> Vec<(String, bool)> {
 async fn a_safe_tool_starts_before_the_reply_ends_and_unsafe_ones_wait() {
     let repo = Repo::new();
     let (mut agent, mut rx, log, ran_before_stop) = probe_agent(&repo, true);
-    let result = agent
-        .run_turn("probe now".into(), CancellationToken::new())
-        .await;
-    assert_eq!(
-        result.stop_reason,
-        StopReason::Completed,
-        "{}",
-        result.reason
-    );
+    let result = turn(&mut agent, "probe now").await;
+    assert_completed(&result);
     assert!(
         ran_before_stop.load(Ordering::SeqCst),
         "the probe must run while the reply streams"
@@ -421,15 +391,8 @@ async fn a_safe_tool_starts_before_the_reply_ends_and_unsafe_ones_wait() {
 async fn nothing_starts_early_behind_an_unsafe_call() {
     let repo = Repo::new();
     let (mut agent, mut rx, log, _) = probe_agent(&repo, false);
-    let result = agent
-        .run_turn("write then probe".into(), CancellationToken::new())
-        .await;
-    assert_eq!(
-        result.stop_reason,
-        StopReason::Completed,
-        "{}",
-        result.reason
-    );
+    let result = turn(&mut agent, "write then probe").await;
+    assert_completed(&result);
     assert_eq!(log.ran.load(Ordering::SeqCst), 1);
     assert!(
         log.saw_first_file.load(Ordering::SeqCst),

@@ -1,20 +1,28 @@
 //! Helpers shared by the agent integration tests.
-#![allow(dead_code)] // each test binary uses a different part of this module
+#![allow(dead_code, unused_imports)] // each test binary uses a different part of this module
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use serde_json::json;
+
 use crew::agent::transcript::{TranscriptLine, render};
 use crew::agent::{
-    Agent, AgentConfig, AgentEvent, CompactionThresholds, EventSink, Limits, normalize,
+    Agent, AgentConfig, AgentEvent, CompactionThresholds, EventSink, Limits, StopReason,
+    TurnResult, normalize,
 };
 use crew::model::scripted::ScriptedProvider;
-use crew::model::{Message, ModelProvider, RetryPolicy};
-use crew::tools::permissions::{BypassSwitches, PermissionMode, PermissionPolicy, RuleSet};
+use crew::model::{ContentBlock, Message, ModelProvider, RetryPolicy, Role};
+use crew::tools::permissions::PermissionMode;
 use crew::tools::{Pipeline, SandboxMode, ToolRegistry};
 use tempfile::TempDir;
 use tokio::sync::mpsc::UnboundedReceiver;
+use tokio_util::sync::CancellationToken;
+
+#[path = "../tools_support/mod.rs"]
+mod tools_support;
+pub use tools_support::{eventually, policy};
 
 /// A temporary repository root; the agent works in it directly.
 pub struct Repo {
@@ -47,27 +55,20 @@ pub fn scenario(name: &str) -> Arc<dyn ModelProvider> {
     Arc::new(ScriptedProvider::from_file(&path).unwrap())
 }
 
-pub fn policy(mode: PermissionMode, allow: &[&str], deny: &[&str]) -> PermissionPolicy {
-    let owned = |v: &[&str]| v.iter().map(|s| s.to_string()).collect();
-    let rules = RuleSet {
-        allow: owned(allow),
-        ask: Vec::new(),
-        deny: owned(deny),
-    };
-    PermissionPolicy::new(mode, &rules, BypassSwitches::default()).unwrap()
-}
-
 /// Core tools, workspace-write mode, no hooks, no prompter.
 pub fn core_pipeline() -> Pipeline {
     Pipeline::new(
         ToolRegistry::core_tools(),
-        policy(PermissionMode::WorkspaceWrite, &[], &[]),
+        policy(PermissionMode::WorkspaceWrite, &[], &[], &[]),
     )
 }
 
 /// No tools at all (keeps the prompt small for token-counting tests).
 pub fn no_tools() -> Pipeline {
-    Pipeline::new(ToolRegistry::new(), policy(PermissionMode::Ask, &[], &[]))
+    Pipeline::new(
+        ToolRegistry::new(),
+        policy(PermissionMode::Ask, &[], &[], &[]),
+    )
 }
 
 /// Retries quickly so tests do not wait for real backoff.
@@ -168,14 +169,44 @@ pub fn rendered(agent: &Agent) -> String {
     render(std::io::BufReader::new(file)).unwrap()
 }
 
-/// Polls `condition` every 20 ms until it holds or `limit` passes.
-pub async fn eventually(limit: Duration, mut condition: impl FnMut() -> bool) -> bool {
-    let deadline = tokio::time::Instant::now() + limit;
-    while tokio::time::Instant::now() < deadline {
-        if condition() {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    condition()
+/// One turn that nobody cancels.
+pub async fn turn(agent: &mut Agent, input: &str) -> TurnResult {
+    agent
+        .run_turn(input.to_string(), CancellationToken::new())
+        .await
+}
+
+pub fn assert_completed(result: &TurnResult) {
+    assert_eq!(
+        result.stop_reason,
+        StopReason::Completed,
+        "{}",
+        result.reason
+    );
+}
+
+/// Earlier turns in each of which `tool` returned `result_bytes` bytes.
+pub fn tool_turns(tool: &str, result_bytes: usize, count: usize) -> Vec<Message> {
+    (0..count)
+        .flat_map(|n| {
+            let id = format!("old_{n}");
+            [
+                Message::user_text(format!("look at part {n}")),
+                Message {
+                    role: Role::Assistant,
+                    content: vec![ContentBlock::ToolUse {
+                        id: id.clone(),
+                        name: tool.into(),
+                        input: json!({"path": format!("part{n}.txt")}),
+                    }],
+                },
+                Message::user_tool_results(vec![ContentBlock::tool_result(
+                    id,
+                    "z".repeat(result_bytes),
+                    false,
+                )]),
+                Message::assistant_text(format!("part {n} seen")),
+            ]
+        })
+        .collect()
 }
