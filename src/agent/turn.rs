@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::compaction::estimate_messages;
 use crate::agent::event::{AgentEvent, CompactionTrigger, RecoveryKind};
 use crate::agent::normalize::normalize_owned;
-use crate::agent::recovery::Recovery;
+use crate::agent::recovery::{MAX_COMPACTION_FAILURES, MAX_CONTINUES, Recovery};
 use crate::agent::repeat::RepeatTracker;
 use crate::agent::result::{PermissionDenial, StopReason, ToolUseRecord, TurnResult};
 use crate::agent::runtime::Agent;
@@ -204,7 +204,9 @@ impl Agent {
                 let Some(attempt) = st.recovery.take_continue() else {
                     return (
                         StopReason::Error,
-                        "the reply was still cut at max_tokens after 3 continuations".to_string(),
+                        format!(
+                            "the reply was still cut at max_tokens after {MAX_CONTINUES} continuations"
+                        ),
                     );
                 };
                 self.recovery_event(
@@ -258,7 +260,7 @@ impl Agent {
                     return Err((
                         StopReason::Error,
                         format!(
-                            "prompt too long ({message}); compaction failed 3 times in a row, not trying again"
+                            "prompt too long ({message}); compaction failed {MAX_COMPACTION_FAILURES} times in a row, not trying again"
                         ),
                     ));
                 }
