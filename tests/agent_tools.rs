@@ -207,3 +207,43 @@ async fn a_ten_megabyte_output_is_spilled_and_reading_the_spill_file_is_not() {
         .sum();
     assert!(history_bytes < 20_000);
 }
+
+#[tokio::test]
+async fn a_blocking_stop_hook_forces_one_continuation_only() {
+    let repo = Repo::new();
+    let hook = repo.hook(
+        "stop.sh",
+        r#"cat >/dev/null; echo '{"decision":"block","reason":"run the tests first"}'"#,
+    );
+    let hooks = Hooks::new(vec![HookSpec {
+        event: HookEvent::Stop,
+        matcher: None,
+        command: hook,
+        timeout_secs: 30,
+    }])
+    .unwrap();
+    let pipeline = Pipeline::new(
+        ToolRegistry::core_tools(),
+        policy(PermissionMode::WorkspaceWrite, &[], &[], &[]),
+    )
+    .with_hooks(hooks);
+    let (mut agent, mut rx) = Build::new("alice", scenario("agent_basic"))
+        .pipeline(pipeline)
+        .agent(&repo);
+    let result = turn(&mut agent, "ping").await;
+    assert_completed(&result);
+    assert_eq!(result.turns, 2);
+    assert_eq!(
+        result.output, "noted",
+        "the answer after the forced continuation"
+    );
+    let continued: Vec<String> = drain(&mut rx)
+        .into_iter()
+        .filter_map(|e| match e {
+            AgentEvent::Recovery { reason, .. } => Some(reason),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(continued, ["run the tests first"]);
+    assert!(agent.history()[2].text().contains("run the tests first"));
+}

@@ -173,72 +173,92 @@ impl Agent {
                     (message, stop, calls)
                 }
             };
-            let truncated = stop == model::StopReason::MaxTokens;
-            if !truncated || !calls.is_empty() {
-                st.recovery.progress();
-            }
-            let text = message.text();
-            self.history.push(message);
-            if !calls.is_empty() {
-                st.output.clear();
-                let outcomes = stream::finish(calls, &self.pipeline, &ctx).await;
-                self.record_results(st, &outcomes);
-                if cancel.is_cancelled() {
-                    return interrupted();
-                }
-                let run = st.repeats.observe(&outcomes);
-                if run >= self.limits.max_repeats {
-                    let names: Vec<&str> = outcomes.iter().map(|o| o.name.as_str()).collect();
-                    return (
-                        StopReason::RepeatedAction,
-                        format!(
-                            "the same call ({}) with the same input gave the same result {run} times in a row",
-                            names.join(", ")
-                        ),
-                    );
-                }
-                continue;
-            }
-            st.output.push_str(&text);
-            if truncated {
-                let Some(attempt) = st.recovery.take_continue() else {
-                    return (
-                        StopReason::Error,
-                        format!(
-                            "the reply was still cut at max_tokens after {MAX_CONTINUES} continuations"
-                        ),
-                    );
-                };
-                self.recovery_event(
-                    RecoveryKind::MaxTokens,
-                    attempt,
-                    "output cut at max_tokens; asking to continue",
-                );
-                self.history.push(Message::user_text(CONTINUE_PROMPT));
-                continue;
-            }
-            match self
-                .pipeline
-                .hooks
-                .run_stop(&mut st.stop_guard, &self.workspace, cancel)
+            if let Some(stop) = self
+                .after_reply(st, message, stop, calls, &ctx, cancel)
                 .await
             {
-                StopDecision::Stop { notes } => {
-                    for note in notes {
-                        tracing::info!(?note, "Stop hook note");
-                    }
-                    return (
-                        StopReason::Completed,
-                        "the model finished its answer".to_string(),
-                    );
+                return stop;
+            }
+        }
+    }
+
+    /// Takes a complete reply into the history and decides what comes next: `None` to call
+    /// the model again (tool results, a continuation, a Stop hook's request), or the stop.
+    async fn after_reply(
+        &mut self,
+        st: &mut TurnState,
+        message: Message,
+        stop: model::StopReason,
+        calls: Vec<stream::PendingCall>,
+        ctx: &ToolContext,
+        cancel: &CancellationToken,
+    ) -> Option<Stop> {
+        let truncated = stop == model::StopReason::MaxTokens;
+        if !truncated || !calls.is_empty() {
+            st.recovery.progress();
+        }
+        let text = message.text();
+        self.history.push(message);
+        if !calls.is_empty() {
+            st.output.clear();
+            let outcomes = stream::finish(calls, &self.pipeline, ctx).await;
+            self.record_results(st, &outcomes);
+            if cancel.is_cancelled() {
+                return Some(interrupted());
+            }
+            let run = st.repeats.observe(&outcomes);
+            if run >= self.limits.max_repeats {
+                let names: Vec<&str> = outcomes.iter().map(|o| o.name.as_str()).collect();
+                return Some((
+                    StopReason::RepeatedAction,
+                    format!(
+                        "the same call ({}) with the same input gave the same result {run} times in a row",
+                        names.join(", ")
+                    ),
+                ));
+            }
+            return None;
+        }
+        st.output.push_str(&text);
+        if truncated {
+            let Some(attempt) = st.recovery.take_continue() else {
+                return Some((
+                    StopReason::Error,
+                    format!(
+                        "the reply was still cut at max_tokens after {MAX_CONTINUES} continuations"
+                    ),
+                ));
+            };
+            self.recovery_event(
+                RecoveryKind::MaxTokens,
+                attempt,
+                "output cut at max_tokens; asking to continue",
+            );
+            self.history.push(Message::user_text(CONTINUE_PROMPT));
+            return None;
+        }
+        match self
+            .pipeline
+            .hooks
+            .run_stop(&mut st.stop_guard, &self.workspace, cancel)
+            .await
+        {
+            StopDecision::Stop { notes } => {
+                for note in notes {
+                    tracing::info!(?note, "Stop hook note");
                 }
-                StopDecision::Continue { reason, .. } => {
-                    self.recovery_event(RecoveryKind::StopHook, 1, &reason);
-                    self.history.push(Message::user_text(format!(
-                        "A Stop hook asks you to continue: {reason}"
-                    )));
-                    st.output.clear();
-                }
+                Some((
+                    StopReason::Completed,
+                    "the model finished its answer".to_string(),
+                ))
+            }
+            StopDecision::Continue { reason, .. } => {
+                self.recovery_event(RecoveryKind::StopHook, 1, &reason);
+                self.history.push(Message::user_text(format!(
+                    "A Stop hook asks you to continue: {reason}"
+                )));
+                st.output.clear();
+                None
             }
         }
     }
