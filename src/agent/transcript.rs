@@ -94,8 +94,11 @@ pub fn render(reader: impl BufRead) -> Result<String, TranscriptError> {
                 ..
             })
         );
-        if in_text && !is_delta {
-            out.push('\n');
+        // A reply's deltas form one "assistant:" line; a reply without text gets none.
+        match (in_text, is_delta) {
+            (true, false) => out.push('\n'),
+            (false, true) => out.push_str("assistant: "),
+            _ => {}
         }
         in_text = is_delta;
         match parsed {
@@ -123,7 +126,7 @@ fn render_event(out: &mut String, event: AgentEvent) {
         AgentEvent::TurnStart { turn, input, .. } => {
             format!("\n=== turn {turn} ===\nuser: {input}\n")
         }
-        AgentEvent::MessageStart { .. } => "assistant: ".to_string(),
+        AgentEvent::MessageStart { .. } => String::new(),
         AgentEvent::MessageDelta { text } => text,
         AgentEvent::MessageStop { stop_reason, usage } => format!(
             "  [model stopped: {stop_reason:?}, {} tokens]\n",
