@@ -263,3 +263,16 @@ async fn the_history_only_ever_holds_complete_messages_with_the_models_text() {
         }]
     );
 }
+
+#[tokio::test]
+async fn an_agent_turn_can_run_on_another_task() {
+    let repo = Repo::new();
+    let (mut agent, _rx) = Build::new("alice", scenario("agent_basic")).agent(&repo);
+    let handle = tokio::spawn(async move {
+        let result = turn(&mut agent, "ping").await;
+        (agent, result)
+    });
+    let (agent, result) = handle.await.unwrap();
+    assert_completed(&result);
+    assert_eq!(agent.history().len(), 2);
+}
