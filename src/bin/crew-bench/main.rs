@@ -1,6 +1,7 @@
 //! crew-bench: measures crew's hot paths with real OS processes and prints JSON.
 //! Numbers go in reports, never in test assertions.
 
+mod agent_loop;
 mod claims;
 mod mailbox;
 mod proc;
@@ -35,6 +36,15 @@ enum Command {
         procs: usize,
         #[arg(long, default_value_t = 20_000)]
         messages: usize,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Agent runtime overhead per turn (no model time) over a fixed-size history.
+    Loop {
+        #[arg(long, default_value_t = 1000)]
+        turns: usize,
+        #[arg(long, default_value_t = 200)]
+        history: usize,
         #[arg(long)]
         json: bool,
     },
@@ -75,6 +85,11 @@ fn main() -> ExitCode {
             messages,
             json,
         } => mailbox::run(procs, messages, json),
+        Command::Loop {
+            turns,
+            history,
+            json,
+        } => agent_loop::run(turns, history, json),
         Command::ClaimWorker { dir, name } => claims::worker(&dir, &name),
         Command::AppendWorker { dir, name, count } => mailbox::worker(&dir, &name, count),
         Command::Churn { dir, name } => claims::churn(&dir, &name),

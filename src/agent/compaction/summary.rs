@@ -1,0 +1,106 @@
+//! The last rung: the model summarises the old part of the conversation. Lossy and costs a
+//! call, so it only runs when the cheap rungs were not enough.
+
+use futures::StreamExt;
+use tokio_util::sync::CancellationToken;
+
+use crate::model::{
+    ContentBlock, Message, ModelProvider, ModelRequest, Role, StreamEvent, SystemPrompt,
+};
+use crate::tools::spill::floor_char_boundary;
+
+/// The first line of a summary record.
+pub const SUMMARY_HEADER: &str = "[Summary of the earlier conversation]";
+
+/// What the summarising call is asked to do (scenarios match on its start).
+pub const SUMMARY_INSTRUCTION: &str = "Summarise the conversation below for your own later use. \
+Keep: what was asked, decisions made, files read or changed (with paths), commands run and their \
+outcomes, open problems and next steps. Be concise; do not invent anything.";
+
+/// Bytes of one tool result shown to the summariser.
+const RESULT_PREVIEW: usize = 2_000;
+
+/// Replaces everything before the latest user input with a model-written summary. Returns
+/// false when there is nothing to summarise or the call failed (logged).
+pub async fn summarise(
+    history: &mut Vec<Message>,
+    model: &dyn ModelProvider,
+    template: &ModelRequest,
+    cancel: &CancellationToken,
+) -> bool {
+    let Some(split) = super::steps::split_point(history, 1) else {
+        return false;
+    };
+    let request = ModelRequest {
+        system: SystemPrompt {
+            static_prefix: "You write faithful, compact summaries of coding sessions.".into(),
+            dynamic_suffix: String::new(),
+        },
+        messages: vec![Message::user_text(format!(
+            "{SUMMARY_INSTRUCTION}\n\n{}",
+            as_text(&history[..split])
+        ))],
+        tools: Vec::new(),
+        ..template.clone()
+    };
+    let mut stream = model.stream(request);
+    let mut text = String::new();
+    loop {
+        let item = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return false,
+            item = stream.next() => item,
+        };
+        match item {
+            Some(Ok(StreamEvent::TextDelta(delta))) => text.push_str(&delta),
+            Some(Ok(StreamEvent::Stop { .. })) => break,
+            Some(Ok(_)) => {}
+            Some(Err(error)) => {
+                tracing::warn!(%error, "summarising compaction failed");
+                return false;
+            }
+            None => {
+                tracing::warn!("summarising compaction: the reply ended early");
+                return false;
+            }
+        }
+    }
+    if text.trim().is_empty() {
+        return false;
+    }
+    history.splice(
+        ..split,
+        [Message::user_text(format!(
+            "{SUMMARY_HEADER}\n{}",
+            text.trim()
+        ))],
+    );
+    true
+}
+
+/// The conversation as plain text, tool results shortened.
+fn as_text(messages: &[Message]) -> String {
+    let mut out = String::new();
+    for message in messages {
+        let who = match message.role {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        };
+        for block in &message.content {
+            match block {
+                ContentBlock::Text { text } => out.push_str(&format!("{who}: {text}\n")),
+                ContentBlock::ToolUse { name, input, .. } => {
+                    out.push_str(&format!("{who} called {name} {input}\n"));
+                }
+                ContentBlock::ToolResult {
+                    content, is_error, ..
+                } => {
+                    let cut = floor_char_boundary(content, RESULT_PREVIEW);
+                    let kind = if *is_error { "error" } else { "result" };
+                    out.push_str(&format!("{kind}: {}\n", &content[..cut]));
+                }
+            }
+        }
+    }
+    out
+}

@@ -1,0 +1,237 @@
+//! The `Agent`: one conversation that lives across many turns, with its tools, limits,
+//! prompt prefix and transcript.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::compaction::{Compacted, Ladder, tokens_of_bytes};
+use crate::agent::config::{AgentConfig, CompactionThresholds, Limits};
+use crate::agent::context::{self, DEFAULT_RULES};
+use crate::agent::emitter::Emitter;
+use crate::agent::error::AgentError;
+use crate::agent::event::{CompactionTrigger, EventSink};
+use crate::agent::normalize::normalize;
+use crate::agent::observed::ObservedPrompter;
+use crate::agent::recovery::MAX_COMPACTION_FAILURES;
+use crate::agent::transcript::{TranscriptWriter, transcript_path};
+use crate::model::{
+    Message, ModelProvider, ModelRequest, RequestContext, Retrying, SystemPrompt, ToolDefinition,
+};
+use crate::store::message::new_id;
+use crate::store::names::validate_name;
+use crate::tools::{Pipeline, ToolContext};
+
+pub struct Agent {
+    pub(crate) name: String,
+    pub(crate) role: String,
+    pub(crate) model_name: String,
+    /// The configured provider behind `Retrying`.
+    pub(crate) model: Arc<dyn ModelProvider>,
+    pub(crate) pipeline: Arc<Pipeline>,
+    /// Shared by every call so what was read stays known across turns.
+    pub(crate) tool_ctx: ToolContext,
+    pub(crate) workspace: PathBuf,
+    pub(crate) repo_root: PathBuf,
+    pub(crate) limits: Limits,
+    pub(crate) compaction: CompactionThresholds,
+    pub(crate) emitter: Arc<Emitter>,
+    pub(crate) history: Vec<Message>,
+    tools: Vec<ToolDefinition>,
+    /// Estimated tokens of the tool definitions (they are sent with every call).
+    tools_tokens: u64,
+    rules: String,
+    pub(crate) static_prefix: String,
+    pub(crate) team_facts: Vec<String>,
+    task: Option<String>,
+    /// Bumped by every compaction that rewrote the history.
+    epoch: u64,
+    pub(crate) fingerprint: String,
+    pub(crate) turns: u64,
+    compaction_failures: u32,
+    session: String,
+    transcript: PathBuf,
+}
+
+impl Agent {
+    /// Sets the agent up and opens its transcript
+    /// (`<repo_root>/.crew/transcripts/<name>/<session>.jsonl`).
+    pub fn new(config: AgentConfig, sink: EventSink) -> Result<Self, AgentError> {
+        validate_name("agent name", &config.name)?;
+        let session = new_id("session");
+        let transcript = transcript_path(&config.repo_root, &config.name, &session);
+        let emitter = Arc::new(Emitter::new(
+            sink,
+            TranscriptWriter::open(transcript.clone())?,
+        ));
+        let mut pipeline = config.pipeline;
+        if let Some(inner) = pipeline.prompter.take() {
+            pipeline.prompter = Some(Arc::new(ObservedPrompter {
+                inner,
+                emitter: Arc::clone(&emitter),
+            }));
+        }
+        let mut tool_ctx = ToolContext::new(
+            &config.workspace,
+            config.repo_root.join(".crew/tool-results"),
+        );
+        tool_ctx.sandbox = config.sandbox;
+        let tools = pipeline.registry.definitions();
+        let mut agent = Self {
+            name: config.name,
+            role: config.role,
+            model_name: config.model_name,
+            model: Arc::new(Retrying::new(config.model, config.retry)),
+            pipeline: Arc::new(pipeline),
+            tool_ctx,
+            workspace: config.workspace,
+            repo_root: config.repo_root,
+            limits: config.limits,
+            compaction: config.compaction,
+            emitter,
+            history: Vec::new(),
+            tools_tokens: tokens_of_bytes(serde_json::to_string(&tools).map_or(0, |s| s.len())),
+            tools,
+            rules: DEFAULT_RULES.to_string(),
+            static_prefix: String::new(),
+            team_facts: Vec::new(),
+            task: None,
+            epoch: 0,
+            fingerprint: String::new(),
+            turns: 0,
+            compaction_failures: 0,
+            session,
+            transcript,
+        };
+        agent.refresh_prefix();
+        Ok(agent)
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The conversation so far (normalised at the end of every turn).
+    pub fn history(&self) -> &[Message] {
+        &self.history
+    }
+
+    /// Replaces the conversation (resuming a session); it is normalised first.
+    pub fn load_history(&mut self, messages: &[Message]) {
+        self.history = normalize(messages);
+    }
+
+    /// This session's id (names the transcript file).
+    pub fn session(&self) -> &str {
+        &self.session
+    }
+
+    pub fn transcript_path(&self) -> &Path {
+        &self.transcript
+    }
+
+    /// The fingerprint of the cacheable prefix as it stands now.
+    pub fn prefix_fingerprint(&self) -> &str {
+        &self.fingerprint
+    }
+
+    /// Replaces the rules section of the static prefix: an explicit change of the prefix.
+    pub fn set_rules(&mut self, rules: impl Into<String>) {
+        self.rules = rules.into();
+        self.refresh_prefix();
+    }
+
+    /// Team facts for the dynamic suffix (who the lead is, teammates, current plan…).
+    pub fn set_team_facts(&mut self, facts: Vec<String>) {
+        self.team_facts = facts;
+    }
+
+    /// The task the agent works on (sent as request context).
+    pub fn set_task(&mut self, task: Option<String>) {
+        self.task = task;
+    }
+
+    fn refresh_prefix(&mut self) {
+        self.static_prefix =
+            context::static_prefix(&self.name, &self.role, &self.rules, &self.tools);
+        self.fingerprint = context::fingerprint(&self.static_prefix, &self.tools, self.epoch);
+    }
+
+    /// Estimated tokens sent with every call besides the messages.
+    pub(crate) fn fixed_tokens(&self, suffix: &str) -> u64 {
+        tokens_of_bytes(self.static_prefix.len() + suffix.len()) + self.tools_tokens
+    }
+
+    /// The request for the current history.
+    pub(crate) fn request(&self, suffix: &str) -> ModelRequest {
+        ModelRequest {
+            messages: self.history.clone(),
+            tools: self.tools.clone(),
+            ..self.template(suffix, self.limits.max_output_tokens)
+        }
+    }
+
+    fn template(&self, suffix: &str, max_tokens: u32) -> ModelRequest {
+        ModelRequest {
+            model: self.model_name.clone(),
+            system: SystemPrompt {
+                static_prefix: self.static_prefix.clone(),
+                dynamic_suffix: suffix.to_string(),
+            },
+            messages: Vec::new(),
+            tools: Vec::new(),
+            max_tokens,
+            context: RequestContext {
+                agent: self.name.clone(),
+                role: self.role.clone(),
+                task: self.task.clone(),
+            },
+        }
+    }
+
+    /// Whether compaction may still be tried (three failures in a row stop it).
+    pub(crate) fn may_compact(&self) -> bool {
+        self.compaction_failures < MAX_COMPACTION_FAILURES
+    }
+
+    /// Runs the ladder towards `target` tokens; a change starts a new prefix lineage.
+    pub(crate) async fn compact(
+        &mut self,
+        suffix: &str,
+        target: u64,
+        trigger: CompactionTrigger,
+        cancel: &CancellationToken,
+    ) -> Compacted {
+        let template = self.template(suffix, self.compaction.summary_max_tokens);
+        let spill_dir = self.tool_ctx.spill_dir.clone();
+        let mut history = std::mem::take(&mut self.history);
+        let ladder = Ladder {
+            thresholds: self.compaction,
+            registry: &self.pipeline.registry,
+            spill_dir: &spill_dir,
+            model: self.model.as_ref(),
+            template: &template,
+            cancel,
+            emitter: &self.emitter,
+        };
+        let result = ladder
+            .run(&mut history, self.fixed_tokens(suffix), target, trigger)
+            .await;
+        self.history = history;
+        if result.changed {
+            self.epoch += 1;
+            self.refresh_prefix();
+        }
+        if result.fits {
+            self.compaction_failures = 0;
+        } else {
+            self.compaction_failures += 1;
+        }
+        result
+    }
+
+    pub(crate) fn dynamic_suffix(&self) -> String {
+        context::dynamic_suffix(&self.workspace, &self.repo_root, &self.team_facts)
+    }
+}

@@ -1,0 +1,180 @@
+//! `crew-bench loop`: the agent runtime's own cost per turn — prompt assembly, normalisation,
+//! compaction checks, event and transcript dispatch — with a fixed-size history and the
+//! scripted provider. Time spent inside the provider is measured and subtracted.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use anyhow::Context as _;
+use futures::stream::{BoxStream, Stream, StreamExt};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crew::agent::{Agent, AgentConfig, CompactionThresholds, EventSink, Limits};
+use crew::model::scripted::ScriptedProvider;
+use crew::model::{
+    ContentBlock, Message, ModelError, ModelProvider, ModelRequest, RetryPolicy, Role, StreamEvent,
+};
+use crew::tools::permissions::{BypassSwitches, PermissionMode, PermissionPolicy, RuleSet};
+use crew::tools::{Pipeline, SandboxMode, ToolRegistry};
+
+use crate::stats::{percentile, round3};
+
+/// Untimed turns first, so one-off costs (first file creation, lazy statics) are not counted.
+const WARMUP: usize = 20;
+
+pub fn run(turns: usize, history: usize, as_json: bool) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let overhead_us = runtime.block_on(measure(turns, history))?;
+    let mut sorted = overhead_us;
+    sorted.sort_by(f64::total_cmp);
+    let (p50, p99) = (percentile(&sorted, 0.50), percentile(&sorted, 0.99));
+    if as_json {
+        let report = json!({
+            "turns": turns,
+            "history": history,
+            "p50_us": round3(p50),
+            "p99_us": round3(p99),
+        });
+        println!("{report}");
+    } else {
+        println!(
+            "{turns} turns over a {history}-message history: runtime overhead p50 {p50:.1} µs, p99 {p99:.1} µs per turn"
+        );
+    }
+    Ok(())
+}
+
+/// Per-turn overhead in microseconds, provider time excluded.
+async fn measure(turns: usize, history: usize) -> anyhow::Result<Vec<f64>> {
+    let dir = tempfile::tempdir().context("creating a scratch repository")?;
+    let provider_nanos = Arc::new(AtomicU64::new(0));
+    let model = Timed {
+        inner: Arc::new(ScriptedProvider::echo()?),
+        nanos: Arc::clone(&provider_nanos),
+    };
+    let policy = PermissionPolicy::new(
+        PermissionMode::WorkspaceWrite,
+        &RuleSet::default(),
+        BypassSwitches::default(),
+    )?;
+    let mut agent = Agent::new(
+        AgentConfig {
+            name: "bench".into(),
+            role: "coder".into(),
+            model: Arc::new(model),
+            model_name: String::new(),
+            pipeline: Pipeline::new(ToolRegistry::core_tools(), policy),
+            workspace: dir.path().to_path_buf(),
+            repo_root: dir.path().to_path_buf(),
+            limits: Limits::default(),
+            retry: RetryPolicy::default(),
+            compaction: CompactionThresholds::default(),
+            sandbox: SandboxMode::Off,
+        },
+        EventSink::discard(),
+    )?;
+    let seed = seed_history(history);
+    let mut overhead = Vec::with_capacity(turns);
+    for turn in 0..WARMUP + turns {
+        agent.load_history(&seed);
+        let provider_before = provider_nanos.load(Ordering::Relaxed);
+        let start = Instant::now();
+        agent
+            .run_turn(format!("ping {turn}"), CancellationToken::new())
+            .await;
+        let total = start.elapsed().as_nanos() as u64;
+        let provider = provider_nanos.load(Ordering::Relaxed) - provider_before;
+        if turn >= WARMUP {
+            overhead.push(total.saturating_sub(provider) as f64 / 1_000.0);
+        }
+    }
+    Ok(overhead)
+}
+
+/// A history of `len` messages: chat turns with a tool round trip every other turn.
+fn seed_history(len: usize) -> Vec<Message> {
+    let mut messages = Vec::with_capacity(len + 3);
+    let mut n = 0;
+    while messages.len() < len {
+        messages.push(Message::user_text(format!(
+            "request {n}: {}",
+            "please look ".repeat(10)
+        )));
+        if n % 2 == 0 {
+            let id = format!("toolu_seed_{n}");
+            messages.push(Message {
+                role: Role::Assistant,
+                content: vec![ContentBlock::ToolUse {
+                    id: id.clone(),
+                    name: "grep".into(),
+                    input: json!({"pattern": format!("fn item_{n}")}),
+                }],
+            });
+            messages.push(Message::user_tool_results(vec![ContentBlock::tool_result(
+                id,
+                "src/lib.rs:10: fn item() {}\n".repeat(20),
+                false,
+            )]));
+        }
+        messages.push(Message::assistant_text(format!(
+            "done with {n}. {}",
+            "ok ".repeat(30)
+        )));
+        n += 1;
+    }
+    messages.truncate(len);
+    messages
+}
+
+/// Adds the time spent inside the wrapped provider (creating and polling its stream) to
+/// `nanos`.
+struct Timed {
+    inner: Arc<dyn ModelProvider>,
+    nanos: Arc<AtomicU64>,
+}
+
+impl ModelProvider for Timed {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn is_simulated(&self) -> bool {
+        self.inner.is_simulated()
+    }
+
+    fn stream(&self, req: ModelRequest) -> BoxStream<'static, Result<StreamEvent, ModelError>> {
+        let start = Instant::now();
+        let inner = self.inner.stream(req);
+        self.nanos
+            .fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        TimedStream {
+            inner,
+            nanos: Arc::clone(&self.nanos),
+        }
+        .boxed()
+    }
+}
+
+struct TimedStream {
+    inner: BoxStream<'static, Result<StreamEvent, ModelError>>,
+    nanos: Arc<AtomicU64>,
+}
+
+impl Stream for TimedStream {
+    type Item = Result<StreamEvent, ModelError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let start = Instant::now();
+        let polled = self.inner.poll_next_unpin(cx);
+        self.nanos
+            .fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        polled
+    }
+}

@@ -1,0 +1,212 @@
+//! Helpers shared by the agent integration tests.
+#![allow(dead_code, unused_imports)] // each test binary uses a different part of this module
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+
+use crew::agent::transcript::{TranscriptLine, render};
+use crew::agent::{
+    Agent, AgentConfig, AgentEvent, CompactionThresholds, EventSink, Limits, StopReason,
+    TurnResult, normalize,
+};
+use crew::model::scripted::ScriptedProvider;
+use crew::model::{ContentBlock, Message, ModelProvider, RetryPolicy, Role};
+use crew::tools::permissions::PermissionMode;
+use crew::tools::{Pipeline, SandboxMode, ToolRegistry};
+use tempfile::TempDir;
+use tokio::sync::mpsc::UnboundedReceiver;
+use tokio_util::sync::CancellationToken;
+
+#[path = "../tools_support/mod.rs"]
+mod tools_support;
+pub use tools_support::{eventually, policy};
+
+/// A temporary repository root; the agent works in it directly.
+pub struct Repo {
+    pub dir: TempDir,
+    pub root: PathBuf,
+}
+
+impl Repo {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        Self { dir, root }
+    }
+
+    /// Writes an executable hook script outside the workspace's visible files and returns the
+    /// command that runs it.
+    pub fn hook(&self, name: &str, body: &str) -> String {
+        let path = self.root.join(".hooks").join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        format!("sh {}", path.display())
+    }
+}
+
+/// The scripted provider playing `assets/scenarios/<name>.toml`.
+pub fn scenario(name: &str) -> Arc<dyn ModelProvider> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("assets/scenarios")
+        .join(format!("{name}.toml"));
+    Arc::new(ScriptedProvider::from_file(&path).unwrap())
+}
+
+/// Core tools, workspace-write mode, no hooks, no prompter.
+pub fn core_pipeline() -> Pipeline {
+    Pipeline::new(
+        ToolRegistry::core_tools(),
+        policy(PermissionMode::WorkspaceWrite, &[], &[], &[]),
+    )
+}
+
+/// No tools at all (keeps the prompt small for token-counting tests).
+pub fn no_tools() -> Pipeline {
+    Pipeline::new(
+        ToolRegistry::new(),
+        policy(PermissionMode::Ask, &[], &[], &[]),
+    )
+}
+
+/// Retries quickly so tests do not wait for real backoff.
+pub fn fast_retry() -> RetryPolicy {
+    RetryPolicy {
+        max_attempts: 3,
+        base_delay: Duration::from_millis(1),
+        max_delay: Duration::from_millis(5),
+    }
+}
+
+pub struct Build {
+    pub name: &'static str,
+    pub model: Arc<dyn ModelProvider>,
+    pub pipeline: Pipeline,
+    pub limits: Limits,
+    pub compaction: CompactionThresholds,
+}
+
+impl Build {
+    pub fn new(name: &'static str, model: Arc<dyn ModelProvider>) -> Self {
+        Self {
+            name,
+            model,
+            pipeline: core_pipeline(),
+            limits: Limits::default(),
+            compaction: CompactionThresholds::default(),
+        }
+    }
+
+    pub fn pipeline(mut self, pipeline: Pipeline) -> Self {
+        self.pipeline = pipeline;
+        self
+    }
+
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    pub fn compaction(mut self, compaction: CompactionThresholds) -> Self {
+        self.compaction = compaction;
+        self
+    }
+
+    /// The agent, working in `repo.root`, and the receiving end of its events.
+    pub fn agent(self, repo: &Repo) -> (Agent, UnboundedReceiver<AgentEvent>) {
+        let (sink, rx) = EventSink::channel();
+        let agent = Agent::new(
+            AgentConfig {
+                name: self.name.to_string(),
+                role: "coder".to_string(),
+                model: self.model,
+                model_name: String::new(),
+                pipeline: self.pipeline,
+                workspace: repo.root.clone(),
+                repo_root: repo.root.clone(),
+                limits: self.limits,
+                retry: fast_retry(),
+                compaction: self.compaction,
+                sandbox: SandboxMode::Off,
+            },
+            sink,
+        )
+        .unwrap();
+        (agent, rx)
+    }
+}
+
+/// Every event received so far.
+pub fn drain(rx: &mut UnboundedReceiver<AgentEvent>) -> Vec<AgentEvent> {
+    let mut events = Vec::new();
+    while let Ok(event) = rx.try_recv() {
+        events.push(event);
+    }
+    events
+}
+
+/// Asserts the history is what normalisation would make of it: alternating, every call
+/// answered, nothing empty.
+pub fn assert_normalised(history: &[Message]) {
+    assert_eq!(normalize(history), history, "history is not normalised");
+    assert!(history.windows(2).all(|w| w[0].role != w[1].role));
+}
+
+/// The transcript's lines, each of which must parse.
+pub fn transcript(agent: &Agent) -> Vec<TranscriptLine> {
+    std::fs::read_to_string(agent.transcript_path())
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+/// The transcript rendered as text.
+pub fn rendered(agent: &Agent) -> String {
+    let file = std::fs::File::open(agent.transcript_path()).unwrap();
+    render(std::io::BufReader::new(file)).unwrap()
+}
+
+/// One turn that nobody cancels.
+pub async fn turn(agent: &mut Agent, input: &str) -> TurnResult {
+    agent
+        .run_turn(input.to_string(), CancellationToken::new())
+        .await
+}
+
+pub fn assert_completed(result: &TurnResult) {
+    assert_eq!(
+        result.stop_reason,
+        StopReason::Completed,
+        "{}",
+        result.reason
+    );
+}
+
+/// Earlier turns in each of which `tool` returned `result_bytes` bytes.
+pub fn tool_turns(tool: &str, result_bytes: usize, count: usize) -> Vec<Message> {
+    (0..count)
+        .flat_map(|n| {
+            let id = format!("old_{n}");
+            [
+                Message::user_text(format!("look at part {n}")),
+                Message {
+                    role: Role::Assistant,
+                    content: vec![ContentBlock::ToolUse {
+                        id: id.clone(),
+                        name: tool.into(),
+                        input: json!({"path": format!("part{n}.txt")}),
+                    }],
+                },
+                Message::user_tool_results(vec![ContentBlock::tool_result(
+                    id,
+                    "z".repeat(result_bytes),
+                    false,
+                )]),
+                Message::assistant_text(format!("part {n} seen")),
+            ]
+        })
+        .collect()
+}
