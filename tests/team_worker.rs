@@ -16,9 +16,10 @@ fn settings(name: &str, idle_timeout: Duration) -> WorkerSettings {
         name: name.into(),
         role: Some("implementer".into()),
         lead: "lead".into(),
+        claims: true,
         // Long polls: anything quicker than this in a test was woken by a file event.
         idle_poll: Duration::from_secs(30),
-        idle_timeout,
+        idle_timeout: Some(idle_timeout),
         heartbeat: Duration::from_millis(200),
         request_timeout: Duration::from_secs(300),
     }

@@ -37,6 +37,9 @@ pub struct TeamSection {
     pub name: Spanned<String>,
     #[serde(default = "default_base_branch")]
     pub base_branch: String,
+    /// The project's test command: reviewers may run it with their read-only bash.
+    #[serde(default)]
+    pub test_command: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -108,6 +111,10 @@ pub struct WorktreeConfig {
     /// Folders linked in (e.g. `node_modules`).
     #[serde(default)]
     pub link: Vec<String>,
+    /// Merge a teammate's worktree into the base branch as soon as it finishes a task, instead
+    /// of waiting for a person to review the diff (the headless demo does this).
+    #[serde(default)]
+    pub merge_when_done: bool,
 }
 
 pub const MODES: &[&str] = &[

@@ -10,6 +10,8 @@ pub fn init_template(team_name: &str, base_branch: &str) -> String {
 name = "{team_name}"
 # Worktrees branch from here and merges land here.
 base_branch = "{base_branch}"
+# The project's test command; reviewers may run it (their bash is otherwise read-only).
+# test_command = "cargo test"
 
 # The lead plans, hands out tasks and answers its teammates. It gets team tools and read-only tools.
 [lead]
@@ -66,6 +68,8 @@ request_timeout_secs = 300
 copy = []
 # Linked (not copied) into each worktree, e.g. ["node_modules"].
 link = []
+# Merge a teammate's worktree as soon as it finishes a task, without a person's review.
+merge_when_done = false
 "#
     )
 }

@@ -10,6 +10,7 @@ mod inline;
 mod merge;
 mod names;
 mod provision;
+mod scratch;
 mod worktree;
 
 use serde::{Deserialize, Serialize};
@@ -20,6 +21,7 @@ pub use inline::{InlineChanges, inline_changes};
 pub use merge::MergeOutcome;
 pub use names::validate_name;
 pub use provision::Skipped;
+pub use scratch::init_with_files;
 pub use worktree::{Worktree, WorktreeInfo, Worktrees};
 
 /// Who commits: the teammate whose work is committed or merged.

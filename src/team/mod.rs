@@ -1,6 +1,8 @@
 //! The team: worker lifecycle (WORK / WAITING / IDLE / SHUTDOWN), the supervisor, the team tools
 //! the agents call, and which tools each role gets.
 
+pub mod agent_work;
+pub mod headless;
 pub mod roles;
 pub mod status;
 pub mod supervisor;

@@ -24,8 +24,11 @@ pub struct WorkerSettings {
     pub name: String,
     pub role: Option<String>,
     pub lead: String,
+    /// Whether it claims tasks when idle (teammates do; the lead does not).
+    pub claims: bool,
     pub idle_poll: Duration,
-    pub idle_timeout: Duration,
+    /// `None`: never shuts down for idleness (the lead, while its team runs).
+    pub idle_timeout: Option<Duration>,
     pub heartbeat: Duration,
     pub request_timeout: Duration,
 }
@@ -101,7 +104,10 @@ impl Worker {
             ),
             Ok(ExitReason::IdleTimeout) => (
                 AgentState::Shutdown,
-                format!("idle for {}s", self.settings.idle_timeout.as_secs()),
+                format!(
+                    "idle for {}s",
+                    self.settings.idle_timeout.unwrap_or_default().as_secs()
+                ),
             ),
             Ok(ExitReason::Stopped) => (AgentState::Shutdown, "stopped".to_string()),
             Err(e) => (AgentState::Shutdown, format!("error: {e}")),
@@ -140,7 +146,7 @@ impl Worker {
                 worked = true;
             }
             boxes.set_cursor(me, batch.end)?;
-            if !worked {
+            if !worked && self.settings.claims {
                 let claimant = Claimant {
                     name: me,
                     role: self.settings.role.as_deref(),
@@ -159,26 +165,24 @@ impl Worker {
                 continue;
             }
             let idle = idle_since.elapsed();
-            if idle >= self.settings.idle_timeout {
-                self.tell_lead(
-                    "idle_notification",
-                    format!(
-                        "{me} has been idle for {}s and is shutting down",
-                        idle.as_secs()
-                    ),
-                )?;
-                return Ok(ExitReason::IdleTimeout);
+            let mut wait = self.settings.idle_poll;
+            if let Some(timeout) = self.settings.idle_timeout {
+                if idle >= timeout {
+                    self.tell_lead(
+                        "idle_notification",
+                        format!("{me} has been idle for {}s and is shutting down", idle.as_secs()),
+                    )?;
+                    return Ok(ExitReason::IdleTimeout);
+                }
+                wait = wait.min(timeout - idle);
             }
-            watcher.wait(
-                self.settings
-                    .idle_poll
-                    .min(self.settings.idle_timeout - idle),
-            );
+            watcher.wait(wait);
         }
     }
 
     /// Unanswered shutdown requests first, then the lead's messages, then the rest in order.
-    /// Responses are for whoever asked (the permission prompter) and are not jobs.
+    /// Responses are for whoever asked (the permission prompter) and are not jobs; permission
+    /// requests are for the person, never for an agent to answer (invariant 5).
     fn prioritised(&self, entries: Vec<Entry>) -> Result<Vec<Message>, StoreError> {
         let pending: Vec<String> = self
             .workspace
@@ -200,7 +204,7 @@ impl Worker {
                     None
                 }
             })
-            .filter(|m| !m.is_response())
+            .filter(|m| !m.is_response() && m.kind != "permission_request")
             .filter(|m| {
                 m.kind != "shutdown_request"
                     || m.request_id.as_ref().is_some_and(|id| pending.contains(id))

@@ -1,0 +1,388 @@
+//! A worker's `Work` in production: the agent runtime, set up for the agent's role.
+//!
+//! Each job (a task or a message) runs in a fresh agent conversation with the toolset of the
+//! role, in the teammate's worktree if it writes. A permission `ask` goes to the lead's inbox
+//! through the mailbox prompter; while it waits, the status says WAITING.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::{Agent, AgentConfig, AgentEvent, EventSink, Limits, MailboxPrompter, StopReason};
+use crate::config::{AgentConfig as AgentEntry, ModelChoice, TeamConfig};
+use crate::git::{Author, MergeOutcome, Worktrees};
+use crate::model::scripted::ScriptedProvider;
+use crate::model::{ModelProvider, ProviderSpec, RetryPolicy, provider_from_spec};
+use crate::store::requests::RequestState;
+use crate::store::{AgentState, Draft, Workspace};
+use crate::team::roles::toolset;
+use crate::team::status::StatusHandle;
+use crate::team::tools::TeamEnv;
+use crate::team::verdict::{self, Verdict};
+use crate::team::worker::{Job, JobOutcome, Work};
+use crate::tools::permissions::{BypassSwitches, RuleSet};
+use crate::tools::spill::floor_char_boundary;
+use crate::tools::{PermissionMode, PermissionPolicy, Pipeline, SandboxMode};
+
+/// Team tools only coordinate (tasks and messages); asking a person for each would be noise.
+/// Deny rules still beat this.
+const TEAM_TOOLS: &[&str] = &[
+    "task_create",
+    "task_list",
+    "task_get",
+    "task_update",
+    "claim_task",
+    "send_message",
+    "request_shutdown",
+    "request_plan_approval",
+    "review_plan",
+];
+
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("no agent named {0:?} in crew.toml")]
+    UnknownAgent(String),
+    #[error("{name}: model: {message}")]
+    Model { name: String, message: String },
+    #[error("{name}: permissions: {message}")]
+    Permissions { name: String, message: String },
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+}
+
+pub struct AgentWork {
+    workspace: Workspace,
+    config: Arc<TeamConfig>,
+    name: String,
+    role: String,
+    writes: bool,
+    plan_mode_required: bool,
+    model: Arc<dyn ModelProvider>,
+    model_name: String,
+    permissions: PermissionMode,
+    rules: RuleSet,
+    bypass: BypassSwitches,
+    runtime: tokio::runtime::Runtime,
+}
+
+/// Which provider a `model = {...}` entry means. A scripted `scenario` is a file relative to the
+/// repository, or else the name of a scenario built into crew (`demo`, `echo`).
+pub fn provider_for(
+    entry: &ModelChoice,
+    repo_root: &std::path::Path,
+) -> Result<Arc<dyn ModelProvider>, String> {
+    if entry.provider == "scripted"
+        && let Some(scenario) = &entry.scenario
+    {
+        let path = repo_root.join(scenario);
+        if !path.exists()
+            && let Some(builtin) = ScriptedProvider::builtin(scenario)
+        {
+            return builtin.map(|p| Arc::new(p) as Arc<dyn ModelProvider>).map_err(|e| e.to_string());
+        }
+    }
+    let spec = ProviderSpec {
+        kind: entry.provider.clone(),
+        model: entry.model.clone().unwrap_or_default(),
+        base_url: entry.base_url.clone(),
+        api_key_env: entry.api_key_env.clone(),
+        scenario: entry.scenario.as_ref().map(|s| repo_root.join(s)),
+    };
+    provider_from_spec(&spec).map(Arc::from).map_err(|e| e.to_string())
+}
+
+impl AgentWork {
+    pub fn new(
+        workspace: Workspace,
+        config: Arc<TeamConfig>,
+        name: &str,
+        bypass_flag: bool,
+    ) -> Result<Self, SetupError> {
+        let entry: &AgentEntry = config
+            .agent(name)
+            .ok_or_else(|| SetupError::UnknownAgent(name.to_string()))?;
+        let role = config.role_of(name).unwrap_or("lead").to_string();
+        let model = provider_for(&entry.model, workspace.root()).map_err(|message| {
+            SetupError::Model {
+                name: name.to_string(),
+                message,
+            }
+        })?;
+        let perms = &config.permissions;
+        let permissions: PermissionMode =
+            perms.mode.get_ref().parse().map_err(|e| SetupError::Permissions {
+                name: name.to_string(),
+                message: format!("{e}"),
+            })?;
+        let mut allow = perms.allow.clone();
+        allow.extend(TEAM_TOOLS.iter().map(|t| t.to_string()));
+        let rules = RuleSet {
+            allow,
+            ask: perms.ask.clone(),
+            deny: perms.deny.clone(),
+        };
+        let bypass = BypassSwitches {
+            config_allows: perms.allow_bypass,
+            flag_given: bypass_flag,
+        };
+        // Checked once here so a bad rule fails at start, not at the first tool call.
+        PermissionPolicy::new(permissions, &rules, bypass).map_err(|e| SetupError::Permissions {
+            name: name.to_string(),
+            message: e.to_string(),
+        })?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(SetupError::Runtime)?;
+        Ok(AgentWork {
+            writes: entry.writes,
+            plan_mode_required: entry.plan_mode_required,
+            model_name: entry.model.model.clone().unwrap_or_default(),
+            name: name.to_string(),
+            role,
+            workspace,
+            config,
+            model,
+            permissions,
+            rules,
+            bypass,
+            runtime,
+        })
+    }
+
+    /// A plan-mode teammate writes only once a plan of its was approved (read from the inboxes).
+    fn plan_approved(&self) -> bool {
+        if !self.plan_mode_required {
+            return true;
+        }
+        self.workspace
+            .mailboxes()
+            .requests(self.config.request_timeout())
+            .map(|all| {
+                all.iter().any(|r| {
+                    r.kind == "plan_approval_request"
+                        && r.from == self.name
+                        && r.state == RequestState::Approved
+                })
+            })
+            .unwrap_or(false)
+    }
+
+    /// The teammate's worktree if it writes (made on first need), else the repository root.
+    fn working_dir(&self) -> Result<PathBuf, String> {
+        if !self.writes {
+            return Ok(self.workspace.root().to_path_buf());
+        }
+        let trees = Worktrees::open(self.workspace.root()).map_err(|e| e.to_string())?;
+        let wt = &self.config.worktree;
+        trees
+            .ensure(&self.name, &self.config.team.base_branch, &wt.copy, &wt.link)
+            .map(|w| w.path)
+            .map_err(|e| e.to_string())
+    }
+
+    fn team_facts(&self, workdir: &std::path::Path) -> Vec<String> {
+        let mates: Vec<String> = self
+            .config
+            .teammates
+            .iter()
+            .map(|t| {
+                let name = t.name.get_ref();
+                format!("{name} ({})", self.config.role_of(name).unwrap_or("?"))
+            })
+            .collect();
+        vec![
+            format!(
+                "You are {} ({}) on team {}. The lead is {}. Teammates: {}.",
+                self.name,
+                self.role,
+                self.config.team.name.get_ref(),
+                self.config.lead_name(),
+                mates.join(", ")
+            ),
+            format!("You work in {}.", workdir.display()),
+        ]
+    }
+
+    fn build_agent(&self, workdir: PathBuf, status: &StatusHandle) -> Result<Agent, String> {
+        let env = Arc::new(TeamEnv {
+            workspace: self.workspace.clone(),
+            roster: self.config.roster(),
+            me: self.name.clone(),
+            role: self.role.clone(),
+            lead: self.config.lead_name().to_string(),
+            request_timeout: self.config.request_timeout(),
+        });
+        let extra: Vec<String> = self.config.team.test_command.iter().cloned().collect();
+        let registry = toolset(&self.role, self.writes, self.plan_approved(), env, &extra);
+        let policy = PermissionPolicy::new(self.permissions, &self.rules, self.bypass)
+            .map_err(|e| e.to_string())?;
+        let sink = status_sink(status.clone());
+        let prompter = MailboxPrompter::new(
+            self.workspace.mailboxes(),
+            self.config.roster(),
+            self.name.clone(),
+            self.config.lead_name().to_string(),
+            self.config.request_timeout(),
+        )
+        .with_events(sink.clone());
+        let pipeline = Pipeline::new(registry, policy).with_prompter(Arc::new(prompter));
+        let mut agent = Agent::new(
+            AgentConfig {
+                name: self.name.clone(),
+                role: self.role.clone(),
+                model: self.model.clone(),
+                model_name: self.model_name.clone(),
+                pipeline,
+                workspace: workdir.clone(),
+                repo_root: self.workspace.root().to_path_buf(),
+                limits: Limits::default(),
+                retry: RetryPolicy::default(),
+                compaction: Default::default(),
+                sandbox: SandboxMode::Off,
+            },
+            sink,
+        )
+        .map_err(|e| e.to_string())?;
+        agent.set_team_facts(self.team_facts(&workdir));
+        Ok(agent)
+    }
+
+    /// After a writer's task: merge its worktree when the team asked for that.
+    fn merge_if_wanted(&self, outcome: &mut JobOutcome) {
+        if !(self.writes && self.config.worktree.merge_when_done && outcome.success) {
+            return;
+        }
+        let base = &self.config.team.base_branch;
+        let author = Author::new(&self.name, format!("{}@crew.invalid", self.name));
+        let merged = Worktrees::open(self.workspace.root())
+            .and_then(|t| t.merge(&self.name, base, &author));
+        let note = match merged {
+            Ok(MergeOutcome::Conflicts { files }) => {
+                outcome.success = false;
+                format!("merge of crew/{} into {base} conflicts in {}", self.name, files.join(", "))
+            }
+            Ok(MergeOutcome::FastForward { new_head }) => {
+                format!("merged crew/{} into {base} (fast-forward to {new_head})", self.name)
+            }
+            Ok(MergeOutcome::Merged { commit }) => {
+                format!("merged crew/{} into {base} (merge commit {commit})", self.name)
+            }
+            Ok(MergeOutcome::UpToDate) => format!("merged crew/{} into {base} (nothing new)", self.name),
+            Err(e) => {
+                outcome.success = false;
+                format!("merge of crew/{} into {base} failed: {e}", self.name)
+            }
+        };
+        outcome.summary = format!("{}\n[{note}]", outcome.summary);
+        let told = self.workspace.mailboxes().send(
+            &self.config.roster(),
+            Draft {
+                from: self.name.clone(),
+                to: self.config.lead_name().to_string(),
+                kind: "status_update".into(),
+                text: Some(note),
+                ..Draft::default()
+            },
+        );
+        if let Err(e) = told {
+            tracing::warn!("{}: merge note not sent: {e}", self.name);
+        }
+    }
+}
+
+/// WAITING while a permission request is out, WORK again when it is answered.
+fn status_sink(status: StatusHandle) -> EventSink {
+    EventSink::new(move |event| {
+        let result = match &event {
+            AgentEvent::PermissionWaiting { request_id, .. } => status.update(|s| {
+                s.state = AgentState::Waiting;
+                s.waiting_on = Some(request_id.clone());
+            }),
+            AgentEvent::PermissionAnswered { .. } => status.update(|s| {
+                s.state = AgentState::Work;
+                s.waiting_on = None;
+            }),
+            _ => Ok(()),
+        };
+        if let Err(e) = result {
+            tracing::warn!("status not written: {e}");
+        }
+    })
+}
+
+fn task_packet(job: &Job) -> (String, Option<String>) {
+    match job {
+        Job::Task(task) => {
+            let mut text = format!("Task {}: {}\n", task.id, task.subject);
+            if !task.description.is_empty() {
+                text.push_str(&format!("\n{}\n", task.description));
+            }
+            text.push_str("\nDo it, then reply with a short summary of what you did and how you checked it.");
+            (text, Some(format!("{}: {}\n{}", task.id, task.subject, task.description)))
+        }
+        Job::Message(m) => (
+            format!(
+                "Message from {} ({}): {}",
+                m.from,
+                m.kind,
+                m.text.as_deref().unwrap_or("")
+            ),
+            None,
+        ),
+    }
+}
+
+impl Work for AgentWork {
+    fn run(&mut self, job: &Job, status: &StatusHandle) -> JobOutcome {
+        let failed = |summary: String| JobOutcome {
+            success: false,
+            summary,
+            turns: 0,
+            tokens: 0,
+        };
+        let workdir = match self.working_dir() {
+            Ok(dir) => dir,
+            Err(e) => return failed(format!("no worktree: {e}")),
+        };
+        let mut agent = match self.build_agent(workdir, status) {
+            Ok(agent) => agent,
+            Err(e) => return failed(format!("agent not started: {e}")),
+        };
+        let (input, task) = task_packet(job);
+        agent.set_task(task);
+        let result = self
+            .runtime
+            .block_on(agent.run_turn(input, CancellationToken::new()));
+        let verdict = (self.role == "reviewer")
+            .then(|| verdict::parse(&result.output))
+            .flatten();
+        let success = result.stop_reason == StopReason::Completed && verdict != Some(Verdict::Fail);
+        let summary = if result.stop_reason == StopReason::Completed {
+            result.output.trim().to_string()
+        } else {
+            format!("stopped ({:?}): {}", result.stop_reason, result.reason)
+        };
+        let mut outcome = JobOutcome {
+            success,
+            summary: truncate(&summary, 4000),
+            turns: u64::from(result.turns),
+            tokens: result.usage.input_tokens + result.usage.output_tokens,
+        };
+        if matches!(job, Job::Task(_)) {
+            self.merge_if_wanted(&mut outcome);
+        }
+        outcome
+    }
+}
+
+fn truncate(text: &str, max: usize) -> String {
+    let end = floor_char_boundary(text, max);
+    if end == text.len() {
+        text.to_string()
+    } else {
+        format!("{}…", &text[..end])
+    }
+}

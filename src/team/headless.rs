@@ -1,0 +1,212 @@
+//! A team running without a screen: the teammates as processes, the lead in this process, and
+//! permission requests answered by an explicit policy (never by accident: no policy, no answer,
+//! and an unanswered request expires into a denial).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::config::TeamConfig;
+use crate::store::requests::RequestState;
+use crate::store::{Draft, StoreError, Workspace};
+use crate::team::agent_work::{AgentWork, SetupError};
+use crate::team::supervisor::{Supervisor, SupervisorError, TeamEvent};
+use crate::team::worker::{ExitReason, Worker, WorkerSettings};
+
+/// What answers permission requests when no person is at a screen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    Allow,
+    Deny,
+}
+
+/// Something that happened, for the caller to show.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Happening {
+    Team(TeamEvent),
+    Answered {
+        request_id: String,
+        from: String,
+        approved: bool,
+        what: String,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum HeadlessError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Supervisor(#[from] SupervisorError),
+    #[error(transparent)]
+    Setup(#[from] SetupError),
+}
+
+/// How a worker for `name` is set up from crew.toml.
+pub fn settings_for(config: &TeamConfig, name: &str) -> WorkerSettings {
+    let is_lead = name == config.lead_name();
+    let secs = Duration::from_secs;
+    WorkerSettings {
+        name: name.to_string(),
+        role: config.role_of(name).map(str::to_string),
+        lead: config.lead_name().to_string(),
+        claims: !is_lead,
+        idle_poll: secs(config.worker.idle_poll_secs),
+        idle_timeout: (!is_lead).then(|| secs(config.worker.idle_timeout_secs)),
+        heartbeat: secs(config.worker.heartbeat_secs),
+        request_timeout: config.request_timeout(),
+    }
+}
+
+pub struct TeamRun {
+    workspace: Workspace,
+    config: Arc<TeamConfig>,
+    supervisor: Supervisor,
+    policy: Option<Policy>,
+    lead_stop: Arc<AtomicBool>,
+    lead: Option<JoinHandle<Result<ExitReason, StoreError>>>,
+    pub events: Vec<Happening>,
+}
+
+impl TeamRun {
+    /// Starts every teammate as `exe worker --name NAME`, and the lead in a thread here.
+    pub fn start(
+        workspace: Workspace,
+        config: Arc<TeamConfig>,
+        exe: PathBuf,
+        policy: Option<Policy>,
+        bypass: bool,
+    ) -> Result<TeamRun, HeadlessError> {
+        let mut supervisor = Supervisor::new(
+            workspace.clone(),
+            config.roster(),
+            config.lead_name(),
+            exe,
+            Duration::from_secs(config.worker.heartbeat_secs),
+        );
+        let lead_name = config.lead_name().to_string();
+        let mut work = AgentWork::new(workspace.clone(), config.clone(), &lead_name, bypass)?;
+        let worker = Worker::new(workspace.clone(), config.roster(), settings_for(&config, &lead_name))?;
+        let lead_stop = Arc::new(AtomicBool::new(false));
+        let stop = lead_stop.clone();
+        let lead = std::thread::spawn(move || worker.run(&mut work, &stop));
+        let mut events = Vec::new();
+        let extra: Vec<String> = if bypass { vec!["--dangerously-bypass".into()] } else { Vec::new() };
+        for mate in &config.teammates {
+            let name = mate.name.get_ref();
+            let pid = supervisor.start(name, &extra)?;
+            events.push(Happening::Team(TeamEvent::Started { name: name.clone(), pid }));
+        }
+        Ok(TeamRun {
+            workspace,
+            config,
+            supervisor,
+            policy,
+            lead_stop,
+            lead: Some(lead),
+            events,
+        })
+    }
+
+    pub fn teammates(&self) -> Vec<String> {
+        self.config.teammates.iter().map(|t| t.name.get_ref().clone()).collect()
+    }
+
+    /// Sends the lead its goal, as a message from the person.
+    pub fn give_goal(&self, goal: &str) -> Result<(), StoreError> {
+        self.workspace
+            .mailboxes()
+            .send(
+                &self.config.roster(),
+                Draft {
+                    from: "user".into(),
+                    to: self.config.lead_name().to_string(),
+                    kind: "message".into(),
+                    text: Some(format!("Goal: {goal}")),
+                    ..Draft::default()
+                },
+            )
+            .map(|_| ())
+    }
+
+    /// One look: dead or exited workers, and pending permission requests for the policy.
+    pub fn tick(&mut self) -> Result<Vec<Happening>, StoreError> {
+        let mut new: Vec<Happening> = self
+            .supervisor
+            .check(&self.teammates())?
+            .into_iter()
+            .map(Happening::Team)
+            .collect();
+        if let Some(policy) = self.policy {
+            new.extend(self.answer_pending(policy)?);
+        }
+        self.events.extend(new.iter().cloned());
+        Ok(new)
+    }
+
+    fn answer_pending(&self, policy: Policy) -> Result<Vec<Happening>, StoreError> {
+        let boxes = self.workspace.mailboxes();
+        let approve = policy == Policy::Allow;
+        let mut answered = Vec::new();
+        for request in boxes.requests(self.config.request_timeout())? {
+            if request.state != RequestState::Pending || request.kind != "permission_request" {
+                continue;
+            }
+            let note = format!(
+                "headless policy: --approve {}",
+                if approve { "allow" } else { "deny" }
+            );
+            match boxes.respond(
+                &self.config.roster(),
+                &request.request_id,
+                "user",
+                approve,
+                Some(note),
+                self.config.request_timeout(),
+            ) {
+                Ok(_) => answered.push(Happening::Answered {
+                    request_id: request.request_id.clone(),
+                    from: request.from.clone(),
+                    approved: approve,
+                    what: request.text.clone().unwrap_or_default(),
+                }),
+                // Answered or expired meanwhile: nothing to do.
+                Err(StoreError::Refused(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(answered)
+    }
+
+    /// Waits for the next change in the inboxes or tasks, at most `max`.
+    pub fn wait(&self, watcher: &crate::store::DirWatcher, max: Duration) {
+        watcher.wait(max);
+    }
+
+    /// Shuts every teammate down through the shutdown protocol (bounded by `grace`), then the
+    /// lead.
+    pub fn stop(mut self, grace: Duration) -> Result<Vec<Happening>, StoreError> {
+        let teammates = self.teammates();
+        let mut out: Vec<Happening> = self
+            .supervisor
+            .shut_down(&teammates, grace)?
+            .into_iter()
+            .map(Happening::Team)
+            .collect();
+        self.lead_stop.store(true, Ordering::Relaxed);
+        if let Some(lead) = self.lead.take() {
+            match lead.join() {
+                Ok(Ok(_)) => out.push(Happening::Team(TeamEvent::Exited {
+                    name: self.config.lead_name().to_string(),
+                    code: Some(0),
+                })),
+                Ok(Err(e)) => return Err(e),
+                Err(_) => tracing::error!("the lead's thread panicked"),
+            }
+        }
+        self.events.extend(out.iter().cloned());
+        Ok(out)
+    }
+}
