@@ -11,3 +11,4 @@ pub mod git;
 pub mod model;
 pub mod store;
 pub mod tools;
+pub mod tui;

@@ -33,6 +33,18 @@ pub enum Command {
     Requests(RequestsArgs),
     /// Answer a request: the answer goes to the asker with the same request id.
     Respond(RespondArgs),
+    /// Open the full-screen workbench.
+    Ui(UiArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct UiArgs {
+    /// Theme: default, light, high-contrast, or a file in $XDG_CONFIG_HOME/crew/themes.
+    #[arg(long, default_value = "default")]
+    pub theme: String,
+    /// Keymap: default, vim, or a file in $XDG_CONFIG_HOME/crew/keymaps.
+    #[arg(long, default_value = "default")]
+    pub keymap: String,
 }
 
 #[derive(Debug, Args)]

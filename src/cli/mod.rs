@@ -52,5 +52,12 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Inbox(args) => messages::inbox(&project::Project::find(&start)?, args),
         Command::Requests(args) => messages::requests(&project::Project::find(&start)?, args),
         Command::Respond(args) => messages::respond(&project::Project::find(&start)?, args),
+        Command::Ui(args) => crate::tui::run(
+            project::Project::find(&start)?.workspace.root(),
+            crate::tui::Options {
+                theme: args.theme,
+                keymap: args.keymap,
+            },
+        ),
     }
 }

@@ -1,0 +1,293 @@
+//! Keymaps: one TOML table per mode mapping keys (see `keys` for the grammar) to actions,
+//! optional `inherits`, sequences looked up like a trie. Conflicts are reported at load.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::tui::action::Action;
+use crate::tui::keys::{Chord, parse_sequence, sequence_text};
+use crate::tui::presets::{self, MAX_INHERIT_DEPTH};
+use crate::tui::warning::{Warning, toml_error};
+
+pub const BUILTIN: &[(&str, &str)] = &[
+    ("default", include_str!("../../keymaps/default.toml")),
+    ("vim", include_str!("../../keymaps/vim.toml")),
+];
+
+/// Where keys are looked up: the focused pane or the open dialog, then `global`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Mode {
+    Global,
+    Lead,
+    Teammates,
+    Tasks,
+    Mailboxes,
+    Approvals,
+    Diff,
+    Prompt,
+    Confirm,
+    Help,
+}
+
+pub const MODES: &[(&str, Mode)] = &[
+    ("global", Mode::Global),
+    ("lead", Mode::Lead),
+    ("teammates", Mode::Teammates),
+    ("tasks", Mode::Tasks),
+    ("mailboxes", Mode::Mailboxes),
+    ("approvals", Mode::Approvals),
+    ("diff", Mode::Diff),
+    ("prompt", Mode::Prompt),
+    ("confirm", Mode::Confirm),
+    ("help", Mode::Help),
+];
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        MODES
+            .iter()
+            .find(|(_, m)| *m == self)
+            .map_or("?", |(n, _)| n)
+    }
+
+    /// Modes with a text box: printable keys type text instead of running global bindings.
+    pub fn types_text(self) -> bool {
+        matches!(self, Mode::Lead | Mode::Prompt)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Binding {
+    pub keys: Vec<Chord>,
+    pub action: Action,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Keymap {
+    pub name: String,
+    modes: BTreeMap<Mode, Vec<Binding>>,
+}
+
+/// What a key sequence typed so far means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lookup {
+    Action(Action),
+    /// The start of a longer binding: wait for the next key.
+    Prefix,
+    None,
+}
+
+#[derive(Deserialize)]
+struct KeymapFile {
+    inherits: Option<String>,
+    #[serde(flatten)]
+    modes: BTreeMap<String, BTreeMap<Spanned<String>, Spanned<String>>>,
+}
+
+impl Keymap {
+    pub fn load(name: &str) -> (Keymap, Vec<Warning>) {
+        Self::load_from(name, presets::config_dir().as_ref())
+    }
+
+    pub fn load_from(name: &str, config_dir: Option<&PathBuf>) -> (Keymap, Vec<Warning>) {
+        let mut warnings = Vec::new();
+        let mut keymap = resolve(name, config_dir, false, 0, &mut warnings).unwrap_or_else(|| {
+            warnings.push(Warning::new(
+                format!("keymap {name:?}"),
+                0,
+                "no such keymap; using the default",
+            ));
+            Keymap::builtin_default()
+        });
+        keymap.name = name.to_string();
+        warnings.extend(keymap.conflicts());
+        (keymap, warnings)
+    }
+
+    pub fn builtin_default() -> Keymap {
+        let mut sink = Vec::new();
+        resolve("default", None, true, 0, &mut sink).unwrap_or_else(|| Keymap {
+            name: "default".into(),
+            modes: BTreeMap::new(),
+        })
+    }
+
+    /// The bindings of one mode, in key order.
+    pub fn bindings(&self, mode: Mode) -> &[Binding] {
+        self.modes.get(&mode).map_or(&[], Vec::as_slice)
+    }
+
+    /// Looks `keys` up in `mode`, then in `global`. In a text mode, keys that edit text only
+    /// match the mode's own table.
+    pub fn lookup(&self, mode: Mode, keys: &[Chord]) -> Lookup {
+        let own = lookup_in(self.bindings(mode), keys);
+        if own != Lookup::None || mode == Mode::Global {
+            return own;
+        }
+        if mode.types_text() && keys.first().is_some_and(Chord::edits_text) {
+            return Lookup::None;
+        }
+        // Help and dialogs are modal: only their own keys and quit-like globals apply.
+        if matches!(mode, Mode::Prompt | Mode::Confirm | Mode::Help) {
+            return Lookup::None;
+        }
+        lookup_in(self.bindings(Mode::Global), keys)
+    }
+
+    /// The first key bound to `action` in `mode` (or global), for hints like "a approve".
+    pub fn key_for(&self, mode: Mode, action: Action) -> Option<String> {
+        [mode, Mode::Global]
+            .iter()
+            .flat_map(|m| self.bindings(*m))
+            .find(|b| b.action == action)
+            .map(|b| sequence_text(&b.keys))
+    }
+
+    /// A binding that is a prefix of another one in the same lookup path can never both work.
+    fn conflicts(&self) -> Vec<Warning> {
+        let mut out = Vec::new();
+        let file = format!("keymap {:?}", self.name);
+        for (mode, bindings) in &self.modes {
+            let mut against: Vec<&Binding> = bindings.iter().collect();
+            if !matches!(mode, Mode::Global | Mode::Prompt | Mode::Confirm | Mode::Help) {
+                against.extend(self.bindings(Mode::Global));
+            }
+            for (i, a) in bindings.iter().enumerate() {
+                for (j, b) in against.iter().enumerate() {
+                    let same_table = j < bindings.len();
+                    if (same_table && j <= i) || a.keys == b.keys && !same_table {
+                        continue;
+                    }
+                    let (short, long) = if a.keys.len() <= b.keys.len() {
+                        (a, *b)
+                    } else {
+                        (*b, a)
+                    };
+                    if long.keys.starts_with(&short.keys) && short.action != long.action {
+                        out.push(Warning::new(
+                            &file,
+                            0,
+                            format!(
+                                "[{}] {:?} ({}) hides {:?} ({})",
+                                mode.name(),
+                                sequence_text(&short.keys),
+                                short.action.name(),
+                                sequence_text(&long.keys),
+                                long.action.name()
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+fn lookup_in(bindings: &[Binding], keys: &[Chord]) -> Lookup {
+    let mut prefix = false;
+    for b in bindings {
+        if b.keys == keys {
+            return Lookup::Action(b.action);
+        }
+        if b.keys.starts_with(keys) {
+            prefix = true;
+        }
+    }
+    if prefix { Lookup::Prefix } else { Lookup::None }
+}
+
+fn resolve(
+    name: &str,
+    config_dir: Option<&PathBuf>,
+    builtin_only: bool,
+    depth: usize,
+    warnings: &mut Vec<Warning>,
+) -> Option<Keymap> {
+    let source = presets::find("keymaps", name, BUILTIN, config_dir, builtin_only)?;
+    let file: KeymapFile = match toml::from_str(&source.text) {
+        Ok(file) => file,
+        Err(e) => {
+            warnings.push(toml_error(&source.file, &source.text, &e));
+            return (name != "default" || !source.builtin).then(Keymap::builtin_default);
+        }
+    };
+    let mut keymap = match &file.inherits {
+        Some(parent) if depth < MAX_INHERIT_DEPTH => {
+            let only_builtin = parent == name && !source.builtin;
+            resolve(parent, config_dir, only_builtin, depth + 1, warnings).unwrap_or_else(|| {
+                warnings.push(Warning::new(
+                    &source.file,
+                    0,
+                    format!("inherits unknown keymap {parent:?}"),
+                ));
+                Keymap::builtin_default()
+            })
+        }
+        Some(parent) => {
+            warnings.push(Warning::new(
+                &source.file,
+                0,
+                format!("inherits {parent:?} too deeply (a loop?)"),
+            ));
+            Keymap::builtin_default()
+        }
+        None => Keymap {
+            name: String::new(),
+            modes: BTreeMap::new(),
+        },
+    };
+    keymap.name = name.to_string();
+    let at = |offset: usize, message: String| Warning::at(&source.file, &source.text, offset, message);
+    for (mode_name, table) in &file.modes {
+        let Some((_, mode)) = MODES.iter().find(|(n, _)| n == mode_name) else {
+            let offset = table.keys().next().map_or(0, |k| k.span().start);
+            warnings.push(at(offset, format!("unknown mode [{mode_name}]")));
+            continue;
+        };
+        let bindings = keymap.modes.entry(*mode).or_default();
+        let mut seen_here: Vec<Vec<Chord>> = Vec::new();
+        for (key, action) in table {
+            let keys = match parse_sequence(key.get_ref()) {
+                Ok(keys) => keys,
+                Err(e) => {
+                    warnings.push(at(key.span().start, e));
+                    continue;
+                }
+            };
+            if seen_here.contains(&keys) {
+                warnings.push(at(
+                    key.span().start,
+                    format!(
+                        "[{mode_name}] {:?} is bound twice (written two ways)",
+                        sequence_text(&keys)
+                    ),
+                ));
+                continue;
+            }
+            seen_here.push(keys.clone());
+            // "none" unbinds an inherited key.
+            if action.get_ref() == "none" {
+                bindings.retain(|b| b.keys != keys);
+                continue;
+            }
+            let Some(act) = Action::from_name(action.get_ref()) else {
+                warnings.push(at(
+                    action.span().start,
+                    format!("unknown action {:?}", action.get_ref()),
+                ));
+                continue;
+            };
+            if let Some(prev) = bindings.iter_mut().find(|b| b.keys == keys) {
+                prev.action = act;
+            } else {
+                bindings.push(Binding { keys, action: act });
+            }
+        }
+        bindings.sort_by(|a, b| a.keys.cmp(&b.keys));
+    }
+    Some(keymap)
+}
