@@ -184,6 +184,7 @@ pub struct Harness {
     pub root: PathBuf,
     pub state: AppState,
     pub effects: Vec<Effect>,
+    loader: Loader,
 }
 
 impl Harness {
@@ -192,6 +193,7 @@ impl Harness {
             root: root.to_path_buf(),
             state: state_at(root),
             effects: Vec::new(),
+            loader: Loader::new(root),
         };
         h.state.size = (120, 40);
         h.reload();
@@ -200,8 +202,17 @@ impl Harness {
 
     /// Reads the workspace again, as a file-system event would make the loader do.
     pub fn reload(&mut self) {
-        let changes = Loader::new(&self.root).load_all();
+        self.loader = Loader::new(&self.root);
+        let changes = self.loader.load_all();
         self.state.model = Default::default();
+        self.feed(Event::Data(changes));
+    }
+
+    /// Feeds what the files at `rel_paths` now say, as a file-system event would.
+    pub fn changed(&mut self, rel_paths: &[&str]) {
+        let paths: Vec<PathBuf> = rel_paths.iter().map(|p| self.root.join(p)).collect();
+        let changes = self.loader.changed(&paths);
+        self.effects.clear();
         self.feed(Event::Data(changes));
     }
 
