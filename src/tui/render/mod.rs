@@ -6,7 +6,7 @@ mod diff;
 mod header;
 mod lead;
 mod mailboxes;
-mod overlay;
+pub(crate) mod overlay;
 mod tasks;
 mod teammates;
 
@@ -15,6 +15,8 @@ use ratatui::layout::{Alignment, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders, Paragraph};
+
+pub use overlay::help_lines;
 
 use crate::tui::layout::{areas, tab_cells};
 use crate::tui::state::{AppState, Level, PANES, Pane};
