@@ -7,7 +7,7 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use std::thread;
 use std::time::{Duration, SystemTime};
 
-use notify::{RecommendedWatcher, RecursiveMode, Watcher};
+use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 use ratatui::crossterm::event::{self as term_event, Event as TermEvent};
 use tracing::warn;
 
@@ -97,8 +97,13 @@ pub fn spawn_loader(root: &Path, tx: Sender<Event>) -> anyhow::Result<Recommende
     let mut loader = Loader::new(root);
     let (path_tx, path_rx) = channel::<Vec<PathBuf>>();
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        // An error means events may have been lost: an empty list asks for a full reload.
-        let paths = event.map(|e| e.paths).unwrap_or_default();
+        // Reads are reported too (the loader's own among them): only writes matter.
+        let paths = match event {
+            Ok(e) if matches!(e.kind, EventKind::Access(_)) => return,
+            Ok(e) => e.paths,
+            // Events may have been lost: an empty list asks for a full reload.
+            Err(_) => Vec::new(),
+        };
         let _ = path_tx.send(paths);
     })?;
     for (dir, recursive) in loader.watched() {

@@ -4,6 +4,7 @@
 mod claims;
 mod mailbox;
 mod proc;
+mod render;
 mod stats;
 
 use std::path::PathBuf;
@@ -34,6 +35,17 @@ enum Command {
         #[arg(long, default_value_t = 8)]
         procs: usize,
         #[arg(long, default_value_t = 20_000)]
+        messages: usize,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The screen on a big workspace: frame times, memory, change-to-frame latency.
+    Render {
+        #[arg(long, default_value_t = 16)]
+        teammates: usize,
+        #[arg(long, default_value_t = 10_000)]
+        tasks: usize,
+        #[arg(long, default_value_t = 100_000)]
         messages: usize,
         #[arg(long)]
         json: bool,
@@ -75,6 +87,12 @@ fn main() -> ExitCode {
             messages,
             json,
         } => mailbox::run(procs, messages, json),
+        Command::Render {
+            teammates,
+            tasks,
+            messages,
+            json,
+        } => render::run(teammates, tasks, messages, json),
         Command::ClaimWorker { dir, name } => claims::worker(&dir, &name),
         Command::AppendWorker { dir, name, count } => mailbox::worker(&dir, &name, count),
         Command::Churn { dir, name } => claims::churn(&dir, &name),
