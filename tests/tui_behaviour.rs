@@ -100,7 +100,10 @@ fn always_asks_first_then_writes_the_rule_keeping_comments_and_approves() {
     let id = ask(dir.path(), "cargo test --all");
     let mut h = Harness::new(dir.path());
     h.press(&["esc", "5", "A"]);
-    assert!(inbox(dir.path(), "alice").is_empty(), "nothing before confirmation");
+    assert!(
+        inbox(dir.path(), "alice").is_empty(),
+        "nothing before confirmation"
+    );
     h.press(&["n"]);
     assert!(inbox(dir.path(), "alice").is_empty(), "cancelled");
     h.press(&["A", "y"]);
@@ -110,7 +113,11 @@ fn always_asks_first_then_writes_the_rule_keeping_comments_and_approves() {
     assert!(text.contains("# Deny beats everything (hooks included)"));
     assert!(text.contains("# bypass mode also needs --dangerously-bypass"));
     let (team, _) = crew::tui::uiconfig::load(dir.path()).unwrap();
-    assert!(team.permissions.allow.contains(&"bash(cargo test --all)".to_string()));
+    assert!(
+        team.permissions
+            .allow
+            .contains(&"bash(cargo test --all)".to_string())
+    );
 }
 
 #[test]
@@ -127,7 +134,10 @@ fn a_new_request_rings_the_bell_and_runs_the_notify_command() {
     let notified = dir.path().join("notified.txt");
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while !fs::read_to_string(&notified).is_ok_and(|t| t.contains(&id)) {
-        assert!(std::time::Instant::now() < deadline, "notify_command never ran");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "notify_command never ran"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -141,7 +151,10 @@ fn send_a_message_to_a_teammate_and_to_the_lead() {
     h.press(&["enter"]);
     let bob = inbox(dir.path(), "bob");
     assert_eq!(bob.len(), 1);
-    assert_eq!((bob[0].from.as_str(), bob[0].kind.as_str()), ("user", "message"));
+    assert_eq!(
+        (bob[0].from.as_str(), bob[0].kind.as_str()),
+        ("user", "message")
+    );
     assert_eq!(bob[0].text.as_deref(), Some("please rebase"));
 
     h.press(&["1"]);
@@ -182,13 +195,25 @@ fn add_a_task_with_a_dependency_and_release_a_claimed_one() {
     assert_eq!(tasks[1].blocked_by, vec![first.id.clone()]);
 
     h.reload();
-    let row = h.state.model.task_rows.iter().find(|r| h.state.model.tasks[r.index].id == tasks[1].id).unwrap();
+    let row = h
+        .state
+        .model
+        .task_rows
+        .iter()
+        .find(|r| h.state.model.tasks[r.index].id == tasks[1].id)
+        .unwrap();
     assert_eq!(row.blocked_by, vec![first.id.clone()]);
     assert!(!row.claimable);
 
     let id = crew::store::TaskId::parse(&first.id).unwrap();
     ws.tasks()
-        .claim(id, crew::store::Claimant { name: "alice", role: Some("implementer") })
+        .claim(
+            id,
+            crew::store::Claimant {
+                name: "alice",
+                role: Some("implementer"),
+            },
+        )
         .unwrap();
     h.reload();
     h.state.selected.insert(Pane::Tasks, 0);
@@ -203,9 +228,15 @@ fn commit_all(repo: &Repository, message: &str) {
     index.write().unwrap();
     let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
     let sig = Signature::now("t", "t@example.com").unwrap();
-    let parents: Vec<_> = repo.head().ok().and_then(|h| h.peel_to_commit().ok()).into_iter().collect();
+    let parents: Vec<_> = repo
+        .head()
+        .ok()
+        .and_then(|h| h.peel_to_commit().ok())
+        .into_iter()
+        .collect();
     let parents: Vec<_> = parents.iter().collect();
-    repo.commit(Some("HEAD"), &sig, &sig, message, &tree, &parents).unwrap();
+    repo.commit(Some("HEAD"), &sig, &sig, message, &tree, &parents)
+        .unwrap();
 }
 
 #[test]
@@ -215,7 +246,11 @@ fn review_then_merge_from_the_diff_view() {
     let mut opts = RepositoryInitOptions::new();
     opts.initial_head("main");
     let repo = Repository::init_opts(root, &opts).unwrap();
-    fs::write(root.join(".git/info/exclude"), ".tasks\n.mailboxes\n.worktrees\n.crew\n").unwrap();
+    fs::write(
+        root.join(".git/info/exclude"),
+        ".tasks\n.mailboxes\n.worktrees\n.crew\n",
+    )
+    .unwrap();
     fs::write(root.join("lib.rs"), "fn a() {\n    let x = 1;\n}\n").unwrap();
     commit_all(&repo, "initial");
     let wts = Worktrees::open(root).unwrap();
@@ -228,7 +263,11 @@ fn review_then_merge_from_the_diff_view() {
     let view = h.state.diff.as_ref().expect("diff view open");
     let files: Vec<_> = view.files().iter().map(|f| f.path.clone()).collect();
     assert_eq!(files, ["lib.rs", "new.rs"]);
-    assert!(h.effects.iter().any(|e| matches!(e, Effect::HighlightFile { file: 0, .. })));
+    assert!(
+        h.effects
+            .iter()
+            .any(|e| matches!(e, Effect::HighlightFile { file: 0, .. }))
+    );
     h.press(&["]"]);
     assert_eq!(h.state.diff.as_ref().unwrap().file, 1);
 
@@ -236,10 +275,21 @@ fn review_then_merge_from_the_diff_view() {
     assert!(h.status().contains("merged alice"), "{}", h.status());
     let main = repo.find_branch("main", git2::BranchType::Local).unwrap();
     let tree = main.get().peel_to_tree().unwrap();
-    assert!(tree.get_path(Path::new("new.rs")).is_ok(), "merged into main");
+    assert!(
+        tree.get_path(Path::new("new.rs")).is_ok(),
+        "merged into main"
+    );
     let view = h.state.diff.as_ref().unwrap();
-    assert!(view.outcome.as_deref().unwrap_or("").contains("merged alice"));
-    assert!(view.files().is_empty(), "the reloaded diff is empty after the merge");
+    assert!(
+        view.outcome
+            .as_deref()
+            .unwrap_or("")
+            .contains("merged alice")
+    );
+    assert!(
+        view.files().is_empty(),
+        "the reloaded diff is empty after the merge"
+    );
 
     h.press(&["b"]);
     h.type_text("also add tests");
@@ -249,7 +299,13 @@ fn review_then_merge_from_the_diff_view() {
 
     h.press(&["X", "y"]);
     assert!(h.state.diff.is_none(), "{}", h.status());
-    assert!(Worktrees::open(root).unwrap().list("main").unwrap().is_empty());
+    assert!(
+        Worktrees::open(root)
+            .unwrap()
+            .list("main")
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[test]
@@ -283,7 +339,10 @@ fn a_key_sequence_from_the_vim_keymap() {
     for n in 0..5 {
         Workspace::new(dir.path())
             .tasks()
-            .create(NewTask { subject: format!("t{n}"), ..NewTask::default() })
+            .create(NewTask {
+                subject: format!("t{n}"),
+                ..NewTask::default()
+            })
             .unwrap();
     }
     h.reload();

@@ -3,36 +3,16 @@
 
 use std::io::{Read, Write};
 use std::path::Path;
-use std::process::Command;
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
 use portable_pty::{Child, CommandBuilder, PtySize, native_pty_system};
 
+mod common;
+
+use common::Repo;
+
 const TIMEOUT: Duration = Duration::from_secs(20);
-
-fn crew(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_crew"))
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "crew {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
-}
-
-fn repo() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let ok = Command::new("git")
-        .args(["init", "-q", "-b", "main"])
-        .current_dir(dir.path())
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok);
-    crew(dir.path(), &["init", "--team", "test"]);
-    dir
-}
 
 struct Screen {
     parser: vt100::Parser,
@@ -45,7 +25,12 @@ struct Screen {
 impl Screen {
     fn start(dir: &Path, args: &[&str], cols: u16, rows: u16) -> Screen {
         let pair = native_pty_system()
-            .openpty(PtySize { rows, cols, pixel_width: 0, pixel_height: 0 })
+            .openpty(PtySize {
+                rows,
+                cols,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
             .unwrap();
         let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_crew"));
         cmd.arg("ui");
@@ -68,7 +53,13 @@ impl Screen {
                 }
             }
         });
-        Screen { parser: vt100::Parser::new(rows, cols, 0), bytes, writer, child, raw: Vec::new() }
+        Screen {
+            parser: vt100::Parser::new(rows, cols, 0),
+            bytes,
+            writer,
+            child,
+            raw: Vec::new(),
+        }
     }
 
     fn pump(&mut self, wait: Duration) {
@@ -89,7 +80,11 @@ impl Screen {
     fn wait_for(&mut self, needle: &str) {
         let deadline = Instant::now() + TIMEOUT;
         while !self.text().contains(needle) {
-            assert!(Instant::now() < deadline, "never showed {needle:?}; screen:\n{}", self.text());
+            assert!(
+                Instant::now() < deadline,
+                "never showed {needle:?}; screen:\n{}",
+                self.text()
+            );
             self.pump(Duration::from_millis(50));
         }
     }
@@ -108,7 +103,11 @@ impl Screen {
                 assert!(status.success(), "crew ui failed: {}", self.text());
                 break;
             }
-            assert!(Instant::now() < deadline, "crew ui did not quit:\n{}", self.text());
+            assert!(
+                Instant::now() < deadline,
+                "crew ui did not quit:\n{}",
+                self.text()
+            );
         }
         self.pump(Duration::from_millis(200));
     }
@@ -118,7 +117,10 @@ impl Screen {
         assert!(!screen.alternate_screen(), "left the alternate screen");
         assert!(!screen.hide_cursor(), "cursor shown again");
         let raw = String::from_utf8_lossy(&self.raw);
-        assert!(raw.contains("\u{1b}[?1049l"), "alternate screen left explicitly");
+        assert!(
+            raw.contains("\u{1b}[?1049l"),
+            "alternate screen left explicitly"
+        );
     }
 }
 
@@ -135,13 +137,20 @@ fn poll<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
 
 #[test]
 fn a_request_from_another_process_is_approved_from_the_screen() {
-    let dir = repo();
-    let mut screen = Screen::start(dir.path(), &[], 120, 40);
+    let repo = Repo::init();
+    let mut screen = Screen::start(repo.path(), &[], 120, 40);
     screen.wait_for("approvals (0)");
-    let id = crew(
-        dir.path(),
-        &["send", "--from", "alice", "--to", "user", "--type", "permission_request", "--request", "run the tests"],
-    );
+    let id = repo.ok(&[
+        "send",
+        "--from",
+        "alice",
+        "--to",
+        "user",
+        "--type",
+        "permission_request",
+        "--request",
+        "run the tests",
+    ]);
     let id = id.trim().to_string();
     screen.wait_for("alice asks for permission");
     screen.wait_for(&id);
@@ -152,7 +161,7 @@ fn a_request_from_another_process_is_approved_from_the_screen() {
     screen.wait_for("approvals · ? help");
     screen.keys("a");
     let answer = poll("the answer in alice's inbox", || {
-        let json = crew(dir.path(), &["requests", "--json"]);
+        let json = repo.ok(&["requests", "--json"]);
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
         v["requests"]
             .as_array()
@@ -170,14 +179,19 @@ fn a_request_from_another_process_is_approved_from_the_screen() {
 
 #[test]
 fn a_task_added_elsewhere_shows_at_80x24_with_the_vim_keymap() {
-    let dir = repo();
-    let mut screen = Screen::start(dir.path(), &["--keymap", "vim", "--theme", "light"], 80, 24);
+    let repo = Repo::init();
+    let mut screen = Screen::start(
+        repo.path(),
+        &["--keymap", "vim", "--theme", "light"],
+        80,
+        24,
+    );
     screen.wait_for("1 lead");
     screen.keys("\t");
     screen.wait_for("teammates · ? help");
     screen.keys("3");
     screen.wait_for("no tasks yet");
-    crew(dir.path(), &["task", "add", "write the docs"]);
+    repo.ok(&["task", "add", "write the docs"]);
     screen.wait_for("task_1 write the docs");
     screen.keys("?");
     screen.wait_for("go to the top");

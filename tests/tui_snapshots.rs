@@ -20,7 +20,13 @@ fn whole_layout_at_80x24_shows_one_pane_with_tabs() {
 
 #[test]
 fn every_pane_alone() {
-    for pane in [Pane::Lead, Pane::Teammates, Pane::Tasks, Pane::Mailboxes, Pane::Approvals] {
+    for pane in [
+        Pane::Lead,
+        Pane::Teammates,
+        Pane::Tasks,
+        Pane::Mailboxes,
+        Pane::Approvals,
+    ] {
         let mut state = fixture_state();
         state.focus = pane;
         insta::assert_snapshot!(format!("pane_{}", pane.title()), draw(&mut state, 100, 24));
@@ -77,7 +83,12 @@ fn sample_diff() -> crew::git::WorktreeDiff {
             new_start: 1,
             new_lines: 4,
             lines: vec![
-                line(LineKind::Context, Some(1), Some(1), "fn parse(input: &str) -> Ast {"),
+                line(
+                    LineKind::Context,
+                    Some(1),
+                    Some(1),
+                    "fn parse(input: &str) -> Ast {",
+                ),
                 line(LineKind::Del, Some(2), None, "    let x = 1;"),
                 line(LineKind::Add, None, Some(2), "    let y = 1;"),
                 line(LineKind::Add, None, Some(3), "    check(y);"),
@@ -119,7 +130,10 @@ fn diff_view_unified_and_side_by_side() {
         },
     );
     assert!(
-        matches!(&effects[..], [crew::tui::Effect::HighlightFile { file: 0, .. }]),
+        matches!(
+            &effects[..],
+            [crew::tui::Effect::HighlightFile { file: 0, .. }]
+        ),
         "the shown file is highlighted off the input path"
     );
     insta::assert_snapshot!("diff_unified", draw(&mut state, 100, 24));

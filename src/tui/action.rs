@@ -53,10 +53,22 @@ pub const ACTIONS: &[(&str, Action, &str)] = &[
     ("focus_next", Action::FocusNext, "focus the next pane"),
     ("focus_prev", Action::FocusPrev, "focus the previous pane"),
     ("focus_lead", Action::FocusLead, "focus the lead pane"),
-    ("focus_teammates", Action::FocusTeammates, "focus the teammates"),
+    (
+        "focus_teammates",
+        Action::FocusTeammates,
+        "focus the teammates",
+    ),
     ("focus_tasks", Action::FocusTasks, "focus the tasks"),
-    ("focus_mailboxes", Action::FocusMailboxes, "focus the mailboxes"),
-    ("focus_approvals", Action::FocusApprovals, "focus the approvals"),
+    (
+        "focus_mailboxes",
+        Action::FocusMailboxes,
+        "focus the mailboxes",
+    ),
+    (
+        "focus_approvals",
+        Action::FocusApprovals,
+        "focus the approvals",
+    ),
     ("zoom", Action::Zoom, "zoom the focused pane"),
     ("up", Action::Up, "move up"),
     ("down", Action::Down, "move down"),
@@ -94,7 +106,10 @@ pub const ACTIONS: &[(&str, Action, &str)] = &[
 
 impl Action {
     pub fn from_name(name: &str) -> Option<Action> {
-        ACTIONS.iter().find(|(n, _, _)| *n == name).map(|(_, a, _)| *a)
+        ACTIONS
+            .iter()
+            .find(|(n, _, _)| *n == name)
+            .map(|(_, a, _)| *a)
     }
 
     pub fn name(self) -> &'static str {

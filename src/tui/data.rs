@@ -241,11 +241,7 @@ impl Loader {
             .filter(|l| !l.trim().is_empty())
             .flat_map(transcript_lines)
             .collect();
-        (reset || !lines.is_empty()).then_some(Change::Transcript {
-            name,
-            lines,
-            reset,
-        })
+        (reset || !lines.is_empty()).then_some(Change::Transcript { name, lines, reset })
     }
 }
 

@@ -69,7 +69,9 @@ impl DiffView {
         if next < 0 {
             if self.file > 0 {
                 self.move_file(-1);
-                let last = self.current().map_or(0, |f| f.hunks.len().saturating_sub(1));
+                let last = self
+                    .current()
+                    .map_or(0, |f| f.hunks.len().saturating_sub(1));
                 self.hunk = last;
                 self.scroll = self.hunk_row(last);
             }
@@ -81,8 +83,9 @@ impl DiffView {
 
     /// The row where hunk `h` of the current file starts (each hunk: a header row, then lines).
     pub fn hunk_row(&self, h: usize) -> usize {
-        self.current()
-            .map_or(0, |f| f.hunks.iter().take(h).map(|k| 1 + k.lines.len()).sum())
+        self.current().map_or(0, |f| {
+            f.hunks.iter().take(h).map(|k| 1 + k.lines.len()).sum()
+        })
     }
 
     pub fn rows(&self) -> usize {

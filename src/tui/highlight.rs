@@ -34,7 +34,7 @@ impl Highlighter {
     /// Each line of `text`, highlighted as a file with extension `ext`.
     pub fn text(&self, text: &str, ext: &str, theme: &str) -> Segments {
         let mut lines = self.lines(ext, theme);
-        text.lines().map(|l| lines(l)).collect()
+        text.lines().map(&mut lines).collect()
     }
 
     /// Each line of each hunk of `file`: the new side (context and added lines) and the old side

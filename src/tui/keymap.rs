@@ -9,8 +9,8 @@ use toml::Spanned;
 
 use crate::tui::action::Action;
 use crate::tui::keys::{Chord, parse_sequence, sequence_text};
-use crate::tui::presets::{self, MAX_INHERIT_DEPTH};
-use crate::tui::warning::{Warning, toml_error};
+use crate::tui::presets::{self, Preset, Source};
+use crate::tui::warning::Warning;
 
 pub const BUILTIN: &[(&str, &str)] = &[
     ("default", include_str!("../../keymaps/default.toml")),
@@ -86,7 +86,7 @@ type Table = Option<BTreeMap<Spanned<String>, Spanned<String>>>;
 /// mode is then a parse error with its line).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct KeymapFile {
+pub struct KeymapFile {
     inherits: Option<String>,
     global: Table,
     lead: Table,
@@ -123,26 +123,13 @@ impl Keymap {
     }
 
     pub fn load_from(name: &str, config_dir: Option<&PathBuf>) -> (Keymap, Vec<Warning>) {
-        let mut warnings = Vec::new();
-        let mut keymap = resolve(name, config_dir, false, 0, &mut warnings).unwrap_or_else(|| {
-            warnings.push(Warning::new(
-                format!("keymap {name:?}"),
-                0,
-                "no such keymap; using the default",
-            ));
-            Keymap::builtin_default()
-        });
-        keymap.name = name.to_string();
+        let (keymap, mut warnings): (Keymap, _) = presets::load(name, config_dir);
         warnings.extend(keymap.conflicts());
         (keymap, warnings)
     }
 
     pub fn builtin_default() -> Keymap {
-        let mut sink = Vec::new();
-        resolve("default", None, true, 0, &mut sink).unwrap_or_else(|| Keymap {
-            name: "default".into(),
-            modes: BTreeMap::new(),
-        })
+        presets::builtin_default()
     }
 
     /// The bindings of one mode, in key order.
@@ -182,7 +169,10 @@ impl Keymap {
         let file = format!("keymap {:?}", self.name);
         for (mode, bindings) in &self.modes {
             let mut against: Vec<&Binding> = bindings.iter().collect();
-            if !matches!(mode, Mode::Global | Mode::Prompt | Mode::Confirm | Mode::Help) {
+            if !matches!(
+                mode,
+                Mode::Global | Mode::Prompt | Mode::Confirm | Mode::Help
+            ) {
                 against.extend(self.bindings(Mode::Global));
             }
             for (i, a) in bindings.iter().enumerate() {
@@ -230,48 +220,40 @@ fn lookup_in(bindings: &[Binding], keys: &[Chord]) -> Lookup {
     if prefix { Lookup::Prefix } else { Lookup::None }
 }
 
-fn resolve(
-    name: &str,
-    config_dir: Option<&PathBuf>,
-    builtin_only: bool,
-    depth: usize,
-    warnings: &mut Vec<Warning>,
-) -> Option<Keymap> {
-    let source = presets::find("keymaps", name, BUILTIN, config_dir, builtin_only)?;
-    let file: KeymapFile = match toml::from_str(&source.text) {
-        Ok(file) => file,
-        Err(e) => {
-            warnings.push(toml_error(&source.file, &source.text, &e));
-            return (name != "default" || !source.builtin).then(Keymap::builtin_default);
-        }
-    };
-    let mut keymap = match &file.inherits {
-        Some(parent) if depth < MAX_INHERIT_DEPTH => {
-            let only_builtin = parent == name && !source.builtin;
-            resolve(parent, config_dir, only_builtin, depth + 1, warnings).unwrap_or_else(|| {
-                warnings.push(Warning::new(
-                    &source.file,
-                    0,
-                    format!("inherits unknown keymap {parent:?}"),
-                ));
-                Keymap::builtin_default()
-            })
-        }
-        Some(parent) => {
-            warnings.push(Warning::new(
-                &source.file,
-                0,
-                format!("inherits {parent:?} too deeply (a loop?)"),
-            ));
-            Keymap::builtin_default()
-        }
-        None => Keymap {
-            name: String::new(),
+impl Preset for Keymap {
+    const KIND: &'static str = "keymaps";
+    const WORD: &'static str = "keymap";
+    const BUILTIN: &'static [(&'static str, &'static str)] = BUILTIN;
+    type File = KeymapFile;
+
+    fn inherits(file: &KeymapFile) -> Option<&str> {
+        file.inherits.as_deref()
+    }
+
+    fn empty() -> Keymap {
+        Keymap {
+            name: "default".into(),
             modes: BTreeMap::new(),
-        },
-    };
-    keymap.name = name.to_string();
-    let at = |offset: usize, message: String| Warning::at(&source.file, &source.text, offset, message);
+        }
+    }
+
+    fn set_name(&mut self, name: &str) {
+        self.name = name.to_string();
+    }
+
+    fn apply(&mut self, file: KeymapFile, source: &Source, warnings: &mut Vec<Warning>) {
+        apply_tables(self, &file, source, warnings);
+    }
+}
+
+fn apply_tables(
+    keymap: &mut Keymap,
+    file: &KeymapFile,
+    source: &Source,
+    warnings: &mut Vec<Warning>,
+) {
+    let at =
+        |offset: usize, message: String| Warning::at(&source.file, &source.text, offset, message);
     for (mode, table) in file.tables() {
         let Some(table) = table else { continue };
         let mode_name = mode.name();
@@ -316,7 +298,6 @@ fn resolve(
         }
         bindings.sort_by(|a, b| a.keys.cmp(&b.keys));
     }
-    Some(keymap)
 }
 
 #[cfg(test)]

@@ -147,8 +147,18 @@ impl Chord {
             self.code,
             Code::Char(_)
                 | Code::Named(
-                    "space" | "enter" | "backspace" | "delete" | "up" | "down" | "left" | "right"
-                        | "home" | "end" | "pageup" | "pagedown"
+                    "space"
+                        | "enter"
+                        | "backspace"
+                        | "delete"
+                        | "up"
+                        | "down"
+                        | "left"
+                        | "right"
+                        | "home"
+                        | "end"
+                        | "pageup"
+                        | "pagedown"
                 )
         );
         editing && !self.ctrl && !self.alt
@@ -206,7 +216,10 @@ mod tests {
     fn spellings_of_one_key_compare_equal() {
         assert_eq!(Chord::parse("A").unwrap(), Chord::parse("shift-a").unwrap());
         let backtab = KeyEvent::new(KeyCode::BackTab, KeyModifiers::SHIFT);
-        assert_eq!(Chord::from_event(&backtab), Chord::parse("shift-tab").unwrap());
+        assert_eq!(
+            Chord::from_event(&backtab),
+            Chord::parse("shift-tab").unwrap()
+        );
         let ctrl_s = KeyEvent::new(KeyCode::Char('s'), KeyModifiers::CONTROL);
         assert_eq!(Chord::from_event(&ctrl_s), Chord::parse("ctrl-s").unwrap());
         let question = KeyEvent::new(KeyCode::Char('?'), KeyModifiers::SHIFT);

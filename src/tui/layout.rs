@@ -25,7 +25,11 @@ pub fn areas(state: &AppState, area: Rect) -> Option<Areas> {
     let rows = Layout::default()
         .direction(Direction::Vertical)
         .constraints(if wide {
-            vec![Constraint::Length(1), Constraint::Min(1), Constraint::Length(1)]
+            vec![
+                Constraint::Length(1),
+                Constraint::Min(1),
+                Constraint::Length(1),
+            ]
         } else {
             vec![
                 Constraint::Length(1),

@@ -51,7 +51,9 @@ impl Model {
     }
 
     pub fn base_branch(&self) -> &str {
-        self.config.as_ref().map_or("main", |c| c.team.base_branch.as_str())
+        self.config
+            .as_ref()
+            .map_or("main", |c| c.team.base_branch.as_str())
     }
 
     pub fn lead_name(&self) -> &str {
@@ -60,7 +62,10 @@ impl Model {
 
     pub fn teammates(&self) -> Vec<String> {
         self.config.as_ref().map_or_else(Vec::new, |c| {
-            c.teammates.iter().map(|t| t.name.get_ref().clone()).collect()
+            c.teammates
+                .iter()
+                .map(|t| t.name.get_ref().clone())
+                .collect()
         })
     }
 
@@ -79,7 +84,11 @@ impl Model {
     }
 
     pub fn apply(&mut self, changes: Vec<Change>, now: SystemTime) -> Applied {
-        let before: Vec<String> = self.pending().iter().map(|r| r.request_id.clone()).collect();
+        let before: Vec<String> = self
+            .pending()
+            .iter()
+            .map(|r| r.request_id.clone())
+            .collect();
         let (mut tasks_changed, mut requests_changed) = (false, false);
         for change in changes {
             match change {
@@ -96,7 +105,8 @@ impl Model {
                     tasks_changed = true;
                 }
                 Change::Task(id, task) => {
-                    self.task_problems.retain(|p| !p.contains(&format!("{id}.json")));
+                    self.task_problems
+                        .retain(|p| !p.contains(&format!("{id}.json")));
                     self.put_task(&id, task);
                     tasks_changed = true;
                 }
@@ -170,9 +180,7 @@ impl Model {
 
     fn put_task(&mut self, id: &str, task: Option<Task>) {
         let key = order_key(id);
-        let at = self
-            .tasks
-            .binary_search_by(|t| order_key(&t.id).cmp(&key));
+        let at = self.tasks.binary_search_by(|t| order_key(&t.id).cmp(&key));
         match (at, task) {
             (Ok(i), Some(task)) => self.tasks[i] = task,
             (Ok(i), None) => {

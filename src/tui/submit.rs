@@ -6,7 +6,11 @@ use crate::tui::state::{AppState, Confirm, Level, Overlay, Prompt, PromptKind, n
 
 pub fn open_prompt(state: &mut AppState, kind: PromptKind) {
     let labels: &[&str] = match &kind {
-        PromptKind::AddTask => &["subject", "description", "blocked by (ids, comma separated)"],
+        PromptKind::AddTask => &[
+            "subject",
+            "description",
+            "blocked by (ids, comma separated)",
+        ],
         PromptKind::Message { .. } => &["message"],
         PromptKind::SendBack { .. } => &["note (what to change)"],
     };

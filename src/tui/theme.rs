@@ -9,13 +9,16 @@ use ratatui::style::{Color, Modifier, Style};
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::tui::presets::{self, MAX_INHERIT_DEPTH};
-use crate::tui::warning::{Warning, toml_error};
+use crate::tui::presets::{self, Preset, Source};
+use crate::tui::warning::Warning;
 
 pub const BUILTIN: &[(&str, &str)] = &[
     ("default", include_str!("../../themes/default.toml")),
     ("light", include_str!("../../themes/light.toml")),
-    ("high-contrast", include_str!("../../themes/high-contrast.toml")),
+    (
+        "high-contrast",
+        include_str!("../../themes/high-contrast.toml"),
+    ),
 ];
 
 /// Every style key a theme may set. A lookup of `a.b` falls back to `a`, then to `text`.
@@ -76,7 +79,7 @@ pub struct Theme {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct ThemeFile {
+pub struct ThemeFile {
     inherits: Option<String>,
     syntax: Option<String>,
     #[serde(default)]
@@ -90,26 +93,12 @@ impl Theme {
     }
 
     pub fn load_from(name: &str, config_dir: Option<&PathBuf>) -> (Theme, Vec<Warning>) {
-        let mut warnings = Vec::new();
-        let theme = resolve(name, config_dir, false, 0, &mut warnings).unwrap_or_else(|| {
-            warnings.push(Warning::new(
-                format!("theme {name:?}"),
-                0,
-                "no such theme; using the default",
-            ));
-            Theme::builtin_default()
-        });
-        (theme, warnings)
+        presets::load(name, config_dir)
     }
 
-    /// The built-in dark theme (always parses: a test checks every shipped theme).
+    /// The built-in dark theme.
     pub fn builtin_default() -> Theme {
-        let mut sink = Vec::new();
-        resolve("default", None, true, 0, &mut sink).unwrap_or_else(|| Theme {
-            name: "default".into(),
-            styles: HashMap::new(),
-            syntax: "base16-ocean.dark".into(),
-        })
+        presets::builtin_default()
     }
 
     pub fn style(&self, key: &str) -> Style {
@@ -126,78 +115,56 @@ impl Theme {
     }
 }
 
-fn resolve(
-    name: &str,
-    config_dir: Option<&PathBuf>,
-    builtin_only: bool,
-    depth: usize,
-    warnings: &mut Vec<Warning>,
-) -> Option<Theme> {
-    let source = presets::find("themes", name, BUILTIN, config_dir, builtin_only)?;
-    let file: ThemeFile = match toml::from_str(&source.text) {
-        Ok(file) => file,
-        Err(e) => {
-            warnings.push(toml_error(&source.file, &source.text, &e));
-            return (name != "default" || !source.builtin)
-                .then(Theme::builtin_default)
-                .map(|t| Theme { name: name.into(), ..t });
-        }
-    };
-    let mut theme = match &file.inherits {
-        Some(parent) if depth >= MAX_INHERIT_DEPTH => {
-            warnings.push(Warning::new(
-                &source.file,
-                0,
-                format!("inherits {parent:?} too deeply (a loop?)"),
-            ));
-            Theme::builtin_default()
-        }
-        Some(parent) => {
-            // A user file inheriting its own name means the built-in of that name.
-            let only_builtin = parent == name && !source.builtin;
-            resolve(parent, config_dir, only_builtin, depth + 1, warnings).unwrap_or_else(|| {
-                warnings.push(Warning::new(
-                    &source.file,
-                    0,
-                    format!("inherits unknown theme {parent:?}"),
-                ));
-                Theme::builtin_default()
-            })
-        }
-        None => Theme {
-            name: String::new(),
+impl Preset for Theme {
+    const KIND: &'static str = "themes";
+    const WORD: &'static str = "theme";
+    const BUILTIN: &'static [(&'static str, &'static str)] = BUILTIN;
+    type File = ThemeFile;
+
+    fn inherits(file: &ThemeFile) -> Option<&str> {
+        file.inherits.as_deref()
+    }
+
+    fn empty() -> Theme {
+        Theme {
+            name: "default".into(),
             styles: HashMap::new(),
             syntax: "base16-ocean.dark".into(),
-        },
-    };
-    theme.name = name.to_string();
-    if let Some(syntax) = file.syntax {
-        theme.syntax = syntax;
-    }
-    for (key, value) in &file.styles {
-        let offset = value.span().start;
-        if !KEYS.contains(&key.as_str()) {
-            warnings.push(Warning::at(
-                &source.file,
-                &source.text,
-                offset,
-                format!("unknown style key {key:?}"),
-            ));
-            continue;
         }
-        match parse_style(value.get_ref()) {
-            Ok(style) => {
-                theme.styles.insert(key.clone(), style);
+    }
+
+    fn set_name(&mut self, name: &str) {
+        self.name = name.to_string();
+    }
+
+    fn apply(&mut self, file: ThemeFile, source: &Source, warnings: &mut Vec<Warning>) {
+        if let Some(syntax) = file.syntax {
+            self.syntax = syntax;
+        }
+        for (key, value) in &file.styles {
+            let offset = value.span().start;
+            if !KEYS.contains(&key.as_str()) {
+                warnings.push(Warning::at(
+                    &source.file,
+                    &source.text,
+                    offset,
+                    format!("unknown style key {key:?}"),
+                ));
+                continue;
             }
-            Err(message) => warnings.push(Warning::at(
-                &source.file,
-                &source.text,
-                offset,
-                format!("{key}: {message}"),
-            )),
+            match parse_style(value.get_ref()) {
+                Ok(style) => {
+                    self.styles.insert(key.clone(), style);
+                }
+                Err(message) => warnings.push(Warning::at(
+                    &source.file,
+                    &source.text,
+                    offset,
+                    format!("{key}: {message}"),
+                )),
+            }
         }
     }
-    Some(theme)
 }
 
 /// `"red"` (a foreground) or `{ fg = "...", bg = "...", modifiers = ["bold", ...] }`.

@@ -44,22 +44,30 @@ pub fn load(root: &Path) -> Result<(TeamConfig, UiConfig), UiError> {
     let mut doc: DocumentMut = match text.parse() {
         Ok(doc) => doc,
         // Let the team parser report the syntax error with its line and column.
-        Err(_) => return Err(TeamConfig::parse(&path, &text).err().map_or_else(
-            || UiError::Edit {
-                path: path.clone(),
-                message: "cannot parse".into(),
-            },
-            UiError::Config,
-        )),
+        Err(_) => {
+            return Err(TeamConfig::parse(&path, &text).err().map_or_else(
+                || UiError::Edit {
+                    path: path.clone(),
+                    message: "cannot parse".into(),
+                },
+                UiError::Config,
+            ));
+        }
     };
     let ui = match doc.remove("ui") {
         Some(item) => {
-            let ui_text = format!("[ui]\n{}", item.as_table().map(Table::to_string).unwrap_or_default());
+            let ui_text = format!(
+                "[ui]\n{}",
+                item.as_table().map(Table::to_string).unwrap_or_default()
+            );
             let parsed: toml::Table = toml::from_str(&ui_text).map_err(|e| UiError::Edit {
                 path: path.clone(),
                 message: format!("[ui]: {}", e.message().trim()),
             })?;
-            let table = parsed.get("ui").cloned().unwrap_or(toml::Value::Table(Default::default()));
+            let table = parsed
+                .get("ui")
+                .cloned()
+                .unwrap_or(toml::Value::Table(Default::default()));
             table.try_into::<UiConfig>().map_err(|e| UiError::Edit {
                 path: path.clone(),
                 message: format!("[ui]: {}", e.message().trim()),
@@ -136,6 +144,10 @@ mod tests {
         let text = std::fs::read_to_string(dir.path().join(FILE_NAME)).unwrap();
         assert!(text.contains("# Deny beats everything"));
         let (team, _) = load(dir.path()).unwrap();
-        assert!(team.permissions.allow.contains(&"bash(cargo test)".to_string()));
+        assert!(
+            team.permissions
+                .allow
+                .contains(&"bash(cargo test)".to_string())
+        );
     }
 }

@@ -13,8 +13,8 @@ use crate::tui::event::{Effect, Event};
 use crate::tui::keymap::Lookup;
 use crate::tui::keys::Chord;
 use crate::tui::layout::{areas, tab_cells};
-use crate::tui::render::tab_labels;
 use crate::tui::navigate::{focus_step, move_selection};
+use crate::tui::render::tab_labels;
 use crate::tui::state::{AppState, Confirm, Level, Overlay, Pane, PromptKind};
 use crate::tui::submit::{confirm, open_prompt, submit_prompt};
 
@@ -230,7 +230,11 @@ fn act(state: &mut AppState, action: Action) -> Vec<Effect> {
             state.set_status(Level::Warning, "no pending request selected");
         }
         Action::Always => {
-            let selected = state.model.pending().get(state.selected(Pane::Approvals)).cloned();
+            let selected = state
+                .model
+                .pending()
+                .get(state.selected(Pane::Approvals))
+                .cloned();
             match selected {
                 Some(request) => match ask::allow_rule(&request.request) {
                     Some(rule) => {
@@ -451,7 +455,6 @@ fn on_mouse(state: &mut AppState, mouse: MouseEvent) -> Vec<Effect> {
     }
     Vec::new()
 }
-
 
 /// The pane (or tab) drawn at `at`, found with the same layout the renderer uses.
 fn pane_at(state: &AppState, at: Position) -> Option<Pane> {

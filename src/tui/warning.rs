@@ -39,7 +39,11 @@ impl fmt::Display for Warning {
 /// The 1-based line holding byte `offset`.
 pub fn line_of(text: &str, offset: usize) -> usize {
     let end = offset.min(text.len());
-    text.as_bytes()[..end].iter().filter(|&&b| b == b'\n').count() + 1
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
 }
 
 /// The 1-based line of a TOML parse error (line 1 when it has no position).

@@ -86,7 +86,13 @@ pub fn fixture_changes() -> Vec<Change> {
     let config = TeamConfig::parse(Path::new("crew.toml"), &init_template("web", "main")).unwrap();
     let tasks = vec![
         task(1, "Sketch the API", Status::Completed, Some("alice"), &[]),
-        task(2, "Implement the parser", Status::InProgress, Some("alice"), &[1]),
+        task(
+            2,
+            "Implement the parser",
+            Status::InProgress,
+            Some("alice"),
+            &[1],
+        ),
         task(3, "Write docs", Status::Pending, None, &[1]),
         task(4, "Review the parser", Status::Pending, None, &[2, 3]),
         task(5, "Flaky test", Status::Failed, Some("bob"), &[]),
@@ -107,13 +113,41 @@ pub fn fixture_changes() -> Vec<Change> {
         "1. split parser\n2. add tests",
         json!({"request_id": "req_plan1"}),
     );
-    let shutdown = msg("2026-01-01T00:01:00Z", "lead", "carol", "shutdown_request", "wrap up", json!({"request_id": "req_shut1"}));
-    let shutdown_ok = msg("2026-01-01T00:02:00Z", "carol", "lead", "shutdown_response", "done", json!({"request_id": "req_shut1", "approve": true}));
+    let shutdown = msg(
+        "2026-01-01T00:01:00Z",
+        "lead",
+        "carol",
+        "shutdown_request",
+        "wrap up",
+        json!({"request_id": "req_shut1"}),
+    );
+    let shutdown_ok = msg(
+        "2026-01-01T00:02:00Z",
+        "carol",
+        "lead",
+        "shutdown_response",
+        "done",
+        json!({"request_id": "req_shut1", "approve": true}),
+    );
     let mut lead_box = entries(vec![
-        msg("2026-01-01T00:00:30Z", "user", "lead", "message", "Please add a parser", json!({})),
+        msg(
+            "2026-01-01T00:00:30Z",
+            "user",
+            "lead",
+            "message",
+            "Please add a parser",
+            json!({}),
+        ),
         shutdown_ok,
         plan,
-        msg("2026-01-01T00:09:40Z", "alice", "lead", "weird_kind", "?", json!({"colour": "blue"})),
+        msg(
+            "2026-01-01T00:09:40Z",
+            "alice",
+            "lead",
+            "weird_kind",
+            "?",
+            json!({"colour": "blue"}),
+        ),
     ]);
     lead_box.push(Entry::Broken {
         offset: 900,
@@ -123,20 +157,38 @@ pub fn fixture_changes() -> Vec<Change> {
     vec![
         Change::Config(Ok((Box::new(config), UiConfig::default()))),
         Change::AllTasks(tasks, vec![]),
-        Change::Inbox { name: "lead".into(), entries: lead_box, reset: false },
-        Change::Inbox { name: "user".into(), entries: entries(vec![permission]), reset: false },
-        Change::Inbox { name: "carol".into(), entries: entries(vec![shutdown]), reset: false },
+        Change::Inbox {
+            name: "lead".into(),
+            entries: lead_box,
+            reset: false,
+        },
+        Change::Inbox {
+            name: "user".into(),
+            entries: entries(vec![permission]),
+            reset: false,
+        },
+        Change::Inbox {
+            name: "carol".into(),
+            entries: entries(vec![shutdown]),
+            reset: false,
+        },
         agent("lead", "WORK", None, 12_000),
         agent("alice", "WAITING", Some("task_2"), 3_400),
         agent("bob", "IDLE", None, 800),
         Change::Transcript {
             name: "lead".into(),
-            lines: vec!["user: Please add a parser".into(), "assistant: Planning three tasks.".into()],
+            lines: vec![
+                "user: Please add a parser".into(),
+                "assistant: Planning three tasks.".into(),
+            ],
             reset: false,
         },
         Change::Transcript {
             name: "alice".into(),
-            lines: vec!["tool: read src/lib.rs".into(), "assistant: asking to run tests".into()],
+            lines: vec![
+                "tool: read src/lib.rs".into(),
+                "assistant: asking to run tests".into(),
+            ],
             reset: false,
         },
     ]
@@ -176,7 +228,14 @@ pub fn key(spec: &str) -> KeyEvent {
         other => KeyCode::Char(other.chars().next().unwrap()),
     };
     let shift = matches!(code, KeyCode::Char(c) if c.is_uppercase());
-    KeyEvent::new(code, if shift { mods | KeyModifiers::SHIFT } else { mods })
+    KeyEvent::new(
+        code,
+        if shift {
+            mods | KeyModifiers::SHIFT
+        } else {
+            mods
+        },
+    )
 }
 
 /// A real workspace driven by key events, effects run synchronously as the runtime would.
@@ -234,13 +293,25 @@ impl Harness {
 
     pub fn type_text(&mut self, text: &str) {
         for c in text.chars() {
-            let code = if c == ' ' { KeyCode::Char(' ') } else { KeyCode::Char(c) };
-            let mods = if c.is_uppercase() { KeyModifiers::SHIFT } else { KeyModifiers::NONE };
+            let code = if c == ' ' {
+                KeyCode::Char(' ')
+            } else {
+                KeyCode::Char(c)
+            };
+            let mods = if c.is_uppercase() {
+                KeyModifiers::SHIFT
+            } else {
+                KeyModifiers::NONE
+            };
             self.feed(Event::Key(KeyEvent::new(code, mods)));
         }
     }
 
     pub fn status(&self) -> String {
-        self.state.status.as_ref().map(|(_, s)| s.clone()).unwrap_or_default()
+        self.state
+            .status
+            .as_ref()
+            .map(|(_, s)| s.clone())
+            .unwrap_or_default()
     }
 }

@@ -42,11 +42,20 @@ pub fn run(teammates: usize, tasks: usize, messages: usize, as_json: bool) -> an
     let first_frame_ms = started.elapsed().as_secs_f64() * 1000.0;
 
     // Frame times while moving around every pane.
-    let keys = [KeyCode::Tab, KeyCode::Down, KeyCode::Down, KeyCode::PageDown, KeyCode::Up];
+    let keys = [
+        KeyCode::Tab,
+        KeyCode::Down,
+        KeyCode::Down,
+        KeyCode::PageDown,
+        KeyCode::Up,
+    ];
     let mut frame_ms = Vec::with_capacity(FRAMES);
     for i in 0..FRAMES {
         let code = keys[i % keys.len()];
-        update(&mut state, Event::Key(KeyEvent::new(code, KeyModifiers::NONE)));
+        update(
+            &mut state,
+            Event::Key(KeyEvent::new(code, KeyModifiers::NONE)),
+        );
         let t = Instant::now();
         terminal.draw(|f| render(&state, f))?;
         frame_ms.push(t.elapsed().as_secs_f64() * 1000.0);
@@ -127,36 +136,62 @@ fn populate(root: &Path, teammates: usize, tasks: usize, messages: usize) -> any
     let mut toml = String::from("[team]\nname = \"bench\"\n\n[lead]\nname = \"lead\"\n");
     let names: Vec<String> = (0..teammates).map(|i| format!("mate{i}")).collect();
     for name in &names {
-        write!(toml, "\n[[teammate]]\nname = \"{name}\"\nrole = \"implementer\"\n")?;
+        write!(
+            toml,
+            "\n[[teammate]]\nname = \"{name}\"\nrole = \"implementer\"\n"
+        )?;
     }
     fs::write(root.join("crew.toml"), toml)?;
     let ws = Workspace::new(root);
     fs::create_dir_all(ws.tasks_dir())?;
     for i in 1..=tasks {
-        let status = if i < tasks / 3 { "completed" } else { "pending" };
-        let blocked: Vec<String> = (i > 1).then(|| format!("task_{}", i / 2)).into_iter().collect();
+        let status = if i < tasks / 3 {
+            "completed"
+        } else {
+            "pending"
+        };
+        let blocked: Vec<String> = (i > 1)
+            .then(|| format!("task_{}", i / 2))
+            .into_iter()
+            .collect();
         let task = json!({
             "id": format!("task_{i}"), "subject": format!("task number {i}"), "description": "bench",
             "status": status, "owner": null, "blockedBy": blocked,
             "createdAt": "2026-01-01T00:00:00Z", "updatedAt": "2026-01-01T00:00:00Z",
         });
-        fs::write(ws.tasks_dir().join(format!("task_{i}.json")), task.to_string())?;
+        fs::write(
+            ws.tasks_dir().join(format!("task_{i}.json")),
+            task.to_string(),
+        )?;
     }
     fs::create_dir_all(ws.mailboxes_dir())?;
-    let inboxes: Vec<&str> = std::iter::once("lead").chain(names.iter().map(String::as_str)).collect();
+    let inboxes: Vec<&str> = std::iter::once("lead")
+        .chain(names.iter().map(String::as_str))
+        .collect();
     let mut files = inboxes
         .iter()
-        .map(|n| Ok(BufWriter::new(fs::File::create(ws.mailboxes_dir().join(format!("{n}.jsonl")))?)))
+        .map(|n| {
+            Ok(BufWriter::new(fs::File::create(
+                ws.mailboxes_dir().join(format!("{n}.jsonl")),
+            )?))
+        })
         .collect::<anyhow::Result<Vec<_>>>()?;
     for k in 0..messages {
         let to = k % inboxes.len();
-        let mut m = message(k, "lead", inboxes[to], "status_update", &format!("update {k}"));
+        let mut m = message(
+            k,
+            "lead",
+            inboxes[to],
+            "status_update",
+            &format!("update {k}"),
+        );
         // Every 500th message is a request waiting for the person.
         if k % 500 == 0 {
             m.kind = "permission_request".into();
             m.request_id = Some(format!("req_{k}"));
             m.extra.insert("tool".into(), json!("bash"));
-            m.extra.insert("input".into(), json!({"command": format!("make step{k}")}));
+            m.extra
+                .insert("input".into(), json!({"command": format!("make step{k}")}));
         }
         serde_json::to_writer(&mut files[to], &m)?;
         files[to].write_all(b"\n")?;
@@ -174,7 +209,12 @@ fn populate(root: &Path, teammates: usize, tasks: usize, messages: usize) -> any
 }
 
 fn screen_text(backend: &TestBackend) -> String {
-    backend.buffer().content().iter().map(|c| c.symbol()).collect()
+    backend
+        .buffer()
+        .content()
+        .iter()
+        .map(|c| c.symbol())
+        .collect()
 }
 
 /// Peak resident memory (VmHWM) in kB, on Linux.

@@ -30,7 +30,10 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     let keys: Vec<Span> = [Action::Approve, Action::Deny, Action::Always]
         .iter()
         .flat_map(|a| {
-            let key = state.keymap.key_for(Mode::Approvals, *a).unwrap_or_default();
+            let key = state
+                .keymap
+                .key_for(Mode::Approvals, *a)
+                .unwrap_or_default();
             [
                 Span::styled(format!(" {key} "), theme.style("approval.key")),
                 Span::styled(format!(" {}  ", a.name()), theme.style("dim")),
@@ -68,7 +71,10 @@ fn request_lines(state: &AppState, r: &RequestInfo, selected: bool) -> Vec<Line<
         ),
     ];
     if selected {
-        head = head.into_iter().map(|s| s.patch_style(theme.style("selection"))).collect();
+        head = head
+            .into_iter()
+            .map(|s| s.patch_style(theme.style("selection")))
+            .collect();
     }
     let mut lines = vec![Line::from(head)];
     if let Some(wt) = ask::worktree(m) {
@@ -78,7 +84,10 @@ fn request_lines(state: &AppState, r: &RequestInfo, selected: bool) -> Vec<Line<
         lines.extend(command_lines(state, &r.request_id, command));
     } else if let Some(input) = ask::input(m) {
         let text = serde_json::to_string_pretty(input).unwrap_or_else(|_| input.to_string());
-        lines.extend(text.lines().map(|l| plain(theme.style("approval.command"), format!("  {l}"))));
+        lines.extend(
+            text.lines()
+                .map(|l| plain(theme.style("approval.command"), format!("  {l}"))),
+        );
     }
     if let Some(reason) = ask::reason(m) {
         for (i, l) in reason.lines().enumerate() {

@@ -32,18 +32,27 @@ pub fn render(state: &AppState, view: &DiffView, frame: &mut Frame, area: Rect) 
     frame.render_widget(Paragraph::new(hint_line(state, view)), rows[0]);
     let diff = match &view.diff {
         None => {
-            frame.render_widget(Paragraph::new(plain(theme.style("dim"), "loading…")), rows[1]);
+            frame.render_widget(
+                Paragraph::new(plain(theme.style("dim"), "loading…")),
+                rows[1],
+            );
             return;
         }
         Some(Err(e)) => {
-            frame.render_widget(Paragraph::new(plain(theme.style("status.error"), e.clone())), rows[1]);
+            frame.render_widget(
+                Paragraph::new(plain(theme.style("status.error"), e.clone())),
+                rows[1],
+            );
             return;
         }
         Some(Ok(diff)) => diff,
     };
     if diff.files.is_empty() {
         frame.render_widget(
-            Paragraph::new(plain(theme.style("dim"), "no changes against the base branch")),
+            Paragraph::new(plain(
+                theme.style("dim"),
+                "no changes against the base branch",
+            )),
             rows[1],
         );
         return;
@@ -57,11 +66,22 @@ pub fn render(state: &AppState, view: &DiffView, frame: &mut Frame, area: Rect) 
     if let Some(file) = view.current() {
         let hl = view.highlights.get(&view.file);
         if file.binary {
-            frame.render_widget(Paragraph::new(plain(theme.style("dim"), "binary file")), cols[1]);
-        } else if view.side_by_side {
-            render_split(state, view, &file.hunks, hl, frame, cols[1]);
+            frame.render_widget(
+                Paragraph::new(plain(theme.style("dim"), "binary file")),
+                cols[1],
+            );
         } else {
-            render_unified(state, view, &file.hunks, hl, frame, cols[1]);
+            let body = Body {
+                state,
+                view,
+                hunks: &file.hunks,
+                hl,
+            };
+            if view.side_by_side {
+                render_split(&body, frame, cols[1]);
+            } else {
+                render_unified(&body, frame, cols[1]);
+            }
         }
     }
 }
@@ -75,8 +95,15 @@ fn title(state: &AppState, view: &DiffView) -> String {
         ),
         _ => String::new(),
     };
-    let mode = if view.side_by_side { "side by side" } else { "unified" };
-    format!(" diff {} (crew/{} → {base}){totals} · {mode} ", view.name, view.name)
+    let mode = if view.side_by_side {
+        "side by side"
+    } else {
+        "unified"
+    };
+    format!(
+        " diff {} (crew/{} → {base}){totals} · {mode} ",
+        view.name, view.name
+    )
 }
 
 fn hint_line(state: &AppState, view: &DiffView) -> Line<'static> {
@@ -157,7 +184,10 @@ fn words(hunk: &Hunk, j: usize) -> Vec<Range<usize>> {
         while d > 0 && lines[d - 1].kind == LineKind::Del {
             d -= 1;
         }
-        return match lines.get(d + k).filter(|l| l.kind == LineKind::Del && d + k < s) {
+        return match lines
+            .get(d + k)
+            .filter(|l| l.kind == LineKind::Del && d + k < s)
+        {
             Some(old) => inline_changes(&old.text, &lines[j].text).new,
             None => Vec::new(),
         };
@@ -169,7 +199,10 @@ fn words(hunk: &Hunk, j: usize) -> Vec<Range<usize>> {
     while e < lines.len() && lines[e].kind == LineKind::Del {
         e += 1;
     }
-    match lines.get(e + (j - del_start)).filter(|l| l.kind == LineKind::Add) {
+    match lines
+        .get(e + (j - del_start))
+        .filter(|l| l.kind == LineKind::Add)
+    {
         Some(new) => inline_changes(&lines[j].text, &new.text).old,
         None => Vec::new(),
     }
@@ -203,7 +236,11 @@ fn styled_text(
         .map(|w| {
             let (a, b) = (w[0], w[1]);
             let mut style = base;
-            if let Some((color, _)) = segs.into_iter().flatten().find(|(_, r)| r.start <= a && a < r.end) {
+            if let Some((color, _)) = segs
+                .into_iter()
+                .flatten()
+                .find(|(_, r)| r.start <= a && a < r.end)
+            {
                 style = style.fg(*color);
             }
             if words.iter().any(|r| r.start <= a && a < r.end) {
@@ -214,14 +251,22 @@ fn styled_text(
         .collect()
 }
 
-fn render_unified(
-    state: &AppState,
-    view: &DiffView,
-    hunks: &[Hunk],
-    hl: Option<&Vec<Vec<LineSegments>>>,
-    frame: &mut Frame,
-    area: Rect,
-) {
+/// What the hunk views draw: the current file's hunks and their highlighting.
+#[derive(Clone, Copy)]
+struct Body<'a> {
+    state: &'a AppState,
+    view: &'a DiffView,
+    hunks: &'a [Hunk],
+    hl: Option<&'a Vec<Vec<LineSegments>>>,
+}
+
+fn render_unified(body: &Body, frame: &mut Frame, area: Rect) {
+    let Body {
+        state,
+        view,
+        hunks,
+        hl,
+    } = *body;
     let theme = &state.theme;
     let height = area.height as usize;
     let mut lines = Vec::with_capacity(height);
@@ -234,7 +279,10 @@ fn render_unified(
         }
         if row >= view.scroll {
             let marker = if h == view.hunk { "▶ " } else { "  " };
-            lines.push(plain(theme.style("diff.hunk"), format!("{marker}{}", hunk.header)));
+            lines.push(plain(
+                theme.style("diff.hunk"),
+                format!("{marker}{}", hunk.header),
+            ));
         }
         row += 1;
         for (j, line) in hunk.lines.iter().enumerate() {
@@ -276,9 +324,13 @@ fn split_rows(hunk: &Hunk) -> Vec<(Option<usize>, Option<usize>)> {
             i += 1;
             continue;
         }
-        let dels: Vec<usize> = (i..lines.len()).take_while(|k| lines[*k].kind == LineKind::Del).collect();
+        let dels: Vec<usize> = (i..lines.len())
+            .take_while(|k| lines[*k].kind == LineKind::Del)
+            .collect();
         let after = i + dels.len();
-        let adds: Vec<usize> = (after..lines.len()).take_while(|k| lines[*k].kind == LineKind::Add).collect();
+        let adds: Vec<usize> = (after..lines.len())
+            .take_while(|k| lines[*k].kind == LineKind::Add)
+            .collect();
         for k in 0..dels.len().max(adds.len()) {
             rows.push((dels.get(k).copied(), adds.get(k).copied()));
         }
@@ -287,14 +339,13 @@ fn split_rows(hunk: &Hunk) -> Vec<(Option<usize>, Option<usize>)> {
     rows
 }
 
-fn render_split(
-    state: &AppState,
-    view: &DiffView,
-    hunks: &[Hunk],
-    hl: Option<&Vec<Vec<LineSegments>>>,
-    frame: &mut Frame,
-    area: Rect,
-) {
+fn render_split(body: &Body, frame: &mut Frame, area: Rect) {
+    let Body {
+        state,
+        view,
+        hunks,
+        hl,
+    } = *body;
     let theme = &state.theme;
     let halves = Layout::default()
         .direction(Direction::Horizontal)
@@ -320,7 +371,11 @@ fn render_split(
                 let side = |idx: Option<usize>, old_side: bool| -> Line<'static> {
                     let Some(j) = idx else { return Line::default() };
                     let line = &hunk.lines[j];
-                    let n = if old_side { line.old_lineno } else { line.new_lineno };
+                    let n = if old_side {
+                        line.old_lineno
+                    } else {
+                        line.new_lineno
+                    };
                     let mut spans = vec![Span::styled(
                         n.map_or("     ".to_string(), |n| format!("{n:>4} ")),
                         theme.style("dim"),
@@ -337,7 +392,11 @@ fn render_split(
     }
     frame.render_widget(Paragraph::new(left), halves[0]);
     frame.render_widget(
-        Paragraph::new(right).block(Block::default().borders(Borders::LEFT).border_style(theme.style("border"))),
+        Paragraph::new(right).block(
+            Block::default()
+                .borders(Borders::LEFT)
+                .border_style(theme.style("border")),
+        ),
         halves[1],
     );
 }

@@ -47,7 +47,10 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
         Span::styled(approvals, style)
     });
     let tokens: u64 = model.agents.values().map(|a| a.token_total()).sum();
-    spans.push(Span::styled(format!("│ tokens {} ", tokens_text(tokens)), style));
+    spans.push(Span::styled(
+        format!("│ tokens {} ", tokens_text(tokens)),
+        style,
+    ));
     frame.render_widget(Paragraph::new(Line::from(spans)).style(style), area);
 }
 

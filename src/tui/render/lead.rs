@@ -18,7 +18,9 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     let block = pane_block(state, Pane::Lead, title);
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    let input_rows = (state.input.lines().len() as u16 + 2).clamp(3, 8).min(inner.height / 2);
+    let input_rows = (state.input.lines().len() as u16 + 2)
+        .clamp(3, 8)
+        .min(inner.height / 2);
     let parts = Layout::default()
         .direction(Direction::Vertical)
         .constraints([Constraint::Min(1), Constraint::Length(input_rows)])

@@ -33,10 +33,17 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     let block = pane_block(state, Pane::Mailboxes, Line::from(title));
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    let entries = state.model.inboxes.get(&current).map_or(&[][..], Vec::as_slice);
+    let entries = state
+        .model
+        .inboxes
+        .get(&current)
+        .map_or(&[][..], Vec::as_slice);
     if entries.is_empty() {
         frame.render_widget(
-            Paragraph::new(plain(theme.style("dim"), format!("{current}'s inbox is empty"))),
+            Paragraph::new(plain(
+                theme.style("dim"),
+                format!("{current}'s inbox is empty"),
+            )),
             inner,
         );
         return;
@@ -48,7 +55,9 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
         .map(|r| (r.request_id.as_str(), r))
         .collect();
     let height = inner.height as usize;
-    let back = state.scroll(Pane::Mailboxes).min(entries.len().saturating_sub(1));
+    let back = state
+        .scroll(Pane::Mailboxes)
+        .min(entries.len().saturating_sub(1));
     let end = entries.len() - back;
     let width = inner.width as usize;
     let lines: Vec<Line> = entries[end.saturating_sub(height)..end]
@@ -85,7 +94,10 @@ fn entry_line(
     let message = match entry {
         Entry::Message { message, .. } => message,
         Entry::Broken { error, .. } => {
-            return plain(theme.style("msg.broken"), one_line(&format!("!! {error}"), width));
+            return plain(
+                theme.style("msg.broken"),
+                one_line(&format!("!! {error}"), width),
+            );
         }
     };
     let time = message.ts.get(11..19).unwrap_or(&message.ts).to_string();
@@ -96,19 +108,38 @@ fn entry_line(
         Span::styled(format!("{} ", message.kind), style),
     ];
     if let Some(id) = &message.request_id {
-        let short: String = id.chars().rev().take(6).collect::<Vec<_>>().into_iter().rev().collect();
+        let short: String = id
+            .chars()
+            .rev()
+            .take(6)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
         if message.is_response() {
-            let verdict = if message.approve == Some(true) { "approved" } else { "rejected" };
+            let verdict = if message.approve == Some(true) {
+                "approved"
+            } else {
+                "rejected"
+            };
             spans.push(Span::styled(format!("↩ {verdict} …{short} "), style));
         } else if let Some(info) = requests.get(id.as_str()) {
             let (text, key) = match info.state {
-                RequestState::Pending => (format!("⏳ pending {} ", age(info.age_secs)), "msg.pending"),
+                RequestState::Pending => {
+                    (format!("⏳ pending {} ", age(info.age_secs)), "msg.pending")
+                }
                 RequestState::Approved => (
-                    format!("✓ approved by {} ", info.answered_by.as_deref().unwrap_or("?")),
+                    format!(
+                        "✓ approved by {} ",
+                        info.answered_by.as_deref().unwrap_or("?")
+                    ),
                     "msg.response",
                 ),
                 RequestState::Rejected => (
-                    format!("✗ rejected by {} ", info.answered_by.as_deref().unwrap_or("?")),
+                    format!(
+                        "✗ rejected by {} ",
+                        info.answered_by.as_deref().unwrap_or("?")
+                    ),
                     "status.error",
                 ),
                 RequestState::Expired => ("⌛ expired ".to_string(), "dim"),

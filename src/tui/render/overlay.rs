@@ -23,7 +23,12 @@ pub fn render(state: &AppState, frame: &mut Frame, body: Rect) {
 fn centered(body: Rect, width: u16, height: u16) -> Rect {
     let w = width.min(body.width);
     let h = height.min(body.height);
-    Rect::new(body.x + (body.width - w) / 2, body.y + (body.height - h) / 2, w, h)
+    Rect::new(
+        body.x + (body.width - w) / 2,
+        body.y + (body.height - h) / 2,
+        w,
+        h,
+    )
 }
 
 fn popup<'a>(state: &AppState, title: String) -> Block<'a> {
@@ -53,7 +58,10 @@ pub fn help_lines(state: &AppState) -> Vec<Line<'static>> {
         lines.push(plain(theme.style("title.focus"), format!("[{name}]")));
         for b in bindings {
             lines.push(Line::from(vec![
-                Span::styled(format!("  {:<12}", sequence_text(&b.keys)), theme.style("approval.key")),
+                Span::styled(
+                    format!("  {:<12}", sequence_text(&b.keys)),
+                    theme.style("approval.key"),
+                ),
                 Span::styled(format!(" {}", b.action.help()), theme.style("text")),
             ]));
         }
@@ -64,7 +72,10 @@ pub fn help_lines(state: &AppState) -> Vec<Line<'static>> {
 fn help(state: &AppState, scroll: u16, frame: &mut Frame, body: Rect) {
     let area = centered(body, 70, body.height.saturating_sub(2));
     frame.render_widget(Clear, area);
-    let close = state.keymap.key_for(Mode::Help, Action::Help).unwrap_or_default();
+    let close = state
+        .keymap
+        .key_for(Mode::Help, Action::Help)
+        .unwrap_or_default();
     frame.render_widget(
         Paragraph::new(help_lines(state))
             .block(popup(state, format!(" help ({close} closes) ")))
@@ -95,12 +106,21 @@ fn render_prompt(state: &AppState, prompt: &Prompt, frame: &mut Frame, body: Rec
         } else {
             state.theme.style("dim")
         };
-        frame.render_widget(Paragraph::new(plain(style, label.clone())), Rect::new(inner.x, y, inner.width, 1));
+        frame.render_widget(
+            Paragraph::new(plain(style, label.clone())),
+            Rect::new(inner.x, y, inner.width, 1),
+        );
         frame.render_widget(field, Rect::new(inner.x, y + 1, inner.width, 1));
     }
     let keys = [Action::Confirm, Action::NextField, Action::Cancel]
         .iter()
-        .map(|a| format!("{} {}", state.keymap.key_for(Mode::Prompt, *a).unwrap_or_default(), a.name()))
+        .map(|a| {
+            format!(
+                "{} {}",
+                state.keymap.key_for(Mode::Prompt, *a).unwrap_or_default(),
+                a.name()
+            )
+        })
         .collect::<Vec<_>>()
         .join(" · ");
     frame.render_widget(
@@ -118,8 +138,14 @@ fn confirm(state: &AppState, what: &Confirm, frame: &mut Frame, body: Rect) {
             "Discard {name}'s worktree and branch crew/{name}? Its work is gone afterwards."
         ),
     };
-    let yes = state.keymap.key_for(Mode::Confirm, Action::Confirm).unwrap_or_default();
-    let no = state.keymap.key_for(Mode::Confirm, Action::Cancel).unwrap_or_default();
+    let yes = state
+        .keymap
+        .key_for(Mode::Confirm, Action::Confirm)
+        .unwrap_or_default();
+    let no = state
+        .keymap
+        .key_for(Mode::Confirm, Action::Cancel)
+        .unwrap_or_default();
     let area = centered(body, 64, 7);
     frame.render_widget(Clear, area);
     frame.render_widget(

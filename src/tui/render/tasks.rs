@@ -38,10 +38,16 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
         lines.push(plain(theme.style("dim"), "no tasks yet"));
     }
     let height = (list.height as usize).saturating_sub(lines.len());
-    let selected = state.selected(Pane::Tasks).min(model.task_rows.len().saturating_sub(1));
+    let selected = state
+        .selected(Pane::Tasks)
+        .min(model.task_rows.len().saturating_sub(1));
     let start = window_start(selected, height);
     for (i, row) in model.task_rows.iter().enumerate().skip(start).take(height) {
-        lines.push(task_line(state, row, i == selected && state.focus == Pane::Tasks));
+        lines.push(task_line(
+            state,
+            row,
+            i == selected && state.focus == Pane::Tasks,
+        ));
     }
     frame.render_widget(Paragraph::new(lines), list);
     if let (Some(area), Some(row)) = (detail, model.task_rows.get(selected)) {
@@ -75,7 +81,10 @@ fn task_line(state: &AppState, row: &TaskRow, selected: bool) -> Line<'static> {
     spans.push(Span::styled(format!("{} ", task.id), id_style));
     spans.push(Span::styled(task.subject.clone(), theme.style("text")));
     if let Some(owner) = &task.owner {
-        spans.push(Span::styled(format!(" @{owner}"), theme.style("task.owner")));
+        spans.push(Span::styled(
+            format!(" @{owner}"),
+            theme.style("task.owner"),
+        ));
     }
     if row.claimable {
         spans.push(Span::styled(" ▶ claimable", theme.style("task.claimable")));
@@ -108,7 +117,10 @@ fn render_detail(state: &AppState, row: &TaskRow, frame: &mut Frame, area: Rect)
     let theme = &state.theme;
     let task = &state.model.tasks[row.index];
     let mut lines = vec![
-        plain(theme.style("title"), format!("{}: {}", task.id, task.subject)),
+        plain(
+            theme.style("title"),
+            format!("{}: {}", task.id, task.subject),
+        ),
         plain(
             theme.style("dim"),
             format!(
@@ -127,17 +139,27 @@ fn render_detail(state: &AppState, row: &TaskRow, frame: &mut Frame, area: Rect)
         ));
     }
     lines.push(Line::default());
-    lines.extend(task.description.lines().map(|l| plain(theme.style("text"), l.to_string())));
+    lines.extend(
+        task.description
+            .lines()
+            .map(|l| plain(theme.style("text"), l.to_string())),
+    );
     if let Some(result) = &task.result {
         lines.push(Line::default());
         lines.push(plain(theme.style("title"), "result"));
-        lines.extend(result.lines().map(|l| plain(theme.style("text"), l.to_string())));
+        lines.extend(
+            result
+                .lines()
+                .map(|l| plain(theme.style("text"), l.to_string())),
+        );
     }
     let block = Block::default()
         .borders(Borders::TOP)
         .border_style(theme.style("border"));
     frame.render_widget(
-        Paragraph::new(lines).block(block).wrap(Wrap { trim: false }),
+        Paragraph::new(lines)
+            .block(block)
+            .wrap(Wrap { trim: false }),
         area,
     );
 }

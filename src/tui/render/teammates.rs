@@ -10,7 +10,11 @@ use crate::tui::state::{AppState, Pane};
 
 pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     let names = state.model.teammates();
-    let block = pane_block(state, Pane::Teammates, Line::from(format!(" teammates ({}) ", names.len())));
+    let block = pane_block(
+        state,
+        Pane::Teammates,
+        Line::from(format!(" teammates ({}) ", names.len())),
+    );
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let theme = &state.theme;
@@ -41,7 +45,11 @@ fn render_one(state: &AppState, name: &str, selected: bool, frame: &mut Frame, a
     let mut title = vec![
         Span::styled(
             format!(" {name} "),
-            if selected { theme.style("title.focus") } else { theme.style("title") },
+            if selected {
+                theme.style("title.focus")
+            } else {
+                theme.style("title")
+            },
         ),
         badge(state, status.map(|s| s.state.as_str())),
     ];
@@ -91,7 +99,11 @@ fn render_one(state: &AppState, name: &str, selected: bool, frame: &mut Frame, a
     let room = (inner.height as usize).saturating_sub(lines.len());
     if let Some(out) = state.model.transcripts.get(name) {
         let from = out.len().saturating_sub(room);
-        lines.extend(out[from..].iter().map(|l| plain(theme.style("dim"), one_line(l, width))));
+        lines.extend(
+            out[from..]
+                .iter()
+                .map(|l| plain(theme.style("dim"), one_line(l, width))),
+        );
     }
     frame.render_widget(Paragraph::new(lines), inner);
 }
