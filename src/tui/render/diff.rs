@@ -261,12 +261,7 @@ struct Body<'a> {
 }
 
 fn render_unified(body: &Body, frame: &mut Frame, area: Rect) {
-    let Body {
-        state,
-        view,
-        hunks,
-        hl,
-    } = *body;
+    let (state, view, hunks, hl) = (body.state, body.view, body.hunks, body.hl);
     let theme = &state.theme;
     let height = area.height as usize;
     let mut lines = Vec::with_capacity(height);
@@ -340,12 +335,7 @@ fn split_rows(hunk: &Hunk) -> Vec<(Option<usize>, Option<usize>)> {
 }
 
 fn render_split(body: &Body, frame: &mut Frame, area: Rect) {
-    let Body {
-        state,
-        view,
-        hunks,
-        hl,
-    } = *body;
+    let (state, view, hunks, hl) = (body.state, body.view, body.hunks, body.hl);
     let theme = &state.theme;
     let halves = Layout::default()
         .direction(Direction::Horizontal)
