@@ -353,3 +353,48 @@ fn a_key_sequence_from_the_vim_keymap() {
     h.press(&["g"]);
     assert_eq!(h.state.selected(Pane::Tasks), 0);
 }
+
+#[test]
+fn changes_made_by_anyone_reach_the_screen_through_the_watcher() {
+    let dir = workspace();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let _watcher = crew::tui::runtime::spawn_loader(dir.path(), tx).unwrap();
+    let mut state = tui_support::state_at(dir.path());
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let pump = |state: &mut crew::tui::AppState, done: &dyn Fn(&crew::tui::AppState) -> bool| {
+        while !done(state) {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let event = rx.recv_timeout(left).expect("the change never arrived");
+            crew::tui::update(state, event);
+        }
+    };
+    pump(&mut state, &|s| s.model.loaded);
+    Workspace::new(dir.path())
+        .tasks()
+        .create(NewTask {
+            subject: "from elsewhere".into(),
+            ..NewTask::default()
+        })
+        .unwrap();
+    pump(&mut state, &|s| {
+        s.model.tasks.iter().any(|t| t.subject == "from elsewhere")
+    });
+    let id = ask(dir.path(), "ls");
+    pump(&mut state, &|s| {
+        s.model.pending().iter().any(|r| r.request_id == id)
+    });
+    assert_eq!(
+        state.model.inboxes["user"].len(),
+        1,
+        "read incrementally, nothing twice"
+    );
+    fs::create_dir_all(dir.path().join(".crew/agents")).unwrap();
+    fs::write(
+        dir.path().join(".crew/agents/alice.json"),
+        r#"{"name":"alice","state":"WAITING","pid":1,"task":null,"heartbeat":null,"turns":1,"tokens":5}"#,
+    )
+    .unwrap();
+    pump(&mut state, &|s| {
+        s.agent("alice").is_some_and(|a| a.state == "WAITING")
+    });
+}

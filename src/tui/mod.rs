@@ -19,6 +19,7 @@ pub mod model;
 pub mod navigate;
 pub mod presets;
 pub mod render;
+pub mod review;
 pub mod runtime;
 pub mod state;
 pub mod submit;

@@ -1,13 +1,12 @@
 //! The screen's state as plain data: what was loaded, what is focused and selected, which dialog
 //! is open. Render functions read it; `update` changes it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::SystemTime;
 
 use ratatui_textarea::TextArea;
 
-use crate::git::MergeOutcome;
 use crate::tui::data::AgentStatus;
 use crate::tui::diffview::DiffView;
 use crate::tui::highlight::Segments;
@@ -113,7 +112,6 @@ pub struct AppState {
     pub size: (u16, u16),
     /// Syntax-highlighted bash commands of requests, by request id.
     pub commands: HashMap<String, Segments>,
-    pub last_merge: BTreeMap<String, MergeOutcome>,
     pub quit: bool,
 }
 
@@ -140,7 +138,6 @@ impl AppState {
             warnings: Vec::new(),
             size: (0, 0),
             commands: HashMap::new(),
-            last_merge: BTreeMap::new(),
             quit: false,
         }
     }
