@@ -12,3 +12,4 @@ pub mod model;
 pub mod store;
 pub mod team;
 pub mod tools;
+pub mod tui;

@@ -49,6 +49,8 @@ pub enum Command {
     /// Each writing teammate's git worktree: list, diff, merge, discard.
     #[command(subcommand)]
     Worktree(WorktreeCommand),
+    /// Open the full-screen workbench.
+    Ui(UiArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -77,6 +79,16 @@ pub enum WorktreeCommand {
         #[arg(long)]
         yes: bool,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct UiArgs {
+    /// Theme: default, light, high-contrast, or a file in $XDG_CONFIG_HOME/crew/themes.
+    #[arg(long, default_value = "default")]
+    pub theme: String,
+    /// Keymap: default, vim, or a file in $XDG_CONFIG_HOME/crew/keymaps.
+    #[arg(long, default_value = "default")]
+    pub keymap: String,
 }
 
 #[derive(Debug, Args)]

@@ -59,5 +59,12 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             team::down(&project::Project::find(&start)?, timeout, json)
         }
         Command::Worktree(cmd) => worktrees::run(&project::Project::find(&start)?, cmd),
+        Command::Ui(args) => crate::tui::run(
+            project::Project::find(&start)?.workspace.root(),
+            crate::tui::Options {
+                theme: args.theme,
+                keymap: args.keymap,
+            },
+        ),
     }
 }

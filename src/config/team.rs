@@ -26,6 +26,9 @@ pub struct TeamConfig {
     pub worker: WorkerConfig,
     #[serde(default)]
     pub worktree: WorktreeConfig,
+    /// `[ui]`: the screen's own settings (bell, notify command), checked by the screen.
+    #[serde(default)]
+    pub ui: Option<toml::Table>,
     /// Where this was read from, for messages.
     #[serde(skip)]
     pub path: PathBuf,

@@ -5,6 +5,7 @@ mod agent_loop;
 mod claims;
 mod mailbox;
 mod proc;
+mod render;
 mod stats;
 
 use std::path::PathBuf;
@@ -45,6 +46,17 @@ enum Command {
         turns: usize,
         #[arg(long, default_value_t = 200)]
         history: usize,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The screen on a big workspace: frame times, memory, change-to-frame latency.
+    Render {
+        #[arg(long, default_value_t = 16)]
+        teammates: usize,
+        #[arg(long, default_value_t = 10_000)]
+        tasks: usize,
+        #[arg(long, default_value_t = 100_000)]
+        messages: usize,
         #[arg(long)]
         json: bool,
     },
@@ -90,6 +102,12 @@ fn main() -> ExitCode {
             history,
             json,
         } => agent_loop::run(turns, history, json),
+        Command::Render {
+            teammates,
+            tasks,
+            messages,
+            json,
+        } => render::run(teammates, tasks, messages, json),
         Command::ClaimWorker { dir, name } => claims::worker(&dir, &name),
         Command::AppendWorker { dir, name, count } => mailbox::worker(&dir, &name, count),
         Command::Churn { dir, name } => claims::churn(&dir, &name),

@@ -1,0 +1,87 @@
+//! Reading a permission or plan request's typed fields (`tool`, `input`, `worktree`, `reason`)
+//! and turning one into the allow rule "always" would add.
+
+use serde_json::Value;
+
+use crate::store::Message;
+
+pub fn tool(request: &Message) -> Option<&str> {
+    request.extra.get("tool").and_then(Value::as_str)
+}
+
+pub fn input(request: &Message) -> Option<&Value> {
+    request.extra.get("input")
+}
+
+pub fn worktree(request: &Message) -> Option<&str> {
+    request.extra.get("worktree").and_then(Value::as_str)
+}
+
+/// Why the teammate asks: a `reason` field, else the message text.
+pub fn reason(request: &Message) -> Option<&str> {
+    request
+        .extra
+        .get("reason")
+        .and_then(Value::as_str)
+        .or(request.text.as_deref())
+}
+
+/// The shell command of a bash request (input `{"command": ...}` or a plain string).
+pub fn command(request: &Message) -> Option<&str> {
+    if tool(request) != Some("bash") {
+        return None;
+    }
+    match input(request)? {
+        Value::String(s) => Some(s),
+        other => other.get("command").and_then(Value::as_str),
+    }
+}
+
+/// The rule that allows exactly this call from now on: `bash(<command>)`, `tool(<path>)`, or
+/// the bare tool when its input names nothing more specific. None when no tool is named.
+pub fn allow_rule(request: &Message) -> Option<String> {
+    let tool = tool(request)?;
+    if let Some(command) = command(request) {
+        return Some(format!("bash({command})"));
+    }
+    let path = input(request).and_then(|i| {
+        ["path", "file_path", "file"]
+            .iter()
+            .find_map(|k| i.get(*k).and_then(Value::as_str))
+    });
+    Some(match path {
+        Some(path) => format!("{tool}({path})"),
+        None => tool.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn request(extra: Value) -> Message {
+        serde_json::from_value(
+            json!({"id":"m","ts":"t","from":"alice","to":"user","type":"permission_request","request_id":"r"})
+                .as_object()
+                .unwrap()
+                .clone()
+                .into_iter()
+                .chain(extra.as_object().unwrap().clone())
+                .collect::<serde_json::Map<_, _>>()
+                .into(),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn rules_name_the_command_or_path() {
+        let bash = request(json!({"tool":"bash","input":{"command":"cargo test"}}));
+        assert_eq!(allow_rule(&bash).as_deref(), Some("bash(cargo test)"));
+        let write = request(json!({"tool":"write","input":{"path":"src/a.rs","content":"x"}}));
+        assert_eq!(allow_rule(&write).as_deref(), Some("write(src/a.rs)"));
+        let bare = request(json!({"tool":"web_fetch"}));
+        assert_eq!(allow_rule(&bare).as_deref(), Some("web_fetch"));
+        assert_eq!(allow_rule(&request(json!({}))), None);
+    }
+}

@@ -1,0 +1,299 @@
+//! Reading the workspace for the screen, incrementally: inboxes and transcripts from kept byte
+//! offsets, single task and status files by the path a file-system event names. The loader runs
+//! off the input path and hands `Change`s to the state.
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::Value;
+use tracing::debug;
+
+use crate::config::{FILE_NAME, TeamConfig};
+use crate::store::{Entry, Task, TaskId, Workspace};
+use crate::tui::uiconfig::{self, UiConfig};
+
+/// How many transcript lines are kept per agent (the pane shows the last few).
+pub const TRANSCRIPT_KEEP: usize = 200;
+
+/// An agent's state as written by the team layer to `.crew/agents/<name>.json`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct AgentStatus {
+    pub name: String,
+    pub state: String,
+    #[serde(default)]
+    pub pid: Option<u64>,
+    #[serde(default)]
+    pub task: Option<String>,
+    #[serde(default)]
+    pub heartbeat: Option<String>,
+    #[serde(default)]
+    pub turns: Option<u64>,
+    #[serde(default)]
+    pub tokens: Option<Value>,
+}
+
+impl AgentStatus {
+    /// Tokens as one number: a plain count, or the sum of a usage object's counts.
+    pub fn token_total(&self) -> u64 {
+        match &self.tokens {
+            Some(Value::Number(n)) => n.as_u64().unwrap_or(0),
+            Some(Value::Object(map)) => map.values().filter_map(Value::as_u64).sum(),
+            _ => 0,
+        }
+    }
+}
+
+/// One thing that changed on disk.
+#[derive(Debug, Clone)]
+pub enum Change {
+    Config(Result<(Box<TeamConfig>, UiConfig), String>),
+    /// Every task (initial load or a rescan), with the files that did not parse.
+    AllTasks(Vec<Task>, Vec<String>),
+    /// One task file was written (Some) or removed (None).
+    Task(String, Option<Task>),
+    TaskProblem(String),
+    /// New entries of an inbox; `reset` when it must be read again from the start.
+    Inbox {
+        name: String,
+        entries: Vec<Entry>,
+        reset: bool,
+    },
+    Agent(String, Option<AgentStatus>),
+    Transcript {
+        name: String,
+        lines: Vec<String>,
+        reset: bool,
+    },
+}
+
+pub struct Loader {
+    ws: Workspace,
+    inbox_offsets: HashMap<String, u64>,
+    transcript_offsets: HashMap<PathBuf, u64>,
+}
+
+impl Loader {
+    pub fn new(root: &Path) -> Self {
+        Loader {
+            ws: Workspace::new(root),
+            inbox_offsets: HashMap::new(),
+            transcript_offsets: HashMap::new(),
+        }
+    }
+
+    pub fn workspace(&self) -> &Workspace {
+        &self.ws
+    }
+
+    /// Folders to watch: the store, the runtime folder (recursively) and the root for crew.toml.
+    pub fn watched(&self) -> Vec<(PathBuf, bool)> {
+        vec![
+            (self.ws.tasks_dir(), false),
+            (self.ws.mailboxes_dir(), false),
+            (self.ws.crew_dir().join("agents"), false),
+            (self.ws.crew_dir().join("transcripts"), true),
+            (self.ws.root().to_path_buf(), false),
+        ]
+    }
+
+    /// Everything, from scratch.
+    pub fn load_all(&mut self) -> Vec<Change> {
+        self.inbox_offsets.clear();
+        self.transcript_offsets.clear();
+        let mut changes = vec![self.config()];
+        match self.ws.tasks().load_all() {
+            Ok(loaded) => changes.push(Change::AllTasks(
+                loaded.tasks,
+                loaded.problems.iter().map(ToString::to_string).collect(),
+            )),
+            Err(e) => changes.push(Change::TaskProblem(e.to_string())),
+        }
+        let boxes = self.ws.mailboxes();
+        match boxes.inboxes() {
+            Ok(names) => {
+                for name in names {
+                    changes.extend(self.inbox(&name));
+                }
+            }
+            Err(e) => changes.push(Change::TaskProblem(e.to_string())),
+        }
+        for path in files_in(&self.ws.crew_dir().join("agents"), "json") {
+            changes.extend(self.agent(&path));
+        }
+        for dir in dirs_in(&self.ws.crew_dir().join("transcripts")) {
+            for path in files_in(&dir, "jsonl") {
+                changes.extend(self.transcript(&path));
+            }
+        }
+        changes
+    }
+
+    /// What the files at `paths` now say. An empty list (the watcher lost track) reloads all.
+    pub fn changed(&mut self, paths: &[PathBuf]) -> Vec<Change> {
+        if paths.is_empty() {
+            return self.load_all();
+        }
+        let mut changes = Vec::new();
+        let mut seen: Vec<&PathBuf> = Vec::new();
+        for path in paths {
+            if seen.contains(&path) {
+                continue;
+            }
+            seen.push(path);
+            let parent = path.parent().unwrap_or(Path::new(""));
+            let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+            let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+            if parent == self.ws.tasks_dir() && ext == "json" && stem.starts_with("task_") {
+                changes.push(self.task(path, stem));
+            } else if parent == self.ws.mailboxes_dir() && ext == "jsonl" {
+                changes.extend(self.inbox(stem));
+            } else if parent == self.ws.crew_dir().join("agents") && ext == "json" {
+                changes.extend(self.agent(path));
+            } else if parent.parent() == Some(&self.ws.crew_dir().join("transcripts"))
+                && ext == "jsonl"
+            {
+                changes.extend(self.transcript(path));
+            } else if path.parent() == Some(self.ws.crew_dir().join("transcripts").as_path())
+                && path.is_dir()
+            {
+                for file in files_in(path, "jsonl") {
+                    changes.extend(self.transcript(&file));
+                }
+            } else if *path == self.ws.root().join(FILE_NAME) {
+                changes.push(self.config());
+            }
+        }
+        changes
+    }
+
+    fn config(&self) -> Change {
+        Change::Config(
+            uiconfig::load(self.ws.root())
+                .map(|(team, ui)| (Box::new(team), ui))
+                .map_err(|e| e.to_string()),
+        )
+    }
+
+    fn task(&self, path: &Path, stem: &str) -> Change {
+        let Ok(id) = TaskId::parse(stem) else {
+            return Change::TaskProblem(format!("{}: bad task file name", path.display()));
+        };
+        if !path.exists() {
+            return Change::Task(id.to_string(), None);
+        }
+        match self.ws.tasks().read(id) {
+            Ok(task) => Change::Task(id.to_string(), Some(task)),
+            Err(e) => Change::TaskProblem(e.to_string()),
+        }
+    }
+
+    fn inbox(&mut self, name: &str) -> Option<Change> {
+        let boxes = self.ws.mailboxes();
+        let offset = self.inbox_offsets.get(name).copied().unwrap_or(0);
+        // A shorter file than our offset means it was replaced: start over.
+        let len = boxes
+            .inbox_path(name)
+            .ok()
+            .and_then(|p| fs::metadata(p).ok())
+            .map_or(0, |m| m.len());
+        let reset = len < offset;
+        let from = if reset { 0 } else { offset };
+        match boxes.read_from(name, from) {
+            Ok(batch) => {
+                self.inbox_offsets.insert(name.to_string(), batch.end);
+                (reset || !batch.entries.is_empty()).then(|| Change::Inbox {
+                    name: name.to_string(),
+                    entries: batch.entries,
+                    reset,
+                })
+            }
+            Err(e) => {
+                debug!(inbox = name, error = %e, "skipping inbox");
+                None
+            }
+        }
+    }
+
+    fn agent(&self, path: &Path) -> Option<Change> {
+        let name = path.file_stem()?.to_str()?.to_string();
+        let status = fs::read(path)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<AgentStatus>(&bytes).ok());
+        Some(Change::Agent(name, status))
+    }
+
+    fn transcript(&mut self, path: &Path) -> Option<Change> {
+        let name = path.parent()?.file_name()?.to_str()?.to_string();
+        let offset = self.transcript_offsets.get(path).copied().unwrap_or(0);
+        let bytes = fs::read(path).ok()?;
+        let reset = (bytes.len() as u64) < offset;
+        let start = if reset { 0 } else { offset as usize };
+        let complete = bytes[start..]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(start, |i| start + i + 1);
+        self.transcript_offsets
+            .insert(path.to_path_buf(), complete as u64);
+        let lines: Vec<String> = String::from_utf8_lossy(&bytes[start..complete])
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .flat_map(transcript_lines)
+            .collect();
+        (reset || !lines.is_empty()).then_some(Change::Transcript { name, lines, reset })
+    }
+}
+
+/// The readable text of one transcript record: `role: text`, else the raw line.
+fn transcript_lines(line: &str) -> Vec<String> {
+    let Ok(value) = serde_json::from_str::<Value>(line) else {
+        return vec![line.to_string()];
+    };
+    let who = ["role", "type", "kind"]
+        .iter()
+        .find_map(|k| value.get(*k).and_then(Value::as_str))
+        .unwrap_or("");
+    let text = ["text", "content", "delta", "message"]
+        .iter()
+        .find_map(|k| value.get(*k))
+        .map(|v| match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .unwrap_or_else(|| value.to_string());
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| {
+            if i == 0 && !who.is_empty() {
+                format!("{who}: {l}")
+            } else {
+                l.to_string()
+            }
+        })
+        .collect()
+}
+
+fn files_in(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().and_then(|e| e.to_str()) == Some(ext) && p.is_file())
+        .collect();
+    out.sort();
+    out
+}
+
+fn dirs_in(dir: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    out.sort();
+    out
+}

@@ -1,0 +1,149 @@
+//! Carrying out effects against the store, crew.toml and git. Called on worker threads by the
+//! runtime, and directly by tests; each returns the event that reports how it went.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use crate::git::{Author, Worktrees};
+use crate::store::{Draft, TaskId, Workspace};
+use crate::tui::event::{Effect, Event};
+use crate::tui::highlight::Highlighter;
+use crate::tui::uiconfig;
+
+/// Runs a store or git effect. Highlighting, the bell and notifications are not handled here.
+pub fn execute(root: &Path, effect: Effect) -> Option<Event> {
+    let ws = Workspace::new(root);
+    let failed = |e: String| Some(Event::Done(Err(e)));
+    let (team, _) = match uiconfig::load(root) {
+        Ok(loaded) => loaded,
+        Err(e) => return failed(format!("cannot read crew.toml: {e}")),
+    };
+    let roster = team.roster();
+    let timeout = team.request_timeout();
+    match effect {
+        Effect::Respond {
+            request_id,
+            approve,
+        } => Some(Event::Done(
+            ws.mailboxes()
+                .respond(&roster, &request_id, "user", approve, None, timeout)
+                .map(|m| {
+                    let verb = if approve { "approved" } else { "denied" };
+                    format!("{verb} {request_id} ({} told)", m.to)
+                })
+                .map_err(|e| e.to_string()),
+        )),
+        Effect::AllowAndApprove { request_id, rule } => {
+            let added = match uiconfig::add_allow_rule(root, &rule) {
+                Ok(added) => added,
+                Err(e) => return failed(format!("cannot add rule {rule:?}: {e}")),
+            };
+            Some(Event::Done(
+                ws.mailboxes()
+                    .respond(&roster, &request_id, "user", true, None, timeout)
+                    .map(|_| {
+                        let how = if added { "added" } else { "already there" };
+                        format!("approved {request_id}; allow rule {rule:?} {how}")
+                    })
+                    .map_err(|e| format!("rule {rule:?} added, but answering failed: {e}")),
+            ))
+        }
+        Effect::Send { to, text } => Some(Event::Done(
+            ws.mailboxes()
+                .send(
+                    &roster,
+                    Draft {
+                        from: "user".into(),
+                        to: to.clone(),
+                        kind: "message".into(),
+                        text: Some(text),
+                        ..Draft::default()
+                    },
+                )
+                .map(|_| format!("sent to {to}"))
+                .map_err(|e| e.to_string()),
+        )),
+        Effect::AddTask(new) => Some(Event::Done(
+            ws.tasks()
+                .create(new)
+                .map(|t| format!("added {}: {}", t.id, t.subject))
+                .map_err(|e| e.to_string()),
+        )),
+        Effect::Release { id, owner } => Some(Event::Done(
+            TaskId::parse(&id)
+                .and_then(|tid| ws.tasks().release(tid, &owner))
+                .map(|t| format!("released {} (was {owner}'s)", t.id))
+                .map_err(|e| e.to_string()),
+        )),
+        Effect::LoadDiff { name } => Some(Event::Diff {
+            result: Worktrees::open(root)
+                .and_then(|w| w.diff(&name, &team.team.base_branch))
+                .map_err(|e| e.to_string()),
+            name,
+        }),
+        Effect::Merge { name } => {
+            let author = Author::new(name.clone(), format!("{name}@crew.invalid"));
+            Some(Event::Merged {
+                result: Worktrees::open(root)
+                    .and_then(|w| w.merge(&name, &team.team.base_branch, &author))
+                    .map_err(|e| e.to_string()),
+                name,
+            })
+        }
+        Effect::Discard { name } => Some(Event::Discarded {
+            result: Worktrees::open(root)
+                .and_then(|w| w.discard(&name))
+                .map_err(|e| e.to_string()),
+            name,
+        }),
+        Effect::Notify { command, request } => {
+            // Fire and forget: a notifier that hangs must not hold anything up.
+            let spawned = Command::new("sh")
+                .arg("-c")
+                .arg(&command)
+                .current_dir(root)
+                .env("CREW_REQUEST_ID", &request.request_id)
+                .env("CREW_REQUEST_FROM", &request.from)
+                .env("CREW_REQUEST_TYPE", &request.kind)
+                .env("CREW_REQUEST_TEXT", request.text.as_deref().unwrap_or(""))
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn();
+            match spawned {
+                Ok(mut child) => {
+                    // Reaped on its own thread so it never lingers as a zombie.
+                    std::thread::spawn(move || child.wait());
+                    None
+                }
+                Err(e) => failed(format!("notify_command failed to start: {e}")),
+            }
+        }
+        Effect::HighlightFile { .. } | Effect::HighlightCommand { .. } | Effect::Bell => None,
+    }
+}
+
+/// Runs a highlighting effect.
+pub fn highlight(highlighter: &Highlighter, effect: Effect) -> Option<Event> {
+    match effect {
+        Effect::HighlightFile {
+            name,
+            file,
+            diff,
+            theme,
+        } => Some(Event::FileHighlighted {
+            hunks: highlighter.file(&diff, &theme),
+            name,
+            file,
+        }),
+        Effect::HighlightCommand {
+            request_id,
+            command,
+            theme,
+        } => Some(Event::CommandHighlighted {
+            segments: highlighter.text(&command, "sh", &theme),
+            request_id,
+        }),
+        _ => None,
+    }
+}

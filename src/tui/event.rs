@@ -1,0 +1,90 @@
+//! What reaches the screen (`Event`) and what the screen asks to be done (`Effect`). Effects
+//! run off the input path; their results come back as events.
+
+use std::time::SystemTime;
+
+use ratatui::crossterm::event::{KeyEvent, MouseEvent};
+
+use crate::git::{MergeOutcome, WorktreeDiff};
+use crate::store::{NewTask, RequestInfo};
+use crate::tui::data::Change;
+use crate::tui::highlight::Segments;
+
+#[derive(Debug)]
+pub enum Event {
+    Key(KeyEvent),
+    Mouse(MouseEvent),
+    Resize(u16, u16),
+    Tick(SystemTime),
+    Data(Vec<Change>),
+    Diff {
+        name: String,
+        result: Result<WorktreeDiff, String>,
+    },
+    FileHighlighted {
+        name: String,
+        file: usize,
+        hunks: Vec<Segments>,
+    },
+    CommandHighlighted {
+        request_id: String,
+        segments: Segments,
+    },
+    Merged {
+        name: String,
+        result: Result<MergeOutcome, String>,
+    },
+    Discarded {
+        name: String,
+        result: Result<(), String>,
+    },
+    /// A store action finished: what to tell the person.
+    Done(Result<String, String>),
+}
+
+#[derive(Debug, Clone)]
+pub enum Effect {
+    Respond {
+        request_id: String,
+        approve: bool,
+    },
+    /// Add the allow rule to crew.toml, then approve.
+    AllowAndApprove {
+        request_id: String,
+        rule: String,
+    },
+    Send {
+        to: String,
+        text: String,
+    },
+    AddTask(NewTask),
+    Release {
+        id: String,
+        owner: String,
+    },
+    LoadDiff {
+        name: String,
+    },
+    HighlightFile {
+        name: String,
+        file: usize,
+        diff: Box<crate::git::FileDiff>,
+        theme: String,
+    },
+    HighlightCommand {
+        request_id: String,
+        command: String,
+        theme: String,
+    },
+    Merge {
+        name: String,
+    },
+    Discard {
+        name: String,
+    },
+    Bell,
+    Notify {
+        command: String,
+        request: Box<RequestInfo>,
+    },
+}

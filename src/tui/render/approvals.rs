@@ -1,0 +1,122 @@
+//! Every pending permission or plan request in full: who, what tool, the whole input (a bash
+//! command highlighted), which worktree, why; with the keys that answer it.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Wrap};
+
+use crate::store::RequestInfo;
+use crate::tui::action::Action;
+use crate::tui::ask;
+use crate::tui::keymap::Mode;
+use crate::tui::render::{age, pane_block, plain};
+use crate::tui::state::{AppState, Pane};
+
+pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
+    let pending = state.model.pending();
+    let theme = &state.theme;
+    let title = format!(" approvals ({}) ", pending.len());
+    let block = pane_block(state, Pane::Approvals, Line::from(title));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    if pending.is_empty() {
+        frame.render_widget(
+            Paragraph::new(plain(theme.style("dim"), "nothing waiting for you")),
+            inner,
+        );
+        return;
+    }
+    let keys: Vec<Span> = [Action::Approve, Action::Deny, Action::Always]
+        .iter()
+        .flat_map(|a| {
+            let key = state
+                .keymap
+                .key_for(Mode::Approvals, *a)
+                .unwrap_or_default();
+            [
+                Span::styled(format!(" {key} "), theme.style("approval.key")),
+                Span::styled(format!(" {}  ", a.name()), theme.style("dim")),
+            ]
+        })
+        .collect();
+    let selected = state.selected(Pane::Approvals).min(pending.len() - 1);
+    let mut lines = vec![Line::from(keys)];
+    // The selected request first, in full; the others follow as long as there is room.
+    let order = std::iter::once(selected).chain((0..pending.len()).filter(|i| *i != selected));
+    for i in order {
+        lines.extend(request_lines(state, pending[i], i == selected));
+        lines.push(Line::default());
+    }
+    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
+}
+
+fn request_lines(state: &AppState, r: &RequestInfo, selected: bool) -> Vec<Line<'static>> {
+    let theme = &state.theme;
+    let m = &r.request;
+    let marker = if selected { "▶ " } else { "  " };
+    let what = if r.kind == "plan_approval_request" {
+        "a plan".to_string()
+    } else {
+        ask::tool(m).unwrap_or("permission").to_string()
+    };
+    let mut head = vec![
+        Span::styled(marker, theme.style("msg.pending")),
+        Span::styled(r.from.clone(), theme.style("title.focus")),
+        Span::styled(" asks for ", theme.style("text")),
+        Span::styled(what, theme.style("approval.tool")),
+        Span::styled(
+            format!("  {} ago · {}", age(r.age_secs), r.request_id),
+            theme.style("dim"),
+        ),
+    ];
+    if selected {
+        head = head
+            .into_iter()
+            .map(|s| s.patch_style(theme.style("selection")))
+            .collect();
+    }
+    let mut lines = vec![Line::from(head)];
+    if let Some(wt) = ask::worktree(m) {
+        lines.push(plain(theme.style("dim"), format!("  worktree {wt}")));
+    }
+    if let Some(command) = ask::command(m) {
+        lines.extend(command_lines(state, &r.request_id, command));
+    } else if let Some(input) = ask::input(m) {
+        let text = serde_json::to_string_pretty(input).unwrap_or_else(|_| input.to_string());
+        lines.extend(
+            text.lines()
+                .map(|l| plain(theme.style("approval.command"), format!("  {l}"))),
+        );
+    }
+    if let Some(reason) = ask::reason(m) {
+        for (i, l) in reason.lines().enumerate() {
+            let lead = if i == 0 { "  why: " } else { "       " };
+            lines.push(plain(theme.style("text"), format!("{lead}{l}")));
+        }
+    }
+    lines
+}
+
+/// The command with its highlighting once the background highlighter has sent it.
+fn command_lines(state: &AppState, request_id: &str, command: &str) -> Vec<Line<'static>> {
+    let base = state.theme.style("approval.command");
+    let segments = state.commands.get(request_id);
+    command
+        .lines()
+        .enumerate()
+        .map(|(i, line)| {
+            let mut spans = vec![Span::styled("  $ ", base)];
+            match segments.and_then(|s| s.get(i)) {
+                Some(segs) if !segs.is_empty() => {
+                    for (color, range) in segs {
+                        let piece = line.get(range.clone()).unwrap_or("");
+                        spans.push(Span::styled(piece.to_string(), base.fg(*color)));
+                    }
+                }
+                _ => spans.push(Span::styled(line.to_string(), base)),
+            }
+            Line::from(spans)
+        })
+        .collect()
+}

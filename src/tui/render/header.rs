@@ -1,0 +1,63 @@
+//! The header: team, repository, base branch, agents by state, pending approvals, tokens.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use crate::tui::state::AppState;
+
+const STATES: &[&str] = &["WORK", "WAITING", "IDLE", "SHUTDOWN", "DEAD"];
+
+pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
+    let theme = &state.theme;
+    let model = &state.model;
+    let style = theme.style("header");
+    let names: Vec<String> = std::iter::once(model.lead_name().to_string())
+        .chain(model.teammates())
+        .collect();
+    let mut spans = vec![Span::styled(
+        format!(
+            " crew · {} · {} · base {} │ ",
+            model.team_name(),
+            state.root.display(),
+            model.base_branch()
+        ),
+        style,
+    )];
+    for s in STATES {
+        let n = names
+            .iter()
+            .filter(|n| state.agent(n).is_some_and(|a| a.state == *s))
+            .count();
+        if n > 0 {
+            spans.push(crate::tui::render::badge(state, Some(s)));
+            spans.push(Span::styled(format!("{n} "), style));
+        }
+    }
+    let unknown = names.iter().filter(|n| state.agent(n).is_none()).count();
+    if unknown > 0 {
+        spans.push(Span::styled(format!("unknown {unknown} "), style));
+    }
+    let pending = model.pending().len();
+    let approvals = format!("│ approvals {pending} ");
+    spans.push(if pending > 0 {
+        Span::styled(approvals, theme.style("msg.pending"))
+    } else {
+        Span::styled(approvals, style)
+    });
+    let tokens: u64 = model.agents.values().map(|a| a.token_total()).sum();
+    spans.push(Span::styled(
+        format!("│ tokens {} ", tokens_text(tokens)),
+        style,
+    ));
+    frame.render_widget(Paragraph::new(Line::from(spans)).style(style), area);
+}
+
+fn tokens_text(n: u64) -> String {
+    match n {
+        n if n < 10_000 => n.to_string(),
+        n if n < 10_000_000 => format!("{}k", n / 1000),
+        n => format!("{}M", n / 1_000_000),
+    }
+}

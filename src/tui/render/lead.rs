@@ -1,0 +1,52 @@
+//! The lead: its conversation (from `.crew/transcripts/<lead>/`) and the input box.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Direction, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph};
+
+use crate::tui::render::{badge, pane_block, plain};
+use crate::tui::state::{AppState, Pane};
+
+pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
+    let lead = state.model.lead_name();
+    let title = Line::from(vec![
+        Span::raw(format!(" {lead} ")),
+        badge(state, state.agent(lead).map(|a| a.state.as_str())),
+        Span::raw(" "),
+    ]);
+    let block = pane_block(state, Pane::Lead, title);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let input_rows = (state.input.lines().len() as u16 + 2)
+        .clamp(3, 8)
+        .min(inner.height / 2);
+    let parts = Layout::default()
+        .direction(Direction::Vertical)
+        .constraints([Constraint::Min(1), Constraint::Length(input_rows)])
+        .split(inner);
+    let theme = &state.theme;
+    let height = parts[0].height as usize;
+    let lines: Vec<Line> = match state.model.transcripts.get(lead) {
+        Some(kept) if !kept.is_empty() => {
+            let back = state.scroll(Pane::Lead).min(kept.len().saturating_sub(1));
+            let end = kept.len() - back;
+            kept[end.saturating_sub(height)..end]
+                .iter()
+                .map(|l| plain(theme.style("text"), l.clone()))
+                .collect()
+        }
+        _ => vec![plain(
+            theme.style("dim"),
+            format!("no conversation yet (.crew/transcripts/{lead}/*.jsonl)"),
+        )],
+    };
+    frame.render_widget(Paragraph::new(lines), parts[0]);
+    let input_block = Block::default()
+        .borders(Borders::TOP)
+        .border_style(theme.style("border"))
+        .title(Span::styled(" to the lead ", theme.style("dim")));
+    let input_inner = input_block.inner(parts[1]);
+    frame.render_widget(input_block, parts[1]);
+    frame.render_widget(&state.input, input_inner);
+}

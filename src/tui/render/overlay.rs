@@ -1,0 +1,161 @@
+//! Dialogs over the panes: help (generated from the active keymap), prompts, confirmations.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
+
+use crate::tui::action::Action;
+use crate::tui::keymap::{MODES, Mode};
+use crate::tui::keys::sequence_text;
+use crate::tui::render::plain;
+use crate::tui::state::{AppState, Confirm, Overlay, Prompt, PromptKind};
+
+pub fn render(state: &AppState, frame: &mut Frame, body: Rect) {
+    match &state.overlay {
+        None => {}
+        Some(Overlay::Help { scroll }) => help(state, *scroll, frame, body),
+        Some(Overlay::Prompt(prompt)) => render_prompt(state, prompt, frame, body),
+        Some(Overlay::Confirm(what)) => confirm(state, what, frame, body),
+    }
+}
+
+fn centered(body: Rect, width: u16, height: u16) -> Rect {
+    let w = width.min(body.width);
+    let h = height.min(body.height);
+    Rect::new(
+        body.x + (body.width - w) / 2,
+        body.y + (body.height - h) / 2,
+        w,
+        h,
+    )
+}
+
+fn popup<'a>(state: &AppState, title: String) -> Block<'a> {
+    Block::default()
+        .borders(Borders::ALL)
+        .border_style(state.theme.style("border.focus"))
+        .style(state.theme.style("popup"))
+        .title(Span::styled(title, state.theme.style("title.focus")))
+}
+
+/// Every binding of the active keymap, mode by mode.
+pub fn help_lines(state: &AppState) -> Vec<Line<'static>> {
+    let theme = &state.theme;
+    let mut lines = vec![plain(
+        theme.style("dim"),
+        format!(
+            "keymap {:?} · theme {:?} · keys are looked up in the pane's mode, then global",
+            state.keymap.name, state.theme.name
+        ),
+    )];
+    for (name, mode) in MODES {
+        let bindings = state.keymap.bindings(*mode);
+        if bindings.is_empty() {
+            continue;
+        }
+        lines.push(Line::default());
+        lines.push(plain(theme.style("title.focus"), format!("[{name}]")));
+        for b in bindings {
+            lines.push(Line::from(vec![
+                Span::styled(
+                    format!("  {:<12}", sequence_text(&b.keys)),
+                    theme.style("approval.key"),
+                ),
+                Span::styled(format!(" {}", b.action.help()), theme.style("text")),
+            ]));
+        }
+    }
+    lines
+}
+
+fn help(state: &AppState, scroll: u16, frame: &mut Frame, body: Rect) {
+    let area = centered(body, 70, body.height.saturating_sub(2));
+    frame.render_widget(Clear, area);
+    let close = state
+        .keymap
+        .key_for(Mode::Help, Action::Help)
+        .unwrap_or_default();
+    frame.render_widget(
+        Paragraph::new(help_lines(state))
+            .block(popup(state, format!(" help ({close} closes) ")))
+            .scroll((scroll, 0)),
+        area,
+    );
+}
+
+fn render_prompt(state: &AppState, prompt: &Prompt, frame: &mut Frame, body: Rect) {
+    let title = match &prompt.kind {
+        PromptKind::AddTask => " add a task ".to_string(),
+        PromptKind::Message { to } => format!(" message {to} "),
+        PromptKind::SendBack { to } => format!(" send {to}'s work back "),
+    };
+    let height = prompt.fields.len() as u16 * 2 + 3;
+    let area = centered(body, 64, height);
+    frame.render_widget(Clear, area);
+    let block = popup(state, title);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    for (i, (label, field)) in prompt.fields.iter().enumerate() {
+        let y = inner.y + i as u16 * 2;
+        if y + 1 >= inner.bottom() {
+            break;
+        }
+        let style = if i == prompt.active {
+            state.theme.style("title.focus")
+        } else {
+            state.theme.style("dim")
+        };
+        frame.render_widget(
+            Paragraph::new(plain(style, label.clone())),
+            Rect::new(inner.x, y, inner.width, 1),
+        );
+        frame.render_widget(field, Rect::new(inner.x, y + 1, inner.width, 1));
+    }
+    let keys = [Action::Confirm, Action::NextField, Action::Cancel]
+        .iter()
+        .map(|a| {
+            format!(
+                "{} {}",
+                state.keymap.key_for(Mode::Prompt, *a).unwrap_or_default(),
+                a.name()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(" · ");
+    frame.render_widget(
+        Paragraph::new(plain(state.theme.style("dim"), keys)),
+        Rect::new(inner.x, inner.bottom().saturating_sub(1), inner.width, 1),
+    );
+}
+
+fn confirm(state: &AppState, what: &Confirm, frame: &mut Frame, body: Rect) {
+    let question = match what {
+        Confirm::Always { rule, request_id } => format!(
+            "Add {rule:?} to [permissions] allow in crew.toml (comments are kept) and approve {request_id}?"
+        ),
+        Confirm::Discard { name } => format!(
+            "Discard {name}'s worktree and branch crew/{name}? Its work is gone afterwards."
+        ),
+    };
+    let yes = state
+        .keymap
+        .key_for(Mode::Confirm, Action::Confirm)
+        .unwrap_or_default();
+    let no = state
+        .keymap
+        .key_for(Mode::Confirm, Action::Cancel)
+        .unwrap_or_default();
+    let area = centered(body, 64, 7);
+    frame.render_widget(Clear, area);
+    frame.render_widget(
+        Paragraph::new(vec![
+            plain(state.theme.style("text"), question),
+            Line::default(),
+            plain(state.theme.style("dim"), format!("{yes} yes · {no} no")),
+        ])
+        .wrap(Wrap { trim: false })
+        .block(popup(state, " confirm ".into())),
+        area,
+    );
+}

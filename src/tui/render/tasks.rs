@@ -1,0 +1,165 @@
+//! The task DAG: rows layer by layer, status glyphs, owners, blockers (open ones marked),
+//! claimable highlighted; the selected task's description and result on demand.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Direction, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
+
+use crate::store::Status;
+use crate::tui::model::TaskRow;
+use crate::tui::render::{pane_block, plain, window_start};
+use crate::tui::state::{AppState, Pane};
+
+pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
+    let model = &state.model;
+    let claimable = model.task_rows.iter().filter(|r| r.claimable).count();
+    let title = format!(" tasks ({}, {claimable} claimable) ", model.tasks.len());
+    let block = pane_block(state, Pane::Tasks, Line::from(title));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let theme = &state.theme;
+    let (list, detail) = if state.task_open {
+        let parts = Layout::default()
+            .direction(Direction::Vertical)
+            .constraints([Constraint::Percentage(45), Constraint::Percentage(55)])
+            .split(inner);
+        (parts[0], Some(parts[1]))
+    } else {
+        (inner, None)
+    };
+    let mut lines: Vec<Line> = model
+        .task_problems
+        .iter()
+        .take(2)
+        .map(|p| plain(theme.style("msg.broken"), format!("!! {p}")))
+        .collect();
+    if model.tasks.is_empty() {
+        lines.push(plain(theme.style("dim"), "no tasks yet"));
+    }
+    let height = (list.height as usize).saturating_sub(lines.len());
+    let selected = state
+        .selected(Pane::Tasks)
+        .min(model.task_rows.len().saturating_sub(1));
+    let start = window_start(selected, height);
+    for (i, row) in model.task_rows.iter().enumerate().skip(start).take(height) {
+        lines.push(task_line(
+            state,
+            row,
+            i == selected && state.focus == Pane::Tasks,
+        ));
+    }
+    frame.render_widget(Paragraph::new(lines), list);
+    if let (Some(area), Some(row)) = (detail, model.task_rows.get(selected)) {
+        render_detail(state, row, frame, area);
+    }
+}
+
+fn glyph(status: Status) -> (&'static str, &'static str) {
+    match status {
+        Status::Pending => ("○", "task.pending"),
+        Status::InProgress => ("◐", "task.in_progress"),
+        Status::Completed => ("●", "task.completed"),
+        Status::Failed => ("✗", "task.failed"),
+    }
+}
+
+fn task_line(state: &AppState, row: &TaskRow, selected: bool) -> Line<'static> {
+    let theme = &state.theme;
+    let task = &state.model.tasks[row.index];
+    let (g, key) = glyph(task.status);
+    let layer = row.layer.map_or("L∞".to_string(), |l| format!("L{l}"));
+    let mut spans = vec![
+        Span::styled(format!("{layer:>3} "), theme.style("dim")),
+        Span::styled(format!("{g} "), theme.style(key)),
+    ];
+    let id_style = if row.claimable {
+        theme.style("task.claimable")
+    } else {
+        theme.style(key)
+    };
+    spans.push(Span::styled(format!("{} ", task.id), id_style));
+    spans.push(Span::styled(task.subject.clone(), theme.style("text")));
+    if let Some(owner) = &task.owner {
+        spans.push(Span::styled(
+            format!(" @{owner}"),
+            theme.style("task.owner"),
+        ));
+    }
+    if row.claimable {
+        spans.push(Span::styled(" ▶ claimable", theme.style("task.claimable")));
+    }
+    if !task.blocked_by.is_empty() {
+        spans.push(Span::styled(" ⇠ ", theme.style("dim")));
+        for (i, b) in task.blocked_by.iter().enumerate() {
+            let open = row.blocked_by.contains(b);
+            let style = if open {
+                theme.style("task.blocked")
+            } else {
+                theme.style("task.completed")
+            };
+            let sep = if i > 0 { "," } else { "" };
+            spans.push(Span::styled(format!("{sep}{b}"), style));
+        }
+        if !row.blocked_by.is_empty() && task.status == Status::Pending {
+            spans.push(Span::styled(" (blocked)", theme.style("task.blocked")));
+        }
+    }
+    let line = Line::from(spans);
+    if selected {
+        line.style(theme.style("selection"))
+    } else {
+        line
+    }
+}
+
+fn render_detail(state: &AppState, row: &TaskRow, frame: &mut Frame, area: Rect) {
+    let theme = &state.theme;
+    let task = &state.model.tasks[row.index];
+    let mut lines = vec![
+        plain(
+            theme.style("title"),
+            format!("{}: {}", task.id, task.subject),
+        ),
+        plain(
+            theme.style("dim"),
+            format!(
+                "{} · owner {} · role {} · updated {}",
+                task.status,
+                task.owner.as_deref().unwrap_or("-"),
+                task.role.as_deref().unwrap_or("any"),
+                task.updated_at
+            ),
+        ),
+    ];
+    if !row.blocked_by.is_empty() {
+        lines.push(plain(
+            theme.style("task.blocked"),
+            format!("blocked by {}", row.blocked_by.join(", ")),
+        ));
+    }
+    lines.push(Line::default());
+    lines.extend(
+        task.description
+            .lines()
+            .map(|l| plain(theme.style("text"), l.to_string())),
+    );
+    if let Some(result) = &task.result {
+        lines.push(Line::default());
+        lines.push(plain(theme.style("title"), "result"));
+        lines.extend(
+            result
+                .lines()
+                .map(|l| plain(theme.style("text"), l.to_string())),
+        );
+    }
+    let block = Block::default()
+        .borders(Borders::TOP)
+        .border_style(theme.style("border"));
+    frame.render_widget(
+        Paragraph::new(lines)
+            .block(block)
+            .wrap(Wrap { trim: false }),
+        area,
+    );
+}

@@ -1,0 +1,109 @@
+//! One box per teammate: state badge (WAITING unmistakable), current task, last output lines.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph};
+
+use crate::tui::render::{badge, one_line, pane_block, plain};
+use crate::tui::state::{AppState, Pane};
+
+pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
+    let names = state.model.teammates();
+    let block = pane_block(
+        state,
+        Pane::Teammates,
+        Line::from(format!(" teammates ({}) ", names.len())),
+    );
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let theme = &state.theme;
+    if names.is_empty() {
+        frame.render_widget(
+            Paragraph::new(plain(theme.style("dim"), "no teammates in crew.toml")),
+            inner,
+        );
+        return;
+    }
+    // Each box gets an equal share, at least 3 rows; only the boxes that fit are drawn,
+    // keeping the selected one in view.
+    let per = (inner.height / names.len() as u16).max(3);
+    let fit = (inner.height / per).max(1) as usize;
+    let selected = state.selected(Pane::Teammates).min(names.len() - 1);
+    let start = crate::tui::render::window_start(selected, fit);
+    for (slot, name) in names.iter().enumerate().skip(start).take(fit) {
+        let y = inner.y + (slot - start) as u16 * per;
+        let rect = Rect::new(inner.x, y, inner.width, per.min(inner.bottom() - y));
+        render_one(state, name, slot == selected, frame, rect);
+    }
+}
+
+fn render_one(state: &AppState, name: &str, selected: bool, frame: &mut Frame, area: Rect) {
+    let theme = &state.theme;
+    let status = state.agent(name);
+    let waiting = status.is_some_and(|s| s.state == "WAITING");
+    let mut title = vec![
+        Span::styled(
+            format!(" {name} "),
+            if selected {
+                theme.style("title.focus")
+            } else {
+                theme.style("title")
+            },
+        ),
+        badge(state, status.map(|s| s.state.as_str())),
+    ];
+    if state.model.writes(name) {
+        title.push(Span::styled(" writes ", theme.style("dim")));
+    }
+    let border = if waiting {
+        theme.style("badge.waiting")
+    } else if selected {
+        theme.style("border.focus")
+    } else {
+        theme.style("border")
+    };
+    let block = Block::default()
+        .borders(Borders::TOP)
+        .border_style(border)
+        .title(Line::from(title));
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let width = inner.width as usize;
+    let task = status
+        .and_then(|s| s.task.as_deref())
+        .map(|id| {
+            let subject = state
+                .model
+                .tasks
+                .iter()
+                .find(|t| t.id == id)
+                .map(|t| t.subject.as_str())
+                .unwrap_or("");
+            one_line(&format!("task {id} {subject}"), width)
+        })
+        .unwrap_or_else(|| "no task".to_string());
+    let mut lines = vec![plain(theme.style("task.in_progress"), task)];
+    if waiting {
+        let asks = state
+            .model
+            .pending()
+            .iter()
+            .filter(|r| r.from == name)
+            .count();
+        lines.push(plain(
+            theme.style("badge.waiting"),
+            format!("waiting for you: {asks} request(s) in approvals"),
+        ));
+    }
+    let room = (inner.height as usize).saturating_sub(lines.len());
+    if let Some(out) = state.model.transcripts.get(name) {
+        let from = out.len().saturating_sub(room);
+        lines.extend(
+            out[from..]
+                .iter()
+                .map(|l| plain(theme.style("dim"), one_line(l, width))),
+        );
+    }
+    frame.render_widget(Paragraph::new(lines), inner);
+}

@@ -1,0 +1,196 @@
+//! The event loop: input, file-system changes, ticks and finished work arrive on one channel;
+//! store/git work and highlighting run on their own threads so input never waits; bursts of
+//! events are folded into one redraw.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::thread;
+use std::time::{Duration, SystemTime};
+
+use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
+use ratatui::crossterm::event::{self as term_event, Event as TermEvent};
+use tracing::warn;
+
+use crate::tui::data::Loader;
+use crate::tui::effects;
+use crate::tui::event::{Effect, Event};
+use crate::tui::highlight::Highlighter;
+use crate::tui::keymap::Keymap;
+use crate::tui::render::render;
+use crate::tui::state::AppState;
+use crate::tui::terminal::Session;
+use crate::tui::theme::Theme;
+use crate::tui::uiconfig;
+
+/// `crew ui` options.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub theme: String,
+    pub keymap: String,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            theme: "default".into(),
+            keymap: "default".into(),
+        }
+    }
+}
+
+/// The state a session starts with: theme and keymap loaded, their warnings kept for display.
+pub fn initial_state(root: &Path, options: &Options, now: SystemTime) -> AppState {
+    let (theme, mut warnings) = Theme::load(&options.theme);
+    let (keymap, keymap_warnings) = Keymap::load(&options.keymap);
+    warnings.extend(keymap_warnings);
+    let mut state = AppState::new(root.to_path_buf(), theme, keymap, now);
+    state.warnings = warnings;
+    state
+}
+
+/// Opens the full-screen workbench on the repository at `root` until the person quits.
+pub fn run(root: &Path, options: Options) -> anyhow::Result<()> {
+    // Fail before taking over the terminal if there is no usable crew.toml.
+    uiconfig::load(root)?;
+    let mut state = initial_state(root, &options, SystemTime::now());
+    let (tx, rx) = channel::<Event>();
+    let _watcher = spawn_loader(root, tx.clone())?;
+    let jobs = spawn_worker(root.to_path_buf(), tx.clone());
+    let highlights = spawn_highlighter(tx.clone());
+    spawn_ticker(tx.clone());
+    spawn_input(tx);
+
+    let mut session = Session::start()?;
+    let size = session.terminal.size()?;
+    state.size = (size.width, size.height);
+    loop {
+        session.terminal.draw(|frame| render(&state, frame))?;
+        let Ok(first) = rx.recv() else { break };
+        let mut effects = crate::tui::update::update(&mut state, first);
+        // Everything already queued is folded into this one redraw.
+        while let Ok(next) = rx.try_recv() {
+            effects.extend(crate::tui::update::update(&mut state, next));
+        }
+        for effect in effects {
+            match effect {
+                Effect::Bell => session.bell(),
+                e @ (Effect::HighlightFile { .. } | Effect::HighlightCommand { .. }) => {
+                    let _ = highlights.send(e);
+                }
+                e => {
+                    let _ = jobs.send(e);
+                }
+            }
+        }
+        if state.quit {
+            break;
+        }
+    }
+    drop(session);
+    Ok(())
+}
+
+/// Watches the store, the runtime folder and crew.toml; a loader thread turns each burst of
+/// events into `Event::Data` (the first one being the whole workspace). Keep the returned
+/// watcher alive for as long as changes should arrive.
+pub fn spawn_loader(root: &Path, tx: Sender<Event>) -> anyhow::Result<RecommendedWatcher> {
+    let mut loader = Loader::new(root);
+    let (path_tx, path_rx) = channel::<Vec<PathBuf>>();
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        // Reads are reported too (the loader's own among them): only writes matter.
+        let paths = match event {
+            Ok(e) if matches!(e.kind, EventKind::Access(_)) => return,
+            Ok(e) => e.paths,
+            // Events may have been lost: an empty list asks for a full reload.
+            Err(_) => Vec::new(),
+        };
+        let _ = path_tx.send(paths);
+    })?;
+    for (dir, recursive) in loader.watched() {
+        std::fs::create_dir_all(&dir)?;
+        let mode = if recursive {
+            RecursiveMode::Recursive
+        } else {
+            RecursiveMode::NonRecursive
+        };
+        watcher.watch(&dir, mode)?;
+    }
+    thread::spawn(move || {
+        if tx.send(Event::Data(loader.load_all())).is_err() {
+            return;
+        }
+        while let Ok(first) = path_rx.recv() {
+            let mut paths = first;
+            let mut rescan = paths.is_empty();
+            while let Ok(more) = path_rx.try_recv() {
+                rescan |= more.is_empty();
+                paths.extend(more);
+            }
+            if rescan {
+                paths.clear();
+            }
+            let changes = loader.changed(&paths);
+            if !changes.is_empty() && tx.send(Event::Data(changes)).is_err() {
+                return;
+            }
+        }
+    });
+    Ok(watcher)
+}
+
+fn spawn_worker(root: PathBuf, tx: Sender<Event>) -> Sender<Effect> {
+    let (jobs, job_rx) = channel::<Effect>();
+    thread::spawn(move || {
+        for effect in job_rx {
+            if let Some(event) = effects::execute(&root, effect)
+                && tx.send(event).is_err()
+            {
+                return;
+            }
+        }
+    });
+    jobs
+}
+
+fn spawn_highlighter(tx: Sender<Event>) -> Sender<Effect> {
+    let (jobs, job_rx): (Sender<Effect>, Receiver<Effect>) = channel();
+    thread::spawn(move || {
+        let highlighter = Highlighter::default();
+        for effect in job_rx {
+            if let Some(event) = effects::highlight(&highlighter, effect)
+                && tx.send(event).is_err()
+            {
+                return;
+            }
+        }
+    });
+    jobs
+}
+
+fn spawn_ticker(tx: Sender<Event>) {
+    thread::spawn(move || {
+        while tx.send(Event::Tick(SystemTime::now())).is_ok() {
+            thread::sleep(Duration::from_secs(1));
+        }
+    });
+}
+
+fn spawn_input(tx: Sender<Event>) {
+    thread::spawn(move || {
+        loop {
+            let event = match term_event::read() {
+                Ok(TermEvent::Key(key)) => Event::Key(key),
+                Ok(TermEvent::Mouse(mouse)) => Event::Mouse(mouse),
+                Ok(TermEvent::Resize(w, h)) => Event::Resize(w, h),
+                Ok(_) => continue,
+                Err(e) => {
+                    warn!(error = %e, "cannot read the terminal");
+                    return;
+                }
+            };
+            if tx.send(event).is_err() {
+                return;
+            }
+        }
+    });
+}

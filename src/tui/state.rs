@@ -1,0 +1,191 @@
+//! The screen's state as plain data: what was loaded, what is focused and selected, which dialog
+//! is open. Render functions read it; `update` changes it.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::SystemTime;
+
+use ratatui_textarea::TextArea;
+
+use crate::tui::data::AgentStatus;
+use crate::tui::diffview::DiffView;
+use crate::tui::highlight::Segments;
+use crate::tui::keymap::{Keymap, Mode};
+use crate::tui::keys::Chord;
+use crate::tui::model::Model;
+use crate::tui::theme::Theme;
+use crate::tui::warning::Warning;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Pane {
+    Lead,
+    Teammates,
+    Tasks,
+    Mailboxes,
+    Approvals,
+}
+
+pub const PANES: [Pane; 5] = [
+    Pane::Lead,
+    Pane::Teammates,
+    Pane::Tasks,
+    Pane::Mailboxes,
+    Pane::Approvals,
+];
+
+impl Pane {
+    pub fn title(self) -> &'static str {
+        match self {
+            Pane::Lead => "lead",
+            Pane::Teammates => "teammates",
+            Pane::Tasks => "tasks",
+            Pane::Mailboxes => "mailboxes",
+            Pane::Approvals => "approvals",
+        }
+    }
+
+    pub fn mode(self) -> Mode {
+        match self {
+            Pane::Lead => Mode::Lead,
+            Pane::Teammates => Mode::Teammates,
+            Pane::Tasks => Mode::Tasks,
+            Pane::Mailboxes => Mode::Mailboxes,
+            Pane::Approvals => Mode::Approvals,
+        }
+    }
+}
+
+/// What a text dialog is for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PromptKind {
+    AddTask,
+    Message { to: String },
+    SendBack { to: String },
+}
+
+pub struct Prompt {
+    pub kind: PromptKind,
+    pub fields: Vec<(String, TextArea<'static>)>,
+    pub active: usize,
+}
+
+/// What a yes/no dialog would do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Confirm {
+    Always { request_id: String, rule: String },
+    Discard { name: String },
+}
+
+pub enum Overlay {
+    Help { scroll: u16 },
+    Prompt(Prompt),
+    Confirm(Confirm),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Info,
+    Warning,
+    Error,
+}
+
+pub struct AppState {
+    pub root: PathBuf,
+    pub model: Model,
+    pub theme: Theme,
+    pub keymap: Keymap,
+    /// "Now" for ages; injected so snapshots are stable.
+    pub now: SystemTime,
+    pub focus: Pane,
+    pub zoom: bool,
+    pub selected: HashMap<Pane, usize>,
+    pub scroll: HashMap<Pane, usize>,
+    pub task_open: bool,
+    pub input: TextArea<'static>,
+    pub history: Vec<String>,
+    pub history_pos: Option<usize>,
+    pub overlay: Option<Overlay>,
+    pub diff: Option<DiffView>,
+    pub pending_keys: Vec<Chord>,
+    pub status: Option<(Level, String)>,
+    pub warnings: Vec<Warning>,
+    pub size: (u16, u16),
+    /// Syntax-highlighted bash commands of requests, by request id.
+    pub commands: HashMap<String, Segments>,
+    pub quit: bool,
+}
+
+impl AppState {
+    pub fn new(root: PathBuf, theme: Theme, keymap: Keymap, now: SystemTime) -> Self {
+        AppState {
+            root,
+            model: Model::default(),
+            theme,
+            keymap,
+            now,
+            focus: Pane::Lead,
+            zoom: false,
+            selected: HashMap::new(),
+            scroll: HashMap::new(),
+            task_open: false,
+            input: new_input(),
+            history: Vec::new(),
+            history_pos: None,
+            overlay: None,
+            diff: None,
+            pending_keys: Vec::new(),
+            status: None,
+            warnings: Vec::new(),
+            size: (0, 0),
+            commands: HashMap::new(),
+            quit: false,
+        }
+    }
+
+    pub fn selected(&self, pane: Pane) -> usize {
+        self.selected.get(&pane).copied().unwrap_or(0)
+    }
+
+    pub fn scroll(&self, pane: Pane) -> usize {
+        self.scroll.get(&pane).copied().unwrap_or(0)
+    }
+
+    /// The mode keys are looked up in right now.
+    pub fn mode(&self) -> Mode {
+        match &self.overlay {
+            Some(Overlay::Help { .. }) => Mode::Help,
+            Some(Overlay::Prompt(_)) => Mode::Prompt,
+            Some(Overlay::Confirm(_)) => Mode::Confirm,
+            None if self.diff.is_some() => Mode::Diff,
+            None => self.focus.mode(),
+        }
+    }
+
+    pub fn set_status(&mut self, level: Level, text: impl Into<String>) {
+        self.status = Some((level, text.into()));
+    }
+
+    /// The teammate selected in the teammates pane.
+    pub fn selected_teammate(&self) -> Option<String> {
+        self.model
+            .teammates()
+            .into_iter()
+            .nth(self.selected(Pane::Teammates))
+    }
+
+    pub fn agent(&self, name: &str) -> Option<&AgentStatus> {
+        self.model.agents.get(name)
+    }
+}
+
+pub fn new_input() -> TextArea<'static> {
+    let mut input = TextArea::default();
+    input.set_placeholder_text("message the lead (enter sends, alt-enter new line)");
+    input
+}
+
+pub fn new_field(text: &str) -> TextArea<'static> {
+    let mut field = TextArea::default();
+    field.insert_str(text);
+    field
+}

@@ -1,0 +1,400 @@
+//! The screen driven by key events in-process against a real workspace: every answer lands in
+//! the store exactly as the protocol expects.
+
+mod tui_support;
+
+use std::fs;
+use std::path::Path;
+use std::time::Duration;
+
+use crew::config::init_template;
+use crew::git::Worktrees;
+use crew::store::{Draft, Entry, Message, NewTask, Roster, Workspace};
+use crew::tui::event::Event;
+use crew::tui::{Effect, Pane};
+use git2::{IndexAddOption, Repository, RepositoryInitOptions, Signature};
+use serde_json::json;
+use tui_support::Harness;
+
+fn workspace() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("crew.toml"), init_template("web", "main")).unwrap();
+    dir
+}
+
+fn roster() -> Roster {
+    Roster::new(["lead", "alice", "bob", "carol"].map(String::from))
+}
+
+fn ask(root: &Path, command: &str) -> String {
+    let mut extra = serde_json::Map::new();
+    extra.insert("tool".into(), json!("bash"));
+    extra.insert("input".into(), json!({ "command": command }));
+    extra.insert("worktree".into(), json!(".worktrees/alice"));
+    let sent = Workspace::new(root)
+        .mailboxes()
+        .send(
+            &roster(),
+            Draft {
+                from: "alice".into(),
+                to: "user".into(),
+                kind: "permission_request".into(),
+                text: Some("run the tests".into()),
+                request: true,
+                extra,
+            },
+        )
+        .unwrap();
+    sent.request_id.unwrap()
+}
+
+fn inbox(root: &Path, name: &str) -> Vec<Message> {
+    Workspace::new(root)
+        .mailboxes()
+        .read_from(name, 0)
+        .unwrap()
+        .entries
+        .into_iter()
+        .filter_map(|e| match e {
+            Entry::Message { message, .. } => Some(message),
+            Entry::Broken { .. } => None,
+        })
+        .collect()
+}
+
+fn answer_in_alices_inbox(root: &Path, request_id: &str) -> Message {
+    let answers: Vec<Message> = inbox(root, "alice")
+        .into_iter()
+        .filter(|m| m.request_id.as_deref() == Some(request_id))
+        .collect();
+    assert_eq!(answers.len(), 1, "exactly one answer: {answers:?}");
+    assert_eq!(answers[0].kind, "permission_response");
+    assert_eq!(answers[0].from, "user");
+    answers[0].clone()
+}
+
+#[test]
+fn approve_answers_with_the_same_request_id() {
+    let dir = workspace();
+    let id = ask(dir.path(), "cargo test");
+    let mut h = Harness::new(dir.path());
+    h.press(&["esc", "5", "a"]);
+    assert_eq!(answer_in_alices_inbox(dir.path(), &id).approve, Some(true));
+    assert!(h.status().contains("approved"), "{}", h.status());
+    h.reload();
+    assert!(h.state.model.pending().is_empty());
+}
+
+#[test]
+fn deny_answers_no() {
+    let dir = workspace();
+    let id = ask(dir.path(), "rm -rf target");
+    let mut h = Harness::new(dir.path());
+    h.press(&["esc", "5", "d"]);
+    assert_eq!(answer_in_alices_inbox(dir.path(), &id).approve, Some(false));
+}
+
+#[test]
+fn always_asks_first_then_writes_the_rule_keeping_comments_and_approves() {
+    let dir = workspace();
+    let id = ask(dir.path(), "cargo test --all");
+    let mut h = Harness::new(dir.path());
+    h.press(&["esc", "5", "A"]);
+    assert!(
+        inbox(dir.path(), "alice").is_empty(),
+        "nothing before confirmation"
+    );
+    h.press(&["n"]);
+    assert!(inbox(dir.path(), "alice").is_empty(), "cancelled");
+    h.press(&["A", "y"]);
+    assert_eq!(answer_in_alices_inbox(dir.path(), &id).approve, Some(true));
+    let text = fs::read_to_string(dir.path().join("crew.toml")).unwrap();
+    assert!(text.contains("\"bash(cargo test --all)\""), "{text}");
+    assert!(text.contains("# Deny beats everything (hooks included)"));
+    assert!(text.contains("# bypass mode also needs --dangerously-bypass"));
+    let (team, _) = crew::tui::uiconfig::load(dir.path()).unwrap();
+    assert!(
+        team.permissions
+            .allow
+            .contains(&"bash(cargo test --all)".to_string())
+    );
+}
+
+#[test]
+fn a_new_request_rings_the_bell_and_runs_the_notify_command() {
+    let dir = workspace();
+    let mut text = fs::read_to_string(dir.path().join("crew.toml")).unwrap();
+    text.push_str("\n[ui]\nnotify_command = \"echo $CREW_REQUEST_ID >> notified.txt\"\n");
+    fs::write(dir.path().join("crew.toml"), text).unwrap();
+    let mut h = Harness::new(dir.path());
+    assert!(h.effects.is_empty(), "the first load rings nothing");
+    let id = ask(dir.path(), "make");
+    h.changed(&[".mailboxes/user.jsonl"]);
+    assert!(h.effects.iter().any(|e| matches!(e, Effect::Bell)));
+    let notified = dir.path().join("notified.txt");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !fs::read_to_string(&notified).is_ok_and(|t| t.contains(&id)) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "notify_command never ran"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn send_a_message_to_a_teammate_and_to_the_lead() {
+    let dir = workspace();
+    let mut h = Harness::new(dir.path());
+    h.press(&["esc", "2", "down", "m"]);
+    h.type_text("please rebase");
+    h.press(&["enter"]);
+    let bob = inbox(dir.path(), "bob");
+    assert_eq!(bob.len(), 1);
+    assert_eq!(
+        (bob[0].from.as_str(), bob[0].kind.as_str()),
+        ("user", "message")
+    );
+    assert_eq!(bob[0].text.as_deref(), Some("please rebase"));
+
+    h.press(&["1"]);
+    h.type_text("first line");
+    h.press(&["alt-enter"]);
+    h.type_text("second q line");
+    h.press(&["enter"]);
+    let lead = inbox(dir.path(), "lead");
+    assert_eq!(lead[0].text.as_deref(), Some("first line\nsecond q line"));
+    assert!(!h.state.quit, "typing q in the text box does not quit");
+    h.press(&["ctrl-p"]);
+    assert_eq!(h.state.input.lines(), ["first line", "second q line"]);
+}
+
+#[test]
+fn add_a_task_with_a_dependency_and_release_a_claimed_one() {
+    let dir = workspace();
+    let ws = Workspace::new(dir.path());
+    let first = ws
+        .tasks()
+        .create(NewTask {
+            subject: "base".into(),
+            ..NewTask::default()
+        })
+        .unwrap();
+    let mut h = Harness::new(dir.path());
+    h.press(&["esc", "3", "n"]);
+    h.type_text("on top");
+    h.press(&["tab"]);
+    h.type_text("needs the base");
+    h.press(&["tab"]);
+    h.type_text(&first.id);
+    h.press(&["enter"]);
+    let tasks = ws.tasks().load_all().unwrap().tasks;
+    assert_eq!(tasks.len(), 2, "{}", h.status());
+    assert_eq!(tasks[1].subject, "on top");
+    assert_eq!(tasks[1].description, "needs the base");
+    assert_eq!(tasks[1].blocked_by, vec![first.id.clone()]);
+
+    h.reload();
+    let row = h
+        .state
+        .model
+        .task_rows
+        .iter()
+        .find(|r| h.state.model.tasks[r.index].id == tasks[1].id)
+        .unwrap();
+    assert_eq!(row.blocked_by, vec![first.id.clone()]);
+    assert!(!row.claimable);
+
+    let id = crew::store::TaskId::parse(&first.id).unwrap();
+    ws.tasks()
+        .claim(
+            id,
+            crew::store::Claimant {
+                name: "alice",
+                role: Some("implementer"),
+            },
+        )
+        .unwrap();
+    h.reload();
+    h.state.selected.insert(Pane::Tasks, 0);
+    h.press(&["r"]);
+    let task = ws.tasks().read(id).unwrap();
+    assert_eq!(task.owner, None, "{}", h.status());
+}
+
+fn commit_all(repo: &Repository, message: &str) {
+    let mut index = repo.index().unwrap();
+    index.add_all(["*"], IndexAddOption::DEFAULT, None).unwrap();
+    index.write().unwrap();
+    let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+    let sig = Signature::now("t", "t@example.com").unwrap();
+    let parents: Vec<_> = repo
+        .head()
+        .ok()
+        .and_then(|h| h.peel_to_commit().ok())
+        .into_iter()
+        .collect();
+    let parents: Vec<_> = parents.iter().collect();
+    repo.commit(Some("HEAD"), &sig, &sig, message, &tree, &parents)
+        .unwrap();
+}
+
+#[test]
+fn review_then_merge_from_the_diff_view() {
+    let dir = workspace();
+    let root = dir.path();
+    let mut opts = RepositoryInitOptions::new();
+    opts.initial_head("main");
+    let repo = Repository::init_opts(root, &opts).unwrap();
+    fs::write(
+        root.join(".git/info/exclude"),
+        ".tasks\n.mailboxes\n.worktrees\n.crew\n",
+    )
+    .unwrap();
+    fs::write(root.join("lib.rs"), "fn a() {\n    let x = 1;\n}\n").unwrap();
+    commit_all(&repo, "initial");
+    let wts = Worktrees::open(root).unwrap();
+    let wt = wts.ensure("alice", "main", &[], &[]).unwrap();
+    fs::write(wt.path.join("lib.rs"), "fn a() {\n    let y = 1;\n}\n").unwrap();
+    fs::write(wt.path.join("new.rs"), "fn b() {}\n").unwrap();
+
+    let mut h = Harness::new(root);
+    h.press(&["esc", "2", "d"]);
+    let view = h.state.diff.as_ref().expect("diff view open");
+    let files: Vec<_> = view.files().iter().map(|f| f.path.clone()).collect();
+    assert_eq!(files, ["lib.rs", "new.rs"]);
+    assert!(
+        h.effects
+            .iter()
+            .any(|e| matches!(e, Effect::HighlightFile { file: 0, .. }))
+    );
+    h.press(&["]"]);
+    assert_eq!(h.state.diff.as_ref().unwrap().file, 1);
+
+    h.press(&["M"]);
+    assert!(h.status().contains("merged alice"), "{}", h.status());
+    let main = repo.find_branch("main", git2::BranchType::Local).unwrap();
+    let tree = main.get().peel_to_tree().unwrap();
+    assert!(
+        tree.get_path(Path::new("new.rs")).is_ok(),
+        "merged into main"
+    );
+    let view = h.state.diff.as_ref().unwrap();
+    assert!(
+        view.outcome
+            .as_deref()
+            .unwrap_or("")
+            .contains("merged alice")
+    );
+    assert!(
+        view.files().is_empty(),
+        "the reloaded diff is empty after the merge"
+    );
+
+    h.press(&["b"]);
+    h.type_text("also add tests");
+    h.press(&["enter"]);
+    let note = inbox(root, "alice");
+    assert!(note[0].text.as_deref().unwrap().contains("also add tests"));
+
+    h.press(&["X", "y"]);
+    assert!(h.state.diff.is_none(), "{}", h.status());
+    assert!(
+        Worktrees::open(root)
+            .unwrap()
+            .list("main")
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn mouse_click_focuses_and_resize_switches_to_tabs() {
+    use ratatui::crossterm::event::{KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+    let dir = workspace();
+    let mut h = Harness::new(dir.path());
+    h.feed(Event::Resize(120, 40));
+    let click = |column, row| {
+        Event::Mouse(MouseEvent {
+            kind: MouseEventKind::Down(MouseButton::Left),
+            column,
+            row,
+            modifiers: KeyModifiers::NONE,
+        })
+    };
+    h.feed(click(100, 5));
+    assert_eq!(h.state.focus, Pane::Tasks);
+    h.feed(click(100, 35));
+    assert_eq!(h.state.focus, Pane::Approvals);
+    h.feed(Event::Resize(80, 24));
+    h.feed(click(2, 1));
+    assert_eq!(h.state.focus, Pane::Lead, "the first tab");
+}
+
+#[test]
+fn a_key_sequence_from_the_vim_keymap() {
+    let dir = workspace();
+    let mut h = Harness::new(dir.path());
+    h.state.keymap = crew::tui::Keymap::load_from("vim", None).0;
+    for n in 0..5 {
+        Workspace::new(dir.path())
+            .tasks()
+            .create(NewTask {
+                subject: format!("t{n}"),
+                ..NewTask::default()
+            })
+            .unwrap();
+    }
+    h.reload();
+    h.press(&["esc", "3", "G"]);
+    assert_eq!(h.state.selected(Pane::Tasks), 4);
+    h.press(&["g"]);
+    assert_eq!(h.state.selected(Pane::Tasks), 4, "waits for the second g");
+    h.press(&["g"]);
+    assert_eq!(h.state.selected(Pane::Tasks), 0);
+}
+
+#[test]
+fn changes_made_by_anyone_reach_the_screen_through_the_watcher() {
+    let dir = workspace();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let _watcher = crew::tui::runtime::spawn_loader(dir.path(), tx).unwrap();
+    let mut state = tui_support::state_at(dir.path());
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let pump = |state: &mut crew::tui::AppState, done: &dyn Fn(&crew::tui::AppState) -> bool| {
+        while !done(state) {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let event = rx.recv_timeout(left).expect("the change never arrived");
+            crew::tui::update(state, event);
+        }
+    };
+    pump(&mut state, &|s| s.model.loaded);
+    Workspace::new(dir.path())
+        .tasks()
+        .create(NewTask {
+            subject: "from elsewhere".into(),
+            ..NewTask::default()
+        })
+        .unwrap();
+    pump(&mut state, &|s| {
+        s.model.tasks.iter().any(|t| t.subject == "from elsewhere")
+    });
+    let id = ask(dir.path(), "ls");
+    pump(&mut state, &|s| {
+        s.model.pending().iter().any(|r| r.request_id == id)
+    });
+    assert_eq!(
+        state.model.inboxes["user"].len(),
+        1,
+        "read incrementally, nothing twice"
+    );
+    fs::create_dir_all(dir.path().join(".crew/agents")).unwrap();
+    fs::write(
+        dir.path().join(".crew/agents/alice.json"),
+        r#"{"name":"alice","state":"WAITING","pid":1,"task":null,"heartbeat":null,"turns":1,"tokens":5}"#,
+    )
+    .unwrap();
+    pump(&mut state, &|s| {
+        s.agent("alice").is_some_and(|a| a.state == "WAITING")
+    });
+}

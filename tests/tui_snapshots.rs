@@ -1,0 +1,142 @@
+//! Snapshots of the whole screen and of every pane, from a fixed workspace at a fixed "now".
+
+mod tui_support;
+
+use crew::tui::event::Event;
+use crew::tui::{Pane, update};
+use tui_support::{draw, fixture_state, key};
+
+#[test]
+fn whole_layout_at_120x40() {
+    let mut state = fixture_state();
+    insta::assert_snapshot!(draw(&mut state, 120, 40));
+}
+
+#[test]
+fn whole_layout_at_80x24_shows_one_pane_with_tabs() {
+    let mut state = fixture_state();
+    insta::assert_snapshot!(draw(&mut state, 80, 24));
+}
+
+#[test]
+fn every_pane_alone() {
+    for pane in [
+        Pane::Lead,
+        Pane::Teammates,
+        Pane::Tasks,
+        Pane::Mailboxes,
+        Pane::Approvals,
+    ] {
+        let mut state = fixture_state();
+        state.focus = pane;
+        insta::assert_snapshot!(format!("pane_{}", pane.title()), draw(&mut state, 100, 24));
+    }
+}
+
+#[test]
+fn task_detail_and_an_inbox_switch() {
+    let mut state = fixture_state();
+    state.focus = Pane::Tasks;
+    for k in ["down", "down", "enter"] {
+        update(&mut state, Event::Key(key(k)));
+    }
+    insta::assert_snapshot!("task_detail", draw(&mut state, 100, 24));
+    let mut state = fixture_state();
+    state.focus = Pane::Mailboxes;
+    update(&mut state, Event::Key(key("right")));
+    insta::assert_snapshot!("mailbox_alice", draw(&mut state, 100, 24));
+}
+
+#[test]
+fn help_overlay_lists_the_active_keymap() {
+    let mut state = fixture_state();
+    state.focus = Pane::Tasks;
+    update(&mut state, Event::Key(key("?")));
+    insta::assert_snapshot!(draw(&mut state, 120, 40));
+}
+
+#[test]
+fn too_small_shows_a_message() {
+    let mut state = fixture_state();
+    insta::assert_snapshot!(draw(&mut state, 50, 10));
+}
+
+fn sample_diff() -> crew::git::WorktreeDiff {
+    use crew::git::{DiffLine, DiffTotals, FileDiff, FileStatus, Hunk, LineKind, WorktreeDiff};
+    let line = |kind, old: Option<u32>, new: Option<u32>, text: &str| DiffLine {
+        kind,
+        old_lineno: old,
+        new_lineno: new,
+        text: text.into(),
+    };
+    let file = FileDiff {
+        path: "src/parse.rs".into(),
+        old_path: None,
+        status: FileStatus::Modified,
+        binary: false,
+        additions: 2,
+        deletions: 1,
+        hunks: vec![Hunk {
+            header: "@@ -1,3 +1,4 @@ fn parse".into(),
+            old_start: 1,
+            old_lines: 3,
+            new_start: 1,
+            new_lines: 4,
+            lines: vec![
+                line(
+                    LineKind::Context,
+                    Some(1),
+                    Some(1),
+                    "fn parse(input: &str) -> Ast {",
+                ),
+                line(LineKind::Del, Some(2), None, "    let x = 1;"),
+                line(LineKind::Add, None, Some(2), "    let y = 1;"),
+                line(LineKind::Add, None, Some(3), "    check(y);"),
+                line(LineKind::Context, Some(3), Some(4), "}"),
+            ],
+        }],
+    };
+    let added = FileDiff {
+        path: "README.md".into(),
+        old_path: None,
+        status: FileStatus::Added,
+        binary: false,
+        additions: 1,
+        deletions: 0,
+        hunks: vec![],
+    };
+    WorktreeDiff {
+        totals: DiffTotals {
+            files: 2,
+            additions: 3,
+            deletions: 1,
+        },
+        files: vec![file, added],
+    }
+}
+
+#[test]
+fn diff_view_unified_and_side_by_side() {
+    let mut state = fixture_state();
+    state.focus = Pane::Teammates;
+    let effects = update(&mut state, Event::Key(key("d")));
+    assert!(matches!(&effects[..], [crew::tui::Effect::LoadDiff { name }] if name == "alice"));
+    insta::assert_snapshot!("diff_loading", draw(&mut state, 100, 24));
+    let effects = update(
+        &mut state,
+        Event::Diff {
+            name: "alice".into(),
+            result: Ok(sample_diff()),
+        },
+    );
+    assert!(
+        matches!(
+            &effects[..],
+            [crew::tui::Effect::HighlightFile { file: 0, .. }]
+        ),
+        "the shown file is highlighted off the input path"
+    );
+    insta::assert_snapshot!("diff_unified", draw(&mut state, 100, 24));
+    update(&mut state, Event::Key(key("s")));
+    insta::assert_snapshot!("diff_side_by_side", draw(&mut state, 100, 24));
+}
