@@ -51,6 +51,68 @@ pub enum Command {
     Worktree(WorktreeCommand),
     /// Open the full-screen workbench.
     Ui(UiArgs),
+    /// Run the team: the lead here, one process per teammate.
+    Up(UpArgs),
+    /// Run one teammate (the supervisor starts these), or `restart NAME` a dead one.
+    Worker(WorkerArgs),
+    /// Print an agent's turn transcript (.crew/transcripts/NAME/SESSION.jsonl) readably.
+    Replay { file: PathBuf },
+    /// A scratch repository with a scripted demo team (a simulator, no model needed).
+    Demo(DemoArgs),
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum ApprovePolicy {
+    Allow,
+    Deny,
+}
+
+#[derive(Debug, Args)]
+pub struct UpArgs {
+    /// Without the screen (the only way for now).
+    #[arg(long)]
+    pub headless: bool,
+    /// Answer every permission request this way (without it, requests wait and expire as denials).
+    #[arg(long, value_enum)]
+    pub approve: Option<ApprovePolicy>,
+    /// The lead's goal, sent as a message from you.
+    #[arg(long)]
+    pub goal: Option<String>,
+    /// Stop when every task is completed or failed.
+    #[arg(long)]
+    pub until_done: bool,
+    /// Allow the `bypass` permission mode (crew.toml must allow it too).
+    #[arg(long)]
+    pub dangerously_bypass: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    #[arg(long)]
+    pub name: Option<String>,
+    #[arg(long)]
+    pub dangerously_bypass: bool,
+    #[command(subcommand)]
+    pub action: Option<WorkerAction>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WorkerAction {
+    /// Start a dead or shut-down teammate again, in the background.
+    Restart { name: String },
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Where to build the scratch repository (default: a new temporary folder, kept).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Run to the end without the screen and print a JSON summary.
+    #[arg(long)]
+    pub headless: bool,
+    /// How the demo answers permission requests.
+    #[arg(long, value_enum, default_value = "allow")]
+    pub approve: ApprovePolicy,
 }
 
 #[derive(Debug, Subcommand)]

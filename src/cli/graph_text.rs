@@ -12,7 +12,14 @@ use crate::store::{Status, Task};
 pub fn state(graph: &Graph<'_>, task: &Task) -> (&'static str, String) {
     match task.status {
         Status::Completed => ("done", String::new()),
-        Status::Failed => ("failed", task.result.clone().unwrap_or_default()),
+        Status::Failed => (
+            "failed",
+            task.result
+                .as_deref()
+                .and_then(|r| r.lines().find(|l| !l.trim().is_empty()))
+                .unwrap_or_default()
+                .to_string(),
+        ),
         Status::InProgress => ("running", task.owner.clone().unwrap_or_default()),
         Status::Pending if graph.is_claimable(task) => ("claimable", String::new()),
         Status::Pending => {

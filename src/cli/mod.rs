@@ -4,13 +4,15 @@
 //! (with one line saying exactly why); 1 anything else.
 
 mod args;
+mod demo;
 mod exit;
 mod graph_text;
 mod init;
-mod logging;
+pub(crate) mod logging;
 mod messages;
 mod output;
 mod project;
+mod run_team;
 mod tasks;
 mod team;
 mod worktrees;
@@ -59,6 +61,10 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             team::down(&project::Project::find(&start)?, timeout, json)
         }
         Command::Worktree(cmd) => worktrees::run(&project::Project::find(&start)?, cmd),
+        Command::Up(args) => run_team::up(project::Project::find(&start)?, args),
+        Command::Worker(args) => run_team::worker(project::Project::find(&start)?, args),
+        Command::Replay { file } => run_team::replay(&file),
+        Command::Demo(args) => demo::run(args),
         Command::Ui(args) => crate::tui::run(
             project::Project::find(&start)?.workspace.root(),
             crate::tui::Options {

@@ -20,7 +20,7 @@ pub use error::{BlockedFile, BlockedFiles, GitError};
 pub use inline::{InlineChanges, inline_changes};
 pub use merge::MergeOutcome;
 pub use names::validate_name;
-pub use provision::Skipped;
+pub use provision::{Skipped, current_branch, exclude_from_git};
 pub use scratch::init_with_files;
 pub use worktree::{Worktree, WorktreeInfo, Worktrees};
 

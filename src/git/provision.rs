@@ -87,6 +87,29 @@ fn make_parent(path: &Path) -> Result<(), GitError> {
     }
 }
 
+/// Keeps `entries` (folders at the repository root) out of git: `/<entry>` lines in the shared
+/// `info/exclude` of the repository at `repo_root`. Returns that file's path.
+pub fn exclude_from_git(
+    repo_root: &Path,
+    entries: &[&str],
+) -> Result<std::path::PathBuf, GitError> {
+    use crate::git::error::Context;
+    let repo = git2::Repository::open(repo_root)
+        .context(|| format!("opening the repository at {}", repo_root.display()))?;
+    let common = repo.commondir().to_path_buf();
+    let entries: Vec<String> = entries.iter().map(|e| e.to_string()).collect();
+    exclude(&common, &entries)?;
+    Ok(common.join("info").join("exclude"))
+}
+
+/// The branch checked out at `repo_root`, if HEAD names one.
+pub fn current_branch(repo_root: &Path) -> Option<String> {
+    let repo = git2::Repository::open(repo_root).ok()?;
+    let head = repo.find_reference("HEAD").ok()?;
+    let target = head.symbolic_target().ok().flatten()?;
+    target.strip_prefix("refs/heads/").map(str::to_string)
+}
+
 /// Adds `/<entry>` lines (entries are normalised relative paths) to the shared `info/exclude`, so copied secrets and linked folders are
 /// never picked up by the merge's auto-commit (a `node_modules/` rule does not match a symlink).
 pub(crate) fn exclude(common_dir: &Path, entries: &[String]) -> Result<(), GitError> {

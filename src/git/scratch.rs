@@ -31,7 +31,9 @@ pub fn init_with_files(
         .context(|| "adding the files".into())?;
     index.write().context(|| "writing the index".into())?;
     let tree_id = index.write_tree().context(|| "writing the tree".into())?;
-    let tree = repo.find_tree(tree_id).context(|| "reading the tree".into())?;
+    let tree = repo
+        .find_tree(tree_id)
+        .context(|| "reading the tree".into())?;
     let sig = author.signature()?;
     repo.commit(Some("HEAD"), &sig, &sig, message, &tree, &[])
         .context(|| format!("committing in {}", dir.display()))?;

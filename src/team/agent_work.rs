@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{Agent, AgentConfig, AgentEvent, EventSink, Limits, MailboxPrompter, StopReason};
+use crate::agent::{
+    Agent, AgentConfig, AgentEvent, EventSink, Limits, MailboxPrompter, StopReason,
+};
 use crate::config::{AgentConfig as AgentEntry, ModelChoice, TeamConfig};
 use crate::git::{Author, MergeOutcome, Worktrees};
 use crate::model::scripted::ScriptedProvider;
@@ -79,7 +81,9 @@ pub fn provider_for(
         if !path.exists()
             && let Some(builtin) = ScriptedProvider::builtin(scenario)
         {
-            return builtin.map(|p| Arc::new(p) as Arc<dyn ModelProvider>).map_err(|e| e.to_string());
+            return builtin
+                .map(|p| Arc::new(p) as Arc<dyn ModelProvider>)
+                .map_err(|e| e.to_string());
         }
     }
     let spec = ProviderSpec {
@@ -89,7 +93,9 @@ pub fn provider_for(
         api_key_env: entry.api_key_env.clone(),
         scenario: entry.scenario.as_ref().map(|s| repo_root.join(s)),
     };
-    provider_from_spec(&spec).map(Arc::from).map_err(|e| e.to_string())
+    provider_from_spec(&spec)
+        .map(Arc::from)
+        .map_err(|e| e.to_string())
 }
 
 impl AgentWork {
@@ -103,18 +109,21 @@ impl AgentWork {
             .agent(name)
             .ok_or_else(|| SetupError::UnknownAgent(name.to_string()))?;
         let role = config.role_of(name).unwrap_or("lead").to_string();
-        let model = provider_for(&entry.model, workspace.root()).map_err(|message| {
-            SetupError::Model {
+        let model =
+            provider_for(&entry.model, workspace.root()).map_err(|message| SetupError::Model {
                 name: name.to_string(),
                 message,
-            }
-        })?;
+            })?;
         let perms = &config.permissions;
         let permissions: PermissionMode =
-            perms.mode.get_ref().parse().map_err(|e| SetupError::Permissions {
-                name: name.to_string(),
-                message: format!("{e}"),
-            })?;
+            perms
+                .mode
+                .get_ref()
+                .parse()
+                .map_err(|e| SetupError::Permissions {
+                    name: name.to_string(),
+                    message: format!("{e}"),
+                })?;
         let mut allow = perms.allow.clone();
         allow.extend(TEAM_TOOLS.iter().map(|t| t.to_string()));
         let rules = RuleSet {
@@ -127,9 +136,11 @@ impl AgentWork {
             flag_given: bypass_flag,
         };
         // Checked once here so a bad rule fails at start, not at the first tool call.
-        PermissionPolicy::new(permissions, &rules, bypass).map_err(|e| SetupError::Permissions {
-            name: name.to_string(),
-            message: e.to_string(),
+        PermissionPolicy::new(permissions, &rules, bypass).map_err(|e| {
+            SetupError::Permissions {
+                name: name.to_string(),
+                message: e.to_string(),
+            }
         })?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -178,7 +189,12 @@ impl AgentWork {
         let trees = Worktrees::open(self.workspace.root()).map_err(|e| e.to_string())?;
         let wt = &self.config.worktree;
         trees
-            .ensure(&self.name, &self.config.team.base_branch, &wt.copy, &wt.link)
+            .ensure(
+                &self.name,
+                &self.config.team.base_branch,
+                &wt.copy,
+                &wt.link,
+            )
             .map(|w| w.path)
             .map_err(|e| e.to_string())
     }
@@ -257,20 +273,32 @@ impl AgentWork {
         }
         let base = &self.config.team.base_branch;
         let author = Author::new(&self.name, format!("{}@crew.invalid", self.name));
-        let merged = Worktrees::open(self.workspace.root())
-            .and_then(|t| t.merge(&self.name, base, &author));
+        let merged =
+            Worktrees::open(self.workspace.root()).and_then(|t| t.merge(&self.name, base, &author));
         let note = match merged {
             Ok(MergeOutcome::Conflicts { files }) => {
                 outcome.success = false;
-                format!("merge of crew/{} into {base} conflicts in {}", self.name, files.join(", "))
+                format!(
+                    "merge of crew/{} into {base} conflicts in {}",
+                    self.name,
+                    files.join(", ")
+                )
             }
             Ok(MergeOutcome::FastForward { new_head }) => {
-                format!("merged crew/{} into {base} (fast-forward to {new_head})", self.name)
+                format!(
+                    "merged crew/{} into {base} (fast-forward to {new_head})",
+                    self.name
+                )
             }
             Ok(MergeOutcome::Merged { commit }) => {
-                format!("merged crew/{} into {base} (merge commit {commit})", self.name)
+                format!(
+                    "merged crew/{} into {base} (merge commit {commit})",
+                    self.name
+                )
             }
-            Ok(MergeOutcome::UpToDate) => format!("merged crew/{} into {base} (nothing new)", self.name),
+            Ok(MergeOutcome::UpToDate) => {
+                format!("merged crew/{} into {base} (nothing new)", self.name)
+            }
             Err(e) => {
                 outcome.success = false;
                 format!("merge of crew/{} into {base} failed: {e}", self.name)
@@ -320,8 +348,16 @@ fn task_packet(job: &Job) -> (String, Option<String>) {
             if !task.description.is_empty() {
                 text.push_str(&format!("\n{}\n", task.description));
             }
-            text.push_str("\nDo it, then reply with a short summary of what you did and how you checked it.");
-            (text, Some(format!("{}: {}\n{}", task.id, task.subject, task.description)))
+            text.push_str(
+                "\nDo it, then reply with a short summary of what you did and how you checked it.",
+            );
+            (
+                text,
+                Some(format!(
+                    "{}: {}\n{}",
+                    task.id, task.subject, task.description
+                )),
+            )
         }
         Job::Message(m) => (
             format!(

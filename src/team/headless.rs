@@ -88,16 +88,27 @@ impl TeamRun {
         );
         let lead_name = config.lead_name().to_string();
         let mut work = AgentWork::new(workspace.clone(), config.clone(), &lead_name, bypass)?;
-        let worker = Worker::new(workspace.clone(), config.roster(), settings_for(&config, &lead_name))?;
+        let worker = Worker::new(
+            workspace.clone(),
+            config.roster(),
+            settings_for(&config, &lead_name),
+        )?;
         let lead_stop = Arc::new(AtomicBool::new(false));
         let stop = lead_stop.clone();
         let lead = std::thread::spawn(move || worker.run(&mut work, &stop));
         let mut events = Vec::new();
-        let extra: Vec<String> = if bypass { vec!["--dangerously-bypass".into()] } else { Vec::new() };
+        let extra: Vec<String> = if bypass {
+            vec!["--dangerously-bypass".into()]
+        } else {
+            Vec::new()
+        };
         for mate in &config.teammates {
             let name = mate.name.get_ref();
             let pid = supervisor.start(name, &extra)?;
-            events.push(Happening::Team(TeamEvent::Started { name: name.clone(), pid }));
+            events.push(Happening::Team(TeamEvent::Started {
+                name: name.clone(),
+                pid,
+            }));
         }
         Ok(TeamRun {
             workspace,
@@ -111,7 +122,11 @@ impl TeamRun {
     }
 
     pub fn teammates(&self) -> Vec<String> {
-        self.config.teammates.iter().map(|t| t.name.get_ref().clone()).collect()
+        self.config
+            .teammates
+            .iter()
+            .map(|t| t.name.get_ref().clone())
+            .collect()
     }
 
     /// Sends the lead its goal, as a message from the person.

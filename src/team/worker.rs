@@ -170,7 +170,10 @@ impl Worker {
                 if idle >= timeout {
                     self.tell_lead(
                         "idle_notification",
-                        format!("{me} has been idle for {}s and is shutting down", idle.as_secs()),
+                        format!(
+                            "{me} has been idle for {}s and is shutting down",
+                            idle.as_secs()
+                        ),
                     )?;
                     return Ok(ExitReason::IdleTimeout);
                 }

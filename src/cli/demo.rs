@@ -1,0 +1,97 @@
+//! `crew demo [--dir DIR] --headless [--approve allow|deny]`.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, anyhow};
+
+use crate::cli::args::{ApprovePolicy, DemoArgs};
+use crate::cli::exit::CliError;
+use crate::cli::output;
+use crate::cli::run_team::all_done;
+use crate::config::{FILE_NAME, TeamConfig};
+use crate::store::{DirWatcher, Workspace};
+use crate::team::demo;
+use crate::team::headless::{Policy, TeamRun};
+
+/// The whole demo should take seconds; this only stops a broken run from hanging.
+const DEADLINE: Duration = Duration::from_secs(180);
+
+pub fn run(args: DemoArgs) -> anyhow::Result<()> {
+    if !args.headless {
+        return Err(CliError::Usage(
+            "the demo on the screen is not built yet: run `crew demo --headless`".into(),
+        )
+        .into());
+    }
+    let dir = match args.dir {
+        Some(dir) => dir,
+        None => tempfile::Builder::new()
+            .prefix("crew-demo-")
+            .tempdir()
+            .context("creating a scratch folder")?
+            .keep(),
+    };
+    if dir.exists() && dir.read_dir()?.next().is_some() {
+        return Err(anyhow!(
+            "{} is not empty; give the demo an empty or new folder",
+            dir.display()
+        ));
+    }
+    std::fs::create_dir_all(&dir)?;
+    demo::build(&dir)?;
+    let dir = dir.canonicalize()?;
+    let workspace = Workspace::new(&dir);
+    let config = Arc::new(TeamConfig::load(&dir.join(FILE_NAME))?);
+    crate::cli::logging::start(&dir);
+    let (policy, approve) = match args.approve {
+        ApprovePolicy::Allow => (Policy::Allow, "allow"),
+        ApprovePolicy::Deny => (Policy::Deny, "deny"),
+    };
+    let started = Instant::now();
+    let mut team = TeamRun::start(
+        workspace.clone(),
+        config.clone(),
+        std::env::current_exe()?,
+        Some(policy),
+        false,
+    )?;
+    team.give_goal(demo::GOAL)?;
+    let watcher = DirWatcher::new(&[&workspace.mailboxes_dir(), &workspace.tasks_dir()])?;
+    let mut finished = false;
+    while started.elapsed() < DEADLINE {
+        team.tick()?;
+        if all_done(&workspace)? {
+            finished = true;
+            break;
+        }
+        team.wait(&watcher, Duration::from_millis(300));
+    }
+    team.stop(Duration::from_secs(15))?;
+    let mut agents = vec![config.lead_name().to_string()];
+    agents.extend(config.teammates.iter().map(|t| t.name.get_ref().clone()));
+    let mut summary = demo::summarise(
+        &workspace,
+        &agents,
+        approve,
+        started.elapsed().as_secs_f64(),
+    )?;
+    let (pass, _) = demo::tests_pass(&dir);
+    summary.goal_reached =
+        finished && pass && summary.tasks.get("completed").copied().unwrap_or(0) >= 3;
+    if !finished {
+        summary.notes.push(format!(
+            "the team did not finish within {}s",
+            DEADLINE.as_secs()
+        ));
+    }
+    output::json(&summary)?;
+    if summary.goal_reached {
+        Ok(())
+    } else {
+        Err(anyhow!(
+            "the demo did not reach its goal; see the summary and {}",
+            dir.join(".crew/logs").display()
+        ))
+    }
+}

@@ -1,0 +1,175 @@
+//! `crew worker`, `crew worker restart`, `crew up --headless`, `crew replay`.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use anyhow::Context;
+
+use crate::cli::args::{ApprovePolicy, UpArgs, WorkerAction, WorkerArgs};
+use crate::cli::exit::CliError;
+use crate::cli::project::Project;
+use crate::cli::team::{print_event, supervisor};
+use crate::store::{DirWatcher, pid_alive};
+use crate::team::agent_work::AgentWork;
+use crate::team::headless::{Happening, Policy, TeamRun, settings_for};
+use crate::team::worker::{ExitReason, Worker};
+
+pub fn worker(project: Project, args: WorkerArgs) -> anyhow::Result<()> {
+    match (args.action, args.name) {
+        (Some(WorkerAction::Restart { name }), _) => restart(&project, &name),
+        (None, Some(name)) => run_worker(project, &name, args.dangerously_bypass),
+        (None, None) => Err(CliError::Usage("give --name NAME, or `restart NAME`".into()).into()),
+    }
+}
+
+fn run_worker(project: Project, name: &str, bypass: bool) -> anyhow::Result<()> {
+    project
+        .roster
+        .check("agent", name)
+        .map_err(crate::store::StoreError::from)?;
+    let config = Arc::new(project.config);
+    let mut work = AgentWork::new(project.workspace.clone(), config.clone(), name, bypass)?;
+    let worker = Worker::new(
+        project.workspace,
+        config.roster(),
+        settings_for(&config, name),
+    )?;
+    let exit = worker.run(&mut work, &AtomicBool::new(false))?;
+    match exit {
+        ExitReason::ShutdownApproved { request_id } => println!("{name}: shut down ({request_id})"),
+        ExitReason::IdleTimeout => println!("{name}: shut down after being idle"),
+        ExitReason::Stopped => println!("{name}: stopped"),
+    }
+    Ok(())
+}
+
+/// Starts a worker again in the background; refused while one is alive.
+fn restart(project: &Project, name: &str) -> anyhow::Result<()> {
+    if !project
+        .config
+        .teammates
+        .iter()
+        .any(|t| t.name.get_ref() == name)
+    {
+        project
+            .roster
+            .check("teammate", name)
+            .map_err(crate::store::StoreError::from)?;
+        return Err(
+            CliError::Refused(format!("{name} is the lead; it runs inside `crew up`")).into(),
+        );
+    }
+    if let Some(status) = project.workspace.agents().read(name)?
+        && !status.state.is_final()
+        && pid_alive(status.pid)
+    {
+        return Err(CliError::Refused(format!(
+            "{name} is running (pid {}, {}); shut it down first",
+            status.pid,
+            status.state.as_str()
+        ))
+        .into());
+    }
+    let mut sup = supervisor(project)?;
+    let pid = sup.start(name, &[])?;
+    println!("restarted {name} (pid {pid}); its output goes to .crew/logs/{name}.log");
+    Ok(())
+}
+
+pub fn up(project: Project, args: UpArgs) -> anyhow::Result<()> {
+    if !args.headless {
+        // The screen supervises nothing yet: it shows the store; the team runs headless.
+        return Err(CliError::Usage(
+            "`crew up` without --headless is not built yet: run `crew up --headless` for the team and `crew ui` for the screen".into(),
+        )
+        .into());
+    }
+    let policy = args.approve.map(|p| match p {
+        ApprovePolicy::Allow => Policy::Allow,
+        ApprovePolicy::Deny => Policy::Deny,
+    });
+    let workspace = project.workspace.clone();
+    let config = Arc::new(project.config);
+    let mut run = TeamRun::start(
+        workspace.clone(),
+        config.clone(),
+        std::env::current_exe()?,
+        policy,
+        args.dangerously_bypass,
+    )?;
+    print_happenings(&run.events);
+    if let Some(goal) = &args.goal {
+        run.give_goal(goal)?;
+    }
+    let watcher = DirWatcher::new(&[&workspace.mailboxes_dir(), &workspace.tasks_dir()])?;
+    let stop = Arc::new(AtomicBool::new(false));
+    signal_stop(stop.clone())?;
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        print_happenings(&run.tick()?);
+        if args.until_done && all_done(&workspace)? {
+            break;
+        }
+        run.wait(&watcher, Duration::from_millis(500));
+    }
+    print_happenings(&run.stop(Duration::from_secs(15))?);
+    Ok(())
+}
+
+/// Every task completed or failed (and there is at least one).
+pub fn all_done(workspace: &crate::store::Workspace) -> anyhow::Result<bool> {
+    use crate::store::Status;
+    let tasks = workspace.tasks().load_all()?.tasks;
+    Ok(!tasks.is_empty()
+        && tasks
+            .iter()
+            .all(|t| matches!(t.status, Status::Completed | Status::Failed)))
+}
+
+fn print_happenings(happenings: &[Happening]) {
+    for h in happenings {
+        match h {
+            Happening::Team(e) => print_event(e),
+            Happening::Answered {
+                request_id,
+                from,
+                approved,
+                what,
+            } => println!(
+                "{} {from}'s request {request_id}: {what}",
+                if *approved { "approved" } else { "denied" }
+            ),
+        }
+    }
+}
+
+/// Ctrl-C (and SIGTERM) ask the loop to stop and shut the team down cleanly.
+fn signal_stop(stop: Arc<AtomicBool>) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the signal listener")?;
+    std::thread::spawn(move || {
+        runtime.block_on(async {
+            let mut term =
+                match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                    Ok(s) => s,
+                    Err(_) => return,
+                };
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
+    });
+    Ok(())
+}
+
+pub fn replay(path: &std::path::Path) -> anyhow::Result<()> {
+    let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let text = crate::agent::transcript::render(std::io::BufReader::new(file))
+        .with_context(|| format!("reading {}", path.display()))?;
+    print!("{text}");
+    Ok(())
+}

@@ -1,0 +1,195 @@
+//! `crew demo`: a scratch repository holding a tiny real project (a shell arithmetic library
+//! with its own test command) and a scripted team that plans, builds in parallel worktrees, asks
+//! for permission to run the tests, documents, reviews and merges.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use serde::Serialize;
+
+use crate::git::{Author, GitError, exclude_from_git, init_with_files};
+use crate::store::requests::RequestState;
+use crate::store::{StoreError, Workspace};
+
+pub const GOAL: &str = "Add `sub` and `mul` to the calc library with tests, document them in README.md, and have the reviewer run the project's tests.";
+
+/// The project's own test command.
+pub const TEST_COMMAND: &str = "sh test.sh";
+
+const PROJECT: &[(&str, &str)] = &[
+    (
+        "README.md",
+        include_str!("../../assets/demo/project/README.md"),
+    ),
+    ("test.sh", include_str!("../../assets/demo/project/test.sh")),
+    (
+        "lib/add.sh",
+        include_str!("../../assets/demo/project/lib/add.sh"),
+    ),
+    (
+        "tests/add_test.sh",
+        include_str!("../../assets/demo/project/tests/add_test.sh"),
+    ),
+];
+
+/// The demo team: a lead, two implementers and a reviewer, all played by the built-in `demo`
+/// scenario. Edits are allowed in worktrees; commands ask, so the tests need a permission.
+pub const CREW_TOML: &str = r#"# The crew demo team. Every agent is the scripted simulator (scenario "demo"), not a model.
+[team]
+name = "demo"
+base_branch = "main"
+test_command = "sh test.sh"
+
+[lead]
+name = "lead"
+model = { provider = "scripted", scenario = "demo" }
+
+[[teammate]]
+name = "alice"
+role = "implementer"
+writes = true
+model = { provider = "scripted", scenario = "demo" }
+
+[[teammate]]
+name = "bob"
+role = "implementer"
+writes = true
+model = { provider = "scripted", scenario = "demo" }
+
+[[teammate]]
+name = "carol"
+role = "reviewer"
+model = { provider = "scripted", scenario = "demo" }
+
+[permissions]
+# File edits are allowed (inside each worktree); every command asks a person.
+mode = "accept-edits"
+deny = ["bash(rm -rf:*)", "bash(git push:*)"]
+
+[worker]
+idle_poll_secs = 5
+idle_timeout_secs = 60
+heartbeat_secs = 1
+request_timeout_secs = 120
+
+[worktree]
+merge_when_done = true
+"#;
+
+/// Creates the scratch repository at `dir` (which must be empty or absent).
+pub fn build(dir: &Path) -> Result<(), GitError> {
+    let mut files: Vec<(&str, &str)> = PROJECT.to_vec();
+    files.push(("crew.toml", CREW_TOML));
+    init_with_files(
+        dir,
+        "main",
+        &files,
+        &Author::new("crew demo", "demo@crew.invalid"),
+        "calc: a tiny shell arithmetic library",
+    )?;
+    exclude_from_git(dir, &[".tasks", ".mailboxes", ".worktrees", ".crew"])?;
+    Ok(())
+}
+
+/// Whether the project's tests pass in `dir`, with what they printed.
+pub fn tests_pass(dir: &Path) -> (bool, String) {
+    match Command::new("sh").arg("test.sh").current_dir(dir).output() {
+        Ok(out) => (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).trim().to_string(),
+        ),
+        Err(e) => (false, format!("could not run sh test.sh: {e}")),
+    }
+}
+
+#[derive(Debug, Serialize)]
+pub struct Summary {
+    pub dir: String,
+    pub goal_reached: bool,
+    pub approve: String,
+    pub tests: String,
+    pub tasks: BTreeMap<String, usize>,
+    pub messages: BTreeMap<String, usize>,
+    pub requests: BTreeMap<String, usize>,
+    pub merges: Vec<String>,
+    pub agents: BTreeMap<String, AgentUsage>,
+    pub wall_seconds: f64,
+    /// What happened because of refusals, in words.
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct AgentUsage {
+    pub state: String,
+    pub turns: u64,
+    pub tokens: u64,
+}
+
+/// Counts everything the run left in the store.
+pub fn summarise(
+    workspace: &Workspace,
+    agents: &[String],
+    approve: &str,
+    wall_seconds: f64,
+) -> Result<Summary, StoreError> {
+    let mut tasks = BTreeMap::new();
+    for task in workspace.tasks().load_all()?.tasks {
+        *tasks.entry(task.status.to_string()).or_insert(0) += 1;
+    }
+    let messages_all = workspace.mailboxes().all_messages()?;
+    let mut messages = BTreeMap::new();
+    for m in &messages_all {
+        *messages.entry(m.kind.clone()).or_insert(0) += 1;
+    }
+    let merges: Vec<String> = messages_all
+        .iter()
+        .filter_map(|m| m.text.as_deref())
+        .filter(|t| t.starts_with("merged crew/") || t.starts_with("merge of crew/"))
+        .map(str::to_string)
+        .collect();
+    let mut requests = BTreeMap::new();
+    let mut notes = Vec::new();
+    for r in workspace
+        .mailboxes()
+        .requests(std::time::Duration::from_secs(120))?
+    {
+        *requests
+            .entry(format!("{} {}", r.kind, r.state.as_str()))
+            .or_insert(0) += 1;
+        if r.kind == "permission_request" && r.state == RequestState::Rejected {
+            notes.push(format!(
+                "{} was refused {:?}; it finished its task without running it and said so",
+                r.from,
+                r.text.as_deref().unwrap_or("")
+            ));
+        }
+    }
+    let mut usage = BTreeMap::new();
+    for name in agents {
+        if let Some(status) = workspace.agents().read(name)? {
+            usage.insert(
+                name.clone(),
+                AgentUsage {
+                    state: status.state.as_str().to_string(),
+                    turns: status.turns,
+                    tokens: status.tokens,
+                },
+            );
+        }
+    }
+    let (_, tests) = tests_pass(workspace.root());
+    Ok(Summary {
+        dir: workspace.root().display().to_string(),
+        goal_reached: false,
+        approve: approve.to_string(),
+        tests,
+        tasks,
+        messages,
+        requests,
+        merges,
+        agents: usage,
+        wall_seconds,
+        notes,
+    })
+}
