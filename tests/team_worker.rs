@@ -237,20 +237,24 @@ fn shutdown_comes_first_then_the_leads_messages_then_the_rest() {
     )
     .unwrap();
     let stop = AtomicBool::new(false);
+    let (gate_tx, gate_rx) = channel();
+    let (started_tx, started_rx) = channel();
     std::thread::scope(|s| {
         let handle = s.spawn(|| {
             let mut fake = Fake {
                 seen: seen.clone(),
-                gate: None,
-                started: None,
+                gate: Some(gate_rx),
+                started: Some(started_tx),
             };
             worker.run(&mut fake, &stop)
         });
-        poll("both messages", || {
-            (seen.lock().unwrap().len() == 2).then_some(())
-        });
+        // While the first job runs, a later message and a shutdown request arrive together.
+        let first = started_rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert_eq!(first, "lead:from lead");
         send(&ws, "bob", "alice", "message", "late", false);
         send(&ws, "lead", "alice", "shutdown_request", "stop", true);
+        gate_tx.send(()).unwrap();
+        gate_tx.send(()).unwrap();
         handle.join().unwrap().unwrap();
     });
     assert_eq!(*seen.lock().unwrap(), ["lead:from lead", "bob:from bob"]);
