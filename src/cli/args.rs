@@ -14,8 +14,9 @@ pub struct Cli {
     /// Run as if started in DIR.
     #[arg(short = 'C', global = true, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+    /// Without a command: `crew up`, the workbench on this repository's team.
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -67,9 +68,9 @@ pub enum ApprovePolicy {
     Deny,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Default)]
 pub struct UpArgs {
-    /// Without the screen (the only way for now).
+    /// Without the screen: progress lines on stdout.
     #[arg(long)]
     pub headless: bool,
     /// Answer every permission request this way (without it, requests wait and expire as denials).
@@ -107,7 +108,8 @@ pub struct DemoArgs {
     /// Where to build the scratch repository (default: a new temporary folder, kept).
     #[arg(long)]
     pub dir: Option<PathBuf>,
-    /// Run to the end without the screen and print a JSON summary.
+    /// Run to the end without the screen and print a JSON summary (without it: the workbench,
+    /// where you answer the team's permission requests).
     #[arg(long)]
     pub headless: bool,
     /// How the demo answers permission requests.

@@ -6,7 +6,6 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, anyhow};
 
 use crate::cli::args::{ApprovePolicy, DemoArgs};
-use crate::cli::exit::CliError;
 use crate::cli::output;
 use crate::cli::run_team::all_done;
 use crate::config::{FILE_NAME, TeamConfig};
@@ -18,12 +17,6 @@ use crate::team::headless::{Policy, TeamRun};
 const DEADLINE: Duration = Duration::from_secs(180);
 
 pub fn run(args: DemoArgs) -> anyhow::Result<()> {
-    if !args.headless {
-        return Err(CliError::Usage(
-            "the demo on the screen is not built yet: run `crew demo --headless`".into(),
-        )
-        .into());
-    }
     let dir = match args.dir {
         Some(dir) => dir,
         None => tempfile::Builder::new()
@@ -44,6 +37,11 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     let workspace = Workspace::new(&dir);
     let config = Arc::new(TeamConfig::load(&dir.join(FILE_NAME))?);
     crate::cli::logging::start(&dir);
+    if !args.headless {
+        crate::cli::run_team::with_screen(workspace, config, Some(demo::GOAL), false)?;
+        println!("the demo repository is kept at {}", dir.display());
+        return Ok(());
+    }
     let (policy, approve) = match args.approve {
         ApprovePolicy::Allow => (Policy::Allow, "allow"),
         ApprovePolicy::Deny => (Policy::Deny, "deny"),

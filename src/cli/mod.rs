@@ -49,7 +49,10 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Some(dir) => dir.clone(),
         None => std::env::current_dir()?,
     };
-    match cli.command {
+    let Some(command) = cli.command else {
+        return run_team::up(project::Project::find(&start)?, args::UpArgs::default());
+    };
+    match command {
         Command::Init(args) => init::run(&start, args),
         Command::Task(cmd) => tasks::run(&project::Project::find(&start)?, cmd),
         Command::Send(args) => messages::send(&project::Project::find(&start)?, args),

@@ -1,7 +1,7 @@
 //! `crew worker`, `crew worker restart`, `crew up --headless`, `crew replay`.
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -10,7 +10,8 @@ use crate::cli::args::{ApprovePolicy, UpArgs, WorkerAction, WorkerArgs};
 use crate::cli::exit::CliError;
 use crate::cli::project::Project;
 use crate::cli::team::{print_event, supervisor};
-use crate::store::{DirWatcher, pid_alive};
+use crate::config::TeamConfig;
+use crate::store::{DirWatcher, Workspace, pid_alive};
 use crate::team::agent_work::AgentWork;
 use crate::team::headless::{Happening, Policy, TeamRun, settings_for};
 use crate::team::worker::{ExitReason, Worker};
@@ -79,11 +80,12 @@ fn restart(project: &Project, name: &str) -> anyhow::Result<()> {
 
 pub fn up(project: Project, args: UpArgs) -> anyhow::Result<()> {
     if !args.headless {
-        // The screen supervises nothing yet: it shows the store; the team runs headless.
-        return Err(CliError::Usage(
-            "`crew up` without --headless is not built yet: run `crew up --headless` for the team and `crew ui` for the screen".into(),
-        )
-        .into());
+        return with_screen(
+            project.workspace,
+            Arc::new(project.config),
+            args.goal.as_deref(),
+            args.dangerously_bypass,
+        );
     }
     let policy = args.approve.map(|p| match p {
         ApprovePolicy::Allow => Policy::Allow,
@@ -105,7 +107,7 @@ pub fn up(project: Project, args: UpArgs) -> anyhow::Result<()> {
     let watcher = DirWatcher::new(&[&workspace.mailboxes_dir(), &workspace.tasks_dir()])?;
     let stop = Arc::new(AtomicBool::new(false));
     signal_stop(stop.clone())?;
-    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+    while !stop.load(Ordering::Relaxed) {
         print_happenings(&run.tick()?);
         if args.until_done && all_done(&workspace)? {
             break;
@@ -160,7 +162,7 @@ fn signal_stop(stop: Arc<AtomicBool>) -> anyhow::Result<()> {
                 _ = tokio::signal::ctrl_c() => {}
                 _ = term.recv() => {}
             }
-            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            stop.store(true, Ordering::Relaxed);
         });
     });
     Ok(())
@@ -172,4 +174,43 @@ pub fn replay(path: &std::path::Path) -> anyhow::Result<()> {
         .with_context(|| format!("reading {}", path.display()))?;
     print!("{text}");
     Ok(())
+}
+
+/// The team runs in the background while the workbench is open; the person answers permission
+/// requests in the approvals pane (no policy answers for them). Quitting the screen shuts the
+/// team down through the shutdown protocol.
+pub fn with_screen(
+    workspace: Workspace,
+    config: Arc<TeamConfig>,
+    goal: Option<&str>,
+    bypass: bool,
+) -> anyhow::Result<()> {
+    let mut team = TeamRun::start(
+        workspace.clone(),
+        config,
+        std::env::current_exe()?,
+        None,
+        bypass,
+    )?;
+    if let Some(goal) = goal {
+        team.give_goal(goal)?;
+    }
+    let quit = Arc::new(AtomicBool::new(false));
+    let watching = quit.clone();
+    let root = workspace.root().to_path_buf();
+    let supervise = std::thread::spawn(move || -> anyhow::Result<TeamRun> {
+        let watcher = DirWatcher::new(&[&workspace.mailboxes_dir(), &workspace.tasks_dir()])?;
+        while !watching.load(Ordering::Relaxed) {
+            team.tick()?;
+            team.wait(&watcher, Duration::from_millis(300));
+        }
+        Ok(team)
+    });
+    let shown = crate::tui::run(&root, crate::tui::Options::default());
+    quit.store(true, Ordering::Relaxed);
+    let team = supervise
+        .join()
+        .map_err(|_| anyhow::anyhow!("the supervising thread panicked"))??;
+    team.stop(Duration::from_secs(10))?;
+    shown
 }

@@ -236,42 +236,16 @@ impl Loader {
             .map_or(start, |i| start + i + 1);
         self.transcript_offsets
             .insert(path.to_path_buf(), complete as u64);
-        let lines: Vec<String> = String::from_utf8_lossy(&bytes[start..complete])
+        // The agent layer's own rendering, so the panes read like `crew replay`.
+        let text = crate::agent::transcript::render(&bytes[start..complete])
+            .unwrap_or_else(|e| format!("?? {e}"));
+        let lines: Vec<String> = text
             .lines()
             .filter(|l| !l.trim().is_empty())
-            .flat_map(transcript_lines)
+            .map(str::to_string)
             .collect();
         (reset || !lines.is_empty()).then_some(Change::Transcript { name, lines, reset })
     }
-}
-
-/// The readable text of one transcript record: `role: text`, else the raw line.
-fn transcript_lines(line: &str) -> Vec<String> {
-    let Ok(value) = serde_json::from_str::<Value>(line) else {
-        return vec![line.to_string()];
-    };
-    let who = ["role", "type", "kind"]
-        .iter()
-        .find_map(|k| value.get(*k).and_then(Value::as_str))
-        .unwrap_or("");
-    let text = ["text", "content", "delta", "message"]
-        .iter()
-        .find_map(|k| value.get(*k))
-        .map(|v| match v {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        })
-        .unwrap_or_else(|| value.to_string());
-    text.lines()
-        .enumerate()
-        .map(|(i, l)| {
-            if i == 0 && !who.is_empty() {
-                format!("{who}: {l}")
-            } else {
-                l.to_string()
-            }
-        })
-        .collect()
 }
 
 fn files_in(dir: &Path, ext: &str) -> Vec<PathBuf> {
