@@ -187,15 +187,7 @@ impl Worker {
     /// Responses are for whoever asked (the permission prompter) and are not jobs; permission
     /// requests are for the person, never for an agent to answer (invariant 5).
     fn prioritised(&self, entries: Vec<Entry>) -> Result<Vec<Message>, StoreError> {
-        let pending: Vec<String> = self
-            .workspace
-            .mailboxes()
-            .requests(self.settings.request_timeout)?
-            .into_iter()
-            .filter(|r| r.state == RequestState::Pending && r.to == self.settings.name)
-            .map(|r| r.request_id)
-            .collect();
-        let mut messages: Vec<Message> = entries
+        let messages: Vec<Message> = entries
             .into_iter()
             .filter_map(|e| match e {
                 Entry::Message { message, .. } => Some(message),
@@ -208,6 +200,22 @@ impl Worker {
                 }
             })
             .filter(|m| !m.is_response() && m.kind != "permission_request")
+            .collect();
+        // Reading every inbox to derive request states is only worth it when a shutdown request
+        // is among the new messages (it may have been refused already while busy).
+        let pending: Vec<String> = if messages.iter().any(|m| m.kind == "shutdown_request") {
+            self.workspace
+                .mailboxes()
+                .requests(self.settings.request_timeout)?
+                .into_iter()
+                .filter(|r| r.state == RequestState::Pending && r.to == self.settings.name)
+                .map(|r| r.request_id)
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let mut messages: Vec<Message> = messages
+            .into_iter()
             .filter(|m| {
                 m.kind != "shutdown_request"
                     || m.request_id.as_ref().is_some_and(|id| pending.contains(id))
@@ -314,6 +322,9 @@ impl Worker {
         thread::spawn(move || {
             let watcher = DirWatcher::new(&[&workspace.mailboxes_dir()]).ok();
             let mut last_beat = Instant::now();
+            // Only a grown inbox can hold a new shutdown request: skip the scan otherwise.
+            let inbox = workspace.mailboxes().inbox_path(&settings.name).ok();
+            let mut inbox_len = None;
             while !done.load(Ordering::Relaxed) {
                 match &watcher {
                     Some(w) => {
@@ -334,6 +345,14 @@ impl Worker {
                 else {
                     continue;
                 };
+                let len = inbox
+                    .as_ref()
+                    .and_then(|p| std::fs::metadata(p).ok())
+                    .map(|m| m.len());
+                if len == inbox_len {
+                    continue;
+                }
+                inbox_len = len;
                 refuse_shutdowns_while_busy(&workspace, &roster, &settings, &task);
             }
         })
