@@ -1,0 +1,72 @@
+//! A worker killed with SIGKILL mid-task: the supervisor (`crew up --headless`) notices, gives
+//! its task back with a note, tells the lead and shows it DEAD; another worker finishes the
+//! task; `crew worker restart` brings the dead one back.
+
+mod common;
+mod team_support;
+
+use std::time::Duration;
+
+use team_support::{eventually, signal, slow_step_holder, slow_team};
+
+#[test]
+fn a_killed_worker_is_declared_dead_its_task_goes_to_another_and_it_can_be_restarted() {
+    let team = slow_team();
+    team.repo.ok(&["task", "add", "a slow task"]);
+    let mut up = team.spawn(
+        "up",
+        &["up", "--headless", "--approve", "allow", "--until-done"],
+    );
+    let victim = slow_step_holder(&team, "task_1");
+    let other = if victim == "alice" { "bob" } else { "alice" };
+    let before = team.status(&victim);
+    assert_eq!(before["state"], "WORK", "{before}");
+    assert_eq!(before["task"], "task_1", "{before}");
+    let pid = before["pid"].as_u64().unwrap() as u32;
+    signal(pid, libc::SIGKILL);
+
+    let dead = team.wait_state(&victim, "DEAD", Duration::from_secs(15));
+    assert_eq!(dead["pid"], pid, "{dead}");
+    // The other worker takes the task over and finishes it (slow.sh is quick the second time).
+    let done = team.wait_task("task_1", "completed", Duration::from_secs(20));
+    assert_eq!(done["owner"], other, "{done}");
+    let notes: Vec<&str> = done["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n.as_str())
+        .collect();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains(&format!("released: {victim} died"))),
+        "{done}"
+    );
+    let told = team.inbox("lead");
+    assert!(
+        told.iter().any(|m| m["type"] == "status_update"
+            && m["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with(&format!("{victim} died")) && t.contains("task_1"))),
+        "{told:?}"
+    );
+    assert_eq!(
+        up.wait(Duration::from_secs(30)),
+        Some(0),
+        "crew up --until-done"
+    );
+    assert_eq!(team.state(&victim), "DEAD");
+
+    let run = team.repo.crew(&["worker", "restart", &victim]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let back = eventually("the restarted worker", Duration::from_secs(15), || {
+        let s = team.status(&victim);
+        (s["state"] == "IDLE" && s["pid"] != pid).then_some(s)
+    });
+    // A live worker is not started twice.
+    let again = team.repo.crew(&["worker", "restart", &victim]);
+    assert_eq!(again.code, 3, "{}", again.stderr);
+    let down = team.repo.crew(&["down", "--timeout", "10"]);
+    assert_eq!(down.code, 0, "{}", down.stderr);
+    assert_eq!(team.state(&victim), "SHUTDOWN", "was {back}");
+}

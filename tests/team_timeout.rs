@@ -1,0 +1,59 @@
+//! A permission request nobody answers (no policy, no screen) expires, and an expired request
+//! is a denial: the worker shows WAITING while it waits, then carries on without the command.
+
+mod common;
+mod team_support;
+
+use std::time::Duration;
+
+use team_support::{Team, crew_toml};
+
+#[test]
+fn an_unanswered_permission_request_expires_into_a_denial() {
+    let toml = crew_toml(
+        "",
+        &[("alice", "implementer", "writes = true")],
+        "mode = \"ask\"",
+        "idle_poll_secs = 1\nidle_timeout_secs = 120\nheartbeat_secs = 1\nrequest_timeout_secs = 2",
+    );
+    let team = Team::new(&toml, "test_ask.toml", &[]);
+    let mut alice = team.worker("alice");
+    team.repo.ok(&["task", "add", "touch a file"]);
+
+    let waiting = team.wait_state("alice", "WAITING", Duration::from_secs(20));
+    assert_eq!(waiting["task"], "task_1", "{waiting}");
+    let request_id = waiting["waiting_on"].as_str().unwrap().to_string();
+    let asked = team
+        .inbox("lead")
+        .into_iter()
+        .find(|m| m["request_id"] == request_id.as_str())
+        .expect("the request is in the lead's inbox");
+    assert_eq!(asked["type"], "permission_request", "{asked}");
+
+    let done = team.wait_task("task_1", "completed", Duration::from_secs(20));
+    let result = done["result"].as_str().unwrap();
+    // The tool result the agent saw: a denial naming the request that went unanswered.
+    assert!(result.starts_with("Could not create it"), "{done}");
+    assert!(
+        result.contains(&format!(
+            "no answer to permission request {request_id} within 2 s; denied"
+        )),
+        "{done}"
+    );
+    assert!(
+        !team.repo.join(".worktrees/alice/asked.txt").exists(),
+        "the command ran without a permission"
+    );
+    let requests = team.requests();
+    let request = requests
+        .iter()
+        .find(|r| r["request_id"] == request_id.as_str())
+        .unwrap();
+    assert_eq!(request["state"], "expired", "{request}");
+    assert!(request["answered_by"].is_null(), "{request}");
+    team.wait_state("alice", "IDLE", Duration::from_secs(10));
+
+    let down = team.repo.crew(&["down", "--timeout", "10"]);
+    assert_eq!(down.code, 0, "{}", down.stderr);
+    assert_eq!(alice.wait(Duration::from_secs(10)), Some(0));
+}
