@@ -95,9 +95,7 @@ fn a_plan_mode_teammate_writes_only_after_a_plan_of_its_is_approved() {
         REJECTION,
     ]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    // The rejection does not reach alice's agent on its own (see the ignored test below), so
-    // the lead tells it in a message.
-    tell_alice(&team, &format!("your plan was {REJECTION}"));
+    // The rejection itself (a plan_approval_response) reaches alice's agent, which plans again.
     let second = plan_request(&team, 2);
     assert!(
         second["text"].as_str().unwrap().ends_with("second"),
@@ -119,7 +117,6 @@ fn a_plan_mode_teammate_writes_only_after_a_plan_of_its_is_approved() {
 }
 
 #[test]
-#[ignore = "bug: a plan_approval_response never reaches the teammate's agent (Worker::prioritised drops every response and request_plan_approval does not wait), so a rejected teammate never plans again"]
 fn a_rejected_plan_comes_back_to_the_teammate_who_plans_again() {
     let (team, _alice) = plan_team();
     team.repo.ok(&["task", "add", "Write plan.txt"]);

@@ -359,15 +359,22 @@ fn task_packet(job: &Job) -> (String, Option<String>) {
                 )),
             )
         }
-        Job::Message(m) => (
-            format!(
-                "Message from {} ({}): {}",
-                m.from,
-                m.kind,
-                m.text.as_deref().unwrap_or("")
-            ),
-            None,
-        ),
+        Job::Message(m) => {
+            let answer = match m.approve {
+                Some(true) => ", approved",
+                Some(false) => ", rejected",
+                None => "",
+            };
+            (
+                format!(
+                    "Message from {} ({}{answer}): {}",
+                    m.from,
+                    m.kind,
+                    m.text.as_deref().unwrap_or("")
+                ),
+                None,
+            )
+        }
     }
 }
 

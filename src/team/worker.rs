@@ -184,8 +184,9 @@ impl Worker {
     }
 
     /// Unanswered shutdown requests first, then the lead's messages, then the rest in order.
-    /// Responses are for whoever asked (the permission prompter) and are not jobs; permission
-    /// requests are for the person, never for an agent to answer (invariant 5).
+    /// Permission responses belong to the prompter that is waiting for them, and permission
+    /// requests to the person, never to an agent (invariant 5); other answers (a plan approved
+    /// or rejected, with its feedback) are news for the agent, so they are jobs too.
     fn prioritised(&self, entries: Vec<Entry>) -> Result<Vec<Message>, StoreError> {
         let messages: Vec<Message> = entries
             .into_iter()
@@ -199,7 +200,7 @@ impl Worker {
                     None
                 }
             })
-            .filter(|m| !m.is_response() && m.kind != "permission_request")
+            .filter(|m| m.kind != "permission_request" && m.kind != "permission_response")
             .collect();
         // Reading every inbox to derive request states is only worth it when a shutdown request
         // is among the new messages (it may have been refused already while busy).
