@@ -33,7 +33,11 @@ fn two_workers_complete_every_task_and_stop_cleanly() {
     assert_eq!(report["tasks"], 10, "{report}");
     assert_eq!(report["completed"], 10, "{report}");
     // Every worker answered its shutdown request; none had to be killed.
-    assert_eq!(report["killed_at_shutdown"], Value::Array(vec![]), "{report}");
+    assert_eq!(
+        report["killed_at_shutdown"],
+        Value::Array(vec![]),
+        "{report}"
+    );
     for key in [
         "seconds",
         "tasks_per_sec",

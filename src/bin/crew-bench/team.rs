@@ -207,7 +207,10 @@ fn wait_all_idle(workspace: &Workspace, names: &[String], pids: &[u32]) -> anyho
 }
 
 fn log_tail(workspace: &Workspace, name: &str) -> String {
-    let path = workspace.crew_dir().join("logs").join(format!("{name}.log"));
+    let path = workspace
+        .crew_dir()
+        .join("logs")
+        .join(format!("{name}.log"));
     match std::fs::read_to_string(&path) {
         Ok(text) => {
             let lines: Vec<&str> = text.lines().collect();
@@ -263,7 +266,10 @@ fn watch_claims(
             pending_in_a_row = 0;
             claims.latency_ms.insert(id, seen_ms);
             if let Some(owner) = &task.owner {
-                claims.first_by_owner.entry(owner.clone()).or_insert(seen_ms);
+                claims
+                    .first_by_owner
+                    .entry(owner.clone())
+                    .or_insert(seen_ms);
             }
             running.push(id);
         }
@@ -304,11 +310,17 @@ fn idle_cpu(pids: &[u32], window: Duration) -> anyhow::Result<(f64, f64)> {
     if ticks_per_sec <= 0 {
         bail!("sysconf(_SC_CLK_TCK) failed");
     }
-    let before: u64 = pids.iter().map(|&p| cpu_ticks(p)).sum::<anyhow::Result<u64>>()?;
+    let before: u64 = pids
+        .iter()
+        .map(|&p| cpu_ticks(p))
+        .sum::<anyhow::Result<u64>>()?;
     let start = Instant::now();
     // The measurement window itself: nothing to wait for, the workers are left alone.
     std::thread::sleep(window);
-    let after: u64 = pids.iter().map(|&p| cpu_ticks(p)).sum::<anyhow::Result<u64>>()?;
+    let after: u64 = pids
+        .iter()
+        .map(|&p| cpu_ticks(p))
+        .sum::<anyhow::Result<u64>>()?;
     let elapsed = start.elapsed().as_secs_f64();
     let busy = after.saturating_sub(before) as f64 / ticks_per_sec as f64;
     Ok((busy / elapsed * 100.0, elapsed))
