@@ -7,6 +7,7 @@ mod mailbox;
 mod proc;
 mod render;
 mod stats;
+mod team;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -60,6 +61,19 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// A team of real `crew worker` processes on trivial tasks: throughput, claim latency,
+    /// idle CPU.
+    Team {
+        #[arg(long, default_value_t = 16)]
+        teammates: usize,
+        #[arg(long, default_value_t = 500)]
+        tasks: usize,
+        /// How long the idle workers' CPU is measured for.
+        #[arg(long, default_value_t = 30)]
+        idle_secs: u64,
+        #[arg(long)]
+        json: bool,
+    },
     /// Internal: one claiming process (waits for "go" on stdin).
     #[command(hide = true)]
     ClaimWorker {
@@ -108,6 +122,12 @@ fn main() -> ExitCode {
             messages,
             json,
         } => render::run(teammates, tasks, messages, json),
+        Command::Team {
+            teammates,
+            tasks,
+            idle_secs,
+            json,
+        } => team::run(teammates, tasks, idle_secs, json),
         Command::ClaimWorker { dir, name } => claims::worker(&dir, &name),
         Command::AppendWorker { dir, name, count } => mailbox::worker(&dir, &name, count),
         Command::Churn { dir, name } => claims::churn(&dir, &name),
