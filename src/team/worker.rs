@@ -145,7 +145,11 @@ impl Worker {
                 self.run_job(work, Job::Message(message))?;
                 worked = true;
             }
-            boxes.set_cursor(me, batch.end)?;
+            // Only when it moved: the cursor lives in the folder every worker watches, so an
+            // idle write would wake this worker and all the others, forever.
+            if batch.end != cursor {
+                boxes.set_cursor(me, batch.end)?;
+            }
             if !worked && self.settings.claims {
                 let claimant = Claimant {
                     name: me,
@@ -327,11 +331,19 @@ impl Worker {
             let inbox = workspace.mailboxes().inbox_path(&settings.name).ok();
             let mut inbox_len = None;
             while !done.load(Ordering::Relaxed) {
+                // Busy, it watches its inbox to refuse shutdown requests promptly; idle, it only
+                // has to beat.
+                let busy = matches!(status.get().state, AgentState::Work | AgentState::Waiting);
+                let nap = if busy {
+                    settings.heartbeat.min(Duration::from_millis(500))
+                } else {
+                    settings.heartbeat
+                };
                 match &watcher {
                     Some(w) => {
-                        w.wait(settings.heartbeat.min(Duration::from_millis(500)));
+                        w.wait(nap);
                     }
-                    None => thread::sleep(Duration::from_millis(200)),
+                    None => thread::sleep(nap.min(Duration::from_millis(200))),
                 }
                 if last_beat.elapsed() >= settings.heartbeat {
                     if let Err(e) = status.beat() {
