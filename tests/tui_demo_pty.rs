@@ -65,7 +65,7 @@ fn the_demo_team_finishes_as_the_person_approves_from_the_screen() {
         screen.keys("a");
         screen.wait_for(&format!("({name} told)"));
         // The worker goes on: its badge leaves WAITING.
-        let waiting = format!(" {name}  ⚠ WAITING");
+        let waiting = format!(" {name}  ! WAITING");
         screen.wait_until(&format!("{name} working again"), DEMO_TIMEOUT, |t| {
             !t.contains(&waiting)
         });
