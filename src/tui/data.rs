@@ -348,17 +348,26 @@ mod tests {
             ["assistant: Writing lib/sub.sh "]
         );
         append(&file, &[&delta("and its test.")]);
-        model.apply(loader.changed(&[file.clone()]), SystemTime::now());
+        model.apply(
+            loader.changed(std::slice::from_ref(&file)),
+            SystemTime::now(),
+        );
         append(
             &file,
             &[r#"{"type":"permission_waiting","request_id":"req_1","to":"user"}"#],
         );
-        model.apply(loader.changed(&[file.clone()]), SystemTime::now());
+        model.apply(
+            loader.changed(std::slice::from_ref(&file)),
+            SystemTime::now(),
+        );
         let lines = &model.transcripts["alice"];
         assert_eq!(lines[0], "assistant: Writing lib/sub.sh and its test.");
         assert_eq!(lines.len(), 2, "{lines:?}");
         // Nothing new: the finished reply is not read again.
-        model.apply(loader.changed(&[file.clone()]), SystemTime::now());
+        model.apply(
+            loader.changed(std::slice::from_ref(&file)),
+            SystemTime::now(),
+        );
         assert_eq!(model.transcripts["alice"].len(), 2);
     }
 }
