@@ -10,6 +10,8 @@ use serde::Deserialize;
 use serde_json::Value;
 use tracing::debug;
 
+use crate::agent::AgentEvent;
+use crate::agent::transcript::TranscriptLine;
 use crate::config::{FILE_NAME, TeamConfig};
 use crate::store::{Entry, Task, TaskId, Workspace};
 use crate::tui::uiconfig::{self, UiConfig};
@@ -61,10 +63,13 @@ pub enum Change {
         reset: bool,
     },
     Agent(String, Option<AgentStatus>),
+    /// New lines of an agent's transcript. The last `tail` lines are the reply still streaming:
+    /// they are sent again, grown, with the next change and replace these.
     Transcript {
         name: String,
         lines: Vec<String>,
         reset: bool,
+        tail: usize,
     },
 }
 
@@ -234,18 +239,45 @@ impl Loader {
             .iter()
             .rposition(|&b| b == b'\n')
             .map_or(start, |i| start + i + 1);
+        // A reply streams as many delta lines written over time; the trailing run of them is
+        // read again next time, so the reply stays one "assistant:" line however it was split.
+        let streaming = start + streaming_from(&bytes[start..complete]);
         self.transcript_offsets
-            .insert(path.to_path_buf(), complete as u64);
-        // The agent layer's own rendering, so the panes read like `crew replay`.
-        let text = crate::agent::transcript::render(&bytes[start..complete])
-            .unwrap_or_else(|e| format!("?? {e}"));
-        let lines: Vec<String> = text
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(str::to_string)
-            .collect();
-        (reset || !lines.is_empty()).then_some(Change::Transcript { name, lines, reset })
+            .insert(path.to_path_buf(), streaming as u64);
+        let mut lines = rendered(&bytes[start..streaming]);
+        let tail = rendered(&bytes[streaming..complete]);
+        let tail_len = tail.len();
+        lines.extend(tail);
+        (reset || !lines.is_empty()).then_some(Change::Transcript {
+            name,
+            lines,
+            reset,
+            tail: tail_len,
+        })
     }
+}
+
+/// The agent layer's own rendering, so the panes read like `crew replay`.
+fn rendered(bytes: &[u8]) -> Vec<String> {
+    let text = crate::agent::transcript::render(bytes).unwrap_or_else(|e| format!("?? {e}"));
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Where the trailing run of `message_delta` lines in `chunk` (whole lines) starts.
+fn streaming_from(chunk: &[u8]) -> usize {
+    let mut from = chunk.len();
+    for line in chunk.split_inclusive(|&b| b == b'\n').rev() {
+        let delta = serde_json::from_slice::<TranscriptLine>(line)
+            .is_ok_and(|l| matches!(l.event, AgentEvent::MessageDelta { .. }));
+        if !delta {
+            break;
+        }
+        from -= line.len();
+    }
+    from
 }
 
 fn files_in(dir: &Path, ext: &str) -> Vec<PathBuf> {
@@ -270,4 +302,72 @@ fn dirs_in(dir: &Path) -> Vec<PathBuf> {
         .collect();
     out.sort();
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::time::SystemTime;
+
+    use super::*;
+    use crate::tui::model::Model;
+
+    fn append(path: &Path, lines: &[&str]) {
+        let mut f = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .unwrap();
+        for l in lines {
+            writeln!(f, r#"{{"ts":"2026-01-01T00:00:00Z","turn":1,"event":{l}}}"#).unwrap();
+        }
+    }
+
+    fn delta(text: &str) -> String {
+        format!(r#"{{"type":"message_delta","text":"{text}"}}"#)
+    }
+
+    #[test]
+    fn a_reply_streamed_over_several_reads_stays_one_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join(".crew/transcripts/alice");
+        fs::create_dir_all(&folder).unwrap();
+        let file = folder.join("session_1.jsonl");
+        append(
+            &file,
+            &[
+                r#"{"type":"message_start","call":1}"#,
+                &delta("Writing lib/sub.sh "),
+            ],
+        );
+        let mut loader = Loader::new(dir.path());
+        let mut model = Model::default();
+        model.apply(loader.load_all(), SystemTime::now());
+        assert_eq!(
+            model.transcripts["alice"],
+            ["assistant: Writing lib/sub.sh "]
+        );
+        append(&file, &[&delta("and its test.")]);
+        model.apply(
+            loader.changed(std::slice::from_ref(&file)),
+            SystemTime::now(),
+        );
+        append(
+            &file,
+            &[r#"{"type":"permission_waiting","request_id":"req_1","to":"user"}"#],
+        );
+        model.apply(
+            loader.changed(std::slice::from_ref(&file)),
+            SystemTime::now(),
+        );
+        let lines = &model.transcripts["alice"];
+        assert_eq!(lines[0], "assistant: Writing lib/sub.sh and its test.");
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        // Nothing new: the finished reply is not read again.
+        model.apply(
+            loader.changed(std::slice::from_ref(&file)),
+            SystemTime::now(),
+        );
+        assert_eq!(model.transcripts["alice"].len(), 2);
+    }
 }

@@ -35,6 +35,8 @@ pub struct Model {
     pub requests: Vec<RequestInfo>,
     pub agents: BTreeMap<String, AgentStatus>,
     pub transcripts: HashMap<String, Vec<String>>,
+    /// How many of each agent's last transcript lines are a reply still streaming.
+    transcript_tails: HashMap<String, usize>,
     pub loaded: bool,
 }
 
@@ -143,11 +145,18 @@ impl Model {
                         self.agents.remove(&name);
                     }
                 },
-                Change::Transcript { name, lines, reset } => {
-                    let kept = self.transcripts.entry(name).or_default();
+                Change::Transcript {
+                    name,
+                    lines,
+                    reset,
+                    tail,
+                } => {
+                    let kept = self.transcripts.entry(name.clone()).or_default();
+                    let old_tail = self.transcript_tails.insert(name, tail).unwrap_or(0);
                     if reset {
                         kept.clear();
                     }
+                    kept.truncate(kept.len().saturating_sub(old_tail));
                     kept.extend(lines);
                     let excess = kept.len().saturating_sub(TRANSCRIPT_KEEP);
                     kept.drain(..excess);

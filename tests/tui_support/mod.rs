@@ -182,6 +182,7 @@ pub fn fixture_changes() -> Vec<Change> {
                 "assistant: Planning three tasks.".into(),
             ],
             reset: false,
+            tail: 0,
         },
         Change::Transcript {
             name: "alice".into(),
@@ -190,6 +191,7 @@ pub fn fixture_changes() -> Vec<Change> {
                 "assistant: asking to run tests".into(),
             ],
             reset: false,
+            tail: 0,
         },
     ]
 }

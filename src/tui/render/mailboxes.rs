@@ -126,7 +126,7 @@ fn entry_line(
         } else if let Some(info) = requests.get(id.as_str()) {
             let (text, key) = match info.state {
                 RequestState::Pending => {
-                    (format!("⏳ pending {} ", age(info.age_secs)), "msg.pending")
+                    (format!("◌ pending {} ", age(info.age_secs)), "msg.pending")
                 }
                 RequestState::Approved => (
                     format!(
@@ -142,7 +142,7 @@ fn entry_line(
                     ),
                     "status.error",
                 ),
-                RequestState::Expired => ("⌛ expired ".to_string(), "dim"),
+                RequestState::Expired => ("– expired ".to_string(), "dim"),
             };
             spans.push(Span::styled(format!("…{short} "), theme.style("dim")));
             spans.push(Span::styled(text, theme.style(key)));

@@ -157,10 +157,12 @@ pub(crate) fn age(secs: u64) -> String {
 }
 
 /// An agent state as a badge; the state names come from the team layer's status files.
+/// Glyphs here are one cell wide everywhere: an emoji-capable one (⚠) is drawn two wide by
+/// many terminals and pushes the rest of its row, right border included, out of line.
 pub(crate) fn badge(state: &AppState, agent_state: Option<&str>) -> Span<'static> {
     let (text, key) = match agent_state {
         Some("WORK") => (" WORK ", "badge.work"),
-        Some("WAITING") => (" ⚠ WAITING ", "badge.waiting"),
+        Some("WAITING") => (" ! WAITING ", "badge.waiting"),
         Some("IDLE") => (" IDLE ", "badge.idle"),
         Some("SHUTDOWN") => (" SHUTDOWN ", "badge.shutdown"),
         Some("DEAD") => (" DEAD ", "badge.dead"),

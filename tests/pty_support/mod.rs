@@ -1,0 +1,139 @@
+//! The built `crew` in a real pseudo-terminal (portable-pty), its screen read back with vt100.
+//! Every wait polls the screen with a timeout; nothing sleeps blindly.
+#![allow(dead_code)] // each PTY test file uses its own part of this module
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::sync::mpsc::{Receiver, channel};
+use std::time::{Duration, Instant};
+
+use portable_pty::{Child, CommandBuilder, PtySize, native_pty_system};
+
+pub const TIMEOUT: Duration = Duration::from_secs(20);
+
+pub struct Screen {
+    parser: vt100::Parser,
+    bytes: Receiver<Vec<u8>>,
+    writer: Box<dyn Write + Send>,
+    child: Box<dyn Child + Send + Sync>,
+    raw: Vec<u8>,
+}
+
+impl Screen {
+    /// Runs `crew ARGS` in `dir` on a `cols`×`rows` terminal.
+    pub fn start(dir: &Path, args: &[&str], cols: u16, rows: u16) -> Screen {
+        let pair = native_pty_system()
+            .openpty(PtySize {
+                rows,
+                cols,
+                pixel_width: 0,
+                pixel_height: 0,
+            })
+            .unwrap();
+        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_crew"));
+        cmd.args(args);
+        cmd.cwd(dir);
+        cmd.env("TERM", "xterm-256color");
+        cmd.env("XDG_CONFIG_HOME", dir.join(".no-config"));
+        let child = pair.slave.spawn_command(cmd).unwrap();
+        drop(pair.slave);
+        let mut reader = pair.master.try_clone_reader().unwrap();
+        let writer = pair.master.take_writer().unwrap();
+        let (tx, bytes) = channel();
+        std::thread::spawn(move || {
+            // Keeps the master alive as long as the child may write.
+            let _master = pair.master;
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = reader.read(&mut buf) {
+                if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                    break;
+                }
+            }
+        });
+        Screen {
+            parser: vt100::Parser::new(rows, cols, 0),
+            bytes,
+            writer,
+            child,
+            raw: Vec::new(),
+        }
+    }
+
+    pub fn pump(&mut self, wait: Duration) {
+        if let Ok(chunk) = self.bytes.recv_timeout(wait) {
+            self.parser.process(&chunk);
+            self.raw.extend(chunk);
+        }
+        while let Ok(chunk) = self.bytes.try_recv() {
+            self.parser.process(&chunk);
+            self.raw.extend(chunk);
+        }
+    }
+
+    pub fn text(&self) -> String {
+        self.parser.screen().contents()
+    }
+
+    /// Polls until `done` holds for the screen's text; fails with the screen after `timeout`.
+    pub fn wait_until(&mut self, what: &str, timeout: Duration, done: impl Fn(&str) -> bool) {
+        let deadline = Instant::now() + timeout;
+        while !done(&self.text()) {
+            assert!(
+                Instant::now() < deadline,
+                "never showed {what}; screen:\n{}",
+                self.text()
+            );
+            self.pump(Duration::from_millis(50));
+        }
+    }
+
+    pub fn wait_for(&mut self, needle: &str) {
+        self.wait_until(&format!("{needle:?}"), TIMEOUT, |t| t.contains(needle));
+    }
+
+    pub fn keys(&mut self, bytes: &str) {
+        self.writer.write_all(bytes.as_bytes()).unwrap();
+        self.writer.flush().unwrap();
+    }
+
+    /// Waits for the process to end, reading everything it wrote on the way out.
+    pub fn wait_exit(&mut self) {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            self.pump(Duration::from_millis(50));
+            if let Some(status) = self.child.try_wait().unwrap() {
+                assert!(status.success(), "crew failed: {}", self.text());
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "crew did not quit:\n{}",
+                self.text()
+            );
+        }
+        self.pump(Duration::from_millis(200));
+    }
+
+    pub fn assert_restored(&self) {
+        let screen = self.parser.screen();
+        assert!(!screen.alternate_screen(), "left the alternate screen");
+        assert!(!screen.hide_cursor(), "cursor shown again");
+        let raw = String::from_utf8_lossy(&self.raw);
+        assert!(
+            raw.contains("\u{1b}[?1049l"),
+            "alternate screen left explicitly"
+        );
+    }
+}
+
+/// Polls `check` until it gives a value; fails after `TIMEOUT`.
+pub fn poll<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        if let Some(v) = check() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
