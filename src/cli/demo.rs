@@ -70,6 +70,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     agents.extend(config.teammates.iter().map(|t| t.name.get_ref().clone()));
     let mut summary = demo::summarise(
         &workspace,
+        config.request_timeout(),
         &agents,
         approve,
         started.elapsed().as_secs_f64(),

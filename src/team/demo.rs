@@ -63,7 +63,8 @@ role = "reviewer"
 model = { provider = "scripted", scenario = "demo" }
 
 [permissions]
-# File edits are allowed (inside each worktree); every command asks a person.
+# File edits are allowed (inside each worktree); every command asks a person, who has ten
+# minutes to answer before the request expires into a denial.
 mode = "accept-edits"
 deny = ["bash(rm -rf:*)", "bash(git push:*)"]
 
@@ -71,7 +72,7 @@ deny = ["bash(rm -rf:*)", "bash(git push:*)"]
 idle_poll_secs = 5
 idle_timeout_secs = 60
 heartbeat_secs = 1
-request_timeout_secs = 120
+request_timeout_secs = 600
 
 [worktree]
 merge_when_done = true
@@ -129,6 +130,7 @@ pub struct AgentUsage {
 /// Counts everything the run left in the store.
 pub fn summarise(
     workspace: &Workspace,
+    request_timeout: std::time::Duration,
     agents: &[String],
     approve: &str,
     wall_seconds: f64,
@@ -150,10 +152,7 @@ pub fn summarise(
         .collect();
     let mut requests = BTreeMap::new();
     let mut notes = Vec::new();
-    for r in workspace
-        .mailboxes()
-        .requests(std::time::Duration::from_secs(120))?
-    {
+    for r in workspace.mailboxes().requests(request_timeout)? {
         *requests
             .entry(format!("{} {}", r.kind, r.state.as_str()))
             .or_insert(0) += 1;
