@@ -26,6 +26,10 @@ pub struct TeamConfig {
     pub worker: WorkerConfig,
     #[serde(default)]
     pub worktree: WorktreeConfig,
+    /// `[[hooks]]`: external commands run around tool calls (PreToolUse, PostToolUse,
+    /// PostToolUseFailure, Stop), JSON in on stdin and out on stdout.
+    #[serde(default)]
+    pub hooks: Vec<crate::tools::HookSpec>,
     /// `[ui]`: the screen's own settings (bell, notify command), checked by the screen.
     #[serde(default)]
     pub ui: Option<toml::Table>,

@@ -54,6 +54,14 @@ deny = ["bash(rm -rf:*)", "bash(git push:*)"]
 # bypass mode also needs --dangerously-bypass on the command line.
 allow_bypass = false
 
+# Hooks: commands run around tool calls, with the call as JSON on stdin. A hook may block, ask,
+# rewrite the input or add context; it never overrides a deny rule.
+# [[hooks]]
+# event = "PreToolUse"        # PreToolUse | PostToolUse | PostToolUseFailure | Stop
+# matcher = "bash"            # a regex over the tool name
+# command = "./scripts/check-command.sh"
+# timeout_secs = 10
+
 [worker]
 # An idle worker looks at its inbox and the tasks when files change, and at least this often.
 idle_poll_secs = 5
@@ -88,5 +96,25 @@ mod tests {
         assert_eq!(names, ["lead", "alice", "bob", "carol"]);
         assert_eq!(config.role_of("carol"), Some("reviewer"));
         assert_eq!(config.worker.idle_timeout_secs, 60);
+    }
+
+    #[test]
+    fn hooks_are_read_from_crew_toml() {
+        let text = format!(
+            "{}\n[[hooks]]\nevent = \"PreToolUse\"\nmatcher = \"bash\"\ncommand = \"./check.sh\"\n",
+            init_template("web", "main")
+        );
+        let config = TeamConfig::parse(Path::new("crew.toml"), &text).unwrap();
+        assert_eq!(config.hooks.len(), 1);
+        assert_eq!(config.hooks[0].command, "./check.sh");
+        let bad = format!(
+            "{}\n[[hooks]]\nevent = \"Sometimes\"\ncommand = \"x\"\n",
+            init_template("web", "main")
+        );
+        let err = TeamConfig::parse(Path::new("crew.toml"), &bad)
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("crew.toml:"), "{err}");
+        assert!(err.contains("Sometimes"), "{err}");
     }
 }

@@ -25,7 +25,7 @@ use crate::team::verdict::{self, Verdict};
 use crate::team::worker::{Job, JobOutcome, Work};
 use crate::tools::permissions::{BypassSwitches, RuleSet};
 use crate::tools::spill::floor_char_boundary;
-use crate::tools::{PermissionMode, PermissionPolicy, Pipeline, SandboxMode};
+use crate::tools::{Hooks, PermissionMode, PermissionPolicy, Pipeline, SandboxMode};
 
 /// Team tools only coordinate (tasks and messages); asking a person for each would be noise.
 /// Deny rules still beat this.
@@ -49,6 +49,8 @@ pub enum SetupError {
     Model { name: String, message: String },
     #[error("{name}: permissions: {message}")]
     Permissions { name: String, message: String },
+    #[error("crew.toml [[hooks]]: {0}")]
+    Hooks(String),
     #[error("cannot start the async runtime: {0}")]
     Runtime(#[source] std::io::Error),
 }
@@ -142,6 +144,7 @@ impl AgentWork {
                 message: e.to_string(),
             }
         })?;
+        Hooks::new(config.hooks.clone()).map_err(|e| SetupError::Hooks(e.to_string()))?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -244,7 +247,10 @@ impl AgentWork {
             self.config.request_timeout(),
         )
         .with_events(sink.clone());
-        let pipeline = Pipeline::new(registry, policy).with_prompter(Arc::new(prompter));
+        let hooks = Hooks::new(self.config.hooks.clone()).map_err(|e| e.to_string())?;
+        let pipeline = Pipeline::new(registry, policy)
+            .with_hooks(hooks)
+            .with_prompter(Arc::new(prompter));
         let mut agent = Agent::new(
             AgentConfig {
                 name: self.name.clone(),
