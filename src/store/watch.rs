@@ -20,7 +20,10 @@ impl DirWatcher {
         let (tx, rx) = channel();
         let mut watcher =
             notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-                if event.is_ok() {
+                // Reads (open, close without writing) change nothing; waking on them would make
+                // every reader wake itself and every other watcher, forever.
+                let changed = event.is_ok_and(|e| !matches!(e.kind, notify::EventKind::Access(_)));
+                if changed {
                     // The receiver going away just means nobody waits any more.
                     let _ = tx.send(());
                 }
@@ -56,4 +59,29 @@ impl DirWatcher {
 
 fn watch_error(dir: &Path, e: notify::Error) -> StoreError {
     StoreError::io(dir, std::io::Error::other(format!("cannot watch: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reading_a_file_wakes_nobody_and_writing_one_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("inbox.jsonl");
+        std::fs::write(&file, "one\n").unwrap();
+        let watcher = DirWatcher::new(&[dir.path()]).unwrap();
+        for _ in 0..3 {
+            std::fs::read(&file).unwrap();
+        }
+        assert!(
+            !watcher.wait(Duration::from_millis(300)),
+            "a read woke the watcher"
+        );
+        std::fs::write(&file, "two\n").unwrap();
+        assert!(
+            watcher.wait(Duration::from_secs(10)),
+            "a write did not wake the watcher"
+        );
+    }
 }
