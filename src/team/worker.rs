@@ -19,6 +19,17 @@ use crate::store::{
 };
 use crate::team::status::StatusHandle;
 
+type Fingerprint = (std::time::SystemTime, Option<u64>);
+
+/// How long an idle worker may skip passes when nothing seems to change.
+const FULL_PASS_EVERY: Duration = Duration::from_secs(30);
+
+/// How an idle wait ended: a file event (true) or the poll (false), or time to shut down.
+enum Wake {
+    Woke(bool),
+    Exit(ExitReason),
+}
+
 #[derive(Debug, Clone)]
 pub struct WorkerSettings {
     pub name: String,
@@ -127,10 +138,27 @@ impl Worker {
             DirWatcher::new(&[&self.workspace.mailboxes_dir(), &self.workspace.tasks_dir()])?;
         let me = self.settings.name.as_str();
         let mut idle_since = Instant::now();
+        let mut seen: Option<Fingerprint> = None;
+        let mut woke = true;
+        let mut last_pass = Instant::now();
         loop {
             if stop.load(Ordering::Relaxed) {
                 return Ok(ExitReason::Stopped);
             }
+            // A pass reads every task. After a periodic wake-up (no file event) it is skipped
+            // when neither the tasks nor the inbox changed, except for a full pass now and then
+            // in case events are not delivered (some network file systems).
+            let now_seen = self.fingerprint();
+            if !woke && seen.is_some() && seen == now_seen && last_pass.elapsed() < FULL_PASS_EVERY
+            {
+                match self.idle_wait(&watcher, idle_since)? {
+                    Wake::Exit(exit) => return Ok(exit),
+                    Wake::Woke(w) => woke = w,
+                }
+                continue;
+            }
+            seen = now_seen;
+            last_pass = Instant::now();
             let cursor = boxes.cursor(me)?;
             let batch = boxes.read_from(me, cursor)?;
             let inbox = self.prioritised(batch.entries)?;
@@ -166,25 +194,50 @@ impl Worker {
             }
             if worked {
                 idle_since = Instant::now();
+                woke = true;
                 continue;
             }
-            let idle = idle_since.elapsed();
-            let mut wait = self.settings.idle_poll;
-            if let Some(timeout) = self.settings.idle_timeout {
-                if idle >= timeout {
-                    self.tell_lead(
-                        "idle_notification",
-                        format!(
-                            "{me} has been idle for {}s and is shutting down",
-                            idle.as_secs()
-                        ),
-                    )?;
-                    return Ok(ExitReason::IdleTimeout);
-                }
-                wait = wait.min(timeout - idle);
+            match self.idle_wait(&watcher, idle_since)? {
+                Wake::Exit(exit) => return Ok(exit),
+                Wake::Woke(w) => woke = w,
             }
-            watcher.wait(wait);
         }
+    }
+
+    /// Sleeps until a file event or the idle poll; gives up (telling the lead) once idle for
+    /// `idle_timeout`.
+    fn idle_wait(&self, watcher: &DirWatcher, idle_since: Instant) -> Result<Wake, StoreError> {
+        let idle = idle_since.elapsed();
+        let mut wait = self.settings.idle_poll;
+        if let Some(timeout) = self.settings.idle_timeout {
+            if idle >= timeout {
+                self.tell_lead(
+                    "idle_notification",
+                    format!(
+                        "{} has been idle for {}s and is shutting down",
+                        self.settings.name,
+                        idle.as_secs()
+                    ),
+                )?;
+                return Ok(Wake::Exit(ExitReason::IdleTimeout));
+            }
+            wait = wait.min(timeout - idle);
+        }
+        Ok(Wake::Woke(watcher.wait(wait)))
+    }
+
+    /// What a pass depends on: the tasks folder (every task write renames into it) and the
+    /// length of this worker's inbox.
+    fn fingerprint(&self) -> Option<Fingerprint> {
+        let tasks = std::fs::metadata(self.workspace.tasks_dir()).and_then(|m| m.modified());
+        let inbox = self
+            .workspace
+            .mailboxes()
+            .inbox_path(&self.settings.name)
+            .ok()
+            .and_then(|p| std::fs::metadata(p).ok())
+            .map(|m| m.len());
+        tasks.ok().map(|t| (t, inbox))
     }
 
     /// Unanswered shutdown requests first, then the lead's messages, then the rest in order.
