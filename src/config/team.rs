@@ -93,6 +93,10 @@ pub struct PermissionsConfig {
     /// `bypass` mode needs this and a command-line flag.
     #[serde(default)]
     pub allow_bypass: bool,
+    /// `namespaces`: commands run in fresh user and network namespaces where the kernel allows
+    /// it (detected once; otherwise a warning and no sandbox). `off` by default.
+    #[serde(default)]
+    pub sandbox: crate::tools::SandboxMode,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -162,6 +166,7 @@ impl Default for PermissionsConfig {
             ask: Vec::new(),
             deny: Vec::new(),
             allow_bypass: false,
+            sandbox: Default::default(),
         }
     }
 }

@@ -53,6 +53,8 @@ ask = []
 deny = ["bash(rm -rf:*)", "bash(git push:*)"]
 # bypass mode also needs --dangerously-bypass on the command line.
 allow_bypass = false
+# "namespaces" runs commands in fresh user + network namespaces where the kernel allows it.
+sandbox = "off"
 
 # Hooks: commands run around tool calls, with the call as JSON on stdin. A hook may block, ask,
 # rewrite the input or add context; it never overrides a deny rule.

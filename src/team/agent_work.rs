@@ -25,7 +25,7 @@ use crate::team::verdict::{self, Verdict};
 use crate::team::worker::{Job, JobOutcome, Work};
 use crate::tools::permissions::{BypassSwitches, RuleSet};
 use crate::tools::spill::floor_char_boundary;
-use crate::tools::{Hooks, PermissionMode, PermissionPolicy, Pipeline, SandboxMode};
+use crate::tools::{Hooks, PermissionMode, PermissionPolicy, Pipeline};
 
 /// Team tools only coordinate (tasks and messages); asking a person for each would be noise.
 /// Deny rules still beat this.
@@ -263,7 +263,7 @@ impl AgentWork {
                 limits: Limits::default(),
                 retry: RetryPolicy::default(),
                 compaction: Default::default(),
-                sandbox: SandboxMode::Off,
+                sandbox: self.config.permissions.sandbox,
             },
             sink,
         )
