@@ -115,25 +115,3 @@ fn a_plan_mode_teammate_writes_only_after_a_plan_of_its_is_approved() {
     assert_eq!(down.code, 0, "{}", down.stderr);
     assert_eq!(alice.wait(Duration::from_secs(10)), Some(0));
 }
-
-#[test]
-fn a_rejected_plan_comes_back_to_the_teammate_who_plans_again() {
-    let (team, _alice) = plan_team();
-    team.repo.ok(&["task", "add", "Write plan.txt"]);
-    let first = plan_request(&team, 1);
-    let run = team.repo.crew(&[
-        "respond",
-        &id(&first),
-        "--as",
-        "lead",
-        "reject",
-        "--note",
-        REJECTION,
-    ]);
-    assert_eq!(run.code, 0, "{}", run.stderr);
-    let second = plan_request(&team, 2);
-    assert!(
-        second["text"].as_str().unwrap().ends_with("second"),
-        "{second}"
-    );
-}
