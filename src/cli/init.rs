@@ -10,9 +10,7 @@ use crate::cli::project::find_upwards;
 use crate::config::{FILE_NAME, TeamConfig, init_template};
 use crate::git::{current_branch, exclude_from_git};
 use crate::store::names::validate_name;
-
-/// crew's runtime folders, never committed.
-pub const RUNTIME_FOLDERS: &[&str] = &[".tasks", ".mailboxes", ".worktrees", ".crew"];
+use crate::store::workspace::RUNTIME_FOLDERS;
 
 pub fn run(start: &Path, args: InitArgs) -> anyhow::Result<()> {
     let root = find_upwards(start, ".git").ok_or_else(|| {

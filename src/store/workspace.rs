@@ -4,6 +4,9 @@ use std::path::{Path, PathBuf};
 
 use crate::store::{AgentStatuses, Mailboxes, TaskStore};
 
+/// crew's runtime folders in a repository, never committed.
+pub const RUNTIME_FOLDERS: &[&str] = &[".tasks", ".mailboxes", ".worktrees", ".crew"];
+
 #[derive(Debug, Clone)]
 pub struct Workspace {
     root: PathBuf,

@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use crate::git::{Author, GitError, exclude_from_git, init_with_files};
 use crate::store::requests::RequestState;
+use crate::store::workspace::RUNTIME_FOLDERS;
 use crate::store::{StoreError, Workspace};
 
 pub const GOAL: &str = "Add `sub` and `mul` to the calc library with tests, document them in README.md, and have the reviewer run the project's tests.";
@@ -89,7 +90,7 @@ pub fn build(dir: &Path) -> Result<(), GitError> {
         &Author::new("crew demo", "demo@crew.invalid"),
         "calc: a tiny shell arithmetic library",
     )?;
-    exclude_from_git(dir, &[".tasks", ".mailboxes", ".worktrees", ".crew"])?;
+    exclude_from_git(dir, RUNTIME_FOLDERS)?;
     Ok(())
 }
 

@@ -33,54 +33,20 @@ pub enum UiError {
     },
 }
 
-/// Reads `root/crew.toml`. `[ui]` is taken out before the team parser sees the file, because
-/// that parser refuses tables it does not know.
+/// Reads `root/crew.toml`: the team, and its `[ui]` table (absent means defaults).
 pub fn load(root: &Path) -> Result<(TeamConfig, UiConfig), UiError> {
     let path = root.join(FILE_NAME);
-    let text = std::fs::read_to_string(&path).map_err(|source| UiError::Io {
-        path: path.clone(),
-        source,
-    })?;
-    let mut doc: DocumentMut = match text.parse() {
-        Ok(doc) => doc,
-        // Let the team parser report the syntax error with its line and column.
-        Err(_) => {
-            return Err(TeamConfig::parse(&path, &text).err().map_or_else(
-                || UiError::Edit {
-                    path: path.clone(),
-                    message: "cannot parse".into(),
-                },
-                UiError::Config,
-            ));
-        }
-    };
-    let ui = match doc.remove("ui") {
-        Some(item) => {
-            let ui_text = format!(
-                "[ui]\n{}",
-                item.as_table().map(Table::to_string).unwrap_or_default()
-            );
-            let parsed: toml::Table = toml::from_str(&ui_text).map_err(|e| UiError::Edit {
-                path: path.clone(),
+    let team = TeamConfig::load(&path)?;
+    let ui = match &team.ui {
+        Some(table) => toml::Value::Table(table.clone())
+            .try_into::<UiConfig>()
+            .map_err(|e| UiError::Edit {
+                path,
                 message: format!("[ui]: {}", e.message().trim()),
-            })?;
-            let table = parsed
-                .get("ui")
-                .cloned()
-                .unwrap_or(toml::Value::Table(Default::default()));
-            table.try_into::<UiConfig>().map_err(|e| UiError::Edit {
-                path: path.clone(),
-                message: format!("[ui]: {}", e.message().trim()),
-            })?
-        }
+            })?,
         None => UiConfig::default(),
     };
-    let team_text = if ui == UiConfig::default() && !text.contains("[ui]") {
-        text
-    } else {
-        doc.to_string()
-    };
-    Ok((TeamConfig::parse(&path, &team_text)?, ui))
+    Ok((team, ui))
 }
 
 /// Adds `rule` to `[permissions] allow` in `root/crew.toml`, keeping comments and layout.

@@ -115,7 +115,7 @@ fn make_repo(root: &Path, teammates: usize, idle_secs: u64) -> anyhow::Result<Te
         &Author::new("crew bench", "bench@crew.invalid"),
         "crew-bench team",
     )?;
-    exclude_from_git(root, &[".tasks", ".mailboxes", ".worktrees", ".crew"])?;
+    exclude_from_git(root, crew::store::workspace::RUNTIME_FOLDERS)?;
     Ok(TeamConfig::parse(&root.join("crew.toml"), &toml)?)
 }
 
