@@ -89,6 +89,73 @@ fn claim_follows_the_protocol_and_refusals_exit_3_with_the_reason() {
 }
 
 #[test]
+fn an_assigned_task_is_only_claimed_by_its_assignee_and_can_be_taken_back() {
+    let repo = Repo::init();
+    repo.ok(&["task", "add", "schema"]);
+    repo.ok(&["task", "add", "api", "--blocked-by", "task_1"]);
+    repo.ok(&["task", "add", "review", "--role", "reviewer"]);
+
+    let out = repo.ok(&["task", "assign", "task_2", "bob"]);
+    assert_eq!(out.trim(), "assigned to bob: task_2 (pending) api");
+    let blocked = repo.crew(&["task", "claim", "--next", "--as", "bob", "--json"]);
+    assert_eq!(
+        repo.json(&["task", "show", "task_2", "--json"])["owner"],
+        "bob"
+    );
+    // Blocked still means blocked: bob gets the open task_1 meanwhile.
+    assert_eq!(blocked.code, 0);
+    assert!(blocked.stdout.contains("\"task_1\""), "{}", blocked.stdout);
+    repo.ok(&["task", "done", "task_1", "--as", "bob"]);
+    let alice = repo.crew(&["task", "claim", "task_2", "--as", "alice"]);
+    assert_eq!(alice.code, 3);
+    assert_eq!(alice.stderr.trim(), "crew: task_2 is already claimed by bob");
+    let none = repo.crew(&["task", "claim", "--next", "--as", "alice"]);
+    assert_eq!(none.stderr.trim(), "crew: no claimable task for alice");
+    let next = repo.json(&["task", "claim", "--next", "--as", "bob", "--json"]);
+    assert_eq!(next["id"], "task_2", "the assignee takes its task first");
+
+    // Reassigning a task in progress takes it from its owner, whose finish is then refused.
+    let moved = repo.json(&["task", "assign", "task_2", "alice", "--json"]);
+    assert_eq!((moved["status"].as_str(), moved["owner"].as_str()), (Some("pending"), Some("alice")));
+    assert!(
+        moved["notes"][1]
+            .as_str()
+            .unwrap()
+            .ends_with("reassigned from bob to alice by user")
+    );
+    let late = repo.crew(&["task", "done", "task_2", "--as", "bob"]);
+    assert_eq!(late.code, 3);
+    assert_eq!(
+        late.stderr.trim(),
+        "crew: task_2 is pending; only an in_progress task can be completed"
+    );
+
+    let unassigned = repo.ok(&["task", "assign", "task_2", "--nobody"]);
+    assert_eq!(unassigned.trim(), "unassigned: task_2 (pending) api");
+    assert_eq!(
+        repo.json(&["task", "claim", "--next", "--as", "alice", "--json"])["id"],
+        "task_2"
+    );
+
+    let role = repo.crew(&["task", "assign", "task_3", "alice"]);
+    assert_eq!(role.code, 3);
+    assert_eq!(
+        role.stderr.trim(),
+        "crew: task_3 needs role reviewer, but alice has role implementer"
+    );
+    let stranger = repo.crew(&["task", "assign", "task_3", "mallory"]);
+    assert_eq!(stranger.code, 3);
+    assert!(stranger.stderr.contains("unknown agent \"mallory\""), "{}", stranger.stderr);
+    repo.ok(&["task", "done", "task_2", "--as", "alice"]);
+    let done = repo.crew(&["task", "assign", "task_1", "alice"]);
+    assert_eq!(done.code, 3);
+    assert_eq!(
+        done.stderr.trim(),
+        "crew: task_1 is completed; a completed task cannot be assigned"
+    );
+}
+
+#[test]
 fn cycles_and_unknown_blockers_are_refused_at_write_time() {
     let repo = Repo::init();
     repo.ok(&["task", "add", "a"]);

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crew::store::requests::RequestState;
-use crew::store::{AgentState, Draft, NewTask, Roster, Status, TaskId, Workspace};
+use crew::store::{AgentState, Claimant, Draft, NewTask, Roster, Status, TaskId, Workspace};
 use crew::team::status::StatusHandle;
 use crew::team::worker::{ExitReason, Job, JobOutcome, Work, Worker, WorkerSettings};
 
@@ -221,6 +221,88 @@ fn shutdown_is_refused_while_holding_a_task_and_accepted_after() {
             RequestState::Approved
         );
     });
+}
+
+#[test]
+fn a_task_reassigned_while_its_worker_is_on_it_is_reported_not_recorded_and_the_worker_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = Workspace::new(dir.path());
+    for subject in ["first", "second"] {
+        ws.tasks()
+            .create(NewTask {
+                subject: subject.into(),
+                ..NewTask::default()
+            })
+            .unwrap();
+    }
+    let (gate_tx, gate_rx) = channel();
+    let (started_tx, started_rx) = channel();
+    let worker = Worker::new(
+        ws.clone(),
+        roster(),
+        settings("alice", Duration::from_secs(60)),
+    )
+    .unwrap();
+    let stop = AtomicBool::new(false);
+    let bob = Claimant {
+        name: "bob",
+        role: Some("implementer"),
+    };
+    std::thread::scope(|s| {
+        let handle = s.spawn(|| {
+            let mut fake = Fake {
+                seen: Arc::default(),
+                gate: Some(gate_rx),
+                started: Some(started_tx),
+            };
+            worker.run(&mut fake, &stop)
+        });
+        let wait = Duration::from_secs(10);
+        assert_eq!(started_rx.recv_timeout(wait).unwrap(), "task_1");
+        let moved = ws.tasks().assign(TaskId(1), Some(bob), "user").unwrap();
+        assert_eq!(
+            (moved.status, moved.owner.as_deref()),
+            (Status::Pending, Some("bob"))
+        );
+        assert!(moved.notes[0].ends_with("reassigned from alice to bob by user"));
+        gate_tx.send(()).unwrap();
+        // Alice's finish is refused, she says so, and takes the next task instead of dying.
+        assert_eq!(started_rx.recv_timeout(wait).unwrap(), "task_2");
+        gate_tx.send(()).unwrap();
+        poll("task_2 to complete", || {
+            (ws.tasks().read(TaskId(2)).unwrap().status == Status::Completed).then_some(())
+        });
+        let req = send(&ws, "lead", "alice", "shutdown_request", "bye?", true).unwrap();
+        assert_eq!(
+            handle.join().unwrap().unwrap(),
+            ExitReason::ShutdownApproved { request_id: req }
+        );
+    });
+    let told: Vec<String> = ws
+        .mailboxes()
+        .read_from("lead", 0)
+        .unwrap()
+        .entries
+        .into_iter()
+        .filter_map(|e| match e {
+            crew::store::Entry::Message { message, .. } => message.text,
+            _ => None,
+        })
+        .collect();
+    assert!(
+        told.iter().any(|t| t.starts_with(
+            "task_1 done by alice, but not recorded (task_1 is pending; only an in_progress task can be completed)"
+        )),
+        "{told:?}"
+    );
+    // The task stays bob's: nobody else can take it, bob can.
+    let tasks = ws.tasks();
+    let alice = Claimant {
+        name: "alice",
+        role: Some("implementer"),
+    };
+    assert!(tasks.claim(TaskId(1), alice).is_err());
+    assert_eq!(tasks.claim_next(bob).unwrap().id, "task_1");
 }
 
 #[test]

@@ -232,6 +232,17 @@ pub enum TaskCommand {
     },
     /// Give a claimed task back (owner only).
     Release(OwnerArgs),
+    /// Hand a task to a teammate (only it may then claim it), taking it from its owner if need
+    /// be; --nobody puts it back in the pool.
+    Assign {
+        id: String,
+        #[arg(required_unless_present = "nobody", conflicts_with = "nobody")]
+        to: Option<String>,
+        #[arg(long)]
+        nobody: bool,
+        #[arg(long)]
+        json: bool,
+    },
     /// Mark a claimed task completed (owner only).
     Done {
         #[command(flatten)]

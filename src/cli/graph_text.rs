@@ -24,14 +24,18 @@ pub fn state(graph: &Graph<'_>, task: &Task) -> (&'static str, String) {
         Status::Pending if graph.is_claimable(task) => ("claimable", String::new()),
         Status::Pending => {
             let open = graph.open_blockers(task);
-            if open.is_empty() {
-                // Pending with an owner: only reachable by hand edits; say so rather than hide it.
-                (
-                    "pending",
-                    format!("owner {}", task.owner.clone().unwrap_or_default()),
-                )
-            } else {
-                ("blocked", format!("by {}", open.join(", ")))
+            let assigned = task
+                .owner
+                .as_deref()
+                .map(|o| format!("assigned to {o}"));
+            match (open.is_empty(), assigned) {
+                (true, Some(assigned)) => ("assigned", assigned),
+                (true, None) => ("pending", String::new()),
+                (false, assigned) => {
+                    let by = format!("by {}", open.join(", "));
+                    let detail = assigned.map_or(by.clone(), |a| format!("{by}; {a}"));
+                    ("blocked", detail)
+                }
             }
         }
     }
@@ -42,6 +46,7 @@ fn glyph(word: &str) -> char {
         "done" => '✓',
         "running" => '▶',
         "claimable" => '○',
+        "assigned" => '→',
         "failed" => '✗',
         _ => '⧗',
     }

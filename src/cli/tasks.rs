@@ -117,6 +117,15 @@ pub fn run(project: &Project, cmd: TaskCommand) -> anyhow::Result<()> {
             let task = store.release(TaskId::parse(&id)?, &who)?;
             print_task_line(&task, json, "released")
         }
+        TaskCommand::Assign { id, to, json, .. } => {
+            let to = to.as_deref().map(|n| project.claimant(n, None)).transpose()?;
+            let task = store.assign(TaskId::parse(&id)?, to, "user")?;
+            let verb = match &task.owner {
+                Some(owner) => format!("assigned to {owner}:"),
+                None => "unassigned:".to_string(),
+            };
+            print_task_line(&task, json, &verb)
+        }
         TaskCommand::Done { owner, result } => {
             project.claimant(&owner.who, None)?;
             let task = store.complete(TaskId::parse(&owner.id)?, &owner.who, result)?;

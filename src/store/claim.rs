@@ -23,14 +23,15 @@ impl TaskStore {
         self.modify(id, |task| self.take(task, who))
     }
 
-    /// Claims the oldest claimable task that fits `who`.
+    /// Claims a task assigned to `who` if one is ready, else the oldest claimable task that fits.
     pub fn claim_next(&self, who: Claimant<'_>) -> Result<Task, StoreError> {
         loop {
             let loaded = self.load_all()?;
             let graph = Graph::new(&loaded.tasks);
             let mut queue: VecDeque<TaskId> = graph
-                .claimable()
+                .ready_for(who.name)
                 .into_iter()
+                .chain(graph.claimable())
                 .filter(|t| role_fits(t, who))
                 .filter_map(|t| TaskId::parse(&t.id).ok())
                 .collect();
@@ -96,8 +97,9 @@ impl TaskStore {
     }
 
     /// The check-and-set at the heart of a claim; runs on freshly read state under the lock.
+    /// A pending task may carry an owner: it was assigned, and only that owner may take it.
     fn take(&self, task: &mut Task, who: Claimant<'_>) -> Result<(), StoreError> {
-        if let Some(owner) = &task.owner {
+        if let Some(owner) = task.owner.as_ref().filter(|o| *o != who.name) {
             return Err(Refusal::AlreadyClaimed {
                 id: task.id.clone(),
                 owner: owner.clone(),
@@ -157,18 +159,65 @@ impl TaskStore {
         })
     }
 
-    /// Gives every `in_progress` task of `owner` back to `pending` with a note: for a worker that
-    /// died, so nothing stays claimed by a ghost (invariant 4).
+    /// Gives the task to `to`, or to nobody: it becomes `pending` with `to` as its owner, and
+    /// only `to` may claim it (when its blockers are done). Taking a task from a worker still
+    /// on it is allowed (the person decides); that worker's finish is then refused. A failed
+    /// task can be handed out again; a completed one cannot.
+    pub fn assign(
+        &self,
+        id: TaskId,
+        to: Option<Claimant<'_>>,
+        by: &str,
+    ) -> Result<Task, StoreError> {
+        self.modify(id, |task| {
+            if task.status == Status::Completed {
+                return Err(Refusal::AlreadyCompleted {
+                    id: task.id.clone(),
+                }
+                .into());
+            }
+            if let Some(who) = to
+                && !role_fits(task, who)
+            {
+                return Err(Refusal::RoleMismatch {
+                    id: task.id.clone(),
+                    needed: task.role.clone().unwrap_or_default(),
+                    who: who.name.to_string(),
+                    have: who.role.map(str::to_string),
+                }
+                .into());
+            }
+            let new = to.map(|w| w.name.to_string());
+            let note = match (&task.owner, &new) {
+                (old, new) if old == new && task.status != Status::Failed => return Ok(()),
+                (Some(old), Some(new)) if old != new => {
+                    format!("reassigned from {old} to {new} by {by}")
+                }
+                (_, Some(new)) => format!("assigned to {new} by {by}"),
+                (Some(old), None) => format!("taken back from {old} by {by}"),
+                (None, None) => format!("put back to pending by {by}"),
+            };
+            task.status = Status::Pending;
+            task.owner = new;
+            task.notes
+                .push(format!("{}: {note}", crate::store::task::now_rfc3339()));
+            Ok(())
+        })
+    }
+
+    /// Gives every task `owner` holds (in progress, or assigned and pending) back to `pending`
+    /// with no owner and a note: for a worker that died, so nothing stays claimed by a ghost
+    /// (invariant 4).
     pub fn release_orphaned(&self, owner: &str, note: &str) -> Result<Vec<Task>, StoreError> {
         let mut released = Vec::new();
         for task in self.load_all()?.tasks {
-            if task.status != Status::InProgress || task.owner.as_deref() != Some(owner) {
+            if !held_by(&task, owner) {
                 continue;
             }
             let id = TaskId::parse(&task.id)?;
             let result = self.modify(id, |task| {
                 // Re-checked under the lock: it may have moved on since the listing.
-                if task.status != Status::InProgress || task.owner.as_deref() != Some(owner) {
+                if !held_by(task, owner) {
                     return Err(Refusal::NotOwner {
                         id: task.id.clone(),
                         owner: task.owner.clone(),
@@ -259,9 +308,55 @@ fn requeue(queue: &mut VecDeque<TaskId>, busy: Vec<TaskId>) {
     }
 }
 
+/// Claimed by `owner`, or assigned to it and not started.
+fn held_by(task: &Task, owner: &str) -> bool {
+    matches!(task.status, Status::InProgress | Status::Pending) && task.owner.as_deref() == Some(owner)
+}
+
 fn role_fits(task: &Task, who: Claimant<'_>) -> bool {
     match &task.role {
         None => true,
         Some(role) => who.role == Some(role.as_str()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::NewTask;
+
+    #[test]
+    fn a_dead_workers_claimed_and_assigned_tasks_all_go_back_to_the_pool() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TaskStore::new(dir.path());
+        for subject in ["claimed", "assigned", "someone else's"] {
+            store
+                .create(NewTask {
+                    subject: subject.into(),
+                    ..NewTask::default()
+                })
+                .unwrap();
+        }
+        let ghost = Claimant {
+            name: "ghost",
+            role: None,
+        };
+        store.claim(TaskId(1), ghost).unwrap();
+        store.assign(TaskId(2), Some(ghost), "user").unwrap();
+        let other = Claimant {
+            name: "bob",
+            role: None,
+        };
+        store.claim(TaskId(3), other).unwrap();
+
+        let released = store.release_orphaned("ghost", "ghost died").unwrap();
+        let ids: Vec<&str> = released.iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(ids, ["task_1", "task_2"]);
+        for id in [1, 2] {
+            let task = store.read(TaskId(id)).unwrap();
+            assert_eq!((task.status, task.owner), (Status::Pending, None));
+            assert!(task.notes.last().unwrap().ends_with("ghost died"));
+        }
+        assert_eq!(store.read(TaskId(3)).unwrap().owner.as_deref(), Some("bob"));
     }
 }

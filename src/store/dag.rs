@@ -56,6 +56,19 @@ impl<'a> Graph<'a> {
             && self.open_blockers(task).is_empty()
     }
 
+    /// Tasks assigned to `name` (pending, owned by it) whose blockers are all done, oldest first.
+    pub fn ready_for(&self, name: &str) -> Vec<&'a Task> {
+        self.ordered
+            .iter()
+            .copied()
+            .filter(|t| {
+                t.status == Status::Pending
+                    && t.owner.as_deref() == Some(name)
+                    && self.open_blockers(t).is_empty()
+            })
+            .collect()
+    }
+
     /// Claimable tasks, oldest first.
     pub fn claimable(&self) -> Vec<&'a Task> {
         self.ordered

@@ -297,18 +297,26 @@ impl Worker {
         let outcome = self.run_job(work, Job::Task(task.clone()))?;
         let me = &self.settings.name;
         let tasks = self.workspace.tasks();
-        if outcome.success {
-            tasks.complete(id, me, Some(outcome.summary.clone()))?;
-            self.tell_lead(
-                "status_update",
-                format!("{} done: {}", task.id, outcome.summary),
-            )
+        let (finished, verb) = if outcome.success {
+            (tasks.complete(id, me, Some(outcome.summary.clone())), "done")
         } else {
-            tasks.fail(id, me, outcome.summary.clone())?;
-            self.tell_lead(
+            (tasks.fail(id, me, outcome.summary.clone()), "failed")
+        };
+        match finished {
+            Ok(_) => self.tell_lead(
                 "status_update",
-                format!("{} failed: {}", task.id, outcome.summary),
-            )
+                format!("{} {verb}: {}", task.id, outcome.summary),
+            ),
+            // Taken away meanwhile (reassigned or released by the person): the work is
+            // reported, not recorded, and the worker goes on.
+            Err(StoreError::Refused(why)) => self.tell_lead(
+                "status_update",
+                format!(
+                    "{} {verb} by {me}, but not recorded ({why}): {}",
+                    task.id, outcome.summary
+                ),
+            ),
+            Err(e) => Err(e),
         }
     }
 
