@@ -108,7 +108,10 @@ fn an_assigned_task_is_only_claimed_by_its_assignee_and_can_be_taken_back() {
     repo.ok(&["task", "done", "task_1", "--as", "bob"]);
     let alice = repo.crew(&["task", "claim", "task_2", "--as", "alice"]);
     assert_eq!(alice.code, 3);
-    assert_eq!(alice.stderr.trim(), "crew: task_2 is already claimed by bob");
+    assert_eq!(
+        alice.stderr.trim(),
+        "crew: task_2 is already claimed by bob"
+    );
     let none = repo.crew(&["task", "claim", "--next", "--as", "alice"]);
     assert_eq!(none.stderr.trim(), "crew: no claimable task for alice");
     let next = repo.json(&["task", "claim", "--next", "--as", "bob", "--json"]);
@@ -116,7 +119,10 @@ fn an_assigned_task_is_only_claimed_by_its_assignee_and_can_be_taken_back() {
 
     // Reassigning a task in progress takes it from its owner, whose finish is then refused.
     let moved = repo.json(&["task", "assign", "task_2", "alice", "--json"]);
-    assert_eq!((moved["status"].as_str(), moved["owner"].as_str()), (Some("pending"), Some("alice")));
+    assert_eq!(
+        (moved["status"].as_str(), moved["owner"].as_str()),
+        (Some("pending"), Some("alice"))
+    );
     assert!(
         moved["notes"][1]
             .as_str()
@@ -145,7 +151,11 @@ fn an_assigned_task_is_only_claimed_by_its_assignee_and_can_be_taken_back() {
     );
     let stranger = repo.crew(&["task", "assign", "task_3", "mallory"]);
     assert_eq!(stranger.code, 3);
-    assert!(stranger.stderr.contains("unknown agent \"mallory\""), "{}", stranger.stderr);
+    assert!(
+        stranger.stderr.contains("unknown agent \"mallory\""),
+        "{}",
+        stranger.stderr
+    );
     repo.ok(&["task", "done", "task_2", "--as", "alice"]);
     let done = repo.crew(&["task", "assign", "task_1", "alice"]);
     assert_eq!(done.code, 3);

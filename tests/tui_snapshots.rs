@@ -48,6 +48,18 @@ fn task_detail_and_an_inbox_switch() {
 }
 
 #[test]
+fn an_unfolded_tool_call_and_a_zoomed_teammate() {
+    let mut state = fixture_state();
+    assert_eq!(state.focus, Pane::Lead);
+    update(&mut state, Event::Key(key("ctrl-o")));
+    insta::assert_snapshot!("lead_call_unfolded", draw(&mut state, 100, 24));
+    let mut state = fixture_state();
+    state.focus = Pane::Teammates;
+    update(&mut state, Event::Key(key("z")));
+    insta::assert_snapshot!("teammate_zoomed", draw(&mut state, 120, 40));
+}
+
+#[test]
 fn help_overlay_lists_the_active_keymap() {
     let mut state = fixture_state();
     state.focus = Pane::Tasks;

@@ -76,10 +76,78 @@ impl TranscriptWriter {
     }
 }
 
-/// A transcript as readable text. Lines that do not parse (a torn last line, an event type
-/// from a newer crew) are shown raw and marked, not fatal.
+/// Longest detail kept for one folded tool call (the transcript file keeps everything).
+const DETAIL_MAX: usize = 4096;
+
+/// One line of a transcript as the screen shows it. A tool call or result is folded to one
+/// line; `detail` holds its whole input or output (up to `DETAIL_MAX`) for unfolding.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Row {
+    pub text: String,
+    pub detail: Option<String>,
+}
+
+impl Row {
+    pub fn plain(text: impl Into<String>) -> Self {
+        Row {
+            text: text.into(),
+            detail: None,
+        }
+    }
+}
+
+/// A rendered event: free text (may span lines, may end mid-line), or one folded line.
+enum Piece {
+    Text(String),
+    Folded { line: String, detail: String },
+}
+
+/// A transcript as readable text (`crew replay`). Lines that do not parse (a torn last line,
+/// an event type from a newer crew) are shown raw and marked, not fatal.
 pub fn render(reader: impl BufRead) -> Result<String, TranscriptError> {
     let mut out = String::new();
+    for piece in pieces(reader)? {
+        match piece {
+            Piece::Text(text) => out.push_str(&text),
+            Piece::Folded { line, .. } => {
+                out.push_str(&line);
+                out.push('\n');
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// A transcript as non-empty rows, tool calls folded with their details.
+pub fn rows(reader: impl BufRead) -> Result<Vec<Row>, TranscriptError> {
+    let mut rows = Vec::new();
+    let mut text = String::new();
+    let flush = |text: &mut String, rows: &mut Vec<Row>| {
+        rows.extend(
+            text.lines()
+                .filter(|l| !l.trim().is_empty())
+                .map(Row::plain),
+        );
+        text.clear();
+    };
+    for piece in pieces(reader)? {
+        match piece {
+            Piece::Text(t) => text.push_str(&t),
+            Piece::Folded { line, detail } => {
+                flush(&mut text, &mut rows);
+                rows.push(Row {
+                    text: line,
+                    detail: Some(detail),
+                });
+            }
+        }
+    }
+    flush(&mut text, &mut rows);
+    Ok(rows)
+}
+
+fn pieces(reader: impl BufRead) -> Result<Vec<Piece>, TranscriptError> {
+    let mut out = Vec::new();
     let mut in_text = false;
     for (index, line) in reader.lines().enumerate() {
         let line = line?;
@@ -96,18 +164,18 @@ pub fn render(reader: impl BufRead) -> Result<String, TranscriptError> {
         );
         // A reply's deltas form one "assistant:" line; a reply without text gets none.
         match (in_text, is_delta) {
-            (true, false) => out.push('\n'),
-            (false, true) => out.push_str("assistant: "),
+            (true, false) => out.push(Piece::Text("\n".into())),
+            (false, true) => out.push(Piece::Text("assistant: ".into())),
             _ => {}
         }
         in_text = is_delta;
         match parsed {
-            Ok(TranscriptLine { event, .. }) => render_event(&mut out, event),
-            Err(e) => out.push_str(&format!("?? line {}: {e}: {line}\n", index + 1)),
+            Ok(TranscriptLine { event, .. }) => out.extend(render_event(event)),
+            Err(e) => out.push(Piece::Text(format!("?? line {}: {e}: {line}\n", index + 1))),
         }
     }
     if in_text {
-        out.push('\n');
+        out.push(Piece::Text("\n".into()));
     }
     Ok(out)
 }
@@ -121,24 +189,44 @@ fn short(text: &str, max: usize) -> String {
     }
 }
 
-fn render_event(out: &mut String, event: AgentEvent) {
-    let line = match event {
+/// `text` up to `DETAIL_MAX` bytes (on a character boundary), saying how much was left out.
+fn capped(text: &str) -> String {
+    if text.len() <= DETAIL_MAX {
+        return text.to_string();
+    }
+    let mut at = DETAIL_MAX;
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    format!(
+        "{}\n… {} more bytes (crew replay shows the transcript file)",
+        &text[..at],
+        text.len() - at
+    )
+}
+
+fn render_event(event: AgentEvent) -> Vec<Piece> {
+    let text = |s: String| vec![Piece::Text(s)];
+    match event {
         AgentEvent::TurnStart { turn, input, .. } => {
-            format!("\n=== turn {turn} ===\nuser: {input}\n")
+            text(format!("\n=== turn {turn} ===\nuser: {input}\n"))
         }
-        AgentEvent::MessageStart { .. } => String::new(),
-        AgentEvent::MessageDelta { text } => text,
-        AgentEvent::MessageStop { stop_reason, usage } => format!(
+        AgentEvent::MessageStart { .. } => Vec::new(),
+        AgentEvent::MessageDelta { text: delta } => text(delta),
+        AgentEvent::MessageStop { stop_reason, usage } => text(format!(
             "  [model stopped: {stop_reason:?}, {} tokens]\n",
             usage.total()
-        ),
+        )),
         AgentEvent::ToolUse {
             name, input, early, ..
-        } => format!(
-            "→ {name} {}{}\n",
-            short(&input.to_string(), 200),
-            if early { " (started early)" } else { "" }
-        ),
+        } => vec![Piece::Folded {
+            line: format!(
+                "→ {name} {}{}",
+                short(&input.to_string(), 200),
+                if early { " (started early)" } else { "" }
+            ),
+            detail: capped(&serde_json::to_string_pretty(&input).unwrap_or_default()),
+        }],
         AgentEvent::ToolResult {
             name,
             content,
@@ -147,30 +235,38 @@ fn render_event(out: &mut String, event: AgentEvent) {
             spilled,
             ..
         } => {
-            let mut text = format!(
-                "← {name}{}: {}\n",
-                if is_error { " (error)" } else { "" },
-                short(&content, 300)
-            );
+            let mut pieces = vec![Piece::Folded {
+                line: format!(
+                    "← {name}{}: {}",
+                    if is_error { " (error)" } else { "" },
+                    short(&content, 300)
+                ),
+                detail: capped(&content),
+            }];
             if let Some(input) = rewritten_input {
-                text.push_str(&format!("  (input rewritten by a hook to {input})\n"));
+                pieces.push(Piece::Text(format!(
+                    "  (input rewritten by a hook to {input})\n"
+                )));
             }
             if let Some(path) = spilled {
-                text.push_str(&format!("  (full output in {})\n", path.display()));
+                pieces.push(Piece::Text(format!(
+                    "  (full output in {})\n",
+                    path.display()
+                )));
             }
-            text
+            pieces
         }
         AgentEvent::PermissionAsked { tool, reason, .. } => {
-            format!("? permission asked for {tool}: {reason}\n")
+            text(format!("? permission asked for {tool}: {reason}\n"))
         }
-        AgentEvent::PermissionWaiting { request_id, to } => {
-            format!("… waiting for an answer to {request_id} (sent to {to})\n")
-        }
+        AgentEvent::PermissionWaiting { request_id, to } => text(format!(
+            "… waiting for an answer to {request_id} (sent to {to})\n"
+        )),
         AgentEvent::PermissionAnswered {
             tool,
             allowed,
             detail,
-        } => format!(
+        } => text(format!(
             "! permission for {tool} {}{}\n",
             if allowed { "granted" } else { "denied" },
             if detail.is_empty() {
@@ -178,29 +274,28 @@ fn render_event(out: &mut String, event: AgentEvent) {
             } else {
                 format!(": {detail}")
             }
-        ),
+        )),
         AgentEvent::Compaction {
             step,
             trigger,
             tokens_before,
             tokens_after,
-        } => format!(
+        } => text(format!(
             "~ compaction ({trigger:?}, {step:?}): {tokens_before} → {tokens_after} tokens\n"
-        ),
+        )),
         AgentEvent::Recovery {
             kind,
             attempt,
             reason,
-        } => format!("↻ recovery {kind:?} #{attempt}: {reason}\n"),
-        AgentEvent::TurnEnd { result } => format!(
+        } => text(format!("↻ recovery {kind:?} #{attempt}: {reason}\n")),
+        AgentEvent::TurnEnd { result } => text(format!(
             "=== end: {:?} after {} model calls, {} tokens: {} ===\n",
             result.stop_reason,
             result.turns,
             result.usage.total(),
             result.reason
-        ),
-    };
-    out.push_str(&line);
+        )),
+    }
 }
 
 #[cfg(test)]
@@ -236,5 +331,54 @@ mod tests {
         assert!(shown.contains("assistant: hello\n"), "{shown}");
         assert!(shown.contains("?? line 5"), "{shown}");
         assert!(shown.contains("?? line 6"), "{shown}");
+    }
+
+    #[test]
+    fn rows_fold_each_tool_call_to_one_line_keeping_the_whole_input_and_output() {
+        let output = format!("line one\nline two\n{}", "x".repeat(5000));
+        let text = [
+            line(AgentEvent::MessageDelta {
+                text: "let me look".into(),
+            }),
+            line(AgentEvent::ToolUse {
+                id: "t1".into(),
+                name: "bash".into(),
+                input: serde_json::json!({"command": "ls -la\ncat a"}),
+                early: false,
+            }),
+            line(AgentEvent::ToolResult {
+                id: "t1".into(),
+                name: "bash".into(),
+                content: output.clone(),
+                is_error: false,
+                rewritten_input: None,
+                spilled: Some("/tmp/spill.txt".into()),
+                decision: None,
+                notes: Vec::new(),
+            }),
+        ]
+        .join("\n");
+        let rows = rows(text.as_bytes()).unwrap();
+        let texts: Vec<&str> = rows.iter().map(|r| r.text.as_str()).collect();
+        assert_eq!(texts[0], "assistant: let me look");
+        assert_eq!(texts[1], r#"→ bash {"command":"ls -la\ncat a"}"#);
+        assert!(
+            texts[2].starts_with("← bash: line one⏎line two⏎xxx"),
+            "{}",
+            texts[2]
+        );
+        assert_eq!(texts[3], "  (full output in /tmp/spill.txt)");
+        assert_eq!(rows.len(), 4);
+        assert_eq!(rows[0].detail, None);
+        assert_eq!(
+            rows[1].detail.as_deref(),
+            Some("{\n  \"command\": \"ls -la\\ncat a\"\n}")
+        );
+        let detail = rows[2].detail.as_deref().unwrap();
+        assert!(detail.starts_with("line one\nline two\nxxx"));
+        assert!(detail.ends_with("… 922 more bytes (crew replay shows the transcript file)"));
+        // The replay text is the same rows, one per line.
+        let replay = render(text.as_bytes()).unwrap();
+        assert_eq!(replay.lines().collect::<Vec<_>>(), texts);
     }
 }

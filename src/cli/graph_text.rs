@@ -24,10 +24,7 @@ pub fn state(graph: &Graph<'_>, task: &Task) -> (&'static str, String) {
         Status::Pending if graph.is_claimable(task) => ("claimable", String::new()),
         Status::Pending => {
             let open = graph.open_blockers(task);
-            let assigned = task
-                .owner
-                .as_deref()
-                .map(|o| format!("assigned to {o}"));
+            let assigned = task.owner.as_deref().map(|o| format!("assigned to {o}"));
             match (open.is_empty(), assigned) {
                 (true, Some(assigned)) => ("assigned", assigned),
                 (true, None) => ("pending", String::new()),

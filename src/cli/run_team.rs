@@ -11,9 +11,10 @@ use crate::cli::exit::CliError;
 use crate::cli::project::Project;
 use crate::cli::team::{print_event, supervisor};
 use crate::config::TeamConfig;
-use crate::store::{DirWatcher, Workspace, pid_alive};
+use crate::store::{DirWatcher, Workspace};
 use crate::team::agent_work::AgentWork;
 use crate::team::headless::{Happening, Policy, TeamRun, settings_for};
+use crate::team::supervisor::SupervisorError;
 use crate::team::worker::{ExitReason, Worker};
 
 pub fn worker(project: Project, args: WorkerArgs) -> anyhow::Result<()> {
@@ -47,33 +48,13 @@ fn run_worker(project: Project, name: &str, bypass: bool) -> anyhow::Result<()> 
 
 /// Starts a worker again in the background; refused while one is alive.
 fn restart(project: &Project, name: &str) -> anyhow::Result<()> {
-    if !project
-        .config
-        .teammates
-        .iter()
-        .any(|t| t.name.get_ref() == name)
-    {
-        project
-            .roster
-            .check("teammate", name)
-            .map_err(crate::store::StoreError::from)?;
-        return Err(
-            CliError::Refused(format!("{name} is the lead; it runs inside `crew up`")).into(),
-        );
-    }
-    if let Some(status) = project.workspace.agents().read(name)?
-        && !status.state.is_final()
-        && pid_alive(status.pid)
-    {
-        return Err(CliError::Refused(format!(
-            "{name} is running (pid {}, {}); shut it down first",
-            status.pid,
-            status.state.as_str()
-        ))
-        .into());
-    }
     let mut sup = supervisor(project)?;
-    let pid = sup.start(name, &[])?;
+    let pid = match sup.restart(&project.config, name) {
+        Ok(pid) => pid,
+        Err(SupervisorError::Refused(why)) => return Err(CliError::Refused(why).into()),
+        Err(SupervisorError::Store(e)) => return Err(e.into()),
+        Err(e) => return Err(e.into()),
+    };
     println!("restarted {name} (pid {pid}); its output goes to .crew/logs/{name}.log");
     Ok(())
 }

@@ -118,7 +118,10 @@ pub fn run(project: &Project, cmd: TaskCommand) -> anyhow::Result<()> {
             print_task_line(&task, json, "released")
         }
         TaskCommand::Assign { id, to, json, .. } => {
-            let to = to.as_deref().map(|n| project.claimant(n, None)).transpose()?;
+            let to = to
+                .as_deref()
+                .map(|n| project.claimant(n, None))
+                .transpose()?;
             let task = store.assign(TaskId::parse(&id)?, to, "user")?;
             let verb = match &task.owner {
                 Some(owner) => format!("assigned to {owner}:"),

@@ -310,7 +310,8 @@ fn requeue(queue: &mut VecDeque<TaskId>, busy: Vec<TaskId>) {
 
 /// Claimed by `owner`, or assigned to it and not started.
 fn held_by(task: &Task, owner: &str) -> bool {
-    matches!(task.status, Status::InProgress | Status::Pending) && task.owner.as_deref() == Some(owner)
+    matches!(task.status, Status::InProgress | Status::Pending)
+        && task.owner.as_deref() == Some(owner)
 }
 
 fn role_fits(task: &Task, who: Claimant<'_>) -> bool {

@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::config::TeamConfig;
 use crate::store::{AgentState, AgentStatus, Draft, Roster, StoreError, Workspace, pid_alive};
 
 /// Something the supervisor saw that the person should know about.
@@ -33,6 +34,9 @@ pub enum TeamEvent {
 pub enum SupervisorError {
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The person asked for something that cannot be done now, with why.
+    #[error("{0}")]
+    Refused(String),
     #[error("cannot start worker {name} ({}): {source}", exe.display())]
     Spawn {
         name: String,
@@ -101,6 +105,38 @@ impl Supervisor {
         let pid = child.id();
         self.children.insert(name.to_string(), child);
         Ok(pid)
+    }
+
+    /// Starts a teammate again (after it died or shut down): refused for the lead, for a name
+    /// not on the team, and for a teammate whose process still runs.
+    pub fn restart(&mut self, config: &TeamConfig, name: &str) -> Result<u32, SupervisorError> {
+        if !config.teammates.iter().any(|t| t.name.get_ref() == name) {
+            self.roster
+                .check("teammate", name)
+                .map_err(StoreError::from)?;
+            return Err(SupervisorError::Refused(format!(
+                "{name} is the lead; it runs inside `crew up`"
+            )));
+        }
+        if let Some(status) = self.workspace.agents().read(name)?
+            && !status.state.is_final()
+            && pid_alive(status.pid)
+        {
+            return Err(SupervisorError::Refused(format!(
+                "{name} is running (pid {}, {}); shut it down first",
+                status.pid,
+                status.state.as_str()
+            )));
+        }
+        self.start(name, &[])
+    }
+
+    /// For a short-lived supervisor (the screen's restart): its children are waited for on a
+    /// thread, so none lingers as a zombie that would still count as alive.
+    pub fn reap_in_background(self) {
+        for (_, mut child) in self.children {
+            std::thread::spawn(move || child.wait());
+        }
     }
 
     pub fn running(&self) -> Vec<String> {

@@ -298,7 +298,10 @@ impl Worker {
         let me = &self.settings.name;
         let tasks = self.workspace.tasks();
         let (finished, verb) = if outcome.success {
-            (tasks.complete(id, me, Some(outcome.summary.clone())), "done")
+            (
+                tasks.complete(id, me, Some(outcome.summary.clone())),
+                "done",
+            )
         } else {
             (tasks.fail(id, me, outcome.summary.clone()), "failed")
         };

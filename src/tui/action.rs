@@ -44,6 +44,13 @@ pub enum Action {
     Confirm,
     Cancel,
     NextField,
+    Expand,
+    PrevCall,
+    NextCall,
+    Shutdown,
+    Restart,
+    EditDeps,
+    Assign,
 }
 
 /// (name in keymap files, action, help text)
@@ -102,6 +109,33 @@ pub const ACTIONS: &[(&str, Action, &str)] = &[
     ("confirm", Action::Confirm, "confirm"),
     ("cancel", Action::Cancel, "cancel"),
     ("next_field", Action::NextField, "next field"),
+    (
+        "expand",
+        Action::Expand,
+        "unfold / fold the selected tool call",
+    ),
+    (
+        "prev_call",
+        Action::PrevCall,
+        "select the previous tool call",
+    ),
+    ("next_call", Action::NextCall, "select the next tool call"),
+    (
+        "shutdown",
+        Action::Shutdown,
+        "ask the teammate to shut down",
+    ),
+    (
+        "restart",
+        Action::Restart,
+        "restart the teammate (when dead or shut down)",
+    ),
+    (
+        "edit_deps",
+        Action::EditDeps,
+        "edit the task's dependencies",
+    ),
+    ("assign", Action::Assign, "assign the task to a teammate"),
 ];
 
 impl Action {

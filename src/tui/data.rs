@@ -11,13 +11,14 @@ use serde_json::Value;
 use tracing::debug;
 
 use crate::agent::AgentEvent;
-use crate::agent::transcript::TranscriptLine;
+use crate::agent::transcript::{Row, TranscriptLine};
 use crate::config::{FILE_NAME, TeamConfig};
 use crate::store::{Entry, Task, TaskId, Workspace};
 use crate::tui::uiconfig::{self, UiConfig};
 
-/// How many transcript lines are kept per agent (the pane shows the last few).
-pub const TRANSCRIPT_KEEP: usize = 200;
+/// How many transcript rows are kept per agent: the panes show the last few, a zoomed teammate
+/// or the lead pane scrolls back through all of them (`crew replay` shows whole files).
+pub const TRANSCRIPT_KEEP: usize = 1000;
 
 /// An agent's state as written by the team layer to `.crew/agents/<name>.json`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -63,11 +64,11 @@ pub enum Change {
         reset: bool,
     },
     Agent(String, Option<AgentStatus>),
-    /// New lines of an agent's transcript. The last `tail` lines are the reply still streaming:
+    /// New rows of an agent's transcript. The last `tail` rows are the reply still streaming:
     /// they are sent again, grown, with the next change and replace these.
     Transcript {
         name: String,
-        lines: Vec<String>,
+        lines: Vec<Row>,
         reset: bool,
         tail: usize,
     },
@@ -258,12 +259,8 @@ impl Loader {
 }
 
 /// The agent layer's own rendering, so the panes read like `crew replay`.
-fn rendered(bytes: &[u8]) -> Vec<String> {
-    let text = crate::agent::transcript::render(bytes).unwrap_or_else(|e| format!("?? {e}"));
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(str::to_string)
-        .collect()
+fn rendered(bytes: &[u8]) -> Vec<Row> {
+    crate::agent::transcript::rows(bytes).unwrap_or_else(|e| vec![Row::plain(format!("?? {e}"))])
 }
 
 /// Where the trailing run of `message_delta` lines in `chunk` (whole lines) starts.
@@ -344,7 +341,7 @@ mod tests {
         let mut model = Model::default();
         model.apply(loader.load_all(), SystemTime::now());
         assert_eq!(
-            model.transcripts["alice"],
+            model.transcripts["alice"].texts(),
             ["assistant: Writing lib/sub.sh "]
         );
         append(&file, &[&delta("and its test.")]);
@@ -360,7 +357,7 @@ mod tests {
             loader.changed(std::slice::from_ref(&file)),
             SystemTime::now(),
         );
-        let lines = &model.transcripts["alice"];
+        let lines = model.transcripts["alice"].texts();
         assert_eq!(lines[0], "assistant: Writing lib/sub.sh and its test.");
         assert_eq!(lines.len(), 2, "{lines:?}");
         // Nothing new: the finished reply is not read again.
@@ -368,6 +365,6 @@ mod tests {
             loader.changed(std::slice::from_ref(&file)),
             SystemTime::now(),
         );
-        assert_eq!(model.transcripts["alice"].len(), 2);
+        assert_eq!(model.transcripts["alice"].rows.len(), 2);
     }
 }

@@ -3,9 +3,12 @@
 
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
+use crate::config::TeamConfig;
 use crate::git::{Author, Worktrees};
-use crate::store::{Draft, TaskId, Workspace};
+use crate::store::{Claimant, Draft, Refusal, StoreError, TaskId, TaskPatch, Workspace};
+use crate::team::supervisor::Supervisor;
 use crate::tui::event::{Effect, Event};
 use crate::tui::highlight::Highlighter;
 use crate::tui::uiconfig;
@@ -69,12 +72,66 @@ pub fn execute(root: &Path, effect: Effect) -> Option<Event> {
                 .map(|t| format!("added {}: {}", t.id, t.subject))
                 .map_err(|e| e.to_string()),
         )),
-        Effect::Release { id, owner } => Some(Event::Done(
+        Effect::SetDeps { id, blocked_by } => Some(Event::Done(
             TaskId::parse(&id)
-                .and_then(|tid| ws.tasks().release(tid, &owner))
-                .map(|t| format!("released {} (was {owner}'s)", t.id))
+                .and_then(|tid| {
+                    let patch = TaskPatch {
+                        blocked_by: Some(blocked_by),
+                        ..TaskPatch::default()
+                    };
+                    ws.tasks().update(tid, patch)
+                })
+                .map(|t| match t.blocked_by.is_empty() {
+                    true => format!("{} waits for nothing", t.id),
+                    false => format!("{} waits for {}", t.id, t.blocked_by.join(", ")),
+                })
                 .map_err(|e| e.to_string()),
         )),
+        Effect::Assign { id, to } => Some(Event::Done(
+            assign(&ws, &team, &id, to.as_deref())
+                .map(|t| match &t.owner {
+                    Some(owner) => format!("{} assigned to {owner}", t.id),
+                    None => format!("{} is back in the pool", t.id),
+                })
+                .map_err(|e| e.to_string()),
+        )),
+        Effect::RequestShutdown { name } => Some(Event::Done(
+            ws.mailboxes()
+                .send(
+                    &roster,
+                    Draft {
+                        from: "user".into(),
+                        to: name.clone(),
+                        kind: "shutdown_request".into(),
+                        text: Some("the person at the screen asks you to shut down".into()),
+                        request: true,
+                        ..Draft::default()
+                    },
+                )
+                .map(|m| {
+                    let id = m.request_id.unwrap_or_default();
+                    format!("asked {name} to shut down ({id}); its answer comes to your inbox")
+                })
+                .map_err(|e| e.to_string()),
+        )),
+        Effect::Restart { name, exe } => {
+            let mut sup = Supervisor::new(
+                ws.clone(),
+                roster,
+                team.lead_name(),
+                exe,
+                Duration::from_secs(team.worker.heartbeat_secs),
+            );
+            let started = sup.restart(&team, &name);
+            sup.reap_in_background();
+            Some(Event::Done(
+                started
+                    .map(|pid| {
+                        format!("restarted {name} (pid {pid}); log in .crew/logs/{name}.log")
+                    })
+                    .map_err(|e| e.to_string()),
+            ))
+        }
         Effect::LoadDiff { name } => Some(Event::Diff {
             result: Worktrees::open(root)
                 .and_then(|w| w.diff(&name, &team.team.base_branch))
@@ -121,6 +178,39 @@ pub fn execute(root: &Path, effect: Effect) -> Option<Event> {
         }
         Effect::HighlightFile { .. } | Effect::HighlightCommand { .. } | Effect::Bell => None,
     }
+}
+
+/// Gives a task to a teammate of the team (with its role), or to nobody.
+fn assign(
+    ws: &Workspace,
+    team: &TeamConfig,
+    id: &str,
+    to: Option<&str>,
+) -> Result<crate::store::Task, StoreError> {
+    let id = TaskId::parse(id)?;
+    let who = match to {
+        Some(name) => {
+            let teammates: Vec<String> = team
+                .teammates
+                .iter()
+                .map(|t| t.name.get_ref().clone())
+                .collect();
+            if !teammates.iter().any(|t| t == name) {
+                return Err(Refusal::UnknownAgent {
+                    role: "teammate",
+                    name: name.to_string(),
+                    valid: teammates,
+                }
+                .into());
+            }
+            Some(Claimant {
+                name,
+                role: team.role_of(name),
+            })
+        }
+        None => None,
+    };
+    ws.tasks().assign(id, who, "user")
 }
 
 /// Runs a highlighting effect.

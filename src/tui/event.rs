@@ -58,9 +58,23 @@ pub enum Effect {
         text: String,
     },
     AddTask(NewTask),
-    Release {
+    SetDeps {
         id: String,
-        owner: String,
+        blocked_by: Vec<String>,
+    },
+    /// Give a task to a teammate, or (None) back to the pool.
+    Assign {
+        id: String,
+        to: Option<String>,
+    },
+    /// A `shutdown_request` from the person to a teammate.
+    RequestShutdown {
+        name: String,
+    },
+    /// Start a dead or shut-down teammate again with `exe worker --name NAME`.
+    Restart {
+        name: String,
+        exe: std::path::PathBuf,
     },
     LoadDiff {
         name: String,

@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::SystemTime;
 
+use crate::agent::transcript::Row;
 use crate::config::TeamConfig;
 use crate::store::dag::{Graph, order_key};
 use crate::store::requests::derive;
@@ -21,6 +22,38 @@ pub struct TaskRow {
     pub blocked_by: Vec<String>,
 }
 
+/// An agent's last transcript rows. Rows are numbered from `first` so a row keeps its number
+/// (what a fold or a selection refers to) while older rows are dropped.
+#[derive(Debug, Default)]
+pub struct Kept {
+    pub rows: Vec<Row>,
+    pub first: u64,
+}
+
+impl Kept {
+    pub fn number(&self, index: usize) -> u64 {
+        self.first + index as u64
+    }
+
+    pub fn index(&self, number: u64) -> Option<usize> {
+        let i = usize::try_from(number.checked_sub(self.first)?).ok()?;
+        (i < self.rows.len()).then_some(i)
+    }
+
+    /// Numbers of the rows that fold a tool call, oldest first.
+    pub fn calls(&self) -> impl DoubleEndedIterator<Item = u64> + '_ {
+        self.rows
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.detail.is_some())
+            .map(|(i, _)| self.number(i))
+    }
+
+    pub fn texts(&self) -> Vec<&str> {
+        self.rows.iter().map(|r| r.text.as_str()).collect()
+    }
+}
+
 #[derive(Default)]
 pub struct Model {
     pub config: Option<TeamConfig>,
@@ -34,7 +67,7 @@ pub struct Model {
     request_messages: Vec<Message>,
     pub requests: Vec<RequestInfo>,
     pub agents: BTreeMap<String, AgentStatus>,
-    pub transcripts: HashMap<String, Vec<String>>,
+    pub transcripts: HashMap<String, Kept>,
     /// How many of each agent's last transcript lines are a reply still streaming.
     transcript_tails: HashMap<String, usize>,
     pub loaded: bool,
@@ -154,12 +187,14 @@ impl Model {
                     let kept = self.transcripts.entry(name.clone()).or_default();
                     let old_tail = self.transcript_tails.insert(name, tail).unwrap_or(0);
                     if reset {
-                        kept.clear();
+                        kept.first += kept.rows.len() as u64;
+                        kept.rows.clear();
                     }
-                    kept.truncate(kept.len().saturating_sub(old_tail));
-                    kept.extend(lines);
-                    let excess = kept.len().saturating_sub(TRANSCRIPT_KEEP);
-                    kept.drain(..excess);
+                    kept.rows.truncate(kept.rows.len().saturating_sub(old_tail));
+                    kept.rows.extend(lines);
+                    let excess = kept.rows.len().saturating_sub(TRANSCRIPT_KEEP);
+                    kept.rows.drain(..excess);
+                    kept.first += excess as u64;
                 }
             }
         }

@@ -51,8 +51,15 @@ pub fn move_selection(state: &mut AppState, action: Action) {
     }
     if pane == Pane::Teammates && matches!(action, Action::Left | Action::Right) {
         let step = if action == Action::Left { -1 } else { 1 };
+        state.scroll.insert(pane, 0);
         return select(state, pane, count, step);
     }
+    // A zoomed teammate scrolls its transcript; left/right pick the teammate.
+    let count = if pane == Pane::Teammates && state.zoom {
+        0
+    } else {
+        count
+    };
     let delta = match action {
         Action::Up => -1,
         Action::Down => 1,

@@ -1,7 +1,7 @@
 //! The screen's state as plain data: what was loaded, what is focused and selected, which dialog
 //! is open. Render functions read it; `update` changes it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::SystemTime;
 
@@ -59,8 +59,28 @@ impl Pane {
 #[derive(Debug, Clone, PartialEq)]
 pub enum PromptKind {
     AddTask,
-    Message { to: String },
-    SendBack { to: String },
+    Message {
+        to: String,
+    },
+    SendBack {
+        to: String,
+    },
+    /// Replace a task's `blockedBy`.
+    EditDeps {
+        id: String,
+    },
+    /// Give a task to a teammate (empty: to nobody).
+    Assign {
+        id: String,
+    },
+}
+
+/// Which tool calls of one agent's transcript are unfolded, and which one the keys act on
+/// (row numbers, see `Kept`).
+#[derive(Debug, Default, Clone)]
+pub struct Folds {
+    pub selected: Option<u64>,
+    pub open: HashSet<u64>,
 }
 
 pub struct Prompt {
@@ -74,6 +94,7 @@ pub struct Prompt {
 pub enum Confirm {
     Always { request_id: String, rule: String },
     Discard { name: String },
+    Shutdown { name: String },
 }
 
 pub enum Overlay {
@@ -110,6 +131,10 @@ pub struct AppState {
     pub status: Option<(Level, String)>,
     pub warnings: Vec<Warning>,
     pub size: (u16, u16),
+    /// Unfolded tool calls, per agent.
+    pub folds: HashMap<String, Folds>,
+    /// The `crew` executable that restarts a teammate (`crew worker --name NAME`).
+    pub worker_exe: PathBuf,
     /// Syntax-highlighted bash commands of requests, by request id.
     pub commands: HashMap<String, Segments>,
     pub quit: bool,
@@ -137,6 +162,8 @@ impl AppState {
             status: None,
             warnings: Vec::new(),
             size: (0, 0),
+            folds: HashMap::new(),
+            worker_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("crew")),
             commands: HashMap::new(),
             quit: false,
         }

@@ -5,20 +5,34 @@ use crate::tui::event::Effect;
 use crate::tui::state::{AppState, Confirm, Level, Overlay, Prompt, PromptKind, new_field};
 
 pub fn open_prompt(state: &mut AppState, kind: PromptKind) {
-    let labels: &[&str] = match &kind {
-        PromptKind::AddTask => &[
-            "subject",
-            "description",
-            "blocked by (ids, comma separated)",
+    let task = |id: &str| state.model.tasks.iter().find(|t| t.id == id);
+    let fields: Vec<(String, String)> = match &kind {
+        PromptKind::AddTask => vec![
+            ("subject".into(), String::new()),
+            ("description".into(), String::new()),
+            ("blocked by (ids, comma separated)".into(), String::new()),
         ],
-        PromptKind::Message { .. } => &["message"],
-        PromptKind::SendBack { .. } => &["note (what to change)"],
+        PromptKind::Message { .. } => vec![("message".into(), String::new())],
+        PromptKind::SendBack { .. } => vec![("note (what to change)".into(), String::new())],
+        PromptKind::EditDeps { id } => vec![(
+            "blocked by (ids, comma separated; empty: none)".into(),
+            task(id)
+                .map(|t| t.blocked_by.join(", "))
+                .unwrap_or_default(),
+        )],
+        PromptKind::Assign { id } => vec![(
+            format!(
+                "teammate ({}; empty: nobody)",
+                state.model.teammates().join(", ")
+            ),
+            task(id).and_then(|t| t.owner.clone()).unwrap_or_default(),
+        )],
     };
     state.overlay = Some(Overlay::Prompt(Prompt {
         kind,
-        fields: labels
-            .iter()
-            .map(|l| (l.to_string(), new_field("")))
+        fields: fields
+            .into_iter()
+            .map(|(label, text)| (label, new_field(&text)))
             .collect(),
         active: 0,
     }));
@@ -32,7 +46,12 @@ pub fn submit_prompt(state: &mut AppState, prompt: Prompt) -> Vec<Effect> {
         .map(|(_, f)| f.lines().join("\n").trim().to_string())
         .collect();
     let first = values.first().cloned().unwrap_or_default();
-    if first.is_empty() {
+    // Empty means "none" / "nobody" for these; for the others it is a slip.
+    let may_be_empty = matches!(
+        prompt.kind,
+        PromptKind::EditDeps { .. } | PromptKind::Assign { .. }
+    );
+    if first.is_empty() && !may_be_empty {
         state.set_status(Level::Warning, format!("{} is empty", prompt.fields[0].0));
         state.overlay = Some(Overlay::Prompt(prompt));
         return Vec::new();
@@ -41,17 +60,17 @@ pub fn submit_prompt(state: &mut AppState, prompt: Prompt) -> Vec<Effect> {
         PromptKind::AddTask => vec![Effect::AddTask(NewTask {
             subject: first,
             description: values.get(1).cloned().unwrap_or_default(),
-            blocked_by: values
-                .get(2)
-                .map(|b| {
-                    b.split([',', ' '])
-                        .filter(|s| !s.is_empty())
-                        .map(str::to_string)
-                        .collect()
-                })
-                .unwrap_or_default(),
+            blocked_by: values.get(2).map(|b| ids(b)).unwrap_or_default(),
             role: None,
         })],
+        PromptKind::EditDeps { id } => vec![Effect::SetDeps {
+            id: id.clone(),
+            blocked_by: ids(&first),
+        }],
+        PromptKind::Assign { id } => vec![Effect::Assign {
+            id: id.clone(),
+            to: (!first.is_empty()).then_some(first),
+        }],
         PromptKind::Message { to } => vec![Effect::Send {
             to: to.clone(),
             text: first,
@@ -68,8 +87,17 @@ pub fn submit_prompt(state: &mut AppState, prompt: Prompt) -> Vec<Effect> {
     }
 }
 
+/// Task ids as typed: separated by commas and/or spaces.
+fn ids(text: &str) -> Vec<String> {
+    text.split([',', ' '])
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
 pub fn confirm(state: &mut AppState, what: Confirm) -> Vec<Effect> {
     match what {
+        Confirm::Shutdown { name } => vec![Effect::RequestShutdown { name }],
         Confirm::Always { request_id, rule } => {
             vec![Effect::AllowAndApprove { request_id, rule }]
         }

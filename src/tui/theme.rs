@@ -58,6 +58,8 @@ pub const KEYS: &[&str] = &[
     "msg.broken",
     "msg.pending",
     "approval.tool",
+    "call",
+    "call.detail",
     "approval.command",
     "approval.key",
     "diff.add",

@@ -5,14 +5,15 @@ use ratatui::crossterm::event::{KeyEvent, KeyEventKind, MouseButton, MouseEvent,
 use ratatui::layout::{Position, Rect};
 use ratatui_textarea::Input;
 
+use crate::store::Status;
 use crate::tui::action::Action;
 use crate::tui::ask;
 use crate::tui::event::{Effect, Event};
-use crate::tui::keymap::Lookup;
+use crate::tui::keymap::{Lookup, Mode};
 use crate::tui::keys::Chord;
 use crate::tui::layout::{areas, tab_cells};
 use crate::tui::navigate::{focus_step, move_selection};
-use crate::tui::render::tab_labels;
+use crate::tui::render::{conversation, tab_labels};
 use crate::tui::review::{act_diff, discarded, highlight_current, merged, open_diff};
 use crate::tui::state::{AppState, Confirm, Level, Overlay, Pane, PromptKind};
 use crate::tui::submit::{confirm, open_prompt, submit_prompt};
@@ -208,6 +209,58 @@ fn act(state: &mut AppState, action: Action) -> Vec<Effect> {
         }
         Action::AddTask => open_prompt(state, PromptKind::AddTask),
         Action::Release => return release(state),
+        Action::EditDeps => {
+            if let Some(id) = selected_task(state) {
+                open_prompt(state, PromptKind::EditDeps { id });
+            }
+        }
+        Action::Assign => {
+            if let Some(id) = selected_task(state) {
+                open_prompt(state, PromptKind::Assign { id });
+            }
+        }
+        Action::Expand | Action::PrevCall | Action::NextCall => calls(state, action),
+        Action::Shutdown => {
+            if let Some(name) = state.selected_teammate() {
+                match state.agent(&name).map(|a| a.state.as_str()) {
+                    Some("WORK" | "WAITING" | "IDLE") => {
+                        state.overlay = Some(Overlay::Confirm(Confirm::Shutdown { name }))
+                    }
+                    other => state.set_status(
+                        Level::Warning,
+                        format!(
+                            "{name} is not running ({})",
+                            other.unwrap_or("never started")
+                        ),
+                    ),
+                }
+            }
+        }
+        Action::Restart => {
+            if let Some(name) = state.selected_teammate() {
+                match state.agent(&name).map(|a| a.state.as_str()) {
+                    Some(running @ ("WORK" | "WAITING" | "IDLE")) => {
+                        let key = state
+                            .keymap
+                            .key_for(Mode::Teammates, Action::Shutdown)
+                            .unwrap_or_default();
+                        state.set_status(
+                            Level::Warning,
+                            format!(
+                                "{name} is running ({running}); ask it to shut down first ({key})"
+                            ),
+                        );
+                    }
+                    _ => {
+                        state.set_status(Level::Info, format!("restarting {name}..."));
+                        return vec![Effect::Restart {
+                            name,
+                            exe: state.worker_exe.clone(),
+                        }];
+                    }
+                }
+            }
+        }
         Action::Diff => return open_diff(state),
         Action::Message => {
             if let Some(name) = state.selected_teammate() {
@@ -289,22 +342,66 @@ fn recall(state: &mut AppState, older: bool) {
     }
 }
 
+fn selected_task(state: &AppState) -> Option<String> {
+    let row = state.model.task_rows.get(state.selected(Pane::Tasks))?;
+    state.model.tasks.get(row.index).map(|t| t.id.clone())
+}
+
+/// Takes the selected task from its owner (or assignee) back to the pool.
 fn release(state: &mut AppState) -> Vec<Effect> {
-    let row = state.model.task_rows.get(state.selected(Pane::Tasks));
-    let task = row.and_then(|r| state.model.tasks.get(r.index));
-    match task {
-        Some(task) => match &task.owner {
-            Some(owner) => vec![Effect::Release {
-                id: task.id.clone(),
-                owner: owner.clone(),
-            }],
-            None => {
-                state.set_status(Level::Warning, format!("{} is not claimed", task.id));
-                Vec::new()
-            }
-        },
-        None => Vec::new(),
+    let Some(id) = selected_task(state) else {
+        return Vec::new();
+    };
+    let owned = state
+        .model
+        .tasks
+        .iter()
+        .any(|t| t.id == id && t.owner.is_some() && t.status != Status::Completed);
+    if owned {
+        return vec![Effect::Assign { id, to: None }];
     }
+    state.set_status(Level::Warning, format!("{id} is not claimed or assigned"));
+    Vec::new()
+}
+
+/// Moving between an agent's tool calls (the lead's, or the selected teammate's) and unfolding
+/// one. The view scrolls so the selected call ends at the bottom of the pane.
+fn calls(state: &mut AppState, action: Action) {
+    let (name, pane) = match state.focus {
+        Pane::Lead => (state.model.lead_name().to_string(), Pane::Lead),
+        Pane::Teammates => match state.selected_teammate() {
+            Some(name) => (name, Pane::Teammates),
+            None => return,
+        },
+        _ => return,
+    };
+    let Some(kept) = state.model.transcripts.get(&name) else {
+        state.set_status(Level::Warning, format!("{name} has made no tool calls yet"));
+        return;
+    };
+    let folds = state.folds.entry(name.clone()).or_default();
+    let current = folds.selected.filter(|n| kept.index(*n).is_some());
+    let last = kept.calls().next_back();
+    let target = match (action, current) {
+        (_, None) => last,
+        (Action::PrevCall, Some(n)) => kept.calls().rev().find(|c| *c < n).or(Some(n)),
+        (Action::NextCall, Some(n)) => kept.calls().find(|c| *c > n).or(Some(n)),
+        (_, Some(n)) => Some(n),
+    };
+    let Some(target) = target else {
+        state.set_status(Level::Warning, format!("{name} has made no tool calls yet"));
+        return;
+    };
+    folds.selected = Some(target);
+    if action == Action::Expand && !folds.open.remove(&target) {
+        folds.open.insert(target);
+    }
+    if pane == Pane::Teammates && !state.zoom {
+        // The small boxes follow the end; unfolding is read in the zoomed view.
+        return;
+    }
+    let back = conversation::lines_after(state, &name, target);
+    state.scroll.insert(pane, back);
 }
 
 fn on_mouse(state: &mut AppState, mouse: MouseEvent) -> Vec<Effect> {

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use crew::agent::transcript::Row;
 use crew::config::{TeamConfig, init_template};
 use crew::store::{Entry, Message, Status, Task};
 use crew::tui::data::{AgentStatus, Change, Loader};
@@ -178,8 +179,16 @@ pub fn fixture_changes() -> Vec<Change> {
         Change::Transcript {
             name: "lead".into(),
             lines: vec![
-                "user: Please add a parser".into(),
-                "assistant: Planning three tasks.".into(),
+                Row::plain("user: Please add a parser"),
+                Row::plain("assistant: Planning three tasks."),
+                Row {
+                    text: r#"→ create_task {"subject":"Sketch the API"}"#.into(),
+                    detail: Some("{\n  \"subject\": \"Sketch the API\"\n}".into()),
+                },
+                Row {
+                    text: "← create_task: task_1 Sketch the API".into(),
+                    detail: Some("task_1 Sketch the API\nstatus: pending".into()),
+                },
             ],
             reset: false,
             tail: 0,
@@ -187,8 +196,8 @@ pub fn fixture_changes() -> Vec<Change> {
         Change::Transcript {
             name: "alice".into(),
             lines: vec![
-                "tool: read src/lib.rs".into(),
-                "assistant: asking to run tests".into(),
+                Row::plain("tool: read src/lib.rs"),
+                Row::plain("assistant: asking to run tests"),
             ],
             reset: false,
             tail: 0,
@@ -227,6 +236,7 @@ pub fn key(spec: &str) -> KeyEvent {
         "left" => KeyCode::Left,
         "right" => KeyCode::Right,
         "space" => KeyCode::Char(' '),
+        "backspace" => KeyCode::Backspace,
         other => KeyCode::Char(other.chars().next().unwrap()),
     };
     let shift = matches!(code, KeyCode::Char(c) if c.is_uppercase());

@@ -5,7 +5,7 @@ use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
-use crate::tui::render::{badge, pane_block, plain};
+use crate::tui::render::{badge, conversation, pane_block, plain};
 use crate::tui::state::{AppState, Pane};
 
 pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
@@ -26,21 +26,21 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
         .constraints([Constraint::Min(1), Constraint::Length(input_rows)])
         .split(inner);
     let theme = &state.theme;
-    let height = parts[0].height as usize;
-    let lines: Vec<Line> = match state.model.transcripts.get(lead) {
-        Some(kept) if !kept.is_empty() => {
-            let back = state.scroll(Pane::Lead).min(kept.len().saturating_sub(1));
-            let end = kept.len() - back;
-            kept[end.saturating_sub(height)..end]
-                .iter()
-                .map(|l| plain(theme.style("text"), l.clone()))
-                .collect()
-        }
-        _ => vec![plain(
+    let lines = conversation::window(
+        state,
+        lead,
+        theme.style("text"),
+        parts[0].width as usize,
+        parts[0].height as usize,
+        state.scroll(Pane::Lead),
+        state.focus == Pane::Lead,
+    )
+    .unwrap_or_else(|| {
+        vec![plain(
             theme.style("dim"),
             format!("no conversation yet (.crew/transcripts/{lead}/*.jsonl)"),
-        )],
-    };
+        )]
+    });
     frame.render_widget(Paragraph::new(lines), parts[0]);
     let input_block = Block::default()
         .borders(Borders::TOP)

@@ -2,6 +2,7 @@
 //! Each pane only formats the rows it can show, so big stores cost nothing off-screen.
 
 mod approvals;
+pub(crate) mod conversation;
 mod diff;
 mod header;
 mod lead;

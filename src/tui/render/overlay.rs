@@ -89,6 +89,8 @@ fn render_prompt(state: &AppState, prompt: &Prompt, frame: &mut Frame, body: Rec
         PromptKind::AddTask => " add a task ".to_string(),
         PromptKind::Message { to } => format!(" message {to} "),
         PromptKind::SendBack { to } => format!(" send {to}'s work back "),
+        PromptKind::EditDeps { id } => format!(" what {id} waits for "),
+        PromptKind::Assign { id } => format!(" assign {id} "),
     };
     let height = prompt.fields.len() as u16 * 2 + 3;
     let area = centered(body, 64, height);
@@ -136,6 +138,9 @@ fn confirm(state: &AppState, what: &Confirm, frame: &mut Frame, body: Rect) {
         ),
         Confirm::Discard { name } => format!(
             "Discard {name}'s worktree and branch crew/{name}? Its work is gone afterwards."
+        ),
+        Confirm::Shutdown { name } => format!(
+            "Ask {name} to shut down? It stops when it is not holding a task (it refuses while busy)."
         ),
     };
     let yes = state

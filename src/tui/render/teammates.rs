@@ -5,7 +5,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
-use crate::tui::render::{badge, one_line, pane_block, plain};
+use crate::tui::render::{badge, conversation, one_line, pane_block, plain};
 use crate::tui::state::{AppState, Pane};
 
 pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
@@ -25,11 +25,16 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
         );
         return;
     }
+    let selected = state.selected(Pane::Teammates).min(names.len() - 1);
+    if state.zoom {
+        // Zoomed: the selected teammate alone, its whole kept transcript scrolling.
+        render_one(state, &names[selected], true, frame, inner);
+        return;
+    }
     // Each box gets an equal share, at least 3 rows; only the boxes that fit are drawn,
     // keeping the selected one in view.
     let per = (inner.height / names.len() as u16).max(3);
     let fit = (inner.height / per).max(1) as usize;
-    let selected = state.selected(Pane::Teammates).min(names.len() - 1);
     let start = crate::tui::render::window_start(selected, fit);
     for (slot, name) in names.iter().enumerate().skip(start).take(fit) {
         let y = inner.y + (slot - start) as u16 * per;
@@ -97,13 +102,15 @@ fn render_one(state: &AppState, name: &str, selected: bool, frame: &mut Frame, a
         ));
     }
     let room = (inner.height as usize).saturating_sub(lines.len());
-    if let Some(out) = state.model.transcripts.get(name) {
-        let from = out.len().saturating_sub(room);
-        lines.extend(
-            out[from..]
-                .iter()
-                .map(|l| plain(theme.style("dim"), one_line(l, width))),
-        );
-    }
+    let back = if state.zoom {
+        state.scroll(Pane::Teammates)
+    } else {
+        0
+    };
+    let focused = selected && state.focus == Pane::Teammates;
+    lines.extend(
+        conversation::window(state, name, theme.style("dim"), width, room, back, focused)
+            .unwrap_or_default(),
+    );
     frame.render_widget(Paragraph::new(lines), inner);
 }

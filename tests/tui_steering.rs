@@ -1,0 +1,326 @@
+//! Steering the team from the screen, in-process with key events against a real workspace:
+//! editing a task's dependencies, assigning it, asking a teammate to shut down, restarting a
+//! dead one (a real `crew worker` process), and unfolding the lead's tool calls.
+
+mod tui_support;
+
+use std::fs;
+use std::time::{Duration, Instant};
+
+use crew::agent::transcript::Row;
+use crew::config::init_template;
+use crew::store::{AgentState, AgentStatus, Entry, Message, NewTask, Status, TaskId, Workspace};
+use crew::tui::Pane;
+use crew::tui::data::Change;
+use crew::tui::event::Event;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use tui_support::Harness;
+
+fn workspace() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("crew.toml"), init_template("web", "main")).unwrap();
+    dir
+}
+
+fn add(ws: &Workspace, subject: &str, blocked_by: &[&str]) -> String {
+    ws.tasks()
+        .create(NewTask {
+            subject: subject.into(),
+            blocked_by: blocked_by.iter().map(|s| s.to_string()).collect(),
+            ..NewTask::default()
+        })
+        .unwrap()
+        .id
+}
+
+fn select_task(h: &mut Harness, id: &str) {
+    let at = h
+        .state
+        .model
+        .task_rows
+        .iter()
+        .position(|r| h.state.model.tasks[r.index].id == id)
+        .unwrap();
+    h.state.selected.insert(Pane::Tasks, at);
+}
+
+/// Empties the prompt's text box (it opens with the current value).
+fn clear_field(h: &mut Harness) {
+    for _ in 0..40 {
+        h.press(&["backspace"]);
+    }
+}
+
+fn inbox(ws: &Workspace, name: &str) -> Vec<Message> {
+    ws.mailboxes()
+        .read_from(name, 0)
+        .unwrap()
+        .entries
+        .into_iter()
+        .filter_map(|e| match e {
+            Entry::Message { message, .. } => Some(message),
+            Entry::Broken { .. } => None,
+        })
+        .collect()
+}
+
+fn poll<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let until = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < until {
+        if let Some(v) = f() {
+            return v;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("timed out waiting for {what}");
+}
+
+#[test]
+fn edit_a_tasks_dependencies_and_a_cycle_is_refused_with_nothing_changed() {
+    let dir = workspace();
+    let ws = Workspace::new(dir.path());
+    let base = add(&ws, "base", &[]);
+    let api = add(&ws, "api", &[]);
+    let docs = add(&ws, "docs", &[&api]);
+    let mut h = Harness::new(dir.path());
+    h.press(&["esc", "3"]);
+    select_task(&mut h, &docs);
+    h.press(&["e"]);
+    clear_field(&mut h);
+    h.type_text(&format!("{base}, {api}"));
+    h.press(&["enter"]);
+    let id = TaskId::parse(&docs).unwrap();
+    assert_eq!(
+        ws.tasks().read(id).unwrap().blocked_by,
+        [base.clone(), api.clone()],
+        "{}",
+        h.status()
+    );
+    assert_eq!(h.status(), format!("{docs} waits for {base}, {api}"));
+
+    // The prompt opens with what is there; api waiting for docs would close a loop.
+    h.reload();
+    select_task(&mut h, &api);
+    h.press(&["e"]);
+    h.type_text(&docs);
+    h.press(&["enter"]);
+    assert_eq!(
+        h.status(),
+        format!("blockedBy would make a cycle: {api} -> {docs} -> {api}")
+    );
+    let api_id = TaskId::parse(&api).unwrap();
+    assert!(ws.tasks().read(api_id).unwrap().blocked_by.is_empty());
+
+    // Emptied: waits for nothing.
+    h.reload();
+    select_task(&mut h, &docs);
+    h.press(&["e"]);
+    clear_field(&mut h);
+    h.press(&["enter"]);
+    assert!(ws.tasks().read(id).unwrap().blocked_by.is_empty());
+    assert_eq!(h.status(), format!("{docs} waits for nothing"));
+}
+
+#[test]
+fn assign_a_task_reassign_it_from_its_owner_and_put_it_back_in_the_pool() {
+    let dir = workspace();
+    let ws = Workspace::new(dir.path());
+    let task = add(&ws, "parser", &[]);
+    let id = TaskId::parse(&task).unwrap();
+    let mut h = Harness::new(dir.path());
+    h.press(&["esc", "3"]);
+    select_task(&mut h, &task);
+    h.press(&["a"]);
+    h.type_text("bob");
+    h.press(&["enter"]);
+    let t = ws.tasks().read(id).unwrap();
+    assert_eq!(
+        (t.status, t.owner.as_deref()),
+        (Status::Pending, Some("bob"))
+    );
+    assert_eq!(h.status(), format!("{task} assigned to bob"));
+
+    // Bob is on it; the person moves it to alice. The prompt opens with the owner's name.
+    ws.tasks()
+        .claim(
+            id,
+            crew::store::Claimant {
+                name: "bob",
+                role: Some("implementer"),
+            },
+        )
+        .unwrap();
+    h.reload();
+    select_task(&mut h, &task);
+    h.press(&["a"]);
+    clear_field(&mut h);
+    h.type_text("alice");
+    h.press(&["enter"]);
+    let t = ws.tasks().read(id).unwrap();
+    assert_eq!(
+        (t.status, t.owner.as_deref()),
+        (Status::Pending, Some("alice"))
+    );
+    assert!(
+        t.notes
+            .last()
+            .unwrap()
+            .ends_with("reassigned from bob to alice by user")
+    );
+
+    // Not a teammate: refused by name, nothing changes.
+    h.reload();
+    select_task(&mut h, &task);
+    h.press(&["a"]);
+    clear_field(&mut h);
+    h.type_text("lead");
+    h.press(&["enter"]);
+    assert_eq!(
+        h.status(),
+        "unknown teammate \"lead\"; the team is: alice, bob, carol"
+    );
+    assert_eq!(ws.tasks().read(id).unwrap().owner.as_deref(), Some("alice"));
+
+    // Released: back in the pool, claimable by anyone.
+    h.reload();
+    select_task(&mut h, &task);
+    h.press(&["r"]);
+    let t = ws.tasks().read(id).unwrap();
+    assert_eq!((t.status, t.owner), (Status::Pending, None));
+    assert_eq!(h.status(), format!("{task} is back in the pool"));
+    h.reload();
+    select_task(&mut h, &task);
+    h.press(&["r"]);
+    assert_eq!(h.status(), format!("{task} is not claimed or assigned"));
+}
+
+#[test]
+fn restart_a_dead_teammate_then_ask_it_to_shut_down() {
+    let dir = workspace();
+    let ws = Workspace::new(dir.path());
+    let mut dead = AgentStatus::new("carol", AgentState::Dead);
+    dead.pid = 1;
+    ws.agents().write(&dead).unwrap();
+    let mut h = Harness::new(dir.path());
+    h.state.worker_exe = env!("CARGO_BIN_EXE_crew").into();
+    h.press(&["esc", "2", "down", "down"]);
+    assert_eq!(h.state.selected_teammate().as_deref(), Some("carol"));
+
+    // Asking a dead teammate to shut down makes no sense: said so, nothing sent.
+    h.press(&["S"]);
+    assert_eq!(h.status(), "carol is not running (DEAD)");
+    assert!(h.state.overlay.is_none());
+
+    h.press(&["R"]);
+    assert!(
+        h.status().starts_with("restarted carol (pid "),
+        "{}",
+        h.status()
+    );
+    let running = poll("carol to run again", || {
+        let s = ws.agents().read("carol").unwrap()?;
+        (s.state == AgentState::Idle && s.pid != 1).then_some(s)
+    });
+    h.changed(&[".crew/agents/carol.json"]);
+    h.press(&["R"]);
+    assert_eq!(
+        h.status(),
+        "carol is running (IDLE); ask it to shut down first (S)"
+    );
+
+    h.press(&["S"]);
+    assert!(h.state.overlay.is_some(), "asks first");
+    h.press(&["y"]);
+    let asked = inbox(&ws, "carol");
+    assert_eq!(asked.len(), 1);
+    assert_eq!(
+        (asked[0].from.as_str(), asked[0].kind.as_str()),
+        ("user", "shutdown_request")
+    );
+    let request_id = asked[0].request_id.clone().unwrap();
+    let stopped = poll("carol to shut down", || {
+        let s = ws.agents().read("carol").unwrap()?;
+        (s.state == AgentState::Shutdown).then_some(s)
+    });
+    assert_eq!(stopped.pid, running.pid);
+    let answer = inbox(&ws, "user")
+        .into_iter()
+        .find(|m| m.request_id.as_deref() == Some(&request_id))
+        .unwrap();
+    assert_eq!(
+        (answer.kind.as_str(), answer.approve),
+        ("shutdown_response", Some(true))
+    );
+}
+
+fn lead_rows(h: &mut Harness) {
+    let rows = vec![
+        Row::plain("user: build it"),
+        Row {
+            text: "→ bash {\"command\":\"cargo test\"}".into(),
+            detail: Some("{\n  \"command\": \"cargo test\"\n}".into()),
+        },
+        Row {
+            text: "← bash: running 3 tests⏎test a ... ok".into(),
+            detail: Some("running 3 tests\ntest a ... ok\ntest b ... ok\ntest c ... ok".into()),
+        },
+        Row::plain("assistant: all green"),
+    ];
+    h.feed(Event::Data(vec![Change::Transcript {
+        name: "lead".into(),
+        lines: rows,
+        reset: false,
+        tail: 0,
+    }]));
+}
+
+fn lead_text(h: &mut Harness) -> String {
+    h.state.size = (60, 20);
+    h.state.zoom = true;
+    let mut terminal = Terminal::new(TestBackend::new(60, 20)).unwrap();
+    terminal.draw(|f| crew::tui::render(&h.state, f)).unwrap();
+    let buffer = terminal.backend().buffer().clone();
+    (0..buffer.area.height)
+        .map(|y| {
+            (0..buffer.area.width)
+                .map(|x| buffer[(x, y)].symbol().to_string())
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn the_leads_tool_calls_are_folded_and_unfold_one_at_a_time() {
+    let dir = workspace();
+    let mut h = Harness::new(dir.path());
+    lead_rows(&mut h);
+    assert_eq!(h.state.focus, Pane::Lead);
+    let folded = lead_text(&mut h);
+    assert!(
+        folded.contains("▸ → bash {\"command\":\"cargo test\"}"),
+        "{folded}"
+    );
+    assert!(folded.contains("▸ ← bash: running 3 tests⏎test a ... ok"));
+    assert!(!folded.contains("test c ... ok"));
+
+    // Unfolding picks the newest call first: its whole output shows under it.
+    h.press(&["ctrl-o"]);
+    let open = lead_text(&mut h);
+    assert!(open.contains("▾ ← bash: running 3 tests"), "{open}");
+    assert!(open.contains("    test c ... ok"), "{open}");
+    assert!(!open.contains("\"command\": \"cargo test\""));
+
+    // The previous call, then fold the output again.
+    h.press(&["ctrl-up", "ctrl-o"]);
+    let both = lead_text(&mut h);
+    assert!(both.contains("▾ → bash"), "{both}");
+    assert!(both.contains("      \"command\": \"cargo test\""), "{both}");
+    h.press(&["ctrl-down", "ctrl-o"]);
+    let input_only = lead_text(&mut h);
+    assert!(input_only.contains("▸ ← bash"), "{input_only}");
+    assert!(!input_only.contains("test c ... ok"));
+    // Typing still goes to the text box: no letter was taken by the folding keys.
+    assert_eq!(h.state.input.lines().join(""), "");
+}
