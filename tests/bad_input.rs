@@ -155,6 +155,10 @@ const CONFIG_FIXTURES: &[(&str, &str)] = &[
         "8:18: invalid type: string \"five\", expected u64",
     ),
     ("missing_lead", "1:1: missing field `lead`"),
+    (
+        "negative_price",
+        "6:82: a price is US dollars per million tokens (0 or more), not -10",
+    ),
 ];
 
 #[test]

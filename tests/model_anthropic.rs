@@ -105,6 +105,7 @@ fn expected_full_reply() -> Vec<Result<StreamEvent, ModelError>> {
         output_tokens: 2,
         cache_creation_input_tokens: 100,
         cache_read_input_tokens: 2000,
+        cost_micros: None,
     };
     let final_usage = Usage {
         output_tokens: 89,

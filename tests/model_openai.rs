@@ -76,6 +76,7 @@ fn final_usage() -> Usage {
         output_tokens: 40,
         cache_creation_input_tokens: 0,
         cache_read_input_tokens: 300,
+        cost_micros: None,
     }
 }
 

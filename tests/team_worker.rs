@@ -54,6 +54,7 @@ impl Work for Fake {
             summary: format!("did {label}"),
             turns: 1,
             tokens: 10,
+            cost_micros: Some(250),
         }
     }
 }
@@ -154,6 +155,7 @@ fn claims_a_task_finishes_it_and_tells_the_lead_then_shuts_down_when_asked() {
     assert_eq!(status.state, AgentState::Shutdown);
     assert_eq!(status.turns, 1);
     assert_eq!(status.tokens, 10);
+    assert_eq!(status.cost_micros, Some(250));
 }
 
 #[test]

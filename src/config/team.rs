@@ -77,6 +77,52 @@ pub struct ModelChoice {
     pub api_key_env: Option<String>,
     #[serde(default)]
     pub scenario: Option<String>,
+    /// What the model costs, for a cost on the screen when the provider does not report one.
+    #[serde(default)]
+    pub price: Option<Price>,
+}
+
+/// US dollars per million tokens. Cache reads and writes cost the input price unless given.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub input: Dollars,
+    pub output: Dollars,
+    #[serde(default)]
+    pub cache_read: Option<Dollars>,
+    #[serde(default)]
+    pub cache_write: Option<Dollars>,
+}
+
+/// A price: finite and not negative (checked when crew.toml is read, so the error has a place).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Dollars(pub f64);
+
+impl<'de> Deserialize<'de> for Dollars {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = f64::deserialize(d)?;
+        if value.is_finite() && value >= 0.0 {
+            Ok(Dollars(value))
+        } else {
+            Err(serde::de::Error::custom(format!(
+                "a price is US dollars per million tokens (0 or more), not {value}"
+            )))
+        }
+    }
+}
+
+impl Price {
+    /// The cost of these token counts in millionths of a dollar: a price per million tokens
+    /// is exactly millionths of a dollar per token.
+    pub fn micros(&self, input: u64, output: u64, cache_read: u64, cache_write: u64) -> u64 {
+        let read = self.cache_read.unwrap_or(self.input).0;
+        let write = self.cache_write.unwrap_or(self.input).0;
+        (input as f64 * self.input.0
+            + output as f64 * self.output.0
+            + cache_read as f64 * read
+            + cache_write as f64 * write)
+            .round() as u64
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]

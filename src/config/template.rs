@@ -42,6 +42,8 @@ writes = false
 model = {{ provider = "scripted", scenario = "demo" }}
 # A real model instead: model = {{ provider = "anthropic", model = "claude-sonnet-4-5" }}
 # (the key comes from ANTHROPIC_API_KEY in the environment, never from this file).
+# With price = {{ input = 3.0, output = 15.0 }} (US dollars per million tokens) the screen shows
+# a cost for providers that do not report one.
 
 [permissions]
 # read-only | workspace-write | ask | accept-edits | bypass

@@ -143,6 +143,10 @@ pub struct Usage {
     pub cache_creation_input_tokens: u64,
     #[serde(default)]
     pub cache_read_input_tokens: u64,
+    /// What the provider says the call cost, in millionths of a US dollar, when it says so
+    /// (OpenAI-compatible routers such as OpenRouter send `usage.cost`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_micros: Option<u64>,
 }
 
 impl Usage {
@@ -165,6 +169,10 @@ impl Add for Usage {
             cache_creation_input_tokens: self.cache_creation_input_tokens
                 + other.cache_creation_input_tokens,
             cache_read_input_tokens: self.cache_read_input_tokens + other.cache_read_input_tokens,
+            cost_micros: match (self.cost_micros, other.cost_micros) {
+                (None, None) => None,
+                (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+            },
         }
     }
 }
@@ -302,6 +310,7 @@ mod tests {
             output_tokens: 2,
             cache_creation_input_tokens: 3,
             cache_read_input_tokens: 4,
+            cost_micros: None,
         };
         a += a;
         assert_eq!(
@@ -310,10 +319,16 @@ mod tests {
                 input_tokens: 2,
                 output_tokens: 4,
                 cache_creation_input_tokens: 6,
-                cache_read_input_tokens: 8
+                cache_read_input_tokens: 8,
+                cost_micros: None,
             }
         );
         assert_eq!(a.total(), 20);
+        let priced = Usage {
+            cost_micros: Some(5),
+            ..Usage::default()
+        };
+        assert_eq!((a + priced + priced).cost_micros, Some(10));
     }
 
     #[test]

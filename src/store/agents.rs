@@ -61,6 +61,9 @@ pub struct AgentStatus {
     pub turns: u64,
     #[serde(default)]
     pub tokens: u64,
+    /// What its model calls cost so far, in millionths of a US dollar, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_micros: Option<u64>,
     /// Why it is in this state, in a few words (e.g. why it shut down).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -79,6 +82,7 @@ impl AgentStatus {
             started_at: now,
             turns: 0,
             tokens: 0,
+            cost_micros: None,
             note: None,
         }
     }

@@ -384,6 +384,21 @@ fn task_packet(job: &Job) -> (String, Option<String>) {
     }
 }
 
+impl AgentWork {
+    /// The provider's own figure when it reports one, else the configured price, else unknown.
+    fn cost_micros(&self, usage: &crate::model::Usage) -> Option<u64> {
+        usage.cost_micros.or_else(|| {
+            let price = self.config.agent(&self.name)?.model.price?;
+            Some(price.micros(
+                usage.input_tokens,
+                usage.output_tokens,
+                usage.cache_read_input_tokens,
+                usage.cache_creation_input_tokens,
+            ))
+        })
+    }
+}
+
 impl Work for AgentWork {
     fn run(&mut self, job: &Job, status: &StatusHandle) -> JobOutcome {
         let failed = |summary: String| JobOutcome {
@@ -391,6 +406,7 @@ impl Work for AgentWork {
             summary,
             turns: 0,
             tokens: 0,
+            cost_micros: None,
         };
         let workdir = match self.working_dir() {
             Ok(dir) => dir,
@@ -419,6 +435,7 @@ impl Work for AgentWork {
             summary: truncate(&summary, 4000),
             turns: u64::from(result.turns),
             tokens: result.usage.input_tokens + result.usage.output_tokens,
+            cost_micros: self.cost_micros(&result.usage),
         };
         if matches!(job, Job::Task(_)) {
             self.merge_if_wanted(&mut outcome);
@@ -433,5 +450,41 @@ fn truncate(text: &str, max: usize) -> String {
         text.to_string()
     } else {
         format!("{}…", &text[..end])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Usage;
+
+    fn work(model: &str) -> AgentWork {
+        let text = format!("[team]\nname = \"web\"\n\n[lead]\nname = \"lead\"\nmodel = {model}\n");
+        let config = TeamConfig::parse(std::path::Path::new("crew.toml"), &text).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        AgentWork::new(Workspace::new(dir.path()), Arc::new(config), "lead", false).unwrap()
+    }
+
+    #[test]
+    fn cost_is_the_providers_figure_else_the_configured_price_else_unknown() {
+        let usage = Usage {
+            input_tokens: 1_000,
+            output_tokens: 200,
+            cache_read_input_tokens: 10_000,
+            cache_creation_input_tokens: 0,
+            cost_micros: None,
+        };
+        let priced = work(
+            r#"{ provider = "scripted", price = { input = 3.0, output = 15.0, cache_read = 0.3 } }"#,
+        );
+        // 1,000 × 3 + 200 × 15 + 10,000 × 0.3 millionths of a dollar.
+        assert_eq!(priced.cost_micros(&usage), Some(9_000));
+        let reported = Usage {
+            cost_micros: Some(42),
+            ..usage
+        };
+        assert_eq!(priced.cost_micros(&reported), Some(42));
+        let unpriced = work(r#"{ provider = "scripted" }"#);
+        assert_eq!(unpriced.cost_micros(&usage), None);
     }
 }

@@ -126,6 +126,9 @@ pub struct AgentUsage {
     pub state: String,
     pub turns: u64,
     pub tokens: u64,
+    /// US dollars, when the provider reports a cost or crew.toml gives a price.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
 }
 
 /// Counts everything the run left in the store.
@@ -174,6 +177,7 @@ pub fn summarise(
                     state: status.state.as_str().to_string(),
                     turns: status.turns,
                     tokens: status.tokens,
+                    cost_usd: status.cost_micros.map(|m| m as f64 / 1e6),
                 },
             );
         }

@@ -58,6 +58,8 @@ pub struct JobOutcome {
     pub summary: String,
     pub turns: u64,
     pub tokens: u64,
+    /// Millionths of a dollar, when the provider reports a cost or crew.toml gives a price.
+    pub cost_micros: Option<u64>,
 }
 
 /// Runs one job to its end. Implementations update WAITING through the status handle.
@@ -340,6 +342,9 @@ impl Worker {
             s.waiting_on = None;
             s.turns += outcome.turns;
             s.tokens += outcome.tokens;
+            if let Some(cost) = outcome.cost_micros {
+                s.cost_micros = Some(s.cost_micros.unwrap_or(0) + cost);
+            }
         })?;
         Ok(outcome)
     }

@@ -35,6 +35,8 @@ pub struct AgentStatus {
     pub turns: Option<u64>,
     #[serde(default)]
     pub tokens: Option<Value>,
+    #[serde(default)]
+    pub cost_micros: Option<u64>,
 }
 
 impl AgentStatus {

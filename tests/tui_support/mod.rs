@@ -78,6 +78,8 @@ fn agent(name: &str, state: &str, task: Option<&str>, tokens: u64) -> Change {
             heartbeat: None,
             turns: Some(3),
             tokens: Some(json!(tokens)),
+            // The lead's provider reports a cost; the teammates' do not.
+            cost_micros: (name == "lead").then_some(1_234_567),
         }),
     )
 }

@@ -207,6 +207,10 @@ fn usage_from(value: &Value) -> Usage {
         output_tokens: count(&value["completion_tokens"]),
         cache_creation_input_tokens: 0,
         cache_read_input_tokens: cached,
+        cost_micros: value["cost"]
+            .as_f64()
+            .filter(|c| c.is_finite() && *c >= 0.0)
+            .map(|dollars| (dollars * 1e6).round() as u64),
     }
 }
 
@@ -294,5 +298,15 @@ mod tests {
         assert_eq!(error, None);
         assert_eq!(events[0], StreamEvent::MessageStart);
         assert!(matches!(events[1], StreamEvent::Stop { .. }));
+    }
+
+    #[test]
+    fn a_cost_reported_with_the_usage_is_kept_in_millionths_of_a_dollar() {
+        let priced =
+            usage_from(&json!({"prompt_tokens": 10, "completion_tokens": 2, "cost": 0.001234}));
+        assert_eq!(priced.cost_micros, Some(1234));
+        let unpriced = usage_from(&json!({"prompt_tokens": 10, "cost": "n/a"}));
+        assert_eq!(unpriced.cost_micros, None);
+        assert_eq!(usage_from(&json!({"cost": -1.0})).cost_micros, None);
     }
 }

@@ -1,4 +1,4 @@
-//! The header: team, repository, base branch, agents by state, pending approvals, tokens.
+//! The header: team, repository, base branch, agents by state, pending approvals, tokens, cost.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -51,6 +51,24 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
         format!("│ tokens {} ", tokens_text(tokens)),
         style,
     ));
+    // Only agents whose provider reports a cost (or that have a price in crew.toml) count;
+    // a "+" says some agents' cost is unknown.
+    let costs: Vec<u64> = model
+        .agents
+        .values()
+        .filter_map(|a| a.cost_micros)
+        .collect();
+    if !costs.is_empty() {
+        let partial = if costs.len() < model.agents.len() {
+            "+"
+        } else {
+            ""
+        };
+        spans.push(Span::styled(
+            format!("│ ${:.2}{partial} ", costs.iter().sum::<u64>() as f64 / 1e6),
+            style,
+        ));
+    }
     frame.render_widget(Paragraph::new(Line::from(spans)).style(style), area);
 }
 
