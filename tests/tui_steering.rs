@@ -263,7 +263,10 @@ fn lead_rows(h: &mut Harness) {
         },
         Row {
             text: "← bash: running 3 tests⏎test a ... ok".into(),
-            detail: Some("running 3 tests\ntest a ... ok\ntest b ... ok\ntest c ... ok".into()),
+            detail: Some(format!(
+                "running 3 tests\ntest a ... ok\ntest b ... ok\ntest c ... ok\n{}END",
+                "long output ".repeat(10)
+            )),
         },
         Row::plain("assistant: all green"),
     ];
@@ -310,6 +313,9 @@ fn the_leads_tool_calls_are_folded_and_unfold_one_at_a_time() {
     let open = lead_text(&mut h);
     assert!(open.contains("▾ ← bash: running 3 tests"), "{open}");
     assert!(open.contains("    test c ... ok"), "{open}");
+    // A long line wraps instead of being cut, and with everything fitting nothing scrolls.
+    assert!(open.contains("put END"), "{open}");
+    assert!(open.contains("user: build it"), "{open}");
     assert!(!open.contains("\"command\": \"cargo test\""));
 
     // The previous call, then fold the output again.

@@ -400,7 +400,13 @@ fn calls(state: &mut AppState, action: Action) {
         // The small boxes follow the end; unfolding is read in the zoomed view.
         return;
     }
-    let back = conversation::lines_after(state, &name, target);
+    let layout = conversation::Layout {
+        base: ratatui::style::Style::default(),
+        width: pane_width(state, pane),
+        wrap: true,
+        focused: true,
+    };
+    let back = conversation::lines_after(state, &name, target, layout);
     state.scroll.insert(pane, back);
 }
 
@@ -429,6 +435,14 @@ fn on_mouse(state: &mut AppState, mouse: MouseEvent) -> Vec<Effect> {
         _ => {}
     }
     Vec::new()
+}
+
+/// The inside width of `pane` as the renderer lays it out now.
+fn pane_width(state: &AppState, pane: Pane) -> usize {
+    let screen = Rect::new(0, 0, state.size.0, state.size.1);
+    areas(state, screen)
+        .and_then(|a| a.panes.into_iter().find(|(p, _)| *p == pane))
+        .map_or(80, |(_, r)| r.width.saturating_sub(2) as usize)
 }
 
 /// The pane (or tab) drawn at `at`, found with the same layout the renderer uses.

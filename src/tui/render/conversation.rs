@@ -9,16 +9,25 @@ use crate::agent::transcript::Row;
 use crate::tui::render::{one_line, plain};
 use crate::tui::state::{AppState, Folds};
 
-/// The `height` lines that end `back` lines above the newest one (`back` is clamped so the
-/// window never scrolls past the oldest line), or None when there is no transcript yet.
+/// How a transcript is laid out: its width, and whether long lines wrap (the lead pane and a
+/// zoomed teammate, to be read) or are cut (a teammate's small box, to be glanced at).
+#[derive(Debug, Clone, Copy)]
+pub struct Layout {
+    pub base: Style,
+    pub width: usize,
+    pub wrap: bool,
+    /// Whether the pane has the focus, so the selected call is marked.
+    pub focused: bool,
+}
+
+/// The `height` lines that end `back` lines above the newest one, or None when there is no
+/// transcript yet. When everything fits nothing scrolls; `back` stops at the oldest line.
 pub fn window(
     state: &AppState,
     name: &str,
-    base: Style,
-    width: usize,
+    layout: Layout,
     height: usize,
     back: usize,
-    focused: bool,
 ) -> Option<Vec<Line<'static>>> {
     let kept = state
         .model
@@ -32,65 +41,63 @@ pub fn window(
     let mut reversed: Vec<Line<'static>> = Vec::new();
     for (i, row) in kept.rows.iter().enumerate().rev() {
         let number = kept.number(i);
-        let selected = focused && folds.selected == Some(number);
-        let mut lines = row_lines(
-            state,
-            row,
-            base,
-            width,
-            folds.open.contains(&number),
-            selected,
-        );
+        let mut lines = row_lines(state, row, layout, folds, number);
         lines.reverse();
         reversed.extend(lines);
         if reversed.len() >= need {
             break;
         }
     }
-    let back = back.min(reversed.len().saturating_sub(1));
+    let back = if reversed.len() < need {
+        back.min(reversed.len().saturating_sub(height))
+    } else {
+        back
+    };
     let window: Vec<Line<'static>> = reversed.into_iter().skip(back).take(height).collect();
     Some(window.into_iter().rev().collect())
 }
 
-/// How many lines the rows after `number` take, unfolded ones counted in full: the scroll that
-/// puts that row's last line at the bottom of the window.
-pub fn lines_after(state: &AppState, name: &str, number: u64) -> usize {
+/// How many lines the rows after `number` take: the scroll that puts that row's last line at
+/// the bottom of the window.
+pub fn lines_after(state: &AppState, name: &str, number: u64, layout: Layout) -> usize {
     let Some(kept) = state.model.transcripts.get(name) else {
         return 0;
     };
-    let open = state.folds.get(name).map(|f| &f.open);
     let Some(index) = kept.index(number) else {
         return 0;
     };
+    let none = Folds::default();
+    let folds = state.folds.get(name).unwrap_or(&none);
     kept.rows
         .iter()
         .enumerate()
         .skip(index + 1)
-        .map(|(i, row)| {
-            let unfolded = open.is_some_and(|o| o.contains(&kept.number(i)));
-            1 + match (&row.detail, unfolded) {
-                (Some(detail), true) => detail.lines().count(),
-                _ => 0,
-            }
-        })
+        .map(|(i, row)| row_lines(state, row, layout, folds, kept.number(i)).len())
         .sum()
 }
 
 fn row_lines(
     state: &AppState,
     row: &Row,
-    base: Style,
-    width: usize,
-    open: bool,
-    selected: bool,
+    layout: Layout,
+    folds: &Folds,
+    number: u64,
 ) -> Vec<Line<'static>> {
     let theme = &state.theme;
+    let width = layout.width;
     let Some(detail) = &row.detail else {
-        return vec![plain(base, one_line(&row.text, width))];
+        if !layout.wrap {
+            return vec![plain(layout.base, one_line(&row.text, width))];
+        }
+        return wrapped(&row.text, "", width)
+            .into_iter()
+            .map(|l| plain(layout.base, l))
+            .collect();
     };
+    let open = folds.open.contains(&number);
     let marker = if open { "▾ " } else { "▸ " };
     let mut style = theme.style("call");
-    if selected {
+    if layout.focused && folds.selected == Some(number) {
         style = style.patch(theme.style("selection"));
     }
     let mut lines = vec![Line::from(vec![
@@ -99,12 +106,25 @@ fn row_lines(
     ])];
     if open {
         let detail_style = theme.style("call.detail");
-        lines.extend(detail.lines().map(|l| {
-            plain(
-                detail_style,
-                one_line(&format!("    {}", l.replace('\t', "    ")), width),
-            )
-        }));
+        lines.extend(
+            detail
+                .lines()
+                .flat_map(|l| wrapped(l, "    ", width))
+                .map(|l| plain(detail_style, l)),
+        );
     }
     lines
+}
+
+/// `text` cut into lines of at most `width` characters, each after `indent`.
+fn wrapped(text: &str, indent: &str, width: usize) -> Vec<String> {
+    let room = width.saturating_sub(indent.len()).max(8);
+    let chars: Vec<char> = text.replace('\t', "    ").chars().collect();
+    if chars.is_empty() {
+        return vec![indent.to_string()];
+    }
+    chars
+        .chunks(room)
+        .map(|chunk| format!("{indent}{}", chunk.iter().collect::<String>()))
+        .collect()
 }

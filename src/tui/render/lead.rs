@@ -26,14 +26,18 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
         .constraints([Constraint::Min(1), Constraint::Length(input_rows)])
         .split(inner);
     let theme = &state.theme;
+    let layout = conversation::Layout {
+        base: theme.style("text"),
+        width: parts[0].width as usize,
+        wrap: true,
+        focused: state.focus == Pane::Lead,
+    };
     let lines = conversation::window(
         state,
         lead,
-        theme.style("text"),
-        parts[0].width as usize,
+        layout,
         parts[0].height as usize,
         state.scroll(Pane::Lead),
-        state.focus == Pane::Lead,
     )
     .unwrap_or_else(|| {
         vec![plain(

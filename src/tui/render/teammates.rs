@@ -107,10 +107,12 @@ fn render_one(state: &AppState, name: &str, selected: bool, frame: &mut Frame, a
     } else {
         0
     };
-    let focused = selected && state.focus == Pane::Teammates;
-    lines.extend(
-        conversation::window(state, name, theme.style("dim"), width, room, back, focused)
-            .unwrap_or_default(),
-    );
+    let layout = conversation::Layout {
+        base: theme.style("dim"),
+        width,
+        wrap: state.zoom,
+        focused: selected && state.focus == Pane::Teammates,
+    };
+    lines.extend(conversation::window(state, name, layout, room, back).unwrap_or_default());
     frame.render_widget(Paragraph::new(lines), inner);
 }
