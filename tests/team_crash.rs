@@ -27,6 +27,17 @@ fn a_killed_worker_is_declared_dead_its_task_goes_to_another_and_it_can_be_resta
 
     let dead = team.wait_state(&victim, "DEAD", Duration::from_secs(15));
     assert_eq!(dead["pid"], pid, "{dead}");
+    // What its bash was running did not outlive it.
+    let slow: u32 = std::fs::read_to_string(team.repo.join(".crew/slow.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    eventually(
+        "the dead worker's slow.sh to end",
+        Duration::from_secs(10),
+        || (!crew::store::pid_alive(slow)).then_some(()),
+    );
     // The other worker takes the task over and finishes it (slow.sh is quick the second time).
     let done = team.wait_task("task_1", "completed", Duration::from_secs(20));
     assert_eq!(done["owner"], other, "{done}");

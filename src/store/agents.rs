@@ -111,7 +111,19 @@ pub fn pid_alive(pid: u32) -> bool {
     }
     // SAFETY: kill with signal 0 only checks for existence and permission.
     let rc = unsafe { libc::kill(pid, 0) };
-    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    let exists = rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+    exists && !zombie(pid)
+}
+
+/// A process that has exited but was not reaped yet (Linux; elsewhere never).
+fn zombie(pid: libc::pid_t) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let after = &stat[stat.rfind(')')? + 1..];
+            after.split_whitespace().next().map(|state| state == "Z")
+        })
+        .unwrap_or(false)
 }
 
 #[derive(Debug, Clone)]
@@ -146,5 +158,28 @@ impl AgentStatuses {
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
             Err(e) => Err(StoreError::io(&path, e)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_exited_but_unreaped_child_is_not_alive() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        // Not waited for: it stays a zombie, which kill(pid, 0) still finds.
+        let mut alive = true;
+        for _ in 0..500 {
+            alive = pid_alive(pid);
+            if !alive {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(!alive, "a zombie counted as alive");
+        child.wait().unwrap();
+        assert!(pid_alive(std::process::id()));
     }
 }

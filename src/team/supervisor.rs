@@ -192,11 +192,19 @@ impl Supervisor {
         status.note = Some(why.clone());
         status.task = None;
         self.workspace.agents().write(&status)?;
-        let released_text = if ids.is_empty() {
+        let mut released_text = if ids.is_empty() {
             "it held no task".to_string()
         } else {
             format!("{} back to pending", ids.join(", "))
         };
+        let leftovers = crate::tools::orphans::kill_orphans();
+        if !leftovers.is_empty() {
+            tracing::info!(?leftovers, "ended tool processes left by {name}");
+            released_text.push_str(&format!(
+                "; {} tool process(es) it left running were ended",
+                leftovers.len()
+            ));
+        }
         self.workspace.mailboxes().send(
             &self.roster,
             Draft {

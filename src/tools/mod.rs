@@ -6,6 +6,7 @@ pub mod builtin;
 pub mod context;
 pub mod hooks;
 pub mod note;
+pub mod orphans;
 pub mod paths;
 pub mod permissions;
 pub mod pipeline;

@@ -79,6 +79,11 @@ pub async fn run_process(
     if let Some(env) = &spec.env {
         command.env_clear().envs(env.iter().map(|(k, v)| (k, v)));
     }
+    // So whoever sees this agent die can end what it left running (see `orphans`).
+    command.env(
+        crate::tools::orphans::OWNER_ENV,
+        crate::tools::orphans::owner_tag(),
+    );
     let mut child = command.spawn()?;
     let mut guard = GroupGuard(child.id().and_then(|id| i32::try_from(id).ok()));
 
