@@ -69,6 +69,39 @@ fn poll<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
     panic!("timed out waiting for {what}");
 }
 
+/// A worker that shuts down after a minute idle (no test waits that long).
+fn worker_for(ws: &Workspace, name: &str) -> Worker {
+    Worker::new(
+        ws.clone(),
+        roster(),
+        settings(name, Duration::from_secs(60)),
+    )
+    .unwrap()
+}
+
+fn add_tasks(ws: &Workspace, subjects: &[&str]) {
+    for subject in subjects {
+        ws.tasks()
+            .create(NewTask {
+                subject: subject.to_string(),
+                ..NewTask::default()
+            })
+            .unwrap();
+    }
+}
+
+/// A fake whose jobs each wait for a send on the returned gate; it reports each job it starts.
+fn gated() -> (Sender<()>, Receiver<String>, Fake) {
+    let (gate_tx, gate_rx) = channel();
+    let (started_tx, started_rx) = channel();
+    let fake = Fake {
+        seen: Arc::default(),
+        gate: Some(gate_rx),
+        started: Some(started_tx),
+    };
+    (gate_tx, started_rx, fake)
+}
+
 fn send(
     ws: &Workspace,
     from: &str,
@@ -97,19 +130,9 @@ fn send(
 fn claims_a_task_finishes_it_and_tells_the_lead_then_shuts_down_when_asked() {
     let dir = tempfile::tempdir().unwrap();
     let ws = Workspace::new(dir.path());
-    ws.tasks()
-        .create(NewTask {
-            subject: "write it".into(),
-            ..NewTask::default()
-        })
-        .unwrap();
+    add_tasks(&ws, &["write it"]);
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let worker = Worker::new(
-        ws.clone(),
-        roster(),
-        settings("alice", Duration::from_secs(60)),
-    )
-    .unwrap();
+    let worker = worker_for(&ws, "alice");
     let stop = AtomicBool::new(false);
     let ws2 = ws.clone();
     let exit = std::thread::scope(|s| {
@@ -162,30 +185,12 @@ fn claims_a_task_finishes_it_and_tells_the_lead_then_shuts_down_when_asked() {
 fn shutdown_is_refused_while_holding_a_task_and_accepted_after() {
     let dir = tempfile::tempdir().unwrap();
     let ws = Workspace::new(dir.path());
-    ws.tasks()
-        .create(NewTask {
-            subject: "slow".into(),
-            ..NewTask::default()
-        })
-        .unwrap();
-    let (gate_tx, gate_rx) = channel();
-    let (started_tx, started_rx) = channel();
-    let worker = Worker::new(
-        ws.clone(),
-        roster(),
-        settings("bob", Duration::from_secs(60)),
-    )
-    .unwrap();
+    add_tasks(&ws, &["slow"]);
+    let (gate_tx, started_rx, mut fake) = gated();
+    let worker = worker_for(&ws, "bob");
     let stop = AtomicBool::new(false);
     std::thread::scope(|s| {
-        let handle = s.spawn(|| {
-            let mut fake = Fake {
-                seen: Arc::default(),
-                gate: Some(gate_rx),
-                started: Some(started_tx),
-            };
-            worker.run(&mut fake, &stop)
-        });
+        let handle = s.spawn(|| worker.run(&mut fake, &stop));
         assert_eq!(
             started_rx.recv_timeout(Duration::from_secs(10)).unwrap(),
             "task_1"
@@ -229,36 +234,16 @@ fn shutdown_is_refused_while_holding_a_task_and_accepted_after() {
 fn a_task_reassigned_while_its_worker_is_on_it_is_reported_not_recorded_and_the_worker_goes_on() {
     let dir = tempfile::tempdir().unwrap();
     let ws = Workspace::new(dir.path());
-    for subject in ["first", "second"] {
-        ws.tasks()
-            .create(NewTask {
-                subject: subject.into(),
-                ..NewTask::default()
-            })
-            .unwrap();
-    }
-    let (gate_tx, gate_rx) = channel();
-    let (started_tx, started_rx) = channel();
-    let worker = Worker::new(
-        ws.clone(),
-        roster(),
-        settings("alice", Duration::from_secs(60)),
-    )
-    .unwrap();
+    add_tasks(&ws, &["first", "second"]);
+    let (gate_tx, started_rx, mut fake) = gated();
+    let worker = worker_for(&ws, "alice");
     let stop = AtomicBool::new(false);
     let bob = Claimant {
         name: "bob",
         role: Some("implementer"),
     };
     std::thread::scope(|s| {
-        let handle = s.spawn(|| {
-            let mut fake = Fake {
-                seen: Arc::default(),
-                gate: Some(gate_rx),
-                started: Some(started_tx),
-            };
-            worker.run(&mut fake, &stop)
-        });
+        let handle = s.spawn(|| worker.run(&mut fake, &stop));
         let wait = Duration::from_secs(10);
         assert_eq!(started_rx.recv_timeout(wait).unwrap(), "task_1");
         let moved = ws.tasks().assign(TaskId(1), Some(bob), "user").unwrap();
@@ -314,12 +299,7 @@ fn shutdown_comes_first_then_the_leads_messages_then_the_rest() {
     send(&ws, "bob", "alice", "message", "from bob", false);
     send(&ws, "lead", "alice", "message", "from lead", false);
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let worker = Worker::new(
-        ws.clone(),
-        roster(),
-        settings("alice", Duration::from_secs(60)),
-    )
-    .unwrap();
+    let worker = worker_for(&ws, "alice");
     let stop = AtomicBool::new(false);
     let (gate_tx, gate_rx) = channel();
     let (started_tx, started_rx) = channel();
@@ -380,12 +360,7 @@ fn an_idle_worker_tells_the_lead_and_shuts_down_and_wakes_on_new_tasks_before_th
                 .filter(|s| s.state == AgentState::Idle)
         });
         // With a 30 s poll, only a file event can wake it in time to claim this.
-        ws.tasks()
-            .create(NewTask {
-                subject: "new".into(),
-                ..NewTask::default()
-            })
-            .unwrap();
+        add_tasks(&ws, &["new"]);
         poll("the new task to be claimed", || {
             (seen.lock().unwrap().len() == 1).then_some(())
         });

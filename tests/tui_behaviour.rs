@@ -7,20 +7,13 @@ use std::fs;
 use std::path::Path;
 use std::time::Duration;
 
-use crew::config::init_template;
 use crew::git::Worktrees;
-use crew::store::{Draft, Entry, Message, NewTask, Roster, Workspace};
+use crew::store::{Draft, Message, NewTask, Roster, Workspace};
 use crew::tui::event::Event;
 use crew::tui::{Effect, Pane};
 use git2::{IndexAddOption, Repository, RepositoryInitOptions, Signature};
 use serde_json::json;
-use tui_support::Harness;
-
-fn workspace() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    fs::write(dir.path().join("crew.toml"), init_template("web", "main")).unwrap();
-    dir
-}
+use tui_support::{Harness, inbox, workspace};
 
 fn roster() -> Roster {
     Roster::new(["lead", "alice", "bob", "carol"].map(String::from))
@@ -46,20 +39,6 @@ fn ask(root: &Path, command: &str) -> String {
         )
         .unwrap();
     sent.request_id.unwrap()
-}
-
-fn inbox(root: &Path, name: &str) -> Vec<Message> {
-    Workspace::new(root)
-        .mailboxes()
-        .read_from(name, 0)
-        .unwrap()
-        .entries
-        .into_iter()
-        .filter_map(|e| match e {
-            Entry::Message { message, .. } => Some(message),
-            Entry::Broken { .. } => None,
-        })
-        .collect()
 }
 
 fn answer_in_alices_inbox(root: &Path, request_id: &str) -> Message {

@@ -4,24 +4,16 @@
 
 mod tui_support;
 
-use std::fs;
 use std::time::{Duration, Instant};
 
 use crew::agent::transcript::Row;
-use crew::config::init_template;
-use crew::store::{AgentState, AgentStatus, Entry, Message, NewTask, Status, TaskId, Workspace};
+use crew::store::{AgentState, AgentStatus, NewTask, Status, TaskId, Workspace};
 use crew::tui::Pane;
 use crew::tui::data::Change;
 use crew::tui::event::Event;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
-use tui_support::Harness;
-
-fn workspace() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    fs::write(dir.path().join("crew.toml"), init_template("web", "main")).unwrap();
-    dir
-}
+use tui_support::{Harness, inbox, workspace};
 
 fn add(ws: &Workspace, subject: &str, blocked_by: &[&str]) -> String {
     ws.tasks()
@@ -50,19 +42,6 @@ fn clear_field(h: &mut Harness) {
     for _ in 0..40 {
         h.press(&["backspace"]);
     }
-}
-
-fn inbox(ws: &Workspace, name: &str) -> Vec<Message> {
-    ws.mailboxes()
-        .read_from(name, 0)
-        .unwrap()
-        .entries
-        .into_iter()
-        .filter_map(|e| match e {
-            Entry::Message { message, .. } => Some(message),
-            Entry::Broken { .. } => None,
-        })
-        .collect()
 }
 
 fn poll<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
@@ -232,7 +211,7 @@ fn restart_a_dead_teammate_then_ask_it_to_shut_down() {
     h.press(&["S"]);
     assert!(h.state.overlay.is_some(), "asks first");
     h.press(&["y"]);
-    let asked = inbox(&ws, "carol");
+    let asked = inbox(dir.path(), "carol");
     assert_eq!(asked.len(), 1);
     assert_eq!(
         (asked[0].from.as_str(), asked[0].kind.as_str()),
@@ -244,7 +223,7 @@ fn restart_a_dead_teammate_then_ask_it_to_shut_down() {
         (s.state == AgentState::Shutdown).then_some(s)
     });
     assert_eq!(stopped.pid, running.pid);
-    let answer = inbox(&ws, "user")
+    let answer = inbox(dir.path(), "user")
         .into_iter()
         .find(|m| m.request_id.as_deref() == Some(&request_id))
         .unwrap();

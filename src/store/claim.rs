@@ -113,15 +113,7 @@ impl TaskStore {
             }
             .into());
         }
-        if !role_fits(task, who) {
-            return Err(Refusal::RoleMismatch {
-                id: task.id.clone(),
-                needed: task.role.clone().unwrap_or_default(),
-                who: who.name.to_string(),
-                have: who.role.map(str::to_string),
-            }
-            .into());
-        }
+        check_role(task, who)?;
         let open = self.open_blockers(task)?;
         if !open.is_empty() {
             return Err(Refusal::Blocked {
@@ -176,16 +168,8 @@ impl TaskStore {
                 }
                 .into());
             }
-            if let Some(who) = to
-                && !role_fits(task, who)
-            {
-                return Err(Refusal::RoleMismatch {
-                    id: task.id.clone(),
-                    needed: task.role.clone().unwrap_or_default(),
-                    who: who.name.to_string(),
-                    have: who.role.map(str::to_string),
-                }
-                .into());
+            if let Some(who) = to {
+                check_role(task, who)?;
             }
             let new = to.map(|w| w.name.to_string());
             let note = match (&task.owner, &new) {
@@ -312,6 +296,20 @@ fn requeue(queue: &mut VecDeque<TaskId>, busy: Vec<TaskId>) {
 fn held_by(task: &Task, owner: &str) -> bool {
     matches!(task.status, Status::InProgress | Status::Pending)
         && task.owner.as_deref() == Some(owner)
+}
+
+/// A task with a `role` only goes to that role: refused with both roles named otherwise.
+fn check_role(task: &Task, who: Claimant<'_>) -> Result<(), StoreError> {
+    if role_fits(task, who) {
+        return Ok(());
+    }
+    Err(Refusal::RoleMismatch {
+        id: task.id.clone(),
+        needed: task.role.clone().unwrap_or_default(),
+        who: who.name.to_string(),
+        have: who.role.map(str::to_string),
+    }
+    .into())
 }
 
 fn role_fits(task: &Task, who: Claimant<'_>) -> bool {

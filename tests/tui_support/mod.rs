@@ -329,3 +329,25 @@ impl Harness {
             .unwrap_or_default()
     }
 }
+
+/// A folder with the `crew init` team (lead, alice, bob, carol) and nothing else.
+pub fn workspace() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("crew.toml"), init_template("web", "main")).unwrap();
+    dir
+}
+
+/// Every message in `name`'s inbox, oldest first.
+pub fn inbox(root: &Path, name: &str) -> Vec<Message> {
+    crew::store::Workspace::new(root)
+        .mailboxes()
+        .read_from(name, 0)
+        .unwrap()
+        .entries
+        .into_iter()
+        .filter_map(|e| match e {
+            Entry::Message { message, .. } => Some(message),
+            Entry::Broken { .. } => None,
+        })
+        .collect()
+}
