@@ -31,6 +31,33 @@ fn ensure_creates_then_reuses() {
 }
 
 #[test]
+fn two_teammates_making_their_first_worktrees_at_once_both_get_one() {
+    // The first worktree of a repository also makes .git/worktrees; two at once raced on it.
+    for round in 0..20 {
+        let t = TestRepo::new(&[("a.txt", "one\n")]);
+        let start = std::sync::Barrier::new(2);
+        let made: Vec<Result<_, GitError>> = std::thread::scope(|s| {
+            let handles: Vec<_> = ["alice", "bob"]
+                .map(|name| {
+                    let (root, start) = (t.root(), &start);
+                    s.spawn(move || {
+                        let wts = Worktrees::open(root)?;
+                        start.wait();
+                        wts.ensure(name, "main", &none(), &none())
+                    })
+                })
+                .into_iter()
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for result in made {
+            let wt = result.unwrap_or_else(|e| panic!("round {round}: {e}"));
+            assert!(wt.created);
+        }
+    }
+}
+
+#[test]
 fn ensure_repairs_a_worktree_whose_folder_was_deleted() {
     let t = TestRepo::new(&[("a.txt", "one\n")]);
     let wts = Worktrees::open(t.root()).unwrap();

@@ -169,6 +169,10 @@ impl Worktrees {
                 return Err(e).context(|| format!("looking up branch {branch:?}"));
             }
         };
+        // libgit2 makes .git/worktrees for the first worktree and fails if another process
+        // made it a moment before: two teammates starting together raced on it.
+        let admin = self.repo.commondir().join("worktrees");
+        fs::create_dir_all(&admin).map_err(io_error(&admin))?;
         let mut opts = WorktreeAddOptions::new();
         opts.reference(Some(branch_ref.get()));
         self.repo
