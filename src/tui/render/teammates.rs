@@ -5,16 +5,18 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
+use crate::tui::action::Action;
+use crate::tui::keymap::Mode;
 use crate::tui::render::{badge, conversation, one_line, pane_block, plain};
 use crate::tui::state::{AppState, Pane};
 
 pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     let names = state.model.teammates();
-    let block = pane_block(
-        state,
-        Pane::Teammates,
-        Line::from(format!(" teammates ({}) ", names.len())),
-    );
+    let mut title = format!(" teammates ({}) ", names.len());
+    if state.zoom {
+        title.push_str(&zoom_hint(state));
+    }
+    let block = pane_block(state, Pane::Teammates, Line::from(title));
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let theme = &state.theme;
@@ -41,6 +43,27 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
         let rect = Rect::new(inner.x, y, inner.width, per.min(inner.bottom() - y));
         render_one(state, name, slot == selected, frame, rect);
     }
+}
+
+/// The keys of the zoomed view, from the active keymap.
+fn zoom_hint(state: &AppState) -> String {
+    let key = |action| {
+        state
+            .keymap
+            .key_for(Mode::Teammates, action)
+            .unwrap_or_else(|| "?".into())
+    };
+    format!(
+        "· {}/{} another teammate · {}/{} scroll · {}/{} calls · {} unfold · {} back ",
+        key(Action::Left),
+        key(Action::Right),
+        key(Action::Up),
+        key(Action::Down),
+        key(Action::PrevCall),
+        key(Action::NextCall),
+        key(Action::Expand),
+        key(Action::Zoom),
+    )
 }
 
 fn render_one(state: &AppState, name: &str, selected: bool, frame: &mut Frame, area: Rect) {
@@ -108,7 +131,8 @@ fn render_one(state: &AppState, name: &str, selected: bool, frame: &mut Frame, a
         0
     };
     let layout = conversation::Layout {
-        base: theme.style("dim"),
+        // Glanced at in a box, read when zoomed.
+        base: theme.style(if state.zoom { "text" } else { "dim" }),
         width,
         wrap: state.zoom,
         focused: selected && state.focus == Pane::Teammates,
