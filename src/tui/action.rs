@@ -95,7 +95,7 @@ pub const ACTIONS: &[(&str, Action, &str)] = &[
     ("deny", Action::Deny, "deny the request"),
     ("always", Action::Always, "always allow this (adds a rule)"),
     ("add_task", Action::AddTask, "add a task"),
-    ("release", Action::Release, "release the task"),
+    ("release", Action::Release, "take the task back to the pool"),
     ("diff", Action::Diff, "review the teammate's diff"),
     ("message", Action::Message, "message the teammate"),
     ("next_file", Action::NextFile, "next file"),
