@@ -14,6 +14,8 @@ use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde_json::json;
 
+use crew::agent::AgentEvent;
+use crew::agent::transcript::TranscriptLine;
 use crew::store::{Message, Workspace};
 use crew::tui::runtime::{Options, initial_state, spawn_loader};
 use crew::tui::{Event, Pane, render, update};
@@ -24,6 +26,8 @@ const WIDTH: u16 = 200;
 const HEIGHT: u16 = 60;
 const FRAMES: usize = 300;
 const PROBES: usize = 40;
+/// Tool calls in each agent's transcript: 3 rows each, more than the 1,000 rows the screen keeps.
+const TRANSCRIPT_STEPS: usize = 400;
 
 pub fn run(teammates: usize, tasks: usize, messages: usize, as_json: bool) -> anyhow::Result<()> {
     let dir = tempfile::tempdir().context("creating a scratch folder")?;
@@ -205,6 +209,54 @@ fn populate(root: &Path, teammates: usize, tasks: usize, messages: usize) -> any
         let status = json!({"name": name, "state": "WORK", "pid": 1, "task": "task_1", "turns": 1, "tokens": 1000});
         fs::write(agents.join(format!("{name}.json")), status.to_string())?;
     }
+    for name in &inboxes {
+        transcript(root, name)?;
+    }
+    Ok(())
+}
+
+/// A long session per agent: more than the screen keeps, each tool call with a 2 KB output.
+fn transcript(root: &Path, name: &str) -> anyhow::Result<()> {
+    let dir = root.join(".crew/transcripts").join(name);
+    fs::create_dir_all(&dir)?;
+    let mut out = BufWriter::new(fs::File::create(dir.join("bench.jsonl"))?);
+    let output: String = (0..40)
+        .map(|l| format!("test module_{l}::case ... ok (line of output {l})\n"))
+        .collect();
+    for step in 0..TRANSCRIPT_STEPS {
+        let id = format!("call_{step}");
+        let events = [
+            AgentEvent::MessageDelta {
+                text: format!("Step {step}: running the tests."),
+            },
+            AgentEvent::ToolUse {
+                id: id.clone(),
+                name: "bash".into(),
+                input: json!({"command": format!("cargo test -p step{step}")}),
+                early: false,
+            },
+            AgentEvent::ToolResult {
+                id,
+                name: "bash".into(),
+                content: output.clone(),
+                is_error: false,
+                rewritten_input: None,
+                spilled: None,
+                decision: None,
+                notes: Vec::new(),
+            },
+        ];
+        for event in events {
+            let line = TranscriptLine {
+                ts: "2026-01-01T00:00:00Z".into(),
+                turn: 1,
+                event,
+            };
+            serde_json::to_writer(&mut out, &line)?;
+            out.write_all(b"\n")?;
+        }
+    }
+    out.flush()?;
     Ok(())
 }
 
