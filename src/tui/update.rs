@@ -5,17 +5,18 @@ use ratatui::crossterm::event::{KeyEvent, KeyEventKind, MouseButton, MouseEvent,
 use ratatui::layout::{Position, Rect};
 use ratatui_textarea::Input;
 
-use crate::store::Status;
 use crate::tui::action::Action;
 use crate::tui::ask;
 use crate::tui::event::{Effect, Event};
-use crate::tui::keymap::{Lookup, Mode};
+use crate::tui::folds;
+use crate::tui::keymap::Lookup;
 use crate::tui::keys::Chord;
 use crate::tui::layout::{areas, tab_cells};
 use crate::tui::navigate::{focus_step, move_selection};
-use crate::tui::render::{conversation, tab_labels};
+use crate::tui::render::tab_labels;
 use crate::tui::review::{act_diff, discarded, highlight_current, merged, open_diff};
 use crate::tui::state::{AppState, Confirm, Level, Overlay, Pane, PromptKind};
+use crate::tui::steer;
 use crate::tui::submit::{confirm, open_prompt, submit_prompt};
 
 pub fn update(state: &mut AppState, event: Event) -> Vec<Effect> {
@@ -208,59 +209,11 @@ fn act(state: &mut AppState, action: Action) -> Vec<Effect> {
             }
         }
         Action::AddTask => open_prompt(state, PromptKind::AddTask),
-        Action::Release => return release(state),
-        Action::EditDeps => {
-            if let Some(id) = selected_task(state) {
-                open_prompt(state, PromptKind::EditDeps { id });
-            }
-        }
-        Action::Assign => {
-            if let Some(id) = selected_task(state) {
-                open_prompt(state, PromptKind::Assign { id });
-            }
-        }
-        Action::Expand | Action::PrevCall | Action::NextCall => calls(state, action),
-        Action::Shutdown => {
-            if let Some(name) = state.selected_teammate() {
-                match state.agent(&name).map(|a| a.state.as_str()) {
-                    Some("WORK" | "WAITING" | "IDLE") => {
-                        state.overlay = Some(Overlay::Confirm(Confirm::Shutdown { name }))
-                    }
-                    other => state.set_status(
-                        Level::Warning,
-                        format!(
-                            "{name} is not running ({})",
-                            other.unwrap_or("never started")
-                        ),
-                    ),
-                }
-            }
-        }
-        Action::Restart => {
-            if let Some(name) = state.selected_teammate() {
-                match state.agent(&name).map(|a| a.state.as_str()) {
-                    Some(running @ ("WORK" | "WAITING" | "IDLE")) => {
-                        let key = state
-                            .keymap
-                            .key_for(Mode::Teammates, Action::Shutdown)
-                            .unwrap_or_default();
-                        state.set_status(
-                            Level::Warning,
-                            format!(
-                                "{name} is running ({running}); ask it to shut down first ({key})"
-                            ),
-                        );
-                    }
-                    _ => {
-                        state.set_status(Level::Info, format!("restarting {name}..."));
-                        return vec![Effect::Restart {
-                            name,
-                            exe: state.worker_exe.clone(),
-                        }];
-                    }
-                }
-            }
-        }
+        Action::Release => return steer::release(state),
+        Action::EditDeps | Action::Assign => steer::edit_task(state, action),
+        Action::Expand | Action::PrevCall | Action::NextCall => folds::step(state, action),
+        Action::Shutdown => steer::shutdown(state),
+        Action::Restart => return steer::restart(state),
         Action::Diff => return open_diff(state),
         Action::Message => {
             if let Some(name) = state.selected_teammate() {
@@ -342,74 +295,6 @@ fn recall(state: &mut AppState, older: bool) {
     }
 }
 
-fn selected_task(state: &AppState) -> Option<String> {
-    let row = state.model.task_rows.get(state.selected(Pane::Tasks))?;
-    state.model.tasks.get(row.index).map(|t| t.id.clone())
-}
-
-/// Takes the selected task from its owner (or assignee) back to the pool.
-fn release(state: &mut AppState) -> Vec<Effect> {
-    let Some(id) = selected_task(state) else {
-        return Vec::new();
-    };
-    let owned = state
-        .model
-        .tasks
-        .iter()
-        .any(|t| t.id == id && t.owner.is_some() && t.status != Status::Completed);
-    if owned {
-        return vec![Effect::Assign { id, to: None }];
-    }
-    state.set_status(Level::Warning, format!("{id} is not claimed or assigned"));
-    Vec::new()
-}
-
-/// Moving between an agent's tool calls (the lead's, or the selected teammate's) and unfolding
-/// one. The view scrolls so the selected call ends at the bottom of the pane.
-fn calls(state: &mut AppState, action: Action) {
-    let (name, pane) = match state.focus {
-        Pane::Lead => (state.model.lead_name().to_string(), Pane::Lead),
-        Pane::Teammates => match state.selected_teammate() {
-            Some(name) => (name, Pane::Teammates),
-            None => return,
-        },
-        _ => return,
-    };
-    let Some(kept) = state.model.transcripts.get(&name) else {
-        state.set_status(Level::Warning, format!("{name} has made no tool calls yet"));
-        return;
-    };
-    let folds = state.folds.entry(name.clone()).or_default();
-    let current = folds.selected.filter(|n| kept.index(*n).is_some());
-    let last = kept.calls().next_back();
-    let target = match (action, current) {
-        (_, None) => last,
-        (Action::PrevCall, Some(n)) => kept.calls().rev().find(|c| *c < n).or(Some(n)),
-        (Action::NextCall, Some(n)) => kept.calls().find(|c| *c > n).or(Some(n)),
-        (_, Some(n)) => Some(n),
-    };
-    let Some(target) = target else {
-        state.set_status(Level::Warning, format!("{name} has made no tool calls yet"));
-        return;
-    };
-    folds.selected = Some(target);
-    if action == Action::Expand && !folds.open.remove(&target) {
-        folds.open.insert(target);
-    }
-    if pane == Pane::Teammates && !state.zoom {
-        // The small boxes follow the end; unfolding is read in the zoomed view.
-        return;
-    }
-    let layout = conversation::Layout {
-        base: ratatui::style::Style::default(),
-        width: pane_width(state, pane),
-        wrap: true,
-        focused: true,
-    };
-    let back = conversation::lines_after(state, &name, target, layout);
-    state.scroll.insert(pane, back);
-}
-
 fn on_mouse(state: &mut AppState, mouse: MouseEvent) -> Vec<Effect> {
     let at = Position::new(mouse.column, mouse.row);
     let under = pane_at(state, at);
@@ -435,14 +320,6 @@ fn on_mouse(state: &mut AppState, mouse: MouseEvent) -> Vec<Effect> {
         _ => {}
     }
     Vec::new()
-}
-
-/// The inside width of `pane` as the renderer lays it out now.
-fn pane_width(state: &AppState, pane: Pane) -> usize {
-    let screen = Rect::new(0, 0, state.size.0, state.size.1);
-    areas(state, screen)
-        .and_then(|a| a.panes.into_iter().find(|(p, _)| *p == pane))
-        .map_or(80, |(_, r)| r.width.saturating_sub(2) as usize)
 }
 
 /// The pane (or tab) drawn at `at`, found with the same layout the renderer uses.

@@ -112,16 +112,23 @@ fn render_one(state: &AppState, name: &str, selected: bool, frame: &mut Frame, a
         })
         .unwrap_or_else(|| "no task".to_string());
     let mut lines = vec![plain(theme.style("task.in_progress"), task)];
+    let pending = state.model.pending();
+    let asks = pending.iter().filter(|r| r.from == name).count();
+    let plans = pending
+        .iter()
+        .filter(|r| r.from == name && r.kind == "plan_approval_request")
+        .count();
     if waiting {
-        let asks = state
-            .model
-            .pending()
-            .iter()
-            .filter(|r| r.from == name)
-            .count();
         lines.push(plain(
             theme.style("badge.waiting"),
             format!("waiting for you: {asks} request(s) in approvals"),
+        ));
+    } else if plans > 0 {
+        // A teammate does not block on its plan (it is free meanwhile), but it writes nothing
+        // until the plan is approved: by the lead, or by the person in approvals.
+        lines.push(plain(
+            theme.style("msg.pending"),
+            format!("{plans} plan(s) awaiting approval (the lead's, or yours in approvals)"),
         ));
     }
     let room = (inner.height as usize).saturating_sub(lines.len());

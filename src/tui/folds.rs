@@ -1,0 +1,62 @@
+//! Folded tool calls: moving between an agent's calls and unfolding one.
+
+use ratatui::layout::Rect;
+
+use crate::tui::action::Action;
+use crate::tui::layout::areas;
+use crate::tui::render::conversation;
+use crate::tui::state::{AppState, Level, Pane};
+
+/// Moving between an agent's tool calls (the lead's, or the selected teammate's) and unfolding
+/// one. The view scrolls so the selected call ends at the bottom of the pane.
+pub fn step(state: &mut AppState, action: Action) {
+    let (name, pane) = match state.focus {
+        Pane::Lead => (state.model.lead_name().to_string(), Pane::Lead),
+        Pane::Teammates => match state.selected_teammate() {
+            Some(name) => (name, Pane::Teammates),
+            None => return,
+        },
+        _ => return,
+    };
+    let Some(kept) = state.model.transcripts.get(&name) else {
+        state.set_status(Level::Warning, format!("{name} has made no tool calls yet"));
+        return;
+    };
+    let folds = state.folds.entry(name.clone()).or_default();
+    let current = folds.selected.filter(|n| kept.index(*n).is_some());
+    let last = kept.calls().next_back();
+    let target = match (action, current) {
+        (_, None) => last,
+        (Action::PrevCall, Some(n)) => kept.calls().rev().find(|c| *c < n).or(Some(n)),
+        (Action::NextCall, Some(n)) => kept.calls().find(|c| *c > n).or(Some(n)),
+        (_, Some(n)) => Some(n),
+    };
+    let Some(target) = target else {
+        state.set_status(Level::Warning, format!("{name} has made no tool calls yet"));
+        return;
+    };
+    folds.selected = Some(target);
+    if action == Action::Expand && !folds.open.remove(&target) {
+        folds.open.insert(target);
+    }
+    if pane == Pane::Teammates && !state.zoom {
+        // The small boxes follow the end; unfolding is read in the zoomed view.
+        return;
+    }
+    let layout = conversation::Layout {
+        base: ratatui::style::Style::default(),
+        width: pane_width(state, pane),
+        wrap: true,
+        focused: true,
+    };
+    let back = conversation::lines_after(state, &name, target, layout);
+    state.scroll.insert(pane, back);
+}
+
+/// The inside width of `pane` as the renderer lays it out now.
+fn pane_width(state: &AppState, pane: Pane) -> usize {
+    let screen = Rect::new(0, 0, state.size.0, state.size.1);
+    areas(state, screen)
+        .and_then(|a| a.panes.into_iter().find(|(p, _)| *p == pane))
+        .map_or(80, |(_, r)| r.width.saturating_sub(2) as usize)
+}

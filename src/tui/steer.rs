@@ -1,0 +1,87 @@
+//! Steering the team from the screen: a task's dependencies and owner, a teammate's shutdown
+//! and restart. Each opens a dialog or returns the effect that does it.
+
+use crate::store::Status;
+use crate::tui::action::Action;
+use crate::tui::event::Effect;
+use crate::tui::keymap::Mode;
+use crate::tui::state::{AppState, Confirm, Level, Overlay, Pane, PromptKind};
+use crate::tui::submit::open_prompt;
+
+/// A teammate whose process should be there (as opposed to SHUTDOWN, DEAD or never started).
+fn running(state: Option<&str>) -> bool {
+    matches!(state, Some("WORK" | "WAITING" | "IDLE"))
+}
+
+fn selected_task(state: &AppState) -> Option<String> {
+    let row = state.model.task_rows.get(state.selected(Pane::Tasks))?;
+    state.model.tasks.get(row.index).map(|t| t.id.clone())
+}
+
+/// The dependency or owner dialog for the selected task.
+pub fn edit_task(state: &mut AppState, action: Action) {
+    let Some(id) = selected_task(state) else {
+        return;
+    };
+    let kind = match action {
+        Action::EditDeps => PromptKind::EditDeps { id },
+        _ => PromptKind::Assign { id },
+    };
+    open_prompt(state, kind);
+}
+
+/// Takes the selected task from its owner (or assignee) back to the pool.
+pub fn release(state: &mut AppState) -> Vec<Effect> {
+    let Some(id) = selected_task(state) else {
+        return Vec::new();
+    };
+    let owned = state
+        .model
+        .tasks
+        .iter()
+        .any(|t| t.id == id && t.owner.is_some() && t.status != Status::Completed);
+    if owned {
+        return vec![Effect::Assign { id, to: None }];
+    }
+    state.set_status(Level::Warning, format!("{id} is not claimed or assigned"));
+    Vec::new()
+}
+
+/// Asks (after a confirmation) the selected teammate to shut down, if it runs.
+pub fn shutdown(state: &mut AppState) {
+    let Some(name) = state.selected_teammate() else {
+        return;
+    };
+    let now = state.agent(&name).map(|a| a.state.as_str());
+    if running(now) {
+        state.overlay = Some(Overlay::Confirm(Confirm::Shutdown { name }));
+    } else {
+        let now = now.unwrap_or("never started");
+        state.set_status(Level::Warning, format!("{name} is not running ({now})"));
+    }
+}
+
+/// Starts the selected teammate again, unless it runs.
+pub fn restart(state: &mut AppState) -> Vec<Effect> {
+    let Some(name) = state.selected_teammate() else {
+        return Vec::new();
+    };
+    if let Some(now) = state.agent(&name).map(|a| a.state.clone())
+        && running(Some(&now))
+    {
+        let key = state
+            .keymap
+            .key_for(Mode::Teammates, Action::Shutdown)
+            .unwrap_or_default();
+        state.set_status(
+            Level::Warning,
+            format!("{name} is running ({now}); ask it to shut down first ({key})"),
+        );
+        return Vec::new();
+    }
+    state.set_status(Level::Info, format!("restarting {name}..."));
+    vec![Effect::Restart {
+        name,
+        exe: state.worker_exe.clone(),
+    }]
+}
