@@ -97,7 +97,13 @@ pub fn fixture_changes() -> Vec<Change> {
             &[1],
         ),
         task(3, "Write docs", Status::Pending, None, &[1]),
-        task(4, "Review the parser", Status::Pending, None, &[2, 3]),
+        task(
+            4,
+            "Review the parser",
+            Status::Pending,
+            Some("carol"),
+            &[2, 3],
+        ),
         task(5, "Flaky test", Status::Failed, Some("bob"), &[]),
     ];
     let permission = msg(

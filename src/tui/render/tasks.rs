@@ -80,11 +80,17 @@ fn task_line(state: &AppState, row: &TaskRow, selected: bool) -> Line<'static> {
     };
     spans.push(Span::styled(format!("{} ", task.id), id_style));
     spans.push(Span::styled(task.subject.clone(), theme.style("text")));
-    if let Some(owner) = &task.owner {
-        spans.push(Span::styled(
+    match (&task.owner, task.status) {
+        // Pending with an owner: assigned, only that teammate may claim it.
+        (Some(owner), Status::Pending) => spans.push(Span::styled(
+            format!(" → {owner} (assigned)"),
+            theme.style("task.owner"),
+        )),
+        (Some(owner), _) => spans.push(Span::styled(
             format!(" @{owner}"),
             theme.style("task.owner"),
-        ));
+        )),
+        (None, _) => {}
     }
     if row.claimable {
         spans.push(Span::styled(" ▶ claimable", theme.style("task.claimable")));
