@@ -23,7 +23,10 @@ fn ask(root: &Path, command: &str) -> String {
     let mut extra = serde_json::Map::new();
     extra.insert("tool".into(), json!("bash"));
     extra.insert("input".into(), json!({ "command": command }));
-    extra.insert("worktree".into(), json!(".worktrees/alice"));
+    extra.insert(
+        "workspace".into(),
+        json!(root.join(".worktrees/alice").display().to_string()),
+    );
     let sent = Workspace::new(root)
         .mailboxes()
         .send(
@@ -62,6 +65,45 @@ fn approve_answers_with_the_same_request_id() {
     assert!(h.status().contains("approved"), "{}", h.status());
     h.reload();
     assert!(h.state.model.pending().is_empty());
+}
+
+#[test]
+fn an_edit_request_is_shown_as_the_diff_it_would_make_then_approved() {
+    let dir = workspace();
+    let wt = dir.path().join(".worktrees/alice");
+    fs::create_dir_all(&wt).unwrap();
+    fs::write(wt.join("lib.sh"), "add() { echo $(($1 + $2)); }\n").unwrap();
+    let mut extra = serde_json::Map::new();
+    extra.insert("tool".into(), json!("edit"));
+    extra.insert(
+        "input".into(),
+        json!({"path": "lib.sh", "old_string": "$1 + $2", "new_string": "$1 - $2"}),
+    );
+    extra.insert("workspace".into(), json!(wt.display().to_string()));
+    let sent = Workspace::new(dir.path())
+        .mailboxes()
+        .send(
+            &roster(),
+            Draft {
+                from: "alice".into(),
+                to: "user".into(),
+                kind: "permission_request".into(),
+                text: Some("alice asks to use edit".into()),
+                request: true,
+                extra,
+            },
+        )
+        .unwrap();
+    let id = sent.request_id.unwrap();
+    let mut h = Harness::new(dir.path());
+    h.press(&["esc", "5"]);
+    let screen = tui_support::screen_text(&mut h.state, 120, 40);
+    assert!(screen.contains("in .worktrees/alice"), "{screen}");
+    assert!(screen.contains("changes lib.sh  +1 -1"), "{screen}");
+    assert!(screen.contains("-add() { echo $(($1 + $2)); }"), "{screen}");
+    assert!(screen.contains("+add() { echo $(($1 - $2)); }"), "{screen}");
+    h.press(&["a"]);
+    assert_eq!(answer_in_alices_inbox(dir.path(), &id).approve, Some(true));
 }
 
 #[test]

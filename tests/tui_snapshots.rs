@@ -2,9 +2,13 @@
 
 mod tui_support;
 
+use crew::git::proposed_change;
+use crew::store::Entry;
+use crew::tui::data::Change;
 use crew::tui::event::Event;
 use crew::tui::{Pane, update};
-use tui_support::{draw, fixture_state, key};
+use serde_json::json;
+use tui_support::{draw, fixture_state, key, msg};
 
 #[test]
 fn whole_layout_at_120x40() {
@@ -57,6 +61,48 @@ fn an_unfolded_tool_call_and_a_zoomed_teammate() {
     state.focus = Pane::Teammates;
     update(&mut state, Event::Key(key("z")));
     insta::assert_snapshot!("teammate_zoomed", draw(&mut state, 120, 40));
+}
+
+#[test]
+fn an_edit_request_shows_the_diff_it_would_make() {
+    let mut state = fixture_state();
+    let edit = msg(
+        "2026-01-01T00:09:50Z",
+        "bob",
+        "user",
+        "permission_request",
+        "bob asks to use edit",
+        json!({"request_id": "req_edit1", "tool": "edit",
+            "input": {"path": "src/parser.rs", "old_string": "let n = 1;", "new_string": "let n = 2;"},
+            "workspace": "/repo/web/.worktrees/bob", "reason": "ask mode asks before edits"}),
+    );
+    update(
+        &mut state,
+        Event::Data(vec![Change::Inbox {
+            name: "user".into(),
+            entries: vec![Entry::Message {
+                offset: 500,
+                message: edit,
+            }],
+            reset: false,
+        }]),
+    );
+    let before = "fn parse() {\n    let n = 1;\n    n\n}\n";
+    let after = before.replace("let n = 1;", "let n = 2;");
+    let diff = proposed_change("src/parser.rs", Some(before), &after).unwrap();
+    update(
+        &mut state,
+        Event::Proposal {
+            request_id: "req_edit1".into(),
+            diff: Ok(Box::new(diff)),
+        },
+    );
+    state.focus = Pane::Approvals;
+    // The edit is the newest of the three pending requests.
+    for _ in 0..2 {
+        update(&mut state, Event::Key(key("down")));
+    }
+    insta::assert_snapshot!("approval_edit_diff", draw(&mut state, 100, 30));
 }
 
 #[test]

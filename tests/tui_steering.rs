@@ -11,8 +11,6 @@ use crew::store::{AgentState, AgentStatus, NewTask, Status, TaskId, Workspace};
 use crew::tui::Pane;
 use crew::tui::data::Change;
 use crew::tui::event::Event;
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 use tui_support::{Harness, inbox, workspace};
 
 fn add(ws: &Workspace, subject: &str, blocked_by: &[&str]) -> String {
@@ -258,19 +256,8 @@ fn lead_rows(h: &mut Harness) {
 }
 
 fn lead_text(h: &mut Harness) -> String {
-    h.state.size = (60, 20);
     h.state.zoom = true;
-    let mut terminal = Terminal::new(TestBackend::new(60, 20)).unwrap();
-    terminal.draw(|f| crew::tui::render(&h.state, f)).unwrap();
-    let buffer = terminal.backend().buffer().clone();
-    (0..buffer.area.height)
-        .map(|y| {
-            (0..buffer.area.width)
-                .map(|x| buffer[(x, y)].symbol().to_string())
-                .collect::<String>()
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+    tui_support::screen_text(&mut h.state, 60, 20)
 }
 
 #[test]

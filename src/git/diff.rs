@@ -165,15 +165,48 @@ fn file_diff(
     };
     if let (Some(patch), false) = (patch, binary) {
         file.hunks = hunks(patch).context(|| format!("reading hunks of {}", file.path))?;
-        for line in file.hunks.iter().flat_map(|h| &h.lines) {
-            match line.kind {
-                LineKind::Add => file.additions += 1,
-                LineKind::Del => file.deletions += 1,
-                LineKind::Context => {}
-            }
-        }
+        count_lines(&mut file);
     }
     Ok(Some(file))
+}
+
+/// What writing `new` over `old` (None: the file does not exist yet) would change in `path`, in
+/// the same shape as a worktree diff: a write or edit shown before it is allowed.
+pub fn proposed_change(path: &str, old: Option<&str>, new: &str) -> Result<FileDiff, GitError> {
+    let name = std::path::Path::new(path);
+    let patch = Patch::from_buffers(
+        old.unwrap_or("").as_bytes(),
+        Some(name),
+        new.as_bytes(),
+        Some(name),
+        None,
+    )
+    .context(|| format!("diffing the proposed {path}"))?;
+    let mut file = FileDiff {
+        path: path.to_string(),
+        old_path: None,
+        status: if old.is_some() {
+            FileStatus::Modified
+        } else {
+            FileStatus::Added
+        },
+        binary: false,
+        additions: 0,
+        deletions: 0,
+        hunks: hunks(&patch).context(|| format!("reading hunks of the proposed {path}"))?,
+    };
+    count_lines(&mut file);
+    Ok(file)
+}
+
+fn count_lines(file: &mut FileDiff) {
+    for line in file.hunks.iter().flat_map(|h| &h.lines) {
+        match line.kind {
+            LineKind::Add => file.additions += 1,
+            LineKind::Del => file.deletions += 1,
+            LineKind::Context => {}
+        }
+    }
 }
 
 fn hunks(patch: &Patch<'_>) -> Result<Vec<Hunk>, git2::Error> {

@@ -15,7 +15,9 @@ mod worktree;
 
 use serde::{Deserialize, Serialize};
 
-pub use diff::{DiffLine, DiffTotals, FileDiff, FileStatus, Hunk, LineKind, WorktreeDiff};
+pub use diff::{
+    DiffLine, DiffTotals, FileDiff, FileStatus, Hunk, LineKind, WorktreeDiff, proposed_change,
+};
 pub use error::{BlockedFile, BlockedFiles, GitError};
 pub use inline::{InlineChanges, inline_changes};
 pub use merge::MergeOutcome;

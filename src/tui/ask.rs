@@ -1,5 +1,7 @@
-//! Reading a permission or plan request's typed fields (`tool`, `input`, `worktree`, `reason`)
-//! and turning one into the allow rule "always" would add.
+//! Reading a permission or plan request's typed fields (`tool`, `input`, `workspace`,
+//! `reason`) and turning one into the allow rule "always" would add.
+
+use std::path::Path;
 
 use serde_json::Value;
 
@@ -13,8 +15,23 @@ pub fn input(request: &Message) -> Option<&Value> {
     request.extra.get("input")
 }
 
-pub fn worktree(request: &Message) -> Option<&str> {
-    request.extra.get("worktree").and_then(Value::as_str)
+/// The folder the asking agent works in (its worktree, or the repository root).
+pub fn workspace(request: &Message) -> Option<&Path> {
+    request
+        .extra
+        .get("workspace")
+        .and_then(Value::as_str)
+        .map(Path::new)
+}
+
+/// The workspace as the person reads it: relative to the repository root when inside it.
+pub fn workspace_shown(request: &Message, root: &Path) -> Option<String> {
+    let workspace = workspace(request)?;
+    Some(match workspace.strip_prefix(root) {
+        Ok(rel) if rel.as_os_str().is_empty() => "the repository root".to_string(),
+        Ok(rel) => rel.display().to_string(),
+        Err(_) => workspace.display().to_string(),
+    })
 }
 
 /// Why the teammate asks: a `reason` field, else the message text.

@@ -176,7 +176,17 @@ pub fn execute(root: &Path, effect: Effect) -> Option<Event> {
                 Err(e) => failed(format!("notify_command failed to start: {e}")),
             }
         }
-        Effect::HighlightFile { .. } | Effect::HighlightCommand { .. } | Effect::Bell => None,
+        Effect::PrepareProposal {
+            request_id,
+            request,
+        } => Some(Event::Proposal {
+            diff: crate::tui::proposal::prepare(root, &request).map(Box::new),
+            request_id,
+        }),
+        Effect::HighlightFile { .. }
+        | Effect::HighlightCommand { .. }
+        | Effect::HighlightProposal { .. }
+        | Effect::Bell => None,
     }
 }
 
@@ -232,6 +242,14 @@ pub fn highlight(highlighter: &Highlighter, effect: Effect) -> Option<Event> {
             theme,
         } => Some(Event::CommandHighlighted {
             segments: highlighter.text(&command, "sh", &theme),
+            request_id,
+        }),
+        Effect::HighlightProposal {
+            request_id,
+            diff,
+            theme,
+        } => Some(Event::ProposalHighlighted {
+            hunks: highlighter.file(&diff, &theme),
             request_id,
         }),
         _ => None,

@@ -5,8 +5,8 @@ use std::time::SystemTime;
 
 use ratatui::crossterm::event::{KeyEvent, MouseEvent};
 
-use crate::git::{MergeOutcome, WorktreeDiff};
-use crate::store::{NewTask, RequestInfo};
+use crate::git::{FileDiff, MergeOutcome, WorktreeDiff};
+use crate::store::{Message, NewTask, RequestInfo};
 use crate::tui::data::Change;
 use crate::tui::highlight::Segments;
 
@@ -29,6 +29,15 @@ pub enum Event {
     CommandHighlighted {
         request_id: String,
         segments: Segments,
+    },
+    /// What a write/edit request would change (or why that cannot be shown).
+    Proposal {
+        request_id: String,
+        diff: Result<Box<FileDiff>, String>,
+    },
+    ProposalHighlighted {
+        request_id: String,
+        hunks: Vec<Segments>,
     },
     Merged {
         name: String,
@@ -88,6 +97,16 @@ pub enum Effect {
     HighlightCommand {
         request_id: String,
         command: String,
+        theme: String,
+    },
+    /// Work out the diff a write/edit request would make.
+    PrepareProposal {
+        request_id: String,
+        request: Box<Message>,
+    },
+    HighlightProposal {
+        request_id: String,
+        diff: Box<FileDiff>,
         theme: String,
     },
     Merge {

@@ -19,6 +19,7 @@ pub mod layout;
 pub mod model;
 pub mod navigate;
 pub mod presets;
+pub mod proposal;
 pub mod render;
 pub mod review;
 pub mod runtime;

@@ -74,7 +74,9 @@ pub fn run(root: &Path, options: Options) -> anyhow::Result<()> {
         for effect in effects {
             match effect {
                 Effect::Bell => session.bell(),
-                e @ (Effect::HighlightFile { .. } | Effect::HighlightCommand { .. }) => {
+                e @ (Effect::HighlightFile { .. }
+                | Effect::HighlightCommand { .. }
+                | Effect::HighlightProposal { .. }) => {
                     let _ = highlights.send(e);
                 }
                 e => {

@@ -7,6 +7,7 @@ use std::time::SystemTime;
 
 use ratatui_textarea::TextArea;
 
+use crate::git::FileDiff;
 use crate::tui::data::AgentStatus;
 use crate::tui::diffview::DiffView;
 use crate::tui::highlight::Segments;
@@ -89,6 +90,13 @@ pub struct Prompt {
     pub active: usize,
 }
 
+/// The diff a write/edit request would make, once worked out.
+pub struct Proposal {
+    pub diff: Result<Box<FileDiff>, String>,
+    /// Per hunk, per line, once the highlighter has been through it.
+    pub highlights: Option<Vec<Segments>>,
+}
+
 /// What a yes/no dialog would do.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Confirm {
@@ -135,6 +143,8 @@ pub struct AppState {
     pub folds: HashMap<String, Folds>,
     /// The `crew` executable that restarts a teammate (`crew worker --name NAME`).
     pub worker_exe: PathBuf,
+    /// What write/edit requests would change, by request id, with their syntax highlighting.
+    pub proposals: HashMap<String, Proposal>,
     /// Syntax-highlighted bash commands of requests, by request id.
     pub commands: HashMap<String, Segments>,
     pub quit: bool,
@@ -164,6 +174,7 @@ impl AppState {
             size: (0, 0),
             folds: HashMap::new(),
             worker_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("crew")),
+            proposals: HashMap::new(),
             commands: HashMap::new(),
             quit: false,
         }

@@ -13,9 +13,10 @@ use crate::tui::keymap::Lookup;
 use crate::tui::keys::Chord;
 use crate::tui::layout::{areas, tab_cells};
 use crate::tui::navigate::{focus_step, move_selection};
+use crate::tui::proposal;
 use crate::tui::render::tab_labels;
 use crate::tui::review::{act_diff, discarded, highlight_current, merged, open_diff};
-use crate::tui::state::{AppState, Confirm, Level, Overlay, Pane, PromptKind};
+use crate::tui::state::{AppState, Confirm, Level, Overlay, Pane, PromptKind, Proposal};
 use crate::tui::steer;
 use crate::tui::submit::{confirm, open_prompt, submit_prompt};
 
@@ -56,6 +57,28 @@ pub fn update(state: &mut AppState, event: Event) -> Vec<Effect> {
             state.commands.insert(request_id, segments);
             Vec::new()
         }
+        Event::Proposal { request_id, diff } => {
+            let effects = match &diff {
+                Ok(file) => vec![Effect::HighlightProposal {
+                    request_id: request_id.clone(),
+                    diff: file.clone(),
+                    theme: state.theme.syntax.clone(),
+                }],
+                Err(_) => Vec::new(),
+            };
+            let proposal = Proposal {
+                diff,
+                highlights: None,
+            };
+            state.proposals.insert(request_id, proposal);
+            effects
+        }
+        Event::ProposalHighlighted { request_id, hunks } => {
+            if let Some(p) = state.proposals.get_mut(&request_id) {
+                p.highlights = Some(hunks);
+            }
+            Vec::new()
+        }
         Event::Merged { name, result } => merged(state, name, result),
         Event::Discarded { name, result } => discarded(state, name, result),
         Event::Done(result) => {
@@ -91,6 +114,12 @@ fn on_data(state: &mut AppState, changes: Vec<crate::tui::data::Change>) -> Vec<
         applied.new_requests
     };
     for request in to_highlight {
+        if proposal::applies(&request.request) {
+            effects.push(Effect::PrepareProposal {
+                request_id: request.request_id.clone(),
+                request: Box::new(request.request.clone()),
+            });
+        }
         if let Some(command) = ask::command(&request.request) {
             effects.push(Effect::HighlightCommand {
                 request_id: request.request_id.clone(),

@@ -112,7 +112,7 @@ pub fn fixture_changes() -> Vec<Change> {
         "user",
         "permission_request",
         "run the test suite",
-        json!({"request_id": "req_perm1", "tool": "bash", "input": {"command": "cargo test --all"}, "worktree": ".worktrees/alice"}),
+        json!({"request_id": "req_perm1", "tool": "bash", "input": {"command": "cargo test --all"}, "workspace": "/repo/web/.worktrees/alice"}),
     );
     let plan = msg(
         "2026-01-01T00:09:30Z",
@@ -217,6 +217,20 @@ pub fn fixture_state() -> AppState {
     let mut state = state_at(Path::new("/repo/web"));
     update(&mut state, Event::Data(fixture_changes()));
     state
+}
+
+/// The screen as plain text, one line per row.
+pub fn screen_text(state: &mut AppState, width: u16, height: u16) -> String {
+    let backend = draw(state, width, height);
+    let buffer = backend.buffer();
+    (0..buffer.area.height)
+        .map(|y| {
+            (0..buffer.area.width)
+                .map(|x| buffer[(x, y)].symbol().to_string())
+                .collect::<String>()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 pub fn draw(state: &mut AppState, width: u16, height: u16) -> TestBackend {

@@ -1,17 +1,20 @@
 //! Every pending permission or plan request in full: who, what tool, the whole input (a bash
-//! command highlighted), which worktree, why; with the keys that answer it.
+//! command highlighted, a write or edit as the diff it would make), where, why; with the keys
+//! that answer it.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
+use crate::git::{FileDiff, FileStatus};
 use crate::store::RequestInfo;
 use crate::tui::action::Action;
 use crate::tui::ask;
+use crate::tui::highlight::Segments;
 use crate::tui::keymap::Mode;
-use crate::tui::render::{age, pane_block, plain};
-use crate::tui::state::{AppState, Pane};
+use crate::tui::render::{age, diff, pane_block, plain};
+use crate::tui::state::{AppState, Pane, Proposal};
 
 pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     let pending = state.model.pending();
@@ -77,12 +80,31 @@ fn request_lines(state: &AppState, r: &RequestInfo, selected: bool) -> Vec<Line<
             .collect();
     }
     let mut lines = vec![Line::from(head)];
-    if let Some(wt) = ask::worktree(m) {
-        lines.push(plain(theme.style("dim"), format!("  worktree {wt}")));
+    if let Some(ws) = ask::workspace_shown(m, &state.root) {
+        lines.push(plain(theme.style("dim"), format!("  in {ws}")));
     }
+    let proposal = state.proposals.get(&r.request_id);
     if let Some(command) = ask::command(m) {
         lines.extend(command_lines(state, &r.request_id, command));
+    } else if let Some(Proposal {
+        diff: Ok(file),
+        highlights,
+    }) = proposal
+    {
+        // The selected request's diff in full when zoomed; a taste of the others.
+        let most = match (selected, state.zoom) {
+            (true, true) => usize::MAX,
+            (true, false) => 30,
+            (false, _) => 6,
+        };
+        lines.extend(proposal_lines(state, file, highlights.as_ref(), most));
     } else if let Some(input) = ask::input(m) {
+        if let Some(Proposal { diff: Err(why), .. }) = proposal {
+            lines.push(plain(
+                theme.style("status.warning"),
+                format!("  no diff: {why}"),
+            ));
+        }
         let text = serde_json::to_string_pretty(input).unwrap_or_else(|_| input.to_string());
         lines.extend(
             text.lines()
@@ -94,6 +116,58 @@ fn request_lines(state: &AppState, r: &RequestInfo, selected: bool) -> Vec<Line<
             let lead = if i == 0 { "  why: " } else { "       " };
             lines.push(plain(theme.style("text"), format!("{lead}{l}")));
         }
+    }
+    lines
+}
+
+/// A write or edit as the diff it would make, at most `most` lines of it.
+fn proposal_lines(
+    state: &AppState,
+    file: &FileDiff,
+    highlights: Option<&Vec<Segments>>,
+    most: usize,
+) -> Vec<Line<'static>> {
+    let theme = &state.theme;
+    let verb = match file.status {
+        FileStatus::Added => "new file",
+        _ => "changes",
+    };
+    let mut lines = vec![plain(
+        theme.style("diff.file"),
+        format!(
+            "  {verb} {}  +{} -{}",
+            file.path, file.additions, file.deletions
+        ),
+    )];
+    let total: usize = file.hunks.iter().map(|h| 1 + h.lines.len()).sum();
+    let mut shown = 0;
+    'hunks: for (h, hunk) in file.hunks.iter().enumerate() {
+        for j in std::iter::once(None).chain((0..hunk.lines.len()).map(Some)) {
+            if shown == most {
+                break 'hunks;
+            }
+            shown += 1;
+            lines.push(match j {
+                None => plain(theme.style("diff.hunk"), format!("  {}", hunk.header)),
+                Some(j) => {
+                    let segs = highlights.and_then(|hl| hl.get(h)).and_then(|l| l.get(j));
+                    diff::unified_line(state, hunk, j, segs)
+                }
+            });
+        }
+    }
+    if shown < total {
+        let key = state
+            .keymap
+            .key_for(Mode::Approvals, Action::Zoom)
+            .unwrap_or_default();
+        lines.push(plain(
+            theme.style("dim"),
+            format!(
+                "  … {} more lines ({key} zooms the selected request)",
+                total - shown
+            ),
+        ));
     }
     lines
 }

@@ -165,6 +165,29 @@ fn render_files(state: &AppState, view: &DiffView, frame: &mut Frame, area: Rect
     frame.render_widget(Paragraph::new(lines), area);
 }
 
+/// Line `j` of `hunk` as the unified view shows it: both line numbers, the sign, the text with
+/// syntax colours (`segs`, once highlighted) and changed words marked.
+pub(crate) fn unified_line(
+    state: &AppState,
+    hunk: &Hunk,
+    j: usize,
+    segs: Option<&LineSegments>,
+) -> Line<'static> {
+    let line = &hunk.lines[j];
+    let sign = match line.kind {
+        LineKind::Add => "+",
+        LineKind::Del => "-",
+        LineKind::Context => " ",
+    };
+    let num = |n: Option<u32>| n.map_or("    ".to_string(), |n| format!("{n:>4}"));
+    let mut spans = vec![Span::styled(
+        format!("{} {} {sign}", num(line.old_lineno), num(line.new_lineno)),
+        state.theme.style("dim"),
+    )];
+    spans.extend(styled_text(state, line, segs, &words(hunk, j)));
+    Line::from(spans)
+}
+
 /// Word ranges that changed in line `j` of `hunk`, pairing the k-th deleted line of a run with
 /// the k-th added line after it.
 fn words(hunk: &Hunk, j: usize) -> Vec<Range<usize>> {
@@ -280,24 +303,13 @@ fn render_unified(body: &Body, frame: &mut Frame, area: Rect) {
             ));
         }
         row += 1;
-        for (j, line) in hunk.lines.iter().enumerate() {
+        for j in 0..hunk.lines.len() {
             if lines.len() >= height {
                 break 'hunks;
             }
             if row >= view.scroll {
-                let sign = match line.kind {
-                    LineKind::Add => "+",
-                    LineKind::Del => "-",
-                    LineKind::Context => " ",
-                };
-                let num = |n: Option<u32>| n.map_or("    ".to_string(), |n| format!("{n:>4}"));
-                let mut spans = vec![Span::styled(
-                    format!("{} {} {sign}", num(line.old_lineno), num(line.new_lineno)),
-                    theme.style("dim"),
-                )];
                 let segs = hl.and_then(|h2| h2.get(h)).and_then(|l| l.get(j));
-                spans.extend(styled_text(state, line, segs, &words(hunk, j)));
-                lines.push(Line::from(spans));
+                lines.push(unified_line(state, hunk, j, segs));
             }
             row += 1;
         }

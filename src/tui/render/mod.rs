@@ -3,7 +3,7 @@
 
 mod approvals;
 pub(crate) mod conversation;
-mod diff;
+pub(crate) mod diff;
 mod header;
 mod lead;
 mod mailboxes;
