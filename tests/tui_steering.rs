@@ -296,3 +296,24 @@ fn the_leads_tool_calls_are_folded_and_unfold_one_at_a_time() {
     // Typing still goes to the text box: no letter was taken by the folding keys.
     assert_eq!(h.state.input.lines().join(""), "");
 }
+
+#[test]
+fn wide_characters_wrap_by_columns_so_nothing_is_cut_off() {
+    let dir = workspace();
+    let mut h = Harness::new(dir.path());
+    // 30 CJK characters are 60 columns: more than the 58 inside a 60-column pane.
+    let reply = "任务已经完成并且所有测试都通过了请检查工作树中的差异然后合并";
+    h.feed(Event::Data(vec![Change::Transcript {
+        name: "lead".into(),
+        lines: vec![Row::plain(format!("assistant: {reply}"))],
+        reset: false,
+        tail: 0,
+    }]));
+    let screen = lead_text(&mut h);
+    let shown: String = screen
+        .lines()
+        .flat_map(|l| l.chars())
+        .filter(|c| reply.contains(*c))
+        .collect();
+    assert_eq!(shown, reply, "{screen}");
+}

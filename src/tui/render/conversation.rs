@@ -4,6 +4,7 @@
 
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
+use unicode_width::UnicodeWidthChar;
 
 use crate::agent::transcript::Row;
 use crate::tui::render::{one_line, plain};
@@ -116,15 +117,25 @@ fn row_lines(
     lines
 }
 
-/// `text` cut into lines of at most `width` characters, each after `indent`.
+/// `text` cut into lines of at most `width` columns, each after `indent`.
 fn wrapped(text: &str, indent: &str, width: usize) -> Vec<String> {
     let room = width.saturating_sub(indent.len()).max(8);
-    let chars: Vec<char> = text.replace('\t', "    ").chars().collect();
-    if chars.is_empty() {
-        return vec![indent.to_string()];
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    let mut used = 0;
+    for c in text.replace('\t', "    ").chars() {
+        // Columns, not characters: CJK text takes two per character.
+        let w = c.width().unwrap_or(0);
+        if used + w > room && !line.is_empty() {
+            lines.push(format!("{indent}{line}"));
+            line.clear();
+            used = 0;
+        }
+        line.push(c);
+        used += w;
     }
-    chars
-        .chunks(room)
-        .map(|chunk| format!("{indent}{}", chunk.iter().collect::<String>()))
-        .collect()
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(format!("{indent}{line}"));
+    }
+    lines
 }

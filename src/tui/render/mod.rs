@@ -16,6 +16,7 @@ use ratatui::layout::{Alignment, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders, Paragraph};
+use unicode_width::UnicodeWidthChar;
 
 pub use overlay::help_lines;
 
@@ -176,8 +177,20 @@ pub(crate) fn badge(state: &AppState, agent_state: Option<&str>) -> Span<'static
 /// The first `n` chars of `text` on one line.
 pub(crate) fn one_line(text: &str, n: usize) -> String {
     let first = text.lines().next().unwrap_or("");
-    let mut out: String = first.chars().take(n).collect();
-    if first.chars().count() > n || text.lines().nth(1).is_some() {
+    let mut out = String::new();
+    let mut used = 0;
+    let mut cut = text.lines().nth(1).is_some();
+    for c in first.chars() {
+        // Columns, not characters: CJK text takes two per character.
+        let w = c.width().unwrap_or(0);
+        if used + w > n {
+            cut = true;
+            break;
+        }
+        used += w;
+        out.push(c);
+    }
+    if cut {
         out.push('…');
     }
     out
