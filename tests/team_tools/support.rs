@@ -34,6 +34,13 @@ impl Team {
             me: me.to_string(),
             role: role.to_string(),
             lead: "lead".to_string(),
+            teammates: [
+                ("alice", "implementer"),
+                ("bob", "reviewer"),
+                ("carol", "explorer"),
+            ]
+            .map(|(n, r)| (n.to_string(), Some(r.to_string())))
+            .to_vec(),
             request_timeout: Duration::from_secs(600),
         })
     }

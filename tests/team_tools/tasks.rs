@@ -241,7 +241,7 @@ async fn edits_apply_and_a_cycle_is_refused() {
     let update = TaskUpdate::new(team.env("lead"));
     assert_eq!(
         refusal(&update, json!({"id": "task_1"}), &ctx).await,
-        "nothing to change: give subject, description, blocked_by or status"
+        "nothing to change: give subject, description, blocked_by, status or assign_to"
     );
     assert_eq!(
         refusal(
@@ -295,4 +295,54 @@ fn only_the_reading_tools_are_concurrency_safe() {
     assert!(!TaskCreate::new(env.clone()).is_concurrency_safe(&input));
     assert!(!TaskUpdate::new(env.clone()).is_concurrency_safe(&input));
     assert!(!ClaimTask::new(env).is_concurrency_safe(&input));
+}
+
+#[tokio::test]
+async fn the_lead_assigns_a_task_and_only_that_teammate_claims_it() {
+    let team = Team::new();
+    let ctx = team.ctx();
+    three_tasks(&team).await;
+    let update = TaskUpdate::new(team.env("lead"));
+    let assigned = ok_json(&update, json!({"id": "task_1", "assign_to": "alice"}), &ctx).await;
+    assert_eq!(
+        (assigned["status"].as_str(), assigned["owner"].as_str()),
+        (Some("pending"), Some("alice"))
+    );
+    let list = ok_json(&TaskList::new(team.env("carol")), json!({}), &ctx).await;
+    assert_eq!(list["tasks"][0]["state"], "assigned to alice");
+
+    // carol's claim of the next task skips it; alice's takes it first.
+    let carol = ClaimTask::new(team.env("carol"));
+    assert_eq!(
+        refusal(&carol, json!({"id": "task_1"}), &ctx).await,
+        "task_1 is already claimed by alice"
+    );
+    let alice = ok_json(&ClaimTask::new(team.env("alice")), json!({}), &ctx).await;
+    assert_eq!(alice["id"], "task_1");
+
+    // A reviewer task goes to a reviewer only; names must be teammates; teammates do not assign.
+    assert_eq!(
+        refusal(&update, json!({"id": "task_3", "assign_to": "alice"}), &ctx).await,
+        "task_3 needs role reviewer, but alice has role implementer"
+    );
+    assert_eq!(
+        refusal(&update, json!({"id": "task_3", "assign_to": "lead"}), &ctx).await,
+        "unknown teammate \"lead\"; the team is: alice, bob, carol"
+    );
+    let by_alice = TaskUpdate::new(team.env("alice"));
+    assert_eq!(
+        refusal(&by_alice, json!({"id": "task_3", "assign_to": "bob"}), &ctx).await,
+        "only the lead assigns tasks; claim_task takes one for yourself"
+    );
+    ok_json(&update, json!({"id": "task_3", "assign_to": "bob"}), &ctx).await;
+    let back = ok_json(&update, json!({"id": "task_3", "assign_to": ""}), &ctx).await;
+    assert_eq!(back["owner"], serde_json::Value::Null);
+    let task = team.workspace.tasks().read(TaskId(3)).unwrap();
+    assert_eq!(task.status, Status::Pending);
+    assert!(
+        task.notes
+            .last()
+            .unwrap()
+            .ends_with("taken back from bob by lead")
+    );
 }

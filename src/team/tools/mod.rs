@@ -56,6 +56,8 @@ pub struct TeamEnv {
     pub role: String,
     /// The lead's name: plan approval requests go there.
     pub lead: String,
+    /// Each teammate's name and role: whom the lead may assign a task to.
+    pub teammates: Vec<(String, Option<String>)>,
     /// How long a request stays pending before it expires.
     pub request_timeout: Duration,
 }

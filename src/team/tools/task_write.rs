@@ -8,7 +8,7 @@ use super::task_read::parse_id;
 use super::view::detail_output;
 use super::{CallError, TeamEnv, json_output, optional_text, require_text, run_store, text_field};
 use crate::config::ROLES;
-use crate::store::{NewTask, StoreError, TaskId, TaskPatch};
+use crate::store::{Claimant, NewTask, Refusal, StoreError, TaskId, TaskPatch};
 use crate::tools::{Tool, ToolContext, ToolError, ToolKind, ToolOutput};
 
 team_tool! {
@@ -84,7 +84,9 @@ impl Tool for TaskUpdate {
     fn description(&self) -> &str {
         "Change a task's subject, description or blocked_by, and/or its status: \"completed\" \
          (with an optional result), \"failed\" (result says why) or \"pending\" (give it back). \
-         Only the task's owner can change its status, and only while it is in progress."
+         Only the task's owner can change its status, and only while it is in progress. The lead \
+         can assign_to a teammate: only that teammate may then claim it (\"\" puts it back in \
+         the pool)."
     }
 
     fn input_schema(&self) -> Value {
@@ -96,7 +98,8 @@ impl Tool for TaskUpdate {
                 "description": {"type": "string"},
                 "blocked_by": {"type": "array", "items": {"type": "string"}},
                 "status": {"type": "string", "enum": ["completed", "failed", "pending"]},
-                "result": {"type": "string", "description": "What came of it, or why it failed"}
+                "result": {"type": "string", "description": "What came of it, or why it failed"},
+                "assign_to": {"type": "string", "description": "Lead only: the teammate who alone may claim it; \"\" for anyone"}
             },
             "required": ["id"],
             "additionalProperties": false
@@ -113,10 +116,22 @@ impl Tool for TaskUpdate {
         if input.get("subject").is_some() {
             require_text(input, "subject")?;
         }
-        let changes = ["subject", "description", "blocked_by", "status"];
+        let changes = [
+            "subject",
+            "description",
+            "blocked_by",
+            "status",
+            "assign_to",
+        ];
         if !changes.iter().any(|f| input.get(f).is_some()) {
             return Err(
-                "nothing to change: give subject, description, blocked_by or status".to_string(),
+                "nothing to change: give subject, description, blocked_by, status or assign_to"
+                    .to_string(),
+            );
+        }
+        if input.get("assign_to").is_some() && self.env.me != self.env.lead {
+            return Err(
+                "only the lead assigns tasks; claim_task takes one for yourself".to_string(),
             );
         }
         let status = input.get("status").and_then(Value::as_str);
@@ -152,6 +167,9 @@ impl Tool for TaskUpdate {
             if patched {
                 store.update(id, patch)?;
             }
+            if let Some(to) = input.get("assign_to").and_then(Value::as_str) {
+                store.assign(id, claimant(env, to)?, &env.me)?;
+            }
             let status = input.get("status").and_then(Value::as_str);
             if let Some(status) = status
                 && let Err(e) = change_status(env, id, status, optional_text(&input, "result"))
@@ -167,6 +185,25 @@ impl Tool for TaskUpdate {
             let task = store.read(id)?;
             detail_output(&store, &task)
         })
+    }
+}
+
+/// The teammate named `to` with its role, or nobody for "".
+fn claimant<'a>(env: &'a TeamEnv, to: &'a str) -> Result<Option<Claimant<'a>>, CallError> {
+    if to.is_empty() {
+        return Ok(None);
+    }
+    match env.teammates.iter().find(|(name, _)| name == to) {
+        Some((name, role)) => Ok(Some(Claimant {
+            name,
+            role: role.as_deref(),
+        })),
+        None => Err(StoreError::from(Refusal::UnknownAgent {
+            role: "teammate",
+            name: to.to_string(),
+            valid: env.teammates.iter().map(|(n, _)| n.clone()).collect(),
+        })
+        .into()),
     }
 }
 

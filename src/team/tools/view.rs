@@ -7,8 +7,8 @@ use crate::store::dag::Graph;
 use crate::store::{Status, Task, TaskStore};
 use crate::tools::ToolOutput;
 
-/// `done`, `failed`, `running (owner)`, `blocked by a, b`, `claimable` (or `held by x` for a
-/// pending task that still names an owner, which only a hand edit produces).
+/// `done`, `failed`, `running (owner)`, `blocked by a, b`, `claimable`, `assigned to x` (a
+/// pending task with an owner: only x may claim it), or both of the last two kinds.
 pub(super) fn state_of(graph: &Graph<'_>, task: &Task) -> String {
     match task.status {
         Status::Completed => "done".to_string(),
@@ -16,12 +16,12 @@ pub(super) fn state_of(graph: &Graph<'_>, task: &Task) -> String {
         Status::InProgress => format!("running ({})", task.owner.as_deref().unwrap_or("nobody")),
         Status::Pending => {
             let open = graph.open_blockers(task);
-            if !open.is_empty() {
-                format!("blocked by {}", open.join(", "))
-            } else if let Some(owner) = &task.owner {
-                format!("held by {owner}")
-            } else {
-                "claimable".to_string()
+            let assigned = task.owner.as_ref().map(|o| format!("assigned to {o}"));
+            match (open.is_empty(), assigned) {
+                (true, Some(assigned)) => assigned,
+                (true, None) => "claimable".to_string(),
+                (false, None) => format!("blocked by {}", open.join(", ")),
+                (false, Some(assigned)) => format!("{assigned}, blocked by {}", open.join(", ")),
             }
         }
     }
