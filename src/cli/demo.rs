@@ -67,7 +67,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     }
     team.stop(Duration::from_secs(15))?;
     let mut agents = vec![config.lead_name().to_string()];
-    agents.extend(config.teammates.iter().map(|t| t.name.get_ref().clone()));
+    agents.extend(config.teammate_names());
     let mut summary = demo::summarise(
         &workspace,
         config.request_timeout(),

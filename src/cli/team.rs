@@ -68,15 +68,6 @@ pub fn status(project: &Project, as_json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn teammates(project: &Project) -> Vec<String> {
-    project
-        .config
-        .teammates
-        .iter()
-        .map(|t| t.name.get_ref().clone())
-        .collect()
-}
-
 pub fn supervisor(project: &Project) -> anyhow::Result<Supervisor> {
     Ok(Supervisor::new(
         project.workspace.clone(),
@@ -112,7 +103,10 @@ pub fn print_event(event: &TeamEvent) {
 
 pub fn down(project: &Project, timeout: u64, as_json: bool) -> anyhow::Result<()> {
     let mut sup = supervisor(project)?;
-    let events = sup.shut_down(&teammates(project), Duration::from_secs(timeout))?;
+    let events = sup.shut_down(
+        &project.config.teammate_names(),
+        Duration::from_secs(timeout),
+    )?;
     if as_json {
         let list: Vec<_> = events.iter().map(|e| format!("{e:?}")).collect();
         return output::json(&json!({ "events": list }));

@@ -316,6 +316,14 @@ impl TeamConfig {
         self.agents().find(|a| a.name.get_ref() == name)
     }
 
+    /// The teammates' names, in file order.
+    pub fn teammate_names(&self) -> Vec<String> {
+        self.teammates
+            .iter()
+            .map(|t| t.name.get_ref().clone())
+            .collect()
+    }
+
     pub fn lead_name(&self) -> &str {
         self.lead.name.get_ref()
     }

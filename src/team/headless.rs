@@ -122,11 +122,7 @@ impl TeamRun {
     }
 
     pub fn teammates(&self) -> Vec<String> {
-        self.config
-            .teammates
-            .iter()
-            .map(|t| t.name.get_ref().clone())
-            .collect()
+        self.config.teammate_names()
     }
 
     /// Sends the lead its goal, as a message from the person.

@@ -110,7 +110,7 @@ impl Supervisor {
     /// Starts a teammate again (after it died or shut down): refused for the lead, for a name
     /// not on the team, and for a teammate whose process still runs.
     pub fn restart(&mut self, config: &TeamConfig, name: &str) -> Result<u32, SupervisorError> {
-        if !config.teammates.iter().any(|t| t.name.get_ref() == name) {
+        if !config.teammate_names().iter().any(|t| t == name) {
             self.roster
                 .check("teammate", name)
                 .map_err(StoreError::from)?;

@@ -200,11 +200,7 @@ fn assign(
     let id = TaskId::parse(id)?;
     let who = match to {
         Some(name) => {
-            let teammates: Vec<String> = team
-                .teammates
-                .iter()
-                .map(|t| t.name.get_ref().clone())
-                .collect();
+            let teammates = team.teammate_names();
             if !teammates.iter().any(|t| t == name) {
                 return Err(Refusal::UnknownAgent {
                     role: "teammate",

@@ -96,12 +96,9 @@ impl Model {
     }
 
     pub fn teammates(&self) -> Vec<String> {
-        self.config.as_ref().map_or_else(Vec::new, |c| {
-            c.teammates
-                .iter()
-                .map(|t| t.name.get_ref().clone())
-                .collect()
-        })
+        self.config
+            .as_ref()
+            .map_or_else(Vec::new, TeamConfig::teammate_names)
     }
 
     pub fn writes(&self, name: &str) -> bool {
