@@ -19,10 +19,16 @@ fn roster() -> Roster {
     Roster::new(["lead", "alice", "bob", "carol"].map(String::from))
 }
 
+/// alice asks the person to run `command` in her worktree; returns the request id.
 fn ask(root: &Path, command: &str) -> String {
+    ask_for(root, "bash", json!({ "command": command }))
+}
+
+/// alice asks the person to use `tool` with `input` in her worktree; returns the request id.
+fn ask_for(root: &Path, tool: &str, input: serde_json::Value) -> String {
     let mut extra = serde_json::Map::new();
-    extra.insert("tool".into(), json!("bash"));
-    extra.insert("input".into(), json!({ "command": command }));
+    extra.insert("tool".into(), json!(tool));
+    extra.insert("input".into(), input);
     extra.insert(
         "workspace".into(),
         json!(root.join(".worktrees/alice").display().to_string()),
@@ -35,7 +41,7 @@ fn ask(root: &Path, command: &str) -> String {
                 from: "alice".into(),
                 to: "user".into(),
                 kind: "permission_request".into(),
-                text: Some("run the tests".into()),
+                text: Some(format!("alice asks to use {tool}")),
                 request: true,
                 extra,
             },
@@ -73,28 +79,11 @@ fn an_edit_request_is_shown_as_the_diff_it_would_make_then_approved() {
     let wt = dir.path().join(".worktrees/alice");
     fs::create_dir_all(&wt).unwrap();
     fs::write(wt.join("lib.sh"), "add() { echo $(($1 + $2)); }\n").unwrap();
-    let mut extra = serde_json::Map::new();
-    extra.insert("tool".into(), json!("edit"));
-    extra.insert(
-        "input".into(),
+    let id = ask_for(
+        dir.path(),
+        "edit",
         json!({"path": "lib.sh", "old_string": "$1 + $2", "new_string": "$1 - $2"}),
     );
-    extra.insert("workspace".into(), json!(wt.display().to_string()));
-    let sent = Workspace::new(dir.path())
-        .mailboxes()
-        .send(
-            &roster(),
-            Draft {
-                from: "alice".into(),
-                to: "user".into(),
-                kind: "permission_request".into(),
-                text: Some("alice asks to use edit".into()),
-                request: true,
-                extra,
-            },
-        )
-        .unwrap();
-    let id = sent.request_id.unwrap();
     let mut h = Harness::new(dir.path());
     h.press(&["esc", "5"]);
     let screen = tui_support::screen_text(&mut h.state, 120, 40);
