@@ -378,3 +378,53 @@ fn an_idle_worker_tells_the_lead_and_shuts_down_and_wakes_on_new_tasks_before_th
     assert_eq!(status.state, AgentState::Shutdown);
     assert_eq!(status.note.as_deref(), Some("idle for 3s"));
 }
+
+#[test]
+fn a_teammate_that_shuts_down_gives_back_the_tasks_assigned_to_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = Workspace::new(dir.path());
+    let tasks = ws.tasks();
+    tasks
+        .create(NewTask {
+            subject: "for a reviewer".into(),
+            role: Some("reviewer".into()),
+            ..NewTask::default()
+        })
+        .unwrap();
+    tasks
+        .create(NewTask {
+            subject: "after the review".into(),
+            blocked_by: vec!["task_1".into()],
+            ..NewTask::default()
+        })
+        .unwrap();
+    let alice = Claimant {
+        name: "alice",
+        role: Some("implementer"),
+    };
+    tasks.assign(TaskId(2), Some(alice), "lead").unwrap();
+    // Nothing alice can do yet: she idles out.
+    let worker = Worker::new(
+        ws.clone(),
+        roster(),
+        settings("alice", Duration::from_millis(300)),
+    )
+    .unwrap();
+    let mut fake = Fake {
+        seen: Arc::default(),
+        gate: None,
+        started: None,
+    };
+    let exit = worker.run(&mut fake, &AtomicBool::new(false)).unwrap();
+    assert_eq!(exit, ExitReason::IdleTimeout);
+    let task = tasks.read(TaskId(2)).unwrap();
+    assert_eq!((task.status, task.owner), (Status::Pending, None));
+    assert!(
+        task.notes
+            .last()
+            .unwrap()
+            .contains("released: alice shut down (idle for 0s)"),
+        "{:?}",
+        task.notes
+    );
+}

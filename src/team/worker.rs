@@ -127,9 +127,17 @@ impl Worker {
         };
         self.status.update(|s| {
             s.state = state;
-            s.note = Some(note);
+            s.note = Some(note.clone());
             s.task = None;
         })?;
+        // Nothing stays reserved for a teammate that is gone: what was assigned to it goes back
+        // to the pool (it holds nothing in progress: it refuses to shut down while it does).
+        if self.settings.claims {
+            let name = &self.settings.name;
+            self.workspace
+                .tasks()
+                .release_orphaned(name, &format!("released: {name} shut down ({note})"))?;
+        }
         result
     }
 
