@@ -11,6 +11,7 @@ use crew::store::{AgentState, AgentStatus, NewTask, Status, TaskId, Workspace};
 use crew::tui::Pane;
 use crew::tui::data::Change;
 use crew::tui::event::Event;
+use ratatui::crossterm::event::{KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use tui_support::{Harness, inbox, workspace};
 
 fn add(ws: &Workspace, subject: &str, blocked_by: &[&str]) -> String {
@@ -316,4 +317,69 @@ fn wide_characters_wrap_by_columns_so_nothing_is_cut_off() {
         .filter(|c| reply.contains(*c))
         .collect();
     assert_eq!(shown, reply, "{screen}");
+}
+
+#[test]
+fn clicking_a_folded_call_unfolds_it_and_clicking_again_folds_it() {
+    let dir = workspace();
+    let mut h = Harness::new(dir.path());
+    lead_rows(&mut h);
+    let screen = lead_text(&mut h);
+    let row = screen
+        .lines()
+        .position(|l| l.contains("▸ ← bash"))
+        .expect("the folded result is on screen") as u16;
+    let click = |h: &mut Harness| {
+        h.feed(Event::Mouse(MouseEvent {
+            kind: MouseEventKind::Down(MouseButton::Left),
+            column: 4,
+            row,
+            modifiers: KeyModifiers::NONE,
+        }))
+    };
+    click(&mut h);
+    let open = lead_text(&mut h);
+    assert!(open.contains("▾ ← bash"), "{open}");
+    assert!(open.contains("    test c ... ok"), "{open}");
+    // A click on a line that is not a call changes nothing.
+    h.feed(Event::Mouse(MouseEvent {
+        kind: MouseEventKind::Down(MouseButton::Left),
+        column: 4,
+        row: row + 1,
+        modifiers: KeyModifiers::NONE,
+    }));
+    assert_eq!(lead_text(&mut h), open);
+    click(&mut h);
+    assert!(lead_text(&mut h).contains("▸ ← bash"));
+}
+
+#[test]
+fn a_zoomed_teammates_call_unfolds_with_a_click_too() {
+    let dir = workspace();
+    let mut h = Harness::new(dir.path());
+    h.feed(Event::Data(vec![Change::Transcript {
+        name: "alice".into(),
+        lines: vec![
+            Row::plain("assistant: checking"),
+            Row {
+                text: "← bash: 2 passed".into(),
+                detail: Some("ok - one\nok - two\n2 passed".into()),
+            },
+        ],
+        reset: false,
+        tail: 0,
+    }]));
+    h.press(&["esc", "z"]);
+    assert_eq!(h.state.focus, Pane::Teammates);
+    let screen = tui_support::screen_text(&mut h.state, 60, 20);
+    let row = screen.lines().position(|l| l.contains("▸ ← bash")).unwrap() as u16;
+    h.feed(Event::Mouse(MouseEvent {
+        kind: MouseEventKind::Down(MouseButton::Left),
+        column: 6,
+        row,
+        modifiers: KeyModifiers::NONE,
+    }));
+    let open = tui_support::screen_text(&mut h.state, 60, 20);
+    assert!(open.contains("▾ ← bash: 2 passed"), "{open}");
+    assert!(open.contains("    ok - two"), "{open}");
 }

@@ -1,10 +1,10 @@
 //! Folded tool calls: moving between an agent's calls and unfolding one.
 
-use ratatui::layout::Rect;
+use ratatui::layout::{Position, Rect};
 
 use crate::tui::action::Action;
 use crate::tui::layout::areas;
-use crate::tui::render::conversation;
+use crate::tui::render::{conversation, lead, teammates};
 use crate::tui::state::{AppState, Level, Pane};
 
 /// Moving between an agent's tool calls (the lead's, or the selected teammate's) and unfolding
@@ -51,6 +51,42 @@ pub fn step(state: &mut AppState, action: Action) {
     };
     let back = conversation::lines_after(state, &name, target, layout);
     state.scroll.insert(pane, back);
+}
+
+/// A click on a folded call's line unfolds it (or folds it again), in the lead pane or a
+/// zoomed teammate.
+pub fn click(state: &mut AppState, at: Position) {
+    let screen = Rect::new(0, 0, state.size.0, state.size.1);
+    let Some(areas) = areas(state, screen).filter(|_| state.diff.is_none()) else {
+        return;
+    };
+    let placed = areas
+        .panes
+        .into_iter()
+        .filter(|(_, r)| r.contains(at))
+        .find_map(|(pane, r)| match pane {
+            Pane::Lead => Some(lead::placement(state, r).0),
+            Pane::Teammates if state.zoom => teammates::zoomed_placement(state, r),
+            _ => None,
+        });
+    let Some(placed) = placed.filter(|p| p.area.contains(at)) else {
+        return;
+    };
+    let height = placed.area.height as usize;
+    let hit = conversation::window(state, &placed.name, placed.layout, height, placed.back)
+        .and_then(|w| {
+            w.calls
+                .get(usize::from(at.y - placed.area.y))
+                .copied()
+                .flatten()
+        });
+    if let Some(number) = hit {
+        let folds = state.folds.entry(placed.name).or_default();
+        folds.selected = Some(number);
+        if !folds.open.remove(&number) {
+            folds.open.insert(number);
+        }
+    }
 }
 
 /// The inside width of `pane` as the renderer lays it out now.

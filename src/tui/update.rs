@@ -332,6 +332,7 @@ fn on_mouse(state: &mut AppState, mouse: MouseEvent) -> Vec<Effect> {
             if let Some(pane) = under {
                 state.focus = pane;
             }
+            folds::click(state, at);
         }
         MouseEventKind::ScrollUp | MouseEventKind::ScrollDown => {
             let up = mouse.kind == MouseEventKind::ScrollUp;

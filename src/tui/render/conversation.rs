@@ -2,6 +2,7 @@
 //! with its whole input or output below), the selected call marked. Only the rows that reach
 //! the visible window are formatted.
 
+use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use unicode_width::UnicodeWidthChar;
@@ -21,6 +22,20 @@ pub struct Layout {
     pub focused: bool,
 }
 
+/// Where and how one agent's transcript is drawn (for a click to find what it hit).
+pub struct Placement {
+    pub name: String,
+    pub area: Rect,
+    pub layout: Layout,
+    pub back: usize,
+}
+
+/// The visible lines, and for each the number of the tool call it folds (its first line only).
+pub struct Window {
+    pub lines: Vec<Line<'static>>,
+    pub calls: Vec<Option<u64>>,
+}
+
 /// The `height` lines that end `back` lines above the newest one, or None when there is no
 /// transcript yet. When everything fits nothing scrolls; `back` stops at the oldest line.
 pub fn window(
@@ -29,7 +44,7 @@ pub fn window(
     layout: Layout,
     height: usize,
     back: usize,
-) -> Option<Vec<Line<'static>>> {
+) -> Option<Window> {
     let kept = state
         .model
         .transcripts
@@ -39,12 +54,15 @@ pub fn window(
     let folds = state.folds.get(name).unwrap_or(&none);
     let need = back.saturating_add(height);
     // Newest first, until enough lines are formatted.
-    let mut reversed: Vec<Line<'static>> = Vec::new();
+    let mut reversed: Vec<(Line<'static>, Option<u64>)> = Vec::new();
     for (i, row) in kept.rows.iter().enumerate().rev() {
         let number = kept.number(i);
-        let mut lines = row_lines(state, row, layout, folds, number);
-        lines.reverse();
-        reversed.extend(lines);
+        let lines = row_lines(state, row, layout, folds, number);
+        let call = row.detail.is_some().then_some(number);
+        let firsts = std::iter::once(call).chain(std::iter::repeat(None));
+        let mut tagged: Vec<_> = lines.into_iter().zip(firsts).collect();
+        tagged.reverse();
+        reversed.extend(tagged);
         if reversed.len() >= need {
             break;
         }
@@ -54,8 +72,11 @@ pub fn window(
     } else {
         back
     };
-    let window: Vec<Line<'static>> = reversed.into_iter().skip(back).take(height).collect();
-    Some(window.into_iter().rev().collect())
+    let (mut lines, mut calls): (Vec<_>, Vec<_>) =
+        reversed.into_iter().skip(back).take(height).unzip();
+    lines.reverse();
+    calls.reverse();
+    Some(Window { lines, calls })
 }
 
 /// How many lines the rows after `number` take: the scroll that puts that row's last line at

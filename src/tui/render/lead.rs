@@ -16,8 +16,36 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
         Span::raw(" "),
     ]);
     let block = pane_block(state, Pane::Lead, title);
-    let inner = block.inner(area);
     frame.render_widget(block, area);
+    let (placed, input_area) = placement(state, area);
+    let theme = &state.theme;
+    let lines = conversation::window(
+        state,
+        lead,
+        placed.layout,
+        placed.area.height as usize,
+        placed.back,
+    )
+    .map(|w| w.lines)
+    .unwrap_or_else(|| {
+        vec![plain(
+            theme.style("dim"),
+            format!("no conversation yet (.crew/transcripts/{lead}/*.jsonl)"),
+        )]
+    });
+    frame.render_widget(Paragraph::new(lines), placed.area);
+    let input_block = Block::default()
+        .borders(Borders::TOP)
+        .border_style(theme.style("border"))
+        .title(Span::styled(" to the lead ", theme.style("dim")));
+    let input_inner = input_block.inner(input_area);
+    frame.render_widget(input_block, input_area);
+    frame.render_widget(&state.input, input_inner);
+}
+
+/// Where the conversation goes inside the lead pane at `area`, and where the input box goes.
+pub(crate) fn placement(state: &AppState, area: Rect) -> (conversation::Placement, Rect) {
+    let inner = Block::default().borders(Borders::ALL).inner(area);
     let input_rows = (state.input.lines().len() as u16 + 2)
         .clamp(3, 8)
         .min(inner.height / 2);
@@ -25,32 +53,16 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
         .direction(Direction::Vertical)
         .constraints([Constraint::Min(1), Constraint::Length(input_rows)])
         .split(inner);
-    let theme = &state.theme;
-    let layout = conversation::Layout {
-        base: theme.style("text"),
-        width: parts[0].width as usize,
-        wrap: true,
-        focused: state.focus == Pane::Lead,
+    let placed = conversation::Placement {
+        name: state.model.lead_name().to_string(),
+        area: parts[0],
+        layout: conversation::Layout {
+            base: state.theme.style("text"),
+            width: parts[0].width as usize,
+            wrap: true,
+            focused: state.focus == Pane::Lead,
+        },
+        back: state.scroll(Pane::Lead),
     };
-    let lines = conversation::window(
-        state,
-        lead,
-        layout,
-        parts[0].height as usize,
-        state.scroll(Pane::Lead),
-    )
-    .unwrap_or_else(|| {
-        vec![plain(
-            theme.style("dim"),
-            format!("no conversation yet (.crew/transcripts/{lead}/*.jsonl)"),
-        )]
-    });
-    frame.render_widget(Paragraph::new(lines), parts[0]);
-    let input_block = Block::default()
-        .borders(Borders::TOP)
-        .border_style(theme.style("border"))
-        .title(Span::styled(" to the lead ", theme.style("dim")));
-    let input_inner = input_block.inner(parts[1]);
-    frame.render_widget(input_block, parts[1]);
-    frame.render_widget(&state.input, input_inner);
+    (placed, parts[1])
 }

@@ -5,11 +5,11 @@ mod approvals;
 pub(crate) mod conversation;
 pub(crate) mod diff;
 mod header;
-mod lead;
+pub(crate) mod lead;
 mod mailboxes;
 pub(crate) mod overlay;
 mod tasks;
-mod teammates;
+pub(crate) mod teammates;
 
 use ratatui::Frame;
 use ratatui::layout::{Alignment, Rect};

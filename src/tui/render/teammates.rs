@@ -95,9 +95,34 @@ fn render_one(state: &AppState, name: &str, selected: bool, frame: &mut Frame, a
         .borders(Borders::TOP)
         .border_style(border)
         .title(Line::from(title));
-    let inner = block.inner(area);
     frame.render_widget(block, area);
+    let (head, placed) = body(state, name, selected, area);
+    let head_area = Rect::new(area.x, area.y + 1, area.width, head.len() as u16);
+    frame.render_widget(Paragraph::new(head), head_area.intersection(area));
+    let lines = conversation::window(
+        state,
+        name,
+        placed.layout,
+        placed.area.height as usize,
+        placed.back,
+    )
+    .map(|w| w.lines)
+    .unwrap_or_default();
+    frame.render_widget(Paragraph::new(lines), placed.area);
+}
+
+/// A teammate box's first lines (its task, what it waits for) and where its transcript goes
+/// below them, for the box at `area` (its top border included).
+fn body(
+    state: &AppState,
+    name: &str,
+    selected: bool,
+    area: Rect,
+) -> (Vec<Line<'static>>, conversation::Placement) {
+    let theme = &state.theme;
+    let inner = Block::default().borders(Borders::TOP).inner(area);
     let width = inner.width as usize;
+    let status = state.agent(name);
     let task = status
         .and_then(|s| s.task.as_deref())
         .map(|id| {
@@ -118,7 +143,7 @@ fn render_one(state: &AppState, name: &str, selected: bool, frame: &mut Frame, a
         .iter()
         .filter(|r| r.from == name && r.kind == "plan_approval_request")
         .count();
-    if waiting {
+    if status.is_some_and(|s| s.state == "WAITING") {
         lines.push(plain(
             theme.style("badge.waiting"),
             format!("waiting for you: {asks} request(s) in approvals"),
@@ -131,19 +156,29 @@ fn render_one(state: &AppState, name: &str, selected: bool, frame: &mut Frame, a
             format!("{plans} plan(s) awaiting approval (the lead's, or yours in approvals)"),
         ));
     }
-    let room = (inner.height as usize).saturating_sub(lines.len());
-    let back = if state.zoom {
-        state.scroll(Pane::Teammates)
-    } else {
-        0
+    let head = (lines.len() as u16).min(inner.height);
+    let placed = conversation::Placement {
+        name: name.to_string(),
+        area: Rect::new(inner.x, inner.y + head, inner.width, inner.height - head),
+        layout: conversation::Layout {
+            // Glanced at in a box, read when zoomed.
+            base: theme.style(if state.zoom { "text" } else { "dim" }),
+            width,
+            wrap: state.zoom,
+            focused: selected && state.focus == Pane::Teammates,
+        },
+        back: if state.zoom {
+            state.scroll(Pane::Teammates)
+        } else {
+            0
+        },
     };
-    let layout = conversation::Layout {
-        // Glanced at in a box, read when zoomed.
-        base: theme.style(if state.zoom { "text" } else { "dim" }),
-        width,
-        wrap: state.zoom,
-        focused: selected && state.focus == Pane::Teammates,
-    };
-    lines.extend(conversation::window(state, name, layout, room, back).unwrap_or_default());
-    frame.render_widget(Paragraph::new(lines), inner);
+    (lines, placed)
+}
+
+/// Where the zoomed teammate's transcript is drawn in the teammates pane at `area`.
+pub(crate) fn zoomed_placement(state: &AppState, area: Rect) -> Option<conversation::Placement> {
+    let name = state.selected_teammate()?;
+    let inner = Block::default().borders(Borders::ALL).inner(area);
+    Some(body(state, &name, true, inner).1)
 }
