@@ -324,6 +324,17 @@ impl TeamConfig {
             .collect()
     }
 
+    /// The teammates' names with their roles, in file order.
+    pub fn teammate_roles(&self) -> Vec<(String, Option<String>)> {
+        self.teammates
+            .iter()
+            .map(|t| {
+                let role = t.role.as_ref().map(|r| r.get_ref().clone());
+                (t.name.get_ref().clone(), role)
+            })
+            .collect()
+    }
+
     pub fn lead_name(&self) -> &str {
         self.lead.name.get_ref()
     }

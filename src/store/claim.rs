@@ -17,6 +17,24 @@ pub struct Claimant<'a> {
     pub role: Option<&'a str>,
 }
 
+impl<'a> Claimant<'a> {
+    /// The teammate called `name` among `team` (names with their roles), or the refusal that
+    /// names the team.
+    pub fn teammate(team: &'a [(String, Option<String>)], name: &str) -> Result<Self, Refusal> {
+        match team.iter().find(|(n, _)| n == name) {
+            Some((name, role)) => Ok(Claimant {
+                name,
+                role: role.as_deref(),
+            }),
+            None => Err(Refusal::UnknownAgent {
+                role: "teammate",
+                name: name.to_string(),
+                valid: team.iter().map(|(n, _)| n.clone()).collect(),
+            }),
+        }
+    }
+}
+
 impl TaskStore {
     /// Claims one task by id, waiting for its lock.
     pub fn claim(&self, id: TaskId, who: Claimant<'_>) -> Result<Task, StoreError> {

@@ -232,16 +232,7 @@ impl AgentWork {
             me: self.name.clone(),
             role: self.role.clone(),
             lead: self.config.lead_name().to_string(),
-            teammates: self
-                .config
-                .teammates
-                .iter()
-                .map(|t| {
-                    let name = t.name.get_ref().clone();
-                    let role = self.config.role_of(&name).map(str::to_string);
-                    (name, role)
-                })
-                .collect(),
+            teammates: self.config.teammate_roles(),
             request_timeout: self.config.request_timeout(),
         });
         let extra: Vec<String> = self.config.team.test_command.iter().cloned().collect();

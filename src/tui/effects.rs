@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use crate::config::TeamConfig;
 use crate::git::{Author, Worktrees};
-use crate::store::{Claimant, Draft, Refusal, StoreError, TaskId, TaskPatch, Workspace};
+use crate::store::{Claimant, Draft, StoreError, TaskId, TaskPatch, Workspace};
 use crate::team::supervisor::Supervisor;
 use crate::tui::event::{Effect, Event};
 use crate::tui::highlight::Highlighter;
@@ -81,9 +81,12 @@ pub fn execute(root: &Path, effect: Effect) -> Option<Event> {
                     };
                     ws.tasks().update(tid, patch)
                 })
-                .map(|t| match t.blocked_by.is_empty() {
-                    true => format!("{} waits for nothing", t.id),
-                    false => format!("{} waits for {}", t.id, t.blocked_by.join(", ")),
+                .map(|t| {
+                    if t.blocked_by.is_empty() {
+                        format!("{} waits for nothing", t.id)
+                    } else {
+                        format!("{} waits for {}", t.id, t.blocked_by.join(", "))
+                    }
                 })
                 .map_err(|e| e.to_string()),
         )),
@@ -198,24 +201,10 @@ fn assign(
     to: Option<&str>,
 ) -> Result<crate::store::Task, StoreError> {
     let id = TaskId::parse(id)?;
-    let who = match to {
-        Some(name) => {
-            let teammates = team.teammate_names();
-            if !teammates.iter().any(|t| t == name) {
-                return Err(Refusal::UnknownAgent {
-                    role: "teammate",
-                    name: name.to_string(),
-                    valid: teammates,
-                }
-                .into());
-            }
-            Some(Claimant {
-                name,
-                role: team.role_of(name),
-            })
-        }
-        None => None,
-    };
+    let teammates = team.teammate_roles();
+    let who = to
+        .map(|name| Claimant::teammate(&teammates, name))
+        .transpose()?;
     ws.tasks().assign(id, who, "user")
 }
 

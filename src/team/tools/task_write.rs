@@ -8,7 +8,7 @@ use super::task_read::parse_id;
 use super::view::detail_output;
 use super::{CallError, TeamEnv, json_output, optional_text, require_text, run_store, text_field};
 use crate::config::ROLES;
-use crate::store::{Claimant, NewTask, Refusal, StoreError, TaskId, TaskPatch};
+use crate::store::{Claimant, NewTask, StoreError, TaskId, TaskPatch};
 use crate::tools::{Tool, ToolContext, ToolError, ToolKind, ToolOutput};
 
 team_tool! {
@@ -168,7 +168,12 @@ impl Tool for TaskUpdate {
                 store.update(id, patch)?;
             }
             if let Some(to) = input.get("assign_to").and_then(Value::as_str) {
-                store.assign(id, claimant(env, to)?, &env.me)?;
+                // "" puts it back in the pool.
+                let who = (!to.is_empty())
+                    .then(|| Claimant::teammate(&env.teammates, to))
+                    .transpose()
+                    .map_err(StoreError::from)?;
+                store.assign(id, who, &env.me)?;
             }
             let status = input.get("status").and_then(Value::as_str);
             if let Some(status) = status
@@ -185,25 +190,6 @@ impl Tool for TaskUpdate {
             let task = store.read(id)?;
             detail_output(&store, &task)
         })
-    }
-}
-
-/// The teammate named `to` with its role, or nobody for "".
-fn claimant<'a>(env: &'a TeamEnv, to: &'a str) -> Result<Option<Claimant<'a>>, CallError> {
-    if to.is_empty() {
-        return Ok(None);
-    }
-    match env.teammates.iter().find(|(name, _)| name == to) {
-        Some((name, role)) => Ok(Some(Claimant {
-            name,
-            role: role.as_deref(),
-        })),
-        None => Err(StoreError::from(Refusal::UnknownAgent {
-            role: "teammate",
-            name: to.to_string(),
-            valid: env.teammates.iter().map(|(n, _)| n.clone()).collect(),
-        })
-        .into()),
     }
 }
 
