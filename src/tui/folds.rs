@@ -39,37 +39,38 @@ pub fn step(state: &mut AppState, action: Action) {
     if action == Action::Expand && !folds.open.remove(&target) {
         folds.open.insert(target);
     }
-    if pane == Pane::Teammates && !state.zoom {
-        // The small boxes follow the end; unfolding is read in the zoomed view.
-        return;
+    // The small teammate boxes follow the end; unfolding is read in the zoomed view.
+    if let Some(placed) = placement(state, pane) {
+        let back = conversation::lines_after(state, &name, target, placed.layout);
+        state.scroll.insert(pane, back);
     }
-    let layout = conversation::Layout {
-        base: ratatui::style::Style::default(),
-        width: pane_width(state, pane),
-        wrap: true,
-        focused: true,
-    };
-    let back = conversation::lines_after(state, &name, target, layout);
-    state.scroll.insert(pane, back);
+}
+
+/// Where the lead's or the zoomed teammate's transcript is drawn now, as the renderer does it.
+fn placement(state: &AppState, pane: Pane) -> Option<conversation::Placement> {
+    let screen = Rect::new(0, 0, state.size.0, state.size.1);
+    let (_, area) = areas(state, screen)?
+        .panes
+        .into_iter()
+        .find(|(p, _)| *p == pane)?;
+    match pane {
+        Pane::Lead => Some(lead::placement(state, area).0),
+        Pane::Teammates if state.zoom => teammates::zoomed_placement(state, area),
+        _ => None,
+    }
 }
 
 /// A click on a folded call's line unfolds it (or folds it again), in the lead pane or a
 /// zoomed teammate.
 pub fn click(state: &mut AppState, at: Position) {
-    let screen = Rect::new(0, 0, state.size.0, state.size.1);
-    let Some(areas) = areas(state, screen).filter(|_| state.diff.is_none()) else {
+    if state.diff.is_some() {
         return;
-    };
-    let placed = areas
-        .panes
+    }
+    let placed = [Pane::Lead, Pane::Teammates]
         .into_iter()
-        .filter(|(_, r)| r.contains(at))
-        .find_map(|(pane, r)| match pane {
-            Pane::Lead => Some(lead::placement(state, r).0),
-            Pane::Teammates if state.zoom => teammates::zoomed_placement(state, r),
-            _ => None,
-        });
-    let Some(placed) = placed.filter(|p| p.area.contains(at)) else {
+        .filter_map(|pane| placement(state, pane))
+        .find(|p| p.area.contains(at));
+    let Some(placed) = placed else {
         return;
     };
     let height = placed.area.height as usize;
@@ -87,12 +88,4 @@ pub fn click(state: &mut AppState, at: Position) {
             folds.open.insert(number);
         }
     }
-}
-
-/// The inside width of `pane` as the renderer lays it out now.
-fn pane_width(state: &AppState, pane: Pane) -> usize {
-    let screen = Rect::new(0, 0, state.size.0, state.size.1);
-    areas(state, screen)
-        .and_then(|a| a.panes.into_iter().find(|(p, _)| *p == pane))
-        .map_or(80, |(_, r)| r.width.saturating_sub(2) as usize)
 }
