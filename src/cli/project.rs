@@ -22,10 +22,11 @@ impl Project {
             )
         })?;
         let config = TeamConfig::load(&root.join(FILE_NAME))?;
+        register_key_values(&config);
         super::logging::start(&root);
         Ok(Project {
             roster: config.roster(),
-            workspace: Workspace::new(root),
+            workspace: Workspace::new(root).with_limits(config.limits),
             config,
         })
     }
@@ -43,6 +44,20 @@ impl Project {
             name,
             role: role.or_else(|| self.config.role_of(name)),
         })
+    }
+}
+
+/// Every process that opens the project learns the values of the team's key variables, so
+/// nothing it writes can hold one (see `store::secrets`), even if it never calls a model.
+fn register_key_values(config: &TeamConfig) {
+    for agent in config.agents() {
+        let model = &agent.model;
+        if let Some(value) =
+            crate::model::spec::key_variable(&model.provider, model.api_key_env.as_deref())
+                .and_then(|var| std::env::var(var).ok())
+        {
+            crate::store::secrets::register(&value);
+        }
     }
 }
 
