@@ -51,8 +51,8 @@ fn a_tool_process_cannot_answer_send_or_act_as_the_person() {
         ])
         .trim()
         .to_string();
-    // From alice's worktree, the team's store is two folders up.
-    let crew = format!("{} -C ../..", crew_exe());
+    // Run from alice's worktree, crew works on the team's store (the repository's).
+    let crew = crew_exe();
     let script = format!(
         "{crew} respond {request_id} --as user approve\n\
          {crew} respond {request_id} --as lead approve\n\

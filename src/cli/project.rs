@@ -15,12 +15,13 @@ pub struct Project {
 
 impl Project {
     pub fn find(start: &Path) -> anyhow::Result<Project> {
-        let root = find_upwards(start, FILE_NAME).ok_or_else(|| {
+        let found = find_upwards(start, FILE_NAME).ok_or_else(|| {
             anyhow!(
                 "no {FILE_NAME} in {} or any folder above it; run `crew init` in your git repository",
                 start.display()
             )
         })?;
+        let root = team_root(found);
         let config = TeamConfig::load(&root.join(FILE_NAME))?;
         register_key_values(&config);
         super::logging::start(&root);
@@ -58,6 +59,20 @@ fn register_key_values(config: &TeamConfig) {
         {
             crate::store::secrets::register(&value);
         }
+    }
+}
+
+/// A teammate's worktree (`<repo>/.worktrees/<name>`) holds a copy of the committed crew.toml,
+/// but the team's store is the repository's: crew run inside a worktree works on that.
+fn team_root(found: PathBuf) -> PathBuf {
+    let repo = found
+        .parent()
+        .filter(|parent| parent.file_name().is_some_and(|n| n == ".worktrees"))
+        .and_then(Path::parent)
+        .filter(|repo| repo.join(FILE_NAME).is_file());
+    match repo {
+        Some(repo) => repo.to_path_buf(),
+        None => found,
     }
 }
 
