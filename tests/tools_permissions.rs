@@ -109,7 +109,12 @@ fn redirections_are_not_words_and_writes_are_seen() {
 
 #[test]
 fn parse_failures() {
-    for bad in ["echo 'unterminated", "echo \"unterminated", "echo $(ls", "ls &&"] {
+    for bad in [
+        "echo 'unterminated",
+        "echo \"unterminated",
+        "echo $(ls",
+        "ls &&",
+    ] {
         assert!(
             matches!(parse(bad).error, Some(ParseError::Syntax(_))),
             "{bad}: {:?}",

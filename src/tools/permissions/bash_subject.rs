@@ -71,7 +71,7 @@ impl ParsedCommand {
     /// not plain, or a parse error.
     pub fn refusal(&self) -> Option<String> {
         if let Some(error) = &self.error {
-            return Some(format!("the shell line cannot be parsed ({error})"));
+            return Some(format!("could not parse the command ({error})"));
         }
         self.commands.iter().find_map(|c| {
             c.refusal().map(|why| match c.words.first() {
@@ -334,9 +334,10 @@ impl Walker<'_, '_> {
             "heredoc_redirect" => {
                 for child in Self::named_children(node) {
                     match child.kind() {
-                        "heredoc_body" if Self::named_children(child)
-                            .iter()
-                            .any(|c| c.kind() != "heredoc_content") =>
+                        "heredoc_body"
+                            if Self::named_children(child)
+                                .iter()
+                                .any(|c| c.kind() != "heredoc_content") =>
                         {
                             refusals.push(
                                 "the here-document expands variables or commands".to_string(),
@@ -380,7 +381,9 @@ impl Walker<'_, '_> {
                 let mut why = None;
                 for child in Self::named_children(node) {
                     match child.kind() {
-                        "string_content" => text.push_str(&unescape_double_quoted(&self.text(child))),
+                        "string_content" => {
+                            text.push_str(&unescape_double_quoted(&self.text(child)))
+                        }
                         "string" => text.push_str(&self.word(child).text),
                         _ => why = why.or(self.word(child).opaque),
                     }
@@ -416,7 +419,11 @@ impl Walker<'_, '_> {
             }
             "simple_expansion" | "expansion" => {
                 self.nested(node);
-                opaque("expands a variable, known only when it runs")
+                if raw.contains("$(") || raw.contains('`') {
+                    opaque("runs a command inside the line")
+                } else {
+                    opaque("expands a variable, known only when it runs")
+                }
             }
             _ => {
                 self.nested(node);
@@ -500,7 +507,9 @@ fn decode_ansi_c(raw: &str) -> String {
             }
             Some(d @ '0'..='7') => {
                 let mut oct = d.to_string();
-                oct.extend(std::iter::from_fn(|| chars.next_if(|c| ('0'..='7').contains(c))).take(2));
+                oct.extend(
+                    std::iter::from_fn(|| chars.next_if(|c| ('0'..='7').contains(c))).take(2),
+                );
                 match u8::from_str_radix(&oct, 8) {
                     Ok(b) => text.push(char::from(b)),
                     Err(_) => text.push_str(&oct),

@@ -31,7 +31,10 @@ pub(super) fn push_command(
     };
     match program.as_str() {
         "sudo" | "doas" => {
-            let skip = options_end(args, &["-u", "-g", "-C", "-h", "-p", "-U", "-r", "-t", "-D"]);
+            let skip = options_end(
+                args,
+                &["-u", "-g", "-C", "-h", "-p", "-U", "-r", "-t", "-D"],
+            );
             let inner = wrapped(skip, None);
             out.commands.push(command.clone());
             if !inner.words.is_empty() {
@@ -40,13 +43,28 @@ pub(super) fn push_command(
         }
         "env" => push_env(&command, depth, out),
         "nohup" | "time" | "exec" | "builtin" | "setsid" => {
-            push_wrapped(command.clone(), wrapped(options_end(args, &[]), None), depth, out);
+            push_wrapped(
+                command.clone(),
+                wrapped(options_end(args, &[]), None),
+                depth,
+                out,
+            );
         }
         "command" if args.iter().any(|w| w.text == "-v" || w.text == "-V") => {
             out.commands.push(command);
         }
-        "command" => push_wrapped(command.clone(), wrapped(options_end(args, &[]), None), depth, out),
-        "nice" => push_wrapped(command.clone(), wrapped(options_end(args, &["-n"]), None), depth, out),
+        "command" => push_wrapped(
+            command.clone(),
+            wrapped(options_end(args, &[]), None),
+            depth,
+            out,
+        ),
+        "nice" => push_wrapped(
+            command.clone(),
+            wrapped(options_end(args, &["-n"]), None),
+            depth,
+            out,
+        ),
         "ionice" => {
             let skip = options_end(args, &["-c", "-n", "-p", "-P", "-u"]);
             push_wrapped(command.clone(), wrapped(skip, None), depth, out);
@@ -62,7 +80,9 @@ pub(super) fn push_command(
         "xargs" => {
             let skip = options_end(
                 args,
-                &["-n", "-I", "-P", "-L", "-d", "-E", "-s", "-a", "-i", "-l", "-e"],
+                &[
+                    "-n", "-I", "-P", "-L", "-d", "-E", "-s", "-a", "-i", "-l", "-e",
+                ],
             );
             let why = "`xargs` adds arguments read from its input, unknown before it runs";
             push_wrapped(command.clone(), wrapped(skip, Some(why.into())), depth, out);
@@ -93,18 +113,19 @@ fn push_env(command: &Command, depth: usize, out: &mut ParsedCommand) {
     let args = &command.words[1..];
     let mut refusals = command.refusals.clone();
     let mut i = 0;
+    let mut options_done = false;
     while let Some(word) = args.get(i) {
         let text = word.text.as_str();
         if word.opaque.is_some() {
             break;
         }
-        if text == "--" {
-            i += 1;
-            break;
-        }
-        if is_assignment(text) {
+        if text == "--" && !options_done {
+            options_done = true;
+        } else if is_assignment(text) {
             let name = text.split('=').next().unwrap_or_default();
             refusals.push(format!("`env {name}=…` changes how the command runs"));
+        } else if options_done || !text.starts_with('-') {
+            break;
         } else if matches!(text, "-S" | "--split-string") || text.starts_with("--split-string=") {
             let script = text
                 .strip_prefix("--split-string=")
@@ -124,8 +145,6 @@ fn push_env(command: &Command, depth: usize, out: &mut ParsedCommand) {
             i += usize::from(!text.contains('='));
         } else if matches!(text, "-u" | "--unset") {
             i += 1;
-        } else if !text.starts_with('-') {
-            break;
         }
         i += 1;
     }
@@ -151,7 +170,11 @@ fn push_shell(command: Command, stdin_scripts: &[String], depth: usize, out: &mu
             takes_script = true;
         }
         // `-o OPTION` / `-O OPTION` take a word.
-        i += if matches!(text.as_str(), "-o" | "+o" | "-O" | "+O") { 2 } else { 1 };
+        i += if matches!(text.as_str(), "-o" | "+o" | "-O" | "+O") {
+            2
+        } else {
+            1
+        };
     }
     if takes_script && let Some(script) = args.get(i) {
         push_script(&command, std::slice::from_ref(script), "sh -c", depth, out);
@@ -236,7 +259,11 @@ fn options_end(args: &[Word], opts_with_arg: &[&str]) -> usize {
         if !word.text.starts_with('-') || word.text == "-" {
             break;
         }
-        i += if opts_with_arg.contains(&word.text.as_str()) { 2 } else { 1 };
+        i += if opts_with_arg.contains(&word.text.as_str()) {
+            2
+        } else {
+            1
+        };
     }
     i
 }

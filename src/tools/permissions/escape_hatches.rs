@@ -19,14 +19,71 @@ const GIT_GLOBAL_OK: &[&str] = &[
 
 /// Git subcommands crew knows; any other may be an alias, which can run any program.
 const GIT_SUBCOMMANDS: &[&str] = &[
-    "add", "am", "annotate", "apply", "archive", "bisect", "blame", "branch", "bundle",
-    "cat-file", "check-ignore", "checkout", "cherry", "cherry-pick", "clean", "clone", "commit",
-    "config", "count-objects", "describe", "diff", "diff-files", "diff-index", "diff-tree",
-    "fetch", "for-each-ref", "format-patch", "fsck", "gc", "grep", "init", "log", "ls-files",
-    "ls-remote", "ls-tree", "merge", "merge-base", "mv", "name-rev", "notes", "pull", "push",
-    "range-diff", "rebase", "reflog", "remote", "reset", "restore", "rev-list", "rev-parse", "revert",
-    "rm", "shortlog", "show", "show-branch", "show-ref", "sparse-checkout", "stash", "status",
-    "submodule", "switch", "tag", "version", "whatchanged", "worktree",
+    "add",
+    "am",
+    "annotate",
+    "apply",
+    "archive",
+    "bisect",
+    "blame",
+    "branch",
+    "bundle",
+    "cat-file",
+    "check-ignore",
+    "checkout",
+    "cherry",
+    "cherry-pick",
+    "clean",
+    "clone",
+    "commit",
+    "config",
+    "count-objects",
+    "describe",
+    "diff",
+    "diff-files",
+    "diff-index",
+    "diff-tree",
+    "fetch",
+    "for-each-ref",
+    "format-patch",
+    "fsck",
+    "gc",
+    "grep",
+    "init",
+    "log",
+    "ls-files",
+    "ls-remote",
+    "ls-tree",
+    "merge",
+    "merge-base",
+    "mv",
+    "name-rev",
+    "notes",
+    "pull",
+    "push",
+    "range-diff",
+    "rebase",
+    "reflog",
+    "remote",
+    "reset",
+    "restore",
+    "rev-list",
+    "rev-parse",
+    "revert",
+    "rm",
+    "shortlog",
+    "show",
+    "show-branch",
+    "show-ref",
+    "sparse-checkout",
+    "stash",
+    "status",
+    "submodule",
+    "switch",
+    "tag",
+    "version",
+    "whatchanged",
+    "worktree",
 ];
 
 /// Git subcommands that run configured or given programs whatever their flags.
@@ -75,9 +132,9 @@ pub fn escape_hatch(argv: &[String]) -> Option<String> {
             })
             .map(|a| format!("`{a}` runs commands or writes files")),
         "sed" => sed(args),
-        "awk" | "gawk" | "mawk" | "nawk" | "busybox" => Some(
-            "awk programs can run commands (`system`, pipes) and write files; asking".into(),
-        ),
+        "awk" | "gawk" | "mawk" | "nawk" | "busybox" => {
+            Some("awk programs can run commands (`system`, pipes) and write files; asking".into())
+        }
         "sort" => args
             .iter()
             .find(|a| short_bundle_has(a, 'o') || long_is(a, &["--output", "--compress-program"]))
@@ -133,7 +190,9 @@ pub fn escape_hatch(argv: &[String]) -> Option<String> {
                         "--rsh-command",
                         "--rmt-command",
                     ],
-                ) || (!a.starts_with("--") && a.starts_with('-') && (a.contains('I') || a.contains('F')))
+                ) || (!a.starts_with("--")
+                    && a.starts_with('-')
+                    && (a.contains('I') || a.contains('F')))
             })
             .map(|a| format!("`{a}` runs a program of the caller's choice")),
         _ => None,
@@ -180,7 +239,9 @@ fn git(args: &[String]) -> Option<String> {
             _ => false,
         };
         if short_hatch {
-            return Some(format!("`git {sub}` with `{arg}` runs a program or writes a file"));
+            return Some(format!(
+                "`git {sub}` with `{arg}` runs a program or writes a file"
+            ));
         }
     }
     match (sub.as_str(), rest.first().map(String::as_str)) {
@@ -198,8 +259,13 @@ fn sed(args: &[String]) -> Option<String> {
     let mut i = 0;
     let mut saw_script_flag = false;
     while let Some(arg) = args.get(i) {
-        if long_is(arg, &["--in-place", "--file"]) || short_bundle_has(arg, 'i') || short_bundle_has(arg, 'f') {
-            return Some(format!("`{arg}` edits files in place or runs a script file"));
+        if long_is(arg, &["--in-place", "--file"])
+            || short_bundle_has(arg, 'i')
+            || short_bundle_has(arg, 'f')
+        {
+            return Some(format!(
+                "`{arg}` edits files in place or runs a script file"
+            ));
         }
         if arg == "-e" || long_is(arg, &["--expression"]) {
             saw_script_flag = true;
@@ -258,7 +324,10 @@ fn sed_script_writes(script: &str) -> bool {
                 skip_field(&mut i, delim);
             }
             'a' | 'i' | 'c' | 'b' | 't' | 'T' | ':' | 'r' | 'R' | '#' => {
-                while i < chars.len() && chars[i] != '\n' && (c == 'a' || c == 'i' || c == 'c' || c == '#' || chars[i] != ';') {
+                while i < chars.len()
+                    && chars[i] != '\n'
+                    && (c == 'a' || c == 'i' || c == 'c' || c == '#' || chars[i] != ';')
+                {
                     i += 1;
                 }
             }
@@ -270,13 +339,14 @@ fn sed_script_writes(script: &str) -> bool {
 
 /// `-xyz` contains the short flag `c`.
 fn short_bundle_has(arg: &str, c: char) -> bool {
-    arg.starts_with('-') && !arg.starts_with("--") && arg[1..].starts_with(|f: char| f.is_ascii_alphabetic()) && arg[1..].contains(c)
+    arg.starts_with('-')
+        && !arg.starts_with("--")
+        && arg[1..].starts_with(|f: char| f.is_ascii_alphabetic())
+        && arg[1..].contains(c)
 }
 
 /// `arg` is one of `names` (with `=value`), or an abbreviation getopt would accept.
 fn long_is(arg: &str, names: &[&str]) -> bool {
     let name = arg.split('=').next().unwrap_or(arg);
-    name.starts_with("--")
-        && name.len() >= 4
-        && names.iter().any(|n| n.starts_with(name))
+    name.starts_with("--") && name.len() >= 4 && names.iter().any(|n| n.starts_with(name))
 }

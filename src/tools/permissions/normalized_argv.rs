@@ -23,6 +23,8 @@ pub struct Operand {
     pub text: String,
     /// Right after a flag, so possibly that flag's argument (`git -C dir push`).
     pub after_flag: bool,
+    /// Only known when the line runs: it may be any words.
+    pub opaque: bool,
 }
 
 /// Long options and the short flag they mean, per program (`*` for any program).
@@ -61,6 +63,11 @@ impl NormalizedArgv {
             let text = word.text.as_str();
             if word.opaque.is_some() {
                 has_opaque = true;
+                operands.push(Operand {
+                    text: word.text.clone(),
+                    after_flag,
+                    opaque: true,
+                });
                 after_flag = false;
                 continue;
             }
@@ -68,6 +75,7 @@ impl NormalizedArgv {
                 operands.push(Operand {
                     text: text.to_string(),
                     after_flag,
+                    opaque: false,
                 });
                 after_flag = false;
                 continue;
@@ -109,10 +117,10 @@ impl NormalizedArgv {
         for want in &rule.operands {
             let found = operands
                 .by_ref()
-                .find(|have| have.text == want.text || !have.after_flag);
+                .find(|have| have.opaque || have.text == want.text || !have.after_flag);
             match found {
+                Some(have) if have.opaque => return true,
                 Some(have) if have.text == want.text => {}
-                _ if self.has_opaque => return true,
                 _ => return false,
             }
         }
@@ -126,14 +134,19 @@ impl NormalizedArgv {
     }
 }
 
-/// `--recursive` is `-r`; an unambiguous abbreviation (`--rec`, as getopt accepts) too.
+/// `--recursive` is `-r`; an abbreviation (`--rec`, as getopt accepts) too.
 fn long_flag(program: &str, long: &str) -> String {
     let full = format!("--{long}");
+    // A longer form (`--force-with-lease`) counts as the flag it extends: deny errs to match.
     LONG_TO_SHORT
         .iter()
         .filter(|(p, _, _)| *p == "*" || *p == program)
-        .find(|(_, name, _)| long.len() >= 3 && name.starts_with(&full))
-        .map_or(full, |(_, _, short)| format!("-{}", short_alias(program, *short)))
+        .find(|(_, name, _)| {
+            long.len() >= 3 && (name.starts_with(&full) || full.starts_with(&format!("{name}-")))
+        })
+        .map_or(full, |(_, _, short)| {
+            format!("-{}", short_alias(program, *short))
+        })
 }
 
 fn short_alias(program: &str, c: char) -> char {

@@ -165,9 +165,9 @@ impl PermissionPolicy {
                 return PermissionOutcome::new(Decision::Deny(reason), DecidedBy::Workspace);
             }
         };
-        if let Some(rule) = first_match(&self.deny, query.tool, &resolved) {
+        if let Some((rule, detail)) = first_match(&self.deny, query.tool, &resolved) {
             return PermissionOutcome::new(
-                Decision::Deny(format!("denied by rule `{rule}`")),
+                Decision::Deny(format!("denied by rule `{rule}`{detail}")),
                 DecidedBy::DenyRule(rule),
             );
         }
@@ -183,9 +183,9 @@ impl PermissionPolicy {
             }
             None => {}
         }
-        if let Some(rule) = first_match(&self.ask, query.tool, &resolved) {
+        if let Some((rule, detail)) = first_match(&self.ask, query.tool, &resolved) {
             return PermissionOutcome::new(
-                Decision::Ask(format!("rule `{rule}` asks first")),
+                Decision::Ask(format!("rule `{rule}` asks first{detail}")),
                 DecidedBy::AskRule(rule),
             );
         }
@@ -248,20 +248,35 @@ fn resolve(query: &PermissionQuery<'_>) -> Result<Resolved, String> {
 }
 
 /// The first deny or ask rule matching the subject: for a command line, any command anywhere
-/// in it by its normalised argv (see `Rule::matches_normalized`).
-fn first_match(rules: &[Rule], tool: &str, subject: &Resolved) -> Option<String> {
+/// in it by its normalised argv (see `Rule::matches_normalized`). Returns the rule and, for a
+/// command, which one matched.
+fn first_match(rules: &[Rule], tool: &str, subject: &Resolved) -> Option<(String, String)> {
     let mut rules = rules.iter().filter(|r| r.applies_to_tool(tool));
     match subject {
-        Resolved::None => rules.find(|r| r.is_any()).map(|r| r.raw().to_string()),
+        Resolved::None => rules
+            .find(|r| r.is_any())
+            .map(|r| (r.raw().to_string(), String::new())),
         Resolved::Path(absolute, relative) => {
             let forms = path_forms(absolute, relative);
             rules
                 .find(|r| r.matches_path(&forms))
-                .map(|r| r.raw().to_string())
+                .map(|r| (r.raw().to_string(), String::new()))
         }
-        Resolved::Commands(parsed) => rules
-            .find(|r| r.is_any() || parsed.commands.iter().any(|c| r.matches_normalized(c)))
-            .map(|r| r.raw().to_string()),
+        Resolved::Commands(parsed) => rules.find_map(|r| {
+            if r.is_any() {
+                return Some((r.raw().to_string(), String::new()));
+            }
+            let command = parsed.commands.iter().find(|c| r.matches_normalized(c))?;
+            let argv = command.argv().join(" ");
+            let detail = match command.words.iter().find(|w| w.opaque.is_some()) {
+                Some(word) => format!(
+                    " (`{argv}`: `{}` is only known when it runs and could complete it)",
+                    word.text
+                ),
+                None => format!(" (`{argv}`)"),
+            };
+            Some((r.raw().to_string(), detail))
+        }),
     }
 }
 
@@ -278,7 +293,10 @@ fn allow_match(rules: &[Rule], tool: &str, subject: &Resolved) -> Result<String,
         Resolved::None => None,
         Resolved::Path(absolute, relative) => {
             let forms = path_forms(absolute, relative);
-            rules.iter().find(|r| r.matches_path(&forms)).map(|r| r.raw().to_string())
+            rules
+                .iter()
+                .find(|r| r.matches_path(&forms))
+                .map(|r| r.raw().to_string())
         }
         Resolved::Commands(parsed) => {
             if let Some(refusal) = parsed.refusal() {
@@ -290,7 +308,10 @@ fn allow_match(rules: &[Rule], tool: &str, subject: &Resolved) -> Result<String,
                 if let Some(why) = escape_hatch(&argv) {
                     return Err(Some(why));
                 }
-                let rule = rules.iter().find(|r| r.matches_command(&argv)).ok_or(None)?;
+                let rule = rules
+                    .iter()
+                    .find(|r| r.matches_command(&argv))
+                    .ok_or_else(|| Some(format!("no allow rule covers `{}`", argv.join(" "))))?;
                 if !matched.contains(&rule.raw()) {
                     matched.push(rule.raw());
                 }
