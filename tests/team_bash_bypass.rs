@@ -56,9 +56,15 @@ fn the_issues_bypasses_fail_under_the_template_rules() {
         "marker_pager",
         "marker_c",
     ] {
-        assert!(!worktree.join(marker).exists(), "{marker} was created: {result}");
+        assert!(
+            !worktree.join(marker).exists(),
+            "{marker} was created: {result}"
+        );
     }
-    assert!(worktree.join("victim/keep.txt").exists(), "victim/ was deleted: {result}");
+    assert!(
+        worktree.join("victim/keep.txt").exists(),
+        "victim/ was deleted: {result}"
+    );
     // The allowed form still ran: the rules are in force, not merely broken.
     assert!(result.contains("On branch"), "{result}");
     // The deny rule names itself and the command it caught, nested or respelled.

@@ -46,14 +46,17 @@ impl Command {
         self.words.iter().map(|w| w.text.clone()).collect()
     }
 
-    /// Why an allow rule may not grant this command, if it may not.
+    /// Why an allow rule may not grant this command, if it may not, naming the program.
     pub fn refusal(&self) -> Option<String> {
-        if let Some(reason) = self.refusals.first() {
-            return Some(reason.clone());
-        }
-        self.words
-            .iter()
-            .find_map(|w| w.opaque.map(|why| format!("`{}` {why}", w.text)))
+        let why = self.refusals.first().cloned().or_else(|| {
+            self.words
+                .iter()
+                .find_map(|w| w.opaque.map(|why| format!("`{}` {why}", w.text)))
+        })?;
+        Some(match self.words.first() {
+            Some(program) if program.opaque.is_none() => format!("`{}`: {why}", program.text),
+            _ => why,
+        })
     }
 }
 
@@ -73,12 +76,7 @@ impl ParsedCommand {
         if let Some(error) = &self.error {
             return Some(format!("could not parse the command ({error})"));
         }
-        self.commands.iter().find_map(|c| {
-            c.refusal().map(|why| match c.words.first() {
-                Some(program) if program.opaque.is_none() => format!("`{}`: {why}", program.text),
-                _ => why,
-            })
-        })
+        self.commands.iter().find_map(Command::refusal)
     }
 }
 

@@ -412,14 +412,15 @@ pub fn read_only_refusal(
     also_allowed: &dyn Fn(&[String]) -> bool,
 ) -> Option<String> {
     if let Some(error) = &parsed.error {
-        return Some(format!("cannot tell what this command runs: {error}"));
+        return Some(format!("could not parse the command ({error})"));
     }
     if parsed.commands.is_empty() {
         return Some("the line runs no command".to_string());
     }
-    parsed.commands.iter().find_map(|command| {
-        command_refusal(command, also_allowed).map(|why| format!("not read-only: {why}"))
-    })
+    parsed
+        .commands
+        .iter()
+        .find_map(|command| command_refusal(command, also_allowed))
 }
 
 fn command_refusal(command: &Command, also_allowed: &dyn Fn(&[String]) -> bool) -> Option<String> {
@@ -443,9 +444,7 @@ fn program_refusal(argv: &[String]) -> Option<String> {
         return None;
     }
     if program != "git" {
-        return Some(format!(
-            "`{program}` is not on the list of read-only commands"
-        ));
+        return Some(format!("`{}` is not a read-only command", argv.join(" ")));
     }
     let mut args = argv[1..].iter().skip_while(|a| a.starts_with('-'));
     let Some(sub) = args.next() else {
@@ -455,7 +454,7 @@ fn program_refusal(argv: &[String]) -> Option<String> {
         .iter()
         .find(|(subs, _)| subs.contains(&sub.as_str()))
     else {
-        return Some(format!("`git {sub}` is not a read-only git command"));
+        return Some(format!("`{}` is not a read-only command", argv.join(" ")));
     };
     let mut operands_only = false;
     for arg in args {
