@@ -75,6 +75,14 @@ fn assert_asks(policy: &PermissionPolicy, command: &str, why: &str) {
     }
 }
 
+fn assert_denied(policy: &PermissionPolicy, command: &str) {
+    let (decision, by) = decide(policy, command);
+    assert!(
+        matches!(decision, Decision::Deny(_)),
+        "{command}: {decision:?} by {by:?}"
+    );
+}
+
 /// Each finding of the issue, with variants: (command, words the reason must contain).
 const GRANTED_BEFORE: &[(&str, &str)] = &[
     // `git diff > FILE`
@@ -452,11 +460,7 @@ fn deny_rules_see_through_git_options_and_flag_spellings() {
         "git reset HEAD~3 --hard",
         "sh -c 'git reset --hard'",
     ] {
-        let (decision, _) = decide(&policy, command);
-        assert!(
-            matches!(decision, Decision::Deny(_)),
-            "{command}: {decision:?}"
-        );
+        assert_denied(&policy, command);
     }
     for command in [
         "git push origin main",
@@ -475,18 +479,10 @@ fn crew_init_rules_are_safe_as_shipped() {
         assert_asks(&policy, command, why);
     }
     for command in RM_RF_SPELLINGS {
-        let (decision, _) = decide(&policy, command);
-        assert!(
-            matches!(decision, Decision::Deny(_)),
-            "{command}: {decision:?}"
-        );
+        assert_denied(&policy, command);
     }
     for command in ["git push", "git -C . push origin", "sh -c 'git push -f'"] {
-        let (decision, _) = decide(&policy, command);
-        assert!(
-            matches!(decision, Decision::Deny(_)),
-            "{command}: {decision:?}"
-        );
+        assert_denied(&policy, command);
     }
     // Still useful: the everyday read-only git commands run without asking.
     for command in [
