@@ -4,7 +4,7 @@
 
 use super::bash_subject::{Command, ParsedCommand, Word, parse_into};
 
-const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "busybox"];
+const SHELLS: &[&str] = &["sh", "bash", "zsh", "dash", "ksh", "mksh", "ash"];
 
 /// Adds `command` to `out`, or the command(s) it wraps (with the wrapper's refusals added).
 pub(super) fn push_command(

@@ -132,7 +132,7 @@ pub fn escape_hatch(argv: &[String]) -> Option<String> {
             })
             .map(|a| format!("`{a}` runs commands or writes files")),
         "sed" => sed(args),
-        "awk" | "gawk" | "mawk" | "nawk" | "busybox" => {
+        "awk" | "gawk" | "mawk" | "nawk" => {
             Some("awk programs can run commands (`system`, pipes) and write files; asking".into())
         }
         "sort" => args
