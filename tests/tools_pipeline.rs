@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crew::tools::permissions::{DecidedBy, Decision, PermissionMode};
-use crew::tools::{DenyAll, Note, PermissionAnswer, PermissionAsk, Prompter, SandboxMode, sandbox};
+use crew::tools::{DenyAll, Note, PermissionAnswer, PermissionAsk, Prompter};
 use futures::future::BoxFuture;
 use serde_json::json;
 use tools_support::{Fixture, call, pipeline};
@@ -179,28 +179,6 @@ async fn huge_output_is_spilled_and_reading_it_back_is_not() {
     assert_eq!(back.spilled, None);
     assert!(back.output.content.starts_with("     1\txxx"));
     assert!(!fx.root().join(".crew/tool-results/toolu_back.txt").exists());
-}
-
-#[tokio::test]
-async fn sandbox_runs_commands_in_namespaces_or_says_why_not() {
-    let mut fx = Fixture::new();
-    fx.ctx.sandbox = SandboxMode::Namespaces;
-    let p = pipeline(PermissionMode::WorkspaceWrite, &[], &[]);
-    let out = p
-        .run(call("t1", "bash", json!({"command": "id -u"})), &fx.ctx)
-        .await;
-    if sandbox::namespaces_available() {
-        // Inside the user namespace we are mapped to root.
-        assert_eq!(out.output.content, "0\n");
-        assert!(out.notes.is_empty());
-    } else {
-        assert!(!out.output.is_error);
-        assert!(
-            matches!(out.notes.as_slice(), [Note::Warning { .. }]),
-            "{:?}",
-            out.notes
-        );
-    }
 }
 
 #[tokio::test]
