@@ -5,32 +5,23 @@
 //! machine lacks them the test says which piece on stdout and fails.
 
 mod common;
+mod team_support;
 
 use std::io::ErrorKind;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use crew::tools::builtin::BashTool;
 use crew::tools::sandbox::{Readiness, Sandbox, SandboxMode, readiness};
 use crew::tools::{Tool, ToolContext, ToolOutput};
 use serde_json::json;
+use team_support::git;
 
 /// A repository with crew's files at its root and a teammate worktree at `.worktrees/alice`.
 struct Scene {
     _dir: tempfile::TempDir,
     root: PathBuf,
     worktree: PathBuf,
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let ok = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "git {args:?} failed");
 }
 
 impl Scene {
@@ -46,19 +37,7 @@ impl Scene {
         )
         .unwrap();
         git(&root, &["add", "-A"]);
-        git(
-            &root,
-            &[
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@t",
-                "commit",
-                "-q",
-                "-m",
-                "init",
-            ],
-        );
+        git(&root, &["commit", "-q", "-m", "init"]);
         git(
             &root,
             &[

@@ -155,13 +155,7 @@ fn without_a_full_sandbox_every_command_asks_even_in_bypass_mode() {
         &[(TEST_MISSING_ENV, "landlock")],
     );
     team.repo.ok(&["task", "add", "touch a file"]);
-    let waiting = team.wait_state("alice", "WAITING", Duration::from_secs(20));
-    let request_id = waiting["waiting_on"].as_str().unwrap().to_string();
-    let asked = team
-        .inbox("lead")
-        .into_iter()
-        .find(|m| m["request_id"] == request_id.as_str())
-        .expect("the request is in the lead's inbox");
+    let (_, asked) = team.waiting_request("alice", Duration::from_secs(20));
     let text = asked.to_string();
     assert!(text.contains("the sandbox is unavailable here"), "{text}");
     assert!(text.contains("Landlock"), "names the missing piece: {text}");

@@ -182,6 +182,21 @@ async fn huge_output_is_spilled_and_reading_it_back_is_not() {
 }
 
 #[tokio::test]
+async fn a_command_run_with_the_sandbox_off_carries_a_warning() {
+    let mut fx = Fixture::new();
+    fx.ctx.sandbox = crew::tools::Sandbox::new(crew::tools::SandboxMode::Off, false, true);
+    let p = pipeline(PermissionMode::WorkspaceWrite, &[], &[]);
+    let out = p
+        .run(call("t1", "bash", json!({"command": "echo hi"})), &fx.ctx)
+        .await;
+    assert_eq!(out.output.content, "hi\n");
+    match out.notes.as_slice() {
+        [Note::Warning { text }] => assert!(text.contains("sandbox OFF"), "{text}"),
+        notes => panic!("expected one warning, got {notes:?}"),
+    }
+}
+
+#[tokio::test]
 async fn a_cancelled_context_runs_nothing() {
     let fx = Fixture::new();
     let p = pipeline(PermissionMode::WorkspaceWrite, &[], &[]);

@@ -181,6 +181,18 @@ impl Team {
         v["messages"].as_array().unwrap().clone()
     }
 
+    /// Waits until `name` is WAITING on a request; its id and the request in the lead's inbox.
+    pub fn waiting_request(&self, name: &str, timeout: Duration) -> (String, Value) {
+        let waiting = self.wait_state(name, "WAITING", timeout);
+        let request_id = waiting["waiting_on"].as_str().unwrap().to_string();
+        let asked = self
+            .inbox("lead")
+            .into_iter()
+            .find(|m| m["request_id"] == request_id.as_str())
+            .expect("the request is in the lead's inbox");
+        (request_id, asked)
+    }
+
     pub fn requests(&self) -> Vec<Value> {
         let v = self.repo.json(&["requests", "--json"]);
         v["requests"].as_array().unwrap().clone()
@@ -211,7 +223,8 @@ impl Drop for Team {
     }
 }
 
-fn git(dir: &Path, args: &[&str]) {
+/// Runs `git ARGS` in `dir` (as a test author), failing the test if it fails.
+pub fn git(dir: &Path, args: &[&str]) {
     let ok = Command::new("git")
         .args(["-c", "user.name=test", "-c", "user.email=test@crew.invalid"])
         .args(args)
