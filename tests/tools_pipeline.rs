@@ -182,16 +182,48 @@ async fn huge_output_is_spilled_and_reading_it_back_is_not() {
 }
 
 #[tokio::test]
-async fn a_command_run_with_the_sandbox_off_carries_a_warning() {
+async fn without_a_working_sandbox_no_rule_or_mode_runs_a_command_unasked() {
+    // The only test of this binary that probes: the helper is missing, so the sandbox is
+    // unavailable for this whole process.
     let mut fx = Fixture::new();
-    fx.ctx.sandbox = crew::tools::Sandbox::new(crew::tools::SandboxMode::Off, false, true);
-    let p = pipeline(PermissionMode::WorkspaceWrite, &[], &[]);
-    let out = p
-        .run(call("t1", "bash", json!({"command": "echo hi"})), &fx.ctx)
+    fx.ctx.sandbox = crew::tools::Sandbox {
+        helper: fx.root().join("no-such-crew"),
+        ..crew::tools::Sandbox::new(crew::tools::SandboxMode::Auto, false, true)
+    };
+    let p = pipeline(PermissionMode::WorkspaceWrite, &["bash(touch made)"], &[]);
+    let denied = p
+        .run(
+            call("t1", "bash", json!({"command": "touch made"})),
+            &fx.ctx,
+        )
         .await;
-    assert_eq!(out.output.content, "hi\n");
-    match out.notes.as_slice() {
-        [Note::Warning { text }] => assert!(text.contains("sandbox OFF"), "{text}"),
+    assert!(denied.output.is_error);
+    let text = &denied.output.content;
+    assert!(text.contains("the sandbox is unavailable here"), "{text}");
+    assert!(text.contains("no one is there to ask"), "{text}");
+    assert!(!fx.ws().join("made").exists());
+
+    let prompter = Arc::new(Scripted {
+        asks: AtomicUsize::new(0),
+        answer: PermissionAnswer::Allow,
+    });
+    let p = pipeline(PermissionMode::WorkspaceWrite, &["bash(touch made)"], &[])
+        .with_prompter(prompter.clone());
+    let approved = p
+        .run(
+            call("t2", "bash", json!({"command": "touch made"})),
+            &fx.ctx,
+        )
+        .await;
+    assert!(!approved.output.is_error, "{}", approved.output.content);
+    assert!(fx.ws().join("made").exists());
+    assert_eq!(
+        prompter.asks.load(Ordering::SeqCst),
+        1,
+        "the person was asked"
+    );
+    match approved.notes.as_slice() {
+        [Note::Warning { text }] => assert!(text.contains("sandbox unavailable"), "{text}"),
         notes => panic!("expected one warning, got {notes:?}"),
     }
 }

@@ -141,7 +141,9 @@ impl Pipeline {
             return outcome.fail(format!("permission denied: {reason}"));
         }
 
+        // Approved by the person, but unconfined: the transcript says so.
         if tool.kind() == ToolKind::Exec
+            && let SandboxPlan::Unavailable(_) = ctx.sandbox.plan()
             && let Some(warning) = ctx.sandbox.warning()
         {
             outcome.notes.push(Note::Warning { text: warning });

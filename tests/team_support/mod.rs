@@ -264,12 +264,13 @@ pub const SLOW_SH: &str = "if mkdir .crew/slow-once 2>/dev/null; then echo $$ > 
 
 /// alice and bob (implementers that do not write, so both run in the repository root) playing
 /// test_slow.toml; `sh slow.sh` is allowed by a rule and is the test command their read-only
-/// bash accepts.
+/// bash accepts. The sandbox is off: the slow step leaves its marks in the repository's `.crew`
+/// for the test to see, which a sandboxed teammate that does not write cannot do.
 pub fn slow_team() -> Team {
     let toml = crew_toml(
         "test_command = \"sh slow.sh\"",
         &[("alice", "implementer", ""), ("bob", "implementer", "")],
-        "mode = \"ask\"\nallow = [\"bash(sh slow.sh)\"]",
+        "mode = \"ask\"\nallow = [\"bash(sh slow.sh)\"]\nsandbox = \"off\"",
         "idle_poll_secs = 1\nidle_timeout_secs = 120\nheartbeat_secs = 1\nrequest_timeout_secs = 60",
     );
     Team::new(&toml, "test_slow.toml", &[("slow.sh", SLOW_SH)])
