@@ -62,6 +62,9 @@ pub struct AgentConfig {
     pub writes: bool,
     #[serde(default)]
     pub plan_mode_required: bool,
+    /// Whether this agent's commands may open network sockets inside the sandbox.
+    #[serde(default)]
+    pub network: bool,
     #[serde(default)]
     pub model: ModelChoice,
 }
@@ -142,8 +145,8 @@ pub struct PermissionsConfig {
     /// `bypass` mode needs this and a command-line flag.
     #[serde(default)]
     pub allow_bypass: bool,
-    /// `namespaces`: commands run in fresh user and network namespaces where the kernel allows
-    /// it (detected once; otherwise a warning and no sandbox). `off` by default.
+    /// `auto` (the default): every command runs confined (see `tools::sandbox`); where the
+    /// kernel lacks a piece, every command asks. `off`: unconfined, with a warning everywhere.
     #[serde(default)]
     pub sandbox: crate::tools::SandboxMode,
 }

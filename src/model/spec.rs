@@ -43,9 +43,9 @@ pub fn key_variable(kind: &str, api_key_env: Option<&str>) -> Option<String> {
 }
 
 /// Builds the provider `spec` describes, reading keys and base URLs from the process
-/// environment.
+/// environment (its sealed credentials first, see `secret::seal_process`).
 pub fn provider_from_spec(spec: &ProviderSpec) -> Result<Box<dyn ModelProvider>, ModelError> {
-    provider_from_spec_with_env(spec, &|name| std::env::var(name).ok())
+    provider_from_spec_with_env(spec, &super::secret::env_var)
 }
 
 /// As [`provider_from_spec`], with the environment given as a lookup function.

@@ -25,7 +25,7 @@ use crate::team::verdict::{self, Verdict};
 use crate::team::worker::{Job, JobOutcome, Work};
 use crate::tools::permissions::{BypassSwitches, RuleSet};
 use crate::tools::spill::floor_char_boundary;
-use crate::tools::{Hooks, PermissionMode, PermissionPolicy, Pipeline};
+use crate::tools::{Hooks, PermissionMode, PermissionPolicy, Pipeline, Sandbox};
 
 /// Team tools only coordinate (tasks and messages); asking a person for each would be noise.
 /// Deny rules still beat this.
@@ -67,6 +67,7 @@ pub struct AgentWork {
     permissions: PermissionMode,
     rules: RuleSet,
     bypass: BypassSwitches,
+    sandbox: Sandbox,
     runtime: tokio::runtime::Runtime,
 }
 
@@ -145,6 +146,11 @@ impl AgentWork {
             }
         })?;
         Hooks::new(config.hooks.clone()).map_err(|e| SetupError::Hooks(e.to_string()))?;
+        let sandbox = Sandbox::new(perms.sandbox, entry.network, entry.writes);
+        // Probed here, once, before the first command; said in this agent's log.
+        if let Some(warning) = sandbox.warning() {
+            tracing::warn!(agent = name, "{warning}");
+        }
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -162,6 +168,7 @@ impl AgentWork {
             permissions,
             rules,
             bypass,
+            sandbox,
             runtime,
         })
     }
@@ -264,7 +271,7 @@ impl AgentWork {
                 limits: Limits::default(),
                 retry: RetryPolicy::default(),
                 compaction: Default::default(),
-                sandbox: self.config.permissions.sandbox,
+                sandbox: self.sandbox.clone(),
             },
             sink,
         )

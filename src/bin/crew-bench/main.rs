@@ -7,6 +7,7 @@ mod claims;
 mod mailbox;
 mod proc;
 mod render;
+mod sandbox;
 mod stats;
 mod team;
 
@@ -82,6 +83,13 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The sandbox's cost per command: bash `true` N times confined and N times not.
+    Sandbox {
+        #[arg(long, default_value_t = 100)]
+        runs: usize,
+        #[arg(long)]
+        json: bool,
+    },
     /// Internal: one claiming process (waits for "go" on stdin).
     #[command(hide = true)]
     ClaimWorker {
@@ -137,6 +145,7 @@ fn main() -> ExitCode {
             json,
         } => team::run(teammates, tasks, idle_secs, json),
         Command::Bash { rounds, json } => bash_rules::run(rounds, json),
+        Command::Sandbox { runs, json } => sandbox::run(runs, json),
         Command::ClaimWorker { dir, name } => claims::worker(&dir, &name),
         Command::AppendWorker { dir, name, count } => mailbox::worker(&dir, &name, count),
         Command::Churn { dir, name } => claims::churn(&dir, &name),
