@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::agent::event::AgentEvent;
+use crate::model;
 
 #[derive(Debug, Error)]
 pub enum TranscriptError {
@@ -215,6 +216,21 @@ fn render_event(event: AgentEvent) -> Vec<Piece> {
         }
         AgentEvent::MessageStart { .. } => Vec::new(),
         AgentEvent::MessageDelta { text: delta } => text(delta),
+        AgentEvent::Thinking { block } => vec![match block {
+            model::ContentBlock::Thinking { thinking, .. } => Piece::Folded {
+                line: format!("✻ thinking: {}", short(&thinking, 120)),
+                detail: capped(&thinking),
+            },
+            _ => Piece::Folded {
+                line: "✻ thinking (redacted by the provider)".into(),
+                detail:
+                    "The provider sent this reasoning encrypted; it is kept and sent back unread."
+                        .into(),
+            },
+        }],
+        AgentEvent::ModelFallback { from, to, reason } => {
+            text(format!("⇄ model {from} → {to}: {reason}\n"))
+        }
         AgentEvent::MessageStop { stop_reason, usage } => text(format!(
             "  [model stopped: {stop_reason:?}, {} tokens]\n",
             usage.total()

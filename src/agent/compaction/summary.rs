@@ -99,6 +99,8 @@ fn as_text(messages: &[Message]) -> String {
                     let kind = if *is_error { "error" } else { "result" };
                     out.push_str(&format!("{kind}: {}\n", &content[..cut]));
                 }
+                // Reasoning is not part of what was said or done.
+                ContentBlock::Thinking { .. } | ContentBlock::RedactedThinking { .. } => {}
             }
         }
     }
