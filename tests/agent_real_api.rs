@@ -209,6 +209,10 @@ async fn each_call_reads_the_previous_prefix_and_thinking_goes_back_unchanged() 
         "{shown}"
     );
     assert!(!shown.contains("ENCRYPTED-1"), "{shown}");
+    assert!(
+        shown.contains("(940 read from cache, 30 written)"),
+        "{shown}"
+    );
 }
 
 #[tokio::test]

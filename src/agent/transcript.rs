@@ -231,10 +231,19 @@ fn render_event(event: AgentEvent) -> Vec<Piece> {
         AgentEvent::ModelFallback { from, to, reason } => {
             text(format!("⇄ model {from} → {to}: {reason}\n"))
         }
-        AgentEvent::MessageStop { stop_reason, usage } => text(format!(
-            "  [model stopped: {stop_reason:?}, {} tokens]\n",
-            usage.total()
-        )),
+        AgentEvent::MessageStop { stop_reason, usage } => {
+            let cache = match (
+                usage.cache_read_input_tokens,
+                usage.cache_creation_input_tokens,
+            ) {
+                (0, 0) => String::new(),
+                (read, written) => format!(" ({read} read from cache, {written} written)"),
+            };
+            text(format!(
+                "  [model stopped: {stop_reason:?}, {} tokens{cache}]\n",
+                usage.total()
+            ))
+        }
         AgentEvent::ToolUse {
             name, input, early, ..
         } => vec![Piece::Folded {

@@ -58,15 +58,27 @@ pub struct ThinkingBudget(pub u32);
 
 impl<'de> Deserialize<'de> for ThinkingBudget {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let value = i64::deserialize(d)?;
-        match u32::try_from(value) {
-            Ok(budget) if budget >= MIN_THINKING_BUDGET => Ok(Self(budget)),
-            _ => Err(serde::de::Error::custom(format!(
+        whole_number_from(d, MIN_THINKING_BUDGET, |value| {
+            format!(
                 "thinking.budget_tokens must be a whole number of tokens from {MIN_THINKING_BUDGET} to {}, not {value}",
                 u32::MAX
-            ))),
-        }
+            )
+        })
+        .map(Self)
     }
+}
+
+/// A whole number of at least `min` that fits a `u32`, else the error `explain` words.
+fn whole_number_from<'de, D: serde::Deserializer<'de>>(
+    d: D,
+    min: u32,
+    explain: impl FnOnce(i64) -> String,
+) -> Result<u32, D::Error> {
+    let value = i64::deserialize(d)?;
+    u32::try_from(value)
+        .ok()
+        .filter(|n| *n >= min)
+        .ok_or_else(|| serde::de::Error::custom(explain(value)))
 }
 
 /// A model name that is not blank.
@@ -91,13 +103,12 @@ pub struct OverloadCount(pub u32);
 
 impl<'de> Deserialize<'de> for OverloadCount {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let value = i64::deserialize(d)?;
-        match u32::try_from(value) {
-            Ok(count) if count >= 1 => Ok(Self(count)),
-            _ => Err(serde::de::Error::custom(format!(
+        whole_number_from(d, 1, |value| {
+            format!(
                 "fallback_after counts overloads in a row before fallback_model takes over: 1 or more, not {value}"
-            ))),
-        }
+            )
+        })
+        .map(Self)
     }
 }
 

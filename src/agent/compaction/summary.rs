@@ -53,6 +53,8 @@ pub async fn summarise(
         };
         match item {
             Some(Ok(StreamEvent::TextDelta(delta))) => text.push_str(&delta),
+            // The provider is retrying: the summary starts again.
+            Some(Ok(StreamEvent::Restart { .. })) => text.clear(),
             Some(Ok(StreamEvent::Stop { .. })) => break,
             Some(Ok(_)) => {}
             Some(Err(error)) => {
