@@ -9,6 +9,7 @@
 pub mod compaction;
 pub mod config;
 pub mod context;
+pub mod conversation;
 mod emitter;
 pub mod error;
 pub mod event;

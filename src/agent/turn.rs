@@ -62,6 +62,7 @@ impl Agent {
             })
         };
         self.history.push(Message::user_text(input.clone()));
+        self.persist();
         let mut state = TurnState {
             output: String::new(),
             tools_used: Vec::new(),
@@ -82,6 +83,7 @@ impl Agent {
             );
         }
         self.history = normalize_owned(std::mem::take(&mut self.history));
+        self.persist();
         let result = TurnResult {
             input,
             output: state.output,
@@ -199,10 +201,12 @@ impl Agent {
         }
         let text = message.text();
         self.history.push(message);
+        self.persist();
         if !calls.is_empty() {
             st.output.clear();
             let outcomes = stream::finish(calls, &self.pipeline, ctx).await;
             self.record_results(st, &outcomes);
+            self.persist();
             if cancel.is_cancelled() {
                 return Some(interrupted());
             }

@@ -1,7 +1,10 @@
 //! A worker's `Work` in production: the agent runtime, set up for the agent's role.
 //!
-//! Each job (a task or a message) runs in a fresh agent conversation with the toolset of the
-//! role, in the teammate's worktree if it writes. A permission `ask` goes to the lead's inbox
+//! Conversations last: the lead keeps one for the life of the team; a teammate keeps one per
+//! task (a message naming the task, or the task coming back, continues it; any other message
+//! continues its latest one). Each is kept on disk (`agent::conversation`), so a new worker
+//! process resumes it. The agent runs with the toolset of the role, in the teammate's worktree
+//! if it writes. A permission `ask` goes to the lead's inbox
 //! through the mailbox prompter; while it waits, the status says WAITING.
 
 use std::path::PathBuf;
@@ -9,6 +12,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::conversation;
 use crate::agent::{
     Agent, AgentConfig, AgentEvent, EventSink, Limits, MailboxPrompter, StopReason,
 };
@@ -69,6 +73,15 @@ pub struct AgentWork {
     bypass: BypassSwitches,
     sandbox: Sandbox,
     runtime: tokio::runtime::Runtime,
+    /// The agent of the conversation last worked on, kept while jobs continue it.
+    current: Option<Current>,
+}
+
+struct Current {
+    key: String,
+    /// Whether its toolset was built with the plan approved (a change rebuilds the agent).
+    plan_approved: bool,
+    agent: Agent,
 }
 
 /// Which provider a `model = {...}` entry means. A scripted `scenario` is a file relative to the
@@ -173,6 +186,7 @@ impl AgentWork {
             bypass,
             sandbox,
             runtime,
+            current: None,
         })
     }
 
@@ -410,6 +424,57 @@ impl AgentWork {
     }
 }
 
+impl AgentWork {
+    /// Which conversation a job continues: the lead's only one; a task's own; for a message,
+    /// the task it names (a `task` field), else the latest one, else a new one.
+    fn conversation_key(&self, job: &Job) -> String {
+        if self.name == self.config.lead_name() {
+            return "lead".to_string();
+        }
+        match job {
+            Job::Task(task) => task.id.clone(),
+            Job::Message(m) => m
+                .extra
+                .get("task")
+                .and_then(|t| t.as_str())
+                .filter(|t| crate::store::TaskId::parse(t).is_ok())
+                .map(str::to_string)
+                .or_else(|| conversation::latest_key(self.workspace.root(), &self.name))
+                .unwrap_or_else(|| crate::store::message::new_id("conv")),
+        }
+    }
+
+    /// Makes `current` the agent for `key`: the one in memory when it is that conversation's,
+    /// else a new one resuming the conversation from its file.
+    fn ensure_agent(
+        &mut self,
+        key: String,
+        workdir: PathBuf,
+        status: &StatusHandle,
+    ) -> Result<(), String> {
+        let plan_approved = self.plan_approved();
+        let reuse = self
+            .current
+            .as_ref()
+            .is_some_and(|c| c.key == key && c.plan_approved == plan_approved);
+        if !reuse {
+            self.current = None;
+            let mut agent = self.build_agent(workdir, status)?;
+            let root = self.workspace.root();
+            let path = conversation::conversation_path(root, &self.name, &key)
+                .map_err(|e| e.to_string())?;
+            agent.resume_from(path).map_err(|e| e.to_string())?;
+            conversation::set_latest_key(root, &self.name, &key).map_err(|e| e.to_string())?;
+            self.current = Some(Current {
+                key,
+                plan_approved,
+                agent,
+            });
+        }
+        Ok(())
+    }
+}
+
 impl Work for AgentWork {
     fn run(&mut self, job: &Job, status: &StatusHandle) -> JobOutcome {
         let failed = |summary: String| JobOutcome {
@@ -423,12 +488,17 @@ impl Work for AgentWork {
             Ok(dir) => dir,
             Err(e) => return failed(format!("no worktree: {e}")),
         };
-        let mut agent = match self.build_agent(workdir, status) {
-            Ok(agent) => agent,
-            Err(e) => return failed(format!("agent not started: {e}")),
+        let key = self.conversation_key(job);
+        if let Err(e) = self.ensure_agent(key, workdir, status) {
+            return failed(format!("agent not started: {e}"));
+        }
+        let Some(Current { agent, .. }) = self.current.as_mut() else {
+            return failed("agent not started".to_string());
         };
         let (input, task) = task_packet(job);
-        agent.set_task(task);
+        if task.is_some() {
+            agent.set_task(task);
+        }
         let result = self
             .runtime
             .block_on(agent.run_turn(input, CancellationToken::new()));

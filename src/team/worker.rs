@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use crate::store::requests::RequestState;
 use crate::store::{
-    AgentState, AgentStatus, Claimant, DirWatcher, Draft, Entry, Message, Refusal, Roster,
+    AgentState, AgentStatus, Claimant, DirWatcher, Draft, Entry, Message, Refusal, Roster, Status,
     StoreError, Task, TaskId, Workspace,
 };
 use crate::team::status::StatusHandle;
@@ -151,6 +151,11 @@ impl Worker {
         let mut seen: Option<Fingerprint> = None;
         let mut woke = true;
         let mut last_pass = Instant::now();
+        // A task still in progress under this name was cut by a crash or a restart: its
+        // conversation is on disk, so the work continues rather than starting over.
+        for task in self.held_tasks()? {
+            self.run_task(work, task)?;
+        }
         loop {
             if stop.load(Ordering::Relaxed) {
                 return Ok(ExitReason::Stopped);
@@ -300,6 +305,23 @@ impl Worker {
         };
         messages.sort_by_key(rank);
         Ok(messages)
+    }
+
+    /// The tasks in progress under this worker's name (none for a worker that does not claim).
+    fn held_tasks(&self) -> Result<Vec<Task>, StoreError> {
+        if !self.settings.claims {
+            return Ok(Vec::new());
+        }
+        Ok(self
+            .workspace
+            .tasks()
+            .load_all()?
+            .tasks
+            .into_iter()
+            .filter(|t| {
+                t.status == Status::InProgress && t.owner.as_deref() == Some(&self.settings.name)
+            })
+            .collect())
     }
 
     fn run_task(&self, work: &mut dyn Work, task: Task) -> Result<(), StoreError> {
