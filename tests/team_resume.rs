@@ -118,3 +118,79 @@ fn a_killed_teammate_restarted_continues_its_task_conversation() {
     );
     assert_eq!(up.wait(Duration::from_secs(30)), Some(0));
 }
+
+#[test]
+fn crew_interrupt_stops_a_long_tool_keeps_the_task_and_a_message_resumes_it() {
+    let toml = crew_toml(
+        "test_command = \"sh slow.sh\"",
+        &[("alice", "implementer", "")],
+        "mode = \"ask\"\nallow = [\"bash(sh slow.sh)\"]\nsandbox = \"off\"",
+        "idle_poll_secs = 1\nidle_timeout_secs = 120\nheartbeat_secs = 1\nrequest_timeout_secs = 60",
+    );
+    let team = Team::new(&toml, "test_resume.toml", &[("slow.sh", SLOW_SH)]);
+    let mut alice = team.worker("alice");
+    team.repo.ok(&["task", "add", "a slow task"]);
+    let slow: u32 = eventually("the slow step to start", Duration::from_secs(20), || {
+        std::fs::read_to_string(team.repo.join(".crew/slow.pid"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    });
+    let asked = std::time::Instant::now();
+    team.repo.ok(&["interrupt", "alice"]);
+    let stopped = eventually("alice to stop", Duration::from_secs(10), || {
+        let s = team.status("alice");
+        (s["state"] == "IDLE").then_some(s)
+    });
+    let took = asked.elapsed();
+    // Generous for a loaded machine; the benchmark measures it properly.
+    assert!(took < Duration::from_secs(3), "took {took:?}");
+    assert_eq!(stopped["task"], "task_1", "{stopped}");
+    assert!(
+        stopped["note"]
+            .as_str()
+            .is_some_and(|n| n.contains("interrupted by the person")),
+        "{stopped}"
+    );
+    // The tool's whole process group is gone (sh and its sleep; killed ones may take a moment
+    // to be reaped).
+    eventually(
+        "slow.sh and its sleep to end",
+        Duration::from_secs(3),
+        || {
+            // SAFETY: signal 0 only asks whether a process of the group exists.
+            let group = unsafe { libc::kill(-(slow as libc::pid_t), 0) };
+            (!crew::store::pid_alive(slow) && group == -1).then_some(())
+        },
+    );
+    let task = team.task("task_1");
+    assert_eq!(task["status"], "in_progress", "{task}");
+    assert_eq!(task["owner"], "alice", "{task}");
+    let transcripts = team.repo.join(".crew/transcripts/alice");
+    let replayed: String = std::fs::read_dir(&transcripts)
+        .unwrap()
+        .map(|e| {
+            let path = e.unwrap().path();
+            team.repo.ok(&["replay", path.to_str().unwrap()])
+        })
+        .collect();
+    assert!(
+        replayed.contains("Interrupted after 1 model calls"),
+        "{replayed}"
+    );
+    assert!(replayed.contains("interrupted by the person"), "{replayed}");
+
+    // The next message continues the same conversation and finishes the task.
+    tell(&team, "alice", "carry on");
+    let done = team.wait_task("task_1", "completed", Duration::from_secs(20));
+    let result = done["result"].as_str().unwrap();
+    assert!(result.starts_with("Resumed after:"), "{done}");
+    let said = said(&team, "alice", "task_1");
+    assert_eq!(said[0], "Running the slow step.", "{said:?}");
+    assert_eq!(said.len(), 2, "{said:?}");
+
+    let down = team.repo.crew(&["down", "--timeout", "10"]);
+    assert_eq!(down.code, 0, "{}", down.stderr);
+    assert_eq!(alice.wait(Duration::from_secs(10)), Some(0));
+}

@@ -37,7 +37,12 @@ struct Fake {
 }
 
 impl Work for Fake {
-    fn run(&mut self, job: &Job, _status: &StatusHandle) -> JobOutcome {
+    fn run(
+        &mut self,
+        job: &Job,
+        _status: &StatusHandle,
+        _cancel: &tokio_util::sync::CancellationToken,
+    ) -> JobOutcome {
         let label = match job {
             Job::Task(t) => t.id.clone(),
             Job::Message(m) => format!("{}:{}", m.from, m.text.clone().unwrap_or_default()),
@@ -55,6 +60,7 @@ impl Work for Fake {
             turns: 1,
             tokens: 10,
             cost_micros: Some(250),
+            interrupted: false,
         }
     }
 }

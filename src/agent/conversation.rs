@@ -184,6 +184,13 @@ impl Agent {
         Ok(())
     }
 
+    /// Adds a note for the model to the conversation (it reads it with the next input), e.g.
+    /// that the person interrupted the last turn.
+    pub fn add_note(&mut self, text: &str) {
+        self.history.push(Message::user_text(format!("({text})")));
+        self.persist();
+    }
+
     /// Writes what the history gained to the conversation file, if there is one. A failure is
     /// logged, not fatal: the turn goes on with the history in memory.
     pub(crate) fn persist(&mut self) {

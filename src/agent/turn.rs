@@ -385,9 +385,11 @@ impl Agent {
     }
 }
 
+/// The caller cancelled the turn; in crew only the person does (the wall-time limit is told
+/// apart in `run_turn`).
 fn interrupted() -> Stop {
     (
         StopReason::Interrupted,
-        "the turn was cancelled".to_string(),
+        "interrupted by the person".to_string(),
     )
 }

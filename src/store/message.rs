@@ -15,6 +15,7 @@ pub const KNOWN_TYPES: &[&str] = &[
     "plan_approval_response",
     "permission_request",
     "permission_response",
+    "interrupt",
 ];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

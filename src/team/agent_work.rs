@@ -26,7 +26,7 @@ use crate::team::roles::toolset;
 use crate::team::status::StatusHandle;
 use crate::team::tools::TeamEnv;
 use crate::team::verdict::{self, Verdict};
-use crate::team::worker::{Job, JobOutcome, Work};
+use crate::team::worker::{INTERRUPTED_BY_PERSON, Job, JobOutcome, Work};
 use crate::tools::permissions::{BypassSwitches, RuleSet};
 use crate::tools::spill::floor_char_boundary;
 use crate::tools::{Hooks, PermissionMode, PermissionPolicy, Pipeline, Sandbox};
@@ -476,13 +476,14 @@ impl AgentWork {
 }
 
 impl Work for AgentWork {
-    fn run(&mut self, job: &Job, status: &StatusHandle) -> JobOutcome {
+    fn run(&mut self, job: &Job, status: &StatusHandle, cancel: &CancellationToken) -> JobOutcome {
         let failed = |summary: String| JobOutcome {
             success: false,
             summary,
             turns: 0,
             tokens: 0,
             cost_micros: None,
+            interrupted: false,
         };
         let workdir = match self.working_dir() {
             Ok(dir) => dir,
@@ -499,9 +500,11 @@ impl Work for AgentWork {
         if task.is_some() {
             agent.set_task(task);
         }
-        let result = self
-            .runtime
-            .block_on(agent.run_turn(input, CancellationToken::new()));
+        let result = self.runtime.block_on(agent.run_turn(input, cancel.clone()));
+        let interrupted = result.stop_reason == StopReason::Interrupted;
+        if interrupted {
+            agent.add_note(INTERRUPTED_BY_PERSON);
+        }
         let verdict = (self.role == "reviewer")
             .then(|| verdict::parse(&result.output))
             .flatten();
@@ -517,8 +520,9 @@ impl Work for AgentWork {
             turns: u64::from(result.turns),
             tokens: result.usage.input_tokens + result.usage.output_tokens,
             cost_micros: self.cost_micros(&result.usage),
+            interrupted,
         };
-        if matches!(job, Job::Task(_)) {
+        if matches!(job, Job::Task(_)) && !interrupted {
             self.merge_if_wanted(&mut outcome);
         }
         outcome

@@ -7,8 +7,8 @@
 //! (`idle_notification`) and shuts down. What it does with a task or a message is the `Work`
 //! given to it: the agent runtime in production, a fake in tests.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -18,6 +18,7 @@ use crate::store::{
     StoreError, Task, TaskId, Workspace,
 };
 use crate::team::status::StatusHandle;
+use tokio_util::sync::CancellationToken;
 
 type Fingerprint = (std::time::SystemTime, Option<u64>);
 
@@ -60,12 +61,25 @@ pub struct JobOutcome {
     pub tokens: u64,
     /// Millionths of a dollar, when the provider reports a cost or crew.toml gives a price.
     pub cost_micros: Option<u64>,
+    /// The person interrupted it: a task stays with the worker until their next message.
+    pub interrupted: bool,
 }
 
-/// Runs one job to its end. Implementations update WAITING through the status handle.
+/// Runs one job to its end. Implementations update WAITING through the status handle, and
+/// stop soon after `cancel` fires (the person interrupted the agent).
 pub trait Work {
-    fn run(&mut self, job: &Job, status: &StatusHandle) -> JobOutcome;
+    fn run(&mut self, job: &Job, status: &StatusHandle, cancel: &CancellationToken) -> JobOutcome;
 }
+
+/// The job running now, for the heartbeat thread to interrupt: its token, and where in the
+/// inbox to look for an `interrupt` from the person (messages before it are older than the job).
+struct Running {
+    cancel: CancellationToken,
+    inbox_from: u64,
+}
+
+/// What the person sees on an interrupted agent, and what the agent reads when resumed.
+pub const INTERRUPTED_BY_PERSON: &str = "interrupted by the person";
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum ExitReason {
@@ -79,6 +93,7 @@ pub struct Worker {
     roster: Roster,
     settings: WorkerSettings,
     status: StatusHandle,
+    running: Arc<Mutex<Option<Running>>>,
 }
 
 impl Worker {
@@ -96,6 +111,7 @@ impl Worker {
             roster,
             settings,
             status,
+            running: Arc::new(Mutex::new(None)),
         })
     }
 
@@ -153,8 +169,10 @@ impl Worker {
         let mut last_pass = Instant::now();
         // A task still in progress under this name was cut by a crash or a restart: its
         // conversation is on disk, so the work continues rather than starting over.
+        // A task the person interrupted: kept, and continued by their next message.
+        let mut held: Option<Task> = None;
         for task in self.held_tasks()? {
-            self.run_task(work, task)?;
+            held = self.run_task(work, task)?;
         }
         loop {
             if stop.load(Ordering::Relaxed) {
@@ -185,7 +203,13 @@ impl Worker {
                     self.answer_shutdown(&request_id, true, "idle, shutting down")?;
                     return Ok(ExitReason::ShutdownApproved { request_id });
                 }
-                self.run_job(work, Job::Message(message))?;
+                held = self.still_held(held)?;
+                match held.take() {
+                    Some(task) => held = self.continue_task(work, task, message)?,
+                    None => {
+                        self.run_job(work, Job::Message(message))?;
+                    }
+                }
                 worked = true;
             }
             // Only when it moved: the cursor lives in the folder every worker watches, so an
@@ -193,14 +217,15 @@ impl Worker {
             if batch.end != cursor {
                 boxes.set_cursor(me, batch.end)?;
             }
-            if !worked && self.settings.claims {
+            held = self.still_held(held)?;
+            if !worked && self.settings.claims && held.is_none() {
                 let claimant = Claimant {
                     name: me,
                     role: self.settings.role.as_deref(),
                 };
                 match tasks.claim_next(claimant) {
                     Ok(task) => {
-                        self.run_task(work, task)?;
+                        held = self.run_task(work, task)?;
                         worked = true;
                     }
                     Err(StoreError::Refused(Refusal::NothingClaimable { .. })) => {}
@@ -272,7 +297,13 @@ impl Worker {
                     None
                 }
             })
-            .filter(|m| m.kind != "permission_request" && m.kind != "permission_response")
+            // An interrupt is for the job that runs when it comes (the heartbeat acts on it).
+            .filter(|m| {
+                !matches!(
+                    m.kind.as_str(),
+                    "permission_request" | "permission_response" | "interrupt"
+                )
+            })
             .collect();
         // Reading every inbox to derive request states is only worth it when a shutdown request
         // is among the new messages (it may have been refused already while busy).
@@ -324,9 +355,54 @@ impl Worker {
             .collect())
     }
 
-    fn run_task(&self, work: &mut dyn Work, task: Task) -> Result<(), StoreError> {
-        let id = TaskId::parse(&task.id)?;
+    /// Runs a task and records how it ended; an interrupted task is kept (returned) instead.
+    fn run_task(&self, work: &mut dyn Work, task: Task) -> Result<Option<Task>, StoreError> {
         let outcome = self.run_job(work, Job::Task(task.clone()))?;
+        self.finish_task(task, outcome)
+    }
+
+    /// The person's message after an interrupt: it continues the task's conversation, and how
+    /// that ends is how the task ends.
+    fn continue_task(
+        &self,
+        work: &mut dyn Work,
+        task: Task,
+        message: Message,
+    ) -> Result<Option<Task>, StoreError> {
+        let outcome = self.run_job(work, Job::Message(message))?;
+        self.finish_task(task, outcome)
+    }
+
+    /// `held` if the task is still in progress under this worker (the person may have
+    /// released or reassigned it meanwhile).
+    fn still_held(&self, held: Option<Task>) -> Result<Option<Task>, StoreError> {
+        let Some(task) = held else {
+            return Ok(None);
+        };
+        let now = self.workspace.tasks().read(TaskId::parse(&task.id)?)?;
+        let mine = now.status == Status::InProgress
+            && now.owner.as_deref() == Some(self.settings.name.as_str());
+        if !mine {
+            self.status.update(|s| {
+                s.task = None;
+                s.note = None;
+            })?;
+        }
+        Ok(mine.then_some(now))
+    }
+
+    fn finish_task(&self, task: Task, outcome: JobOutcome) -> Result<Option<Task>, StoreError> {
+        if outcome.interrupted {
+            let id = task.id.clone();
+            self.status.update(|s| {
+                s.task = Some(id.clone());
+                s.note = Some(format!(
+                    "{INTERRUPTED_BY_PERSON}; {id} is kept until your next message"
+                ));
+            })?;
+            return Ok(Some(task));
+        }
+        let id = TaskId::parse(&task.id)?;
         let me = &self.settings.name;
         let tasks = self.workspace.tasks();
         let (finished, verb) = if outcome.success {
@@ -352,7 +428,8 @@ impl Worker {
                 ),
             ),
             Err(e) => Err(e),
-        }
+        }?;
+        Ok(None)
     }
 
     fn run_job(&self, work: &mut dyn Work, job: Job) -> Result<JobOutcome, StoreError> {
@@ -360,12 +437,26 @@ impl Worker {
             Job::Task(t) => Some(t.id.clone()),
             Job::Message(_) => None,
         };
+        let cancel = CancellationToken::new();
+        let inbox_from = self
+            .workspace
+            .mailboxes()
+            .inbox_path(&self.settings.name)
+            .ok()
+            .and_then(|p| std::fs::metadata(p).ok())
+            .map_or(0, |m| m.len());
+        *lock(&self.running) = Some(Running {
+            cancel: cancel.clone(),
+            inbox_from,
+        });
         self.status.update(|s| {
             s.state = AgentState::Work;
             s.task = task;
             s.note = None;
         })?;
-        let outcome = work.run(&job, &self.status);
+        let mut outcome = work.run(&job, &self.status, &cancel);
+        *lock(&self.running) = None;
+        outcome.interrupted |= cancel.is_cancelled();
         self.status.update(|s| {
             s.state = AgentState::Idle;
             s.task = None;
@@ -423,6 +514,7 @@ impl Worker {
         let workspace = self.workspace.clone();
         let roster = self.roster.clone();
         let settings = self.settings.clone();
+        let running = Arc::clone(&self.running);
         thread::spawn(move || {
             let watcher = DirWatcher::new(&[&workspace.mailboxes_dir()]).ok();
             let mut last_beat = Instant::now();
@@ -450,6 +542,7 @@ impl Worker {
                     }
                     last_beat = Instant::now();
                 }
+                interrupt_if_asked(&workspace, &settings.name, &running);
                 let current = status.get();
                 let Some(task) = current
                     .task
@@ -468,6 +561,35 @@ impl Worker {
                 refuse_shutdowns_while_busy(&workspace, &roster, &settings, &task);
             }
         })
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Cancels the running job when an `interrupt` from the person came after it started.
+fn interrupt_if_asked(workspace: &Workspace, me: &str, running: &Mutex<Option<Running>>) {
+    let mut guard = lock(running);
+    let Some(job) = guard.as_mut() else {
+        return;
+    };
+    if job.cancel.is_cancelled() {
+        return;
+    }
+    let Ok(batch) = workspace.mailboxes().read_from(me, job.inbox_from) else {
+        return;
+    };
+    job.inbox_from = batch.end;
+    let asked = batch.entries.iter().any(|e| {
+        matches!(e, Entry::Message { message, .. }
+            if message.kind == "interrupt" && message.from == crate::store::names::USER)
+    });
+    if asked {
+        tracing::info!("{me}: {INTERRUPTED_BY_PERSON}");
+        job.cancel.cancel();
     }
 }
 
