@@ -3,6 +3,7 @@
 
 mod agent_loop;
 mod claims;
+mod git;
 mod mailbox;
 mod proc;
 mod render;
@@ -15,7 +16,10 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "crew-bench", about = "Benchmarks for crew's store")]
+#[command(
+    name = "crew-bench",
+    about = "Benchmarks for crew's store, screen, team and git work"
+)]
 struct Bench {
     #[command(subcommand)]
     command: Command,
@@ -74,6 +78,16 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// A teammate's worktree on a synthetic repository of N files with M changed: create, diff,
+    /// commit + merge, discard; crew against the git CLI when it is installed.
+    Git {
+        #[arg(long, default_value_t = 20_000)]
+        files: usize,
+        #[arg(long, default_value_t = 2_000)]
+        changed: usize,
+        #[arg(long)]
+        json: bool,
+    },
     /// Internal: one claiming process (waits for "go" on stdin).
     #[command(hide = true)]
     ClaimWorker {
@@ -128,6 +142,11 @@ fn main() -> ExitCode {
             idle_secs,
             json,
         } => team::run(teammates, tasks, idle_secs, json),
+        Command::Git {
+            files,
+            changed,
+            json,
+        } => git::run(files, changed, json),
         Command::ClaimWorker { dir, name } => claims::worker(&dir, &name),
         Command::AppendWorker { dir, name, count } => mailbox::worker(&dir, &name, count),
         Command::Churn { dir, name } => claims::churn(&dir, &name),
