@@ -21,7 +21,15 @@ const FILES_PER_DIR: usize = 20;
 const FANOUT: usize = 8;
 const BASE: &str = "main";
 
-#[derive(Debug, Serialize)]
+/// Which files a round changes: `changed` of `files`, every `files / changed`-th from `offset`.
+#[derive(Clone, Copy)]
+struct Share {
+    files: usize,
+    changed: usize,
+    offset: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
 struct Timings {
     worktree_ms: f64,
     diff_ms: f64,
@@ -29,29 +37,59 @@ struct Timings {
     discard_ms: f64,
 }
 
-pub fn run(files: usize, changed: usize, as_json: bool) -> anyhow::Result<()> {
-    if files == 0 {
-        bail!("--files must be at least 1");
+pub fn run(
+    files: usize,
+    changed: usize,
+    rounds: usize,
+    dir: Option<&Path>,
+    as_json: bool,
+) -> anyhow::Result<()> {
+    if files == 0 || rounds == 0 {
+        bail!("--files and --rounds must be at least 1");
     }
-    // Each round changes its own files (the first round's deletions are on `main` after it).
-    if changed > files / 2 {
-        bail!("--changed ({changed}) can be at most half of --files ({files})");
+    // Each round of each side changes its own files (earlier rounds' deletions are on `main`).
+    let sides = if git_installed() { 2 } else { 1 };
+    if changed * sides * rounds > files {
+        bail!(
+            "--changed ({changed}) times {} (rounds x sides) cannot exceed --files ({files})",
+            sides * rounds
+        );
     }
-    let dir = tempfile::tempdir().context("creating a scratch folder")?;
-    let root = dir.path().join("repo");
+    let scratch = match dir {
+        Some(dir) => tempfile::tempdir_in(dir),
+        None => tempfile::tempdir(),
+    }
+    .context("creating a scratch folder")?;
+    let root = scratch.path().join("repo");
     let built = Instant::now();
     make_repo(&root, files)?;
     let build_secs = built.elapsed().as_secs_f64();
 
-    let crew = crew_round(&root, files, changed)?;
-    let git = if git_installed() {
-        Some(git_round(&root, files, changed)?)
-    } else {
-        None
-    };
+    let mut crew_runs = Vec::new();
+    let mut git_runs = Vec::new();
+    for round in 0..rounds {
+        let share = |side: usize| Share {
+            files,
+            changed,
+            offset: round * sides + side,
+        };
+        // Alternating who goes first, so neither always finds the caches the other warmed.
+        if round % 2 == 1 && sides == 2 {
+            git_runs.push(git_round(&root, share(1))?);
+            crew_runs.push(crew_round(&root, share(0))?);
+        } else {
+            crew_runs.push(crew_round(&root, share(0))?);
+            if sides == 2 {
+                git_runs.push(git_round(&root, share(1))?);
+            }
+        }
+    }
+    let crew = median(&crew_runs);
+    let git = (sides == 2).then(|| median(&git_runs));
     let report = json!({
         "files": files,
         "changed": changed,
+        "rounds": rounds,
         "crew": crew,
         "git": git,
     });
@@ -59,7 +97,9 @@ pub fn run(files: usize, changed: usize, as_json: bool) -> anyhow::Result<()> {
         println!("{report}");
         return Ok(());
     }
-    println!("repository: {files} files, built in {build_secs:.1} s; {changed} changed");
+    println!(
+        "repository: {files} files, built in {build_secs:.1} s; {changed} changed; median of {rounds} round(s)"
+    );
     println!(
         "{:<12} {:>10} {:>10} {:>10}",
         "", "crew ms", "git ms", "ratio"
@@ -87,16 +127,17 @@ pub fn run(files: usize, changed: usize, as_json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn crew_round(root: &Path, files: usize, changed: usize) -> anyhow::Result<Timings> {
+fn crew_round(root: &Path, share: Share) -> anyhow::Result<Timings> {
     let name = "bench-crew";
     let worktrees = Worktrees::open(root)?;
     let (worktree_ms, wt) = timed(|| worktrees.ensure(name, BASE, &[], &[]))?;
-    change_files(&wt.path, files, changed, 0, name)?;
+    change_files(&wt.path, share, name)?;
     let (diff_ms, diff) = timed(|| worktrees.diff(name, BASE))?;
-    if diff.totals.files != changed {
+    if diff.totals.files != share.changed {
         bail!(
-            "crew's diff shows {} files, {changed} were changed",
-            diff.totals.files
+            "crew's diff shows {} files, {} were changed",
+            diff.totals.files,
+            share.changed
         );
     }
     let author = Author::new("bench", "bench@crew.invalid");
@@ -112,12 +153,12 @@ fn crew_round(root: &Path, files: usize, changed: usize) -> anyhow::Result<Timin
 
 /// The same steps with the git CLI: `worktree add`, `status` + `diff`, `add -A` + `commit` +
 /// `merge --ff-only`, `worktree remove` + `branch -D`.
-fn git_round(root: &Path, files: usize, changed: usize) -> anyhow::Result<Timings> {
+fn git_round(root: &Path, share: Share) -> anyhow::Result<Timings> {
     let name = "bench-git";
     let path = root.join(".worktrees").join(name);
     let rel = format!(".worktrees/{name}");
     let (worktree_ms, _) = timed(|| git(root, &["worktree", "add", "-q", "-b", name, &rel, BASE]))?;
-    change_files(&path, files, changed, 1, name)?;
+    change_files(&path, share, name)?;
     let (diff_ms, _) = timed(|| {
         git(&path, &["status", "--porcelain"])?;
         git(&path, &["diff", "HEAD"])
@@ -139,11 +180,29 @@ fn git_round(root: &Path, files: usize, changed: usize) -> anyhow::Result<Timing
     })
 }
 
+/// Times `f`, after flushing what earlier steps wrote, so no step pays for another's write-back.
 fn timed<T, E>(f: impl FnOnce() -> Result<T, E>) -> Result<(f64, T), E> {
+    // SAFETY: sync(2) takes no arguments and cannot fail.
+    unsafe { libc::sync() };
     let start = Instant::now();
     let value = f()?;
     let ms = start.elapsed().as_secs_f64() * 1000.0;
     Ok(((ms * 10.0).round() / 10.0, value))
+}
+
+/// Each step's median over the rounds.
+fn median(runs: &[Timings]) -> Timings {
+    let of = |step: fn(&Timings) -> f64| {
+        let mut values: Vec<f64> = runs.iter().map(step).collect();
+        values.sort_by(f64::total_cmp);
+        values[values.len() / 2]
+    };
+    Timings {
+        worktree_ms: of(|t| t.worktree_ms),
+        diff_ms: of(|t| t.diff_ms),
+        merge_ms: of(|t| t.merge_ms),
+        discard_ms: of(|t| t.discard_ms),
+    }
 }
 
 fn git_installed() -> bool {
@@ -244,22 +303,15 @@ fn make_repo(root: &Path, files: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Changes `changed` files spread over the tree in the checkout at `dir` (every `files / changed`
-/// -th, from `offset`): nine in ten edited (a line replaced, one appended), the rest half
-/// deleted, half added beside the chosen file.
-fn change_files(
-    dir: &Path,
-    files: usize,
-    changed: usize,
-    offset: usize,
-    tag: &str,
-) -> anyhow::Result<()> {
-    if changed == 0 {
+/// Changes the round's share of files in the checkout at `dir`: nine in ten edited (a line
+/// replaced, one appended), the rest half deleted, half added beside the chosen file.
+fn change_files(dir: &Path, share: Share, tag: &str) -> anyhow::Result<()> {
+    if share.changed == 0 {
         return Ok(());
     }
-    let step = files / changed;
-    for k in 0..changed {
-        let rel = file_path(k * step + offset);
+    let step = share.files / share.changed;
+    for k in 0..share.changed {
+        let rel = file_path(k * step + share.offset);
         let path = dir.join(&rel);
         match k % 20 {
             0 => std::fs::remove_file(&path)

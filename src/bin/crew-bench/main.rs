@@ -85,6 +85,12 @@ enum Command {
         files: usize,
         #[arg(long, default_value_t = 2_000)]
         changed: usize,
+        /// Rounds of each side (alternating which goes first); the report gives medians.
+        #[arg(long, default_value_t = 1)]
+        rounds: usize,
+        /// Folder for the scratch repository (default: the system's temporary folder).
+        #[arg(long)]
+        dir: Option<PathBuf>,
         #[arg(long)]
         json: bool,
     },
@@ -145,8 +151,10 @@ fn main() -> ExitCode {
         Command::Git {
             files,
             changed,
+            rounds,
+            dir,
             json,
-        } => git::run(files, changed, json),
+        } => git::run(files, changed, rounds, dir.as_deref(), json),
         Command::ClaimWorker { dir, name } => claims::worker(&dir, &name),
         Command::AppendWorker { dir, name, count } => mailbox::worker(&dir, &name, count),
         Command::Churn { dir, name } => claims::churn(&dir, &name),
