@@ -26,6 +26,10 @@ fn a_tiny_run_reports_every_step_for_crew_and_git() {
         "10",
         "--rounds",
         "2",
+        "--node-modules",
+        "30",
+        "--copy-mb",
+        "1",
         "--json",
     ]);
     assert!(
@@ -36,6 +40,13 @@ fn a_tiny_run_reports_every_step_for_crew_and_git() {
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["files"], 60, "{report}");
     assert_eq!(report["changed"], 10, "{report}");
+    let provision = &report["provision"];
+    assert_eq!(provision["node_modules_files"], 30, "{report}");
+    assert_eq!(provision["copy_bytes"], 1024 * 1024, "{report}");
+    assert!(
+        provision["link_ms"].is_f64() && provision["copy_ms"].is_f64(),
+        "{report}"
+    );
     let git_installed = Command::new("git").arg("--version").output().is_ok();
     let sides: &[&str] = if git_installed {
         &["crew", "git"]

@@ -37,13 +37,27 @@ struct Timings {
     discard_ms: f64,
 }
 
-pub fn run(
-    files: usize,
-    changed: usize,
-    rounds: usize,
-    dir: Option<&Path>,
-    as_json: bool,
-) -> anyhow::Result<()> {
+/// What `crew-bench git` is asked to measure.
+pub struct GitBench<'a> {
+    pub files: usize,
+    pub changed: usize,
+    pub rounds: usize,
+    /// Files in the untracked `node_modules`-like folder for `[worktree] link`.
+    pub node_modules: usize,
+    /// Size of the untracked file for `[worktree] copy`.
+    pub copy_mb: usize,
+    pub dir: Option<&'a Path>,
+}
+
+pub fn run(bench: GitBench<'_>, as_json: bool) -> anyhow::Result<()> {
+    let GitBench {
+        files,
+        changed,
+        rounds,
+        node_modules,
+        copy_mb,
+        dir,
+    } = bench;
     if files == 0 || rounds == 0 {
         bail!("--files and --rounds must be at least 1");
     }
@@ -86,12 +100,14 @@ pub fn run(
     }
     let crew = median(&crew_runs);
     let git = (sides == 2).then(|| median(&git_runs));
+    let provision = provision_round(&root, node_modules, copy_mb)?;
     let report = json!({
         "files": files,
         "changed": changed,
         "rounds": rounds,
         "crew": crew,
         "git": git,
+        "provision": provision,
     });
     if as_json {
         println!("{report}");
@@ -124,7 +140,61 @@ pub fn run(
             None => println!("{what:<12} {ours:>10.1} {:>10} {:>10}", "-", "-"),
         }
     }
+    println!(
+        "[worktree] link of node_modules ({} files): {:.1} ms; copy of a {} MB file: {:.1} ms",
+        provision.node_modules_files, provision.link_ms, copy_mb, provision.copy_ms
+    );
     Ok(())
+}
+
+/// `[worktree] link` and `copy` on a fresh worktree: a `node_modules`-like folder (nested
+/// packages of small files) linked, one big untracked file copied.
+#[derive(Debug, Serialize)]
+struct Provision {
+    node_modules_files: usize,
+    link_ms: f64,
+    copy_bytes: u64,
+    copy_ms: f64,
+}
+
+fn provision_round(root: &Path, node_modules: usize, copy_mb: usize) -> anyhow::Result<Provision> {
+    let mut rng = fastrand::Rng::with_seed(11);
+    for i in 0..node_modules {
+        let path = root.join(format!(
+            "node_modules/pkg{}/lib/sub{}/m{i}.js",
+            i / 200,
+            i % 7
+        ));
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("creating {}", parent.display()))?;
+        }
+        let size = rng.usize(200..4000);
+        std::fs::write(&path, "x".repeat(size))
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    let big = root.join("fixtures.db");
+    let bytes = vec![7u8; copy_mb * 1024 * 1024];
+    std::fs::write(&big, &bytes).with_context(|| format!("writing {}", big.display()))?;
+
+    let name = "bench-provision";
+    let worktrees = Worktrees::open(root)?;
+    worktrees.ensure(name, BASE, &[], &[])?;
+    // On an existing worktree `ensure` only provisions what is missing: these time just that.
+    let link = ["node_modules".to_string()];
+    let (link_ms, linked) = timed(|| worktrees.ensure(name, BASE, &[], &link))?;
+    let copy = ["fixtures.db".to_string()];
+    let (copy_ms, copied) = timed(|| worktrees.ensure(name, BASE, &copy, &[]))?;
+    if linked.linked != link || copied.copied != copy {
+        bail!("provisioning skipped something: {linked:?} {copied:?}");
+    }
+    worktrees.discard(name)?;
+    Ok(Provision {
+        node_modules_files: node_modules,
+        link_ms,
+        copy_bytes: bytes.len() as u64,
+        copy_ms,
+    })
 }
 
 fn crew_round(root: &Path, share: Share) -> anyhow::Result<Timings> {

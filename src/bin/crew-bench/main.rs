@@ -88,6 +88,12 @@ enum Command {
         /// Rounds of each side (alternating which goes first); the report gives medians.
         #[arg(long, default_value_t = 1)]
         rounds: usize,
+        /// Files in the `node_modules`-like folder linked by `[worktree] link`.
+        #[arg(long, default_value_t = 50_000)]
+        node_modules: usize,
+        /// Size in MB of the file copied by `[worktree] copy`.
+        #[arg(long, default_value_t = 100)]
+        copy_mb: usize,
         /// Folder for the scratch repository (default: the system's temporary folder).
         #[arg(long)]
         dir: Option<PathBuf>,
@@ -152,9 +158,21 @@ fn main() -> ExitCode {
             files,
             changed,
             rounds,
+            node_modules,
+            copy_mb,
             dir,
             json,
-        } => git::run(files, changed, rounds, dir.as_deref(), json),
+        } => git::run(
+            git::GitBench {
+                files,
+                changed,
+                rounds,
+                node_modules,
+                copy_mb,
+                dir: dir.as_deref(),
+            },
+            json,
+        ),
         Command::ClaimWorker { dir, name } => claims::worker(&dir, &name),
         Command::AppendWorker { dir, name, count } => mailbox::worker(&dir, &name, count),
         Command::Churn { dir, name } => claims::churn(&dir, &name),
