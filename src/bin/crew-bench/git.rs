@@ -98,6 +98,10 @@ pub fn run(bench: GitBench<'_>, as_json: bool) -> anyhow::Result<()> {
             }
         }
     }
+    // Each round on stderr, to judge how far the medians can be trusted on a busy machine.
+    for (round, (ours, theirs)) in crew_runs.iter().zip(git_runs.iter()).enumerate() {
+        eprintln!("round {round}: crew {ours:?}; git {theirs:?}");
+    }
     let crew = median(&crew_runs);
     let git = (sides == 2).then(|| median(&git_runs));
     let provision = provision_round(&root, node_modules, copy_mb)?;
