@@ -72,7 +72,9 @@ impl TranscriptWriter {
         };
         let mut bytes = serde_json::to_vec(line).map_err(|e| io(std::io::Error::other(e)))?;
         bytes.push(b'\n');
-        self.file.write_all(&bytes).map_err(io)
+        self.file
+            .write_all(&crate::store::secrets::redact_bytes(&bytes))
+            .map_err(io)
     }
 }
 

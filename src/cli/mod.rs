@@ -11,6 +11,7 @@ mod init;
 pub(crate) mod logging;
 mod messages;
 mod output;
+mod person;
 mod project;
 mod run_team;
 mod tasks;
@@ -49,6 +50,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Some(dir) => dir.clone(),
         None => std::env::current_dir()?,
     };
+    person::check(cli.command.as_ref())?;
     let Some(command) = cli.command else {
         return run_team::up(project::Project::find(&start)?, args::UpArgs::default());
     };

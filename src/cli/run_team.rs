@@ -153,7 +153,7 @@ pub fn replay(path: &std::path::Path) -> anyhow::Result<()> {
     let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let text = crate::agent::transcript::render(std::io::BufReader::new(file))
         .with_context(|| format!("reading {}", path.display()))?;
-    print!("{text}");
+    print!("{}", crate::cli::output::block(&text));
     Ok(())
 }
 

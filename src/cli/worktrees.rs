@@ -56,25 +56,29 @@ pub fn run(project: &Project, cmd: WorktreeCommand) -> anyhow::Result<()> {
                 let from = file
                     .old_path
                     .as_deref()
-                    .map(|p| format!(" (from {p})"))
+                    .map(|p| format!(" (from {})", output::one_line(p)))
                     .unwrap_or_default();
+                let path = output::one_line(&file.path);
                 if file.binary {
-                    println!("{status} {}{from}: binary file", file.path);
+                    println!("{status} {path}{from}: binary file");
                     continue;
                 }
                 println!(
-                    "{status} {}{from} +{} -{}",
-                    file.path, file.additions, file.deletions
+                    "{status} {path}{from} +{} -{}",
+                    file.additions, file.deletions
                 );
                 for hunk in &file.hunks {
-                    println!("{}", hunk.header.trim_end());
+                    println!("{}", output::one_line(hunk.header.trim_end()));
                     for line in &hunk.lines {
                         let mark = match line.kind {
                             LineKind::Add => '+',
                             LineKind::Del => '-',
                             LineKind::Context => ' ',
                         };
-                        println!("{mark}{}", line.text.trim_end_matches('\n'));
+                        println!(
+                            "{mark}{}",
+                            output::one_line(line.text.trim_end_matches('\n'))
+                        );
                     }
                 }
             }
@@ -104,7 +108,10 @@ pub fn run(project: &Project, cmd: WorktreeCommand) -> anyhow::Result<()> {
                         println!("{base} already has everything in crew/{name}")
                     }
                     MergeOutcome::Conflicts { files } => {
-                        println!("not merged: conflicts in {}", files.join(", "))
+                        println!(
+                            "not merged: conflicts in {}",
+                            output::one_line(&files.join(", "))
+                        )
                     }
                 }
             }

@@ -26,6 +26,9 @@ pub struct TeamConfig {
     pub worker: WorkerConfig,
     #[serde(default)]
     pub worktree: WorktreeConfig,
+    /// `[limits]`: how big subjects, descriptions and messages may be.
+    #[serde(default)]
+    pub limits: crate::store::Limits,
     /// `[[hooks]]`: external commands run around tool calls (PreToolUse, PostToolUse,
     /// PostToolUseFailure, Stop), JSON in on stdin and out on stdout.
     #[serde(default)]

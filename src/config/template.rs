@@ -50,7 +50,13 @@ model = {{ provider = "scripted", scenario = "demo" }}
 mode = "ask"
 # Rules: "tool", "tool(exact input)", "tool(prefix:*)", or a path glob for file tools.
 # Deny beats everything (hooks included); then ask; then allow; then the mode's default.
-allow = ["read", "glob", "grep", "bash(git status)", "bash(git diff:*)"]
+# A bash allow rule grants only a line whose every command is plain words it covers: no
+# `VAR=…` before a command, no `>` into a file, no `$(…)`, `${{…}}`, `$((…))`, backticks, `<(…)`
+# or globs, and none of the program's escape hatches (for git: `-c`, `-C`, `--output`,
+# `--ext-diff`, `--no-index`, aliases…). Anything else asks, saying why.
+# Deny and ask rules match every command anywhere in the line however it is spelled
+# (`rm -fr`, `rm -r -f`, `/bin/rm --recursive --force`, inside `$(…)`, `sh -c`, `xargs`…).
+allow = ["read", "glob", "grep", "bash(git status)", "bash(git diff:*)", "bash(git log:*)", "bash(git show:*)"]
 ask = []
 deny = ["bash(rm -rf:*)", "bash(git push:*)"]
 # bypass mode also needs --dangerously-bypass on the command line.

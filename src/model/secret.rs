@@ -2,8 +2,7 @@
 
 use std::fmt;
 
-/// Replaces the key wherever a server echoes it back (some error bodies quote it).
-const REDACTED: &str = "[redacted]";
+use crate::store::secrets::REDACTED;
 
 /// A secret API key. `Debug` prints a placeholder; the value is only reachable through
 /// [`ApiKey::expose`], which request builders call when setting a header.
@@ -11,8 +10,11 @@ const REDACTED: &str = "[redacted]";
 pub struct ApiKey(String);
 
 impl ApiKey {
+    /// The key, also registered so that nothing this process writes can hold it.
     pub fn new(key: impl Into<String>) -> Self {
-        Self(key.into())
+        let key = key.into();
+        crate::store::secrets::register(&key);
+        Self(key)
     }
 
     /// The raw key, for an HTTP header only.
@@ -20,7 +22,7 @@ impl ApiKey {
         &self.0
     }
 
-    /// `text` with every occurrence of the key replaced.
+    /// `text` with every occurrence of the key replaced (some error bodies quote it back).
     pub(crate) fn redact(&self, text: &str) -> String {
         if self.0.is_empty() {
             text.to_string()

@@ -31,6 +31,17 @@ pub struct ProviderSpec {
     pub scenario: Option<PathBuf>,
 }
 
+/// The environment variable that holds the key for a provider of `kind`: the one the
+/// configuration names, or the provider's usual one; `None` for a provider without keys.
+pub fn key_variable(kind: &str, api_key_env: Option<&str>) -> Option<String> {
+    let default = match kind {
+        "anthropic" => "ANTHROPIC_API_KEY",
+        "openai" => "OPENAI_API_KEY",
+        _ => return api_key_env.map(str::to_string),
+    };
+    Some(api_key_env.unwrap_or(default).to_string())
+}
+
 /// Builds the provider `spec` describes, reading keys and base URLs from the process
 /// environment.
 pub fn provider_from_spec(spec: &ProviderSpec) -> Result<Box<dyn ModelProvider>, ModelError> {
@@ -43,7 +54,7 @@ pub fn provider_from_spec_with_env(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Box<dyn ModelProvider>, ModelError> {
     let var = |name: &str| env(name).filter(|value| !value.trim().is_empty());
-    let key_var = |default: &'static str| spec.api_key_env.clone().unwrap_or(default.into());
+    let key_var = || key_variable(&spec.kind, spec.api_key_env.as_deref()).unwrap_or_default();
     let base_url = |base_var: &str, default: &str| {
         spec.base_url
             .clone()
@@ -59,7 +70,7 @@ pub fn provider_from_spec_with_env(
             Ok(Box::new(provider))
         }
         "anthropic" => {
-            let key_var = key_var("ANTHROPIC_API_KEY");
+            let key_var = key_var();
             let key = var(&key_var).ok_or_else(|| missing_key(&key_var))?;
             let base = base_url("ANTHROPIC_BASE_URL", anthropic::DEFAULT_BASE_URL);
             Ok(Box::new(AnthropicProvider::new(
@@ -69,7 +80,7 @@ pub fn provider_from_spec_with_env(
             )?))
         }
         "openai" => {
-            let key_var = key_var("OPENAI_API_KEY");
+            let key_var = key_var();
             let base = base_url("OPENAI_BASE_URL", openai::DEFAULT_BASE_URL);
             let key = var(&key_var).map(ApiKey::new);
             // Local servers (Ollama, vLLM, llama.cpp) need no key; the public API and a key

@@ -104,11 +104,17 @@ impl Team {
 
     /// Starts `crew ARGS` in the background; its output goes to `.crew/test-LABEL.log`.
     pub fn spawn(&self, label: &str, args: &[&str]) -> Bg {
+        self.spawn_with_env(label, args, &[])
+    }
+
+    /// As [`Team::spawn`], with these variables added to the process's environment.
+    pub fn spawn_with_env(&self, label: &str, args: &[&str], env: &[(&str, &str)]) -> Bg {
         let log =
             std::fs::File::create(self.repo.join(&format!(".crew/test-{label}.log"))).unwrap();
         let err = log.try_clone().unwrap();
         let mut child = Command::new(crew_exe())
             .args(args)
+            .envs(env.iter().copied())
             .current_dir(self.repo.path())
             .stdin(Stdio::null())
             .stdout(log)

@@ -2,6 +2,7 @@
 //! Numbers go in reports, never in test assertions.
 
 mod agent_loop;
+mod bash_rules;
 mod claims;
 mod git;
 mod mailbox;
@@ -100,6 +101,13 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Deciding bash lines against permission rules: tree-sitter parse, walk, rule matching.
+    Bash {
+        #[arg(long, default_value_t = 1000)]
+        rounds: usize,
+        #[arg(long)]
+        json: bool,
+    },
     /// Internal: one claiming process (waits for "go" on stdin).
     #[command(hide = true)]
     ClaimWorker {
@@ -173,6 +181,7 @@ fn main() -> ExitCode {
             },
             json,
         ),
+        Command::Bash { rounds, json } => bash_rules::run(rounds, json),
         Command::ClaimWorker { dir, name } => claims::worker(&dir, &name),
         Command::AppendWorker { dir, name, count } => mailbox::worker(&dir, &name, count),
         Command::Churn { dir, name } => claims::churn(&dir, &name),
