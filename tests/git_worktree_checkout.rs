@@ -5,7 +5,7 @@
 mod git_support;
 
 use crew::git::{MergeOutcome, Worktrees};
-use git_support::{assert_like_git_worktree_add, git_cli, git_path, rich_repo, teammate};
+use git_support::{git_cli, git_path, rich_repo, rich_repo_with_checked_worktree, teammate};
 
 #[test]
 fn a_worktree_equals_git_worktree_add_and_merges_every_kind_of_change() {
@@ -13,11 +13,7 @@ fn a_worktree_equals_git_worktree_add_and_merges_every_kind_of_change() {
         eprintln!("git is not installed; tests/git_worktree_libgit2.rs covers this without it");
         return;
     };
-    let t = rich_repo();
-    let wts = Worktrees::open(t.root()).unwrap();
-    let wt = wts.ensure("alice", "main", &[], &[]).unwrap();
-    assert!(wt.created);
-    assert_like_git_worktree_add(&git, &t, "alice");
+    let (t, wts, wt) = rich_repo_with_checked_worktree(&git);
 
     // Edited, added in a new folder, deleted, made executable, relinked.
     use std::os::unix::fs::PermissionsExt;

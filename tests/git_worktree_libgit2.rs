@@ -4,8 +4,8 @@
 
 mod git_support;
 
-use crew::git::{MergeOutcome, Worktrees};
-use git_support::{assert_like_git_worktree_add, git_cli, git_path, rich_repo, teammate};
+use crew::git::MergeOutcome;
+use git_support::{git_cli, git_path, rich_repo_with_checked_worktree, teammate};
 
 #[test]
 fn without_git_on_path_libgit2_makes_the_same_worktree_and_merges() {
@@ -15,11 +15,7 @@ fn without_git_on_path_libgit2_makes_the_same_worktree_and_merges() {
     };
     // SAFETY: the only test in this binary, so no other thread reads the environment.
     unsafe { std::env::set_var("PATH", "") };
-    let t = rich_repo();
-    let wts = Worktrees::open(t.root()).unwrap();
-    let wt = wts.ensure("alice", "main", &[], &[]).unwrap();
-    assert!(wt.created);
-    assert_like_git_worktree_add(&git, &t, "alice");
+    let (t, wts, wt) = rich_repo_with_checked_worktree(&git);
 
     git_support::write(&wt.path, "src/a/b/mid.rs", "fn mid() { edited() }\n");
     git_support::write(&wt.path, "new/added.rs", "fn added() {}\n");

@@ -125,6 +125,11 @@ impl TeamRun {
 
     /// Sends the lead its goal, as a message from the person.
     pub fn give_goal(&self, goal: &str) -> Result<(), StoreError> {
+        self.tell_lead("message", format!("Goal: {goal}"), false)
+    }
+
+    /// A message (or a request) from the person to the lead.
+    fn tell_lead(&self, kind: &str, text: String, request: bool) -> Result<(), StoreError> {
         self.workspace
             .mailboxes()
             .send(
@@ -132,8 +137,9 @@ impl TeamRun {
                 Draft {
                     from: "user".into(),
                     to: self.config.lead_name().to_string(),
-                    kind: "message".into(),
-                    text: Some(format!("Goal: {goal}")),
+                    kind: kind.into(),
+                    text: Some(text),
+                    request,
                     ..Draft::default()
                 },
             )
@@ -224,19 +230,6 @@ impl TeamRun {
     /// The person asks the lead to shut down; it answers and exits at its next look at its
     /// inbox (at once when idle, after the job in hand when busy).
     fn ask_lead_to_stop(&self) -> Result<(), StoreError> {
-        self.workspace
-            .mailboxes()
-            .send(
-                &self.config.roster(),
-                Draft {
-                    from: "user".into(),
-                    to: self.config.lead_name().to_string(),
-                    kind: "shutdown_request".into(),
-                    text: Some("the team is shutting down".into()),
-                    request: true,
-                    ..Draft::default()
-                },
-            )
-            .map(|_| ())
+        self.tell_lead("shutdown_request", "the team is shutting down".into(), true)
     }
 }

@@ -201,9 +201,21 @@ pub fn git_path() -> Option<PathBuf> {
         .find(|candidate| candidate.is_file())
 }
 
-/// Checks a crew worktree of `t` at `.worktrees/<name>` against `git worktree add` of the same
-/// commit: same files, kinds and contents, `git status` clean in it, on branch `crew/<name>`.
-pub fn assert_like_git_worktree_add(git: &Path, t: &TestRepo, name: &str) {
+/// `rich_repo` with crew's worktree `alice` made, checked against `git worktree add` of the same
+/// commit (`git` is the CLI's path): same files, kinds and contents, `git status` clean in it, on
+/// branch `crew/alice`.
+pub fn rich_repo_with_checked_worktree(
+    git: &Path,
+) -> (TestRepo, crew::git::Worktrees, crew::git::Worktree) {
+    let t = rich_repo();
+    let wts = crew::git::Worktrees::open(t.root()).unwrap();
+    let wt = wts.ensure("alice", "main", &[], &[]).unwrap();
+    assert!(wt.created);
+    assert_like_git_worktree_add(git, &t, "alice");
+    (t, wts, wt)
+}
+
+fn assert_like_git_worktree_add(git: &Path, t: &TestRepo, name: &str) {
     let ours = t.path(&format!(".worktrees/{name}"));
     git_cli(
         git,

@@ -38,18 +38,29 @@ struct Timings {
 }
 
 /// What `crew-bench git` is asked to measure.
-pub struct GitBench<'a> {
-    pub files: usize,
-    pub changed: usize,
-    pub rounds: usize,
-    /// Files in the untracked `node_modules`-like folder for `[worktree] link`.
-    pub node_modules: usize,
-    /// Size of the untracked file for `[worktree] copy`.
-    pub copy_mb: usize,
-    pub dir: Option<&'a Path>,
+#[derive(clap::Args)]
+pub struct GitBench {
+    #[arg(long, default_value_t = 20_000)]
+    files: usize,
+    #[arg(long, default_value_t = 2_000)]
+    changed: usize,
+    /// Rounds of each side (alternating which goes first); the report gives medians.
+    #[arg(long, default_value_t = 1)]
+    rounds: usize,
+    /// Files in the `node_modules`-like folder linked by `[worktree] link`.
+    #[arg(long, default_value_t = 50_000)]
+    node_modules: usize,
+    /// Size in MB of the file copied by `[worktree] copy`.
+    #[arg(long, default_value_t = 100)]
+    copy_mb: usize,
+    /// Folder for the scratch repository (default: the system's temporary folder).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    #[arg(long)]
+    json: bool,
 }
 
-pub fn run(bench: GitBench<'_>, as_json: bool) -> anyhow::Result<()> {
+pub fn run(bench: GitBench) -> anyhow::Result<()> {
     let GitBench {
         files,
         changed,
@@ -57,6 +68,7 @@ pub fn run(bench: GitBench<'_>, as_json: bool) -> anyhow::Result<()> {
         node_modules,
         copy_mb,
         dir,
+        json: as_json,
     } = bench;
     if files == 0 || rounds == 0 {
         bail!("--files and --rounds must be at least 1");
@@ -69,7 +81,7 @@ pub fn run(bench: GitBench<'_>, as_json: bool) -> anyhow::Result<()> {
             sides * rounds
         );
     }
-    let scratch = match dir {
+    let scratch = match &dir {
         Some(dir) => tempfile::tempdir_in(dir),
         None => tempfile::tempdir(),
     }

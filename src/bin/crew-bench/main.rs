@@ -81,26 +81,7 @@ enum Command {
     },
     /// A teammate's worktree on a synthetic repository of N files with M changed: create, diff,
     /// commit + merge, discard; crew against the git CLI when it is installed.
-    Git {
-        #[arg(long, default_value_t = 20_000)]
-        files: usize,
-        #[arg(long, default_value_t = 2_000)]
-        changed: usize,
-        /// Rounds of each side (alternating which goes first); the report gives medians.
-        #[arg(long, default_value_t = 1)]
-        rounds: usize,
-        /// Files in the `node_modules`-like folder linked by `[worktree] link`.
-        #[arg(long, default_value_t = 50_000)]
-        node_modules: usize,
-        /// Size in MB of the file copied by `[worktree] copy`.
-        #[arg(long, default_value_t = 100)]
-        copy_mb: usize,
-        /// Folder for the scratch repository (default: the system's temporary folder).
-        #[arg(long)]
-        dir: Option<PathBuf>,
-        #[arg(long)]
-        json: bool,
-    },
+    Git(git::GitBench),
     /// Deciding bash lines against permission rules: tree-sitter parse, walk, rule matching.
     Bash {
         #[arg(long, default_value_t = 1000)]
@@ -162,25 +143,7 @@ fn main() -> ExitCode {
             idle_secs,
             json,
         } => team::run(teammates, tasks, idle_secs, json),
-        Command::Git {
-            files,
-            changed,
-            rounds,
-            node_modules,
-            copy_mb,
-            dir,
-            json,
-        } => git::run(
-            git::GitBench {
-                files,
-                changed,
-                rounds,
-                node_modules,
-                copy_mb,
-                dir: dir.as_deref(),
-            },
-            json,
-        ),
+        Command::Git(bench) => git::run(bench),
         Command::Bash { rounds, json } => bash_rules::run(rounds, json),
         Command::ClaimWorker { dir, name } => claims::worker(&dir, &name),
         Command::AppendWorker { dir, name, count } => mailbox::worker(&dir, &name, count),
