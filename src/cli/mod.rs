@@ -14,6 +14,7 @@ mod output;
 mod person;
 mod project;
 mod run_team;
+mod sandbox_exec;
 mod tasks;
 mod team;
 mod worktrees;
@@ -36,6 +37,13 @@ pub fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
+    let cli = match cli.command {
+        Some(Command::SandboxExec(args)) => return sandbox_exec::run(args),
+        command => Cli { command, ..cli },
+    };
+    // Before any thread starts: the keys leave the environment, and no process of ours can be
+    // read through /proc (environ, mem) by a tool's process.
+    crate::model::secret::seal_process();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -70,6 +78,13 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Worker(args) => run_team::worker(project::Project::find(&start)?, args),
         Command::Replay { file } => run_team::replay(&file),
         Command::Demo(args) => demo::run(args),
+        Command::SandboxExec(args) => {
+            // Handled in `main` before anything else runs; here only for completeness.
+            anyhow::bail!(
+                "sandbox-exec {:?} must be the whole command line",
+                args.command
+            )
+        }
         Command::Ui(args) => crate::tui::run(
             project::Project::find(&start)?.workspace.root(),
             crate::tui::Options {

@@ -55,7 +55,7 @@ fn register_key_values(config: &TeamConfig) {
         let model = &agent.model;
         if let Some(value) =
             crate::model::spec::key_variable(&model.provider, model.api_key_env.as_deref())
-                .and_then(|var| std::env::var(var).ok())
+                .and_then(|var| crate::model::secret::env_var(&var))
         {
             crate::store::secrets::register(&value);
         }

@@ -60,6 +60,12 @@ fn restart(project: &Project, name: &str) -> anyhow::Result<()> {
 }
 
 pub fn up(project: Project, args: UpArgs) -> anyhow::Result<()> {
+    // Said before anything starts (the screen repeats it in its header; workers log it).
+    let sandbox = crate::tools::Sandbox::new(project.config.permissions.sandbox, false, true);
+    if let Some(warning) = sandbox.warning() {
+        eprintln!("crew: warning: {warning}");
+        tracing::warn!("{warning}");
+    }
     if !args.headless {
         return with_screen(
             project.workspace,

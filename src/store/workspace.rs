@@ -7,6 +7,9 @@ use crate::store::{AgentStatuses, Limits, Mailboxes, TaskStore};
 /// crew's runtime folders in a repository, never committed.
 pub const RUNTIME_FOLDERS: &[&str] = &[".tasks", ".mailboxes", ".worktrees", ".crew"];
 
+/// The team's configuration file at the repository root.
+pub const CONFIG_FILE: &str = "crew.toml";
+
 #[derive(Debug, Clone)]
 pub struct Workspace {
     root: PathBuf,

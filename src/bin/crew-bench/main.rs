@@ -8,6 +8,7 @@ mod git;
 mod mailbox;
 mod proc;
 mod render;
+mod sandbox;
 mod stats;
 mod team;
 
@@ -89,6 +90,13 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The sandbox's cost per command: bash `true` N times confined and N times not.
+    Sandbox {
+        #[arg(long, default_value_t = 100)]
+        runs: usize,
+        #[arg(long)]
+        json: bool,
+    },
     /// Internal: one claiming process (waits for "go" on stdin).
     #[command(hide = true)]
     ClaimWorker {
@@ -145,6 +153,7 @@ fn main() -> ExitCode {
         } => team::run(teammates, tasks, idle_secs, json),
         Command::Git(bench) => git::run(bench),
         Command::Bash { rounds, json } => bash_rules::run(rounds, json),
+        Command::Sandbox { runs, json } => sandbox::run(runs, json),
         Command::ClaimWorker { dir, name } => claims::worker(&dir, &name),
         Command::AppendWorker { dir, name, count } => mailbox::worker(&dir, &name, count),
         Command::Churn { dir, name } => claims::churn(&dir, &name),

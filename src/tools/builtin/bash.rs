@@ -113,14 +113,22 @@ impl Tool for BashTool {
             let timeout_ms = usize_field(&input, "timeout_ms")
                 .map_or(DEFAULT_TIMEOUT_MS, |ms| ms as u64)
                 .min(MAX_TIMEOUT_MS);
-            let plan = sandbox::plan(ctx.sandbox);
-            let (program, args) = sandbox::wrap(&plan, shell(), vec!["-c".to_string(), command]);
+            // Scrubbed again here so a hand-built context cannot leak a secret either.
+            let env = scrub_env(ctx.env.iter().cloned());
+            let prepared = ctx
+                .sandbox
+                .prepare(
+                    &ctx.workspace,
+                    shell(),
+                    vec!["-c".to_string(), command],
+                    env,
+                )
+                .map_err(|e| ToolError::io("the sandbox's temporary folder", e))?;
             let spec = ProcessSpec {
-                program,
-                args,
+                program: prepared.program.clone(),
+                args: prepared.args.clone(),
                 cwd: ctx.workspace.clone(),
-                // Scrubbed again here so a hand-built context cannot leak a secret either.
-                env: Some(scrub_env(ctx.env.iter().cloned())),
+                env: Some(prepared.env.clone()),
                 stdin: Vec::new(),
                 timeout: Duration::from_millis(timeout_ms),
                 output_cap,
@@ -128,6 +136,9 @@ impl Tool for BashTool {
             let result = run_process(spec, &ctx.cancel)
                 .await
                 .map_err(|e| ToolError::io(shell(), e))?;
+            // The command's private temporary folder goes only once the command is over.
+            let prepared_confined = prepared.confined();
+            drop(prepared);
             let mut text = String::from_utf8_lossy(&result.stdout).into_owned();
             if !result.stderr.is_empty() {
                 if !text.is_empty() && !text.ends_with('\n') {
@@ -152,7 +163,12 @@ impl Tool for BashTool {
                         || "killed by a signal".to_string(),
                         |c| format!("exit code {c}"),
                     );
-                    Ok(ToolOutput::error(format!("{text}\n[{code}]")))
+                    let why = if prepared_confined {
+                        format!("; {}", sandbox::CONFINED_HINT)
+                    } else {
+                        String::new()
+                    };
+                    Ok(ToolOutput::error(format!("{text}\n[{code}{why}]")))
                 }
             }
         })
