@@ -30,5 +30,5 @@ pub use requests::{RequestInfo, RequestState};
 pub use roster::Roster;
 pub use task::{Status, Task};
 pub use tasks::{Loaded, NewTask, TaskPatch, TaskStore};
-pub use watch::DirWatcher;
+pub use watch::{DirWatcher, Waker};
 pub use workspace::Workspace;
