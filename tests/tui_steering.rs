@@ -383,3 +383,51 @@ fn a_zoomed_teammates_call_unfolds_with_a_click_too() {
     assert!(open.contains("▾ ← bash: 2 passed"), "{open}");
     assert!(open.contains("    ok - two"), "{open}");
 }
+
+#[test]
+fn ctrl_c_interrupts_the_focused_agent_without_quitting_and_twice_offers_to_release_its_task() {
+    let dir = workspace();
+    let ws = Workspace::new(dir.path());
+    let id = add(&ws, "slow", &[]);
+    let claimant = crew::store::Claimant {
+        name: "alice",
+        role: None,
+    };
+    ws.tasks()
+        .claim(TaskId::parse(&id).unwrap(), claimant)
+        .unwrap();
+    for (name, task) in [("alice", Some(id.clone())), ("lead", None)] {
+        let mut working = AgentStatus::new(name, AgentState::Work);
+        working.pid = std::process::id();
+        working.task = task;
+        ws.agents().write(&working).unwrap();
+    }
+    let mut h = Harness::new(dir.path());
+
+    // The lead pane: the interrupt goes to the lead's inbox; crew goes on.
+    h.press(&["esc", "1", "ctrl-c"]);
+    assert!(!h.state.quit);
+    let told = inbox(dir.path(), "lead");
+    assert_eq!(
+        (told[0].from.as_str(), told[0].kind.as_str()),
+        ("user", "interrupt")
+    );
+
+    h.press(&["esc", "2", "ctrl-c"]);
+    assert!(!h.state.quit);
+    assert_eq!(
+        h.status(),
+        "interrupting alice; it keeps its task and waits for your message"
+    );
+    let told = inbox(dir.path(), "alice");
+    assert_eq!(told.len(), 1);
+    assert_eq!(told[0].kind, "interrupt");
+    // Pressed again at once: not a second interrupt, an offer to release the task.
+    h.press(&["ctrl-c"]);
+    assert!(h.state.overlay.is_some(), "asks before releasing");
+    assert_eq!(inbox(dir.path(), "alice").len(), 1);
+    h.press(&["y"]);
+    let task = ws.tasks().read(TaskId::parse(&id).unwrap()).unwrap();
+    assert_eq!((task.status, task.owner), (Status::Pending, None));
+    assert_eq!(h.status(), format!("{id} is back in the pool"));
+}

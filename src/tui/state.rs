@@ -100,9 +100,21 @@ pub struct Proposal {
 /// What a yes/no dialog would do.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Confirm {
-    Always { request_id: String, rule: String },
-    Discard { name: String },
-    Shutdown { name: String },
+    Always {
+        request_id: String,
+        rule: String,
+    },
+    Discard {
+        name: String,
+    },
+    Shutdown {
+        name: String,
+    },
+    /// After a second interrupt: give the agent's task back to the pool.
+    ReleaseTask {
+        name: String,
+        id: String,
+    },
 }
 
 pub enum Overlay {
@@ -149,6 +161,8 @@ pub struct AppState {
     pub proposals: HashMap<String, Proposal>,
     /// Syntax-highlighted bash commands of requests, by request id.
     pub commands: HashMap<String, Segments>,
+    /// The agent last interrupted and when: a second press soon after offers to release its task.
+    pub last_interrupt: Option<(String, SystemTime)>,
     pub quit: bool,
 }
 
@@ -179,6 +193,7 @@ impl AppState {
             sandbox_warning: None,
             proposals: HashMap::new(),
             commands: HashMap::new(),
+            last_interrupt: None,
             quit: false,
         }
     }
