@@ -67,9 +67,14 @@ pub fn set_latest_key(repo_root: &Path, agent: &str, key: &str) -> Result<(), Co
 /// Reads a conversation file: every whole line that parses, normalised. A missing file is an
 /// empty conversation; a torn or unreadable line (a crash mid-write) is skipped with a warning.
 pub fn load(path: &Path) -> Result<Vec<Message>, ConversationError> {
+    Ok(normalize_owned(read_lines(path)?.0))
+}
+
+/// The messages of a conversation file as written, and whether every line was whole.
+fn read_lines(path: &Path) -> Result<(Vec<Message>, bool), ConversationError> {
     let file = match File::open(path) {
         Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), true)),
         Err(source) => {
             return Err(ConversationError::Io {
                 path: path.to_path_buf(),
@@ -78,6 +83,7 @@ pub fn load(path: &Path) -> Result<Vec<Message>, ConversationError> {
         }
     };
     let mut messages = Vec::new();
+    let mut whole = true;
     for (index, line) in BufReader::new(file).lines().enumerate() {
         let line = line.map_err(|source| ConversationError::Io {
             path: path.to_path_buf(),
@@ -88,14 +94,17 @@ pub fn load(path: &Path) -> Result<Vec<Message>, ConversationError> {
         }
         match serde_json::from_str::<Message>(&line) {
             Ok(message) => messages.push(message),
-            Err(e) => tracing::warn!(
-                path = %path.display(),
-                line = index + 1,
-                "conversation line skipped: {e}"
-            ),
+            Err(e) => {
+                whole = false;
+                tracing::warn!(
+                    path = %path.display(),
+                    line = index + 1,
+                    "conversation line skipped: {e}"
+                );
+            }
         }
     }
-    Ok(normalize_owned(messages))
+    Ok((messages, whole))
 }
 
 /// Keeps one conversation file in step with an agent's history.
@@ -109,13 +118,20 @@ pub struct ConversationFile {
 impl ConversationFile {
     /// Opens `path`, returning the file and the history it holds.
     pub fn open(path: PathBuf) -> Result<(Self, Vec<Message>), ConversationError> {
-        let history = load(&path)?;
-        let mut file = ConversationFile {
-            path,
-            written: Vec::new(),
-        };
-        // Rewritten once so the file holds exactly the normalised history it resumes from.
-        file.rewrite(&history)?;
+        let (raw, whole) = read_lines(&path)?;
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|source| ConversationError::Io {
+                path: path.clone(),
+                source,
+            })?;
+        }
+        let history = normalize_owned(raw.clone());
+        let mut file = ConversationFile { path, written: raw };
+        // A file cut by a crash is replaced by the normalised history it resumes from, so
+        // later lines are appended to whole ones.
+        if !whole || file.written != history {
+            file.rewrite(&history)?;
+        }
         Ok((file, history))
     }
 
@@ -155,9 +171,6 @@ impl ConversationFile {
             path: self.path.clone(),
             source,
         };
-        if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir).map_err(io)?;
-        }
         write_atomic(&self.path, &lines(history).map_err(io)?).map_err(io)?;
         self.written = history.to_vec();
         Ok(())
