@@ -78,6 +78,26 @@ fn the_lead_answers_a_follow_up_from_its_plan_also_after_the_team_restarts() {
         "{:?}",
         said(&team, "lead", "lead")
     );
+    // Every turn, in both processes, started from the same cacheable prefix.
+    let fingerprints: std::collections::BTreeSet<String> =
+        std::fs::read_dir(team.repo.join(".crew/transcripts/lead"))
+            .unwrap()
+            .flat_map(|e| {
+                std::fs::read_to_string(e.unwrap().path())
+                    .unwrap()
+                    .lines()
+                    .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                    .filter(|l| l["event"]["type"] == "turn_start")
+                    .map(|l| {
+                        l["event"]["prefix_fingerprint"]
+                            .as_str()
+                            .unwrap()
+                            .to_string()
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+    assert_eq!(fingerprints.len(), 1, "{fingerprints:?}");
 }
 
 #[test]

@@ -34,6 +34,10 @@ pub struct TeamConfig {
     /// PostToolUseFailure, Stop), JSON in on stdin and out on stdout.
     #[serde(default)]
     pub hooks: Vec<crate::tools::HookSpec>,
+    /// `[roles]`: a file of duties per role (`implementer = "docs/implementer.md"`), relative to
+    /// the repository; it replaces the role's shipped instructions.
+    #[serde(default)]
+    pub roles: std::collections::BTreeMap<String, Spanned<String>>,
     /// `[ui]`: the screen's own settings (bell, notify command), checked by the screen.
     #[serde(default)]
     pub ui: Option<toml::Table>,

@@ -22,6 +22,7 @@ use crate::model::scripted::ScriptedProvider;
 use crate::model::{ModelProvider, ProviderSpec, RetryPolicy, provider_from_spec};
 use crate::store::requests::RequestState;
 use crate::store::{AgentState, Draft, Workspace};
+use crate::team::role_prompt;
 use crate::team::roles::toolset;
 use crate::team::status::StatusHandle;
 use crate::team::tools::TeamEnv;
@@ -55,6 +56,8 @@ pub enum SetupError {
     Permissions { name: String, message: String },
     #[error("crew.toml [[hooks]]: {0}")]
     Hooks(String),
+    #[error(transparent)]
+    Role(#[from] crate::team::role_prompt::RoleError),
     #[error("cannot start the async runtime: {0}")]
     Runtime(#[source] std::io::Error),
 }
@@ -72,6 +75,8 @@ pub struct AgentWork {
     rules: RuleSet,
     bypass: BypassSwitches,
     sandbox: Sandbox,
+    /// The rules part of the static prompt: general rules, team protocol, the role's duties.
+    instructions: String,
     runtime: tokio::runtime::Runtime,
     /// The agent of the conversation last worked on, kept while jobs continue it.
     current: Option<Current>,
@@ -167,6 +172,11 @@ impl AgentWork {
         if let Some(warning) = sandbox.warning() {
             tracing::warn!(agent = name, "{warning}");
         }
+        role_prompt::check(&config, workspace.root())?;
+        let instructions = role_prompt::assemble(
+            &role,
+            &role_prompt::duties(&config, workspace.root(), &role)?,
+        );
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -185,6 +195,7 @@ impl AgentWork {
             rules,
             bypass,
             sandbox,
+            instructions,
             runtime,
             current: None,
         })
@@ -293,6 +304,7 @@ impl AgentWork {
             sink,
         )
         .map_err(|e| e.to_string())?;
+        agent.set_rules(self.instructions.clone());
         agent.set_team_facts(self.team_facts(&workdir));
         Ok(agent)
     }
@@ -380,7 +392,8 @@ fn task_packet(job: &Job) -> (String, Option<String>) {
                 text.push_str(&format!("\n{}\n", task.description));
             }
             text.push_str(
-                "\nDo it, then reply with a short summary of what you did and how you checked it.",
+                "\nDo it and run its acceptance checks, then reply with a short summary of what you \
+                 did and how you checked it.",
             );
             (
                 text,
@@ -571,5 +584,36 @@ mod tests {
         assert_eq!(priced.cost_micros(&reported), Some(42));
         let unpriced = work(r#"{ provider = "scripted" }"#);
         assert_eq!(unpriced.cost_micros(&usage), None);
+    }
+
+    /// The whole static prompt of each role (what providers cache), and its fingerprint
+    /// unchanged across jobs, conversations and a new process.
+    #[test]
+    fn each_roles_static_prompt_is_assembled_in_order_and_stays_stable() {
+        let text = "[team]\nname = \"web\"\n\n[lead]\nname = \"lead\"\nmodel = { provider = \"scripted\" }\n";
+        let mut text = text.to_string();
+        for role in ["planner", "implementer", "reviewer", "explorer"] {
+            text.push_str(&format!(
+                "\n[[teammate]]\nname = \"{role}1\"\nrole = \"{role}\"\nmodel = {{ provider = \"scripted\" }}\n"
+            ));
+        }
+        let config = Arc::new(TeamConfig::parse(std::path::Path::new("crew.toml"), &text).unwrap());
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::new(dir.path());
+        for name in ["lead", "planner1", "implementer1", "reviewer1", "explorer1"] {
+            let work = AgentWork::new(ws.clone(), config.clone(), name, false).unwrap();
+            let status = StatusHandle::new(
+                ws.agents(),
+                crate::store::AgentStatus::new(name, AgentState::Idle),
+            )
+            .unwrap();
+            let agent = work.build_agent(dir.path().to_path_buf(), &status).unwrap();
+            insta::assert_snapshot!(format!("role_prompt_{}", work.role), agent.static_prefix);
+            let again = AgentWork::new(ws.clone(), config.clone(), name, false)
+                .unwrap()
+                .build_agent(dir.path().to_path_buf(), &status)
+                .unwrap();
+            assert_eq!(agent.prefix_fingerprint(), again.prefix_fingerprint());
+        }
     }
 }

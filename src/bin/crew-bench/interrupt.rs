@@ -70,7 +70,7 @@ fn make_repo(root: &Path) -> anyhow::Result<crew::config::TeamConfig> {
     let model = r#"model = { provider = "scripted", scenario = "interrupt.toml" }"#;
     let toml = format!(
         "# crew-bench interrupt: the scripted simulator, not a model.\n\
-         [team]\nname = \"bench\"\nbase_branch = \"main\"\n\n\
+         [team]\nname = \"bench\"\nbase_branch = \"main\"\ntest_command = \"sleep 30\"\n\n\
          [lead]\nname = \"lead\"\n{model}\n\n\
          [[teammate]]\nname = \"{NAME}\"\nrole = \"implementer\"\nwrites = false\n{model}\n\n\
          [permissions]\nmode = \"ask\"\nallow = [\"bash(sleep 30)\"]\nsandbox = \"off\"\n\n\
@@ -121,7 +121,7 @@ fn measure(
                 break;
             }
             if Instant::now() > until {
-                bail!("{NAME} did not stop within {STEP:?}");
+                bail!("run {run}: {NAME} did not stop within {STEP:?}");
             }
             std::thread::sleep(Duration::from_millis(1));
         }
