@@ -68,6 +68,16 @@ pub enum ApprovePolicy {
     Deny,
 }
 
+/// Who merges a task's commits once it is in review, when no screen is open.
+#[derive(Debug, Clone, Copy, Default, ValueEnum)]
+pub enum MergeArg {
+    /// Merged at once (conflicts and changes to crew.toml, .crew/, hooks or CI still wait).
+    Auto,
+    /// Reviews wait for `crew review merge ID` (or send-back / discard) from another terminal.
+    #[default]
+    Manual,
+}
+
 #[derive(Debug, Args, Default)]
 pub struct UpArgs {
     /// Without the screen: progress lines on stdout.
@@ -79,9 +89,12 @@ pub struct UpArgs {
     /// The lead's goal, sent as a message from you.
     #[arg(long)]
     pub goal: Option<String>,
-    /// Stop when every task is completed or failed.
+    /// Stop when every task is completed or failed (none running, none waiting for review).
     #[arg(long)]
     pub until_done: bool,
+    /// Who merges finished tasks' commits (headless): `auto`, or `manual` with `crew review`.
+    #[arg(long, value_enum, default_value = "manual")]
+    pub merge: MergeArg,
     /// Allow the `bypass` permission mode (crew.toml must allow it too).
     #[arg(long)]
     pub dangerously_bypass: bool,

@@ -11,6 +11,7 @@ mod merge;
 mod names;
 mod provision;
 mod scratch;
+mod task_commits;
 mod worktree;
 
 use serde::{Deserialize, Serialize};

@@ -263,7 +263,7 @@ impl TaskStore {
         })
     }
 
-    fn finish(
+    pub(crate) fn finish(
         &self,
         id: TaskId,
         who: &str,

@@ -69,6 +69,8 @@ pub enum Refusal {
         status: String,
         action: &'static str,
     },
+    #[error("{id} is {status}, not in review")]
+    NotInReview { id: String, status: String },
     #[error("{id} is completed; a completed task cannot be assigned")]
     AlreadyCompleted { id: String },
     #[error("blockedBy would make a cycle: {}", cycle.join(" -> "))]

@@ -147,6 +147,7 @@ impl TaskStore {
                 role: new.role,
                 worktree: None,
                 result: None,
+                commits: None,
                 notes: Vec::new(),
                 extra: Default::default(),
             };

@@ -14,10 +14,12 @@ use crate::agent::{
 };
 use crate::config::{AgentConfig as AgentEntry, ModelChoice, TeamConfig};
 use crate::git::{Author, MergeOutcome, Worktrees};
+use crate::store::review::review_notes;
 use crate::model::scripted::ScriptedProvider;
 use crate::model::{ModelProvider, ProviderSpec, RetryPolicy, provider_from_spec};
 use crate::store::requests::RequestState;
-use crate::store::{AgentState, Draft, Workspace};
+use crate::store::{AgentState, Task, TaskCommits, TaskId, Workspace};
+use crate::team::review;
 use crate::team::roles::toolset;
 use crate::team::status::StatusHandle;
 use crate::team::tools::TeamEnv;
@@ -40,6 +42,12 @@ const TEAM_TOOLS: &[&str] = &[
     "request_plan_approval",
     "review_plan",
 ];
+
+/// How a reviewer ends a report; without the line the review has no verdict and is not a pass.
+const REVIEWER_ENDING: &str = "As the reviewer: show each command you ran as a `$ command` line \
+     followed by its output, and end your report with exactly one line `VERDICT: PASS`, \
+     `VERDICT: FAIL` or `VERDICT: PARTIAL`. A report without that line counts as no verdict, \
+     never as a pass.";
 
 #[derive(Debug, thiserror::Error)]
 pub enum SetupError {
@@ -212,7 +220,7 @@ impl AgentWork {
                 format!("{name} ({})", self.config.role_of(name).unwrap_or("?"))
             })
             .collect();
-        vec![
+        let mut facts = vec![
             format!(
                 "You are {} ({}) on team {}. The lead is {}. Teammates: {}.",
                 self.name,
@@ -222,7 +230,11 @@ impl AgentWork {
                 mates.join(", ")
             ),
             format!("You work in {}.", workdir.display()),
-        ]
+        ];
+        if self.role == "reviewer" {
+            facts.push(REVIEWER_ENDING.to_string());
+        }
+        facts
     }
 
     fn build_agent(&self, workdir: PathBuf, status: &StatusHandle) -> Result<Agent, String> {
@@ -273,58 +285,97 @@ impl AgentWork {
         Ok(agent)
     }
 
-    /// After a writer's task: merge its worktree when the team asked for that.
-    fn merge_if_wanted(&self, outcome: &mut JobOutcome) {
-        if !(self.writes && self.config.worktree.merge_when_done && outcome.success) {
-            return;
-        }
+    fn author(&self) -> Author {
+        Author::new(&self.name, format!("{}@crew.invalid", self.name))
+    }
+
+    /// Before a writer's task: its worktree is brought up to date with the base branch (so it
+    /// starts from merged code), and where the task's commits start is recorded. A conflict
+    /// (or local changes in the way) changes nothing, and the task is not started.
+    fn prepare_task(&self, task: &Task) -> Result<(), String> {
         let base = &self.config.team.base_branch;
-        let author = Author::new(&self.name, format!("{}@crew.invalid", self.name));
-        let merged =
-            Worktrees::open(self.workspace.root()).and_then(|t| t.merge(&self.name, base, &author));
-        let note = match merged {
+        let branch = format!("crew/{}", self.name);
+        let trees = Worktrees::open(self.workspace.root()).map_err(|e| e.to_string())?;
+        let not_started = |why: String| {
+            format!(
+                "not started: bringing {branch} up to date with {base} {why}; nothing was \
+                 changed. Resolve it in .worktrees/{}, then hand the task out again",
+                self.name
+            )
+        };
+        match trees.bring_up_to_date(&self.name, base, &self.author()) {
             Ok(MergeOutcome::Conflicts { files }) => {
-                outcome.success = false;
-                format!(
-                    "merge of crew/{} into {base} conflicts in {}",
-                    self.name,
-                    files.join(", ")
-                )
+                return Err(not_started(format!("conflicts in {}", files.join(", "))));
             }
-            Ok(MergeOutcome::FastForward { new_head }) => {
-                format!(
-                    "merged crew/{} into {base} (fast-forward to {new_head})",
-                    self.name
-                )
-            }
-            Ok(MergeOutcome::Merged { commit }) => {
-                format!(
-                    "merged crew/{} into {base} (merge commit {commit})",
-                    self.name
-                )
-            }
-            Ok(MergeOutcome::UpToDate) => {
-                format!("merged crew/{} into {base} (nothing new)", self.name)
-            }
+            Err(e) => return Err(not_started(format!("failed: {e}"))),
+            Ok(_) => {}
+        }
+        let head = trees.head_of(&self.name).map_err(|e| e.to_string())?;
+        let id = TaskId::parse(&task.id).map_err(|e| e.to_string())?;
+        self.workspace
+            .tasks()
+            .record_start(id, &branch, &head)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    /// After a writer's task: everything it changed becomes the task's commit
+    /// (`task_N: <subject>`, the summary as its body, the teammate as author). Commits that are
+    /// not in the base branch yet go to review, or are merged at once with `merge_when_done`.
+    fn commit_task(&self, task: &Task, outcome: &mut JobOutcome) {
+        let committed = self.try_commit(task, outcome.success, &outcome.summary);
+        match committed {
+            Ok(commits) => outcome.commits = commits,
             Err(e) => {
                 outcome.success = false;
-                format!("merge of crew/{} into {base} failed: {e}", self.name)
+                outcome.summary = format!("{}\n[work not committed: {e}]", outcome.summary);
             }
+        }
+        if self.config.worktree.merge_when_done && outcome.success {
+            self.merge_at_once(task, outcome);
+        }
+    }
+
+    fn try_commit(
+        &self,
+        task: &Task,
+        success: bool,
+        summary: &str,
+    ) -> Result<Option<TaskCommits>, String> {
+        let trees = Worktrees::open(self.workspace.root()).map_err(|e| e.to_string())?;
+        let unfinished = if success { "" } else { " (unfinished)" };
+        let message = format!("{}: {}{unfinished}\n\n{summary}\n", task.id, task.subject);
+        let head = trees
+            .commit_work(&self.name, &message, &self.author())
+            .map_err(|e| e.to_string())?;
+        let id = TaskId::parse(&task.id).map_err(|e| e.to_string())?;
+        let recorded = self
+            .workspace
+            .tasks()
+            .read(id)
+            .map_err(|e| e.to_string())?
+            .commits;
+        Ok(recorded
+            .filter(|c| c.start != head)
+            .map(|c| TaskCommits { head, ..c }))
+    }
+
+    /// `merge_when_done`: the task's commits go into the base branch now, unless they change
+    /// what governs the team (crew.toml, .crew/, hook scripts, CI files): those always wait for
+    /// the person. A conflict also leaves the task in review, where the person sees it.
+    fn merge_at_once(&self, task: &Task, outcome: &mut JobOutcome) {
+        let Some(commits) = outcome.commits.clone() else {
+            return;
+        };
+        let base = &self.config.team.base_branch;
+        let note = match review::merge_commits(&self.workspace, &self.config, task, &commits) {
+            Ok(how) => {
+                outcome.commits = None;
+                format!("merged {} ({}) into {base}: {how}", task.id, commits.branch)
+            }
+            Err(e) => format!("{} not merged automatically: {e}; it waits for review", task.id),
         };
         outcome.summary = format!("{}\n[{note}]", outcome.summary);
-        let told = self.workspace.mailboxes().send(
-            &self.config.roster(),
-            Draft {
-                from: self.name.clone(),
-                to: self.config.lead_name().to_string(),
-                kind: "status_update".into(),
-                text: Some(note),
-                ..Draft::default()
-            },
-        );
-        if let Err(e) = told {
-            tracing::warn!("{}: merge note not sent: {e}", self.name);
-        }
     }
 }
 
@@ -354,6 +405,16 @@ fn task_packet(job: &Job) -> (String, Option<String>) {
             let mut text = format!("Task {}: {}\n", task.id, task.subject);
             if !task.description.is_empty() {
                 text.push_str(&format!("\n{}\n", task.description));
+            }
+            let notes = review_notes(task);
+            if !notes.is_empty() {
+                text.push_str(
+                    "\nYour earlier work on it is committed in your worktree; it was sent back \
+                     from review:\n",
+                );
+                for note in notes {
+                    text.push_str(&format!("- {note}\n"));
+                }
             }
             text.push_str(
                 "\nDo it, then reply with a short summary of what you did and how you checked it.",
@@ -408,11 +469,17 @@ impl Work for AgentWork {
             turns: 0,
             tokens: 0,
             cost_micros: None,
+            commits: None,
         };
         let workdir = match self.working_dir() {
             Ok(dir) => dir,
             Err(e) => return failed(format!("no worktree: {e}")),
         };
+        if let (Job::Task(task), true) = (job, self.writes)
+            && let Err(e) = self.prepare_task(task)
+        {
+            return failed(e);
+        }
         let mut agent = match self.build_agent(workdir, status) {
             Ok(agent) => agent,
             Err(e) => return failed(format!("agent not started: {e}")),
@@ -425,8 +492,17 @@ impl Work for AgentWork {
         let verdict = (self.role == "reviewer")
             .then(|| verdict::parse(&result.output))
             .flatten();
-        let success = result.stop_reason == StopReason::Completed && verdict != Some(Verdict::Fail);
-        let summary = if result.stop_reason == StopReason::Completed {
+        let reviewer = self.role == "reviewer" && matches!(job, Job::Task(_));
+        // A review passes only on an explicit verdict; none at all is never a pass.
+        let success = result.stop_reason == StopReason::Completed
+            && !(reviewer && matches!(verdict, None | Some(Verdict::Fail)));
+        let summary = if result.stop_reason == StopReason::Completed && reviewer && verdict.is_none()
+        {
+            format!(
+                "no verdict (the report has no VERDICT: PASS|FAIL|PARTIAL line): {}",
+                result.output.trim()
+            )
+        } else if result.stop_reason == StopReason::Completed {
             result.output.trim().to_string()
         } else {
             format!("stopped ({:?}): {}", result.stop_reason, result.reason)
@@ -437,9 +513,10 @@ impl Work for AgentWork {
             turns: u64::from(result.turns),
             tokens: result.usage.input_tokens + result.usage.output_tokens,
             cost_micros: self.cost_micros(&result.usage),
+            commits: None,
         };
-        if matches!(job, Job::Task(_)) {
-            self.merge_if_wanted(&mut outcome);
+        if let (Job::Task(task), true) = (job, self.writes) {
+            self.commit_task(task, &mut outcome);
         }
         outcome
     }

@@ -76,7 +76,9 @@ heartbeat_secs = 1
 request_timeout_secs = 600
 
 [worktree]
-merge_when_done = true
+# Finished tasks wait in the review queue for you (key `r`); `crew demo --headless` merges them
+# itself (`--merge auto`).
+merge_when_done = false
 "#;
 
 /// Creates the scratch repository at `dir` (which must be empty or absent).
@@ -151,7 +153,7 @@ pub fn summarise(
     let merges: Vec<String> = messages_all
         .iter()
         .filter_map(|m| m.text.as_deref())
-        .filter(|t| t.starts_with("merged crew/") || t.starts_with("merge of crew/"))
+        .filter(|t| t.contains(" merged into ") || t.contains("not merged"))
         .map(str::to_string)
         .collect();
     let mut requests = BTreeMap::new();

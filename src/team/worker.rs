@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use crate::store::requests::RequestState;
 use crate::store::{
     AgentState, AgentStatus, Claimant, DirWatcher, Draft, Entry, Message, Refusal, Roster,
-    StoreError, Task, TaskId, Workspace,
+    StoreError, Task, TaskCommits, TaskId, Workspace,
 };
 use crate::team::status::StatusHandle;
 
@@ -60,6 +60,8 @@ pub struct JobOutcome {
     pub tokens: u64,
     /// Millionths of a dollar, when the provider reports a cost or crew.toml gives a price.
     pub cost_micros: Option<u64>,
+    /// A finished task's commits that are not in the base branch yet: it goes to `review`.
+    pub commits: Option<TaskCommits>,
 }
 
 /// Runs one job to its end. Implementations update WAITING through the status handle.
@@ -307,7 +309,12 @@ impl Worker {
         let outcome = self.run_job(work, Job::Task(task.clone()))?;
         let me = &self.settings.name;
         let tasks = self.workspace.tasks();
-        let (finished, verb) = if outcome.success {
+        let (finished, verb) = if let (true, Some(commits)) = (outcome.success, &outcome.commits) {
+            (
+                tasks.submit_for_review(id, me, outcome.summary.clone(), commits.clone()),
+                "is ready for review",
+            )
+        } else if outcome.success {
             (
                 tasks.complete(id, me, Some(outcome.summary.clone())),
                 "done",

@@ -59,6 +59,7 @@ fn glyph(status: Status) -> (&'static str, &'static str) {
     match status {
         Status::Pending => ("○", "task.pending"),
         Status::InProgress => ("◐", "task.in_progress"),
+        Status::Review => ("◑", "task.review"),
         Status::Completed => ("●", "task.completed"),
         Status::Failed => ("✗", "task.failed"),
     }
