@@ -50,6 +50,9 @@ pub enum Command {
     /// Each writing teammate's git worktree: list, diff, merge, discard.
     #[command(subcommand)]
     Worktree(WorktreeCommand),
+    /// Tasks waiting for review: list, show, diff, merge, send back with a note, discard.
+    #[command(subcommand)]
+    Review(ReviewCommand),
     /// Open the full-screen workbench.
     Ui(UiArgs),
     /// Run the team: the lead here, one process per teammate.
@@ -155,6 +158,49 @@ pub enum WorktreeCommand {
         /// Don't ask.
         #[arg(long)]
         yes: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ReviewCommand {
+    /// Every task in review: who, which task, files and +/- counts, conflicts, age.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// One task in review with its summary, files, conflicts and warnings.
+    Show {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Only that task's commits, against the merge base.
+    Diff {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Merge the task's commits into the base branch: it becomes completed (exit 3 on conflicts).
+    Merge {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Back to the same teammate, which gets the note and continues.
+    SendBack {
+        id: String,
+        #[arg(long)]
+        note: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Take the task's changes back out of its teammate's branch; the task fails with the reason.
+    Discard {
+        id: String,
+        #[arg(long)]
+        reason: String,
+        #[arg(long)]
+        json: bool,
     },
 }
 

@@ -12,6 +12,7 @@ pub(crate) mod logging;
 mod messages;
 mod output;
 mod project;
+mod review;
 mod run_team;
 mod tasks;
 mod team;
@@ -64,6 +65,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             team::down(&project::Project::find(&start)?, timeout, json)
         }
         Command::Worktree(cmd) => worktrees::run(&project::Project::find(&start)?, cmd),
+        Command::Review(cmd) => review::run(&project::Project::find(&start)?, cmd),
         Command::Up(args) => run_team::up(project::Project::find(&start)?, args),
         Command::Worker(args) => run_team::worker(project::Project::find(&start)?, args),
         Command::Replay { file } => run_team::replay(&file),

@@ -8,7 +8,7 @@ use crate::cli::args::WorktreeCommand;
 use crate::cli::exit::CliError;
 use crate::cli::output;
 use crate::cli::project::Project;
-use crate::git::{Author, FileStatus, LineKind, MergeOutcome, Worktrees};
+use crate::git::{Author, FileStatus, LineKind, MergeOutcome, WorktreeDiff, Worktrees};
 
 /// The identity crew commits a teammate's work under.
 pub fn author_for(name: &str) -> Author {
@@ -45,43 +45,7 @@ pub fn run(project: &Project, cmd: WorktreeCommand) -> anyhow::Result<()> {
             if json {
                 return output::json(&diff);
             }
-            for file in &diff.files {
-                let status = match file.status {
-                    FileStatus::Added => "added",
-                    FileStatus::Modified => "modified",
-                    FileStatus::Deleted => "deleted",
-                    FileStatus::Renamed => "renamed",
-                    FileStatus::Typechange => "type changed",
-                };
-                let from = file
-                    .old_path
-                    .as_deref()
-                    .map(|p| format!(" (from {p})"))
-                    .unwrap_or_default();
-                if file.binary {
-                    println!("{status} {}{from}: binary file", file.path);
-                    continue;
-                }
-                println!(
-                    "{status} {}{from} +{} -{}",
-                    file.path, file.additions, file.deletions
-                );
-                for hunk in &file.hunks {
-                    println!("{}", hunk.header.trim_end());
-                    for line in &hunk.lines {
-                        let mark = match line.kind {
-                            LineKind::Add => '+',
-                            LineKind::Del => '-',
-                            LineKind::Context => ' ',
-                        };
-                        println!("{mark}{}", line.text.trim_end_matches('\n'));
-                    }
-                }
-            }
-            println!(
-                "{} files, +{} -{}",
-                diff.totals.files, diff.totals.additions, diff.totals.deletions
-            );
+            print_diff(&diff);
             Ok(())
         }
         WorktreeCommand::Merge { name, json } => {
@@ -130,6 +94,47 @@ pub fn run(project: &Project, cmd: WorktreeCommand) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// A diff as text: each file with its status and counts, then its hunks.
+pub fn print_diff(diff: &WorktreeDiff) {
+    for file in &diff.files {
+        let status = match file.status {
+            FileStatus::Added => "added",
+            FileStatus::Modified => "modified",
+            FileStatus::Deleted => "deleted",
+            FileStatus::Renamed => "renamed",
+            FileStatus::Typechange => "type changed",
+        };
+        let from = file
+            .old_path
+            .as_deref()
+            .map(|p| format!(" (from {p})"))
+            .unwrap_or_default();
+        if file.binary {
+            println!("{status} {}{from}: binary file", file.path);
+            continue;
+        }
+        println!(
+            "{status} {}{from} +{} -{}",
+            file.path, file.additions, file.deletions
+        );
+        for hunk in &file.hunks {
+            println!("{}", hunk.header.trim_end());
+            for line in &hunk.lines {
+                let mark = match line.kind {
+                    LineKind::Add => '+',
+                    LineKind::Del => '-',
+                    LineKind::Context => ' ',
+                };
+                println!("{mark}{}", line.text.trim_end_matches('\n'));
+            }
+        }
+    }
+    println!(
+        "{} files, +{} -{}",
+        diff.totals.files, diff.totals.additions, diff.totals.deletions
+    );
 }
 
 /// Asks on the terminal; no answer (or no terminal) means no.

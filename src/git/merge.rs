@@ -89,7 +89,15 @@ impl Worktrees {
             )
         } else {
             let message = format!("Merge branch '{branch}' into {base_branch}");
-            match merge_in_memory(repo, &base, &tip_commit, &sig, &branch, base_branch, &message)? {
+            match merge_in_memory(
+                repo,
+                &base,
+                &tip_commit,
+                &sig,
+                &branch,
+                base_branch,
+                &message,
+            )? {
                 Err(files) => return Ok(MergeOutcome::Conflicts { files }),
                 Ok(commit) => (
                     commit,

@@ -31,9 +31,7 @@ impl Worktrees {
         let wt = self.open_worktree(name)?;
         let repo = self.repo();
         let (lock_path, mut lock) = merge_lock(repo)?;
-        let _merging = lock
-            .write()
-            .map_err(super::error::io_error(&lock_path))?;
+        let _merging = lock.write().map_err(super::error::io_error(&lock_path))?;
         let branch = branch_for(name);
         let base = self.base_commit(base_branch)?;
         let tip = find(repo, head_commit(&wt)?)?;
@@ -62,8 +60,10 @@ impl Worktrees {
                 ),
             }
         };
-        Advance::plan(repo, &branch, &tip, new)?
-            .apply(repo, &format!("crew: bring {branch} up to date with {base_branch}"))?;
+        Advance::plan(repo, &branch, &tip, new)?.apply(
+            repo,
+            &format!("crew: bring {branch} up to date with {base_branch}"),
+        )?;
         Ok(outcome)
     }
 
@@ -167,9 +167,7 @@ impl Worktrees {
         validate_branch(base_branch)?;
         let repo = self.repo();
         let (lock_path, mut lock) = merge_lock(repo)?;
-        let _merging = lock
-            .write()
-            .map_err(super::error::io_error(&lock_path))?;
+        let _merging = lock.write().map_err(super::error::io_error(&lock_path))?;
         let base = self.base_commit(base_branch)?;
         let tip = find(repo, oid(head)?)?;
         let fork = repo
@@ -215,9 +213,7 @@ impl Worktrees {
         let wt = self.open_worktree(name)?;
         let repo = self.repo();
         let (lock_path, mut lock) = merge_lock(repo)?;
-        let _merging = lock
-            .write()
-            .map_err(super::error::io_error(&lock_path))?;
+        let _merging = lock.write().map_err(super::error::io_error(&lock_path))?;
         let branch = branch_for(name);
         let tip = find(repo, head_commit(&wt)?)?;
         let tree_of = |id: Oid| {
@@ -273,7 +269,10 @@ pub(crate) fn conflict_files(index: &git2::Index) -> Result<Vec<String>, GitErro
         return Ok(Vec::new());
     }
     let mut files = Vec::new();
-    for conflict in index.conflicts().context(|| "listing conflicts".to_string())? {
+    for conflict in index
+        .conflicts()
+        .context(|| "listing conflicts".to_string())?
+    {
         let conflict = conflict.context(|| "listing conflicts".to_string())?;
         if let Some(entry) = conflict.our.or(conflict.their).or(conflict.ancestor) {
             files.push(String::from_utf8_lossy(&entry.path).into_owned());

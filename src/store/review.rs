@@ -42,7 +42,8 @@ impl TaskStore {
     pub fn mark_merged(&self, id: TaskId, by: &str, how: &str) -> Result<Task, StoreError> {
         self.leave_review(id, |task| {
             task.status = Status::Completed;
-            task.notes.push(format!("{}: merged by {by} ({how})", now_rfc3339()));
+            task.notes
+                .push(format!("{}: merged by {by} ({how})", now_rfc3339()));
         })
     }
 
@@ -94,8 +95,7 @@ mod tests {
     use crate::store::{Claimant, NewTask};
 
     #[test]
-    fn a_task_in_review_blocks_its_dependents_until_merged_and_send_back_returns_it_to_its_owner()
-    {
+    fn a_task_in_review_blocks_its_dependents_until_merged_and_send_back_returns_it_to_its_owner() {
         let dir = tempfile::tempdir().unwrap();
         let store = TaskStore::new(dir.path());
         for (subject, blocked_by) in [("code", vec![]), ("docs", vec!["task_1".to_string()])] {
@@ -126,13 +126,22 @@ mod tests {
             .submit_for_review(TaskId(1), "alice", "did it".into(), commits.clone())
             .unwrap();
         assert_eq!(store.read(TaskId(1)).unwrap().status, Status::Review);
-        assert!(store.claim(TaskId(2), bob).is_err(), "docs wait for the merge");
+        assert!(
+            store.claim(TaskId(2), bob).is_err(),
+            "docs wait for the merge"
+        );
 
         store.send_back(TaskId(1), "user", "add a test").unwrap();
         let back = store.read(TaskId(1)).unwrap();
-        assert_eq!((back.status, back.owner.as_deref()), (Status::Pending, Some("alice")));
+        assert_eq!(
+            (back.status, back.owner.as_deref()),
+            (Status::Pending, Some("alice"))
+        );
         assert_eq!(review_notes(&back), ["user: add a test"]);
-        assert!(store.claim(TaskId(1), bob).is_err(), "only alice takes it back");
+        assert!(
+            store.claim(TaskId(1), bob).is_err(),
+            "only alice takes it back"
+        );
         store.claim(TaskId(1), alice).unwrap();
         store.record_start(TaskId(1), "crew/alice", "a1").unwrap();
         assert_eq!(store.read(TaskId(1)).unwrap().commits.unwrap().start, "a0");
@@ -140,7 +149,9 @@ mod tests {
             .submit_for_review(TaskId(1), "alice", "did it again".into(), commits)
             .unwrap();
         assert!(store.send_back(TaskId(2), "user", "x").is_err());
-        store.mark_merged(TaskId(1), "user", "fast-forward").unwrap();
+        store
+            .mark_merged(TaskId(1), "user", "fast-forward")
+            .unwrap();
         assert!(store.mark_merged(TaskId(1), "user", "again").is_err());
         store.claim(TaskId(2), bob).unwrap();
     }

@@ -14,10 +14,10 @@ use crate::agent::{
 };
 use crate::config::{AgentConfig as AgentEntry, ModelChoice, TeamConfig};
 use crate::git::{Author, MergeOutcome, Worktrees};
-use crate::store::review::review_notes;
 use crate::model::scripted::ScriptedProvider;
 use crate::model::{ModelProvider, ProviderSpec, RetryPolicy, provider_from_spec};
 use crate::store::requests::RequestState;
+use crate::store::review::review_notes;
 use crate::store::{AgentState, Task, TaskCommits, TaskId, Workspace};
 use crate::team::review;
 use crate::team::roles::toolset;
@@ -373,7 +373,10 @@ impl AgentWork {
                 outcome.commits = None;
                 format!("merged {} ({}) into {base}: {how}", task.id, commits.branch)
             }
-            Err(e) => format!("{} not merged automatically: {e}; it waits for review", task.id),
+            Err(e) => format!(
+                "{} not merged automatically: {e}; it waits for review",
+                task.id
+            ),
         };
         outcome.summary = format!("{}\n[{note}]", outcome.summary);
     }
@@ -496,17 +499,17 @@ impl Work for AgentWork {
         // A review passes only on an explicit verdict; none at all is never a pass.
         let success = result.stop_reason == StopReason::Completed
             && !(reviewer && matches!(verdict, None | Some(Verdict::Fail)));
-        let summary = if result.stop_reason == StopReason::Completed && reviewer && verdict.is_none()
-        {
-            format!(
-                "no verdict (the report has no VERDICT: PASS|FAIL|PARTIAL line): {}",
-                result.output.trim()
-            )
-        } else if result.stop_reason == StopReason::Completed {
-            result.output.trim().to_string()
-        } else {
-            format!("stopped ({:?}): {}", result.stop_reason, result.reason)
-        };
+        let summary =
+            if result.stop_reason == StopReason::Completed && reviewer && verdict.is_none() {
+                format!(
+                    "no verdict (the report has no VERDICT: PASS|FAIL|PARTIAL line): {}",
+                    result.output.trim()
+                )
+            } else if result.stop_reason == StopReason::Completed {
+                result.output.trim().to_string()
+            } else {
+                format!("stopped ({:?}): {}", result.stop_reason, result.reason)
+            };
         let mut outcome = JobOutcome {
             success,
             summary: truncate(&summary, 4000),

@@ -43,7 +43,10 @@ pub enum Happening {
         what: String,
     },
     /// A review was merged (by the merge policy) or could not be: what was said about it.
-    Reviewed { id: String, text: String },
+    Reviewed {
+        id: String,
+        text: String,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]

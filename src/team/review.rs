@@ -108,7 +108,11 @@ pub fn merge(
     let mut also = Vec::new();
     let trees = Worktrees::open(workspace.root())?;
     for other in workspace.tasks().load_all()?.tasks {
-        let Some(c) = other.commits.as_ref().filter(|_| other.status == Status::Review) else {
+        let Some(c) = other
+            .commits
+            .as_ref()
+            .filter(|_| other.status == Status::Review)
+        else {
             continue;
         };
         if trees.base_contains(base, &c.head)? {
@@ -224,10 +228,9 @@ fn merge_commits_unchecked(
             "fast-forward to {}",
             &new_head[..new_head.len().min(10)]
         )),
-        MergeOutcome::Merged { commit } => Ok(format!(
-            "merge commit {}",
-            &commit[..commit.len().min(10)]
-        )),
+        MergeOutcome::Merged { commit } => {
+            Ok(format!("merge commit {}", &commit[..commit.len().min(10)]))
+        }
         MergeOutcome::UpToDate => Ok("already in the base".to_string()),
     }
 }

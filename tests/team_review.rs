@@ -1,0 +1,308 @@
+//! Review before merge, end to end with real `crew worker` processes and manual merges through
+//! `crew review`: per-task commits, dependents that wait for the merge, the reviewer on merged
+//! code, send-back, discard, conflicts that change nothing, verdicts that must be explicit.
+
+mod common;
+mod team_support;
+
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::Value;
+use team_support::{Team, crew_toml, eventually};
+
+const WAIT: Duration = Duration::from_secs(30);
+const TEST_SH: &str =
+    "test -f sub.txt && test -f mul.txt && test -f docs.txt && echo all present\n";
+
+fn team(teammates: &[(&str, &str, &str)]) -> Team {
+    let toml = crew_toml(
+        "test_command = \"sh test.sh\"",
+        teammates,
+        "mode = \"accept-edits\"\nallow = [\"bash(sh test.sh)\"]",
+        "idle_poll_secs = 1\nidle_timeout_secs = 120\nheartbeat_secs = 1\nrequest_timeout_secs = 30",
+    );
+    Team::new(&toml, "test_review.toml", &[("test.sh", TEST_SH)])
+}
+
+fn git(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "user.name=person",
+            "-c",
+            "user.email=person@crew.invalid",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn add(team: &Team, args: &[&str]) {
+    let mut all = vec!["task", "add"];
+    all.extend_from_slice(args);
+    team.repo.ok(&all);
+}
+
+fn review_files(team: &Team, id: &str) -> Vec<String> {
+    let diff = team.repo.json(&["review", "diff", id, "--json"]);
+    diff["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn dependents_wait_for_manual_merges_and_the_reviewer_tests_the_merged_code() {
+    let team = team(&[
+        ("alice", "implementer", "writes = true"),
+        ("bob", "implementer", "writes = true"),
+        ("carol", "reviewer", ""),
+    ]);
+    add(&team, &["sub: write sub.txt"]);
+    add(&team, &["mul: write mul.txt"]);
+    add(
+        &team,
+        &[
+            "docs: combine them",
+            "--blocked-by",
+            "task_1",
+            "--blocked-by",
+            "task_2",
+        ],
+    );
+    add(
+        &team,
+        &[
+            "review: run the tests",
+            "--blocked-by",
+            "task_3",
+            "--role",
+            "reviewer",
+        ],
+    );
+    team.repo.ok(&["task", "assign", "task_1", "alice"]);
+    team.repo.ok(&["task", "assign", "task_2", "bob"]);
+    let _workers = ["alice", "bob", "carol"].map(|n| team.worker(n));
+
+    let one = team.wait_task("task_1", "review", WAIT);
+    team.wait_task("task_2", "review", WAIT);
+    assert_eq!(one["commits"]["branch"], "crew/alice", "{one}");
+    // Each task's commit: its id and subject, the agent's summary as the body, the teammate
+    // as author.
+    let commit = git(
+        team.repo.path(),
+        &["log", "-1", "--format=%an|%s|%b", "crew/alice"],
+    );
+    assert!(
+        commit.starts_with("alice|task_1: sub: write sub.txt|Done: wrote the file."),
+        "{commit}"
+    );
+    assert_eq!(review_files(&team, "task_1"), ["sub.txt"]);
+    assert_eq!(review_files(&team, "task_2"), ["mul.txt"]);
+    let list = team.repo.json(&["review", "list", "--json"]);
+    assert_eq!(list["reviews"].as_array().unwrap().len(), 2, "{list}");
+
+    // Nothing merged yet: the docs task may not start.
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(team.task("task_3")["status"], "pending");
+
+    // The person commits to the base meanwhile; the next task's worktree picks it up.
+    std::fs::write(team.repo.join("person.txt"), "from the person\n").unwrap();
+    git(team.repo.path(), &["add", "person.txt"]);
+    git(
+        team.repo.path(),
+        &["commit", "-q", "-m", "person's own commit"],
+    );
+
+    let merged = team.repo.ok(&["review", "merge", "task_1"]);
+    assert!(merged.contains("task_1 merged into main"), "{merged}");
+    assert_eq!(team.task("task_1")["status"], "completed");
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        team.task("task_3")["status"],
+        "pending",
+        "task_2 is not merged yet"
+    );
+    team.repo.ok(&["review", "merge", "task_2"]);
+
+    let docs = team.wait_task("task_3", "review", WAIT);
+    let owner = docs["owner"].as_str().unwrap().to_string();
+    let worktree = team.repo.join(&format!(".worktrees/{owner}"));
+    let written = std::fs::read_to_string(worktree.join("docs.txt")).unwrap();
+    assert!(
+        written.contains("alice wrote sub") && written.contains("bob wrote mul"),
+        "{written}"
+    );
+    assert!(
+        worktree.join("person.txt").exists(),
+        "the base was not brought in"
+    );
+    assert_eq!(
+        review_files(&team, "task_3"),
+        ["docs.txt"],
+        "only task_3's own commits"
+    );
+    assert_eq!(team.task("task_4")["status"], "pending");
+    team.repo.ok(&["review", "merge", "task_3"]);
+
+    let review = team.wait_task("task_4", "completed", WAIT);
+    let report = review["result"].as_str().unwrap();
+    assert!(
+        report.contains("all present") && report.ends_with("VERDICT: PASS"),
+        "{review}"
+    );
+
+    let again = team.repo.crew(&["review", "merge", "task_3"]);
+    assert_eq!(again.code, 3, "{}", again.stderr);
+    assert!(
+        again.stderr.contains("task_3 is completed, not in review"),
+        "{}",
+        again.stderr
+    );
+    let log = git(team.repo.path(), &["log", "--format=%s", "main"]);
+    for subject in [
+        "task_1: sub",
+        "task_2: mul",
+        "task_3: docs",
+        "person's own commit",
+    ] {
+        assert!(log.contains(subject), "{subject} missing from main:\n{log}");
+    }
+    let lead = team.inbox("lead");
+    assert!(
+        lead.iter().any(|m| m["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("task_1 merged"))),
+        "the lead was not told: {lead:?}"
+    );
+}
+
+#[test]
+fn a_task_sent_back_returns_to_its_teammate_and_a_discarded_one_fails_leaving_nothing() {
+    let team = team(&[("alice", "implementer", "writes = true")]);
+    add(&team, &["greet: write greet.txt"]);
+    let _alice = team.worker("alice");
+    team.wait_task("task_1", "review", WAIT);
+
+    let sent = team.repo.crew(&[
+        "review",
+        "send-back",
+        "task_1",
+        "--note",
+        "say more",
+        "--json",
+    ]);
+    assert_eq!(sent.code, 0, "{}", sent.stderr);
+    let back: Value = serde_json::from_str(&sent.stdout).unwrap();
+    assert_eq!(back["outcome"], "sent_back");
+    let again = eventually("task_1 back in review after more work", WAIT, || {
+        let t = team.task("task_1");
+        (t["status"] == "review" && t["notes"].to_string().contains("say more")).then_some(t)
+    });
+    assert_eq!(again["owner"], "alice");
+    let diff = team.repo.json(&["review", "diff", "task_1", "--json"]);
+    assert!(diff.to_string().contains("hello, fixed by alice"), "{diff}");
+    let subjects = git(team.repo.path(), &["log", "--format=%s", "crew/alice"]);
+    assert_eq!(subjects.matches("task_1: greet").count(), 2, "{subjects}");
+    team.repo.ok(&["review", "merge", "task_1"]);
+    assert_eq!(
+        std::fs::read_to_string(team.repo.join("greet.txt")).unwrap(),
+        "hello, fixed by alice\n"
+    );
+
+    add(&team, &["extra: write extra.txt"]);
+    team.wait_task("task_2", "review", WAIT);
+    let main_before = git(team.repo.path(), &["rev-parse", "main"]);
+    team.repo
+        .ok(&["review", "discard", "task_2", "--reason", "not wanted"]);
+    let failed = team.task("task_2");
+    assert_eq!(failed["status"], "failed");
+    assert!(
+        failed["result"].as_str().unwrap().contains("not wanted"),
+        "{failed}"
+    );
+    assert!(!team.repo.join(".worktrees/alice/extra.txt").exists());
+    assert_eq!(git(team.repo.path(), &["rev-parse", "main"]), main_before);
+    // Nothing is lost: the discarded commit stays in the branch's history.
+    let subjects = git(team.repo.path(), &["log", "--format=%s", "crew/alice"]);
+    assert!(
+        subjects.contains("task_2: extra") && subjects.contains("task_2: discarded"),
+        "{subjects}"
+    );
+    let not_in_review = team.repo.crew(&["review", "show", "task_2"]);
+    assert_eq!(not_in_review.code, 3, "{}", not_in_review.stderr);
+}
+
+#[test]
+fn the_second_of_two_conflicting_reviews_shows_the_conflict_and_merging_it_changes_nothing() {
+    let team = team(&[
+        ("alice", "implementer", "writes = true"),
+        ("bob", "implementer", "writes = true"),
+    ]);
+    add(&team, &["same: alice's shared.txt"]);
+    add(&team, &["same: bob's shared.txt"]);
+    team.repo.ok(&["task", "assign", "task_1", "alice"]);
+    team.repo.ok(&["task", "assign", "task_2", "bob"]);
+    let _workers = ["alice", "bob"].map(|n| team.worker(n));
+    team.wait_task("task_1", "review", WAIT);
+    team.wait_task("task_2", "review", WAIT);
+    team.repo.ok(&["review", "merge", "task_1"]);
+
+    let shown = team.repo.json(&["review", "show", "task_2", "--json"]);
+    assert_eq!(
+        shown["conflicts"],
+        serde_json::json!(["shared.txt"]),
+        "{shown}"
+    );
+    let listed = team.repo.ok(&["review", "list"]);
+    assert!(listed.contains("CONFLICTS: shared.txt"), "{listed}");
+    let main_before = git(team.repo.path(), &["rev-parse", "main"]);
+    let bob_before = git(&team.repo.join(".worktrees/bob"), &["rev-parse", "HEAD"]);
+    let refused = team.repo.crew(&["review", "merge", "task_2"]);
+    assert_eq!(refused.code, 3, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("conflicts in shared.txt"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(git(team.repo.path(), &["rev-parse", "main"]), main_before);
+    assert_eq!(
+        git(&team.repo.join(".worktrees/bob"), &["rev-parse", "HEAD"]),
+        bob_before
+    );
+    assert_eq!(git(team.repo.path(), &["status", "--porcelain"]), "");
+    assert_eq!(
+        git(
+            &team.repo.join(".worktrees/bob"),
+            &["status", "--porcelain"]
+        ),
+        ""
+    );
+    assert_eq!(
+        std::fs::read_to_string(team.repo.join("shared.txt")).unwrap(),
+        "the alice version\n"
+    );
+    assert_eq!(team.task("task_2")["status"], "review");
+}
+
+#[test]
+fn a_review_without_a_verdict_is_never_a_pass() {
+    let team = team(&[("carol", "reviewer", "")]);
+    add(&team, &["silent review of nothing", "--role", "reviewer"]);
+    let _carol = team.worker("carol");
+    let task = team.wait_task("task_1", "failed", WAIT);
+    assert!(
+        task["result"].as_str().unwrap().starts_with("no verdict"),
+        "{task}"
+    );
+}
