@@ -178,12 +178,15 @@ fn diff_view_unified_and_side_by_side() {
     let mut state = fixture_state();
     state.focus = Pane::Teammates;
     let effects = update(&mut state, Event::Key(key("d")));
-    assert!(matches!(&effects[..], [crew::tui::Effect::LoadDiff { name }] if name == "alice"));
+    assert!(
+        matches!(&effects[..], [crew::tui::Effect::LoadDiff { name, task: None }] if name == "alice")
+    );
     insta::assert_snapshot!("diff_loading", draw(&mut state, 100, 24));
     let effects = update(
         &mut state,
         Event::Diff {
             name: "alice".into(),
+            task: None,
             result: Ok(sample_diff()),
         },
     );

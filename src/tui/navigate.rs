@@ -14,7 +14,7 @@ fn item_count(state: &AppState, pane: Pane) -> usize {
     match pane {
         Pane::Teammates => state.model.teammates().len(),
         Pane::Tasks => state.model.task_rows.len(),
-        Pane::Approvals => state.model.pending().len(),
+        Pane::Approvals => state.model.pending().len() + state.reviews.len(),
         Pane::Lead | Pane::Mailboxes => 0,
     }
 }

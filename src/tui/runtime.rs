@@ -74,6 +74,7 @@ pub fn run(root: &Path, options: Options) -> anyhow::Result<()> {
         for effect in effects {
             match effect {
                 Effect::Bell => session.bell(),
+                Effect::DesktopNotify { text } => session.desktop_notify(&text),
                 e @ (Effect::HighlightFile { .. }
                 | Effect::HighlightCommand { .. }
                 | Effect::HighlightProposal { .. }) => {

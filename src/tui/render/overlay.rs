@@ -91,6 +91,8 @@ fn render_prompt(state: &AppState, prompt: &Prompt, frame: &mut Frame, body: Rec
         PromptKind::SendBack { to } => format!(" send {to}'s work back "),
         PromptKind::EditDeps { id } => format!(" what {id} waits for "),
         PromptKind::Assign { id } => format!(" assign {id} "),
+        PromptKind::ReviewSendBack { id } => format!(" send {id} back "),
+        PromptKind::ReviewDiscard { id } => format!(" discard {id} "),
     };
     let height = prompt.fields.len() as u16 * 2 + 3;
     let area = centered(body, 64, height);
