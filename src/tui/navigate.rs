@@ -72,8 +72,8 @@ pub fn move_selection(state: &mut AppState, action: Action) {
     if count > 0 {
         select(state, pane, count, delta);
     } else {
-        // Scrolling back: up moves away from the newest line.
-        let back = state.scroll(pane) as isize - delta;
+        // Scrolling back: up moves away from the newest line (home twice must not overflow).
+        let back = (state.scroll(pane) as isize).saturating_sub(delta);
         state.scroll.insert(pane, back.max(0) as usize);
     }
 }
