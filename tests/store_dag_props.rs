@@ -18,6 +18,7 @@ fn task(i: usize, status: Status, owner: bool, blockers: &[usize]) -> Task {
         worktree: None,
         result: None,
         commits: None,
+        review: None,
         notes: Vec::new(),
         extra: Default::default(),
     }

@@ -11,7 +11,8 @@ use std::time::Duration;
 use serde_json::Value;
 use team_support::{Team, crew_toml, eventually};
 
-const WAIT: Duration = Duration::from_secs(30);
+/// Generous: the workers are separate processes on a shared, sometimes busy machine.
+const WAIT: Duration = Duration::from_secs(60);
 const TEST_SH: &str =
     "test -f sub.txt && test -f mul.txt && test -f docs.txt && echo all present\n";
 
@@ -49,6 +50,15 @@ fn add(team: &Team, args: &[&str]) {
     let mut all = vec!["task", "add"];
     all.extend_from_slice(args);
     team.repo.ok(&all);
+}
+
+/// Waits for `id` to be in review; a task that failed instead says why at once.
+fn wait_review(team: &Team, id: &str) -> Value {
+    eventually(&format!("{id} to be in review"), WAIT, || {
+        let t = team.task(id);
+        assert_ne!(t["status"], "failed", "{t}");
+        (t["status"] == "review").then_some(t)
+    })
 }
 
 fn review_files(team: &Team, id: &str) -> Vec<String> {
@@ -94,8 +104,8 @@ fn dependents_wait_for_manual_merges_and_the_reviewer_tests_the_merged_code() {
     team.repo.ok(&["task", "assign", "task_2", "bob"]);
     let _workers = ["alice", "bob", "carol"].map(|n| team.worker(n));
 
-    let one = team.wait_task("task_1", "review", WAIT);
-    team.wait_task("task_2", "review", WAIT);
+    let one = wait_review(&team, "task_1");
+    wait_review(&team, "task_2");
     assert_eq!(one["commits"]["branch"], "crew/alice", "{one}");
     // Each task's commit: its id and subject, the agent's summary as the body, the teammate
     // as author.
@@ -135,7 +145,7 @@ fn dependents_wait_for_manual_merges_and_the_reviewer_tests_the_merged_code() {
     );
     team.repo.ok(&["review", "merge", "task_2"]);
 
-    let docs = team.wait_task("task_3", "review", WAIT);
+    let docs = wait_review(&team, "task_3");
     let owner = docs["owner"].as_str().unwrap().to_string();
     let worktree = team.repo.join(&format!(".worktrees/{owner}"));
     let written = std::fs::read_to_string(worktree.join("docs.txt")).unwrap();
@@ -192,7 +202,7 @@ fn a_task_sent_back_returns_to_its_teammate_and_a_discarded_one_fails_leaving_no
     let team = team(&[("alice", "implementer", "writes = true")]);
     add(&team, &["greet: write greet.txt"]);
     let _alice = team.worker("alice");
-    team.wait_task("task_1", "review", WAIT);
+    wait_review(&team, "task_1");
 
     let sent = team.repo.crew(&[
         "review",
@@ -221,7 +231,7 @@ fn a_task_sent_back_returns_to_its_teammate_and_a_discarded_one_fails_leaving_no
     );
 
     add(&team, &["extra: write extra.txt"]);
-    team.wait_task("task_2", "review", WAIT);
+    wait_review(&team, "task_2");
     let main_before = git(team.repo.path(), &["rev-parse", "main"]);
     team.repo
         .ok(&["review", "discard", "task_2", "--reason", "not wanted"]);
@@ -254,8 +264,8 @@ fn the_second_of_two_conflicting_reviews_shows_the_conflict_and_merging_it_chang
     team.repo.ok(&["task", "assign", "task_1", "alice"]);
     team.repo.ok(&["task", "assign", "task_2", "bob"]);
     let _workers = ["alice", "bob"].map(|n| team.worker(n));
-    team.wait_task("task_1", "review", WAIT);
-    team.wait_task("task_2", "review", WAIT);
+    wait_review(&team, "task_1");
+    wait_review(&team, "task_2");
     team.repo.ok(&["review", "merge", "task_1"]);
 
     let shown = team.repo.json(&["review", "show", "task_2", "--json"]);
@@ -304,5 +314,84 @@ fn a_review_without_a_verdict_is_never_a_pass() {
     assert!(
         task["result"].as_str().unwrap().starts_with("no verdict"),
         "{task}"
+    );
+}
+
+#[test]
+fn a_reviewer_agent_tests_the_merged_commits_and_its_fail_sends_the_task_back() {
+    let mut toml = crew_toml(
+        "test_command = \"sh test.sh\"",
+        &[
+            ("alice", "implementer", "writes = true"),
+            ("carol", "reviewer", ""),
+        ],
+        "mode = \"accept-edits\"\nallow = [\"bash(sh test.sh)\"]",
+        "idle_poll_secs = 1\nidle_timeout_secs = 120\nheartbeat_secs = 1\nrequest_timeout_secs = 30",
+    );
+    toml.push_str("\n[worktree]\nreview_by = \"carol\"\nauto_send_back_on_fail = true\n");
+    // Passes only once greet.txt (which is not on the base) says it was fixed.
+    let check = "grep -q fixed greet.txt && echo all present\n";
+    let team = Team::new(&toml, "test_review.toml", &[("test.sh", check)]);
+    add(&team, &["greet: write greet.txt"]);
+    let _workers = ["alice", "carol"].map(|n| team.worker(n));
+
+    let passed = eventually("carol's pass on the fixed commits", WAIT, || {
+        let t = team.task("task_1");
+        (t["status"] == "review" && t["review"]["verdict"] == "pass").then_some(t)
+    });
+    assert_eq!(passed["review"]["by"], "carol");
+    assert_eq!(
+        passed["review"]["head"], passed["commits"]["head"],
+        "{passed}"
+    );
+    assert!(
+        passed["review"]["report"]
+            .as_str()
+            .unwrap()
+            .contains("all present")
+    );
+    // Its first attempt failed the reviewer's tests and went back to alice without the person.
+    let notes = passed["notes"].to_string();
+    assert!(
+        notes.contains("sent back by carol: carol found it failing"),
+        "{passed}"
+    );
+    let lead = team.inbox("lead");
+    let said: Vec<&str> = lead.iter().filter_map(|m| m["text"].as_str()).collect();
+    assert!(
+        said.iter()
+            .any(|t| t.starts_with("carol reviewed task_1: fail; sent back")),
+        "{said:?}"
+    );
+    assert!(
+        said.iter().any(|t| *t == "carol reviewed task_1: pass"),
+        "{said:?}"
+    );
+    let listed = team.repo.ok(&["review", "list"]);
+    assert!(listed.contains("VERDICT carol: pass"), "{listed}");
+    assert!(
+        !team.repo.join(".crew/reviews/task_1-carol").exists(),
+        "the temporary checkout is removed"
+    );
+    assert!(
+        !team.repo.join("greet.txt").exists(),
+        "nothing reached the base yet"
+    );
+    team.repo.ok(&["review", "merge", "task_1"]);
+    assert_eq!(team.task("task_1")["status"], "completed");
+}
+
+#[test]
+fn review_by_must_name_a_teammate() {
+    let mut toml = crew_toml("", &[("alice", "implementer", "writes = true")], "", "");
+    toml.push_str("\n[worktree]\nreview_by = \"carl\"\n");
+    let team = Team::new(&toml, "test_review.toml", &[]);
+    let run = team.repo.crew(&["review", "list"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("review_by = \"carl\" is not a teammate; the teammates are: alice"),
+        "{}",
+        run.stderr
     );
 }

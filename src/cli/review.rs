@@ -43,6 +43,9 @@ pub fn run(project: &Project, cmd: ReviewCommand) -> anyhow::Result<()> {
             if !r.summary.is_empty() {
                 println!("\n{}", r.summary);
             }
+            if let Some(report) = &r.verdict_report {
+                println!("\nreviewer's report:\n{report}");
+            }
             Ok(())
         }
         ReviewCommand::Diff { id, json } => {
@@ -96,6 +99,9 @@ fn line(r: &Review) -> String {
         r.deletions,
         output::age(r.age_secs)
     );
+    if let Some(verdict) = &r.verdict {
+        text.push_str(&format!("  VERDICT {verdict}"));
+    }
     if !r.conflicts.is_empty() {
         text.push_str(&format!("  CONFLICTS: {}", r.conflicts.join(", ")));
     }

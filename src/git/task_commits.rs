@@ -155,6 +155,42 @@ impl Worktrees {
         conflict_files(&index)
     }
 
+    /// Writes the files of `base_branch` with `head` merged in (in memory: no ref, index or
+    /// checkout changes) into the empty folder `dir`, for a reviewer to test. The conflicted
+    /// files when they do not merge.
+    pub fn export_merged(
+        &self,
+        head: &str,
+        base_branch: &str,
+        dir: &std::path::Path,
+    ) -> Result<Vec<String>, GitError> {
+        validate_branch(base_branch)?;
+        let repo = self.repo();
+        let base = self.base_commit(base_branch)?;
+        let tip = find(repo, oid(head)?)?;
+        let mut index = repo
+            .merge_commits(&base, &tip, None)
+            .context(|| format!("merging {head} into {base_branch:?}"))?;
+        let files = conflict_files(&index)?;
+        if !files.is_empty() {
+            return Ok(files);
+        }
+        let tree = index
+            .write_tree_to(repo)
+            .and_then(|id| repo.find_tree(id))
+            .context(|| format!("writing the merged tree of {head}"))?;
+        std::fs::create_dir_all(dir).map_err(super::error::io_error(dir))?;
+        let mut builder = git2::build::CheckoutBuilder::new();
+        builder
+            .target_dir(dir)
+            .force()
+            .recreate_missing(true)
+            .update_index(false);
+        repo.checkout_tree(tree.as_object(), Some(&mut builder))
+            .context(|| format!("writing the merged files into {}", dir.display()))?;
+        Ok(Vec::new())
+    }
+
     /// Merges the commit `head` (a task's last commit) into `base_branch` as `author`, keeping
     /// every checkout of the base in step; a conflict changes nothing.
     pub fn merge_commits(

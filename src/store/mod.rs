@@ -26,7 +26,7 @@ pub use message::{Draft, Message};
 pub use names::TaskId;
 pub use requests::{RequestInfo, RequestState};
 pub use roster::Roster;
-pub use task::{Status, Task, TaskCommits};
+pub use task::{ReviewerVerdict, Status, Task, TaskCommits};
 pub use tasks::{Loaded, NewTask, TaskPatch, TaskStore};
 pub use watch::DirWatcher;
 pub use workspace::Workspace;

@@ -3,7 +3,7 @@
 //! note (`pending`, assigned to it, which picks it up again at once), or discarded (`failed`).
 
 use crate::store::names::TaskId;
-use crate::store::task::{Status, Task, TaskCommits, now_rfc3339};
+use crate::store::task::{ReviewerVerdict, Status, Task, TaskCommits, now_rfc3339};
 use crate::store::tasks::TaskStore;
 use crate::store::{Refusal, StoreError};
 
@@ -34,6 +34,21 @@ impl TaskStore {
                     head: start.to_string(),
                 });
             }
+            Ok(())
+        })
+    }
+
+    /// A reviewer agent's verdict on the task's commits (while it is still in review).
+    pub fn record_verdict(&self, id: TaskId, verdict: ReviewerVerdict) -> Result<Task, StoreError> {
+        self.modify(id, |task| {
+            if task.status != Status::Review {
+                return Err(Refusal::NotInReview {
+                    id: task.id.clone(),
+                    status: task.status.to_string(),
+                }
+                .into());
+            }
+            task.review = Some(verdict);
             Ok(())
         })
     }

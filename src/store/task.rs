@@ -57,6 +57,9 @@ pub struct Task {
     /// The commits this task added on its teammate's branch, once it has any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub commits: Option<TaskCommits>,
+    /// The reviewer agent's verdict on the task's commits, once one reviewed them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review: Option<ReviewerVerdict>,
     /// What happened to it beyond its status, oldest first (e.g. released from a dead worker).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -75,6 +78,18 @@ pub struct TaskCommits {
     pub start: String,
     /// The task's last commit (hex).
     pub head: String,
+}
+
+/// What a reviewer agent said about a task's commits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReviewerVerdict {
+    pub by: String,
+    /// `pass`, `fail`, `partial`, or `no verdict` (never a pass).
+    pub verdict: String,
+    /// The commit it reviewed (hex): a verdict on older commits is stale.
+    pub head: String,
+    pub report: String,
 }
 
 /// Now, as RFC 3339 UTC with milliseconds: sortable, readable, what every file carries.

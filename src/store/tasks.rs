@@ -148,6 +148,7 @@ impl TaskStore {
                 worktree: None,
                 result: None,
                 commits: None,
+                review: None,
                 notes: Vec::new(),
                 extra: Default::default(),
             };

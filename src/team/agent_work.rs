@@ -16,9 +16,12 @@ use crate::config::{AgentConfig as AgentEntry, ModelChoice, TeamConfig};
 use crate::git::{Author, MergeOutcome, Worktrees};
 use crate::model::scripted::ScriptedProvider;
 use crate::model::{ModelProvider, ProviderSpec, RetryPolicy, provider_from_spec};
+use crate::store::message::REVIEW_REQUEST;
 use crate::store::requests::RequestState;
 use crate::store::review::review_notes;
-use crate::store::{AgentState, Task, TaskCommits, TaskId, Workspace};
+use crate::store::{
+    AgentState, Draft, Message, ReviewerVerdict, Status, Task, TaskCommits, TaskId, Workspace,
+};
 use crate::team::review;
 use crate::team::roles::toolset;
 use crate::team::status::StatusHandle;
@@ -465,6 +468,10 @@ impl AgentWork {
 }
 
 impl Work for AgentWork {
+    fn entered_review(&mut self, task: &Task) {
+        self.ask_for_review(task);
+    }
+
     fn run(&mut self, job: &Job, status: &StatusHandle) -> JobOutcome {
         let failed = |summary: String| JobOutcome {
             success: false,
@@ -474,6 +481,11 @@ impl Work for AgentWork {
             cost_micros: None,
             commits: None,
         };
+        if let Job::Message(m) = job
+            && m.kind == REVIEW_REQUEST
+        {
+            return self.review_job(m, status);
+        }
         let workdir = match self.working_dir() {
             Ok(dir) => dir,
             Err(e) => return failed(format!("no worktree: {e}")),
@@ -522,6 +534,166 @@ impl Work for AgentWork {
             self.commit_task(task, &mut outcome);
         }
         outcome
+    }
+}
+
+impl AgentWork {
+    /// `review_by`: a review job is sent to the reviewer when a task enters review.
+    fn ask_for_review(&self, task: &Task) {
+        let Some(by) = &self.config.worktree.review_by else {
+            return;
+        };
+        let mut extra = serde_json::Map::new();
+        extra.insert("task".into(), task.id.clone().into());
+        let sent = self.workspace.mailboxes().send(
+            &self.config.roster(),
+            Draft {
+                from: self.name.clone(),
+                to: by.get_ref().clone(),
+                kind: REVIEW_REQUEST.into(),
+                text: Some(format!("Please review {}: {}", task.id, task.subject)),
+                extra,
+                ..Draft::default()
+            },
+        );
+        if let Err(e) = sent {
+            tracing::warn!(
+                "{}: review request for {} not sent: {e}",
+                self.name,
+                task.id
+            );
+        }
+    }
+
+    /// The reviewer's side: the base with the task's commits merged in, written to a temporary
+    /// folder, reviewed there (the team's `test_command` included); the verdict is recorded on
+    /// the task, told to the lead, and a FAIL sends the task back when the team asked for that.
+    fn review_job(&self, request: &Message, status: &StatusHandle) -> JobOutcome {
+        let mut outcome = JobOutcome {
+            success: false,
+            summary: String::new(),
+            turns: 0,
+            tokens: 0,
+            cost_micros: None,
+            commits: None,
+        };
+        let task = request
+            .extra
+            .get("task")
+            .and_then(|v| v.as_str())
+            .and_then(|id| TaskId::parse(id).ok())
+            .and_then(|id| self.workspace.tasks().read(id).ok());
+        let Some((task, commits)) = task
+            .filter(|t| t.status == Status::Review)
+            .and_then(|t| t.commits.clone().map(|c| (t, c)))
+        else {
+            outcome.success = true;
+            outcome.summary = "nothing to review: that task is not in review".into();
+            return outcome;
+        };
+        let dir = self
+            .workspace
+            .root()
+            .join(".crew/reviews")
+            .join(format!("{}-{}", task.id, self.name));
+        let _ = std::fs::remove_dir_all(&dir);
+        let base = &self.config.team.base_branch;
+        let exported = Worktrees::open(self.workspace.root())
+            .and_then(|t| t.export_merged(&commits.head, base, &dir));
+        let report = match exported {
+            Err(e) => format!("could not check out {base} with {}: {e}", task.id),
+            Ok(conflicts) if !conflicts.is_empty() => format!(
+                "{} does not merge into {base}: conflicts in {}\n\nVERDICT: FAIL",
+                task.id,
+                conflicts.join(", ")
+            ),
+            Ok(_) => self.run_review(&task, &dir, status, &mut outcome),
+        };
+        let _ = std::fs::remove_dir_all(&dir);
+        let verdict = verdict::parse(&report);
+        let label = verdict::label(verdict);
+        let id = TaskId::parse(&task.id).unwrap_or(TaskId(0));
+        let recorded = self.workspace.tasks().record_verdict(
+            id,
+            ReviewerVerdict {
+                by: self.name.clone(),
+                verdict: label.to_string(),
+                head: commits.head.clone(),
+                report: truncate(&report, 4000),
+            },
+        );
+        let mut said = format!("{} reviewed {}: {label}", self.name, task.id);
+        if let Err(e) = recorded {
+            said.push_str(&format!(" (not recorded: {e})"));
+        } else if verdict == Some(Verdict::Fail) && self.config.worktree.auto_send_back_on_fail {
+            let note = format!(
+                "{} found it failing:\n{}",
+                self.name,
+                truncate(&report, 2000)
+            );
+            match review::send_back(&self.workspace, &self.config, id, &self.name, &note) {
+                Ok(_) => said.push_str("; sent back to its teammate (auto_send_back_on_fail)"),
+                Err(e) => said.push_str(&format!("; not sent back: {e}")),
+            }
+        }
+        let told = self.workspace.mailboxes().send(
+            &self.config.roster(),
+            Draft {
+                from: self.name.clone(),
+                to: self.config.lead_name().to_string(),
+                kind: "status_update".into(),
+                text: Some(said.clone()),
+                ..Draft::default()
+            },
+        );
+        if let Err(e) = told {
+            tracing::warn!("{}: review note not sent: {e}", self.name);
+        }
+        outcome.success = verdict.is_some();
+        outcome.summary = said;
+        outcome
+    }
+
+    fn run_review(
+        &self,
+        task: &Task,
+        dir: &std::path::Path,
+        status: &StatusHandle,
+        outcome: &mut JobOutcome,
+    ) -> String {
+        let mut agent = match self.build_agent(dir.to_path_buf(), status) {
+            Ok(agent) => agent,
+            Err(e) => return format!("reviewer not started: {e}"),
+        };
+        let test = self
+            .config
+            .team
+            .test_command
+            .as_deref()
+            .map(|c| format!(" The team's test command is `{c}`: run it."))
+            .unwrap_or_default();
+        let input = format!(
+            "Review {}: {} (by {}). This folder holds {} with the task's commits merged in.{test} \
+             Look at what the task changed, then end with a VERDICT line.\n\nWhat its teammate \
+             said:\n{}",
+            task.id,
+            task.subject,
+            task.owner.as_deref().unwrap_or("?"),
+            self.config.team.base_branch,
+            task.result.as_deref().unwrap_or("")
+        );
+        agent.set_task(Some(format!("review of {}: {}", task.id, task.subject)));
+        let result = self
+            .runtime
+            .block_on(agent.run_turn(input, CancellationToken::new()));
+        outcome.turns = u64::from(result.turns);
+        outcome.tokens = result.usage.input_tokens + result.usage.output_tokens;
+        outcome.cost_micros = self.cost_micros(&result.usage);
+        if result.stop_reason == StopReason::Completed {
+            result.output.trim().to_string()
+        } else {
+            format!("stopped ({:?}): {}", result.stop_reason, result.reason)
+        }
     }
 }
 

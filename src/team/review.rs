@@ -59,6 +59,10 @@ pub struct Review {
     pub protected: Vec<String>,
     /// Seconds since it entered review.
     pub age_secs: u64,
+    /// The reviewer agent's verdict on these commits (`carol: pass`), when one reviewed them.
+    pub verdict: Option<String>,
+    /// The reviewer's report with that verdict.
+    pub verdict_report: Option<String>,
 }
 
 /// Every task in review, oldest id first.
@@ -268,6 +272,8 @@ fn describe(trees: &Worktrees, config: &TeamConfig, task: &Task) -> Result<Revie
     let base = &config.team.base_branch;
     let diff = trees.commits_diff(&commits.start, &commits.head, base)?;
     let files: Vec<String> = diff.files.iter().map(|f| f.path.clone()).collect();
+    // A verdict on older commits (before a send-back) says nothing about these.
+    let current = task.review.as_ref().filter(|v| v.head == commits.head);
     let age_secs = humantime::parse_rfc3339_weak(&task.updated_at)
         .ok()
         .and_then(|t| SystemTime::now().duration_since(t).ok())
@@ -285,6 +291,8 @@ fn describe(trees: &Worktrees, config: &TeamConfig, task: &Task) -> Result<Revie
         deletions: diff.totals.deletions,
         files,
         age_secs,
+        verdict: current.as_ref().map(|v| format!("{}: {}", v.by, v.verdict)),
+        verdict_report: current.map(|v| v.report.clone()),
     })
 }
 

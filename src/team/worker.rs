@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use crate::store::requests::RequestState;
 use crate::store::{
-    AgentState, AgentStatus, Claimant, DirWatcher, Draft, Entry, Message, Refusal, Roster,
+    AgentState, AgentStatus, Claimant, DirWatcher, Draft, Entry, Message, Refusal, Roster, Status,
     StoreError, Task, TaskCommits, TaskId, Workspace,
 };
 use crate::team::status::StatusHandle;
@@ -67,6 +67,9 @@ pub struct JobOutcome {
 /// Runs one job to its end. Implementations update WAITING through the status handle.
 pub trait Work {
     fn run(&mut self, job: &Job, status: &StatusHandle) -> JobOutcome;
+
+    /// A task this worker did was recorded as waiting for review.
+    fn entered_review(&mut self, _task: &Task) {}
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -323,6 +326,13 @@ impl Worker {
             (tasks.fail(id, me, outcome.summary.clone()), "failed")
         };
         match finished {
+            Ok(recorded) if recorded.status == Status::Review => {
+                work.entered_review(&recorded);
+                self.tell_lead(
+                    "status_update",
+                    format!("{} {verb}: {}", task.id, outcome.summary),
+                )
+            }
             Ok(_) => self.tell_lead(
                 "status_update",
                 format!("{} {verb}: {}", task.id, outcome.summary),

@@ -108,6 +108,14 @@ fn review_lines(state: &AppState, selected: usize) -> Vec<Line<'static>> {
                 theme.style("dim"),
             ),
         ]));
+        if let Some(verdict) = &r.verdict {
+            let style = if verdict.ends_with(": pass") {
+                theme.style("task.completed")
+            } else {
+                theme.style("status.warning")
+            };
+            lines.push(plain(style, format!("    reviewer {verdict}")));
+        }
         if !r.conflicts.is_empty() {
             lines.push(plain(
                 theme.style("status.error"),
