@@ -88,6 +88,8 @@ fn dependents_wait_for_manual_merges_and_the_reviewer_tests_the_merged_code() {
             "task_1",
             "--blocked-by",
             "task_2",
+            "--role",
+            "implementer",
         ],
     );
     add(
@@ -332,13 +334,24 @@ fn a_reviewer_agent_tests_the_merged_commits_and_its_fail_sends_the_task_back() 
     // Passes only once greet.txt (which is not on the base) says it was fixed.
     let check = "grep -q fixed greet.txt && echo all present\n";
     let team = Team::new(&toml, "test_review.toml", &[("test.sh", check)]);
-    add(&team, &["greet: write greet.txt"]);
+    // Only an implementer takes it: the reviewer reviews, it does not build.
+    add(&team, &["greet: write greet.txt", "--role", "implementer"]);
     let _workers = ["alice", "carol"].map(|n| team.worker(n));
 
-    let passed = eventually("carol's pass on the fixed commits", WAIT, || {
+    let deadline = std::time::Instant::now() + WAIT;
+    let passed = loop {
         let t = team.task("task_1");
-        (t["status"] == "review" && t["review"]["verdict"] == "pass").then_some(t)
-    });
+        if t["status"] == "review" && t["review"]["verdict"] == "pass" {
+            break t;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no pass from carol: {t}\nlead: {:?}\ncarol: {:?}",
+            team.inbox("lead"),
+            team.inbox("carol")
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
     assert_eq!(passed["review"]["by"], "carol");
     assert_eq!(
         passed["review"]["head"], passed["commits"]["head"],
