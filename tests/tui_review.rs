@@ -68,7 +68,7 @@ fn submit(root: &Path, subject: &str, file: &str, text: &str) -> TaskId {
     let mut commits = ws.tasks().read(id).unwrap().commits.unwrap();
     commits.head = head;
     ws.tasks()
-        .submit_for_review(id, "alice", format!("wrote {file}"), commits)
+        .submit_for_review(id, "alice", format!("wrote {file}"), *commits)
         .unwrap();
     id
 }

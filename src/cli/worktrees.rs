@@ -10,11 +10,6 @@ use crate::cli::output;
 use crate::cli::project::Project;
 use crate::git::{Author, FileStatus, LineKind, MergeOutcome, WorktreeDiff, Worktrees};
 
-/// The identity crew commits a teammate's work under.
-pub fn author_for(name: &str) -> Author {
-    Author::new(name, format!("{name}@crew.invalid"))
-}
-
 pub fn run(project: &Project, cmd: WorktreeCommand) -> anyhow::Result<()> {
     let trees = Worktrees::open(project.workspace.root())?;
     let base = project.config.team.base_branch.clone();
@@ -53,7 +48,7 @@ pub fn run(project: &Project, cmd: WorktreeCommand) -> anyhow::Result<()> {
                 .roster
                 .check("teammate", &name)
                 .map_err(crate::store::StoreError::from)?;
-            let outcome = trees.merge(&name, &base, &author_for(&name))?;
+            let outcome = trees.merge(&name, &base, &Author::crew(&name))?;
             if json {
                 output::json(&outcome)?;
             } else {

@@ -6,7 +6,7 @@
 //! checkouts and finally the base branch ref updated. A conflict or a refusal leaves every ref,
 //! index and file as it was (at most some unreferenced objects are added to the object store).
 
-use std::fs::{File, OpenOptions};
+use std::fs::OpenOptions;
 use std::path::PathBuf;
 
 use git2::{Commit, ErrorCode, Index, IndexAddOption, Oid, Repository, RepositoryState, Signature};
@@ -52,17 +52,24 @@ impl Worktrees {
         validate_branch(base_branch)?;
         let wt = self.open_worktree(name)?;
         let repo = self.repo();
-        // One crew merge at a time per repository: a second one waits, then sees the moved base.
-        let (lock_path, mut lock) = merge_lock(repo)?;
-        let _merging = lock.write().map_err(io_error(&lock_path))?;
+        with_merge_lock(repo, || self.merge_locked(&wt, name, base_branch, author))
+    }
 
+    fn merge_locked(
+        &self,
+        wt: &Repository,
+        name: &str,
+        base_branch: &str,
+        author: &Author,
+    ) -> Result<MergeOutcome, GitError> {
+        let repo = self.repo();
         let sig = author.signature()?;
         let branch = branch_for(name);
         let base = self.base_commit(base_branch)?;
-        let old_tip = head_commit(&wt)?;
+        let old_tip = head_commit(wt)?;
 
         let snapshot = snapshot(
-            &wt,
+            wt,
             old_tip,
             &sig,
             &format!("crew: save uncommitted work of {name}"),
@@ -112,10 +119,10 @@ impl Worktrees {
 
         let message = format!("crew: merge {branch} into {base_branch}");
         if let Some(mut snap) = snapshot {
-            move_ref(&wt, &branch, tip, old_tip, &message)?;
+            move_ref(wt, &branch, tip, old_tip, &message)?;
             snap.index
                 .write()
-                .context(|| format!("writing the index of {}", display_dir(&wt)))?;
+                .context(|| format!("writing the index of {}", display_dir(wt)))?;
         }
         advance.apply(repo, &message)?;
         info!(name, base_branch, ?outcome, "merged worktree");
@@ -123,8 +130,12 @@ impl Worktrees {
     }
 }
 
-/// The per-repository lock file that serialises crew merges.
-pub(crate) fn merge_lock(repo: &Repository) -> Result<(PathBuf, fd_lock::RwLock<File>), GitError> {
+/// Runs `f` holding the per-repository lock file that serialises crew merges (a second one
+/// waits, then sees the moved branches).
+pub(crate) fn with_merge_lock<T>(
+    repo: &Repository,
+    f: impl FnOnce() -> Result<T, GitError>,
+) -> Result<T, GitError> {
     let path = repo.commondir().join("crew-merge.lock");
     let file = OpenOptions::new()
         .create(true)
@@ -132,7 +143,9 @@ pub(crate) fn merge_lock(repo: &Repository) -> Result<(PathBuf, fd_lock::RwLock<
         .write(true)
         .open(&path)
         .map_err(io_error(&path))?;
-    Ok((path, fd_lock::RwLock::new(file)))
+    let mut lock = fd_lock::RwLock::new(file);
+    let _held = lock.write().map_err(io_error(&path))?;
+    f()
 }
 
 /// Moving a branch from one commit to another with every checkout of it kept in step: planned

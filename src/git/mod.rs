@@ -42,6 +42,11 @@ impl Author {
         }
     }
 
+    /// A teammate (or the person) as crew commits for them: `NAME <NAME@crew.invalid>`.
+    pub fn crew(name: &str) -> Self {
+        Self::new(name, format!("{name}@crew.invalid"))
+    }
+
     /// A git signature stamped now.
     fn signature(&self) -> Result<git2::Signature<'static>, GitError> {
         use error::Context;

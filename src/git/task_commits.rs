@@ -6,7 +6,7 @@ use git2::{DiffFindOptions, Oid, Repository};
 
 use super::diff::{WorktreeDiff, collect};
 use super::error::{Context, GitError};
-use super::merge::{Advance, MergeOutcome, merge_in_memory, merge_lock, move_ref, snapshot};
+use super::merge::{Advance, MergeOutcome, merge_in_memory, move_ref, snapshot, with_merge_lock};
 use super::names::validate_branch;
 use super::worktree::{Worktrees, display_dir, head_commit};
 use super::{Author, branch_for};
@@ -30,41 +30,17 @@ impl Worktrees {
         validate_branch(base_branch)?;
         let wt = self.open_worktree(name)?;
         let repo = self.repo();
-        let (lock_path, mut lock) = merge_lock(repo)?;
-        let _merging = lock.write().map_err(super::error::io_error(&lock_path))?;
-        let branch = branch_for(name);
-        let base = self.base_commit(base_branch)?;
-        let tip = find(repo, head_commit(&wt)?)?;
-        let fork = repo
-            .merge_base(base.id(), tip.id())
-            .context(|| format!("finding the merge base of {base_branch:?} and {branch:?}"))?;
-        let (new, outcome) = if fork == base.id() {
-            return Ok(MergeOutcome::UpToDate);
-        } else if fork == tip.id() {
-            (
-                base.id(),
-                MergeOutcome::FastForward {
-                    new_head: base.id().to_string(),
-                },
-            )
-        } else {
-            let sig = author.signature()?;
+        with_merge_lock(repo, || {
+            let branch = branch_for(name);
+            let base = self.base_commit(base_branch)?;
+            let tip = find(repo, head_commit(&wt)?)?;
             let message = format!("Merge branch '{base_branch}' into {branch}");
-            match merge_in_memory(repo, &tip, &base, &sig, base_branch, &branch, &message)? {
-                Err(files) => return Ok(MergeOutcome::Conflicts { files }),
-                Ok(commit) => (
-                    commit,
-                    MergeOutcome::Merged {
-                        commit: commit.to_string(),
-                    },
-                ),
-            }
-        };
-        Advance::plan(repo, &branch, &tip, new)?.apply(
-            repo,
-            &format!("crew: bring {branch} up to date with {base_branch}"),
-        )?;
-        Ok(outcome)
+            let into = Into {
+                branch: &branch,
+                tip: &tip,
+            };
+            merge_into(repo, into, &base, base_branch, author, &message)
+        })
     }
 
     /// Commits everything uncommitted in the worktree of `name` as `message` by `author`, and
@@ -202,38 +178,16 @@ impl Worktrees {
     ) -> Result<MergeOutcome, GitError> {
         validate_branch(base_branch)?;
         let repo = self.repo();
-        let (lock_path, mut lock) = merge_lock(repo)?;
-        let _merging = lock.write().map_err(super::error::io_error(&lock_path))?;
-        let base = self.base_commit(base_branch)?;
-        let tip = find(repo, oid(head)?)?;
-        let fork = repo
-            .merge_base(base.id(), tip.id())
-            .context(|| format!("finding the merge base of {base_branch:?} and {label}"))?;
-        let (new, outcome) = if fork == tip.id() {
-            return Ok(MergeOutcome::UpToDate);
-        } else if fork == base.id() {
-            (
-                tip.id(),
-                MergeOutcome::FastForward {
-                    new_head: tip.id().to_string(),
-                },
-            )
-        } else {
-            let sig = author.signature()?;
+        with_merge_lock(repo, || {
+            let base = self.base_commit(base_branch)?;
+            let tip = find(repo, oid(head)?)?;
             let message = format!("crew: merge {label} into {base_branch}");
-            match merge_in_memory(repo, &base, &tip, &sig, label, base_branch, &message)? {
-                Err(files) => return Ok(MergeOutcome::Conflicts { files }),
-                Ok(commit) => (
-                    commit,
-                    MergeOutcome::Merged {
-                        commit: commit.to_string(),
-                    },
-                ),
-            }
-        };
-        Advance::plan(repo, base_branch, &base, new)?
-            .apply(repo, &format!("crew: merge {label} into {base_branch}"))?;
-        Ok(outcome)
+            let into = Into {
+                branch: base_branch,
+                tip: &base,
+            };
+            merge_into(repo, into, &tip, label, author, &message)
+        })
     }
 
     /// Takes the changes of `start..head` back out of `crew/<name>` with a new commit (the
@@ -248,46 +202,88 @@ impl Worktrees {
     ) -> Result<MergeOutcome, GitError> {
         let wt = self.open_worktree(name)?;
         let repo = self.repo();
-        let (lock_path, mut lock) = merge_lock(repo)?;
-        let _merging = lock.write().map_err(super::error::io_error(&lock_path))?;
-        let branch = branch_for(name);
-        let tip = find(repo, head_commit(&wt)?)?;
-        let tree_of = |id: Oid| {
-            find(repo, id)?
-                .tree()
-                .context(|| format!("reading the tree of {id}"))
-        };
-        // A three-way merge whose ancestor is the task's head and whose other side is where
-        // the task started: exactly the task's changes, undone on top of the branch.
-        let index = repo
-            .merge_trees(
-                &tree_of(oid(head)?)?,
-                &tree_of(tip.id())?,
-                &tree_of(oid(start)?)?,
-                None,
-            )
-            .context(|| format!("reverting {start}..{head} on {branch:?}"))?;
-        let files = conflict_files(&index)?;
-        if !files.is_empty() {
-            return Ok(MergeOutcome::Conflicts { files });
-        }
-        let mut index = index;
-        let tree_id = index
-            .write_tree_to(repo)
-            .context(|| format!("writing the reverted tree of {branch:?}"))?;
-        if tree_id == tip.tree_id() {
-            return Ok(MergeOutcome::UpToDate);
-        }
-        let sig = author.signature()?;
-        let commit = repo
-            .find_tree(tree_id)
-            .and_then(|tree| repo.commit(None, &sig, &sig, message, &tree, &[&tip]))
-            .context(|| format!("committing the revert on {branch:?}"))?;
-        Advance::plan(repo, &branch, &tip, commit)?.apply(repo, message)?;
-        Ok(MergeOutcome::Merged {
-            commit: commit.to_string(),
+        with_merge_lock(repo, || {
+            let branch = branch_for(name);
+            let tip = find(repo, head_commit(&wt)?)?;
+            let tree_of = |id: Oid| {
+                find(repo, id)?
+                    .tree()
+                    .context(|| format!("reading the tree of {id}"))
+            };
+            // A three-way merge whose ancestor is the task's head and whose other side is where
+            // the task started: exactly the task's changes, undone on top of the branch.
+            let index = repo
+                .merge_trees(
+                    &tree_of(oid(head)?)?,
+                    &tree_of(tip.id())?,
+                    &tree_of(oid(start)?)?,
+                    None,
+                )
+                .context(|| format!("reverting {start}..{head} on {branch:?}"))?;
+            let files = conflict_files(&index)?;
+            if !files.is_empty() {
+                return Ok(MergeOutcome::Conflicts { files });
+            }
+            let mut index = index;
+            let tree_id = index
+                .write_tree_to(repo)
+                .context(|| format!("writing the reverted tree of {branch:?}"))?;
+            if tree_id == tip.tree_id() {
+                return Ok(MergeOutcome::UpToDate);
+            }
+            let sig = author.signature()?;
+            let commit = repo
+                .find_tree(tree_id)
+                .and_then(|tree| repo.commit(None, &sig, &sig, message, &tree, &[&tip]))
+                .context(|| format!("committing the revert on {branch:?}"))?;
+            Advance::plan(repo, &branch, &tip, commit)?.apply(repo, message)?;
+            Ok(MergeOutcome::Merged {
+                commit: commit.to_string(),
+            })
         })
     }
+}
+
+/// A branch and the commit it is at.
+struct Into<'a, 'r> {
+    branch: &'a str,
+    tip: &'a git2::Commit<'r>,
+}
+
+/// Merges the commit `theirs` (called `label`) into `into`: nothing when the branch has it
+/// already, a fast-forward when it can, else a merge commit by `author`; the branch and its
+/// checkouts move only when all of that is possible. A conflict changes nothing.
+fn merge_into(
+    repo: &Repository,
+    into: Into<'_, '_>,
+    theirs: &git2::Commit<'_>,
+    label: &str,
+    author: &Author,
+    message: &str,
+) -> Result<MergeOutcome, GitError> {
+    let (ours, branch) = (into.tip, into.branch);
+    let fork = repo
+        .merge_base(ours.id(), theirs.id())
+        .context(|| format!("finding the merge base of {branch:?} and {label}"))?;
+    let (new, outcome) = if fork == theirs.id() {
+        return Ok(MergeOutcome::UpToDate);
+    } else if fork == ours.id() {
+        let new_head = theirs.id().to_string();
+        (theirs.id(), MergeOutcome::FastForward { new_head })
+    } else {
+        let sig = author.signature()?;
+        match merge_in_memory(repo, ours, theirs, &sig, label, branch, message)? {
+            Err(files) => return Ok(MergeOutcome::Conflicts { files }),
+            Ok(commit) => {
+                let outcome = MergeOutcome::Merged {
+                    commit: commit.to_string(),
+                };
+                (commit, outcome)
+            }
+        }
+    };
+    Advance::plan(repo, branch, ours, new)?.apply(repo, message)?;
+    Ok(outcome)
 }
 
 fn oid(hex: &str) -> Result<Oid, GitError> {

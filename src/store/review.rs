@@ -19,7 +19,7 @@ impl TaskStore {
         self.finish(id, who, "submitted for review", |task| {
             task.status = Status::Review;
             task.result = Some(result);
-            task.commits = Some(commits);
+            task.commits = Some(Box::new(commits));
         })
     }
 
@@ -28,11 +28,11 @@ impl TaskStore {
     pub fn record_start(&self, id: TaskId, branch: &str, start: &str) -> Result<Task, StoreError> {
         self.modify(id, |task| {
             if task.commits.is_none() {
-                task.commits = Some(TaskCommits {
+                task.commits = Some(Box::new(TaskCommits {
                     branch: branch.to_string(),
                     start: start.to_string(),
                     head: start.to_string(),
-                });
+                }));
             }
             Ok(())
         })
@@ -40,22 +40,12 @@ impl TaskStore {
 
     /// A reviewer agent's verdict on the task's commits (while it is still in review).
     pub fn record_verdict(&self, id: TaskId, verdict: ReviewerVerdict) -> Result<Task, StoreError> {
-        self.modify(id, |task| {
-            if task.status != Status::Review {
-                return Err(Refusal::NotInReview {
-                    id: task.id.clone(),
-                    status: task.status.to_string(),
-                }
-                .into());
-            }
-            task.review = Some(verdict);
-            Ok(())
-        })
+        self.while_in_review(id, |task| task.review = Some(Box::new(verdict)))
     }
 
     /// The task's commits are in the base branch: it is `completed`.
     pub fn mark_merged(&self, id: TaskId, by: &str, how: &str) -> Result<Task, StoreError> {
-        self.leave_review(id, |task| {
+        self.while_in_review(id, |task| {
             task.status = Status::Completed;
             task.notes
                 .push(format!("{}: merged by {by} ({how})", now_rfc3339()));
@@ -64,7 +54,7 @@ impl TaskStore {
 
     /// Back to the same teammate with `note`: pending and assigned to it, so it takes it again.
     pub fn send_back(&self, id: TaskId, by: &str, note: &str) -> Result<Task, StoreError> {
-        self.leave_review(id, |task| {
+        self.while_in_review(id, |task| {
             task.status = Status::Pending;
             task.notes
                 .push(format!("{}: sent back by {by}: {note}", now_rfc3339()));
@@ -73,7 +63,7 @@ impl TaskStore {
 
     /// The task's commits were taken back out: `failed` with `reason`.
     pub fn discard_review(&self, id: TaskId, by: &str, reason: &str) -> Result<Task, StoreError> {
-        self.leave_review(id, |task| {
+        self.while_in_review(id, |task| {
             task.status = Status::Failed;
             task.result = Some(format!("discarded by {by}: {reason}"));
             task.notes
@@ -81,7 +71,12 @@ impl TaskStore {
         })
     }
 
-    fn leave_review(&self, id: TaskId, apply: impl FnOnce(&mut Task)) -> Result<Task, StoreError> {
+    /// Changes the task only while it is in review.
+    fn while_in_review(
+        &self,
+        id: TaskId,
+        apply: impl FnOnce(&mut Task),
+    ) -> Result<Task, StoreError> {
         self.modify(id, |task| {
             if task.status != Status::Review {
                 return Err(Refusal::NotInReview {

@@ -56,10 +56,10 @@ pub struct Task {
     pub result: Option<String>,
     /// The commits this task added on its teammate's branch, once it has any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub commits: Option<TaskCommits>,
+    pub commits: Option<Box<TaskCommits>>,
     /// The reviewer agent's verdict on the task's commits, once one reviewed them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub review: Option<ReviewerVerdict>,
+    pub review: Option<Box<ReviewerVerdict>>,
     /// What happened to it beyond its status, oldest first (e.g. released from a dead worker).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,

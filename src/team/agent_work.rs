@@ -289,7 +289,7 @@ impl AgentWork {
     }
 
     fn author(&self) -> Author {
-        Author::new(&self.name, format!("{}@crew.invalid", self.name))
+        Author::crew(&self.name)
     }
 
     /// Before a writer's task: its worktree is brought up to date with the base branch (so it
@@ -360,7 +360,7 @@ impl AgentWork {
             .commits;
         Ok(recorded
             .filter(|c| c.start != head)
-            .map(|c| TaskCommits { head, ..c }))
+            .map(|c| TaskCommits { head, ..*c }))
     }
 
     /// `merge_when_done`: the task's commits go into the base branch now, unless they change

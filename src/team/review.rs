@@ -171,7 +171,7 @@ pub fn discard(
     let owner = task.owner.clone().unwrap_or_default();
     let trees = Worktrees::open(workspace.root())?;
     let message = format!("{}: discarded by {by}\n\n{reason}\n", task.id);
-    let author = Author::new(by, format!("{by}@crew.invalid"));
+    let author = Author::crew(by);
     if let MergeOutcome::Conflicts { files } =
         trees.revert_commits(&owner, &commits.start, &commits.head, &message, &author)?
     {
@@ -220,7 +220,7 @@ fn merge_commits_unchecked(
     let trees = Worktrees::open(workspace.root())?;
     let base = &config.team.base_branch;
     let owner = task.owner.as_deref().unwrap_or("crew");
-    let author = Author::new(owner, format!("{owner}@crew.invalid"));
+    let author = Author::crew(owner);
     let label = format!("{} ({})", task.id, commits.branch);
     match trees.merge_commits(&label, &commits.head, base, &author)? {
         MergeOutcome::Conflicts { files } => Err(ReviewError::Conflicts {
@@ -309,9 +309,12 @@ fn in_review(workspace: &Workspace, id: TaskId) -> Result<Task, ReviewError> {
 }
 
 fn commits_of(task: &Task) -> Result<TaskCommits, ReviewError> {
-    task.commits.clone().ok_or_else(|| ReviewError::NoCommits {
-        id: task.id.clone(),
-    })
+    task.commits
+        .as_deref()
+        .cloned()
+        .ok_or_else(|| ReviewError::NoCommits {
+            id: task.id.clone(),
+        })
 }
 
 fn tell_lead(

@@ -184,7 +184,7 @@ pub fn execute(root: &Path, effect: Effect) -> Option<Event> {
                 .map(|t| format!("{} discarded: its changes were taken back out", t.id)),
         )),
         Effect::Merge { name } => {
-            let author = Author::new(name.clone(), format!("{name}@crew.invalid"));
+            let author = Author::crew(&name);
             Some(Event::Merged {
                 result: Worktrees::open(root)
                     .and_then(|w| w.merge(&name, &team.team.base_branch, &author))

@@ -135,14 +135,12 @@ fn on_data(state: &mut AppState, changes: Vec<crate::tui::data::Change>) -> Vec<
             );
         }
     }
-    if !applied.new_requests.is_empty() {
-        if let Some(command) = &state.model.ui.notify_command {
-            for request in &applied.new_requests {
-                effects.push(Effect::Notify {
-                    command: command.clone(),
-                    request: Box::new(request.clone()),
-                });
-            }
+    if let Some(command) = &state.model.ui.notify_command {
+        for request in &applied.new_requests {
+            effects.push(Effect::Notify {
+                command: command.clone(),
+                request: Box::new(request.clone()),
+            });
         }
     }
     let to_highlight: Vec<_> = if first {

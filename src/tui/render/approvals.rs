@@ -53,36 +53,21 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
 /// The review queue: the keys, then one entry per task in review (the selected one marked).
 fn review_lines(state: &AppState, selected: usize) -> Vec<Line<'static>> {
     let theme = &state.theme;
-    let keys: Vec<Span> = [
-        Action::Open,
-        Action::Merge,
-        Action::SendBack,
-        Action::Discard,
-    ]
-    .iter()
-    .flat_map(|a| {
-        let key = state
-            .keymap
-            .key_for(Mode::Approvals, *a)
-            .unwrap_or_default();
-        let name = match a {
-            Action::Open => "diff",
-            Action::Merge => "merge",
-            Action::SendBack => "send back",
-            _ => "discard",
-        };
-        [
-            Span::styled(format!(" {key} "), theme.style("approval.key")),
-            Span::styled(format!(" {name}  "), theme.style("dim")),
-        ]
-    })
-    .collect();
+    let keys = key_hints(
+        state,
+        &[
+            (Action::Open, "diff"),
+            (Action::Merge, "merge"),
+            (Action::SendBack, "send back"),
+            (Action::Discard, "discard"),
+        ],
+    );
     let mut lines = vec![
         plain(
             theme.style("title.focus"),
             format!("reviews waiting ({})", state.reviews.len()),
         ),
-        Line::from(keys),
+        keys,
     ];
     for (i, r) in state.reviews.iter().enumerate() {
         let marker = if i == selected { "▶ " } else { "  " };
@@ -144,23 +129,32 @@ fn review_lines(state: &AppState, selected: usize) -> Vec<Line<'static>> {
     lines
 }
 
-fn request_section(state: &AppState, pending: &[&RequestInfo]) -> Vec<Line<'static>> {
+/// `key  what` for each action, with the keys of the active keymap.
+fn key_hints(state: &AppState, actions: &[(Action, &str)]) -> Line<'static> {
     let theme = &state.theme;
-    let keys: Vec<Span> = [Action::Approve, Action::Deny, Action::Always]
+    let spans: Vec<Span> = actions
         .iter()
-        .flat_map(|a| {
+        .flat_map(|(action, what)| {
             let key = state
                 .keymap
-                .key_for(Mode::Approvals, *a)
+                .key_for(Mode::Approvals, *action)
                 .unwrap_or_default();
             [
                 Span::styled(format!(" {key} "), theme.style("approval.key")),
-                Span::styled(format!(" {}  ", a.name()), theme.style("dim")),
+                Span::styled(format!(" {what}  "), theme.style("dim")),
             ]
         })
         .collect();
+    Line::from(spans)
+}
+
+fn request_section(state: &AppState, pending: &[&RequestInfo]) -> Vec<Line<'static>> {
+    let keys = key_hints(
+        state,
+        &[Action::Approve, Action::Deny, Action::Always].map(|a| (a, a.name())),
+    );
     let selected = state.selected(Pane::Approvals).min(pending.len() - 1);
-    let mut lines = vec![Line::from(keys)];
+    let mut lines = vec![keys];
     // The selected request first, in full; the others follow as long as there is room.
     let order = std::iter::once(selected).chain((0..pending.len()).filter(|i| *i != selected));
     for i in order {
