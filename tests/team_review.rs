@@ -405,3 +405,79 @@ fn review_by_must_name_a_teammate() {
         run.stderr
     );
 }
+
+#[test]
+fn the_demo_goal_headless_with_manual_merges_ends_merged_with_six_passing_tests() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("demo");
+    crew::team::demo::build(&dir).unwrap();
+    let crew = |args: &[&str]| {
+        Command::new(common::crew_exe())
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .unwrap()
+    };
+    let mut up = Command::new(common::crew_exe())
+        .args([
+            "up",
+            "--headless",
+            "--approve",
+            "allow",
+            "--merge",
+            "manual",
+            "--until-done",
+        ])
+        .args(["--goal", crew::team::demo::GOAL])
+        .current_dir(&dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The person merges from another terminal, as each review arrives.
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    let mut merged = Vec::new();
+    while up.try_wait().unwrap().is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "crew up never finished"
+        );
+        let out = crew(&["review", "list", "--json"]);
+        let list: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        for r in list["reviews"].as_array().cloned().unwrap_or_default() {
+            let id = r["id"].as_str().unwrap().to_string();
+            let done = crew(&["review", "merge", &id]);
+            assert!(
+                done.status.success(),
+                "{}",
+                String::from_utf8_lossy(&done.stderr)
+            );
+            merged.push(id);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(up.wait().unwrap().success());
+    merged.sort();
+    assert_eq!(
+        merged,
+        ["task_1", "task_2", "task_3"].map(String::from).to_vec()
+    );
+    let tests = Command::new("sh")
+        .arg("test.sh")
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&tests.stdout).to_string();
+    assert!(printed.contains("6 passed, 0 failed"), "{printed}");
+    let log = git(&dir, &["log", "--format=%an %s", "main"]);
+    for line in ["alice task_1: ", "bob task_2: ", "task_3: Document"] {
+        assert!(log.contains(line), "{line} missing from main:\n{log}");
+    }
+    let status: Value = serde_json::from_slice(&crew(&["status", "--json"]).stdout).unwrap();
+    assert_eq!(status["verdicts"]["task_4"], "pass", "{status}");
+    let review = std::fs::read_to_string(dir.join(".tasks/task_4.json")).unwrap();
+    assert!(
+        review.contains("6 passed, 0 failed"),
+        "the reviewer tested merged code: {review}"
+    );
+}

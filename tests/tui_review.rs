@@ -11,6 +11,7 @@ use crew::git::{Author, Worktrees, exclude_from_git, init_with_files};
 use crew::store::workspace::RUNTIME_FOLDERS;
 use crew::store::{Claimant, NewTask, Status, TaskId, Workspace};
 use crew::tui::Pane;
+use crew::tui::event::Effect;
 use tui_support::{Harness, draw};
 
 /// A repository whose alice has task_1 ("Add a parser") in review: one commit adding parser.rs.
@@ -206,4 +207,46 @@ fn a_conflicting_merge_is_shown_with_its_files_and_changes_nothing() {
         "// the person's parser\n"
     );
     draw(&mut h.state, 80, 24);
+}
+
+#[test]
+fn a_task_entering_review_rings_the_bell_and_sends_a_desktop_notification() {
+    let dir = repo_with_review();
+    let mut h = Harness::new(dir.path());
+    submit(dir.path(), "Add a lexer", "lexer.rs", "fn lex() {}\n");
+    h.changed(&[".tasks/task_2.json"]);
+    assert!(h.effects.iter().any(|e| matches!(e, Effect::Bell)));
+    assert!(
+        h.effects.iter().any(
+            |e| matches!(e, Effect::DesktopNotify { text } if text == "task_2 waits for your review")
+        ),
+        "{:?}",
+        h.effects
+    );
+    assert_eq!(h.state.reviews.len(), 2);
+    // Both can be turned off in crew.toml.
+    let toml = dir.path().join("crew.toml");
+    let mut text = std::fs::read_to_string(&toml).unwrap();
+    text.push_str("\n[ui]\nbell = false\ndesktop_notifications = false\n");
+    std::fs::write(&toml, text).unwrap();
+    let mut quiet = Harness::new(dir.path());
+    submit(dir.path(), "Add a printer", "printer.rs", "fn print() {}\n");
+    quiet.changed(&[".tasks/task_3.json"]);
+    assert!(
+        !quiet
+            .effects
+            .iter()
+            .any(|e| matches!(e, Effect::Bell | Effect::DesktopNotify { .. })),
+        "{:?}",
+        quiet.effects
+    );
+}
+
+#[test]
+fn a_desktop_notification_carries_no_escape_sequence_from_agent_text() {
+    let osc = crew::tui::terminal::desktop_notification("task_1 \x1b]0;pwned\x07; done\n");
+    assert_eq!(
+        osc,
+        "\x1b]9;task_1  ]0 pwned   done \x07\x1b]777;notify;crew;task_1  ]0 pwned   done \x07"
+    );
 }
