@@ -481,3 +481,42 @@ fn the_demo_goal_headless_with_manual_merges_ends_merged_with_six_passing_tests(
         "the reviewer tested merged code: {review}"
     );
 }
+
+#[test]
+fn merge_when_done_merges_at_once_but_never_a_change_to_ci_or_crew_toml() {
+    let mut toml = crew_toml(
+        "",
+        &[("alice", "implementer", "writes = true")],
+        "mode = \"accept-edits\"",
+        "idle_poll_secs = 1\nidle_timeout_secs = 120\nheartbeat_secs = 1\nrequest_timeout_secs = 30",
+    );
+    toml.push_str("\n[worktree]\nmerge_when_done = true\n");
+    let team = Team::new(&toml, "test_review.toml", &[]);
+    add(&team, &["sub: write sub.txt"]);
+    add(&team, &["ci: write the workflow", "--blocked-by", "task_1"]);
+    let _alice = team.worker("alice");
+
+    let sub = team.wait_task("task_1", "completed", WAIT);
+    assert!(
+        sub["result"].as_str().unwrap().contains("merged task_1"),
+        "{sub}"
+    );
+    assert!(team.repo.join("sub.txt").exists(), "merged at once");
+    let ci = wait_review(&team, "task_2");
+    let result = ci["result"].as_str().unwrap();
+    assert!(
+        result.contains("task_2 changes .github/workflows/ci.yml, which govern the team"),
+        "{ci}"
+    );
+    assert!(
+        !team.repo.join(".github").exists(),
+        "not merged without the person"
+    );
+    let listed = team.repo.ok(&["review", "list"]);
+    assert!(
+        listed.contains("WARNING changes .github/workflows/ci.yml"),
+        "{listed}"
+    );
+    team.repo.ok(&["review", "merge", "task_2"]);
+    assert!(team.repo.join(".github/workflows/ci.yml").exists());
+}

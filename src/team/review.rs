@@ -337,3 +337,40 @@ fn tell_lead(
         )
         .map(|_| ())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::protected_files;
+    use crate::config::TeamConfig;
+
+    #[test]
+    fn crew_toml_crew_files_hook_scripts_and_ci_are_protected() {
+        let text = "[team]\nname = \"web\"\n\n[lead]\nname = \"lead\"\n\
+                    model = { provider = \"scripted\" }\n\n[[hooks]]\n\
+                    event = \"PreToolUse\"\ncommand = \"sh ./scripts/guard.sh --strict\"\n";
+        let config = TeamConfig::parse(std::path::Path::new("crew.toml"), text).unwrap();
+        let paths = [
+            "crew.toml",
+            ".crew/agents/x.json",
+            "scripts/guard.sh",
+            ".github/workflows/ci.yml",
+            ".ci/run",
+            ".gitlab-ci.yml",
+            "src/main.rs",
+            "scripts/other.sh",
+            "docs/crew.toml",
+        ]
+        .map(String::from);
+        assert_eq!(
+            protected_files(&paths, &config),
+            [
+                "crew.toml",
+                ".crew/agents/x.json",
+                "scripts/guard.sh",
+                ".github/workflows/ci.yml",
+                ".ci/run",
+                ".gitlab-ci.yml"
+            ]
+        );
+    }
+}
