@@ -520,3 +520,49 @@ fn merge_when_done_merges_at_once_but_never_a_change_to_ci_or_crew_toml() {
     team.repo.ok(&["review", "merge", "task_2"]);
     assert!(team.repo.join(".github/workflows/ci.yml").exists());
 }
+
+#[test]
+fn a_conflict_bringing_the_worktree_up_to_date_leaves_the_task_unstarted_and_changes_nothing() {
+    let team = team(&[("alice", "implementer", "writes = true")]);
+    add(
+        &team,
+        &["same: alice's shared.txt", "--role", "implementer"],
+    );
+    let _alice = team.worker("alice");
+    wait_review(&team, "task_1");
+    // The person writes the same file on the base meanwhile.
+    std::fs::write(team.repo.join("shared.txt"), "the person's version\n").unwrap();
+    git(team.repo.path(), &["add", "shared.txt"]);
+    git(
+        team.repo.path(),
+        &["commit", "-q", "-m", "person's shared.txt"],
+    );
+    let main_before = git(team.repo.path(), &["rev-parse", "main"]);
+    let worktree = team.repo.join(".worktrees/alice");
+    let alice_before = git(&worktree, &["rev-parse", "HEAD"]);
+
+    add(&team, &["sub: write sub.txt", "--role", "implementer"]);
+    let failed = team.wait_task("task_2", "failed", WAIT);
+    let why = failed["result"].as_str().unwrap();
+    assert!(
+        why.starts_with(
+            "not started: bringing crew/alice up to date with main conflicts in shared.txt"
+        ),
+        "{failed}"
+    );
+    assert!(!worktree.join("sub.txt").exists(), "the task did not run");
+    assert_eq!(git(&worktree, &["rev-parse", "HEAD"]), alice_before);
+    assert_eq!(git(&worktree, &["status", "--porcelain"]), "");
+    assert_eq!(git(team.repo.path(), &["rev-parse", "main"]), main_before);
+    assert_eq!(
+        std::fs::read_to_string(worktree.join("shared.txt")).unwrap(),
+        "the alice version\n"
+    );
+    let lead = team.inbox("lead");
+    assert!(
+        lead.iter().any(|m| m["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("task_2 failed: not started"))),
+        "{lead:?}"
+    );
+}
