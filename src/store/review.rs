@@ -159,6 +159,11 @@ mod tests {
             .submit_for_review(TaskId(1), "alice", "did it again".into(), commits)
             .unwrap();
         assert!(store.send_back(TaskId(2), "user", "x").is_err());
+        let refused = store.assign(TaskId(1), Some(bob), "user").unwrap_err();
+        assert!(
+            refused.to_string().contains("task_1 is in review"),
+            "{refused}"
+        );
         store
             .mark_merged(TaskId(1), "user", "fast-forward")
             .unwrap();
