@@ -100,6 +100,22 @@ pub fn up(project: Project, args: UpArgs) -> anyhow::Result<()> {
         run.wait(&watcher, Duration::from_millis(500));
     }
     print_happenings(&run.stop(Duration::from_secs(15))?);
+    // The closing summary: what waits for review, and each review's verdict (none is no pass).
+    let tasks = workspace.tasks().load_all()?.tasks;
+    let waiting: Vec<&str> = tasks
+        .iter()
+        .filter(|t| t.status == crate::store::Status::Review)
+        .map(|t| t.id.as_str())
+        .collect();
+    if !waiting.is_empty() {
+        println!(
+            "waiting for review: {} (crew review list)",
+            waiting.join(", ")
+        );
+    }
+    for (task, verdict) in crate::team::verdict::of_reviews(&tasks) {
+        println!("{task} verdict: {verdict}");
+    }
     Ok(())
 }
 
