@@ -240,7 +240,7 @@ async fn names_that_could_escape_the_transcript_folder_are_refused() {
         limits: Limits::default(),
         retry: agent_support::fast_retry(),
         compaction: CompactionThresholds::default(),
-        sandbox: crew::tools::SandboxMode::Off,
+        sandbox: crew::tools::Sandbox::off(),
     };
     let err = crew::agent::Agent::new(config, EventSink::discard())
         .err()

@@ -20,14 +20,8 @@ fn an_unanswered_permission_request_expires_into_a_denial() {
     let mut alice = team.worker("alice");
     team.repo.ok(&["task", "add", "touch a file"]);
 
-    let waiting = team.wait_state("alice", "WAITING", Duration::from_secs(20));
-    assert_eq!(waiting["task"], "task_1", "{waiting}");
-    let request_id = waiting["waiting_on"].as_str().unwrap().to_string();
-    let asked = team
-        .inbox("lead")
-        .into_iter()
-        .find(|m| m["request_id"] == request_id.as_str())
-        .expect("the request is in the lead's inbox");
+    let (request_id, asked) = team.waiting_request("alice", Duration::from_secs(20));
+    assert_eq!(team.status("alice")["task"], "task_1");
     assert_eq!(asked["type"], "permission_request", "{asked}");
 
     let done = team.wait_task("task_1", "completed", Duration::from_secs(20));

@@ -140,7 +140,7 @@ fn concurrency_safety_is_decided_by_the_input() {
         "cat a | grep x | wc -l",
         "git status && git diff",
         "find . -name '*.rs'",
-        "echo \"$(pwd)\"",
+        "git log --oneline -n 5 -- src",
     ] {
         assert!(safe(command), "{command} should be safe");
     }
@@ -151,6 +151,11 @@ fn concurrency_safety_is_decided_by_the_input() {
         "git commit -m x",
         "find . -delete",
         "echo $(rm x)",
+        // A substitution's output becomes arguments no check sees (`git diff $(cat f)` with
+        // `--output=x` in f), so even a read-only one inside makes the line unsafe.
+        "echo \"$(pwd)\"",
+        "git diff --output=x",
+        "find . -fprint0 x",
         "sh -c 'rm x'",
         "echo 'unterminated",
         "",

@@ -14,10 +14,10 @@ use tools_support::{Fixture, policy};
 
 fn commands(line: &str) -> Vec<String> {
     parse(line)
-        .unwrap()
         .commands
         .iter()
-        .map(|w| w.join(" "))
+        .filter(|c| !c.words.is_empty())
+        .map(|c| c.argv().join(" "))
         .collect()
 }
 
@@ -81,7 +81,7 @@ fn code_inside_quotes_is_still_parsed() {
     // Command substitution inside double quotes runs.
     assert_eq!(
         commands(r#"echo "today: $(rm -rf /)""#),
-        ["rm -rf /", "echo today: $(rm -rf /)"]
+        ["rm -rf /", r#"echo "today: $(rm -rf /)""#]
     );
     // Shell carriers: the quoted text is code.
     assert_eq!(commands(r#"sh -c "rm -rf /""#), ["rm -rf /"]);
@@ -92,32 +92,37 @@ fn code_inside_quotes_is_still_parsed() {
     assert_eq!(commands("eval 'rm -rf /'"), ["rm -rf /"]);
     assert_eq!(commands(r#"sh -c "sh -c 'rm -rf /'""#), ["rm -rf /"]);
     // Unquoted here-document bodies expand substitutions.
-    assert_eq!(commands("cat <<EOF\n$(rm -rf /)\nEOF"), ["cat", "rm -rf /"]);
+    assert_eq!(commands("cat <<EOF\n$(rm -rf /)\nEOF"), ["rm -rf /", "cat"]);
 }
 
 #[test]
 fn redirections_are_not_words_and_writes_are_seen() {
-    let p = parse("ls -la > out.txt 2>&1").unwrap();
-    assert_eq!(p.commands, [vec!["ls".to_string(), "-la".to_string()]]);
-    assert!(p.writes_files);
-    assert!(!parse("ls 2>/dev/null >&2").unwrap().writes_files);
-    assert!(parse("echo x &>log").unwrap().writes_files);
-    assert!(parse("cat < in.txt").unwrap().commands.len() == 1);
+    let p = parse("ls -la > out.txt 2>&1");
+    assert_eq!(p.commands[0].argv(), ["ls", "-la"]);
+    assert!(p.refusal().unwrap().contains("writes to a file"), "{p:?}");
+    assert_eq!(parse("ls 2>/dev/null >&2").refusal(), None);
+    assert!(parse("echo x &>log").refusal().is_some());
+    let p = parse("cat < in.txt");
+    assert_eq!(p.commands.len(), 1);
+    assert_eq!(p.refusal(), None);
 }
 
 #[test]
 fn parse_failures() {
-    assert_eq!(
-        parse("echo 'unterminated"),
-        Err(ParseError::UnterminatedQuote('\''))
-    );
-    assert_eq!(
-        parse("echo \"unterminated"),
-        Err(ParseError::UnterminatedQuote('"'))
-    );
-    assert_eq!(parse("echo $(ls"), Err(ParseError::UnterminatedExpansion));
+    for bad in [
+        "echo 'unterminated",
+        "echo \"unterminated",
+        "echo $(ls",
+        "ls &&",
+    ] {
+        assert!(
+            matches!(parse(bad).error, Some(ParseError::Syntax(_))),
+            "{bad}: {:?}",
+            parse(bad)
+        );
+    }
     let deep = (0..20).fold("ls".to_string(), |acc, _| format!("$({acc})"));
-    assert_eq!(parse(&deep), Err(ParseError::TooDeep));
+    assert_eq!(parse(&deep).error, Some(ParseError::TooDeep));
 }
 
 fn decide_command(

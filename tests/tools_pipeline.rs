@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crew::tools::permissions::{DecidedBy, Decision, PermissionMode};
-use crew::tools::{DenyAll, Note, PermissionAnswer, PermissionAsk, Prompter, SandboxMode, sandbox};
+use crew::tools::{DenyAll, Note, PermissionAnswer, PermissionAsk, Prompter};
 use futures::future::BoxFuture;
 use serde_json::json;
 use tools_support::{Fixture, call, pipeline};
@@ -182,24 +182,49 @@ async fn huge_output_is_spilled_and_reading_it_back_is_not() {
 }
 
 #[tokio::test]
-async fn sandbox_runs_commands_in_namespaces_or_says_why_not() {
+async fn without_a_working_sandbox_no_rule_or_mode_runs_a_command_unasked() {
+    // The only test of this binary that probes: the helper is missing, so the sandbox is
+    // unavailable for this whole process.
     let mut fx = Fixture::new();
-    fx.ctx.sandbox = SandboxMode::Namespaces;
-    let p = pipeline(PermissionMode::WorkspaceWrite, &[], &[]);
-    let out = p
-        .run(call("t1", "bash", json!({"command": "id -u"})), &fx.ctx)
+    fx.ctx.sandbox = crew::tools::Sandbox {
+        helper: fx.root().join("no-such-crew"),
+        ..crew::tools::Sandbox::new(crew::tools::SandboxMode::Auto, false, true)
+    };
+    let p = pipeline(PermissionMode::WorkspaceWrite, &["bash(touch made)"], &[]);
+    let denied = p
+        .run(
+            call("t1", "bash", json!({"command": "touch made"})),
+            &fx.ctx,
+        )
         .await;
-    if sandbox::namespaces_available() {
-        // Inside the user namespace we are mapped to root.
-        assert_eq!(out.output.content, "0\n");
-        assert!(out.notes.is_empty());
-    } else {
-        assert!(!out.output.is_error);
-        assert!(
-            matches!(out.notes.as_slice(), [Note::Warning { .. }]),
-            "{:?}",
-            out.notes
-        );
+    assert!(denied.output.is_error);
+    let text = &denied.output.content;
+    assert!(text.contains("the sandbox is unavailable here"), "{text}");
+    assert!(text.contains("no one is there to ask"), "{text}");
+    assert!(!fx.ws().join("made").exists());
+
+    let prompter = Arc::new(Scripted {
+        asks: AtomicUsize::new(0),
+        answer: PermissionAnswer::Allow,
+    });
+    let p = pipeline(PermissionMode::WorkspaceWrite, &["bash(touch made)"], &[])
+        .with_prompter(prompter.clone());
+    let approved = p
+        .run(
+            call("t2", "bash", json!({"command": "touch made"})),
+            &fx.ctx,
+        )
+        .await;
+    assert!(!approved.output.is_error, "{}", approved.output.content);
+    assert!(fx.ws().join("made").exists());
+    assert_eq!(
+        prompter.asks.load(Ordering::SeqCst),
+        1,
+        "the person was asked"
+    );
+    match approved.notes.as_slice() {
+        [Note::Warning { text }] => assert!(text.contains("sandbox unavailable"), "{text}"),
+        notes => panic!("expected one warning, got {notes:?}"),
     }
 }
 

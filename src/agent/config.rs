@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::model::{ModelProvider, RetryPolicy};
-use crate::tools::{Pipeline, SandboxMode};
+use crate::tools::Pipeline;
+use crate::tools::sandbox::Sandbox;
 
 /// Hard gates on one `run_turn`. Normal work should never reach them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,5 +79,5 @@ pub struct AgentConfig {
     pub limits: Limits,
     pub retry: RetryPolicy,
     pub compaction: CompactionThresholds,
-    pub sandbox: SandboxMode,
+    pub sandbox: Sandbox,
 }

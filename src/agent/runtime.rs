@@ -76,7 +76,7 @@ impl Agent {
             &config.workspace,
             config.repo_root.join(".crew/tool-results"),
         );
-        tool_ctx.sandbox = config.sandbox;
+        tool_ctx.sandbox = config.sandbox.clone();
         let tools = pipeline.registry.definitions();
         let mut agent = Self {
             name: config.name,

@@ -63,6 +63,22 @@ pub enum Command {
     Replay { file: PathBuf },
     /// A scratch repository with a scripted demo team (a simulator, no model needed).
     Demo(DemoArgs),
+    /// Internal: run a command confined by a sandbox policy (crew wraps agents' commands in it).
+    #[command(name = "sandbox-exec", hide = true)]
+    SandboxExec(SandboxExecArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SandboxExecArgs {
+    /// The policy as JSON (`tools::sandbox::SandboxPolicy`).
+    #[arg(long)]
+    pub policy: String,
+    /// Set everything up, run nothing, print what the kernel offers as JSON.
+    #[arg(long)]
+    pub probe: bool,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true)]
+    pub command: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]

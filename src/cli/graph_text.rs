@@ -5,6 +5,7 @@ use std::fmt::Write;
 
 use serde_json::{Value, json};
 
+use crate::cli::output;
 use crate::store::dag::Graph;
 use crate::store::{Status, Task};
 
@@ -67,8 +68,8 @@ pub fn task_line(graph: &Graph<'_>, task: &Task) -> String {
         glyph(word),
         task.id,
         word,
-        detail,
-        task.subject
+        output::one_line(&detail),
+        output::one_line(&task.subject)
     )
 }
 
@@ -125,7 +126,7 @@ pub fn graph_json(graph: &Graph<'_>, problems: &[Value]) -> Value {
 pub fn task_detail(graph: &Graph<'_>, task: &Task) -> String {
     let (word, detail) = state(graph, task);
     let mut out = String::new();
-    let _ = writeln!(out, "{}  {}", task.id, task.subject);
+    let _ = writeln!(out, "{}  {}", task.id, output::one_line(&task.subject));
     let _ = writeln!(
         out,
         "status:     {} ({word}{})",
@@ -133,7 +134,7 @@ pub fn task_detail(graph: &Graph<'_>, task: &Task) -> String {
         if detail.is_empty() {
             String::new()
         } else {
-            format!(", {detail}")
+            format!(", {}", output::one_line(&detail))
         }
     );
     let _ = writeln!(out, "owner:      {}", task.owner.as_deref().unwrap_or("-"));
@@ -149,13 +150,13 @@ pub fn task_detail(graph: &Graph<'_>, task: &Task) -> String {
     let _ = writeln!(out, "created:    {}", task.created_at);
     let _ = writeln!(out, "updated:    {}", task.updated_at);
     if let Some(worktree) = &task.worktree {
-        let _ = writeln!(out, "worktree:   {worktree}");
+        let _ = writeln!(out, "worktree:   {}", output::one_line(worktree));
     }
     if !task.description.is_empty() {
-        let _ = writeln!(out, "\n{}", task.description);
+        let _ = writeln!(out, "\n{}", output::block(&task.description));
     }
     if let Some(result) = &task.result {
-        let _ = writeln!(out, "\nresult:\n{result}");
+        let _ = writeln!(out, "\nresult:\n{}", output::block(result));
     }
     out
 }

@@ -26,7 +26,23 @@ pub fn start(root: &Path) {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(filter)
             .with_ansi(false)
-            .with_writer(std::sync::Mutex::new(file))
+            .with_writer(std::sync::Mutex::new(RedactedLog(file)))
             .try_init();
     });
+}
+
+/// The log file, with any API key this process has read replaced (see `store::secrets`). The
+/// formatter writes each event whole, so a key is never split across two writes.
+struct RedactedLog(std::fs::File);
+
+impl std::io::Write for RedactedLog {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0
+            .write_all(&crate::store::secrets::redact_bytes(buf))
+            .map(|()| buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
 }

@@ -99,7 +99,9 @@ fn print_entry(entry: &Entry, json: bool) -> anyhow::Result<()> {
     }
     match entry {
         Entry::Message { message, .. } => println!("{}", message_line(message)),
-        Entry::Broken { error, .. } => println!("!! unreadable line: {error}"),
+        Entry::Broken { error, .. } => {
+            println!("!! unreadable line: {}", output::one_line(error))
+        }
     }
     Ok(())
 }
@@ -108,7 +110,7 @@ fn message_line(m: &Message) -> String {
     let kind = if m.is_known_type() {
         m.kind.clone()
     } else {
-        format!("{} (unknown type)", m.kind)
+        format!("{} (unknown type)", output::one_line(&m.kind))
     };
     let request = m
         .request_id
@@ -119,11 +121,14 @@ fn message_line(m: &Message) -> String {
             None => format!(" [{id}]"),
         })
         .unwrap_or_default();
-    let text = m.text.as_deref().unwrap_or("");
+    let text = output::one_line(m.text.as_deref().unwrap_or(""));
     let extra = if m.is_known_type() || m.extra.is_empty() {
         String::new()
     } else {
-        format!(" {}", Value::Object(m.extra.clone()))
+        format!(
+            " {}",
+            output::one_line(&Value::Object(m.extra.clone()).to_string())
+        )
     };
     format!(
         "{} {} -> {} {kind}{request}: {text}{extra}",
@@ -155,7 +160,7 @@ pub fn requests(project: &Project, args: RequestsArgs) -> anyhow::Result<()> {
         let note = r
             .note
             .as_deref()
-            .map(|n| format!(" ({n})"))
+            .map(|n| format!(" ({})", output::one_line(n)))
             .unwrap_or_default();
         println!(
             "{} {:<8}{answered}{note} {} {} -> {} {}: {}",
@@ -165,7 +170,7 @@ pub fn requests(project: &Project, args: RequestsArgs) -> anyhow::Result<()> {
             r.from,
             r.to,
             r.kind,
-            r.text.as_deref().unwrap_or("")
+            output::one_line(r.text.as_deref().unwrap_or(""))
         );
     }
     Ok(())

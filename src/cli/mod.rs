@@ -11,9 +11,11 @@ mod init;
 pub(crate) mod logging;
 mod messages;
 mod output;
+mod person;
 mod project;
 mod review;
 mod run_team;
+mod sandbox_exec;
 mod tasks;
 mod team;
 mod worktrees;
@@ -36,6 +38,13 @@ pub fn main() -> ExitCode {
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
         }
     };
+    let cli = match cli.command {
+        Some(Command::SandboxExec(args)) => return sandbox_exec::run(args),
+        command => Cli { command, ..cli },
+    };
+    // Before any thread starts: the keys leave the environment, and no process of ours can be
+    // read through /proc (environ, mem) by a tool's process.
+    crate::model::secret::seal_process();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -50,6 +59,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Some(dir) => dir.clone(),
         None => std::env::current_dir()?,
     };
+    person::check(cli.command.as_ref())?;
     let Some(command) = cli.command else {
         return run_team::up(project::Project::find(&start)?, args::UpArgs::default());
     };
@@ -70,6 +80,13 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Worker(args) => run_team::worker(project::Project::find(&start)?, args),
         Command::Replay { file } => run_team::replay(&file),
         Command::Demo(args) => demo::run(args),
+        Command::SandboxExec(args) => {
+            // Handled in `main` before anything else runs; here only for completeness.
+            anyhow::bail!(
+                "sandbox-exec {:?} must be the whole command line",
+                args.command
+            )
+        }
         Command::Ui(args) => crate::tui::run(
             project::Project::find(&start)?.workspace.root(),
             crate::tui::Options {

@@ -15,17 +15,19 @@ pub struct Project {
 
 impl Project {
     pub fn find(start: &Path) -> anyhow::Result<Project> {
-        let root = find_upwards(start, FILE_NAME).ok_or_else(|| {
+        let found = find_upwards(start, FILE_NAME).ok_or_else(|| {
             anyhow!(
                 "no {FILE_NAME} in {} or any folder above it; run `crew init` in your git repository",
                 start.display()
             )
         })?;
+        let root = team_root(found);
         let config = TeamConfig::load(&root.join(FILE_NAME))?;
+        register_key_values(&config);
         super::logging::start(&root);
         Ok(Project {
             roster: config.roster(),
-            workspace: Workspace::new(root),
+            workspace: Workspace::new(root).with_limits(config.limits),
             config,
         })
     }
@@ -43,6 +45,34 @@ impl Project {
             name,
             role: role.or_else(|| self.config.role_of(name)),
         })
+    }
+}
+
+/// Every process that opens the project learns the values of the team's key variables, so
+/// nothing it writes can hold one (see `store::secrets`), even if it never calls a model.
+fn register_key_values(config: &TeamConfig) {
+    for agent in config.agents() {
+        let model = &agent.model;
+        if let Some(value) =
+            crate::model::spec::key_variable(&model.provider, model.api_key_env.as_deref())
+                .and_then(|var| crate::model::secret::env_var(&var))
+        {
+            crate::store::secrets::register(&value);
+        }
+    }
+}
+
+/// A teammate's worktree (`<repo>/.worktrees/<name>`) holds a copy of the committed crew.toml,
+/// but the team's store is the repository's: crew run inside a worktree works on that.
+fn team_root(found: PathBuf) -> PathBuf {
+    let repo = found
+        .parent()
+        .filter(|parent| parent.file_name().is_some_and(|n| n == ".worktrees"))
+        .and_then(Path::parent)
+        .filter(|repo| repo.join(FILE_NAME).is_file());
+    match repo {
+        Some(repo) => repo.to_path_buf(),
+        None => found,
     }
 }
 

@@ -38,13 +38,13 @@ pub fn run(project: &Project, cmd: ReviewCommand) -> anyhow::Result<()> {
             println!("{}", line(&r));
             println!("branch {} at {}", r.branch, r.head);
             for f in &r.files {
-                println!("  {f}");
+                println!("  {}", output::one_line(f));
             }
             if !r.summary.is_empty() {
-                println!("\n{}", r.summary);
+                println!("\n{}", output::block(&r.summary));
             }
             if let Some(report) = &r.verdict_report {
-                println!("\nreviewer's report:\n{report}");
+                println!("\nreviewer's report:\n{}", output::block(report));
             }
             Ok(())
         }
@@ -64,16 +64,17 @@ pub fn run(project: &Project, cmd: ReviewCommand) -> anyhow::Result<()> {
             let task = review::send_back(ws, config, TaskId::parse(&id)?, PERSON, &note)
                 .map_err(refusal)?;
             let text = format!(
-                "{} sent back to {}: {note}",
+                "{} sent back to {}: {}",
                 task.id,
-                task.owner.as_deref().unwrap_or("nobody")
+                task.owner.as_deref().unwrap_or("nobody"),
+                output::one_line(&note)
             );
             answer(json, &task.id, "sent_back", &text)
         }
         ReviewCommand::Discard { id, reason, json } => {
             let task = review::discard(ws, config, TaskId::parse(&id)?, PERSON, &reason)
                 .map_err(refusal)?;
-            let text = format!("{} discarded: {reason}", task.id);
+            let text = format!("{} discarded: {}", task.id, output::one_line(&reason));
             answer(json, &task.id, "discarded", &text)
         }
     }
@@ -89,11 +90,12 @@ fn answer(json: bool, id: &str, outcome: &str, text: &str) -> anyhow::Result<()>
 
 /// One line per review: id, owner, subject, files and counts, then what needs attention.
 fn line(r: &Review) -> String {
+    // The subject and file names come from agents: escaped, on one line.
     let mut text = format!(
         "{:<8} {:<10} {}  {} files +{} -{}  {}",
         r.id,
         r.owner,
-        r.subject,
+        output::one_line(&r.subject),
         r.files.len(),
         r.additions,
         r.deletions,
@@ -103,12 +105,15 @@ fn line(r: &Review) -> String {
         text.push_str(&format!("  VERDICT {verdict}"));
     }
     if !r.conflicts.is_empty() {
-        text.push_str(&format!("  CONFLICTS: {}", r.conflicts.join(", ")));
+        text.push_str(&format!(
+            "  CONFLICTS: {}",
+            output::one_line(&r.conflicts.join(", "))
+        ));
     }
     if !r.protected.is_empty() {
         text.push_str(&format!(
             "  WARNING changes {} (never merged automatically)",
-            r.protected.join(", ")
+            output::one_line(&r.protected.join(", "))
         ));
     }
     text

@@ -60,6 +60,12 @@ fn restart(project: &Project, name: &str) -> anyhow::Result<()> {
 }
 
 pub fn up(project: Project, args: UpArgs) -> anyhow::Result<()> {
+    // Said before anything starts (the screen repeats it in its header; workers log it).
+    let sandbox = crate::tools::Sandbox::new(project.config.permissions.sandbox, false, true);
+    if let Some(warning) = sandbox.warning() {
+        eprintln!("crew: warning: {warning}");
+        tracing::warn!("{warning}");
+    }
     if !args.headless {
         return with_screen(
             project.workspace,
@@ -174,7 +180,7 @@ pub fn replay(path: &std::path::Path) -> anyhow::Result<()> {
     let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let text = crate::agent::transcript::render(std::io::BufReader::new(file))
         .with_context(|| format!("reading {}", path.display()))?;
-    print!("{text}");
+    print!("{}", crate::cli::output::block(&text));
     Ok(())
 }
 

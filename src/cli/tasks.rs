@@ -158,7 +158,12 @@ fn print_task_line(task: &Task, json: bool, verb: &str) -> anyhow::Result<()> {
     if json {
         output::json(task)
     } else {
-        println!("{verb} {} ({}) {}", task.id, task.status, task.subject);
+        println!(
+            "{verb} {} ({}) {}",
+            task.id,
+            task.status,
+            output::one_line(&task.subject)
+        );
         Ok(())
     }
 }

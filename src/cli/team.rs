@@ -72,7 +72,7 @@ pub fn status(project: &Project, as_json: bool) -> anyhow::Result<()> {
             age,
             r["turns"],
             r["tokens"],
-            r["note"].as_str().unwrap_or("")
+            output::one_line(r["note"].as_str().unwrap_or(""))
         );
     }
     println!("reviews waiting: {waiting} (crew review list)");

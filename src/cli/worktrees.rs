@@ -63,7 +63,10 @@ pub fn run(project: &Project, cmd: WorktreeCommand) -> anyhow::Result<()> {
                         println!("{base} already has everything in crew/{name}")
                     }
                     MergeOutcome::Conflicts { files } => {
-                        println!("not merged: conflicts in {}", files.join(", "))
+                        println!(
+                            "not merged: conflicts in {}",
+                            output::one_line(&files.join(", "))
+                        )
                     }
                 }
             }
@@ -91,7 +94,8 @@ pub fn run(project: &Project, cmd: WorktreeCommand) -> anyhow::Result<()> {
     }
 }
 
-/// A diff as text: each file with its status and counts, then its hunks.
+/// A diff as text: each file with its status and counts, then its hunks. Paths and lines come
+/// from agents' work, so they are shown escaped (see `output::one_line`).
 pub fn print_diff(diff: &WorktreeDiff) {
     for file in &diff.files {
         let status = match file.status {
@@ -104,25 +108,29 @@ pub fn print_diff(diff: &WorktreeDiff) {
         let from = file
             .old_path
             .as_deref()
-            .map(|p| format!(" (from {p})"))
+            .map(|p| format!(" (from {})", output::one_line(p)))
             .unwrap_or_default();
+        let path = output::one_line(&file.path);
         if file.binary {
-            println!("{status} {}{from}: binary file", file.path);
+            println!("{status} {path}{from}: binary file");
             continue;
         }
         println!(
-            "{status} {}{from} +{} -{}",
-            file.path, file.additions, file.deletions
+            "{status} {path}{from} +{} -{}",
+            file.additions, file.deletions
         );
         for hunk in &file.hunks {
-            println!("{}", hunk.header.trim_end());
+            println!("{}", output::one_line(hunk.header.trim_end()));
             for line in &hunk.lines {
                 let mark = match line.kind {
                     LineKind::Add => '+',
                     LineKind::Del => '-',
                     LineKind::Context => ' ',
                 };
-                println!("{mark}{}", line.text.trim_end_matches('\n'));
+                println!(
+                    "{mark}{}",
+                    output::one_line(line.text.trim_end_matches('\n'))
+                );
             }
         }
     }

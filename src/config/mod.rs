@@ -12,4 +12,4 @@ pub use team::{
 pub use template::init_template;
 
 /// The file name crew looks for, from the current directory up to the filesystem root.
-pub const FILE_NAME: &str = "crew.toml";
+pub const FILE_NAME: &str = crate::store::workspace::CONFIG_FILE;

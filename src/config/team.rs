@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
 use crate::config::ConfigError;
+use crate::model::{ModelName, OverloadCount, ThinkingSpec};
 use crate::store::Roster;
 use crate::store::names::{USER, validate_name};
 
@@ -26,6 +27,9 @@ pub struct TeamConfig {
     pub worker: WorkerConfig,
     #[serde(default)]
     pub worktree: WorktreeConfig,
+    /// `[limits]`: how big subjects, descriptions and messages may be.
+    #[serde(default)]
+    pub limits: crate::store::Limits,
     /// `[[hooks]]`: external commands run around tool calls (PreToolUse, PostToolUse,
     /// PostToolUseFailure, Stop), JSON in on stdin and out on stdout.
     #[serde(default)]
@@ -59,6 +63,9 @@ pub struct AgentConfig {
     pub writes: bool,
     #[serde(default)]
     pub plan_mode_required: bool,
+    /// Whether this agent's commands may open network sockets inside the sandbox.
+    #[serde(default)]
+    pub network: bool,
     #[serde(default)]
     pub model: ModelChoice,
 }
@@ -80,6 +87,14 @@ pub struct ModelChoice {
     /// What the model costs, for a cost on the screen when the provider does not report one.
     #[serde(default)]
     pub price: Option<Price>,
+    /// `thinking = { budget_tokens = N }`: extended thinking (anthropic).
+    #[serde(default)]
+    pub thinking: Option<Spanned<ThinkingSpec>>,
+    /// The model that takes over after `fallback_after` overloads in a row (default 3).
+    #[serde(default)]
+    pub fallback_model: Option<Spanned<ModelName>>,
+    #[serde(default)]
+    pub fallback_after: Option<OverloadCount>,
 }
 
 /// US dollars per million tokens. Cache reads and writes cost the input price unless given.
@@ -139,8 +154,8 @@ pub struct PermissionsConfig {
     /// `bypass` mode needs this and a command-line flag.
     #[serde(default)]
     pub allow_bypass: bool,
-    /// `namespaces`: commands run in fresh user and network namespaces where the kernel allows
-    /// it (detected once; otherwise a warning and no sandbox). `off` by default.
+    /// `auto` (the default): every command runs confined (see `tools::sandbox`); where the
+    /// kernel lacks a piece, every command asks. `off`: unconfined, with a warning everywhere.
     #[serde(default)]
     pub sandbox: crate::tools::SandboxMode,
 }
@@ -314,6 +329,31 @@ impl TeamConfig {
                     self.teammate_names().join(", ")
                 ),
             ));
+        }
+        for agent in self.agents() {
+            let model = &agent.model;
+            if let Some(thinking) = &model.thinking
+                && model.provider != "anthropic"
+            {
+                return Err(err(
+                    thinking.span(),
+                    format!(
+                        "thinking is supported by provider \"anthropic\" only, not {:?}",
+                        model.provider
+                    ),
+                ));
+            }
+            if let Some(fallback) = &model.fallback_model
+                && !matches!(model.provider.as_str(), "anthropic" | "openai")
+            {
+                return Err(err(
+                    fallback.span(),
+                    format!(
+                        "fallback_model needs provider \"anthropic\" or \"openai\", not {:?}",
+                        model.provider
+                    ),
+                ));
+            }
         }
         let mode = &self.permissions.mode;
         if !MODES.contains(&mode.get_ref().as_str()) {

@@ -50,13 +50,22 @@ model = {{ provider = "scripted", scenario = "demo" }}
 mode = "ask"
 # Rules: "tool", "tool(exact input)", "tool(prefix:*)", or a path glob for file tools.
 # Deny beats everything (hooks included); then ask; then allow; then the mode's default.
-allow = ["read", "glob", "grep", "bash(git status)", "bash(git diff:*)"]
+# A bash allow rule grants only a line whose every command is plain words it covers: no
+# `VAR=…` before a command, no `>` into a file, no `$(…)`, `${{…}}`, `$((…))`, backticks, `<(…)`
+# or globs, and none of the program's escape hatches (for git: `-c`, `-C`, `--output`,
+# `--ext-diff`, `--no-index`, aliases…). Anything else asks, saying why.
+# Deny and ask rules match every command anywhere in the line however it is spelled
+# (`rm -fr`, `rm -r -f`, `/bin/rm --recursive --force`, inside `$(…)`, `sh -c`, `xargs`…).
+allow = ["read", "glob", "grep", "bash(git status)", "bash(git diff:*)", "bash(git log:*)", "bash(git show:*)"]
 ask = []
 deny = ["bash(rm -rf:*)", "bash(git push:*)"]
 # bypass mode also needs --dangerously-bypass on the command line.
 allow_bypass = false
-# "namespaces" runs commands in fresh user + network namespaces where the kernel allows it.
-sandbox = "off"
+# "auto": every command runs confined (writes only in the teammate's worktree and a private
+# temp folder, .git and crew's files read-only, no network, no view of other processes); where
+# the kernel lacks a piece, every command asks you. "off" gives all of that up. Per agent,
+# `network = true` lets its commands use the network.
+sandbox = "auto"
 
 # Hooks: commands run around tool calls, with the call as JSON on stdin. A hook may block, ask,
 # rewrite the input or add context; it never overrides a deny rule.
@@ -127,5 +136,37 @@ mod tests {
             .to_string();
         assert!(err.starts_with("crew.toml:"), "{err}");
         assert!(err.contains("Sometimes"), "{err}");
+    }
+
+    #[test]
+    fn the_sandbox_is_on_by_default_and_its_setting_is_checked() {
+        use crate::tools::SandboxMode;
+        let template = init_template("web", "main");
+        let config = TeamConfig::parse(Path::new("crew.toml"), &template).unwrap();
+        assert_eq!(config.permissions.sandbox, SandboxMode::Auto);
+        assert!(config.agents().all(|a| !a.network));
+        let without = template.replace("sandbox = \"auto\"\n", "");
+        let config = TeamConfig::parse(Path::new("crew.toml"), &without).unwrap();
+        assert_eq!(config.permissions.sandbox, SandboxMode::Auto);
+        // The old opt-in value asked for confinement: it means the same as "auto".
+        let old = template.replace("sandbox = \"auto\"", "sandbox = \"namespaces\"");
+        let config = TeamConfig::parse(Path::new("crew.toml"), &old).unwrap();
+        assert_eq!(config.permissions.sandbox, SandboxMode::Auto);
+        let off = template.replace("sandbox = \"auto\"", "sandbox = \"off\"");
+        let config = TeamConfig::parse(Path::new("crew.toml"), &off).unwrap();
+        assert_eq!(config.permissions.sandbox, SandboxMode::Off);
+        let bad = template.replace("sandbox = \"auto\"", "sandbox = \"maybe\"");
+        let err = TeamConfig::parse(Path::new("crew.toml"), &bad)
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("crew.toml:"), "{err}");
+        assert!(err.contains("maybe") && err.contains("auto"), "{err}");
+        let network = template.replacen(
+            "role = \"reviewer\"",
+            "role = \"reviewer\"\nnetwork = true",
+            1,
+        );
+        let config = TeamConfig::parse(Path::new("crew.toml"), &network).unwrap();
+        assert!(config.agents().any(|a| a.network));
     }
 }

@@ -99,4 +99,17 @@ pub enum Refusal {
     Expired { id: String, age: String },
     #[error("request {id} is addressed to {to}; {who} cannot answer it")]
     NotAddressee { id: String, to: String, who: String },
+    #[error(
+        "{what} is {size} {unit}; the limit is {limit} ([limits] {setting} in crew.toml): put \
+         bigger content in a file and give its path"
+    )]
+    TooLarge {
+        what: &'static str,
+        size: usize,
+        unit: &'static str,
+        limit: usize,
+        setting: &'static str,
+    },
+    #[error("{what} is one line; put the rest in the description")]
+    NotOneLine { what: &'static str },
 }

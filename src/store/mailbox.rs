@@ -12,16 +12,17 @@ use std::path::{Path, PathBuf};
 use fd_lock::RwLock;
 use serde::{Deserialize, Serialize};
 
-use crate::store::StoreError;
 use crate::store::atomic::write_atomic;
 use crate::store::message::{Draft, Message, new_id};
 use crate::store::names::validate_name;
 use crate::store::roster::Roster;
 use crate::store::task::now_rfc3339;
+use crate::store::{Limits, StoreError, secrets};
 
 #[derive(Debug, Clone)]
 pub struct Mailboxes {
     dir: PathBuf,
+    limits: Limits,
 }
 
 /// One line of an inbox as read: a message, or a line that does not parse (shown in place).
@@ -52,7 +53,15 @@ struct Cursor {
 
 impl Mailboxes {
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Mailboxes { dir: dir.into() }
+        Mailboxes {
+            dir: dir.into(),
+            limits: Limits::default(),
+        }
+    }
+
+    /// The same inboxes, checking message text against `limits`.
+    pub fn with_limits(self, limits: Limits) -> Self {
+        Mailboxes { limits, ..self }
     }
 
     pub fn dir(&self) -> &Path {
@@ -75,6 +84,9 @@ impl Mailboxes {
         validate_name("recipient", &draft.to)?;
         roster.check("sender", &draft.from)?;
         roster.check("recipient", &draft.to)?;
+        if let Some(text) = &draft.text {
+            self.limits.check_message(text)?;
+        }
         let kind = if draft.kind.is_empty() {
             "message".to_string()
         } else {
@@ -110,7 +122,9 @@ impl Mailboxes {
             .map_err(|e| StoreError::io(&path, e))?;
         let mut lock = RwLock::new(file);
         let mut guard = lock.write().map_err(|e| StoreError::io(&path, e))?;
-        guard.write_all(&line).map_err(|e| StoreError::io(&path, e))
+        guard
+            .write_all(&secrets::redact_bytes(&line))
+            .map_err(|e| StoreError::io(&path, e))
     }
 
     /// Complete lines from `offset` on. A cursor past the end (inbox removed and recreated)

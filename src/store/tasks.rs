@@ -12,7 +12,7 @@ use crate::store::dag::{find_cycle, order_key};
 use crate::store::lock::with_lock;
 use crate::store::names::{TaskId, validate_name};
 use crate::store::task::{Status, Task, now_rfc3339};
-use crate::store::{Refusal, StoreError};
+use crate::store::{Limits, Refusal, StoreError, secrets};
 
 #[derive(Debug, Clone, Default)]
 pub struct NewTask {
@@ -39,11 +39,33 @@ pub struct Loaded {
 #[derive(Debug, Clone)]
 pub struct TaskStore {
     dir: PathBuf,
+    limits: Limits,
 }
 
 impl TaskStore {
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        TaskStore { dir: dir.into() }
+        TaskStore {
+            dir: dir.into(),
+            limits: Limits::default(),
+        }
+    }
+
+    /// The same store, checking subjects and descriptions against `limits`.
+    pub fn with_limits(self, limits: Limits) -> Self {
+        TaskStore { limits, ..self }
+    }
+
+    fn clean_subject(&self, subject: &str) -> Result<String, StoreError> {
+        let subject = subject.trim();
+        if subject.is_empty() {
+            return Err(StoreError::InvalidName {
+                what: "subject",
+                value: String::new(),
+                reason: "a task needs a subject".into(),
+            });
+        }
+        self.limits.check_subject(subject)?;
+        Ok(subject.to_string())
     }
 
     pub fn dir(&self) -> &Path {
@@ -116,7 +138,8 @@ impl TaskStore {
     }
 
     pub fn create(&self, new: NewTask) -> Result<Task, StoreError> {
-        let subject = clean_subject(&new.subject)?;
+        let subject = self.clean_subject(&new.subject)?;
+        self.limits.check_description(&new.description)?;
         if let Some(role) = &new.role {
             validate_name("role", role)?;
         }
@@ -202,7 +225,14 @@ impl TaskStore {
     }
 
     pub fn update(&self, id: TaskId, patch: TaskPatch) -> Result<Task, StoreError> {
-        let subject = patch.subject.as_deref().map(clean_subject).transpose()?;
+        let subject = patch
+            .subject
+            .as_deref()
+            .map(|s| self.clean_subject(s))
+            .transpose()?;
+        if let Some(description) = &patch.description {
+            self.limits.check_description(description)?;
+        }
         let blockers = patch.blocked_by.as_deref().map(canonical_ids).transpose()?;
         with_lock(&self.structure_lock(), || {
             self.modify(id, |task| {
@@ -255,7 +285,7 @@ impl TaskStore {
         let mut bytes = serde_json::to_vec_pretty(task)
             .map_err(|e| StoreError::malformed(&path, format!("cannot serialise: {e}")))?;
         bytes.push(b'\n');
-        replace_locked(&path, &bytes).map_err(|e| StoreError::io(&path, e))
+        replace_locked(&path, &secrets::redact_bytes(&bytes)).map_err(|e| StoreError::io(&path, e))
     }
 }
 
@@ -269,18 +299,6 @@ fn parse_task(path: &Path, id: TaskId, bytes: &[u8]) -> Result<Task, StoreError>
         ));
     }
     Ok(task)
-}
-
-fn clean_subject(subject: &str) -> Result<String, StoreError> {
-    let subject = subject.trim();
-    if subject.is_empty() {
-        return Err(StoreError::InvalidName {
-            what: "subject",
-            value: String::new(),
-            reason: "a task needs a subject".into(),
-        });
-    }
-    Ok(subject.to_string())
 }
 
 /// `3` and `task_3` both name task_3; duplicates are dropped, order kept.

@@ -2,19 +2,32 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::store::{AgentStatuses, Mailboxes, TaskStore};
+use crate::store::{AgentStatuses, Limits, Mailboxes, TaskStore};
 
 /// crew's runtime folders in a repository, never committed.
 pub const RUNTIME_FOLDERS: &[&str] = &[".tasks", ".mailboxes", ".worktrees", ".crew"];
 
+/// The team's configuration file at the repository root.
+pub const CONFIG_FILE: &str = "crew.toml";
+
 #[derive(Debug, Clone)]
 pub struct Workspace {
     root: PathBuf,
+    limits: Limits,
 }
 
 impl Workspace {
+    /// The folders under `root`, with the default [`Limits`].
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Workspace { root: root.into() }
+        Workspace {
+            root: root.into(),
+            limits: Limits::default(),
+        }
+    }
+
+    /// The same folders, storing text within `limits` (crew.toml's `[limits]`).
+    pub fn with_limits(self, limits: Limits) -> Self {
+        Workspace { limits, ..self }
     }
 
     pub fn root(&self) -> &Path {
@@ -34,11 +47,11 @@ impl Workspace {
     }
 
     pub fn tasks(&self) -> TaskStore {
-        TaskStore::new(self.tasks_dir())
+        TaskStore::new(self.tasks_dir()).with_limits(self.limits)
     }
 
     pub fn mailboxes(&self) -> Mailboxes {
-        Mailboxes::new(self.mailboxes_dir())
+        Mailboxes::new(self.mailboxes_dir()).with_limits(self.limits)
     }
 
     pub fn agents(&self) -> AgentStatuses {

@@ -30,7 +30,7 @@ use crate::team::verdict::{self, Verdict};
 use crate::team::worker::{Job, JobOutcome, Work};
 use crate::tools::permissions::{BypassSwitches, RuleSet};
 use crate::tools::spill::floor_char_boundary;
-use crate::tools::{Hooks, PermissionMode, PermissionPolicy, Pipeline};
+use crate::tools::{Hooks, PermissionMode, PermissionPolicy, Pipeline, Sandbox};
 
 /// Team tools only coordinate (tasks and messages); asking a person for each would be noise.
 /// Deny rules still beat this.
@@ -78,6 +78,7 @@ pub struct AgentWork {
     permissions: PermissionMode,
     rules: RuleSet,
     bypass: BypassSwitches,
+    sandbox: Sandbox,
     runtime: tokio::runtime::Runtime,
 }
 
@@ -105,6 +106,9 @@ pub fn provider_for(
         base_url: entry.base_url.clone(),
         api_key_env: entry.api_key_env.clone(),
         scenario: entry.scenario.as_ref().map(|s| repo_root.join(s)),
+        thinking: entry.thinking.as_ref().map(|t| *t.get_ref()),
+        fallback_model: entry.fallback_model.as_ref().map(|f| f.get_ref().clone()),
+        fallback_after: entry.fallback_after,
     };
     provider_from_spec(&spec)
         .map(Arc::from)
@@ -156,6 +160,11 @@ impl AgentWork {
             }
         })?;
         Hooks::new(config.hooks.clone()).map_err(|e| SetupError::Hooks(e.to_string()))?;
+        let sandbox = Sandbox::new(perms.sandbox, entry.network, entry.writes);
+        // Probed here, once, before the first command; said in this agent's log.
+        if let Some(warning) = sandbox.warning() {
+            tracing::warn!(agent = name, "{warning}");
+        }
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -173,6 +182,7 @@ impl AgentWork {
             permissions,
             rules,
             bypass,
+            sandbox,
             runtime,
         })
     }
@@ -279,7 +289,7 @@ impl AgentWork {
                 limits: Limits::default(),
                 retry: RetryPolicy::default(),
                 compaction: Default::default(),
-                sandbox: self.config.permissions.sandbox,
+                sandbox: self.sandbox.clone(),
             },
             sink,
         )

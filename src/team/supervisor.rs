@@ -97,6 +97,8 @@ impl Supervisor {
             .arg(self.workspace.root())
             .args(["worker", "--name", name])
             .args(extra_args)
+            // Sealed out of our own environment: handed to the worker explicitly.
+            .envs(crate::model::secret::sealed_vars().iter().cloned())
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(err_log)

@@ -9,7 +9,8 @@ use std::time::SystemTime;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::tools::sandbox::SandboxMode;
+use crate::model::secret::is_secret_name;
+use crate::tools::sandbox::Sandbox;
 
 /// Per-call context. Cloning shares the read-state tracker and the cancellation token.
 #[derive(Debug, Clone)]
@@ -22,11 +23,12 @@ pub struct ToolContext {
     pub cancel: CancellationToken,
     /// The scrubbed environment given to commands (see [`scrub_env`]).
     pub env: Vec<(String, String)>,
-    pub sandbox: SandboxMode,
+    pub sandbox: Sandbox,
 }
 
 impl ToolContext {
-    /// A context with this process's environment scrubbed, no sandbox, and nothing read yet.
+    /// A context with this process's environment scrubbed, no sandbox (the agent runtime sets
+    /// the configured one), and nothing read yet.
     pub fn new(workspace: impl Into<PathBuf>, spill_dir: impl Into<PathBuf>) -> Self {
         Self {
             workspace: workspace.into(),
@@ -34,7 +36,7 @@ impl ToolContext {
             read_state: ReadState::default(),
             cancel: CancellationToken::new(),
             env: scrub_env(std::env::vars()),
-            sandbox: SandboxMode::Off,
+            sandbox: Sandbox::off(),
         }
     }
 
@@ -49,22 +51,11 @@ impl ToolContext {
     }
 }
 
-/// Drops every variable that may carry a credential: names containing KEY, TOKEN, SECRET or
-/// PASSWORD (any case), or starting with ANTHROPIC_, OPENAI_ or AWS_.
+/// Drops every variable that may carry a credential (see [`is_secret_name`]).
 pub fn scrub_env(vars: impl IntoIterator<Item = (String, String)>) -> Vec<(String, String)> {
     vars.into_iter()
         .filter(|(name, _)| !is_secret_name(name))
         .collect()
-}
-
-fn is_secret_name(name: &str) -> bool {
-    let upper = name.to_ascii_uppercase();
-    ["KEY", "TOKEN", "SECRET", "PASSWORD"]
-        .iter()
-        .any(|w| upper.contains(w))
-        || ["ANTHROPIC_", "OPENAI_", "AWS_"]
-            .iter()
-            .any(|p| upper.starts_with(p))
 }
 
 /// What a file looked like when it was last read or written by a tool. `modified` is kept

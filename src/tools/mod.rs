@@ -25,5 +25,5 @@ pub use permissions::{Decision, PermissionMode, PermissionOutcome, PermissionPol
 pub use pipeline::{Pipeline, ToolCall, ToolCallOutcome};
 pub use prompter::{AllowWhatRulesAllow, DenyAll, PermissionAnswer, PermissionAsk, Prompter};
 pub use registry::ToolRegistry;
-pub use sandbox::SandboxMode;
+pub use sandbox::{Sandbox, SandboxMode};
 pub use tool::{Subject, Tool, ToolError, ToolKind, ToolOutput};

@@ -17,7 +17,7 @@ use crate::tools::permissions::{
 };
 use crate::tools::prompter::{PermissionAnswer, PermissionAsk, Prompter};
 use crate::tools::registry::ToolRegistry;
-use crate::tools::sandbox::{self, SandboxPlan};
+use crate::tools::sandbox::SandboxPlan;
 use crate::tools::spill::apply_budget;
 use crate::tools::tool::{Tool, ToolError, ToolKind, ToolOutput};
 
@@ -141,8 +141,10 @@ impl Pipeline {
             return outcome.fail(format!("permission denied: {reason}"));
         }
 
+        // Approved by the person, but unconfined: the transcript says so.
         if tool.kind() == ToolKind::Exec
-            && let SandboxPlan::Fallback(warning) = sandbox::plan(ctx.sandbox)
+            && let SandboxPlan::Unavailable(_) = ctx.sandbox.plan()
+            && let Some(warning) = ctx.sandbox.warning()
         {
             outcome.notes.push(Note::Warning { text: warning });
         }
@@ -210,7 +212,16 @@ impl Pipeline {
             subject: &subject,
             roots,
         };
-        let outcome = self.permissions.decide(&query, hook.as_ref());
+        let mut outcome = self.permissions.decide(&query, hook.as_ref());
+        // No rule, list or mode may let a command run unconfined: the person decides each one.
+        if tool.kind() == ToolKind::Exec
+            && outcome.decision == Decision::Allow
+            && let SandboxPlan::Unavailable(missing) = ctx.sandbox.plan()
+        {
+            outcome.decision = Decision::Ask(format!(
+                "the sandbox is unavailable here ({missing}), so this command would run unconfined"
+            ));
+        }
         let Decision::Ask(reason) = outcome.decision else {
             return outcome;
         };

@@ -49,7 +49,11 @@ pub async fn apply_budget(
     let path = spill_path(spill_dir, tool_use_id);
     let written = async {
         tokio::fs::create_dir_all(spill_dir).await?;
-        tokio::fs::write(&path, output.content.as_bytes()).await
+        tokio::fs::write(
+            &path,
+            crate::store::secrets::redact(&output.content).as_bytes(),
+        )
+        .await
     }
     .await;
     match written {

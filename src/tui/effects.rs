@@ -16,12 +16,12 @@ use crate::tui::uiconfig;
 
 /// Runs a store or git effect. Highlighting, the bell and notifications are not handled here.
 pub fn execute(root: &Path, effect: Effect) -> Option<Event> {
-    let ws = Workspace::new(root);
     let failed = |e: String| Some(Event::Done(Err(e)));
     let (team, _) = match uiconfig::load(root) {
         Ok(loaded) => loaded,
         Err(e) => return failed(format!("cannot read crew.toml: {e}")),
     };
+    let ws = Workspace::new(root).with_limits(team.limits);
     let roster = team.roster();
     let timeout = team.request_timeout();
     match effect {

@@ -48,11 +48,19 @@ pub fn initial_state(root: &Path, options: &Options, now: SystemTime) -> AppStat
     state
 }
 
+/// What the header says about the sandbox the team's commands run in, probed with this
+/// executable (the one that runs the workers).
+fn sandbox_warning(root: &Path) -> Option<String> {
+    let config = crate::config::TeamConfig::load(&root.join(crate::config::FILE_NAME)).ok()?;
+    crate::tools::Sandbox::new(config.permissions.sandbox, false, true).warning()
+}
+
 /// Opens the full-screen workbench on the repository at `root` until the person quits.
 pub fn run(root: &Path, options: Options) -> anyhow::Result<()> {
     // Fail before taking over the terminal if there is no usable crew.toml.
     uiconfig::load(root)?;
     let mut state = initial_state(root, &options, SystemTime::now());
+    state.sandbox_warning = sandbox_warning(root);
     let (tx, rx) = channel::<Event>();
     let _watcher = spawn_loader(root, tx.clone())?;
     let jobs = spawn_worker(root.to_path_buf(), tx.clone());

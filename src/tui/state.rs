@@ -152,6 +152,8 @@ pub struct AppState {
     pub folds: HashMap<String, Folds>,
     /// The `crew` executable that restarts a teammate (`crew worker --name NAME`).
     pub worker_exe: PathBuf,
+    /// Shown in the header while commands run unconfined (sandbox off or unavailable).
+    pub sandbox_warning: Option<String>,
     /// What write/edit requests would change, by request id, with their syntax highlighting.
     pub proposals: HashMap<String, Proposal>,
     /// Syntax-highlighted bash commands of requests, by request id.
@@ -185,6 +187,7 @@ impl AppState {
             size: (0, 0),
             folds: HashMap::new(),
             worker_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("crew")),
+            sandbox_warning: None,
             proposals: HashMap::new(),
             commands: HashMap::new(),
             reviews: Vec::new(),

@@ -15,7 +15,7 @@ use crew::agent::{
 use crew::model::scripted::ScriptedProvider;
 use crew::model::{ContentBlock, Message, ModelProvider, RetryPolicy, Role};
 use crew::tools::permissions::PermissionMode;
-use crew::tools::{Pipeline, SandboxMode, ToolRegistry};
+use crew::tools::{Pipeline, Sandbox, ToolRegistry};
 use tempfile::TempDir;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::CancellationToken;
@@ -129,7 +129,7 @@ impl Build {
                 limits: self.limits,
                 retry: fast_retry(),
                 compaction: self.compaction,
-                sandbox: SandboxMode::Off,
+                sandbox: Sandbox::off(),
             },
             sink,
         )

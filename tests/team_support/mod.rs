@@ -104,11 +104,17 @@ impl Team {
 
     /// Starts `crew ARGS` in the background; its output goes to `.crew/test-LABEL.log`.
     pub fn spawn(&self, label: &str, args: &[&str]) -> Bg {
+        self.spawn_with_env(label, args, &[])
+    }
+
+    /// As [`Team::spawn`], with these variables added to the process's environment.
+    pub fn spawn_with_env(&self, label: &str, args: &[&str], env: &[(&str, &str)]) -> Bg {
         let log =
             std::fs::File::create(self.repo.join(&format!(".crew/test-{label}.log"))).unwrap();
         let err = log.try_clone().unwrap();
         let mut child = Command::new(crew_exe())
             .args(args)
+            .envs(env.iter().copied())
             .current_dir(self.repo.path())
             .stdin(Stdio::null())
             .stdout(log)
@@ -175,6 +181,18 @@ impl Team {
         v["messages"].as_array().unwrap().clone()
     }
 
+    /// Waits until `name` is WAITING on a request; its id and the request in the lead's inbox.
+    pub fn waiting_request(&self, name: &str, timeout: Duration) -> (String, Value) {
+        let waiting = self.wait_state(name, "WAITING", timeout);
+        let request_id = waiting["waiting_on"].as_str().unwrap().to_string();
+        let asked = self
+            .inbox("lead")
+            .into_iter()
+            .find(|m| m["request_id"] == request_id.as_str())
+            .expect("the request is in the lead's inbox");
+        (request_id, asked)
+    }
+
     pub fn requests(&self) -> Vec<Value> {
         let v = self.repo.json(&["requests", "--json"]);
         v["requests"].as_array().unwrap().clone()
@@ -205,7 +223,8 @@ impl Drop for Team {
     }
 }
 
-fn git(dir: &Path, args: &[&str]) {
+/// Runs `git ARGS` in `dir` (as a test author), failing the test if it fails.
+pub fn git(dir: &Path, args: &[&str]) {
     let ok = Command::new("git")
         .args(["-c", "user.name=test", "-c", "user.email=test@crew.invalid"])
         .args(args)
@@ -245,12 +264,13 @@ pub const SLOW_SH: &str = "if mkdir .crew/slow-once 2>/dev/null; then echo $$ > 
 
 /// alice and bob (implementers that do not write, so both run in the repository root) playing
 /// test_slow.toml; `sh slow.sh` is allowed by a rule and is the test command their read-only
-/// bash accepts.
+/// bash accepts. The sandbox is off: the slow step leaves its marks in the repository's `.crew`
+/// for the test to see, which a sandboxed teammate that does not write cannot do.
 pub fn slow_team() -> Team {
     let toml = crew_toml(
         "test_command = \"sh slow.sh\"",
         &[("alice", "implementer", ""), ("bob", "implementer", "")],
-        "mode = \"ask\"\nallow = [\"bash(sh slow.sh)\"]",
+        "mode = \"ask\"\nallow = [\"bash(sh slow.sh)\"]\nsandbox = \"off\"",
         "idle_poll_secs = 1\nidle_timeout_secs = 120\nheartbeat_secs = 1\nrequest_timeout_secs = 60",
     );
     Team::new(&toml, "test_slow.toml", &[("slow.sh", SLOW_SH)])

@@ -133,7 +133,7 @@ async fn a_reviewers_bash_runs_only_reading_commands_and_the_test_command() {
         ),
         (
             "echo hi > f",
-            "read-only bash: the command redirects output into a file",
+            "read-only bash: `echo`: `> f` writes to a file",
         ),
         (
             "cargo build && rm x",
@@ -147,10 +147,7 @@ async fn a_reviewers_bash_runs_only_reading_commands_and_the_test_command() {
             "ls $(rm -rf x)",
             "read-only bash: `rm -rf x` is not a read-only command",
         ),
-        (
-            "ls | tee f",
-            "read-only bash: `tee f` is not a read-only command",
-        ),
+        ("ls | tee f", "read-only bash: `tee`: `tee f` writes a file"),
         (
             "cargo test; git push",
             "read-only bash: `git push` is not a read-only command",

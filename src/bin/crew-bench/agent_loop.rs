@@ -19,7 +19,7 @@ use crew::model::{
     ContentBlock, Message, ModelError, ModelProvider, ModelRequest, RetryPolicy, Role, StreamEvent,
 };
 use crew::tools::permissions::{BypassSwitches, PermissionMode, PermissionPolicy, RuleSet};
-use crew::tools::{Pipeline, SandboxMode, ToolRegistry};
+use crew::tools::{Pipeline, Sandbox, ToolRegistry};
 
 use crate::stats::{percentile, round3};
 
@@ -76,7 +76,7 @@ async fn measure(turns: usize, history: usize) -> anyhow::Result<Vec<f64>> {
             limits: Limits::default(),
             retry: RetryPolicy::default(),
             compaction: CompactionThresholds::default(),
-            sandbox: SandboxMode::Off,
+            sandbox: Sandbox::off(),
         },
         EventSink::discard(),
     )?;

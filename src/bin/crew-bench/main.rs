@@ -2,10 +2,12 @@
 //! Numbers go in reports, never in test assertions.
 
 mod agent_loop;
+mod bash_rules;
 mod claims;
 mod mailbox;
 mod proc;
 mod render;
+mod sandbox;
 mod stats;
 mod team;
 
@@ -74,6 +76,20 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Deciding bash lines against permission rules: tree-sitter parse, walk, rule matching.
+    Bash {
+        #[arg(long, default_value_t = 1000)]
+        rounds: usize,
+        #[arg(long)]
+        json: bool,
+    },
+    /// The sandbox's cost per command: bash `true` N times confined and N times not.
+    Sandbox {
+        #[arg(long, default_value_t = 100)]
+        runs: usize,
+        #[arg(long)]
+        json: bool,
+    },
     /// Internal: one claiming process (waits for "go" on stdin).
     #[command(hide = true)]
     ClaimWorker {
@@ -128,6 +144,8 @@ fn main() -> ExitCode {
             idle_secs,
             json,
         } => team::run(teammates, tasks, idle_secs, json),
+        Command::Bash { rounds, json } => bash_rules::run(rounds, json),
+        Command::Sandbox { runs, json } => sandbox::run(runs, json),
         Command::ClaimWorker { dir, name } => claims::worker(&dir, &name),
         Command::AppendWorker { dir, name, count } => mailbox::worker(&dir, &name, count),
         Command::Churn { dir, name } => claims::churn(&dir, &name),

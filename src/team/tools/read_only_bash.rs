@@ -3,10 +3,11 @@
 //! (e.g. the project's test command), and nothing may be redirected into a file.
 
 use futures::future::BoxFuture;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::tools::builtin::BashTool;
 use crate::tools::permissions::bash_subject;
+use crate::tools::permissions::read_only::read_only_refusal;
 use crate::tools::permissions::rule::Rule;
 use crate::tools::tool::str_field;
 use crate::tools::{Subject, Tool, ToolContext, ToolError, ToolKind, ToolOutput};
@@ -55,39 +56,12 @@ impl ReadOnlyBash {
 
     /// Why `command` may not run here, if it may not.
     fn check(&self, command: &str) -> Result<(), String> {
-        let parsed = bash_subject::parse(command)
-            .map_err(|e| format!("cannot tell what this command runs: {e}"))?;
-        if parsed.writes_files {
-            return Err("read-only bash: the command redirects output into a file".to_string());
-        }
-        match parsed
-            .commands
-            .iter()
-            .find(|words| !self.allows(words.as_slice()))
-        {
-            Some(words) => Err(format!(
-                "read-only bash: `{}` is not a read-only command",
-                words.join(" ")
-            )),
+        let also_allowed = |argv: &[String]| self.allowed.iter().any(|r| r.matches_command(argv));
+        match read_only_refusal(&bash_subject::parse(command), &also_allowed) {
+            Some(why) => Err(format!("read-only bash: {why}")),
             None => Ok(()),
         }
     }
-
-    fn allows(&self, words: &[String]) -> bool {
-        if self.allowed.iter().any(|rule| rule.matches_command(words)) {
-            return true;
-        }
-        // The bash tool calls a lone command concurrency-safe exactly when it is read-only, so
-        // its allowlist is asked rather than copied. Quoting each word keeps it one command.
-        let quoted: Vec<String> = words.iter().map(|w| shell_quote(w)).collect();
-        self.inner
-            .is_concurrency_safe(&json!({"command": quoted.join(" ")}))
-    }
-}
-
-/// `word` as one single-quoted shell word.
-fn shell_quote(word: &str) -> String {
-    format!("'{}'", word.replace('\'', r"'\''"))
 }
 
 impl Tool for ReadOnlyBash {

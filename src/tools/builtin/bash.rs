@@ -9,7 +9,8 @@ use serde_json::{Value, json};
 
 use super::usize_field;
 use crate::tools::context::{ToolContext, scrub_env};
-use crate::tools::permissions::bash_subject::{self, basename};
+use crate::tools::permissions::bash_subject;
+use crate::tools::permissions::read_only::read_only_refusal;
 use crate::tools::process::{ProcessEnd, ProcessSpec, run_process};
 use crate::tools::sandbox;
 use crate::tools::tool::{Subject, Tool, ToolError, ToolKind, ToolOutput, required_str, str_field};
@@ -18,24 +19,6 @@ const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 const MAX_TIMEOUT_MS: u64 = 600_000;
 /// Bytes kept per stream in memory; past it output is counted and dropped.
 pub const DEFAULT_OUTPUT_CAP: usize = 16 * 1024 * 1024;
-
-/// Programs that only read, whatever their arguments (checked per command of a line).
-const READ_ONLY_PROGRAMS: &[&str] = &[
-    "ls", "cat", "head", "tail", "wc", "pwd", "echo", "grep", "rg", "stat", "file", "du", "which",
-    "whoami", "date", "uname", "true", "false", "basename", "dirname", "realpath", "tree",
-];
-const READ_ONLY_GIT: &[&str] = &[
-    "status",
-    "log",
-    "diff",
-    "show",
-    "rev-parse",
-    "ls-files",
-    "blame",
-];
-const FIND_ACTIONS: &[&str] = &[
-    "-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprintf", "-fls",
-];
 
 #[derive(Debug, Clone)]
 pub struct BashTool {
@@ -111,13 +94,8 @@ impl Tool for BashTool {
         let Some(command) = str_field(input, "command") else {
             return false;
         };
-        // A line that cannot be parsed is treated as unsafe.
-        let Ok(parsed) = bash_subject::parse(command) else {
-            return false;
-        };
-        !parsed.writes_files
-            && !parsed.commands.is_empty()
-            && parsed.commands.iter().all(|w| read_only(w))
+        // Only read-only lines run side by side; a line that cannot be parsed is not one.
+        read_only_refusal(&bash_subject::parse(command), &|_| false).is_none()
     }
 
     fn permission_subject(&self, input: &Value) -> Subject {
@@ -135,14 +113,22 @@ impl Tool for BashTool {
             let timeout_ms = usize_field(&input, "timeout_ms")
                 .map_or(DEFAULT_TIMEOUT_MS, |ms| ms as u64)
                 .min(MAX_TIMEOUT_MS);
-            let plan = sandbox::plan(ctx.sandbox);
-            let (program, args) = sandbox::wrap(&plan, shell(), vec!["-c".to_string(), command]);
+            // Scrubbed again here so a hand-built context cannot leak a secret either.
+            let env = scrub_env(ctx.env.iter().cloned());
+            let prepared = ctx
+                .sandbox
+                .prepare(
+                    &ctx.workspace,
+                    shell(),
+                    vec!["-c".to_string(), command],
+                    env,
+                )
+                .map_err(|e| ToolError::io("the sandbox's temporary folder", e))?;
             let spec = ProcessSpec {
-                program,
-                args,
+                program: prepared.program.clone(),
+                args: prepared.args.clone(),
                 cwd: ctx.workspace.clone(),
-                // Scrubbed again here so a hand-built context cannot leak a secret either.
-                env: Some(scrub_env(ctx.env.iter().cloned())),
+                env: Some(prepared.env.clone()),
                 stdin: Vec::new(),
                 timeout: Duration::from_millis(timeout_ms),
                 output_cap,
@@ -150,6 +136,9 @@ impl Tool for BashTool {
             let result = run_process(spec, &ctx.cancel)
                 .await
                 .map_err(|e| ToolError::io(shell(), e))?;
+            // The command's private temporary folder goes only once the command is over.
+            let prepared_confined = prepared.confined();
+            drop(prepared);
             let mut text = String::from_utf8_lossy(&result.stdout).into_owned();
             if !result.stderr.is_empty() {
                 if !text.is_empty() && !text.ends_with('\n') {
@@ -174,25 +163,14 @@ impl Tool for BashTool {
                         || "killed by a signal".to_string(),
                         |c| format!("exit code {c}"),
                     );
-                    Ok(ToolOutput::error(format!("{text}\n[{code}]")))
+                    let why = if prepared_confined {
+                        format!("; {}", sandbox::CONFINED_HINT)
+                    } else {
+                        String::new()
+                    };
+                    Ok(ToolOutput::error(format!("{text}\n[{code}{why}]")))
                 }
             }
         })
-    }
-}
-
-fn read_only(words: &[String]) -> bool {
-    let Some(program) = words.first().map(|w| basename(w)) else {
-        return false;
-    };
-    match program {
-        "git" => {
-            words
-                .get(1)
-                .is_some_and(|sub| READ_ONLY_GIT.contains(&sub.as_str()))
-                && !words.iter().any(|w| w.starts_with("--output"))
-        }
-        "find" => !words.iter().any(|w| FIND_ACTIONS.contains(&w.as_str())),
-        other => READ_ONLY_PROGRAMS.contains(&other),
     }
 }

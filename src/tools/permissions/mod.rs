@@ -2,8 +2,11 @@
 
 pub mod bash_subject;
 mod command_words;
+mod escape_hatches;
 pub mod mode;
+mod normalized_argv;
 pub mod policy;
+pub mod read_only;
 pub mod rule;
 
 pub use mode::{PermissionMode, UnknownMode};

@@ -9,7 +9,8 @@ use std::sync::{Mutex, PoisonError};
 use serde::{Deserialize, Serialize};
 
 use crate::tools::paths::{relative_to, resolve_within};
-use crate::tools::permissions::bash_subject;
+use crate::tools::permissions::bash_subject::{self, ParsedCommand};
+use crate::tools::permissions::escape_hatches::escape_hatch;
 use crate::tools::permissions::mode::PermissionMode;
 use crate::tools::permissions::rule::{Rule, RuleError};
 use crate::tools::tool::{Subject, ToolKind};
@@ -114,8 +115,7 @@ pub struct PermissionPolicy {
 /// The subject as rules see it.
 enum Resolved {
     None,
-    Commands(Vec<Vec<String>>),
-    Unparsed(String),
+    Commands(ParsedCommand),
     Path(PathBuf, Option<PathBuf>),
 }
 
@@ -165,9 +165,9 @@ impl PermissionPolicy {
                 return PermissionOutcome::new(Decision::Deny(reason), DecidedBy::Workspace);
             }
         };
-        if let Some(rule) = first_match(&self.deny, query.tool, &resolved, Quantifier::Any) {
+        if let Some((rule, detail)) = first_match(&self.deny, query.tool, &resolved) {
             return PermissionOutcome::new(
-                Decision::Deny(format!("denied by rule `{rule}`")),
+                Decision::Deny(format!("denied by rule `{rule}`{detail}")),
                 DecidedBy::DenyRule(rule),
             );
         }
@@ -183,9 +183,9 @@ impl PermissionPolicy {
             }
             None => {}
         }
-        if let Some(rule) = first_match(&self.ask, query.tool, &resolved, Quantifier::Any) {
+        if let Some((rule, detail)) = first_match(&self.ask, query.tool, &resolved) {
             return PermissionOutcome::new(
-                Decision::Ask(format!("rule `{rule}` asks first")),
+                Decision::Ask(format!("rule `{rule}` asks first{detail}")),
                 DecidedBy::AskRule(rule),
             );
         }
@@ -200,16 +200,29 @@ impl PermissionPolicy {
             .cloned()
             .collect();
         drop(remembered);
-        if let Some(rule) = first_match(&allow_rules, query.tool, &resolved, Quantifier::Every) {
-            return PermissionOutcome::new(Decision::Allow, DecidedBy::AllowRule(rule));
-        }
-        if let Resolved::Unparsed(reason) = &resolved {
+        let refusal = match allow_match(&allow_rules, query.tool, &resolved) {
+            Ok(rule) => return PermissionOutcome::new(Decision::Allow, DecidedBy::AllowRule(rule)),
+            Err(refusal) => refusal,
+        };
+        if let Resolved::Commands(parsed) = &resolved
+            && let Some(error) = &parsed.error
+        {
             // Specific rules could not be checked, so not even a permissive mode may allow it.
             return PermissionOutcome::new(
                 Decision::Ask(format!(
-                    "could not parse the command ({reason}); no rule can vouch for it"
+                    "could not parse the command ({error}); no rule can vouch for it"
                 )),
                 DecidedBy::UnparsedCommand,
+            );
+        }
+        if let (Decision::Ask(reason), Some(refusal)) =
+            (self.mode.default_decision(query.kind), refusal)
+        {
+            return PermissionOutcome::new(
+                Decision::Ask(format!(
+                    "{refusal}; no allow rule can grant that, so asking ({reason})"
+                )),
+                DecidedBy::Mode(self.mode),
             );
         }
         PermissionOutcome::new(
@@ -222,10 +235,7 @@ impl PermissionPolicy {
 fn resolve(query: &PermissionQuery<'_>) -> Result<Resolved, String> {
     Ok(match query.subject {
         Subject::None => Resolved::None,
-        Subject::Command(command) => match bash_subject::parse(command) {
-            Ok(parsed) => Resolved::Commands(parsed.commands),
-            Err(e) => Resolved::Unparsed(e.to_string()),
-        },
+        Subject::Command(command) => Resolved::Commands(bash_subject::parse(command)),
         Subject::Path(raw) => {
             let absolute = resolve_within(query.roots, raw).map_err(|e| e.to_string())?;
             let relative = query
@@ -237,53 +247,85 @@ fn resolve(query: &PermissionQuery<'_>) -> Result<Resolved, String> {
     })
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Quantifier {
-    /// Deny and ask: one matching command is enough.
-    Any,
-    /// Allow: every command of a compound line must be covered (by any allow rules).
-    Every,
-}
-
-/// The raw text of the rule(s) that match, joined with ", " when several cover a compound line.
-fn first_match(
-    rules: &[Rule],
-    tool: &str,
-    subject: &Resolved,
-    quantifier: Quantifier,
-) -> Option<String> {
+/// The first deny or ask rule matching the subject: for a command line, any command anywhere
+/// in it by its normalised argv (see `Rule::matches_normalized`). Returns the rule and, for a
+/// command, which one matched.
+fn first_match(rules: &[Rule], tool: &str, subject: &Resolved) -> Option<(String, String)> {
     let mut rules = rules.iter().filter(|r| r.applies_to_tool(tool));
     match subject {
-        Resolved::None | Resolved::Unparsed(_) => {
-            rules.find(|r| r.is_any()).map(|r| r.raw().to_string())
-        }
+        Resolved::None => rules
+            .find(|r| r.is_any())
+            .map(|r| (r.raw().to_string(), String::new())),
         Resolved::Path(absolute, relative) => {
-            let forms: Vec<&Path> = relative
-                .iter()
-                .map(PathBuf::as_path)
-                .chain([absolute.as_path()])
-                .collect();
+            let forms = path_forms(absolute, relative);
             rules
+                .find(|r| r.matches_path(&forms))
+                .map(|r| (r.raw().to_string(), String::new()))
+        }
+        Resolved::Commands(parsed) => rules.find_map(|r| {
+            if r.is_any() {
+                return Some((r.raw().to_string(), String::new()));
+            }
+            let command = parsed.commands.iter().find(|c| r.matches_normalized(c))?;
+            let argv = command.argv().join(" ");
+            let detail = match command.words.iter().find(|w| w.opaque.is_some()) {
+                Some(word) => format!(
+                    " (`{argv}`: `{}` is only known when it runs and could complete it)",
+                    word.text
+                ),
+                None => format!(" (`{argv}`)"),
+            };
+            Some((r.raw().to_string(), detail))
+        }),
+    }
+}
+
+/// The allow rule(s) granting the subject (joined with ", " when several cover a compound
+/// line), or why none may (`None` when simply no rule covers it). A command line is granted
+/// only when it parses and every command in it is plain words, uses no escape hatch of its
+/// program and is covered by a rule; the bare tool rule grants everything.
+fn allow_match(rules: &[Rule], tool: &str, subject: &Resolved) -> Result<String, Option<String>> {
+    let rules: Vec<&Rule> = rules.iter().filter(|r| r.applies_to_tool(tool)).collect();
+    if let Some(any) = rules.iter().find(|r| r.is_any()) {
+        return Ok(any.raw().to_string());
+    }
+    let found = match subject {
+        Resolved::None => None,
+        Resolved::Path(absolute, relative) => {
+            let forms = path_forms(absolute, relative);
+            rules
+                .iter()
                 .find(|r| r.matches_path(&forms))
                 .map(|r| r.raw().to_string())
         }
-        Resolved::Commands(commands) => {
-            let rules: Vec<&Rule> = rules.collect();
-            if let Some(any) = rules.iter().find(|r| r.is_any()) {
-                return Some(any.raw().to_string());
+        Resolved::Commands(parsed) => {
+            if let Some(refusal) = parsed.refusal() {
+                return Err(Some(refusal));
             }
             let mut matched: Vec<&str> = Vec::new();
-            for command in commands {
-                match rules.iter().find(|r| r.matches_command(command)) {
-                    Some(rule) if quantifier == Quantifier::Any => {
-                        return Some(rule.raw().to_string());
-                    }
-                    Some(rule) if !matched.contains(&rule.raw()) => matched.push(rule.raw()),
-                    None if quantifier == Quantifier::Every => return None,
-                    Some(_) | None => {}
+            for command in &parsed.commands {
+                let argv = command.argv();
+                if let Some(why) = escape_hatch(&argv) {
+                    return Err(Some(why));
+                }
+                let rule = rules
+                    .iter()
+                    .find(|r| r.matches_command(&argv))
+                    .ok_or(None)?;
+                if !matched.contains(&rule.raw()) {
+                    matched.push(rule.raw());
                 }
             }
             (!matched.is_empty()).then(|| matched.join(", "))
         }
-    }
+    };
+    found.ok_or(None)
+}
+
+fn path_forms<'p>(absolute: &'p Path, relative: &'p Option<PathBuf>) -> Vec<&'p Path> {
+    relative
+        .iter()
+        .map(PathBuf::as_path)
+        .chain([absolute])
+        .collect()
 }

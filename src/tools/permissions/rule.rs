@@ -6,7 +6,8 @@ use std::path::Path;
 use globset::{GlobBuilder, GlobMatcher};
 
 use crate::tools::paths::normalize_lexically;
-use crate::tools::permissions::bash_subject::{self, basename};
+use crate::tools::permissions::bash_subject::{self, Command, basename};
+use crate::tools::permissions::normalized_argv::NormalizedArgv;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid permission rule `{rule}`: {reason}")]
@@ -39,19 +40,23 @@ enum Matcher {
 #[derive(Debug, Clone)]
 struct Spec {
     text: String,
-    /// The words of the specifier when it reads as one shell command.
+    /// The words of the specifier when it reads as one shell command of plain words.
     words: Option<Vec<String>>,
+    /// Those words normalised, for deny and ask rules.
+    shape: Option<NormalizedArgv>,
 }
 
 impl Spec {
     fn new(text: &str) -> Self {
-        let words = bash_subject::parse(text)
-            .ok()
-            .filter(|p| p.commands.len() == 1)
-            .and_then(|mut p| p.commands.pop());
+        let parsed = bash_subject::parse(text);
+        let command = match parsed.commands.as_slice() {
+            [command] if parsed.error.is_none() && command.refusal().is_none() => Some(command),
+            _ => None,
+        };
         Self {
             text: text.to_string(),
-            words,
+            words: command.map(Command::argv),
+            shape: command.map(|c| NormalizedArgv::new(&c.words)),
         }
     }
 }
@@ -146,6 +151,30 @@ impl Rule {
                 .as_deref()
                 .is_some_and(|w| w.len() <= words.len() && words_match(w, &words[..w.len()])),
             Matcher::Glob { text, .. } => text.is_match(words.join(" ")),
+        }
+    }
+
+    /// Matches one command generously, as deny and ask rules do: by its normalised argv
+    /// (flag bundles and order, long spellings, the program by path), and words only known
+    /// when the line runs count as whatever the rule needs.
+    pub fn matches_normalized(&self, command: &Command) -> bool {
+        if command.words.is_empty() {
+            return false;
+        }
+        match &self.matcher {
+            Matcher::Any => true,
+            Matcher::Exact(spec) | Matcher::Prefix(spec) => {
+                let exact = matches!(self.matcher, Matcher::Exact(_));
+                spec.shape
+                    .as_ref()
+                    .is_some_and(|rule| NormalizedArgv::new(&command.words).covers(rule, exact))
+            }
+            Matcher::Glob { text, .. } => {
+                let mut argv = command.argv();
+                let by_path = text.is_match(argv.join(" "));
+                argv[0] = basename(&argv[0]).to_string();
+                by_path || text.is_match(argv.join(" "))
+            }
         }
     }
 

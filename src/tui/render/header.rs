@@ -1,4 +1,5 @@
-//! The header: team, repository, base branch, agents by state, pending approvals, tokens, cost.
+//! The header: a sandbox warning when commands run unconfined, then team, repository, base
+//! branch, agents by state, pending approvals, tokens, cost.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -25,6 +26,13 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
         ),
         style,
     )];
+    // First, so a narrow screen cuts anything but this.
+    if let Some(warning) = &state.sandbox_warning {
+        spans.insert(
+            0,
+            Span::styled(format!(" ⚠ {warning} │"), theme.style("status.warning")),
+        );
+    }
     for s in STATES {
         let n = names
             .iter()

@@ -1,0 +1,64 @@
+//! The person's side of the protocol. Answering a request, sending as `user`, merging, changing
+//! tasks, starting or stopping the team: these act for the person or the team, so a process an
+//! agent's tool started may not run them, whatever names it passes (`--as user`). Every tool
+//! process carries the owner mark that `tools::process` sets and its children inherit; the
+//! sandbox is what makes this hold against an agent that removes the mark, since a confined
+//! process cannot write the store at all. Reading (lists, diffs, `inbox --peek`) stays open.
+
+use crate::cli::args::{Command, InboxArgs, ReviewCommand, TaskCommand, WorktreeCommand};
+use crate::cli::exit::CliError;
+use crate::tools::orphans::OWNER_ENV;
+
+/// Refuses `command` when this process was started by an agent's tool and the command acts
+/// for the team (exit 3, saying why).
+pub fn check(command: Option<&Command>) -> Result<(), CliError> {
+    let Some(owner) = std::env::var_os(OWNER_ENV) else {
+        return Ok(());
+    };
+    let Some(action) = acts_for_the_team(command) else {
+        return Ok(());
+    };
+    Err(CliError::Refused(format!(
+        "`crew {action}` acts for the person or the team, and this process was started by an \
+         agent's tool ({OWNER_ENV}={}); only the person does this, from the screen or their \
+         own terminal. Agents use their team tools; reading (lists, shows, diffs, \
+         `inbox --peek`) stays open.",
+        owner.to_string_lossy()
+    )))
+}
+
+/// The command's name when it changes the team's state or speaks for someone; `None` for reads.
+fn acts_for_the_team(command: Option<&Command>) -> Option<&'static str> {
+    let Some(command) = command else {
+        return Some("up");
+    };
+    match command {
+        Command::Init(_)
+        | Command::Requests(_)
+        | Command::Status { .. }
+        | Command::Replay { .. } => None,
+        // The sandbox's own wrapper around a tool's command: it only confines itself further.
+        Command::SandboxExec(_) => None,
+        Command::Inbox(InboxArgs { peek: true, .. }) => None,
+        // Reading without --peek moves the owner's cursor: the owner would miss messages.
+        Command::Inbox(_) => Some("inbox"),
+        Command::Task(
+            TaskCommand::List { .. } | TaskCommand::Show { .. } | TaskCommand::Graph { .. },
+        ) => None,
+        Command::Task(_) => Some("task"),
+        Command::Worktree(WorktreeCommand::List { .. } | WorktreeCommand::Diff { .. }) => None,
+        Command::Worktree(_) => Some("worktree"),
+        Command::Review(
+            ReviewCommand::List { .. } | ReviewCommand::Show { .. } | ReviewCommand::Diff { .. },
+        ) => None,
+        // Merging, sending back or discarding answers a review: the person's call.
+        Command::Review(_) => Some("review"),
+        Command::Send(_) => Some("send"),
+        Command::Respond(_) => Some("respond"),
+        Command::Down { .. } => Some("down"),
+        Command::Up(_) => Some("up"),
+        Command::Worker(_) => Some("worker"),
+        Command::Demo(_) => Some("demo"),
+        Command::Ui(_) => Some("ui"),
+    }
+}

@@ -1,0 +1,352 @@
+//! Options through which a program an allow rule names can run other programs, write files
+//! or read outside the workspace. No allow rule grants a command using one (only the bare
+//! `bash` rule, which grants everything), however the rule is written.
+
+use super::command_words::basename;
+
+/// Git options allowed before the subcommand; every other one (`-c`, `--config-env`, `-C`,
+/// `--git-dir`, `--work-tree`, `--exec-path`…) changes what git runs or where.
+const GIT_GLOBAL_OK: &[&str] = &[
+    "--no-pager",
+    "-P",
+    "--no-optional-locks",
+    "--literal-pathspecs",
+    "--glob-pathspecs",
+    "--noglob-pathspecs",
+    "--icase-pathspecs",
+    "--no-replace-objects",
+];
+
+/// Git subcommands crew knows; any other may be an alias, which can run any program.
+const GIT_SUBCOMMANDS: &[&str] = &[
+    "add",
+    "am",
+    "annotate",
+    "apply",
+    "archive",
+    "bisect",
+    "blame",
+    "branch",
+    "bundle",
+    "cat-file",
+    "check-ignore",
+    "checkout",
+    "cherry",
+    "cherry-pick",
+    "clean",
+    "clone",
+    "commit",
+    "config",
+    "count-objects",
+    "describe",
+    "diff",
+    "diff-files",
+    "diff-index",
+    "diff-tree",
+    "fetch",
+    "for-each-ref",
+    "format-patch",
+    "fsck",
+    "gc",
+    "grep",
+    "init",
+    "log",
+    "ls-files",
+    "ls-remote",
+    "ls-tree",
+    "merge",
+    "merge-base",
+    "mv",
+    "name-rev",
+    "notes",
+    "pull",
+    "push",
+    "range-diff",
+    "rebase",
+    "reflog",
+    "remote",
+    "reset",
+    "restore",
+    "rev-list",
+    "rev-parse",
+    "revert",
+    "rm",
+    "shortlog",
+    "show",
+    "show-branch",
+    "show-ref",
+    "sparse-checkout",
+    "stash",
+    "status",
+    "submodule",
+    "switch",
+    "tag",
+    "version",
+    "whatchanged",
+    "worktree",
+];
+
+/// Git subcommands that run configured or given programs whatever their flags.
+const GIT_RUNS_PROGRAMS: &[&str] = &[
+    "difftool",
+    "mergetool",
+    "filter-branch",
+    "web--browse",
+    "instaweb",
+    "help",
+    "credential",
+    "send-email",
+];
+
+/// Long options (or their abbreviations) that make git run a program, write a file or read
+/// outside the repository.
+const GIT_HATCHES: &[(&str, &str)] = &[
+    ("--output", "writes its output to a file"),
+    ("--output-directory", "writes files"),
+    ("--ext-diff", "runs an external diff program"),
+    ("--textconv", "runs text-conversion programs"),
+    ("--no-index", "compares files outside the repository"),
+    ("--upload-pack", "runs a program of the caller's choice"),
+    ("--receive-pack", "runs a program of the caller's choice"),
+    ("--exec", "runs a program of the caller's choice"),
+    ("--open-files-in-pager", "runs a pager program"),
+    ("--template", "copies hook scripts from a directory"),
+    ("--config", "sets configuration, which can run programs"),
+    ("--contents", "reads a file of the caller's choice"),
+    ("--remote", "runs commands on a remote"),
+];
+
+/// Why no allow rule may grant `argv` (its program has an escape hatch in use), if so.
+pub fn escape_hatch(argv: &[String]) -> Option<String> {
+    let program = basename(argv.first()?);
+    let args = &argv[1..];
+    let reason = match program {
+        "git" => git(args),
+        "find" => args
+            .iter()
+            .find(|a| {
+                matches!(
+                    a.as_str(),
+                    "-exec" | "-execdir" | "-ok" | "-okdir" | "-delete" | "-fls"
+                ) || a.starts_with("-fprint")
+            })
+            .map(|a| format!("`{a}` runs commands or writes files")),
+        "sed" => sed(args),
+        "awk" | "gawk" | "mawk" | "nawk" => {
+            Some("awk programs can run commands (`system`, pipes) and write files; asking".into())
+        }
+        "sort" => args
+            .iter()
+            .find(|a| short_bundle_has(a, 'o') || long_is(a, &["--output", "--compress-program"]))
+            .map(|a| format!("`{a}` writes a file or runs a program")),
+        "tee" => args
+            .iter()
+            .find(|a| !a.starts_with('-') && *a != "/dev/null")
+            .map(|a| format!("`tee {a}` writes a file")),
+        "rg" => args
+            .iter()
+            .find(|a| long_is(a, &["--pre"]))
+            .map(|a| format!("`{a}` runs a program on every file searched")),
+        "tree" => args
+            .iter()
+            .find(|a| *a == "-o" || long_is(a, &["--output"]))
+            .map(|a| format!("`{a}` writes a file")),
+        "file" => args
+            .iter()
+            .find(|a| *a == "-C" || long_is(a, &["--compile"]))
+            .map(|a| format!("`{a}` writes a file")),
+        "date" => args
+            .iter()
+            .find(|a| short_bundle_has(a, 's') || long_is(a, &["--set"]))
+            .map(|a| format!("`{a}` sets the clock")),
+        "uniq" => (args.iter().filter(|a| !a.starts_with('-')).count() > 1)
+            .then(|| "`uniq IN OUT` writes the file OUT".to_string()),
+        "less" | "more" | "most" => args
+            .iter()
+            .find(|a| {
+                a.starts_with('+')
+                    || matches!(a.as_str(), "-o" | "-O" | "-k")
+                    || long_is(a, &["--log-file", "--LOG-FILE", "--lesskey-file"])
+            })
+            .map(|a| format!("`{a}` runs pager commands or writes a file")),
+        "man" => args
+            .iter()
+            .find(|a| {
+                matches!(a.as_str(), "-P" | "-H" | "-p")
+                    || long_is(a, &["--pager", "--html", "--preprocessor"])
+            })
+            .map(|a| format!("`{a}` runs a program of the caller's choice")),
+        "tar" => args
+            .iter()
+            .find(|a| {
+                long_is(
+                    a,
+                    &[
+                        "--to-command",
+                        "--use-compress-program",
+                        "--checkpoint-action",
+                        "--info-script",
+                        "--new-volume-script",
+                        "--rsh-command",
+                        "--rmt-command",
+                    ],
+                ) || (!a.starts_with("--")
+                    && a.starts_with('-')
+                    && (a.contains('I') || a.contains('F')))
+            })
+            .map(|a| format!("`{a}` runs a program of the caller's choice")),
+        _ => None,
+    }?;
+    Some(format!("`{program}`: {reason}"))
+}
+
+fn git(args: &[String]) -> Option<String> {
+    let mut i = 0;
+    while let Some(arg) = args.get(i) {
+        if !arg.starts_with('-') {
+            break;
+        }
+        if !GIT_GLOBAL_OK.contains(&arg.as_str()) {
+            return Some(format!(
+                "`{arg}` before the subcommand changes git's configuration or where it works, \
+                 which can run any program"
+            ));
+        }
+        i += 1;
+    }
+    let sub = args.get(i)?;
+    if GIT_RUNS_PROGRAMS.contains(&sub.as_str()) {
+        return Some(format!("`git {sub}` runs other programs"));
+    }
+    if !GIT_SUBCOMMANDS.contains(&sub.as_str()) {
+        return Some(format!(
+            "`git {sub}` is not a git command crew knows; an alias can run any program"
+        ));
+    }
+    let rest = &args[i + 1..];
+    for arg in rest {
+        if arg == "--" {
+            break;
+        }
+        if let Some((_, why)) = GIT_HATCHES.iter().find(|(name, _)| long_is(arg, &[name])) {
+            return Some(format!("`git {sub}` with `{arg}` {why}"));
+        }
+        let short_hatch = match sub.as_str() {
+            "format-patch" | "archive" => arg == "-o" || arg.starts_with("-o"),
+            "grep" => arg == "-O" || arg.starts_with("-O"),
+            "rebase" => arg == "-x" || arg.starts_with("-x"),
+            "fetch" | "pull" | "clone" | "ls-remote" => arg == "-u",
+            _ => false,
+        };
+        if short_hatch {
+            return Some(format!(
+                "`git {sub}` with `{arg}` runs a program or writes a file"
+            ));
+        }
+    }
+    match (sub.as_str(), rest.first().map(String::as_str)) {
+        ("bisect", Some("run")) | ("submodule", Some("foreach")) => {
+            Some(format!("`git {sub}` runs a command of the caller's choice"))
+        }
+        _ => None,
+    }
+}
+
+/// `sed -i` (in place), `-f` (a script file) and scripts with `w`, `W`, `e` commands or the
+/// `w`/`e` flags of `s`.
+fn sed(args: &[String]) -> Option<String> {
+    let mut scripts = Vec::new();
+    let mut i = 0;
+    let mut saw_script_flag = false;
+    while let Some(arg) = args.get(i) {
+        if long_is(arg, &["--in-place", "--file"])
+            || short_bundle_has(arg, 'i')
+            || short_bundle_has(arg, 'f')
+        {
+            return Some(format!(
+                "`{arg}` edits files in place or runs a script file"
+            ));
+        }
+        if arg == "-e" || long_is(arg, &["--expression"]) {
+            saw_script_flag = true;
+            scripts.extend(args.get(i + 1).cloned());
+            i += 2;
+            continue;
+        }
+        if !arg.starts_with('-') && !saw_script_flag && scripts.is_empty() {
+            scripts.push(arg.clone());
+        }
+        i += 1;
+    }
+    scripts
+        .iter()
+        .find(|s| sed_script_writes(s))
+        .map(|s| format!("the script `{s}` writes files or runs commands (`w`, `W`, `e`)"))
+}
+
+/// A small reader of sed scripts: addresses, then a command letter; `s` and `y` have two
+/// delimited fields, `s` then flags.
+fn sed_script_writes(script: &str) -> bool {
+    let chars: Vec<char> = script.chars().collect();
+    let mut i = 0;
+    let skip_field = |i: &mut usize, delim: char| {
+        while *i < chars.len() && chars[*i] != delim {
+            *i += if chars[*i] == '\\' { 2 } else { 1 };
+        }
+        *i += 1;
+    };
+    while i < chars.len() {
+        let c = chars[i];
+        i += 1;
+        match c {
+            'w' | 'W' | 'e' => return true,
+            's' | 'y' if i < chars.len() => {
+                let delim = chars[i];
+                i += 1;
+                skip_field(&mut i, delim);
+                skip_field(&mut i, delim);
+                if c == 's' {
+                    while i < chars.len() && !matches!(chars[i], ';' | '\n' | '}') {
+                        if matches!(chars[i], 'w' | 'e') {
+                            return true;
+                        }
+                        i += 1;
+                    }
+                }
+            }
+            '/' | '\\' => {
+                let delim = if c == '\\' && i < chars.len() {
+                    i += 1;
+                    chars[i - 1]
+                } else {
+                    '/'
+                };
+                skip_field(&mut i, delim);
+            }
+            'a' | 'i' | 'c' | 'b' | 't' | 'T' | ':' | 'r' | 'R' | '#' => {
+                while i < chars.len()
+                    && chars[i] != '\n'
+                    && (c == 'a' || c == 'i' || c == 'c' || c == '#' || chars[i] != ';')
+                {
+                    i += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
+/// `-xyz` contains the short flag `c`.
+fn short_bundle_has(arg: &str, c: char) -> bool {
+    arg.starts_with('-')
+        && !arg.starts_with("--")
+        && arg[1..].starts_with(|f: char| f.is_ascii_alphabetic())
+        && arg[1..].contains(c)
+}
+
+/// `arg` is one of `names` (with `=value`), or an abbreviation getopt would accept.
+fn long_is(arg: &str, names: &[&str]) -> bool {
+    let name = arg.split('=').next().unwrap_or(arg);
+    name.starts_with("--") && name.len() >= 4 && names.iter().any(|n| n.starts_with(name))
+}
