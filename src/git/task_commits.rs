@@ -54,14 +54,12 @@ impl Worktrees {
         let wt = self.open_worktree(name)?;
         let head = head_commit(&wt)?;
         let sig = author.signature()?;
-        let Some(mut snap) = snapshot(&wt, head, &sig, message)? else {
+        let Some(snap) = snapshot(&wt, head, &sig, message)? else {
             return Ok(head.to_string());
         };
         let new = snap.commit.id();
         move_ref(&wt, &branch_for(name), new, head, message)?;
-        snap.index
-            .write()
-            .context(|| format!("writing the index of {}", display_dir(&wt)))?;
+        snap.index.install(&wt)?;
         Ok(new.to_string())
     }
 

@@ -31,5 +31,5 @@ pub use requests::{RequestInfo, RequestState};
 pub use roster::Roster;
 pub use task::{ReviewerVerdict, Status, Task, TaskCommits};
 pub use tasks::{Loaded, NewTask, TaskPatch, TaskStore};
-pub use watch::DirWatcher;
+pub use watch::{DirWatcher, Waker};
 pub use workspace::Workspace;

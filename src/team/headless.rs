@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -83,7 +83,6 @@ pub struct TeamRun {
     merge: MergePolicy,
     /// Reviews the merge policy could not merge, so each is reported once.
     left_for_person: std::collections::HashSet<String>,
-    lead_stop: Arc<AtomicBool>,
     lead: Option<JoinHandle<Result<ExitReason, StoreError>>>,
     pub events: Vec<Happening>,
 }
@@ -112,9 +111,9 @@ impl TeamRun {
             config.roster(),
             settings_for(&config, &lead_name),
         )?;
-        let lead_stop = Arc::new(AtomicBool::new(false));
-        let stop = lead_stop.clone();
-        let lead = std::thread::spawn(move || worker.run(&mut work, &stop));
+        // The lead stops like every teammate, through a shutdown request in its inbox: a file
+        // event wakes it at once, where a flag would wait for its next idle poll.
+        let lead = std::thread::spawn(move || worker.run(&mut work, &AtomicBool::new(false)));
         let mut events = Vec::new();
         let extra: Vec<String> = if bypass {
             vec!["--dangerously-bypass".into()]
@@ -136,7 +135,6 @@ impl TeamRun {
             policy,
             merge,
             left_for_person: Default::default(),
-            lead_stop,
             lead: Some(lead),
             events,
         })
@@ -148,6 +146,11 @@ impl TeamRun {
 
     /// Sends the lead its goal, as a message from the person.
     pub fn give_goal(&self, goal: &str) -> Result<(), StoreError> {
+        self.tell_lead("message", format!("Goal: {goal}"), false)
+    }
+
+    /// A message (or a request) from the person to the lead.
+    fn tell_lead(&self, kind: &str, text: String, request: bool) -> Result<(), StoreError> {
         self.workspace
             .mailboxes()
             .send(
@@ -155,8 +158,9 @@ impl TeamRun {
                 Draft {
                     from: "user".into(),
                     to: self.config.lead_name().to_string(),
-                    kind: "message".into(),
-                    text: Some(format!("Goal: {goal}")),
+                    kind: kind.into(),
+                    text: Some(text),
+                    request,
                     ..Draft::default()
                 },
             )
@@ -273,8 +277,10 @@ impl TeamRun {
             .into_iter()
             .map(Happening::Team)
             .collect();
-        self.lead_stop.store(true, Ordering::Relaxed);
         if let Some(lead) = self.lead.take() {
+            if !lead.is_finished() {
+                self.ask_lead_to_stop()?;
+            }
             match lead.join() {
                 Ok(Ok(_)) => out.push(Happening::Team(TeamEvent::Exited {
                     name: self.config.lead_name().to_string(),
@@ -286,5 +292,11 @@ impl TeamRun {
         }
         self.events.extend(out.iter().cloned());
         Ok(out)
+    }
+
+    /// The person asks the lead to shut down; it answers and exits at its next look at its
+    /// inbox (at once when idle, after the job in hand when busy).
+    fn ask_lead_to_stop(&self) -> Result<(), StoreError> {
+        self.tell_lead("shutdown_request", "the team is shutting down".into(), true)
     }
 }

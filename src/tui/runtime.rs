@@ -64,6 +64,7 @@ pub fn run(root: &Path, options: Options) -> anyhow::Result<()> {
     let (tx, rx) = channel::<Event>();
     let _watcher = spawn_loader(root, tx.clone())?;
     let jobs = spawn_worker(root.to_path_buf(), tx.clone());
+    let git_jobs = spawn_worker(root.to_path_buf(), tx.clone());
     let highlights = spawn_highlighter(tx.clone());
     spawn_ticker(tx.clone());
     spawn_input(tx);
@@ -80,18 +81,19 @@ pub fn run(root: &Path, options: Options) -> anyhow::Result<()> {
             effects.extend(crate::tui::update::update(&mut state, next));
         }
         for effect in effects {
-            match effect {
-                Effect::Bell => session.bell(),
-                Effect::DesktopNotify { text } => session.desktop_notify(&text),
-                e @ (Effect::HighlightFile { .. }
-                | Effect::HighlightCommand { .. }
-                | Effect::HighlightProposal { .. }) => {
-                    let _ = highlights.send(e);
+            let queue = match lane(&effect) {
+                Lane::Terminal => {
+                    match &effect {
+                        Effect::DesktopNotify { text } => session.desktop_notify(text),
+                        _ => session.bell(),
+                    }
+                    continue;
                 }
-                e => {
-                    let _ = jobs.send(e);
-                }
-            }
+                Lane::Highlight => &highlights,
+                Lane::Git => &git_jobs,
+                Lane::Store => &jobs,
+            };
+            let _ = queue.send(effect);
         }
         if state.quit {
             break;
@@ -149,6 +151,34 @@ pub fn spawn_loader(root: &Path, tx: Sender<Event>) -> anyhow::Result<Recommende
     Ok(watcher)
 }
 
+/// Where an effect is carried out. Git work on a big tree takes seconds (its progress shows in
+/// the diff view and the status line meanwhile): it has its own thread, in order, so an answer to
+/// a permission request or a message never waits behind a merge.
+#[derive(Debug, PartialEq, Eq)]
+enum Lane {
+    Terminal,
+    Highlight,
+    Git,
+    Store,
+}
+
+fn lane(effect: &Effect) -> Lane {
+    match effect {
+        Effect::Bell | Effect::DesktopNotify { .. } => Lane::Terminal,
+        Effect::HighlightFile { .. }
+        | Effect::HighlightCommand { .. }
+        | Effect::HighlightProposal { .. } => Lane::Highlight,
+        Effect::LoadDiff { .. }
+        | Effect::Merge { .. }
+        | Effect::Discard { .. }
+        | Effect::LoadReviews
+        | Effect::MergeReview { .. }
+        | Effect::SendBackReview { .. }
+        | Effect::DiscardReview { .. } => Lane::Git,
+        _ => Lane::Store,
+    }
+}
+
 fn spawn_worker(root: PathBuf, tx: Sender<Event>) -> Sender<Effect> {
     let (jobs, job_rx) = channel::<Effect>();
     thread::spawn(move || {
@@ -204,4 +234,45 @@ fn spawn_input(tx: Sender<Event>) {
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn git_work_and_answers_to_requests_go_to_different_threads() {
+        let name = || "alice".to_string();
+        for git in [
+            Effect::LoadDiff {
+                name: name(),
+                task: None,
+            },
+            Effect::Merge { name: name() },
+            Effect::Discard { name: name() },
+            Effect::LoadReviews,
+            Effect::MergeReview {
+                id: "task_1".into(),
+            },
+            Effect::DiscardReview {
+                id: "task_1".into(),
+                reason: "no".into(),
+            },
+        ] {
+            assert_eq!(lane(&git), Lane::Git, "{git:?}");
+        }
+        let answer = Effect::Respond {
+            request_id: "req_1".into(),
+            approve: true,
+        };
+        assert_eq!(lane(&answer), Lane::Store);
+        let message = Effect::Send {
+            to: name(),
+            text: "hi".into(),
+        };
+        assert_eq!(lane(&message), Lane::Store);
+        assert_eq!(lane(&Effect::Bell), Lane::Terminal);
+        let notify = Effect::DesktopNotify { text: "hi".into() };
+        assert_eq!(lane(&notify), Lane::Terminal);
+    }
 }
