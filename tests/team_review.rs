@@ -3,6 +3,7 @@
 //! code, send-back, discard, conflicts that change nothing, verdicts that must be explicit.
 
 mod common;
+mod git_support;
 mod team_support;
 
 use std::process::Command;
@@ -26,24 +27,11 @@ fn team(teammates: &[(&str, &str, &str)]) -> Team {
     Team::new(&toml, "test_review.toml", &[("test.sh", TEST_SH)])
 }
 
+/// `git ARGS` in `dir`, its output trimmed.
 fn git(dir: &std::path::Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args([
-            "-c",
-            "user.name=person",
-            "-c",
-            "user.email=person@crew.invalid",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
+    git_support::git_cli(std::path::Path::new("git"), dir, args)
+        .trim()
+        .to_string()
 }
 
 fn add(team: &Team, args: &[&str]) {
