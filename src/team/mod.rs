@@ -4,6 +4,7 @@
 pub mod agent_work;
 pub mod demo;
 pub mod headless;
+pub mod review;
 pub mod roles;
 pub mod status;
 pub mod supervisor;
