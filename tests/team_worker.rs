@@ -61,6 +61,7 @@ impl Work for Fake {
             tokens: 10,
             cost_micros: Some(250),
             interrupted: false,
+            commits: None,
         }
     }
 }

@@ -13,6 +13,7 @@ mod messages;
 mod output;
 mod person;
 mod project;
+mod review;
 mod run_team;
 mod sandbox_exec;
 mod tasks;
@@ -75,6 +76,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Interrupt { name } => messages::interrupt(&project::Project::find(&start)?, &name),
         Command::Worktree(cmd) => worktrees::run(&project::Project::find(&start)?, cmd),
+        Command::Review(cmd) => review::run(&project::Project::find(&start)?, cmd),
         Command::Up(args) => run_team::up(project::Project::find(&start)?, args),
         Command::Worker(args) => run_team::worker(project::Project::find(&start)?, args),
         Command::Replay { file } => run_team::replay(&file),

@@ -16,7 +16,11 @@ pub const KNOWN_TYPES: &[&str] = &[
     "permission_request",
     "permission_response",
     "interrupt",
+    "review_request",
 ];
+
+/// Asks the team's reviewer to review a task in review; the task id is in the `task` field.
+pub const REVIEW_REQUEST: &str = "review_request";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {

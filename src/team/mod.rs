@@ -5,6 +5,7 @@ pub mod agent_work;
 pub mod demo;
 pub mod headless;
 pub mod interrupt;
+pub mod review;
 pub mod role_prompt;
 pub mod roles;
 pub mod status;

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use crate::store::requests::RequestState;
 use crate::store::{
     AgentState, AgentStatus, Claimant, DirWatcher, Draft, Entry, Message, Refusal, Roster, Status,
-    StoreError, Task, TaskId, Waker, Workspace,
+    StoreError, Task, TaskCommits, TaskId, Waker, Workspace,
 };
 use crate::team::status::StatusHandle;
 use tokio_util::sync::CancellationToken;
@@ -61,6 +61,8 @@ pub struct JobOutcome {
     pub tokens: u64,
     /// Millionths of a dollar, when the provider reports a cost or crew.toml gives a price.
     pub cost_micros: Option<u64>,
+    /// A finished task's commits that are not in the base branch yet: it goes to `review`.
+    pub commits: Option<TaskCommits>,
     /// The person interrupted it: a task stays with the worker until their next message.
     pub interrupted: bool,
 }
@@ -69,6 +71,9 @@ pub struct JobOutcome {
 /// stop soon after `cancel` fires (the person interrupted the agent).
 pub trait Work {
     fn run(&mut self, job: &Job, status: &StatusHandle, cancel: &CancellationToken) -> JobOutcome;
+
+    /// A task this worker did was recorded as waiting for review.
+    fn entered_review(&mut self, _task: &Task) {}
 }
 
 /// The job running now, for the heartbeat thread to interrupt: its token, and where in the
@@ -363,7 +368,7 @@ impl Worker {
     /// Runs a task and records how it ended; an interrupted task is kept (returned) instead.
     fn run_task(&self, work: &mut dyn Work, task: Task) -> Result<Option<Task>, StoreError> {
         let outcome = self.run_job(work, Job::Task(task.clone()))?;
-        self.finish_task(task, outcome)
+        self.finish_task(work, task, outcome)
     }
 
     /// The person's message after an interrupt: it continues the task's conversation, and how
@@ -375,7 +380,7 @@ impl Worker {
         message: Message,
     ) -> Result<Option<Task>, StoreError> {
         let outcome = self.run_job(work, Job::Message(message))?;
-        self.finish_task(task, outcome)
+        self.finish_task(work, task, outcome)
     }
 
     /// `held` if the task is still in progress under this worker (the person may have
@@ -396,7 +401,12 @@ impl Worker {
         Ok(mine.then_some(now))
     }
 
-    fn finish_task(&self, task: Task, outcome: JobOutcome) -> Result<Option<Task>, StoreError> {
+    fn finish_task(
+        &self,
+        work: &mut dyn Work,
+        task: Task,
+        outcome: JobOutcome,
+    ) -> Result<Option<Task>, StoreError> {
         if outcome.interrupted {
             let id = task.id.clone();
             self.status.update(|s| {
@@ -410,7 +420,12 @@ impl Worker {
         let id = TaskId::parse(&task.id)?;
         let me = &self.settings.name;
         let tasks = self.workspace.tasks();
-        let (finished, verb) = if outcome.success {
+        let (finished, verb) = if let (true, Some(commits)) = (outcome.success, &outcome.commits) {
+            (
+                tasks.submit_for_review(id, me, outcome.summary.clone(), commits.clone()),
+                "is ready for review",
+            )
+        } else if outcome.success {
             (
                 tasks.complete(id, me, Some(outcome.summary.clone())),
                 "done",
@@ -419,6 +434,13 @@ impl Worker {
             (tasks.fail(id, me, outcome.summary.clone()), "failed")
         };
         match finished {
+            Ok(recorded) if recorded.status == Status::Review => {
+                work.entered_review(&recorded);
+                self.tell_lead(
+                    "status_update",
+                    format!("{} {verb}: {}", task.id, outcome.summary),
+                )
+            }
             Ok(_) => self.tell_lead(
                 "status_update",
                 format!("{} {verb}: {}", task.id, outcome.summary),

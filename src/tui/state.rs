@@ -8,6 +8,7 @@ use std::time::SystemTime;
 use ratatui_textarea::TextArea;
 
 use crate::git::FileDiff;
+use crate::team::review::Review;
 use crate::tui::data::AgentStatus;
 use crate::tui::diffview::DiffView;
 use crate::tui::highlight::Segments;
@@ -72,6 +73,14 @@ pub enum PromptKind {
     },
     /// Give a task to a teammate (empty: to nobody).
     Assign {
+        id: String,
+    },
+    /// Send a task in review back to its teammate with a note.
+    ReviewSendBack {
+        id: String,
+    },
+    /// Discard a task in review, with the reason.
+    ReviewDiscard {
         id: String,
     },
 }
@@ -163,6 +172,8 @@ pub struct AppState {
     pub commands: HashMap<String, Segments>,
     /// The agent last interrupted and when: a second press soon after offers to release its task.
     pub last_interrupt: Option<(String, SystemTime)>,
+    /// The tasks waiting for review, with what each would bring (loaded off the input path).
+    pub reviews: Vec<Review>,
     pub quit: bool,
 }
 
@@ -194,6 +205,7 @@ impl AppState {
             proposals: HashMap::new(),
             commands: HashMap::new(),
             last_interrupt: None,
+            reviews: Vec::new(),
             quit: false,
         }
     }
@@ -221,6 +233,14 @@ impl AppState {
         self.status = Some((level, text.into()));
     }
 
+    /// The review selected in the approvals pane (listed after the pending requests).
+    pub fn selected_review(&self) -> Option<&Review> {
+        let index = self
+            .selected(Pane::Approvals)
+            .checked_sub(self.model.pending().len())?;
+        self.reviews.get(index)
+    }
+
     /// The teammate selected in the teammates pane.
     pub fn selected_teammate(&self) -> Option<String> {
         self.model
@@ -236,7 +256,8 @@ impl AppState {
 
 pub fn new_input() -> TextArea<'static> {
     let mut input = TextArea::default();
-    input.set_placeholder_text("message the lead (enter sends, alt-enter new line)");
+    input
+        .set_placeholder_text("message the lead (enter sends, esc leaves the box, ctrl-r reviews)");
     input
 }
 
