@@ -100,15 +100,20 @@ fn the_lead_answers_a_follow_up_from_its_plan_also_after_the_team_restarts() {
     assert_eq!(fingerprints.len(), 1, "{fingerprints:?}");
 }
 
-#[test]
-fn a_killed_teammate_restarted_continues_its_task_conversation() {
+/// alice alone (an implementer that does not write) playing test_resume.toml, with slow.sh.
+fn slow_alice() -> Team {
     let toml = crew_toml(
         "test_command = \"sh slow.sh\"",
         &[("alice", "implementer", "")],
         "mode = \"ask\"\nallow = [\"bash(sh slow.sh)\"]\nsandbox = \"off\"",
         "idle_poll_secs = 1\nidle_timeout_secs = 120\nheartbeat_secs = 1\nrequest_timeout_secs = 60",
     );
-    let team = Team::new(&toml, "test_resume.toml", &[("slow.sh", SLOW_SH)]);
+    Team::new(&toml, "test_resume.toml", &[("slow.sh", SLOW_SH)])
+}
+
+#[test]
+fn a_killed_teammate_restarted_continues_its_task_conversation() {
+    let team = slow_alice();
     team.repo.ok(&["task", "add", "a slow task"]);
     let mut up = team.spawn(
         "up",
@@ -141,13 +146,7 @@ fn a_killed_teammate_restarted_continues_its_task_conversation() {
 
 #[test]
 fn crew_interrupt_stops_a_long_tool_keeps_the_task_and_a_message_resumes_it() {
-    let toml = crew_toml(
-        "test_command = \"sh slow.sh\"",
-        &[("alice", "implementer", "")],
-        "mode = \"ask\"\nallow = [\"bash(sh slow.sh)\"]\nsandbox = \"off\"",
-        "idle_poll_secs = 1\nidle_timeout_secs = 120\nheartbeat_secs = 1\nrequest_timeout_secs = 60",
-    );
-    let team = Team::new(&toml, "test_resume.toml", &[("slow.sh", SLOW_SH)]);
+    let team = slow_alice();
     let mut alice = team.worker("alice");
     team.repo.ok(&["task", "add", "a slow task"]);
     let slow: u32 = eventually("the slow step to start", Duration::from_secs(20), || {

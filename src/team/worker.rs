@@ -280,14 +280,17 @@ impl Worker {
     /// length of this worker's inbox.
     fn fingerprint(&self) -> Option<Fingerprint> {
         let tasks = std::fs::metadata(self.workspace.tasks_dir()).and_then(|m| m.modified());
-        let inbox = self
-            .workspace
+        tasks.ok().map(|t| (t, self.inbox_len()))
+    }
+
+    /// Bytes in this worker's inbox (`None` while it has none).
+    fn inbox_len(&self) -> Option<u64> {
+        self.workspace
             .mailboxes()
             .inbox_path(&self.settings.name)
             .ok()
             .and_then(|p| std::fs::metadata(p).ok())
-            .map(|m| m.len());
-        tasks.ok().map(|t| (t, inbox))
+            .map(|m| m.len())
     }
 
     /// Unanswered shutdown requests first, then the lead's messages, then the rest in order.
@@ -465,13 +468,7 @@ impl Worker {
             Job::Message(_) => None,
         };
         let cancel = CancellationToken::new();
-        let inbox_from = self
-            .workspace
-            .mailboxes()
-            .inbox_path(&self.settings.name)
-            .ok()
-            .and_then(|p| std::fs::metadata(p).ok())
-            .map_or(0, |m| m.len());
+        let inbox_from = self.inbox_len().unwrap_or(0);
         *lock(&self.running) = Some(Running {
             cancel: cancel.clone(),
             inbox_from,

@@ -37,14 +37,11 @@ pub fn run(runs: usize, as_json: bool) -> anyhow::Result<()> {
     let root = dir.path();
     let config = make_repo(root)?;
     let workspace = Workspace::new(root);
-    let exe = std::env::current_exe()
-        .context("locating crew-bench")?
-        .with_file_name("crew");
     let mut supervisor = Supervisor::new(
         workspace.clone(),
         config.roster(),
         "lead",
-        exe,
+        crate::team::crew_exe()?,
         Duration::from_secs(1),
     );
     supervisor.start(NAME, &[])?;
