@@ -22,6 +22,8 @@ fn settings(name: &str, idle_timeout: Duration) -> WorkerSettings {
         idle_timeout: Some(idle_timeout),
         heartbeat: Duration::from_millis(200),
         request_timeout: Duration::from_secs(300),
+        team_budget: Default::default(),
+        budget: Default::default(),
     }
 }
 

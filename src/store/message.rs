@@ -16,6 +16,8 @@ pub const KNOWN_TYPES: &[&str] = &[
     "permission_request",
     "permission_response",
     "interrupt",
+    "budget_request",
+    "budget_response",
     "review_request",
 ];
 

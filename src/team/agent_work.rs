@@ -311,7 +311,7 @@ impl AgentWork {
                 pipeline,
                 workspace: workdir.clone(),
                 repo_root: self.workspace.root().to_path_buf(),
-                limits: Limits::default(),
+                limits: self.limits(),
                 retry: RetryPolicy::default(),
                 compaction: Default::default(),
                 sandbox: self.sandbox.clone(),
@@ -641,6 +641,21 @@ impl Work for AgentWork {
 }
 
 impl AgentWork {
+    /// One job's limits: the agent's `budget.wall_secs`, else the team's, else the default.
+    fn limits(&self) -> Limits {
+        let own = self
+            .config
+            .agent(&self.name)
+            .and_then(|a| a.budget.wall_secs);
+        match own.or(self.config.budget.wall_secs) {
+            Some(secs) => Limits {
+                wall_time: std::time::Duration::from_secs(secs),
+                ..Limits::default()
+            },
+            None => Limits::default(),
+        }
+    }
+
     /// The task of the current conversation when it is still in progress under this agent (a
     /// message continues a task the person interrupted).
     fn continued_task(&self) -> Option<Task> {

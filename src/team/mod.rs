@@ -2,6 +2,7 @@
 //! the agents call, and which tools each role gets.
 
 pub mod agent_work;
+pub mod budget;
 pub mod demo;
 pub mod headless;
 pub mod interrupt;

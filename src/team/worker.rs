@@ -17,6 +17,7 @@ use crate::store::{
     AgentState, AgentStatus, Claimant, DirWatcher, Draft, Entry, Message, Refusal, Roster, Status,
     StoreError, Task, TaskCommits, TaskId, Waker, Workspace,
 };
+use crate::team::budget::{self, Scope, Spend};
 use crate::team::status::StatusHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -43,6 +44,10 @@ pub struct WorkerSettings {
     pub idle_timeout: Option<Duration>,
     pub heartbeat: Duration,
     pub request_timeout: Duration,
+    /// `[budget]`: the team's; reaching it pauses new work until the person answers.
+    pub team_budget: crate::config::Budget,
+    /// This agent's own `budget`.
+    pub budget: crate::config::Budget,
 }
 
 /// What a worker is asked to do.
@@ -83,14 +88,25 @@ struct Running {
     inbox_from: u64,
 }
 
+/// Whether a worker may take new work, as its budgets stand.
+enum Gate {
+    Open,
+    Paused,
+    Stop,
+}
+
 /// What the person sees on an interrupted agent, and what the agent reads when resumed.
 pub const INTERRUPTED_BY_PERSON: &str = "interrupted by the person";
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum ExitReason {
-    ShutdownApproved { request_id: String },
+    ShutdownApproved {
+        request_id: String,
+    },
     IdleTimeout,
     Stopped,
+    /// The person answered a budget request with "stop".
+    BudgetStopped,
 }
 
 pub struct Worker {
@@ -149,6 +165,10 @@ impl Worker {
                 ),
             ),
             Ok(ExitReason::Stopped) => (AgentState::Shutdown, "stopped".to_string()),
+            Ok(ExitReason::BudgetStopped) => (
+                AgentState::Shutdown,
+                "stopped by the person at the budget".to_string(),
+            ),
             Err(e) => (AgentState::Shutdown, format!("error: {e}")),
         };
         self.status.update(|s| {
@@ -205,6 +225,23 @@ impl Worker {
             let cursor = boxes.cursor(me)?;
             let batch = boxes.read_from(me, cursor)?;
             let inbox = self.prioritised(batch.entries)?;
+            match self.budget_gate()? {
+                Gate::Open => {}
+                Gate::Stop => return Ok(ExitReason::BudgetStopped),
+                // Paused: only a shutdown request is read; the rest waits, unread.
+                Gate::Paused => {
+                    if let Some(message) = inbox.iter().find(|m| m.kind == "shutdown_request") {
+                        let request_id = message.request_id.clone().unwrap_or_default();
+                        self.answer_shutdown(&request_id, true, "paused at the budget")?;
+                        return Ok(ExitReason::ShutdownApproved { request_id });
+                    }
+                    match self.idle_wait(&watcher, Instant::now())? {
+                        Wake::Exit(exit) => return Ok(exit),
+                        Wake::Woke(w) => woke = w,
+                    }
+                    continue;
+                }
+            }
             let mut worked = false;
             for message in inbox {
                 if message.kind == "shutdown_request" {
@@ -283,6 +320,46 @@ impl Worker {
         tasks.ok().map(|t| (t, self.inbox_len()))
     }
 
+    /// Whether new work may start: open, paused at a reached budget (asking the person once),
+    /// or stopped by the person's answer.
+    fn budget_gate(&self) -> Result<Gate, StoreError> {
+        let me = self.settings.name.as_str();
+        let scopes = [
+            (Scope::Team, self.settings.team_budget),
+            (Scope::Agent(me), self.settings.budget),
+        ];
+        let limited = |b: &crate::config::Budget| {
+            b.max_turns.is_some() || b.max_tokens.is_some() || b.max_usd.is_some()
+        };
+        if !scopes.iter().any(|(_, b)| limited(b)) {
+            return Ok(Gate::Open);
+        }
+        let requests = self
+            .workspace
+            .mailboxes()
+            .requests(self.settings.request_timeout)?;
+        for (scope, budget) in scopes.iter().filter(|(_, b)| limited(b)) {
+            let answered = budget::answers(&requests, *scope);
+            if answered.stopped {
+                return Ok(Gate::Stop);
+            }
+            let spend = match scope {
+                Scope::Team => Spend::team(&self.workspace, &self.roster)?,
+                Scope::Agent(name) => Spend::agent(&self.workspace, name)?,
+            };
+            if let Some(why) = budget::reached(budget, answered.raised + 1, spend) {
+                if !answered.pending {
+                    budget::ask(&self.workspace, &self.roster, me, *scope, &why)?;
+                }
+                self.status.update(|s| {
+                    s.note = Some(format!("paused: budget reached ({why}); asked the person"));
+                })?;
+                return Ok(Gate::Paused);
+            }
+        }
+        Ok(Gate::Open)
+    }
+
     /// Bytes in this worker's inbox (`None` while it has none).
     fn inbox_len(&self) -> Option<u64> {
         self.workspace
@@ -310,11 +387,12 @@ impl Worker {
                     None
                 }
             })
-            // An interrupt is for the job that runs when it comes (the heartbeat acts on it).
+            // An interrupt is for the job that runs when it comes (the heartbeat acts on it); a
+            // budget answer is for the worker's budget check, not for the agent.
             .filter(|m| {
                 !matches!(
                     m.kind.as_str(),
-                    "permission_request" | "permission_response" | "interrupt"
+                    "permission_request" | "permission_response" | "interrupt" | "budget_response"
                 )
             })
             .collect();
