@@ -431,3 +431,24 @@ fn ctrl_c_interrupts_the_focused_agent_without_quitting_and_twice_offers_to_rele
     assert_eq!((task.status, task.owner), (Status::Pending, None));
     assert_eq!(h.status(), format!("{id} is back in the pool"));
 }
+
+#[test]
+fn the_header_shows_spend_against_the_team_budget() {
+    let dir = workspace();
+    let toml = dir.path().join("crew.toml");
+    let mut text = std::fs::read_to_string(&toml).unwrap();
+    text.push_str("\n[budget]\nmax_turns = 10\nmax_usd = 2.0\n");
+    std::fs::write(&toml, text).unwrap();
+    let ws = Workspace::new(dir.path());
+    let mut busy = AgentStatus::new("alice", AgentState::Work);
+    busy.pid = std::process::id();
+    busy.turns = 3;
+    busy.cost_micros = Some(400_000);
+    ws.agents().write(&busy).unwrap();
+    let mut h = Harness::new(dir.path());
+    let screen = tui_support::screen_text(&mut h.state, 200, 30);
+    assert!(
+        screen.contains("budget 3/10 calls · $0.40/$2.00"),
+        "{screen}"
+    );
+}
