@@ -76,7 +76,7 @@ sandbox = "auto"
 # timeout_secs = 10
 
 # Budget: once the whole team has spent this much, workers take no new work and ask you (in the
-# approvals pane) to raise it or stop. `budget = { ... }` on one agent limits that agent alone;
+# approvals pane) to raise it or stop. `budget = {{ ... }}` on one agent limits that agent alone;
 # wall_secs bounds one job of an agent.
 # [budget]
 # max_turns = 500             # model calls
