@@ -10,6 +10,7 @@ use toml::Spanned;
 use crate::config::ConfigError;
 use crate::store::Roster;
 use crate::store::names::{USER, validate_name};
+use crate::tools::PermissionMode;
 
 pub const ROLES: &[&str] = &["explorer", "planner", "reviewer", "implementer"];
 
@@ -180,14 +181,6 @@ pub struct WorktreeConfig {
     pub merge_when_done: bool,
 }
 
-pub const MODES: &[&str] = &[
-    "read-only",
-    "workspace-write",
-    "ask",
-    "accept-edits",
-    "bypass",
-];
-
 fn default_base_branch() -> String {
     "main".into()
 }
@@ -300,14 +293,16 @@ impl TeamConfig {
             }
         }
         let mode = &self.permissions.mode;
-        if !MODES.contains(&mode.get_ref().as_str()) {
+        let parsed = mode
+            .get_ref()
+            .parse::<PermissionMode>()
+            .map_err(|e| err(mode.span(), e.to_string()))?;
+        if parsed == PermissionMode::Plan && self.teammates.is_empty() {
             return Err(err(
                 mode.span(),
-                format!(
-                    "unknown permission mode {:?}; modes are: {}",
-                    mode.get_ref(),
-                    MODES.join(", ")
-                ),
+                "plan mode needs a teammate to plan: the lead already only reads, and approves \
+                 the teammates' plans"
+                    .to_string(),
             ));
         }
         Ok(())
