@@ -12,6 +12,7 @@ pub mod context;
 mod emitter;
 pub mod error;
 pub mod event;
+mod hook_events;
 pub mod mailbox_prompter;
 pub mod normalize;
 mod observed;

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::agent::event::AgentEvent;
+use crate::tools::Note;
 
 #[derive(Debug, Error)]
 pub enum TranscriptError {
@@ -290,6 +291,18 @@ fn render_event(event: AgentEvent) -> Vec<Piece> {
             attempt,
             reason,
         } => text(format!("↻ recovery {kind:?} #{attempt}: {reason}\n")),
+        AgentEvent::HookNotes { event, notes } => notes
+            .iter()
+            .map(|note| {
+                let (kind, body) = match note {
+                    Note::AdditionalContext { text, .. } => ("context", text),
+                    Note::SystemMessage { text, .. } => ("message", text),
+                    Note::HookFeedback { text, .. } => ("feedback", text),
+                    Note::Warning { text } => ("warning", text),
+                };
+                Piece::Text(format!("⚑ {event:?} hook {kind}: {}\n", short(body, 300)))
+            })
+            .collect(),
         AgentEvent::TurnEnd { result } => text(format!(
             "=== end: {:?} after {} model calls, {} tokens: {} ===\n",
             result.stop_reason,

@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::compaction::estimate_messages;
 use crate::agent::event::{AgentEvent, CompactionTrigger, RecoveryKind};
+use crate::agent::hook_events::halted;
 use crate::agent::normalize::normalize_owned;
 use crate::agent::recovery::{MAX_COMPACTION_FAILURES, MAX_CONTINUES, Recovery};
 use crate::agent::repeat::RepeatTracker;
@@ -16,7 +17,9 @@ use crate::agent::result::{PermissionDenial, StopReason, ToolUseRecord, TurnResu
 use crate::agent::runtime::Agent;
 use crate::agent::stream::{self, Reply};
 use crate::model::{self, ContentBlock, Message, ModelError, Usage};
-use crate::tools::{Decision, Note, StopDecision, StopGuard, ToolCallOutcome, ToolContext};
+use crate::tools::{
+    Decision, HookEvent, Note, StopDecision, StopGuard, ToolCallOutcome, ToolContext,
+};
 
 /// Sent after a reply cut at `max_tokens`.
 pub const CONTINUE_PROMPT: &str =
@@ -34,7 +37,7 @@ struct TurnState {
     stop_guard: StopGuard,
 }
 
-type Stop = (StopReason, String);
+pub(crate) type Stop = (StopReason, String);
 
 impl Agent {
     /// Runs one turn on `input`. Never fails: whatever happens ends in a `TurnResult`, and the
@@ -61,7 +64,6 @@ impl Agent {
                 token.cancel();
             })
         };
-        self.history.push(Message::user_text(input.clone()));
         let mut state = TurnState {
             output: String::new(),
             tools_used: Vec::new(),
@@ -72,7 +74,13 @@ impl Agent {
             repeats: RepeatTracker::default(),
             stop_guard: StopGuard::new(),
         };
-        let (mut stop_reason, mut reason) = self.drive(&mut state, &turn_cancel).await;
+        let (mut stop_reason, mut reason) = match self.opening_hooks(&input, &turn_cancel).await {
+            Ok(message) => {
+                self.history.push(message);
+                self.drive(&mut state, &turn_cancel).await
+            }
+            Err(stop) => stop,
+        };
         timer.abort();
         if stop_reason == StopReason::Interrupted && timed_out.load(Ordering::SeqCst) {
             stop_reason = StopReason::MaxBudgetReached;
@@ -127,6 +135,12 @@ impl Agent {
             if self.fixed_tokens(&suffix) + estimate_messages(&self.history) > threshold
                 && self.may_compact()
             {
+                if let Some(stop) = self
+                    .pre_compact_hooks(CompactionTrigger::Proactive, cancel)
+                    .await
+                {
+                    return stop;
+                }
                 self.compact(&suffix, threshold, CompactionTrigger::Proactive, cancel)
                     .await;
             }
@@ -206,6 +220,9 @@ impl Agent {
             if cancel.is_cancelled() {
                 return Some(interrupted());
             }
+            if let Some(reason) = outcomes.iter().find_map(|o| o.halt.as_deref()) {
+                return Some(halted(reason));
+            }
             let run = st.repeats.observe(&outcomes);
             if run >= self.limits.max_repeats {
                 let names: Vec<&str> = outcomes.iter().map(|o| o.name.as_str()).collect();
@@ -243,16 +260,18 @@ impl Agent {
             .run_stop(&mut st.stop_guard, &self.workspace, cancel)
             .await
         {
-            StopDecision::Stop { notes } => {
-                for note in notes {
-                    tracing::info!(?note, "Stop hook note");
+            StopDecision::Stop { notes, halt } => {
+                self.hook_notes(HookEvent::Stop, notes);
+                if let Some(reason) = halt {
+                    return Some(halted(&reason));
                 }
                 Some((
                     StopReason::Completed,
                     "the model finished its answer".to_string(),
                 ))
             }
-            StopDecision::Continue { reason, .. } => {
+            StopDecision::Continue { reason, notes } => {
+                self.hook_notes(HookEvent::Stop, notes);
                 self.recovery_event(RecoveryKind::StopHook, 1, &reason);
                 self.history.push(Message::user_text(format!(
                     "A Stop hook asks you to continue: {reason}"
@@ -293,6 +312,12 @@ impl Agent {
                     ));
                 }
                 self.recovery_event(RecoveryKind::PromptTooLong, 1, &message);
+                if let Some(stop) = self
+                    .pre_compact_hooks(CompactionTrigger::Reactive, cancel)
+                    .await
+                {
+                    return Err(stop);
+                }
                 // The estimate was evidently too low: aim for half of it.
                 let estimate = self.fixed_tokens(suffix) + estimate_messages(&self.history);
                 let compacted = self

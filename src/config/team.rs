@@ -30,8 +30,9 @@ pub struct TeamConfig {
     /// `[limits]`: how big subjects, descriptions and messages may be.
     #[serde(default)]
     pub limits: crate::store::Limits,
-    /// `[[hooks]]`: external commands run around tool calls (PreToolUse, PostToolUse,
-    /// PostToolUseFailure, Stop), JSON in on stdin and out on stdout.
+    /// `[[hooks]]`: external commands run at the agent's events (PreToolUse, PostToolUse,
+    /// PostToolUseFailure, Stop, UserPromptSubmit, SessionStart, PreCompact, Notification),
+    /// JSON in on stdin and out on stdout.
     #[serde(default)]
     pub hooks: Vec<crate::tools::HookSpec>,
     /// `[ui]`: the screen's own settings (bell, notify command), checked by the screen.

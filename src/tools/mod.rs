@@ -19,7 +19,7 @@ pub mod spill;
 pub mod tool;
 
 pub use context::{ReadState, ToolContext, scrub_env};
-pub use hooks::{HookEvent, HookSpec, Hooks, StopDecision, StopGuard};
+pub use hooks::{HookEvent, HookRun, HookSpec, Hooks, StopDecision, StopGuard};
 pub use note::Note;
 pub use permissions::{Decision, PermissionMode, PermissionOutcome, PermissionPolicy};
 pub use pipeline::{Pipeline, ToolCall, ToolCallOutcome};
