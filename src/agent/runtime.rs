@@ -219,6 +219,9 @@ impl Agent {
             .run(&mut history, self.fixed_tokens(suffix), target, trigger)
             .await;
         self.history = history;
+        if result.rewrote_turns {
+            self.reattach_todos();
+        }
         if result.changed {
             self.epoch += 1;
             self.refresh_prefix();

@@ -16,6 +16,7 @@ pub mod roster;
 pub mod secrets;
 pub mod task;
 pub mod tasks;
+pub mod todo;
 pub mod watch;
 pub mod workspace;
 
@@ -30,5 +31,6 @@ pub use requests::{RequestInfo, RequestState};
 pub use roster::Roster;
 pub use task::{Status, Task};
 pub use tasks::{Loaded, NewTask, TaskPatch, TaskStore};
+pub use todo::{TodoItem, TodoStatus, render_todos};
 pub use watch::DirWatcher;
 pub use workspace::Workspace;

@@ -286,6 +286,7 @@ impl AgentWork {
         )
         .map_err(|e| e.to_string())?;
         agent.set_team_facts(self.team_facts(&workdir));
+        show_todos(&agent, status);
         Ok(agent)
     }
 
@@ -342,6 +343,19 @@ impl AgentWork {
             tracing::warn!("{}: merge note not sent: {e}", self.name);
         }
     }
+}
+
+/// The agent's checklist goes into its status (the screen shows it in its pane); a new agent
+/// starts with an empty one.
+fn show_todos(agent: &Agent, status: &StatusHandle) {
+    let write = |status: &StatusHandle, items: &[crate::store::TodoItem]| {
+        if let Err(e) = status.update(|s| s.todos = items.to_vec()) {
+            tracing::warn!("status not written: {e}");
+        }
+    };
+    write(status, &[]);
+    let status = status.clone();
+    agent.todos().watch(move |items| write(&status, items));
 }
 
 /// WAITING while a permission request is out, WORK again when it is answered.

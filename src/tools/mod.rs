@@ -16,6 +16,7 @@ pub mod registry;
 pub mod sandbox;
 pub mod schema;
 pub mod spill;
+pub mod todo;
 pub mod tool;
 
 pub use context::{ReadState, ToolContext, scrub_env};
@@ -26,4 +27,5 @@ pub use pipeline::{Pipeline, ToolCall, ToolCallOutcome};
 pub use prompter::{AllowWhatRulesAllow, DenyAll, PermissionAnswer, PermissionAsk, Prompter};
 pub use registry::ToolRegistry;
 pub use sandbox::{Sandbox, SandboxMode};
+pub use todo::{TodoList, todo_tools};
 pub use tool::{Subject, Tool, ToolError, ToolKind, ToolOutput};
