@@ -14,6 +14,7 @@ mod emitter;
 pub mod error;
 pub mod event;
 mod hook_events;
+pub mod instructions;
 pub mod mailbox_prompter;
 pub mod normalize;
 mod observed;

@@ -35,6 +35,8 @@ struct TurnState {
     recovery: Recovery,
     repeats: RepeatTracker,
     stop_guard: StopGuard,
+    /// A tool call reached a folder with instruction files not yet in the prompt.
+    new_instructions: bool,
 }
 
 pub(crate) type Stop = (StopReason, String);
@@ -73,6 +75,7 @@ impl Agent {
             recovery: Recovery::default(),
             repeats: RepeatTracker::default(),
             stop_guard: StopGuard::new(),
+            new_instructions: false,
         };
         let (mut stop_reason, mut reason) = match self.opening_hooks(&input, &turn_cancel).await {
             Ok(message) => {
@@ -108,7 +111,7 @@ impl Agent {
     }
 
     async fn drive(&mut self, st: &mut TurnState, cancel: &CancellationToken) -> Stop {
-        let suffix = self.dynamic_suffix();
+        let mut suffix = self.dynamic_suffix();
         loop {
             if cancel.is_cancelled() {
                 return interrupted();
@@ -192,6 +195,10 @@ impl Agent {
                 .await
             {
                 return stop;
+            }
+            if std::mem::take(&mut st.new_instructions) {
+                // A subfolder's instruction file joined: the next call carries it.
+                suffix = self.dynamic_suffix();
             }
         }
     }
@@ -364,6 +371,13 @@ impl Agent {
         let mut content = Vec::with_capacity(outcomes.len());
         let mut context = Vec::new();
         for outcome in outcomes {
+            if !outcome.output.is_error
+                && let Some(path) = outcome.effective_input.get("path").and_then(|p| p.as_str())
+            {
+                st.new_instructions |= self
+                    .instructions
+                    .touched(&self.workspace, std::path::Path::new(path));
+            }
             st.tools_used.push(ToolUseRecord {
                 id: outcome.id.clone(),
                 name: outcome.name.clone(),
