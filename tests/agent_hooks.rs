@@ -3,8 +3,10 @@
 
 mod agent_support;
 
-use agent_support::{Build, Repo, assert_completed, drain, policy, scenario, turn};
-use crew::agent::{AgentEvent, CompactionThresholds, StopReason};
+use agent_support::{
+    Build, Repo, assert_completed, chatter, drain, policy, scenario, thresholds, turn,
+};
+use crew::agent::{AgentEvent, StopReason};
 use crew::model::{ContentBlock, Message};
 use crew::tools::permissions::PermissionMode;
 use crew::tools::{HookEvent, HookSpec, Hooks, Note, Pipeline, ToolRegistry};
@@ -217,24 +219,11 @@ async fn pre_compact_runs_before_a_compaction_with_its_trigger() {
             Some("proactive"),
             pre,
         )]))
-        .compaction(CompactionThresholds {
-            compact_at_tokens: 5_000,
-            spill_result_bytes: 10_000,
-            keep_recent_messages: 2,
-            summary_max_tokens: 512,
-        })
+        .compaction(thresholds(5_000, 2))
         .agent(&repo);
     assert_completed(&turn(&mut agent, "ping").await);
     assert!(payloads(&log).is_empty(), "nothing to compact yet");
-    let chatter: Vec<Message> = (0..30)
-        .flat_map(|n| {
-            [
-                Message::user_text(format!("note {n}: {}", "blah ".repeat(400))),
-                Message::assistant_text(format!("noted {n}")),
-            ]
-        })
-        .collect();
-    agent.load_history(&chatter);
+    agent.load_history(&chatter(30));
     assert_completed(&turn(&mut agent, "ping").await);
     let runs = payloads(&log);
     assert_eq!(runs.len(), 1, "{runs:?}");

@@ -4,9 +4,9 @@
 
 mod agent_support;
 
-use agent_support::{Build, Repo, assert_completed, policy, scenario, turn};
-use crew::agent::{CompactionThresholds, TODOS_HEADER};
-use crew::model::{ContentBlock, Message};
+use agent_support::{Build, Repo, assert_completed, chatter, policy, scenario, thresholds, turn};
+use crew::agent::TODOS_HEADER;
+use crew::model::ContentBlock;
 use crew::store::{TodoItem, TodoStatus};
 use crew::tools::permissions::PermissionMode;
 use crew::tools::{Pipeline, ToolRegistry, todo_tools};
@@ -117,22 +117,12 @@ async fn the_checklist_survives_a_compaction_that_folds_its_turn_away() {
     let repo = Repo::new();
     let (mut agent, _rx) = Build::new("alice", scenario("agent_basic"))
         .pipeline(pipeline_with_todos(PermissionMode::WorkspaceWrite))
-        .compaction(CompactionThresholds {
-            compact_at_tokens: 5_000,
-            spill_result_bytes: 10_000,
-            keep_recent_messages: 2,
-            summary_max_tokens: 512,
-        })
+        .compaction(thresholds(5_000, 2))
         .agent(&repo);
     assert_completed(&turn(&mut agent, "make a checklist").await);
     // Long chatter after it pushes the checklist turn out of the kept window.
     let mut history = agent.history().to_vec();
-    history.extend((0..30).flat_map(|n| {
-        [
-            Message::user_text(format!("note {n}: {}", "blah ".repeat(400))),
-            Message::assistant_text(format!("noted {n}")),
-        ]
-    }));
+    history.extend(chatter(30));
     agent.load_history(&history);
     assert_completed(&turn(&mut agent, "ping").await);
     let history = agent.history();
