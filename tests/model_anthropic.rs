@@ -211,10 +211,20 @@ async fn request_carries_headers_cache_control_tools_and_tool_results() {
         body["messages"][1]["content"][1],
         json!({"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {"path": "src/lib.rs"}})
     );
+    // Breakpoints on the last message and on the one the previous call ended with.
     assert_eq!(
         body["messages"][2],
         json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
-            "content": "no such file", "is_error": true}]})
+            "content": "no such file", "is_error": true, "cache_control": {"type": "ephemeral"}}]})
+    );
+    assert_eq!(
+        body["messages"][0]["content"][0]["cache_control"],
+        json!({"type": "ephemeral"})
+    );
+    assert!(
+        body["messages"][1]["content"][1]
+            .get("cache_control")
+            .is_none()
     );
 }
 
@@ -297,30 +307,78 @@ async fn http_statuses_map_to_errors() {
     assert!(matches!(&errors[5], ModelError::Auth { status: 403, .. }));
 }
 
-#[tokio::test]
-async fn in_stream_overloaded_error_is_passed_on_and_not_retried() {
-    let mut events = vec![message_start()];
-    events.extend(text_block(0, &["Par"]));
-    events.push((
+fn stream_error(kind: &str) -> (&'static str, Value) {
+    (
         "error",
-        json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
-    ));
+        json!({"type": "error", "error": {"type": kind, "message": kind}}),
+    )
+}
+
+fn quick_retries() -> RetryPolicy {
+    RetryPolicy {
+        max_attempts: 4,
+        base_delay: Duration::from_millis(1),
+        max_delay: Duration::from_millis(5),
+    }
+}
+
+#[tokio::test]
+async fn in_stream_errors_are_retried_while_no_tool_call_has_come() {
+    let mut after_text = vec![message_start()];
+    after_text.extend(text_block(0, &["Par"]));
+    after_text.push(stream_error("api_error"));
+    let server = Server::start(vec![
+        Reply::sse(&[sse_events(&[
+            message_start(),
+            stream_error("overloaded_error"),
+        ])]),
+        Reply::sse(&[sse_events(&[
+            message_start(),
+            stream_error("rate_limit_error"),
+        ])]),
+        Reply::sse(&[sse_events(&after_text)]),
+        Reply::sse(&[sse_events(&full_reply())]),
+    ])
+    .await;
+    let retrying = Retrying::new(provider(&server), quick_retries());
+    let items = collect(&retrying, sample_request()).await;
+    assert_eq!(server.requests().len(), 4);
+    let restart = items
+        .iter()
+        .position(|item| matches!(item, Ok(StreamEvent::Restart { attempt: 3, reason }) if reason.contains("api_error")))
+        .expect("the streamed text is voided");
+    assert_eq!(items[restart - 1], Ok(StreamEvent::TextDelta("Par".into())));
+    assert_eq!(items[restart + 1..], expected_full_reply()[..]);
+}
+
+#[tokio::test]
+async fn an_in_stream_error_after_a_tool_call_is_passed_on_and_not_retried() {
+    let mut events = vec![message_start()];
+    events.extend(tool_block(0, "toolu_A", "read_file", &["{}"]));
+    events.push(stream_error("overloaded_error"));
     let server = Server::start(vec![
         Reply::sse(&[sse_events(&events)]),
         Reply::sse(&[sse_events(&full_reply())]),
     ])
     .await;
-    let retrying = Retrying::new(provider(&server), RetryPolicy::default());
+    let retrying = Retrying::new(provider(&server), quick_retries());
     let items = collect(&retrying, sample_request()).await;
-    assert_eq!(items[0], Ok(StreamEvent::MessageStart));
-    assert_eq!(items[2], Ok(StreamEvent::TextDelta("Par".into())));
+    assert!(
+        items
+            .iter()
+            .any(|i| matches!(i, Ok(StreamEvent::ToolUse { .. })))
+    );
     assert_eq!(
         items.last(),
         Some(&Err(ModelError::Overloaded {
-            message: "Overloaded".into()
+            message: "overloaded_error".into()
         }))
     );
-    assert_eq!(server.requests().len(), 1, "events had flowed, so no retry");
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "a tool call had come, so no retry"
+    );
 }
 
 #[tokio::test]
@@ -407,17 +465,12 @@ async fn unknown_events_deltas_and_block_types_are_ignored() {
         (
             "content_block_start",
             json!({"type": "content_block_start", "index": 0,
-                "content_block": {"type": "thinking", "thinking": ""}}),
+                "content_block": {"type": "brand_new_block", "x": ""}}),
         ),
         (
             "content_block_delta",
             json!({"type": "content_block_delta", "index": 0,
-                "delta": {"type": "thinking_delta", "thinking": "hmm"}}),
-        ),
-        (
-            "content_block_delta",
-            json!({"type": "content_block_delta", "index": 0,
-                "delta": {"type": "signature_delta", "signature": "abc"}}),
+                "delta": {"type": "brand_new_delta", "x": "hmm"}}),
         ),
         (
             "content_block_stop",

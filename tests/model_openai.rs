@@ -352,6 +352,7 @@ async fn local_server_needs_no_key_and_gets_no_authorization_header() {
         base_url: Some(format!("{}/v1", server.base_url)),
         api_key_env: None,
         scenario: None,
+        ..ProviderSpec::default()
     };
     let provider = provider_from_spec_with_env(&spec, &|_| None).unwrap();
     let mut req = sample_request();

@@ -395,6 +395,7 @@ async fn shipped_echo_scenario_works_from_file_and_as_the_default() {
         base_url: None,
         api_key_env: None,
         scenario: Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/scenarios/echo.toml")),
+        ..ProviderSpec::default()
     })
     .unwrap();
     let builtin = provider_from_spec(&ProviderSpec {
@@ -403,6 +404,7 @@ async fn shipped_echo_scenario_works_from_file_and_as_the_default() {
         base_url: None,
         api_key_env: None,
         scenario: None,
+        ..ProviderSpec::default()
     })
     .unwrap();
     for provider in [from_file, builtin] {
@@ -423,6 +425,7 @@ async fn providers_compose_as_trait_objects() {
         base_url: None,
         api_key_env: None,
         scenario: None,
+        ..ProviderSpec::default()
     };
     let boxed: Box<dyn ModelProvider> = provider_from_spec(&spec).unwrap();
     let shared: std::sync::Arc<dyn ModelProvider> =

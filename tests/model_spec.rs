@@ -3,7 +3,9 @@
 mod model_support;
 
 use std::collections::HashMap;
+use std::path::Path;
 
+use crew::config::TeamConfig;
 use crew::model::{ModelError, ProviderSpec, StreamEvent, provider_from_spec_with_env};
 use model_support::{Reply, Server, collect, sample_request};
 use serde_json::json;
@@ -17,6 +19,7 @@ fn spec(kind: &str) -> ProviderSpec {
         base_url: None,
         api_key_env: None,
         scenario: None,
+        ..ProviderSpec::default()
     }
 }
 
@@ -137,4 +140,77 @@ async fn openai_key_from_a_named_variable_is_sent_but_never_shown() {
         server.requests()[0].header("authorization"),
         Some(format!("Bearer {SECRET}").as_str())
     );
+}
+
+#[test]
+fn thinking_and_fallback_read_from_a_spec() {
+    let read: ProviderSpec = toml::from_str(
+        "kind = \"anthropic\"\nthinking = { budget_tokens = 4096 }\nfallback_model = \"claude-b\"\nfallback_after = 5\n",
+    )
+    .unwrap();
+    assert_eq!(read.thinking.unwrap().budget_tokens.0, 4096);
+    assert_eq!(read.fallback_model.unwrap().0, "claude-b");
+    assert_eq!(read.fallback_after.unwrap().0, 5);
+    let mut thinking_openai = spec("openai");
+    thinking_openai.base_url = Some("http://localhost:11434/v1".into());
+    thinking_openai.thinking = read.thinking;
+    let message = config_error(provider_from_spec_with_env(&thinking_openai, &env(&[])));
+    assert!(
+        message.contains("thinking") && message.contains("anthropic"),
+        "{message}"
+    );
+}
+
+/// The error crew.toml gets for `model` on the lead's line.
+fn crew_toml_error(model: &str) -> String {
+    let text = format!("[team]\nname = \"web\"\n\n[lead]\nname = \"lead\"\nmodel = {model}\n");
+    TeamConfig::parse(Path::new("/repo/crew.toml"), &text)
+        .unwrap_err()
+        .to_string()
+}
+
+#[test]
+fn bad_thinking_and_fallback_values_name_the_file_and_field() {
+    let cases = [
+        (
+            r#"{ provider = "anthropic", thinking = { budget_tokens = 100 } }"#,
+            "thinking.budget_tokens must be a whole number of tokens from 1024",
+        ),
+        (
+            r#"{ provider = "anthropic", thinking = { budget_tokens = -5 } }"#,
+            "not -5",
+        ),
+        (
+            r#"{ provider = "anthropic", thinking = { budget = 2048 } }"#,
+            "budget",
+        ),
+        (
+            r#"{ provider = "openai", thinking = { budget_tokens = 2048 } }"#,
+            "thinking is supported by provider \"anthropic\" only, not \"openai\"",
+        ),
+        (
+            r#"{ provider = "anthropic", fallback_model = "" }"#,
+            "fallback_model must name a model",
+        ),
+        (
+            r#"{ provider = "anthropic", fallback_model = "b", fallback_after = 0 }"#,
+            "fallback_after counts overloads in a row",
+        ),
+        (
+            r#"{ provider = "scripted", fallback_model = "b" }"#,
+            "fallback_model needs provider",
+        ),
+    ];
+    for (model, expected) in cases {
+        let message = crew_toml_error(model);
+        assert!(
+            message.starts_with("/repo/crew.toml:6:") && message.contains(expected),
+            "{model}: {message}"
+        );
+    }
+    let good = format!(
+        "[team]\nname = \"web\"\n\n[lead]\nname = \"lead\"\nmodel = {}\n",
+        r#"{ provider = "anthropic", thinking = { budget_tokens = 2048 }, fallback_model = "b" }"#
+    );
+    TeamConfig::parse(Path::new("/repo/crew.toml"), &good).unwrap();
 }

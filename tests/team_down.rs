@@ -32,6 +32,12 @@ fn down_shuts_idle_workers_and_ends_a_busy_one_after_the_timeout() {
         down.stdout
     );
 
+    // The idle worker is not crew down's child: it is reported stopped, not "no worker".
+    assert!(
+        down.stdout.contains(&format!("{idle} shut down")),
+        "{}",
+        down.stdout
+    );
     assert_eq!(idle_proc.wait(Duration::from_secs(10)), Some(0));
     assert_eq!(team.state(idle), "SHUTDOWN");
     // Ended by a signal, not of its own accord.

@@ -67,6 +67,16 @@ pub enum AgentEvent {
     MessageDelta {
         text: String,
     },
+    /// A thinking or redacted-thinking block of the reply, whole (signature included).
+    Thinking {
+        block: model::ContentBlock,
+    },
+    /// The provider handed the calls over to a fallback model.
+    ModelFallback {
+        from: String,
+        to: String,
+        reason: String,
+    },
     /// The reply is complete and entered the history.
     MessageStop {
         stop_reason: model::StopReason,

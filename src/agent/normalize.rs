@@ -41,6 +41,10 @@ pub fn normalize_owned(messages: Vec<Message>) -> Vec<Message> {
                         // A repeated id could never be answered unambiguously.
                         ContentBlock::ToolUse { id, .. } => seen_calls.insert(id.clone()),
                         ContentBlock::ToolResult { .. } => false,
+                        // The API wants thinking back unchanged during tool use.
+                        ContentBlock::Thinking { .. } | ContentBlock::RedactedThinking { .. } => {
+                            true
+                        }
                     })
                     .collect();
                 open = content
@@ -61,7 +65,9 @@ pub fn normalize_owned(messages: Vec<Message>) -> Vec<Message> {
                     .into_iter()
                     .filter(|block| match block {
                         ContentBlock::Text { text } => !text.is_empty(),
-                        ContentBlock::ToolUse { .. } => false,
+                        ContentBlock::ToolUse { .. }
+                        | ContentBlock::Thinking { .. }
+                        | ContentBlock::RedactedThinking { .. } => false,
                         ContentBlock::ToolResult { tool_use_id, .. } => {
                             open.contains(tool_use_id) && answered.insert(tool_use_id.clone())
                         }

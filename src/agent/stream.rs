@@ -11,7 +11,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::agent::emitter::Emitter;
-use crate::agent::event::AgentEvent;
+use crate::agent::event::{AgentEvent, RecoveryKind};
 use crate::model::{self, ContentBlock, Message, ModelError, Role, StreamEvent, Usage};
 use crate::tools::{Pipeline, ToolCall, ToolCallOutcome, ToolContext};
 
@@ -116,6 +116,28 @@ pub(crate) async fn receive(
                 } else {
                     PendingCall::Queued(tool_call)
                 });
+            }
+            StreamEvent::Thinking(block) => {
+                if !text.is_empty() {
+                    content.push(ContentBlock::Text {
+                        text: std::mem::take(&mut text),
+                    });
+                }
+                content.push(block.clone());
+                emitter.emit(AgentEvent::Thinking { block });
+            }
+            // The provider is retrying: what streamed so far (no tool call) is void.
+            StreamEvent::Restart { attempt, reason } => {
+                content.clear();
+                text.clear();
+                emitter.emit(AgentEvent::Recovery {
+                    kind: RecoveryKind::StreamError,
+                    attempt,
+                    reason: format!("partial reply discarded, retrying: {reason}"),
+                });
+            }
+            StreamEvent::Fallback { from, to, reason } => {
+                emitter.emit(AgentEvent::ModelFallback { from, to, reason })
             }
             StreamEvent::Usage(snapshot) => usage = snapshot,
             StreamEvent::Stop {

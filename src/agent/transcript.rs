@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::agent::event::AgentEvent;
+use crate::model;
 use crate::tools::Note;
 
 #[derive(Debug, Error)]
@@ -216,10 +217,34 @@ fn render_event(event: AgentEvent) -> Vec<Piece> {
         }
         AgentEvent::MessageStart { .. } => Vec::new(),
         AgentEvent::MessageDelta { text: delta } => text(delta),
-        AgentEvent::MessageStop { stop_reason, usage } => text(format!(
-            "  [model stopped: {stop_reason:?}, {} tokens]\n",
-            usage.total()
-        )),
+        AgentEvent::Thinking { block } => vec![match block {
+            model::ContentBlock::Thinking { thinking, .. } => Piece::Folded {
+                line: format!("✻ thinking: {}", short(&thinking, 120)),
+                detail: capped(&thinking),
+            },
+            _ => Piece::Folded {
+                line: "✻ thinking (redacted by the provider)".into(),
+                detail:
+                    "The provider sent this reasoning encrypted; it is kept and sent back unread."
+                        .into(),
+            },
+        }],
+        AgentEvent::ModelFallback { from, to, reason } => {
+            text(format!("⇄ model {from} → {to}: {reason}\n"))
+        }
+        AgentEvent::MessageStop { stop_reason, usage } => {
+            let cache = match (
+                usage.cache_read_input_tokens,
+                usage.cache_creation_input_tokens,
+            ) {
+                (0, 0) => String::new(),
+                (read, written) => format!(" ({read} read from cache, {written} written)"),
+            };
+            text(format!(
+                "  [model stopped: {stop_reason:?}, {} tokens{cache}]\n",
+                usage.total()
+            ))
+        }
         AgentEvent::ToolUse {
             name, input, early, ..
         } => vec![Piece::Folded {

@@ -86,6 +86,7 @@ pub fn print_event(event: &TeamEvent) {
             Some(code) => println!("{name} exited with code {code}"),
             None => println!("{name} was ended by a signal"),
         },
+        TeamEvent::ShutDown { name } => println!("{name} shut down"),
         TeamEvent::Died {
             name,
             released,

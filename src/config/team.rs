@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
 use crate::config::ConfigError;
+use crate::model::{ModelName, OverloadCount, ThinkingSpec};
 use crate::store::Roster;
 use crate::store::names::{USER, validate_name};
 use crate::tools::PermissionMode;
@@ -88,6 +89,14 @@ pub struct ModelChoice {
     /// What the model costs, for a cost on the screen when the provider does not report one.
     #[serde(default)]
     pub price: Option<Price>,
+    /// `thinking = { budget_tokens = N }`: extended thinking (anthropic).
+    #[serde(default)]
+    pub thinking: Option<Spanned<ThinkingSpec>>,
+    /// The model that takes over after `fallback_after` overloads in a row (default 3).
+    #[serde(default)]
+    pub fallback_model: Option<Spanned<ModelName>>,
+    #[serde(default)]
+    pub fallback_after: Option<OverloadCount>,
 }
 
 /// US dollars per million tokens. Cache reads and writes cost the input price unless given.
@@ -291,6 +300,31 @@ impl TeamConfig {
                         ),
                     ));
                 }
+            }
+        }
+        for agent in self.agents() {
+            let model = &agent.model;
+            if let Some(thinking) = &model.thinking
+                && model.provider != "anthropic"
+            {
+                return Err(err(
+                    thinking.span(),
+                    format!(
+                        "thinking is supported by provider \"anthropic\" only, not {:?}",
+                        model.provider
+                    ),
+                ));
+            }
+            if let Some(fallback) = &model.fallback_model
+                && !matches!(model.provider.as_str(), "anthropic" | "openai")
+            {
+                return Err(err(
+                    fallback.span(),
+                    format!(
+                        "fallback_model needs provider \"anthropic\" or \"openai\", not {:?}",
+                        model.provider
+                    ),
+                ));
             }
         }
         let mode = &self.permissions.mode;

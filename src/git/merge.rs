@@ -14,6 +14,7 @@ use serde::Serialize;
 use tracing::{info, warn};
 
 use super::checkout::{blocked_files, changed_paths, checkouts_of, update_paths};
+use super::cli::{self, StagedIndex};
 use super::error::{BlockedFiles, Context, GitError, io_error};
 use super::names::validate_branch;
 use super::worktree::{Worktrees, checkout_dir, display_dir, head_commit};
@@ -35,8 +36,28 @@ pub enum MergeOutcome {
 
 /// The worktree's uncommitted work, committed but not yet on the branch.
 struct Snapshot<'r> {
-    index: Index,
+    index: Staged,
     commit: Commit<'r>,
+}
+
+/// The worktree's index with everything staged, not yet written over the real one.
+enum Staged {
+    /// Staged by the git CLI, in a file beside the index.
+    Cli(StagedIndex),
+    /// Staged by libgit2, in memory.
+    Memory(Index),
+}
+
+impl Staged {
+    fn install(self, wt: &Repository) -> Result<(), GitError> {
+        let index = wt.path().join("index");
+        match self {
+            Staged::Cli(staged) => staged.install(&index).map_err(io_error(&index)),
+            Staged::Memory(mut staged) => staged
+                .write()
+                .context(|| format!("writing the index of {}", display_dir(wt))),
+        }
+    }
 }
 
 impl Worktrees {
@@ -103,11 +124,9 @@ impl Worktrees {
         check_checkouts(&checkouts, &paths, base_branch)?;
 
         let message = format!("crew: merge {branch} into {base_branch}");
-        if let Some(mut snap) = snapshot {
+        if let Some(snap) = snapshot {
             move_ref(&wt, &branch, tip, old_tip, &message)?;
-            snap.index
-                .write()
-                .context(|| format!("writing the index of {}", display_dir(&wt)))?;
+            snap.index.install(&wt)?;
         }
 
         for (done, checkout) in checkouts.iter().enumerate() {
@@ -174,16 +193,22 @@ fn snapshot<'r>(
     name: &str,
 ) -> Result<Option<Snapshot<'r>>, GitError> {
     let dir = display_dir(wt);
-    let mut index = wt
-        .index()
-        .context(|| format!("reading the index of {dir}"))?;
-    index
-        .add_all(["*"], IndexAddOption::DEFAULT, None)
-        .and_then(|()| index.update_all(["*"], None))
-        .context(|| format!("collecting uncommitted work in {dir}"))?;
-    let tree_id = index
-        .write_tree()
-        .context(|| format!("snapshotting {dir}"))?;
+    let (tree_id, index) = match cli::stage_all(&checkout_dir(wt), &wt.path().join("index")) {
+        Some((tree, staged)) => (tree, Staged::Cli(staged)),
+        None => {
+            let mut index = wt
+                .index()
+                .context(|| format!("reading the index of {dir}"))?;
+            index
+                .add_all(["*"], IndexAddOption::DEFAULT, None)
+                .and_then(|()| index.update_all(["*"], None))
+                .context(|| format!("collecting uncommitted work in {dir}"))?;
+            let tree = index
+                .write_tree()
+                .context(|| format!("snapshotting {dir}"))?;
+            (tree, Staged::Memory(index))
+        }
+    };
     let parent = wt
         .find_commit(head)
         .context(|| format!("reading HEAD of {dir}"))?;

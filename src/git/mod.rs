@@ -4,6 +4,7 @@
 //! layer knows nothing above it: it returns values and never prints.
 
 mod checkout;
+mod cli;
 mod diff;
 mod error;
 mod inline;

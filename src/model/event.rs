@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::types::{StopReason, Usage};
+use super::types::{ContentBlock, StopReason, Usage};
 
 /// One step of a streamed reply, in order: `MessageStart`, then text deltas and complete tool
 /// calls interleaved as the model produces them, `Usage` snapshots, and finally `Stop`.
@@ -20,6 +20,17 @@ pub enum StreamEvent {
         id: String,
         name: String,
         input: Value,
+    },
+    /// A complete thinking or redacted-thinking block, in its place among the reply's blocks.
+    Thinking(ContentBlock),
+    /// The attempt so far is void: discard what this reply streamed (no tool call had come),
+    /// it is being sent again after `reason`.
+    Restart { attempt: u32, reason: String },
+    /// From here on `to` answers instead of `from`, which kept being overloaded.
+    Fallback {
+        from: String,
+        to: String,
+        reason: String,
     },
     /// Running usage totals for this reply so far (a snapshot, not an increment).
     Usage(Usage),

@@ -6,6 +6,7 @@
 pub mod anthropic;
 pub mod error;
 pub mod event;
+pub mod fallback;
 mod http;
 pub mod openai;
 pub mod retry;
@@ -22,9 +23,13 @@ use futures::stream::BoxStream;
 
 pub use error::ModelError;
 pub use event::StreamEvent;
+pub use fallback::FallingBack;
 pub use retry::{RetryPolicy, Retrying};
 pub use secret::ApiKey;
-pub use spec::{ProviderSpec, provider_from_spec, provider_from_spec_with_env};
+pub use spec::{
+    ModelName, OverloadCount, ProviderSpec, ThinkingBudget, ThinkingSpec, provider_from_spec,
+    provider_from_spec_with_env,
+};
 pub use types::{
     ContentBlock, Message, ModelRequest, RequestContext, Role, StopReason, SystemPrompt,
     ToolDefinition, Usage,

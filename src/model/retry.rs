@@ -1,7 +1,9 @@
 //! Retrying transient failures with jittered, bounded exponential backoff.
 //!
-//! A retry is only safe while the failed attempt has produced nothing: once any event has been
-//! passed on, the caller holds part of a reply and must see the error to discard it.
+//! A retry is safe while no tool call of the failed attempt has been passed on (a tool may
+//! already be running). Text or thinking already passed on is voided first with a
+//! [`StreamEvent::Restart`], so errors that arrive inside the stream (`overloaded_error` after
+//! `message_start`, say) are retried like those before it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -61,7 +63,7 @@ impl RetryPolicy {
 }
 
 /// A provider that retries another provider's retryable failures (rate limits, overload, 5xx,
-/// connection failures) as long as the failed attempt emitted no event.
+/// connection failures) as long as the failed attempt passed on no tool call.
 pub struct Retrying<P> {
     inner: Arc<P>,
     policy: RetryPolicy,
@@ -96,7 +98,8 @@ impl<P: ModelProvider + 'static> ModelProvider for Retrying<P> {
             req,
             policy: self.policy,
             attempt: 1,
-            emitted: false,
+            emitted: Emitted::Nothing,
+            pending: None,
             done: false,
         };
         stream::unfold(attempts, Attempts::next).boxed()
@@ -110,9 +113,37 @@ struct Attempts<P> {
     /// 1-based number of the attempt `current` belongs to.
     attempt: u32,
     current: BoxStream<'static, Result<StreamEvent, ModelError>>,
-    /// Whether the current attempt has passed on an event (then no retry is allowed).
-    emitted: bool,
+    /// The most the current attempt has passed on.
+    emitted: Emitted,
+    /// A retry waiting until its `Restart` notice has gone out.
+    pending: Option<ModelError>,
     done: bool,
+}
+
+/// What an attempt has passed on, in the order it matters for a retry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Emitted {
+    /// Nothing, or only events that carry no part of the reply.
+    Nothing,
+    /// Text or thinking: void it with a `Restart` before retrying.
+    Content,
+    /// A tool call (it may be running): no retry.
+    Tool,
+}
+
+impl Emitted {
+    fn of(event: &StreamEvent) -> Self {
+        match event {
+            StreamEvent::ToolUse { .. } => Self::Tool,
+            StreamEvent::TextDelta(_) | StreamEvent::Thinking(_) | StreamEvent::Stop { .. } => {
+                Self::Content
+            }
+            StreamEvent::MessageStart
+            | StreamEvent::Usage(_)
+            | StreamEvent::Restart { .. }
+            | StreamEvent::Fallback { .. } => Self::Nothing,
+        }
+    }
 }
 
 impl<P: ModelProvider> Attempts<P> {
@@ -121,27 +152,28 @@ impl<P: ModelProvider> Attempts<P> {
             return None;
         }
         loop {
+            if let Some(error) = self.pending.take() {
+                self.retry(error).await;
+            }
             match self.current.next().await? {
                 Ok(event) => {
-                    self.emitted = true;
+                    self.emitted = self.emitted.max(Emitted::of(&event));
                     return Some((Ok(event), self));
                 }
                 Err(error)
-                    if !self.emitted
+                    if self.emitted < Emitted::Tool
                         && error.is_retryable()
                         && self.attempt < self.policy.max_attempts =>
                 {
-                    let wait = self.policy.delay(self.attempt, &error);
-                    tracing::warn!(
-                        provider = self.inner.name(),
-                        attempt = self.attempt,
-                        wait_ms = wait.as_millis() as u64,
-                        %error,
-                        "model call failed, retrying"
-                    );
-                    tokio::time::sleep(wait).await;
-                    self.attempt += 1;
-                    self.current = self.inner.stream(self.req.clone());
+                    if self.emitted == Emitted::Content {
+                        let restart = StreamEvent::Restart {
+                            attempt: self.attempt,
+                            reason: error.to_string(),
+                        };
+                        self.pending = Some(error);
+                        return Some((Ok(restart), self));
+                    }
+                    self.retry(error).await;
                 }
                 Err(error) => {
                     self.done = true;
@@ -149,6 +181,22 @@ impl<P: ModelProvider> Attempts<P> {
                 }
             }
         }
+    }
+
+    /// Waits out the backoff for `error` and starts the next attempt.
+    async fn retry(&mut self, error: ModelError) {
+        let wait = self.policy.delay(self.attempt, &error);
+        tracing::warn!(
+            provider = self.inner.name(),
+            attempt = self.attempt,
+            wait_ms = wait.as_millis() as u64,
+            %error,
+            "model call failed, retrying"
+        );
+        tokio::time::sleep(wait).await;
+        self.attempt += 1;
+        self.emitted = Emitted::Nothing;
+        self.current = self.inner.stream(self.req.clone());
     }
 }
 
@@ -271,10 +319,54 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn error_after_an_event_is_passed_on_not_retried() {
+    async fn an_error_after_message_start_is_retried_silently() {
+        let started = vec![
+            Ok(StreamEvent::MessageStart),
+            Ok(StreamEvent::Usage(Usage::default())),
+            Err(overloaded()),
+        ];
+        let canned = Canned::new(vec![started, success()]);
+        let items = run(&canned, policy(5)).await;
+        let mut expected = vec![
+            Ok(StreamEvent::MessageStart),
+            Ok(StreamEvent::Usage(Usage::default())),
+        ];
+        expected.extend(success());
+        assert_eq!(items, expected);
+        assert_eq!(canned.calls.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_error_after_text_voids_it_with_a_restart_then_retries() {
         let half = vec![
             Ok(StreamEvent::MessageStart),
             Ok(StreamEvent::TextDelta("par".into())),
+            Err(overloaded()),
+        ];
+        let canned = Canned::new(vec![half, success()]);
+        let items = run(&canned, policy(5)).await;
+        let mut expected = vec![
+            Ok(StreamEvent::MessageStart),
+            Ok(StreamEvent::TextDelta("par".into())),
+            Ok(StreamEvent::Restart {
+                attempt: 1,
+                reason: overloaded().to_string(),
+            }),
+        ];
+        expected.extend(success());
+        assert_eq!(items, expected);
+        assert_eq!(canned.calls.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_error_after_a_tool_call_is_passed_on_not_retried() {
+        let half = vec![
+            Ok(StreamEvent::MessageStart),
+            Ok(StreamEvent::ToolUse {
+                id: "t".into(),
+                name: "read".into(),
+                input: serde_json::json!({}),
+            }),
             Err(overloaded()),
         ];
         let canned = Canned::new(vec![half.clone(), success()]);

@@ -7,12 +7,13 @@ use serde::{Deserialize, Serialize};
 use super::ModelProvider;
 use super::anthropic::{self, AnthropicProvider};
 use super::error::ModelError;
+use super::fallback::{DEFAULT_FALLBACK_AFTER, FallingBack};
 use super::openai::{self, OpenAiProvider};
 use super::scripted::ScriptedProvider;
 use super::secret::ApiKey;
 
 /// Which provider to use and how to reach it. Holds no secret: keys come from the environment.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderSpec {
     /// `"scripted"`, `"anthropic"` or `"openai"`.
@@ -29,6 +30,86 @@ pub struct ProviderSpec {
     /// Scenario file for `scripted`; the built-in echo scenario when absent.
     #[serde(default)]
     pub scenario: Option<PathBuf>,
+    /// Extended thinking (`anthropic` only).
+    #[serde(default)]
+    pub thinking: Option<ThinkingSpec>,
+    /// The model that answers once `model` has been overloaded `fallback_after` times in a row.
+    #[serde(default)]
+    pub fallback_model: Option<ModelName>,
+    /// Consecutive overloads before `fallback_model` takes over (default 3).
+    #[serde(default)]
+    pub fallback_after: Option<OverloadCount>,
+}
+
+/// `thinking = { budget_tokens = N }`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ThinkingSpec {
+    pub budget_tokens: ThinkingBudget,
+}
+
+/// The API's least thinking budget.
+pub const MIN_THINKING_BUDGET: u32 = 1024;
+
+/// Tokens of reasoning per call: at least [`MIN_THINKING_BUDGET`] (checked when read, so a
+/// configuration error can point at the value).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ThinkingBudget(pub u32);
+
+impl<'de> Deserialize<'de> for ThinkingBudget {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        whole_number_from(d, MIN_THINKING_BUDGET, |value| {
+            format!(
+                "thinking.budget_tokens must be a whole number of tokens from {MIN_THINKING_BUDGET} to {}, not {value}",
+                u32::MAX
+            )
+        })
+        .map(Self)
+    }
+}
+
+/// A whole number of at least `min` that fits a `u32`, else the error `explain` words.
+fn whole_number_from<'de, D: serde::Deserializer<'de>>(
+    d: D,
+    min: u32,
+    explain: impl FnOnce(i64) -> String,
+) -> Result<u32, D::Error> {
+    let value = i64::deserialize(d)?;
+    u32::try_from(value)
+        .ok()
+        .filter(|n| *n >= min)
+        .ok_or_else(|| serde::de::Error::custom(explain(value)))
+}
+
+/// A model name that is not blank.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ModelName(pub String);
+
+impl<'de> Deserialize<'de> for ModelName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = String::deserialize(d)?;
+        if value.trim().is_empty() || value.trim() != value {
+            return Err(serde::de::Error::custom(format!(
+                "fallback_model must name a model (such as \"claude-sonnet-4-5\"), not {value:?}"
+            )));
+        }
+        Ok(Self(value))
+    }
+}
+
+/// How many overloads in a row: 1 or more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct OverloadCount(pub u32);
+
+impl<'de> Deserialize<'de> for OverloadCount {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        whole_number_from(d, 1, |value| {
+            format!(
+                "fallback_after counts overloads in a row before fallback_model takes over: 1 or more, not {value}"
+            )
+        })
+        .map(Self)
+    }
 }
 
 /// The environment variable that holds the key for a provider of `kind`: the one the
@@ -61,6 +142,12 @@ pub fn provider_from_spec_with_env(
             .or_else(|| var(base_var))
             .unwrap_or_else(|| default.to_string())
     };
+    if spec.thinking.is_some() && spec.kind != "anthropic" {
+        return Err(ModelError::config(format!(
+            "thinking is supported by provider \"anthropic\" only, not {:?}",
+            spec.kind
+        )));
+    }
     match spec.kind.as_str() {
         "scripted" => {
             let provider = match &spec.scenario {
@@ -73,11 +160,11 @@ pub fn provider_from_spec_with_env(
             let key_var = key_var();
             let key = var(&key_var).ok_or_else(|| missing_key(&key_var))?;
             let base = base_url("ANTHROPIC_BASE_URL", anthropic::DEFAULT_BASE_URL);
-            Ok(Box::new(AnthropicProvider::new(
-                &base,
-                ApiKey::new(key),
-                spec.model.clone(),
-            )?))
+            let mut provider = AnthropicProvider::new(&base, ApiKey::new(key), spec.model.clone())?;
+            if let Some(thinking) = spec.thinking {
+                provider = provider.with_thinking(thinking.budget_tokens.0);
+            }
+            Ok(with_fallback(provider, spec))
         }
         "openai" => {
             let key_var = key_var();
@@ -89,15 +176,31 @@ pub fn provider_from_spec_with_env(
             if key.is_none() && needs_key {
                 return Err(missing_key(&key_var));
             }
-            Ok(Box::new(OpenAiProvider::new(
-                &base,
-                key,
-                spec.model.clone(),
-            )?))
+            Ok(with_fallback(
+                OpenAiProvider::new(&base, key, spec.model.clone())?,
+                spec,
+            ))
         }
         other => Err(ModelError::config(format!(
             "unknown provider kind {other:?}: expected \"scripted\", \"anthropic\" or \"openai\""
         ))),
+    }
+}
+
+/// `provider`, handing over to the spec's `fallback_model` when it has one.
+fn with_fallback<P: ModelProvider + 'static>(
+    provider: P,
+    spec: &ProviderSpec,
+) -> Box<dyn ModelProvider> {
+    match &spec.fallback_model {
+        Some(fallback) => Box::new(FallingBack::new(
+            provider,
+            &spec.model,
+            &fallback.0,
+            spec.fallback_after
+                .map_or(DEFAULT_FALLBACK_AFTER, |count| count.0),
+        )),
+        None => Box::new(provider),
     }
 }
 

@@ -42,9 +42,24 @@ pub enum ContentBlock {
         #[serde(default)]
         is_error: bool,
     },
+    /// Extended thinking, kept verbatim: during tool use the API requires it back unchanged,
+    /// `signature` included.
+    Thinking {
+        thinking: String,
+        signature: String,
+    },
+    /// Thinking the API encrypted; `data` goes back exactly as received.
+    RedactedThinking {
+        data: String,
+    },
 }
 
 impl ContentBlock {
+    /// Whether this is model reasoning (plain or redacted) rather than text or a tool block.
+    pub fn is_thinking(&self) -> bool {
+        matches!(self, Self::Thinking { .. } | Self::RedactedThinking { .. })
+    }
+
     /// A tool result answering the call with id `tool_use_id`.
     pub fn tool_result(
         tool_use_id: impl Into<String>,
@@ -280,6 +295,28 @@ mod tests {
         );
         let back: Message = serde_json::from_value(serde_json::to_value(&msg).unwrap()).unwrap();
         assert_eq!(back, msg);
+    }
+
+    #[test]
+    fn thinking_blocks_serialise_in_the_messages_api_shape() {
+        let blocks = vec![
+            ContentBlock::Thinking {
+                thinking: "hmm".into(),
+                signature: "sig".into(),
+            },
+            ContentBlock::RedactedThinking { data: "xyz".into() },
+        ];
+        let value = serde_json::to_value(&blocks).unwrap();
+        assert_eq!(
+            value,
+            json!([
+                {"type": "thinking", "thinking": "hmm", "signature": "sig"},
+                {"type": "redacted_thinking", "data": "xyz"}
+            ])
+        );
+        let back: Vec<ContentBlock> = serde_json::from_value(value).unwrap();
+        assert_eq!(back, blocks);
+        assert!(back.iter().all(ContentBlock::is_thinking));
     }
 
     #[test]

@@ -32,5 +32,5 @@ pub use roster::Roster;
 pub use task::{Status, Task};
 pub use tasks::{Loaded, NewTask, TaskPatch, TaskStore};
 pub use todo::{TodoItem, TodoStatus, render_todos};
-pub use watch::DirWatcher;
+pub use watch::{DirWatcher, Waker};
 pub use workspace::Workspace;

@@ -1,7 +1,7 @@
 //! Wake-ups from file-system events (inotify on Linux) instead of a slow poll.
 
 use std::path::Path;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::sync::mpsc::{Receiver, Sender, channel};
 use std::time::Duration;
 
 use notify::{RecommendedWatcher, RecursiveMode, Watcher};
@@ -11,13 +11,27 @@ use crate::store::StoreError;
 /// Watches folders; `wait` returns as soon as anything in them changes.
 pub struct DirWatcher {
     rx: Receiver<()>,
+    tx: Sender<()>,
     _watcher: RecommendedWatcher,
+}
+
+/// Ends a `DirWatcher::wait` at once from another thread of this process, as a file event would:
+/// for a waiter whose owner is done and must not sit out the rest of its timeout.
+#[derive(Clone)]
+pub struct Waker(Sender<()>);
+
+impl Waker {
+    pub fn wake(&self) {
+        // The watcher being gone just means nobody waits any more.
+        let _ = self.0.send(());
+    }
 }
 
 impl DirWatcher {
     /// Creates each folder if needed (a watch needs something to watch) and watches it.
     pub fn new(dirs: &[&Path]) -> Result<Self, StoreError> {
         let (tx, rx) = channel();
+        let events = tx.clone();
         let mut watcher =
             notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
                 // Reads (open, close without writing) change nothing; waking on them would make
@@ -25,7 +39,7 @@ impl DirWatcher {
                 let changed = event.is_ok_and(|e| !matches!(e.kind, notify::EventKind::Access(_)));
                 if changed {
                     // The receiver going away just means nobody waits any more.
-                    let _ = tx.send(());
+                    let _ = events.send(());
                 }
             })
             .map_err(|e| watch_error(dirs.first().copied().unwrap_or(Path::new(".")), e))?;
@@ -37,21 +51,21 @@ impl DirWatcher {
         }
         Ok(DirWatcher {
             rx,
+            tx,
             _watcher: watcher,
         })
+    }
+
+    /// A handle that wakes this watcher's `wait` from another thread.
+    pub fn waker(&self) -> Waker {
+        Waker(self.tx.clone())
     }
 
     /// Waits up to `timeout` for a change; true if one came. Drains queued events so one burst
     /// of writes is one wake-up.
     pub fn wait(&self, timeout: Duration) -> bool {
-        let woke = match self.rx.recv_timeout(timeout) {
-            Ok(()) => true,
-            Err(RecvTimeoutError::Timeout) => false,
-            Err(RecvTimeoutError::Disconnected) => {
-                std::thread::sleep(timeout);
-                false
-            }
-        };
+        // Never disconnected: the watcher holds a sender itself (its waker's).
+        let woke = self.rx.recv_timeout(timeout).is_ok();
         while self.rx.try_recv().is_ok() {}
         woke
     }
@@ -83,5 +97,15 @@ mod tests {
             watcher.wait(Duration::from_secs(10)),
             "a write did not wake the watcher"
         );
+    }
+
+    #[test]
+    fn a_waker_ends_a_wait_from_another_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let watcher = DirWatcher::new(&[dir.path()]).unwrap();
+        let waker = watcher.waker();
+        std::thread::spawn(move || waker.wake());
+        // An hour: only the waker can end this wait.
+        assert!(watcher.wait(Duration::from_secs(3600)));
     }
 }

@@ -95,6 +95,9 @@ pub fn provider_for(
         base_url: entry.base_url.clone(),
         api_key_env: entry.api_key_env.clone(),
         scenario: entry.scenario.as_ref().map(|s| repo_root.join(s)),
+        thinking: entry.thinking.as_ref().map(|t| *t.get_ref()),
+        fallback_model: entry.fallback_model.as_ref().map(|f| f.get_ref().clone()),
+        fallback_after: entry.fallback_after,
     };
     provider_from_spec(&spec)
         .map(Arc::from)

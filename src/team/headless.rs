@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -65,7 +65,6 @@ pub struct TeamRun {
     config: Arc<TeamConfig>,
     supervisor: Supervisor,
     policy: Option<Policy>,
-    lead_stop: Arc<AtomicBool>,
     lead: Option<JoinHandle<Result<ExitReason, StoreError>>>,
     pub events: Vec<Happening>,
 }
@@ -93,9 +92,9 @@ impl TeamRun {
             config.roster(),
             settings_for(&config, &lead_name),
         )?;
-        let lead_stop = Arc::new(AtomicBool::new(false));
-        let stop = lead_stop.clone();
-        let lead = std::thread::spawn(move || worker.run(&mut work, &stop));
+        // The lead stops like every teammate, through a shutdown request in its inbox: a file
+        // event wakes it at once, where a flag would wait for its next idle poll.
+        let lead = std::thread::spawn(move || worker.run(&mut work, &AtomicBool::new(false)));
         let mut events = Vec::new();
         let extra: Vec<String> = if bypass {
             vec!["--dangerously-bypass".into()]
@@ -115,7 +114,6 @@ impl TeamRun {
             config,
             supervisor,
             policy,
-            lead_stop,
             lead: Some(lead),
             events,
         })
@@ -127,6 +125,11 @@ impl TeamRun {
 
     /// Sends the lead its goal, as a message from the person.
     pub fn give_goal(&self, goal: &str) -> Result<(), StoreError> {
+        self.tell_lead("message", format!("Goal: {goal}"), false)
+    }
+
+    /// A message (or a request) from the person to the lead.
+    fn tell_lead(&self, kind: &str, text: String, request: bool) -> Result<(), StoreError> {
         self.workspace
             .mailboxes()
             .send(
@@ -134,8 +137,9 @@ impl TeamRun {
                 Draft {
                     from: "user".into(),
                     to: self.config.lead_name().to_string(),
-                    kind: "message".into(),
-                    text: Some(format!("Goal: {goal}")),
+                    kind: kind.into(),
+                    text: Some(text),
+                    request,
                     ..Draft::default()
                 },
             )
@@ -206,8 +210,10 @@ impl TeamRun {
             .into_iter()
             .map(Happening::Team)
             .collect();
-        self.lead_stop.store(true, Ordering::Relaxed);
         if let Some(lead) = self.lead.take() {
+            if !lead.is_finished() {
+                self.ask_lead_to_stop()?;
+            }
             match lead.join() {
                 Ok(Ok(_)) => out.push(Happening::Team(TeamEvent::Exited {
                     name: self.config.lead_name().to_string(),
@@ -219,5 +225,11 @@ impl TeamRun {
         }
         self.events.extend(out.iter().cloned());
         Ok(out)
+    }
+
+    /// The person asks the lead to shut down; it answers and exits at its next look at its
+    /// inbox (at once when idle, after the job in hand when busy).
+    fn ask_lead_to_stop(&self) -> Result<(), StoreError> {
+        self.tell_lead("shutdown_request", "the team is shutting down".into(), true)
     }
 }

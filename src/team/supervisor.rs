@@ -28,6 +28,10 @@ pub enum TeamEvent {
         name: String,
         code: Option<i32>,
     },
+    /// Stopped when asked; started by another process, so its exit code is not ours to read.
+    ShutDown {
+        name: String,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -272,6 +276,8 @@ impl Supervisor {
             } else if let Some(mut child) = self.children.remove(&name) {
                 let code = child.wait().ok().and_then(|s| s.code());
                 events.push(TeamEvent::Exited { name, code });
+            } else {
+                events.push(TeamEvent::ShutDown { name });
             }
         }
         Ok(events)

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use crate::store::requests::RequestState;
 use crate::store::{
     AgentState, AgentStatus, Claimant, DirWatcher, Draft, Entry, Message, Refusal, Roster,
-    StoreError, Task, TaskId, Workspace,
+    StoreError, Task, TaskId, Waker, Workspace,
 };
 use crate::team::status::StatusHandle;
 
@@ -106,9 +106,14 @@ impl Worker {
     /// Runs until shut down (by request or idleness) or until `stop` is set.
     pub fn run(&self, work: &mut dyn Work, stop: &AtomicBool) -> Result<ExitReason, StoreError> {
         let done = Arc::new(AtomicBool::new(false));
-        let beat = self.spawn_heartbeat(done.clone());
+        let (beat, wake_beat) = self.spawn_heartbeat(done.clone());
         let result = self.lifecycle(work, stop);
         done.store(true, Ordering::Relaxed);
+        // Joined before the last status write (a late beat must not overwrite SHUTDOWN), and
+        // woken so the exit does not wait out the rest of a heartbeat.
+        if let Some(waker) = wake_beat {
+            waker.wake();
+        }
         let _ = beat.join();
         let (state, note) = match &result {
             Ok(ExitReason::ShutdownApproved { request_id }) => (
@@ -396,13 +401,14 @@ impl Worker {
 
     /// Beats every `heartbeat`; while the worker holds a task it also refuses shutdown requests
     /// at once, with the reason, rather than leaving the lead waiting for the task to end.
-    fn spawn_heartbeat(&self, done: Arc<AtomicBool>) -> thread::JoinHandle<()> {
+    fn spawn_heartbeat(&self, done: Arc<AtomicBool>) -> (thread::JoinHandle<()>, Option<Waker>) {
         let status = self.status.clone();
         let workspace = self.workspace.clone();
         let roster = self.roster.clone();
         let settings = self.settings.clone();
-        thread::spawn(move || {
-            let watcher = DirWatcher::new(&[&workspace.mailboxes_dir()]).ok();
+        let watcher = DirWatcher::new(&[&workspace.mailboxes_dir()]).ok();
+        let waker = watcher.as_ref().map(DirWatcher::waker);
+        let beat = thread::spawn(move || {
             let mut last_beat = Instant::now();
             // Only a grown inbox can hold a new shutdown request: skip the scan otherwise.
             let inbox = workspace.mailboxes().inbox_path(&settings.name).ok();
@@ -445,7 +451,8 @@ impl Worker {
                 inbox_len = len;
                 refuse_shutdowns_while_busy(&workspace, &roster, &settings, &task);
             }
-        })
+        });
+        (beat, waker)
     }
 }
 

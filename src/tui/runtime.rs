@@ -64,6 +64,7 @@ pub fn run(root: &Path, options: Options) -> anyhow::Result<()> {
     let (tx, rx) = channel::<Event>();
     let _watcher = spawn_loader(root, tx.clone())?;
     let jobs = spawn_worker(root.to_path_buf(), tx.clone());
+    let git_jobs = spawn_worker(root.to_path_buf(), tx.clone());
     let highlights = spawn_highlighter(tx.clone());
     spawn_ticker(tx.clone());
     spawn_input(tx);
@@ -80,17 +81,16 @@ pub fn run(root: &Path, options: Options) -> anyhow::Result<()> {
             effects.extend(crate::tui::update::update(&mut state, next));
         }
         for effect in effects {
-            match effect {
-                Effect::Bell => session.bell(),
-                e @ (Effect::HighlightFile { .. }
-                | Effect::HighlightCommand { .. }
-                | Effect::HighlightProposal { .. }) => {
-                    let _ = highlights.send(e);
+            let queue = match lane(&effect) {
+                Lane::Terminal => {
+                    session.bell();
+                    continue;
                 }
-                e => {
-                    let _ = jobs.send(e);
-                }
-            }
+                Lane::Highlight => &highlights,
+                Lane::Git => &git_jobs,
+                Lane::Store => &jobs,
+            };
+            let _ = queue.send(effect);
         }
         if state.quit {
             break;
@@ -148,6 +148,28 @@ pub fn spawn_loader(root: &Path, tx: Sender<Event>) -> anyhow::Result<Recommende
     Ok(watcher)
 }
 
+/// Where an effect is carried out. Git work on a big tree takes seconds (its progress shows in
+/// the diff view and the status line meanwhile): it has its own thread, in order, so an answer to
+/// a permission request or a message never waits behind a merge.
+#[derive(Debug, PartialEq, Eq)]
+enum Lane {
+    Terminal,
+    Highlight,
+    Git,
+    Store,
+}
+
+fn lane(effect: &Effect) -> Lane {
+    match effect {
+        Effect::Bell => Lane::Terminal,
+        Effect::HighlightFile { .. }
+        | Effect::HighlightCommand { .. }
+        | Effect::HighlightProposal { .. } => Lane::Highlight,
+        Effect::LoadDiff { .. } | Effect::Merge { .. } | Effect::Discard { .. } => Lane::Git,
+        _ => Lane::Store,
+    }
+}
+
 fn spawn_worker(root: PathBuf, tx: Sender<Event>) -> Sender<Effect> {
     let (jobs, job_rx) = channel::<Effect>();
     thread::spawn(move || {
@@ -203,4 +225,32 @@ fn spawn_input(tx: Sender<Event>) {
             }
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn git_work_and_answers_to_requests_go_to_different_threads() {
+        let name = || "alice".to_string();
+        for git in [
+            Effect::LoadDiff { name: name() },
+            Effect::Merge { name: name() },
+            Effect::Discard { name: name() },
+        ] {
+            assert_eq!(lane(&git), Lane::Git, "{git:?}");
+        }
+        let answer = Effect::Respond {
+            request_id: "req_1".into(),
+            approve: true,
+        };
+        assert_eq!(lane(&answer), Lane::Store);
+        let message = Effect::Send {
+            to: name(),
+            text: "hi".into(),
+        };
+        assert_eq!(lane(&message), Lane::Store);
+        assert_eq!(lane(&Effect::Bell), Lane::Terminal);
+    }
 }

@@ -42,6 +42,11 @@ pub fn estimate_messages(messages: &[Message]) -> u64 {
                         content,
                         ..
                     } => tool_use_id.len() + content.len(),
+                    ContentBlock::Thinking {
+                        thinking,
+                        signature,
+                    } => thinking.len() + signature.len(),
+                    ContentBlock::RedactedThinking { data } => data.len(),
                 }
         })
         .sum();

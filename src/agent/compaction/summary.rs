@@ -53,6 +53,8 @@ pub async fn summarise(
         };
         match item {
             Some(Ok(StreamEvent::TextDelta(delta))) => text.push_str(&delta),
+            // The provider is retrying: the summary starts again.
+            Some(Ok(StreamEvent::Restart { .. })) => text.clear(),
             Some(Ok(StreamEvent::Stop { .. })) => break,
             Some(Ok(_)) => {}
             Some(Err(error)) => {
@@ -99,6 +101,8 @@ fn as_text(messages: &[Message]) -> String {
                     let kind = if *is_error { "error" } else { "result" };
                     out.push_str(&format!("{kind}: {}\n", &content[..cut]));
                 }
+                // Reasoning is not part of what was said or done.
+                ContentBlock::Thinking { .. } | ContentBlock::RedactedThinking { .. } => {}
             }
         }
     }

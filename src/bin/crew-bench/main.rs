@@ -4,6 +4,7 @@
 mod agent_loop;
 mod bash_rules;
 mod claims;
+mod git;
 mod mailbox;
 mod proc;
 mod render;
@@ -17,7 +18,10 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "crew-bench", about = "Benchmarks for crew's store")]
+#[command(
+    name = "crew-bench",
+    about = "Benchmarks for crew's store, screen, team and git work"
+)]
 struct Bench {
     #[command(subcommand)]
     command: Command,
@@ -76,6 +80,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// A teammate's worktree on a synthetic repository of N files with M changed: create, diff,
+    /// commit + merge, discard; crew against the git CLI when it is installed.
+    Git(git::GitBench),
     /// Deciding bash lines against permission rules: tree-sitter parse, walk, rule matching.
     Bash {
         #[arg(long, default_value_t = 1000)]
@@ -144,6 +151,7 @@ fn main() -> ExitCode {
             idle_secs,
             json,
         } => team::run(teammates, tasks, idle_secs, json),
+        Command::Git(bench) => git::run(bench),
         Command::Bash { rounds, json } => bash_rules::run(rounds, json),
         Command::Sandbox { runs, json } => sandbox::run(runs, json),
         Command::ClaimWorker { dir, name } => claims::worker(&dir, &name),

@@ -9,7 +9,7 @@ use crate::model::event::StreamEvent;
 use crate::model::http::classify;
 use crate::model::sse::SseEvent;
 use crate::model::streaming::{Decoder, Progress};
-use crate::model::types::{StopReason, Usage};
+use crate::model::types::{ContentBlock, StopReason, Usage};
 
 /// A content block between its start and stop events.
 enum Block {
@@ -21,7 +21,16 @@ enum Block {
         json: String,
         initial: Value,
     },
-    /// Thinking and block types this crate does not use.
+    /// Extended thinking: text and signature arrive as deltas.
+    Thinking {
+        thinking: String,
+        signature: String,
+    },
+    /// Encrypted thinking, whole in the start event.
+    Redacted {
+        data: String,
+    },
+    /// Block types this crate does not use.
     Ignored,
 }
 
@@ -125,6 +134,13 @@ impl AnthropicDecoder {
                     initial: block["input"].clone(),
                 }
             }
+            Some("thinking") => Block::Thinking {
+                thinking: block["thinking"].as_str().unwrap_or("").to_string(),
+                signature: block["signature"].as_str().unwrap_or("").to_string(),
+            },
+            Some("redacted_thinking") => Block::Redacted {
+                data: block["data"].as_str().unwrap_or("").to_string(),
+            },
             _ => Block::Ignored,
         };
         self.blocks.insert(index, entry);
@@ -150,6 +166,26 @@ impl AnthropicDecoder {
                     )));
                 }
             },
+            Some(kind @ ("thinking_delta" | "signature_delta")) => {
+                match self.blocks.get_mut(&index) {
+                    Some(Block::Thinking {
+                        thinking,
+                        signature,
+                    }) => {
+                        let (field, target) = if kind == "thinking_delta" {
+                            ("thinking", thinking)
+                        } else {
+                            ("signature", signature)
+                        };
+                        target.push_str(delta[field].as_str().unwrap_or(""));
+                    }
+                    _ => {
+                        return Err(ModelError::stream(format!(
+                            "{kind} for block {index}, which is not an open thinking block"
+                        )));
+                    }
+                }
+            }
             other => tracing::debug!(delta = ?other, "ignoring unknown Anthropic delta"),
         }
         Ok(())
@@ -157,30 +193,52 @@ impl AnthropicDecoder {
 
     fn stop_block(&mut self, data: &Value, out: &mut Vec<StreamEvent>) -> Result<(), ModelError> {
         let index = block_index(data)?;
-        if let Some(Block::Tool {
-            id,
-            name,
-            json,
-            initial,
-        }) = self.blocks.remove(&index)
-        {
-            let input = if json.trim().is_empty() {
-                if initial.is_null() {
-                    Value::Object(Default::default())
-                } else {
-                    initial
-                }
-            } else {
-                serde_json::from_str(&json).map_err(|e| {
-                    ModelError::stream(format!(
-                        "input of tool call {name} ({id}) is not valid JSON: {e}"
-                    ))
-                })?
-            };
-            out.push(StreamEvent::ToolUse { id, name, input });
+        match self.blocks.remove(&index) {
+            Some(Block::Tool {
+                id,
+                name,
+                json,
+                initial,
+            }) => out.push(tool_use(id, name, json, initial)?),
+            Some(Block::Thinking {
+                thinking,
+                signature,
+            }) => out.push(StreamEvent::Thinking(ContentBlock::Thinking {
+                thinking,
+                signature,
+            })),
+            Some(Block::Redacted { data }) => {
+                out.push(StreamEvent::Thinking(ContentBlock::RedactedThinking {
+                    data,
+                }))
+            }
+            Some(Block::Text | Block::Ignored) | None => {}
         }
         Ok(())
     }
+}
+
+/// A finished tool call: its input from the JSON fragments, else from the start event.
+fn tool_use(
+    id: String,
+    name: String,
+    json: String,
+    initial: Value,
+) -> Result<StreamEvent, ModelError> {
+    let input = if json.trim().is_empty() {
+        if initial.is_null() {
+            Value::Object(Default::default())
+        } else {
+            initial
+        }
+    } else {
+        serde_json::from_str(&json).map_err(|e| {
+            ModelError::stream(format!(
+                "input of tool call {name} ({id}) is not valid JSON: {e}"
+            ))
+        })?
+    };
+    Ok(StreamEvent::ToolUse { id, name, input })
 }
 
 fn block_index(data: &Value) -> Result<u64, ModelError> {

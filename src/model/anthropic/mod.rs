@@ -29,6 +29,8 @@ pub struct AnthropicProvider {
     auth: HeaderValue,
     key: ApiKey,
     model: String,
+    /// Extended thinking's budget in tokens, when enabled.
+    thinking: Option<u32>,
 }
 
 impl AnthropicProvider {
@@ -40,7 +42,14 @@ impl AnthropicProvider {
             auth: http::secret_header(key.expose())?,
             key,
             model: model.into(),
+            thinking: None,
         })
+    }
+
+    /// Enables extended thinking with up to `budget_tokens` of reasoning per call.
+    pub fn with_thinking(mut self, budget_tokens: u32) -> Self {
+        self.thinking = Some(budget_tokens);
+        self
     }
 }
 
@@ -54,7 +63,7 @@ impl ModelProvider for AnthropicProvider {
     }
 
     fn stream(&self, req: ModelRequest) -> BoxStream<'static, Result<StreamEvent, ModelError>> {
-        let body = request::body(&req, &self.model);
+        let body = request::body(&req, &self.model, self.thinking);
         let builder = self
             .client
             .post(self.url.clone())

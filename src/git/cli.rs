@@ -1,0 +1,132 @@
+//! The git CLI, when it is installed, for the two steps where libgit2 is much slower on a big
+//! tree: checking a whole tree out into a new worktree, and staging a worktree's every change.
+//! libgit2 looks up attributes for every file it writes or hashes (resolving the path and walking
+//! up its folders, twice per file) and re-hashes every racily clean file twice (`add_all`, then
+//! `update_all`); git keeps an attribute stack per folder and refreshes the index once. On 20,000
+//! files (`crew-bench git`) libgit2 took about twice git's time for each. git also runs the
+//! repository's own filters (LFS among them) where libgit2 would write pointer files. libgit2
+//! stays the fallback when git is missing or refuses.
+
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use git2::Oid;
+
+use tracing::{debug, warn};
+
+/// `git worktree add <path> <branch>` for an existing branch, run in the main checkout at `root`.
+/// Hooks are off: libgit2 runs none, and a teammate's worktree is crew's, not a person's checkout.
+/// False when git is missing or refused (why is logged).
+pub(crate) fn worktree_add(root: &Path, path: &Path, branch: &str) -> bool {
+    let mut git = Command::new("git");
+    git.arg("-C")
+        .arg(root)
+        .args([
+            "-c",
+            "core.hooksPath=/dev/null",
+            "worktree",
+            "add",
+            "--quiet",
+        ])
+        .arg(path)
+        .arg(branch);
+    run(git, None).is_some()
+}
+
+/// A copy of a checkout's index with every change of its working directory staged, beside the
+/// real index (which is untouched until `install`). Removed if never installed.
+pub(crate) struct StagedIndex {
+    path: PathBuf,
+    installed: bool,
+}
+
+impl StagedIndex {
+    /// Makes this the checkout's index (an atomic rename over `index`).
+    pub(crate) fn install(mut self, index: &Path) -> std::io::Result<()> {
+        std::fs::rename(&self.path, index)?;
+        self.installed = true;
+        Ok(())
+    }
+}
+
+impl Drop for StagedIndex {
+    fn drop(&mut self) {
+        if !self.installed {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// `git add -A` and `git write-tree` in the checkout at `workdir`, on a copy of its `index`:
+/// the tree of everything there (untracked, not ignored files included) and the staged index.
+/// `None` when git is missing or refused (why is logged).
+pub(crate) fn stage_all(workdir: &Path, index: &Path) -> Option<(Oid, StagedIndex)> {
+    let staged = StagedIndex {
+        path: index.with_file_name("index.crew-snapshot"),
+        installed: false,
+    };
+    let copied = match std::fs::copy(index, &staged.path) {
+        Ok(_) => Ok(()),
+        // A checkout with no index yet: git starts from an empty one.
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    };
+    if let Err(e) = copied {
+        warn!(error = %e, index = %index.display(), "could not copy the index; using libgit2");
+        return None;
+    }
+    let git = |args: &[&str]| {
+        let mut git = Command::new("git");
+        git.arg("-C").arg(workdir).args(args);
+        git
+    };
+    run(git(&["add", "-A"]), Some(&staged.path))?;
+    let out = run(git(&["write-tree"]), Some(&staged.path))?;
+    let hex = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    match Oid::from_str(&hex) {
+        Ok(tree) => Some((tree, staged)),
+        Err(e) => {
+            warn!(hex, error = %e, "git write-tree gave no tree id; using libgit2");
+            None
+        }
+    }
+}
+
+/// Runs git on the repository named by its `-C` (and on `index` when given), never on one
+/// named by the environment.
+fn run(mut git: Command, index: Option<&Path>) -> Option<Output> {
+    // crew may itself run under git (a hook, `git rebase --exec`) that set these.
+    for var in [
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_INDEX_FILE",
+        "GIT_COMMON_DIR",
+        "GIT_OBJECT_DIRECTORY",
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+        "GIT_NAMESPACE",
+        "GIT_PREFIX",
+    ] {
+        git.env_remove(var);
+    }
+    if let Some(index) = index {
+        git.env("GIT_INDEX_FILE", index);
+    }
+    git.stdin(Stdio::null());
+    match git.output() {
+        Ok(out) if out.status.success() => Some(out),
+        Ok(out) => {
+            let message = String::from_utf8_lossy(&out.stderr).trim().to_string();
+            warn!(?git, message, "git CLI failed; using libgit2");
+            None
+        }
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            debug!("git CLI not installed; using libgit2");
+            None
+        }
+        Err(e) => {
+            warn!(error = %e, "git CLI not runnable; using libgit2");
+            None
+        }
+    }
+}
