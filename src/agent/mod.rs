@@ -6,6 +6,7 @@
 //! [`TurnResult`]. Everything that happens is an [`AgentEvent`], sent to the caller's
 //! [`EventSink`] and appended to the session transcript. Nothing here prints.
 
+mod carry_over;
 pub mod compaction;
 pub mod config;
 pub mod context;
@@ -13,6 +14,8 @@ pub mod conversation;
 mod emitter;
 pub mod error;
 pub mod event;
+mod hook_events;
+pub mod instructions;
 pub mod mailbox_prompter;
 pub mod normalize;
 mod observed;
@@ -24,6 +27,7 @@ mod stream;
 pub mod transcript;
 mod turn;
 
+pub use carry_over::TODOS_HEADER;
 pub use config::{AgentConfig, CompactionThresholds, Limits};
 pub use error::AgentError;
 pub use event::{AgentEvent, CompactionStep, CompactionTrigger, EventSink, RecoveryKind};

@@ -13,6 +13,7 @@ use crate::agent::conversation::ConversationFile;
 use crate::agent::emitter::Emitter;
 use crate::agent::error::AgentError;
 use crate::agent::event::{CompactionTrigger, EventSink};
+use crate::agent::instructions::{Instructions, user_instructions_file};
 use crate::agent::normalize::normalize;
 use crate::agent::observed::ObservedPrompter;
 use crate::agent::recovery::MAX_COMPACTION_FAILURES;
@@ -55,6 +56,8 @@ pub struct Agent {
     transcript: PathBuf,
     /// Where the conversation lasts between jobs and processes, when it does.
     pub(crate) conversation: Option<ConversationFile>,
+    /// Instruction files for the prompt: the user's, the project's, subfolders' as found.
+    pub(crate) instructions: Instructions,
 }
 
 impl Agent {
@@ -107,6 +110,7 @@ impl Agent {
             session,
             transcript,
             conversation: None,
+            instructions: Instructions::new(user_instructions_file()),
         };
         agent.refresh_prefix();
         Ok(agent)
@@ -223,6 +227,9 @@ impl Agent {
             .run(&mut history, self.fixed_tokens(suffix), target, trigger)
             .await;
         self.history = history;
+        if result.rewrote_turns {
+            self.reattach_todos();
+        }
         if result.changed {
             self.epoch += 1;
             self.refresh_prefix();
@@ -236,6 +243,7 @@ impl Agent {
     }
 
     pub(crate) fn dynamic_suffix(&self) -> String {
-        context::dynamic_suffix(&self.workspace, &self.repo_root, &self.team_facts)
+        let files = self.instructions.files(&self.workspace, &self.repo_root);
+        context::dynamic_suffix_with(&self.workspace, &self.repo_root, &files, &self.team_facts)
     }
 }

@@ -195,7 +195,8 @@ impl AgentWork {
             .map_err(SetupError::Runtime)?;
         Ok(AgentWork {
             writes: entry.writes,
-            plan_mode_required: entry.plan_mode_required,
+            // `plan` mode asks every teammate for a plan, as `plan_mode_required` asks one.
+            plan_mode_required: entry.plan_mode_required || permissions == PermissionMode::Plan,
             model_name: entry.model.model.clone().unwrap_or_default(),
             name: name.to_string(),
             role,
@@ -286,9 +287,17 @@ impl AgentWork {
             request_timeout: self.config.request_timeout(),
         });
         let extra: Vec<String> = self.config.team.test_command.iter().cloned().collect();
-        let registry = toolset(&self.role, self.writes, self.plan_approved(), env, &extra);
-        let policy = PermissionPolicy::new(self.permissions, &self.rules, self.bypass)
-            .map_err(|e| e.to_string())?;
+        let plan_approved = self.plan_approved();
+        let registry = toolset(&self.role, self.writes, plan_approved, env, &extra);
+        // Until its plan is approved an agent is in plan mode whatever the configured mode, so
+        // no tool (whatever its toolset) writes or runs commands; then `plan` gives way.
+        let mode = if plan_approved {
+            self.permissions.after_plan_approval()
+        } else {
+            PermissionMode::Plan
+        };
+        let policy =
+            PermissionPolicy::new(mode, &self.rules, self.bypass).map_err(|e| e.to_string())?;
         let sink = status_sink(status.clone());
         let prompter = MailboxPrompter::new(
             self.workspace.mailboxes(),
@@ -321,6 +330,7 @@ impl AgentWork {
         .map_err(|e| e.to_string())?;
         agent.set_rules(self.instructions.clone());
         agent.set_team_facts(self.team_facts(&workdir));
+        show_todos(&agent, status);
         Ok(agent)
     }
 
@@ -419,6 +429,19 @@ impl AgentWork {
         };
         outcome.summary = format!("{}\n[{note}]", outcome.summary);
     }
+}
+
+/// The agent's checklist goes into its status (the screen shows it in its pane); a new agent
+/// starts with an empty one.
+fn show_todos(agent: &Agent, status: &StatusHandle) {
+    let write = |status: &StatusHandle, items: &[crate::store::TodoItem]| {
+        if let Err(e) = status.update(|s| s.todos = items.to_vec()) {
+            tracing::warn!("status not written: {e}");
+        }
+    };
+    write(status, &[]);
+    let status = status.clone();
+    agent.todos().watch(move |items| write(&status, items));
 }
 
 /// WAITING while a permission request is out, WORK again when it is answered.

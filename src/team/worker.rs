@@ -254,7 +254,7 @@ impl Worker {
                 match held.take() {
                     Some(task) => held = self.continue_task(work, task, message)?,
                     None => {
-                        self.run_job(work, Job::Message(message))?;
+                        self.run_job(work, Job::Message(message), None)?;
                     }
                 }
                 worked = true;
@@ -448,7 +448,7 @@ impl Worker {
 
     /// Runs a task and records how it ended; an interrupted task is kept (returned) instead.
     fn run_task(&self, work: &mut dyn Work, task: Task) -> Result<Option<Task>, StoreError> {
-        let outcome = self.run_job(work, Job::Task(task.clone()))?;
+        let outcome = self.run_job(work, Job::Task(task.clone()), Some(task.id.clone()))?;
         self.finish_task(work, task, outcome)
     }
 
@@ -460,7 +460,7 @@ impl Worker {
         task: Task,
         message: Message,
     ) -> Result<Option<Task>, StoreError> {
-        let outcome = self.run_job(work, Job::Message(message))?;
+        let outcome = self.run_job(work, Job::Message(message), Some(task.id.clone()))?;
         self.finish_task(work, task, outcome)
     }
 
@@ -489,13 +489,6 @@ impl Worker {
         outcome: JobOutcome,
     ) -> Result<Option<Task>, StoreError> {
         if outcome.interrupted {
-            let id = task.id.clone();
-            self.status.update(|s| {
-                s.task = Some(id.clone());
-                s.note = Some(format!(
-                    "{INTERRUPTED_BY_PERSON}; {id} is kept until your next message"
-                ));
-            })?;
             return Ok(Some(task));
         }
         let id = TaskId::parse(&task.id)?;
@@ -540,11 +533,15 @@ impl Worker {
         Ok(None)
     }
 
-    fn run_job(&self, work: &mut dyn Work, job: Job) -> Result<JobOutcome, StoreError> {
-        let task = match &job {
-            Job::Task(t) => Some(t.id.clone()),
-            Job::Message(_) => None,
-        };
+    /// Runs `job` with WORK on `task` in the status (the job's own task, or the interrupted
+    /// one a message continues); an interrupted job leaves IDLE with that task and a note, in
+    /// one status write.
+    fn run_job(
+        &self,
+        work: &mut dyn Work,
+        job: Job,
+        task: Option<String>,
+    ) -> Result<JobOutcome, StoreError> {
         let cancel = CancellationToken::new();
         let inbox_from = self.inbox_len().unwrap_or(0);
         *lock(&self.running) = Some(Running {
@@ -561,7 +558,15 @@ impl Worker {
         outcome.interrupted |= cancel.is_cancelled();
         self.status.update(|s| {
             s.state = AgentState::Idle;
-            s.task = None;
+            s.note = None;
+            match (&s.task, outcome.interrupted) {
+                (Some(id), true) => {
+                    s.note = Some(format!(
+                        "{INTERRUPTED_BY_PERSON}; {id} is kept until your next message"
+                    ));
+                }
+                _ => s.task = None,
+            }
             s.waiting_on = None;
             s.turns += outcome.turns;
             s.tokens += outcome.tokens;
