@@ -781,6 +781,13 @@ impl AgentWork {
         let mut said = format!("{} reviewed {}: {label}", self.name, task.id);
         if let Err(e) = recorded {
             said.push_str(&format!(" (not recorded: {e})"));
+        } else if verdict == Some(Verdict::Fail)
+            && self.config.worktree.auto_send_back_on_fail
+            && auto_send_backs(&task, &self.name) >= MAX_AUTO_SEND_BACKS
+        {
+            said.push_str(&format!(
+                "; left for the person: sent back automatically {MAX_AUTO_SEND_BACKS} times already"
+            ));
         } else if verdict == Some(Verdict::Fail) && self.config.worktree.auto_send_back_on_fail {
             let note = format!(
                 "{} found it failing:\n{}",
@@ -851,6 +858,16 @@ impl AgentWork {
             format!("stopped ({:?}): {}", result.stop_reason, result.reason)
         }
     }
+}
+
+/// A reviewer sends a failing task back on its own at most this often; then the person decides
+/// (a teammate that cannot fix it would otherwise bounce between the two for ever).
+const MAX_AUTO_SEND_BACKS: usize = 3;
+
+/// How often `reviewer` has already sent `task` back (its notes say so each time).
+fn auto_send_backs(task: &Task, reviewer: &str) -> usize {
+    let said = format!(": sent back by {reviewer}: ");
+    task.notes.iter().filter(|n| n.contains(&said)).count()
 }
 
 fn truncate(text: &str, max: usize) -> String {
