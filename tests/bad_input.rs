@@ -131,7 +131,7 @@ const CONFIG_FIXTURES: &[(&str, &str)] = &[
     ),
     (
         "unknown_field",
-        "6:1: unknown field `colour`, expected one of `name`, `role`, `writes`, `plan_mode_required`, `network`, `model`",
+        "6:1: unknown field `colour`, expected one of `name`, `role`, `writes`, `plan_mode_required`, `network`, `model`, `budget`",
     ),
     (
         "bad_role",

@@ -22,6 +22,8 @@ fn settings(name: &str, idle_timeout: Duration) -> WorkerSettings {
         idle_timeout: Some(idle_timeout),
         heartbeat: Duration::from_millis(200),
         request_timeout: Duration::from_secs(300),
+        team_budget: Default::default(),
+        budget: Default::default(),
     }
 }
 
@@ -37,7 +39,12 @@ struct Fake {
 }
 
 impl Work for Fake {
-    fn run(&mut self, job: &Job, _status: &StatusHandle) -> JobOutcome {
+    fn run(
+        &mut self,
+        job: &Job,
+        _status: &StatusHandle,
+        _cancel: &tokio_util::sync::CancellationToken,
+    ) -> JobOutcome {
         let label = match job {
             Job::Task(t) => t.id.clone(),
             Job::Message(m) => format!("{}:{}", m.from, m.text.clone().unwrap_or_default()),
@@ -55,6 +62,7 @@ impl Work for Fake {
             turns: 1,
             tokens: 10,
             cost_micros: Some(250),
+            interrupted: false,
             commits: None,
         }
     }

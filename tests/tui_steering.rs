@@ -383,3 +383,72 @@ fn a_zoomed_teammates_call_unfolds_with_a_click_too() {
     assert!(open.contains("▾ ← bash: 2 passed"), "{open}");
     assert!(open.contains("    ok - two"), "{open}");
 }
+
+#[test]
+fn ctrl_c_interrupts_the_focused_agent_without_quitting_and_twice_offers_to_release_its_task() {
+    let dir = workspace();
+    let ws = Workspace::new(dir.path());
+    let id = add(&ws, "slow", &[]);
+    let claimant = crew::store::Claimant {
+        name: "alice",
+        role: None,
+    };
+    ws.tasks()
+        .claim(TaskId::parse(&id).unwrap(), claimant)
+        .unwrap();
+    for (name, task) in [("alice", Some(id.clone())), ("lead", None)] {
+        let mut working = AgentStatus::new(name, AgentState::Work);
+        working.pid = std::process::id();
+        working.task = task;
+        ws.agents().write(&working).unwrap();
+    }
+    let mut h = Harness::new(dir.path());
+
+    // The lead pane: the interrupt goes to the lead's inbox; crew goes on.
+    h.press(&["esc", "1", "ctrl-c"]);
+    assert!(!h.state.quit);
+    let told = inbox(dir.path(), "lead");
+    assert_eq!(
+        (told[0].from.as_str(), told[0].kind.as_str()),
+        ("user", "interrupt")
+    );
+
+    h.press(&["esc", "2", "ctrl-c"]);
+    assert!(!h.state.quit);
+    assert_eq!(
+        h.status(),
+        "interrupting alice; it keeps its task and waits for your message"
+    );
+    let told = inbox(dir.path(), "alice");
+    assert_eq!(told.len(), 1);
+    assert_eq!(told[0].kind, "interrupt");
+    // Pressed again at once: not a second interrupt, an offer to release the task.
+    h.press(&["ctrl-c"]);
+    assert!(h.state.overlay.is_some(), "asks before releasing");
+    assert_eq!(inbox(dir.path(), "alice").len(), 1);
+    h.press(&["y"]);
+    let task = ws.tasks().read(TaskId::parse(&id).unwrap()).unwrap();
+    assert_eq!((task.status, task.owner), (Status::Pending, None));
+    assert_eq!(h.status(), format!("{id} is back in the pool"));
+}
+
+#[test]
+fn the_header_shows_spend_against_the_team_budget() {
+    let dir = workspace();
+    let toml = dir.path().join("crew.toml");
+    let mut text = std::fs::read_to_string(&toml).unwrap();
+    text.push_str("\n[budget]\nmax_turns = 10\nmax_usd = 2.0\n");
+    std::fs::write(&toml, text).unwrap();
+    let ws = Workspace::new(dir.path());
+    let mut busy = AgentStatus::new("alice", AgentState::Work);
+    busy.pid = std::process::id();
+    busy.turns = 3;
+    busy.cost_micros = Some(400_000);
+    ws.agents().write(&busy).unwrap();
+    let mut h = Harness::new(dir.path());
+    let screen = tui_support::screen_text(&mut h.state, 200, 30);
+    assert!(
+        screen.contains("budget 3/10 calls · $0.40/$2.00"),
+        "{screen}"
+    );
+}

@@ -10,6 +10,7 @@ mod carry_over;
 pub mod compaction;
 pub mod config;
 pub mod context;
+pub mod conversation;
 mod emitter;
 pub mod error;
 pub mod event;

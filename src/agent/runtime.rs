@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 use crate::agent::compaction::{Compacted, Ladder, tokens_of_bytes};
 use crate::agent::config::{AgentConfig, CompactionThresholds, Limits};
 use crate::agent::context::{self, DEFAULT_RULES};
+use crate::agent::conversation::ConversationFile;
 use crate::agent::emitter::Emitter;
 use crate::agent::error::AgentError;
 use crate::agent::event::{CompactionTrigger, EventSink};
@@ -53,6 +54,8 @@ pub struct Agent {
     compaction_failures: u32,
     session: String,
     transcript: PathBuf,
+    /// Where the conversation lasts between jobs and processes, when it does.
+    pub(crate) conversation: Option<ConversationFile>,
     /// Instruction files for the prompt: the user's, the project's, subfolders' as found.
     pub(crate) instructions: Instructions,
 }
@@ -106,6 +109,7 @@ impl Agent {
             compaction_failures: 0,
             session,
             transcript,
+            conversation: None,
             instructions: Instructions::new(user_instructions_file()),
         };
         agent.refresh_prefix();

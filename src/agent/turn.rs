@@ -80,6 +80,7 @@ impl Agent {
         let (mut stop_reason, mut reason) = match self.opening_hooks(&input, &turn_cancel).await {
             Ok(message) => {
                 self.history.push(message);
+                self.persist();
                 self.drive(&mut state, &turn_cancel).await
             }
             Err(stop) => stop,
@@ -93,6 +94,7 @@ impl Agent {
             );
         }
         self.history = normalize_owned(std::mem::take(&mut self.history));
+        self.persist();
         let result = TurnResult {
             input,
             output: state.output,
@@ -220,10 +222,12 @@ impl Agent {
         }
         let text = message.text();
         self.history.push(message);
+        self.persist();
         if !calls.is_empty() {
             st.output.clear();
             let outcomes = stream::finish(calls, &self.pipeline, ctx).await;
             self.record_results(st, &outcomes);
+            self.persist();
             if cancel.is_cancelled() {
                 return Some(interrupted());
             }
@@ -420,9 +424,11 @@ impl Agent {
     }
 }
 
+/// The caller cancelled the turn; in crew only the person does (the wall-time limit is told
+/// apart in `run_turn`).
 fn interrupted() -> Stop {
     (
         StopReason::Interrupted,
-        "the turn was cancelled".to_string(),
+        "interrupted by the person".to_string(),
     )
 }

@@ -47,6 +47,9 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Interrupt an agent: its model call and running tool stop, it keeps its task and waits
+    /// for your next message (`crew send --from user --to NAME ...`), which continues it.
+    Interrupt { name: String },
     /// Each writing teammate's git worktree: list, diff, merge, discard.
     #[command(subcommand)]
     Worktree(WorktreeCommand),

@@ -1,4 +1,4 @@
-//! `crew send`, `crew inbox`, `crew requests`, `crew respond`.
+//! `crew send`, `crew interrupt`, `crew inbox`, `crew requests`, `crew respond`.
 
 use std::time::Duration;
 
@@ -32,6 +32,13 @@ pub fn send(project: &Project, args: SendArgs) -> anyhow::Result<()> {
         Some(request_id) => println!("{request_id}"),
         None => println!("{}", message.id),
     }
+    Ok(())
+}
+
+/// `crew interrupt NAME`: the request goes through NAME's inbox; its worker acts on it.
+pub fn interrupt(project: &Project, name: &str) -> anyhow::Result<()> {
+    crate::team::interrupt::interrupt(&project.workspace, &project.roster, name)?;
+    println!("asked {name} to stop; it keeps its task and waits for your next message");
     Ok(())
 }
 

@@ -74,6 +74,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Down { timeout, json } => {
             team::down(&project::Project::find(&start)?, timeout, json)
         }
+        Command::Interrupt { name } => messages::interrupt(&project::Project::find(&start)?, &name),
         Command::Worktree(cmd) => worktrees::run(&project::Project::find(&start)?, cmd),
         Command::Review(cmd) => review::run(&project::Project::find(&start)?, cmd),
         Command::Up(args) => run_team::up(project::Project::find(&start)?, args),

@@ -56,6 +56,7 @@ fn acts_for_the_team(command: Option<&Command>) -> Option<&'static str> {
         Command::Send(_) => Some("send"),
         Command::Respond(_) => Some("respond"),
         Command::Down { .. } => Some("down"),
+        Command::Interrupt { .. } => Some("interrupt"),
         Command::Up(_) => Some("up"),
         Command::Worker(_) => Some("worker"),
         Command::Demo(_) => Some("demo"),

@@ -42,6 +42,7 @@ fn run_worker(project: Project, name: &str, bypass: bool) -> anyhow::Result<()> 
         ExitReason::ShutdownApproved { request_id } => println!("{name}: shut down ({request_id})"),
         ExitReason::IdleTimeout => println!("{name}: shut down after being idle"),
         ExitReason::Stopped => println!("{name}: stopped"),
+        ExitReason::BudgetStopped => println!("{name}: stopped at the budget, as you answered"),
     }
     Ok(())
 }

@@ -36,6 +36,13 @@ pub struct TeamConfig {
     /// JSON in on stdin and out on stdout.
     #[serde(default)]
     pub hooks: Vec<crate::tools::HookSpec>,
+    /// `[budget]`: what the whole team may spend before new work pauses for the person.
+    #[serde(default)]
+    pub budget: Budget,
+    /// `[roles]`: a file of duties per role (`implementer = "docs/implementer.md"`), relative to
+    /// the repository; it replaces the role's shipped instructions.
+    #[serde(default)]
+    pub roles: std::collections::BTreeMap<String, Spanned<String>>,
     /// `[ui]`: the screen's own settings (bell, notify command), checked by the screen.
     #[serde(default)]
     pub ui: Option<toml::Table>,
@@ -70,6 +77,24 @@ pub struct AgentConfig {
     pub network: bool,
     #[serde(default)]
     pub model: ModelChoice,
+    /// `budget = { ... }`: what this agent may spend in all.
+    #[serde(default)]
+    pub budget: Budget,
+}
+
+/// Spending limits (`[budget]` for the team, `budget = {...}` for one agent); each is a total
+/// over the workers' lives, and absent means no limit. `wall_secs` bounds one job of an agent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Budget {
+    #[serde(default)]
+    pub max_turns: Option<u64>,
+    #[serde(default)]
+    pub max_tokens: Option<u64>,
+    #[serde(default)]
+    pub max_usd: Option<f64>,
+    #[serde(default)]
+    pub wall_secs: Option<u64>,
 }
 
 /// Which model drives an agent. Keys are never stored here: `api_key_env` names the variable.
@@ -265,6 +290,20 @@ impl TeamConfig {
 
     fn check(&self, text: &str) -> Result<(), ConfigError> {
         let err = |span: Range<usize>, message: String| at(&self.path, text, span, message);
+        let budgets = std::iter::once(("[budget]".to_string(), &self.budget)).chain(
+            self.agents()
+                .map(|a| (format!("{}'s budget", a.name.get_ref()), &a.budget)),
+        );
+        for (place, budget) in budgets {
+            if let Some(usd) = budget.max_usd.filter(|u| !u.is_finite() || *u < 0.0) {
+                return Err(ConfigError::Invalid {
+                    path: self.path.clone(),
+                    message: format!(
+                        "{place}: max_usd = {usd} is not a dollar amount of 0 or more"
+                    ),
+                });
+            }
+        }
         validate_name("team name", self.team.name.get_ref())
             .map_err(|e| err(self.team.name.span(), e.to_string()))?;
         let mut seen = HashSet::new();

@@ -83,6 +83,20 @@ sandbox = "auto"
 # command = "./scripts/check-command.sh"
 # timeout_secs = 10
 
+# Budget: once the whole team has spent this much, workers take no new work and ask you (in the
+# approvals pane) to raise it or stop. `budget = {{ ... }}` on one agent limits that agent alone;
+# wall_secs bounds one job of an agent.
+# [budget]
+# max_turns = 500             # model calls
+# max_tokens = 5000000
+# max_usd = 20.0              # needs a provider that reports cost, or a price in `model`
+# wall_secs = 1800
+
+# Role instructions: each role's duties ship with crew; replace one with a file of yours (or put
+# it in .crew/roles/ROLE.md).
+# [roles]
+# implementer = "docs/implementer.md"
+
 [worker]
 # An idle worker looks at its inbox and the tasks when files change, and at least this often.
 idle_poll_secs = 5

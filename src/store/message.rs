@@ -15,6 +15,9 @@ pub const KNOWN_TYPES: &[&str] = &[
     "plan_approval_response",
     "permission_request",
     "permission_response",
+    "interrupt",
+    "budget_request",
+    "budget_response",
     "review_request",
 ];
 

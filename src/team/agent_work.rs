@@ -1,7 +1,10 @@
 //! A worker's `Work` in production: the agent runtime, set up for the agent's role.
 //!
-//! Each job (a task or a message) runs in a fresh agent conversation with the toolset of the
-//! role, in the teammate's worktree if it writes. A permission `ask` goes to the lead's inbox
+//! Conversations last: the lead keeps one for the life of the team; a teammate keeps one per
+//! task (a message naming the task, or the task coming back, continues it; any other message
+//! continues its latest one). Each is kept on disk (`agent::conversation`), so a new worker
+//! process resumes it. The agent runs with the toolset of the role, in the teammate's worktree
+//! if it writes. A permission `ask` goes to the lead's inbox
 //! through the mailbox prompter; while it waits, the status says WAITING.
 
 use std::path::PathBuf;
@@ -9,6 +12,7 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::conversation;
 use crate::agent::{
     Agent, AgentConfig, AgentEvent, EventSink, Limits, MailboxPrompter, StopReason,
 };
@@ -23,11 +27,12 @@ use crate::store::{
     AgentState, Draft, Message, ReviewerVerdict, Status, Task, TaskCommits, TaskId, Workspace,
 };
 use crate::team::review;
+use crate::team::role_prompt;
 use crate::team::roles::toolset;
 use crate::team::status::StatusHandle;
 use crate::team::tools::TeamEnv;
 use crate::team::verdict::{self, Verdict};
-use crate::team::worker::{Job, JobOutcome, Work};
+use crate::team::worker::{INTERRUPTED_BY_PERSON, Job, JobOutcome, Work};
 use crate::tools::permissions::{BypassSwitches, RuleSet};
 use crate::tools::spill::floor_char_boundary;
 use crate::tools::{Hooks, PermissionMode, PermissionPolicy, Pipeline, Sandbox};
@@ -62,6 +67,8 @@ pub enum SetupError {
     Permissions { name: String, message: String },
     #[error("crew.toml [[hooks]]: {0}")]
     Hooks(String),
+    #[error(transparent)]
+    Role(#[from] crate::team::role_prompt::RoleError),
     #[error("cannot start the async runtime: {0}")]
     Runtime(#[source] std::io::Error),
 }
@@ -79,7 +86,18 @@ pub struct AgentWork {
     rules: RuleSet,
     bypass: BypassSwitches,
     sandbox: Sandbox,
+    /// The rules part of the static prompt: general rules, team protocol, the role's duties.
+    instructions: String,
     runtime: tokio::runtime::Runtime,
+    /// The agent of the conversation last worked on, kept while jobs continue it.
+    current: Option<Current>,
+}
+
+struct Current {
+    key: String,
+    /// Whether its toolset was built with the plan approved (a change rebuilds the agent).
+    plan_approved: bool,
+    agent: Agent,
 }
 
 /// Which provider a `model = {...}` entry means. A scripted `scenario` is a file relative to the
@@ -165,6 +183,11 @@ impl AgentWork {
         if let Some(warning) = sandbox.warning() {
             tracing::warn!(agent = name, "{warning}");
         }
+        role_prompt::check(&config, workspace.root())?;
+        let instructions = role_prompt::assemble(
+            &role,
+            &role_prompt::duties(&config, workspace.root(), &role)?,
+        );
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -184,7 +207,9 @@ impl AgentWork {
             rules,
             bypass,
             sandbox,
+            instructions,
             runtime,
+            current: None,
         })
     }
 
@@ -295,7 +320,7 @@ impl AgentWork {
                 pipeline,
                 workspace: workdir.clone(),
                 repo_root: self.workspace.root().to_path_buf(),
-                limits: Limits::default(),
+                limits: self.limits(),
                 retry: RetryPolicy::default(),
                 compaction: Default::default(),
                 sandbox: self.sandbox.clone(),
@@ -303,6 +328,7 @@ impl AgentWork {
             sink,
         )
         .map_err(|e| e.to_string())?;
+        agent.set_rules(self.instructions.clone());
         agent.set_team_facts(self.team_facts(&workdir));
         show_todos(&agent, status);
         Ok(agent)
@@ -456,7 +482,8 @@ fn task_packet(job: &Job) -> (String, Option<String>) {
                 }
             }
             text.push_str(
-                "\nDo it, then reply with a short summary of what you did and how you checked it.",
+                "\nDo it and run its acceptance checks, then reply with a short summary of what you \
+                 did and how you checked it.",
             );
             (
                 text,
@@ -500,12 +527,63 @@ impl AgentWork {
     }
 }
 
+impl AgentWork {
+    /// Which conversation a job continues: the lead's only one; a task's own; for a message,
+    /// the task it names (a `task` field), else the latest one, else a new one.
+    fn conversation_key(&self, job: &Job) -> String {
+        if self.name == self.config.lead_name() {
+            return "lead".to_string();
+        }
+        match job {
+            Job::Task(task) => task.id.clone(),
+            Job::Message(m) => m
+                .extra
+                .get("task")
+                .and_then(|t| t.as_str())
+                .filter(|t| crate::store::TaskId::parse(t).is_ok())
+                .map(str::to_string)
+                .or_else(|| conversation::latest_key(self.workspace.root(), &self.name))
+                .unwrap_or_else(|| crate::store::message::new_id("conv")),
+        }
+    }
+
+    /// Makes `current` the agent for `key`: the one in memory when it is that conversation's,
+    /// else a new one resuming the conversation from its file.
+    fn ensure_agent(
+        &mut self,
+        key: String,
+        workdir: PathBuf,
+        status: &StatusHandle,
+    ) -> Result<(), String> {
+        let plan_approved = self.plan_approved();
+        let reuse = self
+            .current
+            .as_ref()
+            .is_some_and(|c| c.key == key && c.plan_approved == plan_approved);
+        if !reuse {
+            self.current = None;
+            let mut agent = self.build_agent(workdir, status)?;
+            let root = self.workspace.root();
+            let path = conversation::conversation_path(root, &self.name, &key)
+                .map_err(|e| e.to_string())?;
+            agent.resume_from(path).map_err(|e| e.to_string())?;
+            conversation::set_latest_key(root, &self.name, &key).map_err(|e| e.to_string())?;
+            self.current = Some(Current {
+                key,
+                plan_approved,
+                agent,
+            });
+        }
+        Ok(())
+    }
+}
+
 impl Work for AgentWork {
     fn entered_review(&mut self, task: &Task) {
         self.ask_for_review(task);
     }
 
-    fn run(&mut self, job: &Job, status: &StatusHandle) -> JobOutcome {
+    fn run(&mut self, job: &Job, status: &StatusHandle, cancel: &CancellationToken) -> JobOutcome {
         let failed = |summary: String| JobOutcome {
             success: false,
             summary,
@@ -513,11 +591,12 @@ impl Work for AgentWork {
             tokens: 0,
             cost_micros: None,
             commits: None,
+            interrupted: false,
         };
         if let Job::Message(m) = job
             && m.kind == REVIEW_REQUEST
         {
-            return self.review_job(m, status);
+            return self.review_job(m, status, cancel);
         }
         let workdir = match self.working_dir() {
             Ok(dir) => dir,
@@ -528,15 +607,22 @@ impl Work for AgentWork {
         {
             return failed(e);
         }
-        let mut agent = match self.build_agent(workdir, status) {
-            Ok(agent) => agent,
-            Err(e) => return failed(format!("agent not started: {e}")),
+        let key = self.conversation_key(job);
+        if let Err(e) = self.ensure_agent(key, workdir, status) {
+            return failed(format!("agent not started: {e}"));
+        }
+        let Some(Current { agent, .. }) = self.current.as_mut() else {
+            return failed("agent not started".to_string());
         };
         let (input, task) = task_packet(job);
-        agent.set_task(task);
-        let result = self
-            .runtime
-            .block_on(agent.run_turn(input, CancellationToken::new()));
+        if task.is_some() {
+            agent.set_task(task);
+        }
+        let result = self.runtime.block_on(agent.run_turn(input, cancel.clone()));
+        let interrupted = result.stop_reason == StopReason::Interrupted;
+        if interrupted {
+            agent.add_note(INTERRUPTED_BY_PERSON);
+        }
         let verdict = (self.role == "reviewer")
             .then(|| verdict::parse(&result.output))
             .flatten();
@@ -562,15 +648,46 @@ impl Work for AgentWork {
             tokens: result.usage.input_tokens + result.usage.output_tokens,
             cost_micros: self.cost_micros(&result.usage),
             commits: None,
+            interrupted,
         };
-        if let (Job::Task(task), true) = (job, self.writes) {
-            self.commit_task(task, &mut outcome);
+        // The task this job worked on: its own, or the one a message after an interrupt
+        // continues (its work is committed the same way).
+        let worked_on = match job {
+            Job::Task(task) => Some(task.clone()),
+            Job::Message(_) => self.continued_task(),
+        };
+        if let (Some(task), true, false) = (worked_on, self.writes, interrupted) {
+            self.commit_task(&task, &mut outcome);
         }
         outcome
     }
 }
 
 impl AgentWork {
+    /// One job's limits: the agent's `budget.wall_secs`, else the team's, else the default.
+    fn limits(&self) -> Limits {
+        let own = self
+            .config
+            .agent(&self.name)
+            .and_then(|a| a.budget.wall_secs);
+        match own.or(self.config.budget.wall_secs) {
+            Some(secs) => Limits {
+                wall_time: std::time::Duration::from_secs(secs),
+                ..Limits::default()
+            },
+            None => Limits::default(),
+        }
+    }
+
+    /// The task of the current conversation when it is still in progress under this agent (a
+    /// message continues a task the person interrupted).
+    fn continued_task(&self) -> Option<Task> {
+        let key = &self.current.as_ref()?.key;
+        let task = self.workspace.tasks().read(TaskId::parse(key).ok()?).ok()?;
+        (task.status == Status::InProgress && task.owner.as_deref() == Some(self.name.as_str()))
+            .then_some(task)
+    }
+
     /// `review_by`: a review job is sent to the reviewer when a task enters review.
     fn ask_for_review(&self, task: &Task) {
         let Some(by) = &self.config.worktree.review_by else {
@@ -601,7 +718,12 @@ impl AgentWork {
     /// The reviewer's side: the base with the task's commits merged in, written to a temporary
     /// folder, reviewed there (the team's `test_command` included); the verdict is recorded on
     /// the task, told to the lead, and a FAIL sends the task back when the team asked for that.
-    fn review_job(&self, request: &Message, status: &StatusHandle) -> JobOutcome {
+    fn review_job(
+        &self,
+        request: &Message,
+        status: &StatusHandle,
+        cancel: &CancellationToken,
+    ) -> JobOutcome {
         let mut outcome = JobOutcome {
             success: false,
             summary: String::new(),
@@ -609,6 +731,7 @@ impl AgentWork {
             tokens: 0,
             cost_micros: None,
             commits: None,
+            interrupted: false,
         };
         let task = request
             .extra
@@ -640,7 +763,7 @@ impl AgentWork {
                 task.id,
                 conflicts.join(", ")
             ),
-            Ok(_) => self.run_review(&task, &dir, status, &mut outcome),
+            Ok(_) => self.run_review(&task, &dir, status, &mut outcome, cancel),
         };
         let _ = std::fs::remove_dir_all(&dir);
         let verdict = verdict::parse(&report);
@@ -700,6 +823,7 @@ impl AgentWork {
         dir: &std::path::Path,
         status: &StatusHandle,
         outcome: &mut JobOutcome,
+        cancel: &CancellationToken,
     ) -> String {
         let mut agent = match self.build_agent(dir.to_path_buf(), status) {
             Ok(agent) => agent,
@@ -723,9 +847,8 @@ impl AgentWork {
             task.result.as_deref().unwrap_or("")
         );
         agent.set_task(Some(format!("review of {}: {}", task.id, task.subject)));
-        let result = self
-            .runtime
-            .block_on(agent.run_turn(input, CancellationToken::new()));
+        let result = self.runtime.block_on(agent.run_turn(input, cancel.clone()));
+        outcome.interrupted = result.stop_reason == StopReason::Interrupted;
         outcome.turns = u64::from(result.turns);
         outcome.tokens = result.usage.input_tokens + result.usage.output_tokens;
         outcome.cost_micros = self.cost_micros(&result.usage);
@@ -789,5 +912,36 @@ mod tests {
         assert_eq!(priced.cost_micros(&reported), Some(42));
         let unpriced = work(r#"{ provider = "scripted" }"#);
         assert_eq!(unpriced.cost_micros(&usage), None);
+    }
+
+    /// The whole static prompt of each role (what providers cache), and its fingerprint
+    /// unchanged across jobs, conversations and a new process.
+    #[test]
+    fn each_roles_static_prompt_is_assembled_in_order_and_stays_stable() {
+        let text = "[team]\nname = \"web\"\n\n[lead]\nname = \"lead\"\nmodel = { provider = \"scripted\" }\n";
+        let mut text = text.to_string();
+        for role in ["planner", "implementer", "reviewer", "explorer"] {
+            text.push_str(&format!(
+                "\n[[teammate]]\nname = \"{role}1\"\nrole = \"{role}\"\nmodel = {{ provider = \"scripted\" }}\n"
+            ));
+        }
+        let config = Arc::new(TeamConfig::parse(std::path::Path::new("crew.toml"), &text).unwrap());
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::new(dir.path());
+        for name in ["lead", "planner1", "implementer1", "reviewer1", "explorer1"] {
+            let work = AgentWork::new(ws.clone(), config.clone(), name, false).unwrap();
+            let status = StatusHandle::new(
+                ws.agents(),
+                crate::store::AgentStatus::new(name, AgentState::Idle),
+            )
+            .unwrap();
+            let agent = work.build_agent(dir.path().to_path_buf(), &status).unwrap();
+            insta::assert_snapshot!(format!("role_prompt_{}", work.role), agent.static_prefix);
+            let again = AgentWork::new(ws.clone(), config.clone(), name, false)
+                .unwrap()
+                .build_agent(dir.path().to_path_buf(), &status)
+                .unwrap();
+            assert_eq!(agent.prefix_fingerprint(), again.prefix_fingerprint());
+        }
     }
 }

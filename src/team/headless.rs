@@ -72,6 +72,8 @@ pub fn settings_for(config: &TeamConfig, name: &str) -> WorkerSettings {
         idle_timeout: (!is_lead).then(|| secs(config.worker.idle_timeout_secs)),
         heartbeat: secs(config.worker.heartbeat_secs),
         request_timeout: config.request_timeout(),
+        team_budget: config.budget,
+        budget: config.agent(name).map(|a| a.budget).unwrap_or_default(),
     }
 }
 

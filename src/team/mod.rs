@@ -2,9 +2,12 @@
 //! the agents call, and which tools each role gets.
 
 pub mod agent_work;
+pub mod budget;
 pub mod demo;
 pub mod headless;
+pub mod interrupt;
 pub mod review;
+pub mod role_prompt;
 pub mod roles;
 pub mod status;
 pub mod supervisor;

@@ -7,8 +7,8 @@
 //! (`idle_notification`) and shuts down. What it does with a task or a message is the `Work`
 //! given to it: the agent runtime in production, a fake in tests.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -17,7 +17,9 @@ use crate::store::{
     AgentState, AgentStatus, Claimant, DirWatcher, Draft, Entry, Message, Refusal, Roster, Status,
     StoreError, Task, TaskCommits, TaskId, Waker, Workspace,
 };
+use crate::team::budget::{self, Scope, Spend};
 use crate::team::status::StatusHandle;
+use tokio_util::sync::CancellationToken;
 
 type Fingerprint = (std::time::SystemTime, Option<u64>);
 
@@ -42,6 +44,10 @@ pub struct WorkerSettings {
     pub idle_timeout: Option<Duration>,
     pub heartbeat: Duration,
     pub request_timeout: Duration,
+    /// `[budget]`: the team's; reaching it pauses new work until the person answers.
+    pub team_budget: crate::config::Budget,
+    /// This agent's own `budget`.
+    pub budget: crate::config::Budget,
 }
 
 /// What a worker is asked to do.
@@ -62,21 +68,45 @@ pub struct JobOutcome {
     pub cost_micros: Option<u64>,
     /// A finished task's commits that are not in the base branch yet: it goes to `review`.
     pub commits: Option<TaskCommits>,
+    /// The person interrupted it: a task stays with the worker until their next message.
+    pub interrupted: bool,
 }
 
-/// Runs one job to its end. Implementations update WAITING through the status handle.
+/// Runs one job to its end. Implementations update WAITING through the status handle, and
+/// stop soon after `cancel` fires (the person interrupted the agent).
 pub trait Work {
-    fn run(&mut self, job: &Job, status: &StatusHandle) -> JobOutcome;
+    fn run(&mut self, job: &Job, status: &StatusHandle, cancel: &CancellationToken) -> JobOutcome;
 
     /// A task this worker did was recorded as waiting for review.
     fn entered_review(&mut self, _task: &Task) {}
 }
 
+/// The job running now, for the heartbeat thread to interrupt: its token, and where in the
+/// inbox to look for an `interrupt` from the person (messages before it are older than the job).
+struct Running {
+    cancel: CancellationToken,
+    inbox_from: u64,
+}
+
+/// Whether a worker may take new work, as its budgets stand.
+enum Gate {
+    Open,
+    Paused,
+    Stop,
+}
+
+/// What the person sees on an interrupted agent, and what the agent reads when resumed.
+pub const INTERRUPTED_BY_PERSON: &str = "interrupted by the person";
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum ExitReason {
-    ShutdownApproved { request_id: String },
+    ShutdownApproved {
+        request_id: String,
+    },
     IdleTimeout,
     Stopped,
+    /// The person answered a budget request with "stop".
+    BudgetStopped,
 }
 
 pub struct Worker {
@@ -84,6 +114,7 @@ pub struct Worker {
     roster: Roster,
     settings: WorkerSettings,
     status: StatusHandle,
+    running: Arc<Mutex<Option<Running>>>,
 }
 
 impl Worker {
@@ -101,6 +132,7 @@ impl Worker {
             roster,
             settings,
             status,
+            running: Arc::new(Mutex::new(None)),
         })
     }
 
@@ -133,6 +165,10 @@ impl Worker {
                 ),
             ),
             Ok(ExitReason::Stopped) => (AgentState::Shutdown, "stopped".to_string()),
+            Ok(ExitReason::BudgetStopped) => (
+                AgentState::Shutdown,
+                "stopped by the person at the budget".to_string(),
+            ),
             Err(e) => (AgentState::Shutdown, format!("error: {e}")),
         };
         self.status.update(|s| {
@@ -161,6 +197,13 @@ impl Worker {
         let mut seen: Option<Fingerprint> = None;
         let mut woke = true;
         let mut last_pass = Instant::now();
+        // A task the person interrupted: kept, and continued by their next message.
+        let mut held: Option<Task> = None;
+        // A task still in progress under this name was cut by a crash or a restart: its
+        // conversation is on disk, so the work continues rather than starting over.
+        for task in self.held_tasks()? {
+            held = self.run_task(work, task)?;
+        }
         loop {
             if stop.load(Ordering::Relaxed) {
                 return Ok(ExitReason::Stopped);
@@ -182,6 +225,23 @@ impl Worker {
             let cursor = boxes.cursor(me)?;
             let batch = boxes.read_from(me, cursor)?;
             let inbox = self.prioritised(batch.entries)?;
+            match self.budget_gate()? {
+                Gate::Open => {}
+                Gate::Stop => return Ok(ExitReason::BudgetStopped),
+                // Paused: only a shutdown request is read; the rest waits, unread.
+                Gate::Paused => {
+                    if let Some(message) = inbox.iter().find(|m| m.kind == "shutdown_request") {
+                        let request_id = message.request_id.clone().unwrap_or_default();
+                        self.answer_shutdown(&request_id, true, "paused at the budget")?;
+                        return Ok(ExitReason::ShutdownApproved { request_id });
+                    }
+                    match self.idle_wait(&watcher, Instant::now())? {
+                        Wake::Exit(exit) => return Ok(exit),
+                        Wake::Woke(w) => woke = w,
+                    }
+                    continue;
+                }
+            }
             let mut worked = false;
             for message in inbox {
                 if message.kind == "shutdown_request" {
@@ -190,7 +250,13 @@ impl Worker {
                     self.answer_shutdown(&request_id, true, "idle, shutting down")?;
                     return Ok(ExitReason::ShutdownApproved { request_id });
                 }
-                self.run_job(work, Job::Message(message))?;
+                held = self.still_held(held)?;
+                match held.take() {
+                    Some(task) => held = self.continue_task(work, task, message)?,
+                    None => {
+                        self.run_job(work, Job::Message(message), None)?;
+                    }
+                }
                 worked = true;
             }
             // Only when it moved: the cursor lives in the folder every worker watches, so an
@@ -198,14 +264,15 @@ impl Worker {
             if batch.end != cursor {
                 boxes.set_cursor(me, batch.end)?;
             }
-            if !worked && self.settings.claims {
+            held = self.still_held(held)?;
+            if !worked && self.settings.claims && held.is_none() {
                 let claimant = Claimant {
                     name: me,
                     role: self.settings.role.as_deref(),
                 };
                 match tasks.claim_next(claimant) {
                     Ok(task) => {
-                        self.run_task(work, task)?;
+                        held = self.run_task(work, task)?;
                         worked = true;
                     }
                     Err(StoreError::Refused(Refusal::NothingClaimable { .. })) => {}
@@ -250,14 +317,57 @@ impl Worker {
     /// length of this worker's inbox.
     fn fingerprint(&self) -> Option<Fingerprint> {
         let tasks = std::fs::metadata(self.workspace.tasks_dir()).and_then(|m| m.modified());
-        let inbox = self
+        tasks.ok().map(|t| (t, self.inbox_len()))
+    }
+
+    /// Whether new work may start: open, paused at a reached budget (asking the person once),
+    /// or stopped by the person's answer.
+    fn budget_gate(&self) -> Result<Gate, StoreError> {
+        let me = self.settings.name.as_str();
+        let scopes = [
+            (Scope::Team, self.settings.team_budget),
+            (Scope::Agent(me), self.settings.budget),
+        ];
+        let limited = |b: &crate::config::Budget| {
+            b.max_turns.is_some() || b.max_tokens.is_some() || b.max_usd.is_some()
+        };
+        if !scopes.iter().any(|(_, b)| limited(b)) {
+            return Ok(Gate::Open);
+        }
+        let requests = self
             .workspace
+            .mailboxes()
+            .requests(self.settings.request_timeout)?;
+        for (scope, budget) in scopes.iter().filter(|(_, b)| limited(b)) {
+            let answered = budget::answers(&requests, *scope);
+            if answered.stopped {
+                return Ok(Gate::Stop);
+            }
+            let spend = match scope {
+                Scope::Team => Spend::team(&self.workspace, &self.roster)?,
+                Scope::Agent(name) => Spend::agent(&self.workspace, name)?,
+            };
+            if let Some(why) = budget::reached(budget, answered.raised + 1, spend) {
+                if !answered.pending {
+                    budget::ask(&self.workspace, &self.roster, me, *scope, &why)?;
+                }
+                self.status.update(|s| {
+                    s.note = Some(format!("paused: budget reached ({why}); asked the person"));
+                })?;
+                return Ok(Gate::Paused);
+            }
+        }
+        Ok(Gate::Open)
+    }
+
+    /// Bytes in this worker's inbox (`None` while it has none).
+    fn inbox_len(&self) -> Option<u64> {
+        self.workspace
             .mailboxes()
             .inbox_path(&self.settings.name)
             .ok()
             .and_then(|p| std::fs::metadata(p).ok())
-            .map(|m| m.len());
-        tasks.ok().map(|t| (t, inbox))
+            .map(|m| m.len())
     }
 
     /// Unanswered shutdown requests first, then the lead's messages, then the rest in order.
@@ -277,7 +387,14 @@ impl Worker {
                     None
                 }
             })
-            .filter(|m| m.kind != "permission_request" && m.kind != "permission_response")
+            // An interrupt is for the job that runs when it comes (the heartbeat acts on it); a
+            // budget answer is for the worker's budget check, not for the agent.
+            .filter(|m| {
+                !matches!(
+                    m.kind.as_str(),
+                    "permission_request" | "permission_response" | "interrupt" | "budget_response"
+                )
+            })
             .collect();
         // Reading every inbox to derive request states is only worth it when a shutdown request
         // is among the new messages (it may have been refused already while busy).
@@ -312,9 +429,69 @@ impl Worker {
         Ok(messages)
     }
 
-    fn run_task(&self, work: &mut dyn Work, task: Task) -> Result<(), StoreError> {
+    /// The tasks in progress under this worker's name (none for a worker that does not claim).
+    fn held_tasks(&self) -> Result<Vec<Task>, StoreError> {
+        if !self.settings.claims {
+            return Ok(Vec::new());
+        }
+        Ok(self
+            .workspace
+            .tasks()
+            .load_all()?
+            .tasks
+            .into_iter()
+            .filter(|t| {
+                t.status == Status::InProgress && t.owner.as_deref() == Some(&self.settings.name)
+            })
+            .collect())
+    }
+
+    /// Runs a task and records how it ended; an interrupted task is kept (returned) instead.
+    fn run_task(&self, work: &mut dyn Work, task: Task) -> Result<Option<Task>, StoreError> {
+        let outcome = self.run_job(work, Job::Task(task.clone()), Some(task.id.clone()))?;
+        self.finish_task(work, task, outcome)
+    }
+
+    /// The person's message after an interrupt: it continues the task's conversation, and how
+    /// that ends is how the task ends.
+    fn continue_task(
+        &self,
+        work: &mut dyn Work,
+        task: Task,
+        message: Message,
+    ) -> Result<Option<Task>, StoreError> {
+        let outcome = self.run_job(work, Job::Message(message), Some(task.id.clone()))?;
+        self.finish_task(work, task, outcome)
+    }
+
+    /// `held` if the task is still in progress under this worker (the person may have
+    /// released or reassigned it meanwhile).
+    fn still_held(&self, held: Option<Task>) -> Result<Option<Task>, StoreError> {
+        let Some(task) = held else {
+            return Ok(None);
+        };
+        let now = self.workspace.tasks().read(TaskId::parse(&task.id)?)?;
+        let mine = now.status == Status::InProgress
+            && now.owner.as_deref() == Some(self.settings.name.as_str());
+        if !mine {
+            self.status.update(|s| {
+                s.task = None;
+                s.note = None;
+            })?;
+        }
+        Ok(mine.then_some(now))
+    }
+
+    fn finish_task(
+        &self,
+        work: &mut dyn Work,
+        task: Task,
+        outcome: JobOutcome,
+    ) -> Result<Option<Task>, StoreError> {
+        if outcome.interrupted {
+            return Ok(Some(task));
+        }
         let id = TaskId::parse(&task.id)?;
-        let outcome = self.run_job(work, Job::Task(task.clone()))?;
         let me = &self.settings.name;
         let tasks = self.workspace.tasks();
         let (finished, verb) = if let (true, Some(commits)) = (outcome.success, &outcome.commits) {
@@ -352,23 +529,44 @@ impl Worker {
                 ),
             ),
             Err(e) => Err(e),
-        }
+        }?;
+        Ok(None)
     }
 
-    fn run_job(&self, work: &mut dyn Work, job: Job) -> Result<JobOutcome, StoreError> {
-        let task = match &job {
-            Job::Task(t) => Some(t.id.clone()),
-            Job::Message(_) => None,
-        };
+    /// Runs `job` with WORK on `task` in the status (the job's own task, or the interrupted
+    /// one a message continues); an interrupted job leaves IDLE with that task and a note, in
+    /// one status write.
+    fn run_job(
+        &self,
+        work: &mut dyn Work,
+        job: Job,
+        task: Option<String>,
+    ) -> Result<JobOutcome, StoreError> {
+        let cancel = CancellationToken::new();
+        let inbox_from = self.inbox_len().unwrap_or(0);
+        *lock(&self.running) = Some(Running {
+            cancel: cancel.clone(),
+            inbox_from,
+        });
         self.status.update(|s| {
             s.state = AgentState::Work;
             s.task = task;
             s.note = None;
         })?;
-        let outcome = work.run(&job, &self.status);
+        let mut outcome = work.run(&job, &self.status, &cancel);
+        *lock(&self.running) = None;
+        outcome.interrupted |= cancel.is_cancelled();
         self.status.update(|s| {
             s.state = AgentState::Idle;
-            s.task = None;
+            s.note = None;
+            match (&s.task, outcome.interrupted) {
+                (Some(id), true) => {
+                    s.note = Some(format!(
+                        "{INTERRUPTED_BY_PERSON}; {id} is kept until your next message"
+                    ));
+                }
+                _ => s.task = None,
+            }
             s.waiting_on = None;
             s.turns += outcome.turns;
             s.tokens += outcome.tokens;
@@ -423,6 +621,7 @@ impl Worker {
         let workspace = self.workspace.clone();
         let roster = self.roster.clone();
         let settings = self.settings.clone();
+        let running = Arc::clone(&self.running);
         let watcher = DirWatcher::new(&[&workspace.mailboxes_dir()]).ok();
         let waker = watcher.as_ref().map(DirWatcher::waker);
         let beat = thread::spawn(move || {
@@ -451,6 +650,7 @@ impl Worker {
                     }
                     last_beat = Instant::now();
                 }
+                interrupt_if_asked(&workspace, &settings.name, &running);
                 let current = status.get();
                 let Some(task) = current
                     .task
@@ -470,6 +670,35 @@ impl Worker {
             }
         });
         (beat, waker)
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Cancels the running job when an `interrupt` from the person came after it started.
+fn interrupt_if_asked(workspace: &Workspace, me: &str, running: &Mutex<Option<Running>>) {
+    let mut guard = lock(running);
+    let Some(job) = guard.as_mut() else {
+        return;
+    };
+    if job.cancel.is_cancelled() {
+        return;
+    }
+    let Ok(batch) = workspace.mailboxes().read_from(me, job.inbox_from) else {
+        return;
+    };
+    job.inbox_from = batch.end;
+    let asked = batch.entries.iter().any(|e| {
+        matches!(e, Entry::Message { message, .. }
+            if message.kind == "interrupt" && message.from == crate::store::names::USER)
+    });
+    if asked {
+        tracing::info!("{me}: {INTERRUPTED_BY_PERSON}");
+        job.cancel.cancel();
     }
 }
 

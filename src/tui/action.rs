@@ -51,6 +51,7 @@ pub enum Action {
     Restart,
     EditDeps,
     Assign,
+    Interrupt,
 }
 
 /// (name in keymap files, action, help text)
@@ -136,6 +137,11 @@ pub const ACTIONS: &[(&str, Action, &str)] = &[
         "edit the task's dependencies",
     ),
     ("assign", Action::Assign, "assign the task to a teammate"),
+    (
+        "interrupt",
+        Action::Interrupt,
+        "interrupt the agent; twice: release its task",
+    ),
 ];
 
 impl Action {

@@ -99,6 +99,13 @@ pub fn execute(root: &Path, effect: Effect) -> Option<Event> {
                 })
                 .map_err(|e| e.to_string()),
         )),
+        Effect::Interrupt { name } => Some(Event::Done(
+            crate::team::interrupt::interrupt(&ws, &roster, &name)
+                .map(|_| {
+                    format!("interrupting {name}; it keeps its task and waits for your message")
+                })
+                .map_err(|e| e.to_string()),
+        )),
         Effect::RequestShutdown { name } => Some(Event::Done(
             ws.mailboxes()
                 .send(

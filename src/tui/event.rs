@@ -81,6 +81,10 @@ pub enum Effect {
         to: Option<String>,
     },
     /// A `shutdown_request` from the person to a teammate.
+    /// The person's interrupt, through the agent's inbox.
+    Interrupt {
+        name: String,
+    },
     RequestShutdown {
         name: String,
     },

@@ -292,5 +292,8 @@ impl Model {
 
 /// Requests the approvals pane shows: those a person answers.
 pub fn needs_person(kind: &str) -> bool {
-    matches!(kind, "permission_request" | "plan_approval_request")
+    matches!(
+        kind,
+        "permission_request" | "plan_approval_request" | crate::team::budget::BUDGET_REQUEST
+    )
 }

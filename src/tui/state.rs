@@ -109,9 +109,21 @@ pub struct Proposal {
 /// What a yes/no dialog would do.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Confirm {
-    Always { request_id: String, rule: String },
-    Discard { name: String },
-    Shutdown { name: String },
+    Always {
+        request_id: String,
+        rule: String,
+    },
+    Discard {
+        name: String,
+    },
+    Shutdown {
+        name: String,
+    },
+    /// After a second interrupt: give the agent's task back to the pool.
+    ReleaseTask {
+        name: String,
+        id: String,
+    },
 }
 
 pub enum Overlay {
@@ -158,6 +170,8 @@ pub struct AppState {
     pub proposals: HashMap<String, Proposal>,
     /// Syntax-highlighted bash commands of requests, by request id.
     pub commands: HashMap<String, Segments>,
+    /// The agent last interrupted and when: a second press soon after offers to release its task.
+    pub last_interrupt: Option<(String, SystemTime)>,
     /// The tasks waiting for review, with what each would bring (loaded off the input path).
     pub reviews: Vec<Review>,
     pub quit: bool,
@@ -190,6 +204,7 @@ impl AppState {
             sandbox: SandboxState::Unknown,
             proposals: HashMap::new(),
             commands: HashMap::new(),
+            last_interrupt: None,
             reviews: Vec::new(),
             quit: false,
         }

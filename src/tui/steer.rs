@@ -47,6 +47,53 @@ pub fn release(state: &mut AppState) -> Vec<Effect> {
     Vec::new()
 }
 
+/// How soon a second interrupt of the same agent offers to release its task.
+pub const RELEASE_WINDOW: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Interrupts the focused agent (the lead, or the selected teammate) if it works; a second
+/// press within `RELEASE_WINDOW` offers to give its task back to the pool.
+pub fn interrupt(state: &mut AppState) -> Vec<Effect> {
+    let name = match state.focus {
+        Pane::Lead => state.model.lead_name().to_string(),
+        _ => match state.selected_teammate() {
+            Some(name) => name,
+            None => return Vec::new(),
+        },
+    };
+    let now = state.now;
+    let again = state.last_interrupt.as_ref().is_some_and(|(who, at)| {
+        *who == name && now.duration_since(*at).is_ok_and(|d| d <= RELEASE_WINDOW)
+    });
+    let task = state.agent(&name).and_then(|a| a.task.clone());
+    if again && let Some(id) = task {
+        state.last_interrupt = None;
+        state.overlay = Some(Overlay::Confirm(Confirm::ReleaseTask { name, id }));
+        return Vec::new();
+    }
+    let now_state = state.agent(&name).map(|a| a.state.as_str());
+    if !running(now_state) {
+        let now_state = now_state.unwrap_or("never started");
+        state.set_status(
+            Level::Warning,
+            format!("{name} is not running ({now_state})"),
+        );
+        return Vec::new();
+    }
+    state.last_interrupt = Some((name.clone(), now));
+    let key = state
+        .keymap
+        .key_for(state.focus.mode(), Action::Interrupt)
+        .unwrap_or_default();
+    state.set_status(
+        Level::Info,
+        format!(
+            "interrupting {name}; {key} again within {} s offers to release its task",
+            RELEASE_WINDOW.as_secs()
+        ),
+    );
+    vec![Effect::Interrupt { name }]
+}
+
 /// Asks (after a confirmation) the selected teammate to shut down, if it runs.
 pub fn shutdown(state: &mut AppState) {
     let Some(name) = state.selected_teammate() else {

@@ -284,6 +284,7 @@ fn act(state: &mut AppState, action: Action) -> Vec<Effect> {
         Action::EditDeps | Action::Assign => steer::edit_task(state, action),
         Action::Expand | Action::PrevCall | Action::NextCall => folds::step(state, action),
         Action::Shutdown => steer::shutdown(state),
+        Action::Interrupt => return steer::interrupt(state),
         Action::Restart => return steer::restart(state),
         Action::Diff => return open_diff(state),
         Action::Message => {

@@ -13,6 +13,7 @@ use futures::stream::{BoxStream, Stream, StreamExt};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use crew::agent::conversation::ConversationFile;
 use crew::agent::{Agent, AgentConfig, CompactionThresholds, EventSink, Limits};
 use crew::model::scripted::ScriptedProvider;
 use crew::model::{
@@ -26,33 +27,55 @@ use crate::stats::{percentile, round3};
 /// Untimed turns first, so one-off costs (first file creation, lazy statics) are not counted.
 const WARMUP: usize = 20;
 
-pub fn run(turns: usize, history: usize, as_json: bool) -> anyhow::Result<()> {
+pub fn run(turns: usize, history: usize, resumed: bool, as_json: bool) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let overhead_us = runtime.block_on(measure(turns, history))?;
-    let mut sorted = overhead_us;
-    sorted.sort_by(f64::total_cmp);
-    let (p50, p99) = (percentile(&sorted, 0.50), percentile(&sorted, 0.99));
+    let Measured {
+        mut overhead_us,
+        mut resume_us,
+    } = runtime.block_on(measure(turns, history, resumed))?;
+    overhead_us.sort_by(f64::total_cmp);
+    resume_us.sort_by(f64::total_cmp);
+    let (p50, p99) = (
+        percentile(&overhead_us, 0.50),
+        percentile(&overhead_us, 0.99),
+    );
+    let resume = (!resume_us.is_empty())
+        .then(|| (percentile(&resume_us, 0.50), percentile(&resume_us, 0.99)));
     if as_json {
-        let report = json!({
+        let mut report = json!({
             "turns": turns,
             "history": history,
+            "resumed": resumed,
             "p50_us": round3(p50),
             "p99_us": round3(p99),
         });
+        if let Some((r50, r99)) = resume {
+            report["resume_p50_us"] = json!(round3(r50));
+            report["resume_p99_us"] = json!(round3(r99));
+        }
         println!("{report}");
     } else {
         println!(
             "{turns} turns over a {history}-message history: runtime overhead p50 {p50:.1} µs, p99 {p99:.1} µs per turn"
         );
+        if let Some((r50, r99)) = resume {
+            println!("resuming the conversation from its file: p50 {r50:.1} µs, p99 {r99:.1} µs");
+        }
     }
     Ok(())
 }
 
-/// Per-turn overhead in microseconds, provider time excluded.
-async fn measure(turns: usize, history: usize) -> anyhow::Result<Vec<f64>> {
+struct Measured {
+    overhead_us: Vec<f64>,
+    resume_us: Vec<f64>,
+}
+
+/// Per-turn overhead in microseconds, provider time excluded; with `resumed`, also the time to
+/// resume the conversation from its file before each turn.
+async fn measure(turns: usize, history: usize, resumed: bool) -> anyhow::Result<Measured> {
     let dir = tempfile::tempdir().context("creating a scratch repository")?;
     let provider_nanos = Arc::new(AtomicU64::new(0));
     let model = Timed {
@@ -81,9 +104,25 @@ async fn measure(turns: usize, history: usize) -> anyhow::Result<Vec<f64>> {
         EventSink::discard(),
     )?;
     let seed = seed_history(history);
+    // The seed as a conversation file, copied fresh before each turn so its size stays fixed.
+    let seed_file = dir.path().join("seed.jsonl");
+    let conversation = dir.path().join("conversation.jsonl");
+    if resumed {
+        ConversationFile::open(seed_file.clone())?.0.save(&seed)?;
+    }
     let mut overhead = Vec::with_capacity(turns);
+    let mut resume = Vec::with_capacity(turns);
     for turn in 0..WARMUP + turns {
-        agent.load_history(&seed);
+        if resumed {
+            std::fs::copy(&seed_file, &conversation).context("copying the seed conversation")?;
+            let start = Instant::now();
+            agent.resume_from(conversation.clone())?;
+            if turn >= WARMUP {
+                resume.push(start.elapsed().as_nanos() as f64 / 1_000.0);
+            }
+        } else {
+            agent.load_history(&seed);
+        }
         let provider_before = provider_nanos.load(Ordering::Relaxed);
         let start = Instant::now();
         agent
@@ -95,7 +134,10 @@ async fn measure(turns: usize, history: usize) -> anyhow::Result<Vec<f64>> {
             overhead.push(total.saturating_sub(provider) as f64 / 1_000.0);
         }
     }
-    Ok(overhead)
+    Ok(Measured {
+        overhead_us: overhead,
+        resume_us: resume,
+    })
 }
 
 /// A history of `len` messages: chat turns with a tool round trip every other turn.

@@ -5,6 +5,7 @@ mod agent_loop;
 mod bash_rules;
 mod claims;
 mod git;
+mod interrupt;
 mod mailbox;
 mod proc;
 mod render;
@@ -47,12 +48,24 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Agent runtime overhead per turn (no model time) over a fixed-size history.
+    /// Agent runtime overhead per turn (no model time) over a fixed-size history. With
+    /// --resumed, each turn first resumes the conversation from its file (timed apart) and
+    /// keeps it on disk as the product does.
     Loop {
         #[arg(long, default_value_t = 1000)]
         turns: usize,
         #[arg(long, default_value_t = 200)]
         history: usize,
+        #[arg(long)]
+        resumed: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Interrupt latency: a real worker in a `sleep` tool, interrupted through the store, until
+    /// its status says IDLE (p50/p99 over N runs).
+    Interrupt {
+        #[arg(long, default_value_t = 50)]
+        runs: usize,
         #[arg(long)]
         json: bool,
     },
@@ -137,8 +150,10 @@ fn main() -> ExitCode {
         Command::Loop {
             turns,
             history,
+            resumed,
             json,
-        } => agent_loop::run(turns, history, json),
+        } => agent_loop::run(turns, history, resumed, json),
+        Command::Interrupt { runs, json } => interrupt::run(runs, json),
         Command::Render {
             teammates,
             tasks,

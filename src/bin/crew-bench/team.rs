@@ -49,9 +49,7 @@ pub fn run(teammates: usize, tasks: usize, idle_secs: u64, as_json: bool) -> any
     let workspace = Workspace::new(root);
     let (gate, ids) = make_tasks(&workspace, tasks)?;
 
-    let exe = std::env::current_exe()
-        .context("locating crew-bench")?
-        .with_file_name("crew");
+    let exe = crew_exe()?;
     let mut supervisor = Supervisor::new(
         workspace.clone(),
         config.roster(),
@@ -85,6 +83,13 @@ pub fn run(teammates: usize, tasks: usize, idle_secs: u64, as_json: bool) -> any
         })
         .collect();
     report(teammates, tasks, &m, &killed, as_json)
+}
+
+/// The `crew` executable built beside this one (workers are started from it).
+pub fn crew_exe() -> anyhow::Result<std::path::PathBuf> {
+    Ok(std::env::current_exe()
+        .context("locating crew-bench")?
+        .with_file_name("crew"))
 }
 
 /// A git repository with a crew.toml: a lead and N read-only implementers, all the scripted

@@ -66,6 +66,8 @@ pub struct Rule {
     pub agent: Option<String>,
     pub task_contains: Option<String>,
     pub last_user_contains: Option<String>,
+    /// Text of some earlier assistant message in the conversation (what the agent said before).
+    pub history_contains: Option<String>,
     pub last_tool: Option<String>,
     pub last_result_contains: Option<String>,
     pub last_result_is_error: Option<bool>,
@@ -239,6 +241,12 @@ impl Rule {
             && holds(&self.task_contains, &|needle| task.contains(needle))
             && holds(&self.last_user_contains, &|needle| {
                 s.user_text.contains(needle)
+            })
+            && holds(&self.history_contains, &|needle| {
+                s.req
+                    .messages
+                    .iter()
+                    .any(|m| m.role == Role::Assistant && m.text().contains(needle))
             })
             && holds(&self.last_tool, &|name| {
                 s.results.iter().any(|r| r.0 == name)

@@ -1,6 +1,6 @@
 //! The header: a sandbox warning when commands run unconfined, then team, repository, base
-//! branch, agents by state, pending approvals, reviews, tokens, cost, and "sandboxed" when the
-//! team's commands are confined.
+//! branch, agents by state, pending approvals, reviews, tokens, cost, spend against the team
+//! budget, and "sandboxed" when the team's commands are confined.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -85,10 +85,44 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
             style,
         ));
     }
+    if let Some(text) = budget_text(state) {
+        spans.push(Span::styled(text, theme.style("msg.pending")));
+    }
     if state.sandbox == SandboxState::Confined {
         spans.push(Span::styled("│ sandboxed ", style));
     }
     frame.render_widget(Paragraph::new(Line::from(spans)).style(style), area);
+}
+
+/// The team's spend against `[budget]` (raised by each approved budget request), when set.
+fn budget_text(state: &AppState) -> Option<String> {
+    use crate::team::budget::{Scope, answers};
+    let model = &state.model;
+    let budget = model.config.as_ref()?.budget;
+    let times = answers(&model.requests, Scope::Team).raised + 1;
+    let agents = || model.agents.values();
+    let mut parts = Vec::new();
+    if let Some(max) = budget.max_turns {
+        let spent: u64 = agents().filter_map(|a| a.turns).sum();
+        parts.push(format!("{spent}/{} calls", max.saturating_mul(times)));
+    }
+    if let Some(max) = budget.max_tokens {
+        let spent: u64 = agents().map(|a| a.token_total()).sum();
+        parts.push(format!(
+            "{}/{} tokens",
+            tokens_text(spent),
+            tokens_text(max.saturating_mul(times))
+        ));
+    }
+    if let Some(max) = budget.max_usd {
+        let spent: u64 = agents().filter_map(|a| a.cost_micros).sum();
+        parts.push(format!(
+            "${:.2}/${:.2}",
+            spent as f64 / 1e6,
+            max * times as f64
+        ));
+    }
+    (!parts.is_empty()).then(|| format!("│ budget {} ", parts.join(" · ")))
 }
 
 fn tokens_text(n: u64) -> String {

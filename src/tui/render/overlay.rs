@@ -153,6 +153,9 @@ fn confirm(state: &AppState, what: &Confirm, frame: &mut Frame, body: Rect) {
         Confirm::Shutdown { name } => format!(
             "Ask {name} to shut down? It stops when it is not holding a task (it refuses while busy)."
         ),
+        Confirm::ReleaseTask { name, id } => format!(
+            "{name} was interrupted and keeps {id}. Release {id} back to the pool for anyone to claim?"
+        ),
     };
     let yes = state
         .keymap
