@@ -9,7 +9,7 @@
 pub mod compaction;
 pub mod config;
 pub mod context;
-mod emitter;
+pub(crate) mod emitter;
 pub mod error;
 pub mod event;
 pub mod mailbox_prompter;

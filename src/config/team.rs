@@ -95,6 +95,12 @@ pub struct ModelChoice {
     pub fallback_model: Option<Spanned<ModelName>>,
     #[serde(default)]
     pub fallback_after: Option<OverloadCount>,
+    /// `claude-code`: extra arguments for the CLI, after crew's own.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// `claude-code`: the CLI to run (default `claude` from `PATH`).
+    #[serde(default)]
+    pub bin: Option<String>,
 }
 
 /// US dollars per million tokens. Cache reads and writes cost the input price unless given.
@@ -328,6 +334,16 @@ impl TeamConfig {
                     fallback.span(),
                     format!(
                         "fallback_model needs provider \"anthropic\" or \"openai\", not {:?}",
+                        model.provider
+                    ),
+                ));
+            }
+            if (model.bin.is_some() || !model.args.is_empty()) && model.provider != "claude-code" {
+                return Err(err(
+                    agent.name.span(),
+                    format!(
+                        "{}: model `bin` and `args` are for provider \"claude-code\", not {:?}",
+                        agent.name.get_ref(),
                         model.provider
                     ),
                 ));

@@ -104,6 +104,56 @@ pub fn provider_for(
         .map_err(|e| e.to_string())
 }
 
+/// The mode, rules (team tools allowed) and bypass switches of agent `name`, checked once so a
+/// bad rule fails at start, not at the first tool call.
+pub(crate) fn permission_setup(
+    config: &TeamConfig,
+    name: &str,
+    bypass_flag: bool,
+) -> Result<(PermissionMode, RuleSet, BypassSwitches), SetupError> {
+    let perms = &config.permissions;
+    let invalid = |message: String| SetupError::Permissions {
+        name: name.to_string(),
+        message,
+    };
+    let permissions: PermissionMode = perms
+        .mode
+        .get_ref()
+        .parse()
+        .map_err(|e| invalid(format!("{e}")))?;
+    let mut allow = perms.allow.clone();
+    allow.extend(TEAM_TOOLS.iter().map(|t| t.to_string()));
+    let rules = RuleSet {
+        allow,
+        ask: perms.ask.clone(),
+        deny: perms.deny.clone(),
+    };
+    let bypass = BypassSwitches {
+        config_allows: perms.allow_bypass,
+        flag_given: bypass_flag,
+    };
+    PermissionPolicy::new(permissions, &rules, bypass).map_err(|e| invalid(e.to_string()))?;
+    Ok((permissions, rules, bypass))
+}
+
+/// The teammate's worktree if it writes (made on first need), else the repository root.
+pub(crate) fn working_dir(
+    workspace: &Workspace,
+    config: &TeamConfig,
+    name: &str,
+    writes: bool,
+) -> Result<PathBuf, String> {
+    if !writes {
+        return Ok(workspace.root().to_path_buf());
+    }
+    let trees = Worktrees::open(workspace.root()).map_err(|e| e.to_string())?;
+    let wt = &config.worktree;
+    trees
+        .ensure(name, &config.team.base_branch, &wt.copy, &wt.link)
+        .map(|w| w.path)
+        .map_err(|e| e.to_string())
+}
+
 impl AgentWork {
     pub fn new(
         workspace: Workspace,
@@ -120,34 +170,8 @@ impl AgentWork {
                 name: name.to_string(),
                 message,
             })?;
+        let (permissions, rules, bypass) = permission_setup(&config, name, bypass_flag)?;
         let perms = &config.permissions;
-        let permissions: PermissionMode =
-            perms
-                .mode
-                .get_ref()
-                .parse()
-                .map_err(|e| SetupError::Permissions {
-                    name: name.to_string(),
-                    message: format!("{e}"),
-                })?;
-        let mut allow = perms.allow.clone();
-        allow.extend(TEAM_TOOLS.iter().map(|t| t.to_string()));
-        let rules = RuleSet {
-            allow,
-            ask: perms.ask.clone(),
-            deny: perms.deny.clone(),
-        };
-        let bypass = BypassSwitches {
-            config_allows: perms.allow_bypass,
-            flag_given: bypass_flag,
-        };
-        // Checked once here so a bad rule fails at start, not at the first tool call.
-        PermissionPolicy::new(permissions, &rules, bypass).map_err(|e| {
-            SetupError::Permissions {
-                name: name.to_string(),
-                message: e.to_string(),
-            }
-        })?;
         Hooks::new(config.hooks.clone()).map_err(|e| SetupError::Hooks(e.to_string()))?;
         let sandbox = Sandbox::new(perms.sandbox, entry.network, entry.writes);
         // Probed here, once, before the first command; said in this agent's log.
@@ -194,22 +218,8 @@ impl AgentWork {
             .unwrap_or(false)
     }
 
-    /// The teammate's worktree if it writes (made on first need), else the repository root.
     fn working_dir(&self) -> Result<PathBuf, String> {
-        if !self.writes {
-            return Ok(self.workspace.root().to_path_buf());
-        }
-        let trees = Worktrees::open(self.workspace.root()).map_err(|e| e.to_string())?;
-        let wt = &self.config.worktree;
-        trees
-            .ensure(
-                &self.name,
-                &self.config.team.base_branch,
-                &wt.copy,
-                &wt.link,
-            )
-            .map(|w| w.path)
-            .map_err(|e| e.to_string())
+        working_dir(&self.workspace, &self.config, &self.name, self.writes)
     }
 
     fn team_facts(&self, workdir: &std::path::Path) -> Vec<String> {
@@ -339,7 +349,7 @@ impl AgentWork {
 }
 
 /// WAITING while a permission request is out, WORK again when it is answered.
-fn status_sink(status: StatusHandle) -> EventSink {
+pub(crate) fn status_sink(status: StatusHandle) -> EventSink {
     EventSink::new(move |event| {
         let result = match &event {
             AgentEvent::PermissionWaiting { request_id, .. } => status.update(|s| {
@@ -358,7 +368,7 @@ fn status_sink(status: StatusHandle) -> EventSink {
     })
 }
 
-fn task_packet(job: &Job) -> (String, Option<String>) {
+pub(crate) fn task_packet(job: &Job) -> (String, Option<String>) {
     match job {
         Job::Task(task) => {
             let mut text = format!("Task {}: {}\n", task.id, task.subject);

@@ -2,11 +2,13 @@
 //! the agents call, and which tools each role gets.
 
 pub mod agent_work;
+pub mod claude_code;
 pub mod demo;
 pub mod headless;
 pub mod roles;
 pub mod status;
 pub mod supervisor;
+pub mod teammate_work;
 pub mod tools;
 pub mod verdict;
 pub mod worker;

@@ -1,0 +1,371 @@
+//! Claude Code as a teammate (`model = { provider = "claude-code", … }`).
+//!
+//! The CLI runs its own agent loop and tools, so it replaces crew's agent loop, not crew's model:
+//! it is a [`Work`], next to `AgentWork`, and the worker around it claims, reports and releases
+//! tasks as for any teammate. One long-lived `claude -p` stream-json process per conversation
+//! runs in the teammate's worktree; each job (a task or a message) is one user line on its stdin
+//! and ends at the CLI's `result`. Each `can_use_tool` request is decided by crew's policy, and
+//! what it would ask goes to the person as a crew `permission_request` through the lead's inbox
+//! (the approvals pane, `crew respond`, or the headless policy). The CLI's events become crew
+//! transcript events. A CLI that cannot start, speaks another version, prints a line that is not
+//! JSON or dies ends the job as failed with the reason; the next job starts a new process.
+
+mod permission;
+mod process;
+mod stream;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::agent::emitter::Emitter;
+use crate::agent::transcript::{TranscriptError, TranscriptWriter, transcript_path};
+use crate::agent::{AgentEvent, EventSink, MailboxPrompter, StopReason, TurnResult};
+use crate::config::TeamConfig;
+use crate::store::Workspace;
+use crate::store::message::new_id;
+use crate::team::agent_work::{
+    SetupError, permission_setup, status_sink, task_packet, working_dir,
+};
+use crate::team::status::StatusHandle;
+use crate::team::verdict::{self, Verdict};
+use crate::team::worker::{Job, JobOutcome, Work};
+use crate::tools::permissions::Rule;
+use crate::tools::{
+    Decision, PermissionAnswer, PermissionAsk, PermissionPolicy, Prompter, SandboxMode,
+};
+
+use permission::{CrewView, control_response, unsupported};
+use process::{ClaudeProcess, Line};
+use stream::{Translator, TurnEnd};
+
+/// The major version whose protocol crew speaks (recorded from Claude Code 2.1.197).
+const SUPPORTED_MAJOR: &str = "2";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClaudeError {
+    #[error(
+        "cannot start Claude Code `{bin}`: {source} (install it, or set `bin = \"/path/to/claude\"` in the agent's model)"
+    )]
+    Start { bin: String, source: std::io::Error },
+    #[error("Claude Code stopped reading its input")]
+    StdinClosed,
+    #[error(
+        "Claude Code {0} is not supported: crew speaks the stream-json protocol of Claude Code {SUPPORTED_MAJOR}.x"
+    )]
+    Version(String),
+    #[error("Claude Code printed a line that is not JSON, so the conversation was ended: {0}")]
+    NotJson(String),
+    #[error("Claude Code exited mid-turn ({0})")]
+    Died(String),
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Transcript(#[from] TranscriptError),
+}
+
+/// The live conversation: the process, its transcript, and what spans turns.
+struct Session {
+    process: ClaudeProcess,
+    emitter: Arc<Emitter>,
+    translator: Translator,
+    workdir: PathBuf,
+    turns: u64,
+    /// The CLI's `total_cost_usd` at the end of the last turn (it counts the whole session).
+    cost_so_far: f64,
+}
+
+pub struct ClaudeCodeWork {
+    workspace: Workspace,
+    config: Arc<TeamConfig>,
+    name: String,
+    role: String,
+    writes: bool,
+    bin: String,
+    args: Vec<String>,
+    policy: PermissionPolicy,
+    sandbox: SandboxMode,
+    runtime: tokio::runtime::Runtime,
+    session: Option<Session>,
+}
+
+impl ClaudeCodeWork {
+    pub fn new(
+        workspace: Workspace,
+        config: Arc<TeamConfig>,
+        name: &str,
+        bypass_flag: bool,
+    ) -> Result<Self, SetupError> {
+        let entry = config
+            .agent(name)
+            .ok_or_else(|| SetupError::UnknownAgent(name.to_string()))?;
+        let (mode, rules, bypass) = permission_setup(&config, name, bypass_flag)?;
+        let policy =
+            PermissionPolicy::new(mode, &rules, bypass).map_err(|e| SetupError::Permissions {
+                name: name.to_string(),
+                message: e.to_string(),
+            })?;
+        let mut args = Vec::new();
+        if let Some(model) = &entry.model.model {
+            args.extend(["--model".to_string(), model.clone()]);
+        }
+        args.extend(entry.model.args.iter().cloned());
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(SetupError::Runtime)?;
+        Ok(Self {
+            role: config.role_of(name).unwrap_or("lead").to_string(),
+            writes: entry.writes,
+            bin: entry
+                .model
+                .bin
+                .clone()
+                .unwrap_or_else(|| "claude".to_string()),
+            args,
+            sandbox: config.permissions.sandbox,
+            name: name.to_string(),
+            workspace,
+            config,
+            policy,
+            runtime,
+            session: None,
+        })
+    }
+
+    /// The live session, started (in the teammate's working folder) when there is none.
+    fn session(&mut self, status: &StatusHandle) -> Result<&mut Session, String> {
+        if self.session.is_none() {
+            let workdir = working_dir(&self.workspace, &self.config, &self.name, self.writes)
+                .map_err(|e| format!("no worktree: {e}"))?;
+            let process =
+                ClaudeProcess::spawn(&self.bin, &self.args, &workdir).map_err(|e| e.to_string())?;
+            let path = transcript_path(self.workspace.root(), &self.name, &new_id("session"));
+            let writer = TranscriptWriter::open(path).map_err(|e| e.to_string())?;
+            self.session = Some(Session {
+                process,
+                emitter: Arc::new(Emitter::new(status_sink(status.clone()), writer)),
+                translator: Translator::default(),
+                workdir,
+                turns: 0,
+                cost_so_far: 0.0,
+            });
+        }
+        Ok(self.session.as_mut().expect("just started"))
+    }
+
+    /// Sends `input` and follows the stream to the turn's `result`.
+    fn turn(&mut self, input: &str) -> Result<TurnEnd, ClaudeError> {
+        let prompter = MailboxPrompter::new(
+            self.workspace.mailboxes(),
+            self.config.roster(),
+            self.name.clone(),
+            self.config.lead_name().to_string(),
+            self.config.request_timeout(),
+        );
+        let session = self.session.as_mut().expect("started by run");
+        let events = Arc::clone(&session.emitter);
+        let prompter = prompter.with_events(EventSink::new(move |e| events.emit(e)));
+        session.process.send(&json!({
+            "type": "user",
+            "message": {"role": "user", "content": input},
+        }))?;
+        loop {
+            let line = match session.process.next() {
+                Line::Json(line) => line,
+                Line::NotJson(text) => return Err(ClaudeError::NotJson(text)),
+                Line::Closed => return Err(ClaudeError::Died(session.process.death())),
+            };
+            match line["type"].as_str() {
+                Some("system") if line["subtype"] == "init" => {
+                    let version = line["claude_code_version"].as_str().unwrap_or("(unnamed)");
+                    if version.split('.').next() != Some(SUPPORTED_MAJOR) {
+                        return Err(ClaudeError::Version(version.to_string()));
+                    }
+                }
+                Some("assistant" | "user") => {
+                    for event in session.translator.events(&line) {
+                        session.emitter.emit(event);
+                    }
+                }
+                Some("control_request") => {
+                    let request_id = line["request_id"].as_str().unwrap_or_default();
+                    let request = &line["request"];
+                    let reply = match request["subtype"].as_str().unwrap_or_default() {
+                        "can_use_tool" => {
+                            let verdict = decide(
+                                &self.policy,
+                                self.sandbox,
+                                &session.workdir,
+                                request,
+                                &prompter,
+                                &self.runtime,
+                                &session.emitter,
+                            );
+                            control_response(
+                                request_id,
+                                &request["input"],
+                                verdict.as_ref().map(|_| ()).map_err(String::as_str),
+                            )
+                        }
+                        other => unsupported(request_id, other),
+                    };
+                    session.process.send(&reply)?;
+                }
+                Some("result") => {
+                    let (events, end) = session.translator.finish(&line);
+                    for event in events {
+                        session.emitter.emit(event);
+                    }
+                    return Ok(end);
+                }
+                // Status, subagent progress, acknowledgements: nothing crew shows.
+                _ => {}
+            }
+        }
+    }
+}
+
+/// crew's answer to one `can_use_tool` request: its policy first, then the person.
+fn decide(
+    policy: &PermissionPolicy,
+    sandbox: SandboxMode,
+    workdir: &std::path::Path,
+    request: &Value,
+    prompter: &MailboxPrompter,
+    runtime: &tokio::runtime::Runtime,
+    emitter: &Emitter,
+) -> Result<(), String> {
+    let tool_name = request["tool_name"].as_str().unwrap_or_default();
+    let input = &request["input"];
+    let view = CrewView::of(tool_name, input);
+    let outcome = view.decide(policy, sandbox, workdir);
+    let reason = match outcome.decision {
+        Decision::Allow => return Ok(()),
+        Decision::Deny(reason) => return Err(reason),
+        Decision::Ask(reason) => reason,
+    };
+    emitter.emit(AgentEvent::PermissionAsked {
+        tool: view.tool.clone(),
+        input: input.clone(),
+        reason: reason.clone(),
+    });
+    let answer = runtime.block_on(prompter.ask(PermissionAsk {
+        tool: view.tool.clone(),
+        input: input.clone(),
+        subject: view.subject.clone(),
+        reason,
+        workspace: workdir.to_path_buf(),
+    }));
+    let verdict = match answer {
+        PermissionAnswer::Allow => Ok(()),
+        PermissionAnswer::AllowAlways(rule) => {
+            // "Always" is a crew rule for this session, never a Claude Code one.
+            match rule.parse::<Rule>() {
+                Ok(rule) => policy.remember(rule),
+                Err(e) => tracing::warn!(error = %e, "\"always allow\" rule not remembered"),
+            }
+            Ok(())
+        }
+        PermissionAnswer::Deny(reason) => Err(reason),
+    };
+    emitter.emit(AgentEvent::PermissionAnswered {
+        tool: view.tool,
+        allowed: verdict.is_ok(),
+        detail: verdict.clone().err().unwrap_or_default(),
+    });
+    verdict
+}
+
+impl Work for ClaudeCodeWork {
+    fn run(&mut self, job: &Job, status: &StatusHandle) -> JobOutcome {
+        let failed = |summary: String| JobOutcome {
+            success: false,
+            summary,
+            turns: 0,
+            tokens: 0,
+            cost_micros: None,
+        };
+        let (input, _) = task_packet(job);
+        match self.session(status) {
+            Ok(session) => {
+                session.turns += 1;
+                session.emitter.set_turn(session.turns);
+                session.emitter.emit(AgentEvent::TurnStart {
+                    turn: session.turns,
+                    input: input.clone(),
+                    prefix_fingerprint: String::new(),
+                });
+            }
+            Err(e) => {
+                if let Err(note) = status.update(|s| s.note = Some(e.clone())) {
+                    tracing::warn!("status not written: {note}");
+                }
+                return failed(e);
+            }
+        }
+        let ended = self.turn(&input);
+        let broken = ended.is_err();
+        let session = self.session.as_mut().expect("started above");
+        let (outcome, result) = match ended {
+            Ok(end) => {
+                let verdict = (self.role == "reviewer")
+                    .then(|| verdict::parse(&end.text))
+                    .flatten();
+                let cost = end.total_cost_usd.map(|total| {
+                    let spent = (total - session.cost_so_far).max(0.0);
+                    session.cost_so_far = total;
+                    (spent * 1_000_000.0).round() as u64
+                });
+                let outcome = JobOutcome {
+                    success: end.success && verdict != Some(Verdict::Fail),
+                    summary: end.text.trim().to_string(),
+                    turns: u64::from(end.turns),
+                    tokens: end.usage.input_tokens + end.usage.output_tokens,
+                    cost_micros: cost,
+                };
+                let result = TurnResult {
+                    input: input.clone(),
+                    output: end.text.clone(),
+                    tools_used: Vec::new(),
+                    permission_denials: Vec::new(),
+                    usage: end.usage.clone(),
+                    stop_reason: if end.success {
+                        StopReason::Completed
+                    } else {
+                        StopReason::Error
+                    },
+                    turns: end.turns,
+                    reason: String::new(),
+                    prefix_fingerprint: String::new(),
+                };
+                (outcome, result)
+            }
+            Err(error) => {
+                let reason = format!("{}: {error}", self.name);
+                let result = TurnResult {
+                    input: input.clone(),
+                    output: String::new(),
+                    tools_used: Vec::new(),
+                    permission_denials: Vec::new(),
+                    usage: Default::default(),
+                    stop_reason: StopReason::Error,
+                    turns: 0,
+                    reason: reason.clone(),
+                    prefix_fingerprint: String::new(),
+                };
+                if let Err(note) = status.update(|s| s.note = Some(reason.clone())) {
+                    tracing::warn!("status not written: {note}");
+                }
+                (failed(reason), result)
+            }
+        };
+        session.emitter.emit(AgentEvent::TurnEnd { result });
+        if broken {
+            // A broken conversation is not reused: the next job starts a fresh process.
+            self.session = None;
+        }
+        outcome
+    }
+}
