@@ -314,6 +314,15 @@ impl TeamConfig {
                 }
             }
         }
+        if self.lead.model.provider == "claude-code" {
+            return Err(err(
+                self.lead.name.span(),
+                format!(
+                    "lead {:?}: provider \"claude-code\" runs teammates only for now (a lead needs crew's team tools, which Claude Code cannot call until `crew mcp` exists)",
+                    self.lead.name.get_ref()
+                ),
+            ));
+        }
         for agent in self.agents() {
             let model = &agent.model;
             if let Some(thinking) = &model.thinking
