@@ -65,6 +65,12 @@ fn start_alice(team: &Team, sample: &str, env: &[(&str, &str)]) -> (team_support
     (bg, log)
 }
 
+/// Why task `id` failed, once it has.
+fn failure(team: &Team, id: &str) -> String {
+    let failed = team.wait_task(id, "failed", WAIT);
+    failed["result"].as_str().unwrap().to_string()
+}
+
 /// Every line the fake logged.
 fn logged(log: &Path) -> Vec<Value> {
     std::fs::read_to_string(log)
@@ -284,8 +290,7 @@ fn a_crash_mid_stream_fails_the_task_with_the_reason_and_the_next_task_gets_a_ne
         &[("FAKE_CLAUDE_CRASH_AFTER", "1")],
     );
     team.repo.ok(&["task", "add", "first message"]);
-    let failed = team.wait_task("task_1", "failed", WAIT);
-    let reason = failed["result"].as_str().unwrap();
+    let reason = failure(&team, "task_1");
     assert!(reason.contains("Claude Code exited mid-turn"), "{reason}");
     assert!(reason.contains("crashed on purpose"), "{reason}");
     let status = team.wait_state("alice", "IDLE", WAIT);
@@ -314,8 +319,7 @@ fn a_missing_binary_a_wrong_version_and_a_line_that_is_not_json_each_fail_clearl
     let missing = claude_team("/nonexistent/claude");
     let (_alice, _) = start_alice(&missing, "run1.transcript.jsonl", &[]);
     missing.repo.ok(&["task", "add", "anything"]);
-    let failed = missing.wait_task("task_1", "failed", WAIT);
-    let reason = failed["result"].as_str().unwrap();
+    let reason = failure(&missing, "task_1");
     assert!(
         reason.contains("cannot start Claude Code `/nonexistent/claude`"),
         "{reason}"
@@ -329,8 +333,7 @@ fn a_missing_binary_a_wrong_version_and_a_line_that_is_not_json_each_fail_clearl
         &[("FAKE_CLAUDE_VERSION", "1.0.3")],
     );
     old.repo.ok(&["task", "add", "anything"]);
-    let failed = old.wait_task("task_1", "failed", WAIT);
-    let reason = failed["result"].as_str().unwrap();
+    let reason = failure(&old, "task_1");
     assert!(
         reason.contains("Claude Code 1.0.3 is not supported"),
         "{reason}"
@@ -343,8 +346,7 @@ fn a_missing_binary_a_wrong_version_and_a_line_that_is_not_json_each_fail_clearl
         &[("FAKE_CLAUDE_GARBAGE_AFTER", "1")],
     );
     garbled.repo.ok(&["task", "add", "anything"]);
-    let failed = garbled.wait_task("task_1", "failed", WAIT);
-    let reason = failed["result"].as_str().unwrap();
+    let reason = failure(&garbled, "task_1");
     assert!(reason.contains("not JSON"), "{reason}");
     assert!(reason.contains("this is not json"), "{reason}");
 }

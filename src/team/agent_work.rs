@@ -422,20 +422,13 @@ impl AgentWork {
 
 impl Work for AgentWork {
     fn run(&mut self, job: &Job, status: &StatusHandle) -> JobOutcome {
-        let failed = |summary: String| JobOutcome {
-            success: false,
-            summary,
-            turns: 0,
-            tokens: 0,
-            cost_micros: None,
-        };
         let workdir = match self.working_dir() {
             Ok(dir) => dir,
-            Err(e) => return failed(format!("no worktree: {e}")),
+            Err(e) => return JobOutcome::failed(format!("no worktree: {e}")),
         };
         let mut agent = match self.build_agent(workdir, status) {
             Ok(agent) => agent,
-            Err(e) => return failed(format!("agent not started: {e}")),
+            Err(e) => return JobOutcome::failed(format!("agent not started: {e}")),
         };
         let (input, task) = task_packet(job);
         agent.set_task(task);

@@ -62,6 +62,19 @@ pub struct JobOutcome {
     pub cost_micros: Option<u64>,
 }
 
+impl JobOutcome {
+    /// A job that did not run to its end, and why.
+    pub fn failed(summary: String) -> Self {
+        Self {
+            success: false,
+            summary,
+            turns: 0,
+            tokens: 0,
+            cost_micros: None,
+        }
+    }
+}
+
 /// Runs one job to its end. Implementations update WAITING through the status handle.
 pub trait Work {
     fn run(&mut self, job: &Job, status: &StatusHandle) -> JobOutcome;

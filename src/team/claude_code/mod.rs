@@ -31,7 +31,6 @@ use crate::team::agent_work::{
 use crate::team::status::StatusHandle;
 use crate::team::verdict::{self, Verdict};
 use crate::team::worker::{Job, JobOutcome, Work};
-use crate::tools::permissions::Rule;
 use crate::tools::{
     Decision, PermissionAnswer, PermissionAsk, PermissionPolicy, Prompter, SandboxMode,
 };
@@ -262,10 +261,7 @@ fn decide(
         PermissionAnswer::Allow => Ok(()),
         PermissionAnswer::AllowAlways(rule) => {
             // "Always" is a crew rule for this session, never a Claude Code one.
-            match rule.parse::<Rule>() {
-                Ok(rule) => policy.remember(rule),
-                Err(e) => tracing::warn!(error = %e, "\"always allow\" rule not remembered"),
-            }
+            policy.remember_written(&rule);
             Ok(())
         }
         PermissionAnswer::Deny(reason) => Err(reason),
@@ -280,13 +276,6 @@ fn decide(
 
 impl Work for ClaudeCodeWork {
     fn run(&mut self, job: &Job, status: &StatusHandle) -> JobOutcome {
-        let failed = |summary: String| JobOutcome {
-            success: false,
-            summary,
-            turns: 0,
-            tokens: 0,
-            cost_micros: None,
-        };
         let (input, _) = task_packet(job);
         match self.session(status) {
             Ok(session) => {
@@ -302,7 +291,7 @@ impl Work for ClaudeCodeWork {
                 if let Err(note) = status.update(|s| s.note = Some(e.clone())) {
                     tracing::warn!("status not written: {note}");
                 }
-                return failed(e);
+                return JobOutcome::failed(e);
             }
         }
         let ended = self.turn(&input);
@@ -330,7 +319,7 @@ impl Work for ClaudeCodeWork {
                     output: end.text.clone(),
                     tools_used: Vec::new(),
                     permission_denials: Vec::new(),
-                    usage: end.usage.clone(),
+                    usage: end.usage,
                     stop_reason: if end.success {
                         StopReason::Completed
                     } else {
@@ -358,7 +347,7 @@ impl Work for ClaudeCodeWork {
                 if let Err(note) = status.update(|s| s.note = Some(reason.clone())) {
                     tracing::warn!("status not written: {note}");
                 }
-                (failed(reason), result)
+                (JobOutcome::failed(reason), result)
             }
         };
         session.emitter.emit(AgentEvent::TurnEnd { result });
