@@ -376,3 +376,50 @@ fn crew_toml_says_where_claude_code_settings_do_not_belong() {
     );
     parse(&teammate).unwrap();
 }
+
+#[test]
+fn the_headless_policy_answers_the_cli_and_the_run_ends_when_its_task_is_done() {
+    let team = fake_team();
+    let log = team.repo.join(".crew/fake-claude.log");
+    let sample = fixture("permission-stdio.transcript.jsonl");
+    team.repo.ok(&["task", "add", "do the things"]);
+    let mut up = team.spawn_with_env(
+        "up",
+        &["up", "--headless", "--approve", "deny", "--until-done"],
+        &[
+            ("FAKE_CLAUDE_SAMPLE", sample.to_str().unwrap()),
+            ("FAKE_CLAUDE_LOG", log.to_str().unwrap()),
+        ],
+    );
+    // A guard against a hang, not a timing.
+    assert_eq!(up.wait(Duration::from_secs(120)), Some(0));
+    assert_eq!(team.task("task_1")["status"], "completed");
+    let responses = control_responses(&log);
+    let behaviours: Vec<&str> = responses
+        .iter()
+        .map(|r| r["response"]["behavior"].as_str().unwrap())
+        .collect();
+    assert_eq!(behaviours, ["deny", "deny", "deny"], "{responses:?}");
+    let requests: Vec<Value> = team
+        .requests()
+        .into_iter()
+        .filter(|r| r["type"] == "permission_request")
+        .collect();
+    assert_eq!(
+        responses[0]["response"]["message"], "headless policy: --approve deny",
+        "{responses:?}"
+    );
+    assert_eq!(
+        requests.len(),
+        2,
+        "the two commands were asked: {requests:?}"
+    );
+    assert!(
+        requests.iter().all(|r| r["state"] == "rejected"),
+        "{requests:?}"
+    );
+    assert!(
+        logged(&log).iter().any(|l| l["eof"] == true),
+        "the CLI was closed when the team stopped"
+    );
+}
