@@ -24,7 +24,7 @@ const TASK_FIXTURES: &[(&str, &str, &str)] = &[
     (
         "unknown_status",
         "task_4",
-        "invalid task JSON: unknown variant `done`, expected one of `pending`, `in_progress`, `completed`, `failed` at line 1 column 49",
+        "invalid task JSON: unknown variant `done`, expected one of `pending`, `in_progress`, `review`, `completed`, `failed` at line 1 column 49",
     ),
     (
         "id_mismatch",

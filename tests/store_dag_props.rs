@@ -17,6 +17,8 @@ fn task(i: usize, status: Status, owner: bool, blockers: &[usize]) -> Task {
         role: None,
         worktree: None,
         result: None,
+        commits: None,
+        review: None,
         notes: Vec::new(),
         extra: Default::default(),
     }

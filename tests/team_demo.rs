@@ -53,10 +53,19 @@ fn approved_demo_reaches_its_goal_with_three_permissions_and_three_merges() {
     assert!(
         merges
             .iter()
-            .all(|m| m.as_str().unwrap().starts_with("merged crew/")),
+            .all(|m| m.as_str().unwrap().contains(" merged into main by user")),
         "{summary}"
     );
     assert_everyone_shut_down(&summary);
+    // The reviewer ran the tests on the merged code: all six, and said so explicitly.
+    assert_eq!(summary["verdicts"]["task_4"], "pass", "{summary}");
+    assert!(
+        summary["tests"]
+            .as_str()
+            .unwrap()
+            .contains("6 passed, 0 failed"),
+        "{summary}"
+    );
     // The merged code is really on main: sub and mul exist and the README lists them.
     assert!(dir.join("lib/sub.sh").exists() && dir.join("lib/mul.sh").exists());
     let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();

@@ -71,7 +71,8 @@ fn a_hostile_teammate_cannot_escape_its_worktree() {
         &[("ANTHROPIC_API_KEY", CANARY)],
     );
     team.repo.ok(&["task", "add", "attack the team"]);
-    let done = team.wait_task("task_1", "completed", Duration::from_secs(60));
+    // What it wrote inside its worktree is its task's commit, waiting for review.
+    let done = team.wait_task("task_1", "review", Duration::from_secs(60));
     assert!(
         done["result"]
             .as_str()

@@ -55,6 +55,7 @@ impl Work for Fake {
             turns: 1,
             tokens: 10,
             cost_micros: Some(250),
+            commits: None,
         }
     }
 }

@@ -1,5 +1,6 @@
 //! `crew demo` with its screen, in a real pseudo-terminal: the person approves every permission
-//! request from the approvals pane and the scripted team finishes the goal behind the screen.
+//! request and merges every review from the approvals pane (reached with ctrl-r from the lead's
+//! text box), and the scripted team finishes the goal behind the screen.
 
 use std::path::Path;
 use std::process::Command;
@@ -26,6 +27,14 @@ fn selected_asker(text: &str) -> Option<String> {
     })
 }
 
+/// The task of the selected review (`▶ task_N owner ...`) in the review queue.
+fn selected_review(text: &str) -> Option<String> {
+    text.split("▶ ").skip(1).find_map(|rest| {
+        let id = rest.split_once(' ')?.0;
+        id.starts_with("task_").then(|| id.to_string())
+    })
+}
+
 fn task_states(dir: &Path) -> Vec<String> {
     (1..=TASKS)
         .map(|n| {
@@ -49,30 +58,58 @@ fn the_demo_team_finishes_as_the_person_approves_from_the_screen() {
     screen.wait_until("a permission request", DEMO_TIMEOUT, |t| {
         t.contains("asks for bash")
     });
-    // Leave the lead's text box, focus approvals.
-    screen.keys("\t");
-    screen.wait_for("teammates · ? help");
-    screen.keys("5");
+    // One key from the lead's text box to the approvals and the review queue.
+    screen.keys("\x12");
     screen.wait_for("approvals · ? help");
-    let mut approved = Vec::new();
+    let (mut approved, mut merged) = (Vec::new(), Vec::new());
+    let deadline = std::time::Instant::now() + 3 * DEMO_TIMEOUT;
     while done_tasks(&screen.text()) < TASKS {
-        screen.wait_until("a request or every task done", DEMO_TIMEOUT, |t| {
-            selected_asker(t).is_some() || done_tasks(t) == TASKS
-        });
-        let Some(name) = selected_asker(&screen.text()) else {
-            break;
-        };
-        screen.keys("a");
-        screen.wait_for(&format!("({name} told)"));
-        // The worker goes on: its badge leaves WAITING.
-        let waiting = format!(" {name}  ! WAITING");
-        screen.wait_until(&format!("{name} working again"), DEMO_TIMEOUT, |t| {
-            !t.contains(&waiting)
-        });
-        approved.push(name);
+        assert!(std::time::Instant::now() < deadline, "{}", screen.text());
+        // Home selects the first entry: a request while any waits, else the oldest review.
+        // What is on the screen is only read after the redraw the key causes.
+        screen.keys("\x1b[H");
+        screen.pump(Duration::from_millis(300));
+        screen.wait_until(
+            "a request, a review or every task done",
+            DEMO_TIMEOUT,
+            |t| {
+                selected_asker(t).is_some()
+                    || selected_review(t).is_some()
+                    || done_tasks(t) == TASKS
+            },
+        );
+        let text = screen.text();
+        if let Some(name) = selected_asker(&text) {
+            screen.keys("a");
+            screen.wait_for(&format!("({name} told)"));
+            // The worker goes on: its badge leaves WAITING.
+            let waiting = format!(" {name}  ! WAITING");
+            screen.wait_until(&format!("{name} working again"), DEMO_TIMEOUT, |t| {
+                !t.contains(&waiting)
+            });
+            approved.push(name);
+        } else if let Some(task) = selected_review(&text) {
+            // The docs task may only start once both implementations are merged.
+            if task == "task_3" {
+                assert_eq!(&task_states(&dir)[..2], ["completed", "completed"]);
+            }
+            screen.keys("M");
+            // The status line says so (the lead's inbox in the mailboxes pane says it too).
+            let said = format!("{task} merged into main");
+            screen.wait_until(&said, DEMO_TIMEOUT, |t| {
+                t.lines().last().is_some_and(|l| l.contains(&said))
+            });
+            merged.push(task);
+        }
     }
     assert_eq!(approved.len(), 3, "alice, bob and carol each ask once");
-    assert!(screen.text().contains("approvals (0)"));
+    merged.sort();
+    assert_eq!(
+        merged,
+        ["task_1", "task_2", "task_3"],
+        "the person merged every change"
+    );
+    assert!(screen.text().contains("approvals (0) · reviews (0)"));
     assert_eq!(task_states(&dir), vec!["completed"; TASKS]);
     screen.keys("q");
     screen.wait_exit();

@@ -178,12 +178,15 @@ fn diff_view_unified_and_side_by_side() {
     let mut state = fixture_state();
     state.focus = Pane::Teammates;
     let effects = update(&mut state, Event::Key(key("d")));
-    assert!(matches!(&effects[..], [crew::tui::Effect::LoadDiff { name }] if name == "alice"));
+    assert!(
+        matches!(&effects[..], [crew::tui::Effect::LoadDiff { name, task: None }] if name == "alice")
+    );
     insta::assert_snapshot!("diff_loading", draw(&mut state, 100, 24));
     let effects = update(
         &mut state,
         Event::Diff {
             name: "alice".into(),
+            task: None,
             result: Ok(sample_diff()),
         },
     );
@@ -197,4 +200,29 @@ fn diff_view_unified_and_side_by_side() {
     insta::assert_snapshot!("diff_unified", draw(&mut state, 100, 24));
     update(&mut state, Event::Key(key("s")));
     insta::assert_snapshot!("diff_side_by_side", draw(&mut state, 100, 24));
+}
+
+#[test]
+fn task_rows_in_a_narrow_pane_end_with_whole_ids_or_say_how_many_are_left_out() {
+    let mut state = fixture_state();
+    let screen = tui_support::screen_text(&mut state, 120, 40);
+    let rows: Vec<&str> = screen.lines().filter(|l| l.contains('⇠')).collect();
+    assert!(!rows.is_empty(), "{screen}");
+    for row in rows {
+        // The tasks pane is the right-hand column; its text ends at the border.
+        let deps = row.rsplit('⇠').next().unwrap();
+        let deps = deps.trim_end_matches(['│', '┃', ' ']).trim();
+        for item in deps.split(", ").flat_map(|d| d.split(' ')) {
+            let whole = item
+                .strip_prefix("task_")
+                .is_some_and(|n| n.parse::<u32>().is_ok());
+            let more = item
+                .strip_prefix("…+")
+                .is_some_and(|n| n.parse::<u32>().is_ok());
+            assert!(
+                whole || more || item == "(blocked)" || item.is_empty(),
+                "{item:?} in {row}"
+            );
+        }
+    }
 }

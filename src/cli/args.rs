@@ -50,6 +50,9 @@ pub enum Command {
     /// Each writing teammate's git worktree: list, diff, merge, discard.
     #[command(subcommand)]
     Worktree(WorktreeCommand),
+    /// Tasks waiting for review: list, show, diff, merge, send back with a note, discard.
+    #[command(subcommand)]
+    Review(ReviewCommand),
     /// Open the full-screen workbench.
     Ui(UiArgs),
     /// Run the team: the lead here, one process per teammate.
@@ -84,6 +87,16 @@ pub enum ApprovePolicy {
     Deny,
 }
 
+/// Who merges a task's commits once it is in review, when no screen is open.
+#[derive(Debug, Clone, Copy, Default, ValueEnum)]
+pub enum MergeArg {
+    /// Merged at once (conflicts and changes to crew.toml, .crew/, hooks or CI still wait).
+    Auto,
+    /// Reviews wait for `crew review merge ID` (or send-back / discard) from another terminal.
+    #[default]
+    Manual,
+}
+
 #[derive(Debug, Args, Default)]
 pub struct UpArgs {
     /// Without the screen: progress lines on stdout.
@@ -95,9 +108,12 @@ pub struct UpArgs {
     /// The lead's goal, sent as a message from you.
     #[arg(long)]
     pub goal: Option<String>,
-    /// Stop when every task is completed or failed.
+    /// Stop when every task is completed or failed (none running, none waiting for review).
     #[arg(long)]
     pub until_done: bool,
+    /// Who merges finished tasks' commits (headless): `auto`, or `manual` with `crew review`.
+    #[arg(long, value_enum, default_value = "manual")]
+    pub merge: MergeArg,
     /// Allow the `bypass` permission mode (crew.toml must allow it too).
     #[arg(long)]
     pub dangerously_bypass: bool,
@@ -158,6 +174,49 @@ pub enum WorktreeCommand {
         /// Don't ask.
         #[arg(long)]
         yes: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ReviewCommand {
+    /// Every task in review: who, which task, files and +/- counts, conflicts, age.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// One task in review with its summary, files, conflicts and warnings.
+    Show {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Only that task's commits, against the merge base.
+    Diff {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Merge the task's commits into the base branch: it becomes completed (exit 3 on conflicts).
+    Merge {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Back to the same teammate, which gets the note and continues.
+    SendBack {
+        id: String,
+        #[arg(long)]
+        note: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Take the task's changes back out of its teammate's branch; the task fails with the reason.
+    Discard {
+        id: String,
+        #[arg(long)]
+        reason: String,
+        #[arg(long)]
+        json: bool,
     },
 }
 

@@ -11,7 +11,7 @@ use crate::cli::run_team::all_done;
 use crate::config::{FILE_NAME, TeamConfig};
 use crate::store::{DirWatcher, Workspace};
 use crate::team::demo;
-use crate::team::headless::{Policy, TeamRun};
+use crate::team::headless::{MergePolicy, Policy, TeamRun};
 
 /// The whole demo should take seconds; this only stops a broken run from hanging.
 const DEADLINE: Duration = Duration::from_secs(180);
@@ -52,6 +52,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         config.clone(),
         std::env::current_exe()?,
         Some(policy),
+        MergePolicy::Auto,
         false,
     )?;
     team.give_goal(demo::GOAL)?;

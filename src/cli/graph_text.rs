@@ -22,6 +22,7 @@ pub fn state(graph: &Graph<'_>, task: &Task) -> (&'static str, String) {
                 .to_string(),
         ),
         Status::InProgress => ("running", task.owner.clone().unwrap_or_default()),
+        Status::Review => ("review", task.owner.clone().unwrap_or_default()),
         Status::Pending if graph.is_claimable(task) => ("claimable", String::new()),
         Status::Pending => {
             let open = graph.open_blockers(task);

@@ -13,6 +13,7 @@ mod messages;
 mod output;
 mod person;
 mod project;
+mod review;
 mod run_team;
 mod sandbox_exec;
 mod tasks;
@@ -74,6 +75,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             team::down(&project::Project::find(&start)?, timeout, json)
         }
         Command::Worktree(cmd) => worktrees::run(&project::Project::find(&start)?, cmd),
+        Command::Review(cmd) => review::run(&project::Project::find(&start)?, cmd),
         Command::Up(args) => run_team::up(project::Project::find(&start)?, args),
         Command::Worker(args) => run_team::worker(project::Project::find(&start)?, args),
         Command::Replay { file } => run_team::replay(&file),

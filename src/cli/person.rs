@@ -5,7 +5,7 @@
 //! sandbox is what makes this hold against an agent that removes the mark, since a confined
 //! process cannot write the store at all. Reading (lists, diffs, `inbox --peek`) stays open.
 
-use crate::cli::args::{Command, InboxArgs, TaskCommand, WorktreeCommand};
+use crate::cli::args::{Command, InboxArgs, ReviewCommand, TaskCommand, WorktreeCommand};
 use crate::cli::exit::CliError;
 use crate::tools::orphans::OWNER_ENV;
 
@@ -48,6 +48,11 @@ fn acts_for_the_team(command: Option<&Command>) -> Option<&'static str> {
         Command::Task(_) => Some("task"),
         Command::Worktree(WorktreeCommand::List { .. } | WorktreeCommand::Diff { .. }) => None,
         Command::Worktree(_) => Some("worktree"),
+        Command::Review(
+            ReviewCommand::List { .. } | ReviewCommand::Show { .. } | ReviewCommand::Diff { .. },
+        ) => None,
+        // Merging, sending back or discarding answers a review: the person's call.
+        Command::Review(_) => Some("review"),
         Command::Send(_) => Some("send"),
         Command::Respond(_) => Some("respond"),
         Command::Down { .. } => Some("down"),

@@ -6,13 +6,13 @@ use std::time::Duration;
 
 use anyhow::Context;
 
-use crate::cli::args::{ApprovePolicy, UpArgs, WorkerAction, WorkerArgs};
+use crate::cli::args::{ApprovePolicy, MergeArg, UpArgs, WorkerAction, WorkerArgs};
 use crate::cli::exit::CliError;
 use crate::cli::project::Project;
 use crate::cli::team::{print_event, supervisor};
 use crate::config::TeamConfig;
 use crate::store::{DirWatcher, Workspace};
-use crate::team::headless::{Happening, Policy, TeamRun, settings_for};
+use crate::team::headless::{Happening, MergePolicy, Policy, TeamRun, settings_for};
 use crate::team::supervisor::SupervisorError;
 use crate::team::teammate_work::work_for;
 use crate::team::worker::{ExitReason, Worker};
@@ -85,6 +85,10 @@ pub fn up(project: Project, args: UpArgs) -> anyhow::Result<()> {
         config.clone(),
         std::env::current_exe()?,
         policy,
+        match args.merge {
+            MergeArg::Auto => MergePolicy::Auto,
+            MergeArg::Manual => MergePolicy::Manual,
+        },
         args.dangerously_bypass,
     )?;
     print_happenings(&run.events);
@@ -102,10 +106,26 @@ pub fn up(project: Project, args: UpArgs) -> anyhow::Result<()> {
         run.wait(&watcher, Duration::from_millis(500));
     }
     print_happenings(&run.stop(Duration::from_secs(15))?);
+    // The closing summary: what waits for review, and each review's verdict (none is no pass).
+    let tasks = workspace.tasks().load_all()?.tasks;
+    let waiting: Vec<&str> = tasks
+        .iter()
+        .filter(|t| t.status == crate::store::Status::Review)
+        .map(|t| t.id.as_str())
+        .collect();
+    if !waiting.is_empty() {
+        println!(
+            "waiting for review: {} (crew review list)",
+            waiting.join(", ")
+        );
+    }
+    for (task, verdict) in crate::team::verdict::of_reviews(&tasks) {
+        println!("{task} verdict: {verdict}");
+    }
     Ok(())
 }
 
-/// Every task completed or failed (and there is at least one).
+/// Every task completed or failed (and there is at least one): nothing runs and no review waits.
 pub fn all_done(workspace: &crate::store::Workspace) -> anyhow::Result<bool> {
     use crate::store::Status;
     let tasks = workspace.tasks().load_all()?.tasks;
@@ -128,6 +148,7 @@ fn print_happenings(happenings: &[Happening]) {
                 "{} {from}'s request {request_id}: {what}",
                 if *approved { "approved" } else { "denied" }
             ),
+            Happening::Reviewed { text, .. } => println!("{text}"),
         }
     }
 }
@@ -177,6 +198,7 @@ pub fn with_screen(
         config,
         std::env::current_exe()?,
         None,
+        MergePolicy::Manual,
         bypass,
     )?;
     if let Some(goal) = goal {

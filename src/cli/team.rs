@@ -39,8 +39,18 @@ pub fn status(project: &Project, as_json: bool) -> anyhow::Result<()> {
             "note": status.as_ref().and_then(|s| s.note.clone()).or(dead.then(|| "process gone or heartbeat stale".to_string())),
         }));
     }
+    let tasks = project.workspace.tasks().load_all()?.tasks;
+    let waiting = tasks
+        .iter()
+        .filter(|t| t.status == crate::store::Status::Review)
+        .count();
+    let verdicts = crate::team::verdict::of_reviews(&tasks);
     if as_json {
-        return output::json(&json!({ "agents": rows }));
+        return output::json(&json!({
+            "agents": rows,
+            "reviews_waiting": waiting,
+            "verdicts": verdicts,
+        }));
     }
     for r in rows {
         let field = |k: &str| {
@@ -64,6 +74,10 @@ pub fn status(project: &Project, as_json: bool) -> anyhow::Result<()> {
             r["tokens"],
             output::one_line(r["note"].as_str().unwrap_or(""))
         );
+    }
+    println!("reviews waiting: {waiting} (crew review list)");
+    for (task, verdict) in &verdicts {
+        println!("{task} verdict: {verdict}");
     }
     Ok(())
 }

@@ -8,12 +8,7 @@ use crate::cli::args::WorktreeCommand;
 use crate::cli::exit::CliError;
 use crate::cli::output;
 use crate::cli::project::Project;
-use crate::git::{Author, FileStatus, LineKind, MergeOutcome, Worktrees};
-
-/// The identity crew commits a teammate's work under.
-pub fn author_for(name: &str) -> Author {
-    Author::new(name, format!("{name}@crew.invalid"))
-}
+use crate::git::{Author, FileStatus, LineKind, MergeOutcome, WorktreeDiff, Worktrees};
 
 pub fn run(project: &Project, cmd: WorktreeCommand) -> anyhow::Result<()> {
     let trees = Worktrees::open(project.workspace.root())?;
@@ -45,47 +40,7 @@ pub fn run(project: &Project, cmd: WorktreeCommand) -> anyhow::Result<()> {
             if json {
                 return output::json(&diff);
             }
-            for file in &diff.files {
-                let status = match file.status {
-                    FileStatus::Added => "added",
-                    FileStatus::Modified => "modified",
-                    FileStatus::Deleted => "deleted",
-                    FileStatus::Renamed => "renamed",
-                    FileStatus::Typechange => "type changed",
-                };
-                let from = file
-                    .old_path
-                    .as_deref()
-                    .map(|p| format!(" (from {})", output::one_line(p)))
-                    .unwrap_or_default();
-                let path = output::one_line(&file.path);
-                if file.binary {
-                    println!("{status} {path}{from}: binary file");
-                    continue;
-                }
-                println!(
-                    "{status} {path}{from} +{} -{}",
-                    file.additions, file.deletions
-                );
-                for hunk in &file.hunks {
-                    println!("{}", output::one_line(hunk.header.trim_end()));
-                    for line in &hunk.lines {
-                        let mark = match line.kind {
-                            LineKind::Add => '+',
-                            LineKind::Del => '-',
-                            LineKind::Context => ' ',
-                        };
-                        println!(
-                            "{mark}{}",
-                            output::one_line(line.text.trim_end_matches('\n'))
-                        );
-                    }
-                }
-            }
-            println!(
-                "{} files, +{} -{}",
-                diff.totals.files, diff.totals.additions, diff.totals.deletions
-            );
+            print_diff(&diff);
             Ok(())
         }
         WorktreeCommand::Merge { name, json } => {
@@ -93,7 +48,7 @@ pub fn run(project: &Project, cmd: WorktreeCommand) -> anyhow::Result<()> {
                 .roster
                 .check("teammate", &name)
                 .map_err(crate::store::StoreError::from)?;
-            let outcome = trees.merge(&name, &base, &author_for(&name))?;
+            let outcome = trees.merge(&name, &base, &Author::crew(&name))?;
             if json {
                 output::json(&outcome)?;
             } else {
@@ -137,6 +92,52 @@ pub fn run(project: &Project, cmd: WorktreeCommand) -> anyhow::Result<()> {
             Ok(())
         }
     }
+}
+
+/// A diff as text: each file with its status and counts, then its hunks. Paths and lines come
+/// from agents' work, so they are shown escaped (see `output::one_line`).
+pub fn print_diff(diff: &WorktreeDiff) {
+    for file in &diff.files {
+        let status = match file.status {
+            FileStatus::Added => "added",
+            FileStatus::Modified => "modified",
+            FileStatus::Deleted => "deleted",
+            FileStatus::Renamed => "renamed",
+            FileStatus::Typechange => "type changed",
+        };
+        let from = file
+            .old_path
+            .as_deref()
+            .map(|p| format!(" (from {})", output::one_line(p)))
+            .unwrap_or_default();
+        let path = output::one_line(&file.path);
+        if file.binary {
+            println!("{status} {path}{from}: binary file");
+            continue;
+        }
+        println!(
+            "{status} {path}{from} +{} -{}",
+            file.additions, file.deletions
+        );
+        for hunk in &file.hunks {
+            println!("{}", output::one_line(hunk.header.trim_end()));
+            for line in &hunk.lines {
+                let mark = match line.kind {
+                    LineKind::Add => '+',
+                    LineKind::Del => '-',
+                    LineKind::Context => ' ',
+                };
+                println!(
+                    "{mark}{}",
+                    output::one_line(line.text.trim_end_matches('\n'))
+                );
+            }
+        }
+    }
+    println!(
+        "{} files, +{} -{}",
+        diff.totals.files, diff.totals.additions, diff.totals.deletions
+    );
 }
 
 /// Asks on the terminal; no answer (or no terminal) means no.

@@ -193,6 +193,13 @@ pub struct WorktreeConfig {
     /// of waiting for a person to review the diff (the headless demo does this).
     #[serde(default)]
     pub merge_when_done: bool,
+    /// A reviewer teammate that reviews each task entering review (on a temporary checkout of
+    /// the base with the task's commits merged in, running `test_command`) before the person.
+    #[serde(default)]
+    pub review_by: Option<toml::Spanned<String>>,
+    /// A reviewer's FAIL sends the task back to its teammate without waiting for the person.
+    #[serde(default)]
+    pub auto_send_back_on_fail: bool,
 }
 
 pub const MODES: &[&str] = &[
@@ -320,6 +327,21 @@ impl TeamConfig {
                 format!(
                     "lead {:?}: provider \"claude-code\" runs teammates only for now (a lead needs crew's team tools, which Claude Code cannot call until `crew mcp` exists)",
                     self.lead.name.get_ref()
+                ),
+            ));
+        }
+        if let Some(by) = &self.worktree.review_by
+            && !self
+                .teammates
+                .iter()
+                .any(|t| t.name.get_ref() == by.get_ref())
+        {
+            return Err(err(
+                by.span(),
+                format!(
+                    "review_by = {:?} is not a teammate; the teammates are: {}",
+                    by.get_ref(),
+                    self.teammate_names().join(", ")
                 ),
             ));
         }

@@ -89,8 +89,15 @@ request_timeout_secs = 300
 copy = []
 # Linked (not copied) into each worktree, e.g. ["node_modules"].
 link = []
-# Merge a teammate's worktree as soon as it finishes a task, without a person's review.
+# A writing teammate's finished task is committed as `task_N: <subject>` and waits in review
+# (`crew review`, or ctrl-r on the screen); its dependents start once it is merged.
+# Merge each task as soon as it is done instead (changes to crew.toml, .crew/, hook scripts or
+# CI files still wait for you).
 merge_when_done = false
+# A reviewer teammate that reviews (and tests) each task as it enters review, before you.
+# review_by = "carol"
+# Send a task the reviewer fails back to its teammate without waiting for you.
+auto_send_back_on_fail = false
 "#
     )
 }

@@ -103,21 +103,26 @@ impl Worktrees {
         diff.find_similar(Some(&mut find))
             .context(|| format!("detecting renames in worktree {name:?}"))?;
 
-        let mut files = Vec::new();
-        for idx in 0..diff.deltas().len() {
-            let patch = Patch::from_diff(&diff, idx)
-                .context(|| format!("reading the diff of worktree {name:?}"))?;
-            if let Some(file) = file_diff(&diff, idx, patch.as_ref())? {
-                files.push(file);
-            }
-        }
-        let totals = DiffTotals {
-            files: files.len(),
-            additions: files.iter().map(|f| f.additions).sum(),
-            deletions: files.iter().map(|f| f.deletions).sum(),
-        };
-        Ok(WorktreeDiff { files, totals })
+        collect(&diff, &format!("worktree {name:?}"))
     }
+}
+
+/// Every file of `diff` with its hunks and line counts; `what` names the diff in errors.
+pub(crate) fn collect(diff: &git2::Diff<'_>, what: &str) -> Result<WorktreeDiff, GitError> {
+    let mut files = Vec::new();
+    for idx in 0..diff.deltas().len() {
+        let patch =
+            Patch::from_diff(diff, idx).context(|| format!("reading the diff of {what}"))?;
+        if let Some(file) = file_diff(diff, idx, patch.as_ref())? {
+            files.push(file);
+        }
+    }
+    let totals = DiffTotals {
+        files: files.len(),
+        additions: files.iter().map(|f| f.additions).sum(),
+        deletions: files.iter().map(|f| f.deletions).sum(),
+    };
+    Ok(WorktreeDiff { files, totals })
 }
 
 fn file_diff(

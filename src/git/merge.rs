@@ -6,7 +6,7 @@
 //! checkouts and finally the base branch ref updated. A conflict or a refusal leaves every ref,
 //! index and file as it was (at most some unreferenced objects are added to the object store).
 
-use std::fs::{File, OpenOptions};
+use std::fs::OpenOptions;
 use std::path::PathBuf;
 
 use git2::{Commit, ErrorCode, Index, IndexAddOption, Oid, Repository, RepositoryState, Signature};
@@ -17,6 +17,7 @@ use super::checkout::{blocked_files, changed_paths, checkouts_of, update_paths};
 use super::cli::{self, StagedIndex};
 use super::error::{BlockedFiles, Context, GitError, io_error};
 use super::names::validate_branch;
+use super::task_commits::conflict_files;
 use super::worktree::{Worktrees, checkout_dir, display_dir, head_commit};
 use super::{Author, branch_for};
 
@@ -35,13 +36,13 @@ pub enum MergeOutcome {
 }
 
 /// The worktree's uncommitted work, committed but not yet on the branch.
-struct Snapshot<'r> {
-    index: Staged,
-    commit: Commit<'r>,
+pub(crate) struct Snapshot<'r> {
+    pub(crate) index: Staged,
+    pub(crate) commit: Commit<'r>,
 }
 
 /// The worktree's index with everything staged, not yet written over the real one.
-enum Staged {
+pub(crate) enum Staged {
     /// Staged by the git CLI, in a file beside the index.
     Cli(StagedIndex),
     /// Staged by libgit2, in memory.
@@ -49,7 +50,7 @@ enum Staged {
 }
 
 impl Staged {
-    fn install(self, wt: &Repository) -> Result<(), GitError> {
+    pub(crate) fn install(self, wt: &Repository) -> Result<(), GitError> {
         let index = wt.path().join("index");
         match self {
             Staged::Cli(staged) => staged.install(&index).map_err(io_error(&index)),
@@ -72,16 +73,28 @@ impl Worktrees {
         validate_branch(base_branch)?;
         let wt = self.open_worktree(name)?;
         let repo = self.repo();
-        // One crew merge at a time per repository: a second one waits, then sees the moved base.
-        let (lock_path, mut lock) = merge_lock(repo)?;
-        let _merging = lock.write().map_err(io_error(&lock_path))?;
+        with_merge_lock(repo, || self.merge_locked(&wt, name, base_branch, author))
+    }
 
+    fn merge_locked(
+        &self,
+        wt: &Repository,
+        name: &str,
+        base_branch: &str,
+        author: &Author,
+    ) -> Result<MergeOutcome, GitError> {
+        let repo = self.repo();
         let sig = author.signature()?;
         let branch = branch_for(name);
         let base = self.base_commit(base_branch)?;
-        let old_tip = head_commit(&wt)?;
+        let old_tip = head_commit(wt)?;
 
-        let snapshot = snapshot(&wt, old_tip, &sig, name)?;
+        let snapshot = snapshot(
+            wt,
+            old_tip,
+            &sig,
+            &format!("crew: save uncommitted work of {name}"),
+        )?;
         let tip = match &snapshot {
             Some(s) => s.commit.id(),
             None => old_tip,
@@ -103,7 +116,16 @@ impl Worktrees {
                 },
             )
         } else {
-            match merge_in_memory(repo, &base, &tip_commit, &sig, &branch, base_branch)? {
+            let message = format!("Merge branch '{branch}' into {base_branch}");
+            match merge_in_memory(
+                repo,
+                &base,
+                &tip_commit,
+                &sig,
+                &branch,
+                base_branch,
+                &message,
+            )? {
                 Err(files) => return Ok(MergeOutcome::Conflicts { files }),
                 Ok(commit) => (
                     commit,
@@ -114,38 +136,25 @@ impl Worktrees {
             }
         };
 
-        let old_tree = base.tree().context(|| format!("reading {base_branch:?}"))?;
-        let new_tree = repo
-            .find_commit(new_base)
-            .and_then(|c| c.tree())
-            .context(|| format!("reading the merged tree {new_base}"))?;
-        let paths = changed_paths(repo, &old_tree, &new_tree)?;
-        let checkouts = checkouts_of(repo, base_branch)?;
-        check_checkouts(&checkouts, &paths, base_branch)?;
+        let advance = Advance::plan(repo, base_branch, &base, new_base)?;
 
         let message = format!("crew: merge {branch} into {base_branch}");
         if let Some(snap) = snapshot {
-            move_ref(&wt, &branch, tip, old_tip, &message)?;
-            snap.index.install(&wt)?;
+            move_ref(wt, &branch, tip, old_tip, &message)?;
+            snap.index.install(wt)?;
         }
-
-        for (done, checkout) in checkouts.iter().enumerate() {
-            if let Err(e) = update_paths(checkout, new_tree.id(), &paths, false) {
-                restore(&checkouts[..done], old_tree.id(), &paths);
-                return Err(e);
-            }
-        }
-        if let Err(e) = move_ref(repo, base_branch, new_base, base.id(), &message) {
-            restore(&checkouts, old_tree.id(), &paths);
-            return Err(e);
-        }
+        advance.apply(repo, &message)?;
         info!(name, base_branch, ?outcome, "merged worktree");
         Ok(outcome)
     }
 }
 
-/// The per-repository lock file that serialises crew merges.
-fn merge_lock(repo: &Repository) -> Result<(PathBuf, fd_lock::RwLock<File>), GitError> {
+/// Runs `f` holding the per-repository lock file that serialises crew merges (a second one
+/// waits, then sees the moved branches).
+pub(crate) fn with_merge_lock<T>(
+    repo: &Repository,
+    f: impl FnOnce() -> Result<T, GitError>,
+) -> Result<T, GitError> {
     let path = repo.commondir().join("crew-merge.lock");
     let file = OpenOptions::new()
         .create(true)
@@ -153,7 +162,63 @@ fn merge_lock(repo: &Repository) -> Result<(PathBuf, fd_lock::RwLock<File>), Git
         .write(true)
         .open(&path)
         .map_err(io_error(&path))?;
-    Ok((path, fd_lock::RwLock::new(file)))
+    let mut lock = fd_lock::RwLock::new(file);
+    let _held = lock.write().map_err(io_error(&path))?;
+    f()
+}
+
+/// Moving a branch from one commit to another with every checkout of it kept in step: planned
+/// (and refused on local changes in the way) before anything is written, then applied.
+pub(crate) struct Advance {
+    branch: String,
+    old: Oid,
+    new: Oid,
+    old_tree: Oid,
+    new_tree: Oid,
+    paths: Vec<PathBuf>,
+    checkouts: Vec<Repository>,
+}
+
+impl Advance {
+    pub(crate) fn plan(
+        repo: &Repository,
+        branch: &str,
+        old: &Commit<'_>,
+        new: Oid,
+    ) -> Result<Advance, GitError> {
+        let old_tree = old.tree().context(|| format!("reading {branch:?}"))?;
+        let new_tree = repo
+            .find_commit(new)
+            .and_then(|c| c.tree())
+            .context(|| format!("reading the tree of {new}"))?;
+        let paths = changed_paths(repo, &old_tree, &new_tree)?;
+        let checkouts = checkouts_of(repo, branch)?;
+        check_checkouts(&checkouts, &paths, branch)?;
+        Ok(Advance {
+            branch: branch.to_string(),
+            old: old.id(),
+            new,
+            old_tree: old_tree.id(),
+            new_tree: new_tree.id(),
+            paths,
+            checkouts,
+        })
+    }
+
+    /// The files in every checkout, then the ref; a failure puts the files back.
+    pub(crate) fn apply(&self, repo: &Repository, message: &str) -> Result<(), GitError> {
+        for (done, checkout) in self.checkouts.iter().enumerate() {
+            if let Err(e) = update_paths(checkout, self.new_tree, &self.paths, false) {
+                restore(&self.checkouts[..done], self.old_tree, &self.paths);
+                return Err(e);
+            }
+        }
+        if let Err(e) = move_ref(repo, &self.branch, self.new, self.old, message) {
+            restore(&self.checkouts, self.old_tree, &self.paths);
+            return Err(e);
+        }
+        Ok(())
+    }
 }
 
 /// Refuses the merge if any checkout of the base branch is mid-operation or has local changes
@@ -184,13 +249,13 @@ fn check_checkouts(
     Ok(())
 }
 
-/// Commits the worktree's uncommitted and untracked (not ignored) files on top of `head`,
-/// without moving any ref or writing the index yet. `None` when there is nothing to commit.
-fn snapshot<'r>(
+/// Commits the worktree's uncommitted and untracked (not ignored) files on top of `head` as
+/// `message`, without moving any ref or writing the index yet. `None` when there is nothing to commit.
+pub(crate) fn snapshot<'r>(
     wt: &'r Repository,
     head: Oid,
     sig: &Signature<'_>,
-    name: &str,
+    message: &str,
 ) -> Result<Option<Snapshot<'r>>, GitError> {
     let dir = display_dir(wt);
     let (tree_id, index) = match cli::stage_all(&checkout_dir(wt), &wt.path().join("index")) {
@@ -218,9 +283,8 @@ fn snapshot<'r>(
     let tree = wt
         .find_tree(tree_id)
         .context(|| format!("snapshotting {dir}"))?;
-    let message = format!("crew: save uncommitted work of {name}");
     let commit = wt
-        .commit(None, sig, sig, &message, &tree, &[&parent])
+        .commit(None, sig, sig, message, &tree, &[&parent])
         .and_then(|id| wt.find_commit(id))
         .context(|| format!("committing uncommitted work in {dir}"))?;
     Ok(Some(Snapshot { index, commit }))
@@ -228,47 +292,34 @@ fn snapshot<'r>(
 
 /// A three-way merge in memory: the merge commit's id (not on any branch yet), or the
 /// conflicted paths.
-fn merge_in_memory(
+pub(crate) fn merge_in_memory(
     repo: &Repository,
     base: &Commit<'_>,
     tip: &Commit<'_>,
     sig: &Signature<'_>,
     branch: &str,
     base_branch: &str,
+    message: &str,
 ) -> Result<Result<Oid, Vec<String>>, GitError> {
     let mut index = repo
         .merge_commits(base, tip, None)
         .context(|| format!("merging {branch:?} into {base_branch:?}"))?;
-    if index.has_conflicts() {
-        let conflicts = index
-            .conflicts()
-            .context(|| format!("listing conflicts of {branch:?} with {base_branch:?}"))?;
-        let mut files = Vec::new();
-        for conflict in conflicts {
-            let conflict = conflict
-                .context(|| format!("listing conflicts of {branch:?} with {base_branch:?}"))?;
-            let entry = conflict.our.or(conflict.their).or(conflict.ancestor);
-            if let Some(entry) = entry {
-                files.push(String::from_utf8_lossy(&entry.path).into_owned());
-            }
-        }
-        files.sort();
-        files.dedup();
+    let files = conflict_files(&index)?;
+    if !files.is_empty() {
         return Ok(Err(files));
     }
     let tree_id = index
         .write_tree_to(repo)
         .context(|| format!("writing the merged tree of {branch:?}"))?;
-    let message = format!("Merge branch '{branch}' into {base_branch}");
     let commit = repo
         .find_tree(tree_id)
-        .and_then(|tree| repo.commit(None, sig, sig, &message, &tree, &[base, tip]))
+        .and_then(|tree| repo.commit(None, sig, sig, message, &tree, &[base, tip]))
         .context(|| format!("committing the merge of {branch:?} into {base_branch:?}"))?;
     Ok(Ok(commit))
 }
 
 /// Moves `refs/heads/<branch>` from `old` to `new`, failing if someone else moved it meanwhile.
-fn move_ref(
+pub(crate) fn move_ref(
     repo: &Repository,
     branch: &str,
     new: Oid,

@@ -12,6 +12,7 @@ mod merge;
 mod names;
 mod provision;
 mod scratch;
+mod task_commits;
 mod worktree;
 
 use serde::{Deserialize, Serialize};
@@ -40,6 +41,11 @@ impl Author {
             name: name.into(),
             email: email.into(),
         }
+    }
+
+    /// A teammate (or the person) as crew commits for them: `NAME <NAME@crew.invalid>`.
+    pub fn crew(name: &str) -> Self {
+        Self::new(name, format!("{name}@crew.invalid"))
     }
 
     /// A git signature stamped now.

@@ -186,6 +186,13 @@ impl TaskStore {
                 }
                 .into());
             }
+            // Its commits are on its teammate's branch: reassigning would strand them.
+            if task.status == Status::Review {
+                return Err(Refusal::InReview {
+                    id: task.id.clone(),
+                }
+                .into());
+            }
             if let Some(who) = to {
                 check_role(task, who)?;
             }
@@ -263,7 +270,7 @@ impl TaskStore {
         })
     }
 
-    fn finish(
+    pub(crate) fn finish(
         &self,
         id: TaskId,
         who: &str,

@@ -69,6 +69,10 @@ pub enum Refusal {
         status: String,
         action: &'static str,
     },
+    #[error("{id} is in review: merge it, send it back or discard it first (crew review)")]
+    InReview { id: String },
+    #[error("{id} is {status}, not in review")]
+    NotInReview { id: String, status: String },
     #[error("{id} is completed; a completed task cannot be assigned")]
     AlreadyCompleted { id: String },
     #[error("blockedBy would make a cycle: {}", cycle.join(" -> "))]

@@ -15,7 +15,11 @@ pub const KNOWN_TYPES: &[&str] = &[
     "plan_approval_response",
     "permission_request",
     "permission_response",
+    "review_request",
 ];
+
+/// Asks the team's reviewer to review a task in review; the task id is in the `task` field.
+pub const REVIEW_REQUEST: &str = "review_request";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {

@@ -8,6 +8,8 @@ use serde_json::{Map, Value};
 pub enum Status {
     Pending,
     InProgress,
+    /// Finished by a writing teammate; its commits wait to be merged into the base branch.
+    Review,
     Completed,
     Failed,
 }
@@ -17,6 +19,7 @@ impl Status {
         match self {
             Status::Pending => "pending",
             Status::InProgress => "in_progress",
+            Status::Review => "review",
             Status::Completed => "completed",
             Status::Failed => "failed",
         }
@@ -51,12 +54,42 @@ pub struct Task {
     pub worktree: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<String>,
+    /// The commits this task added on its teammate's branch, once it has any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commits: Option<Box<TaskCommits>>,
+    /// The reviewer agent's verdict on the task's commits, once one reviewed them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review: Option<Box<ReviewerVerdict>>,
     /// What happened to it beyond its status, oldest first (e.g. released from a dead worker).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
     /// Fields this version does not know, kept so a rewrite loses nothing.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// The commits a task added on a teammate's branch: after `start` up to and including `head`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskCommits {
+    /// `crew/<name>`.
+    pub branch: String,
+    /// The branch's commit (hex) just before the task's first commit.
+    pub start: String,
+    /// The task's last commit (hex).
+    pub head: String,
+}
+
+/// What a reviewer agent said about a task's commits.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReviewerVerdict {
+    pub by: String,
+    /// `pass`, `fail`, `partial`, or `no verdict` (never a pass).
+    pub verdict: String,
+    /// The commit it reviewed (hex): a verdict on older commits is stale.
+    pub head: String,
+    pub report: String,
 }
 
 /// Now, as RFC 3339 UTC with milliseconds: sortable, readable, what every file carries.

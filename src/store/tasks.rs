@@ -170,6 +170,8 @@ impl TaskStore {
                 role: new.role,
                 worktree: None,
                 result: None,
+                commits: None,
+                review: None,
                 notes: Vec::new(),
                 extra: Default::default(),
             };

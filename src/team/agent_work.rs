@@ -16,8 +16,13 @@ use crate::config::{AgentConfig as AgentEntry, ModelChoice, TeamConfig};
 use crate::git::{Author, MergeOutcome, Worktrees};
 use crate::model::scripted::ScriptedProvider;
 use crate::model::{ModelProvider, ProviderSpec, RetryPolicy, provider_from_spec};
+use crate::store::message::REVIEW_REQUEST;
 use crate::store::requests::RequestState;
-use crate::store::{AgentState, Draft, Workspace};
+use crate::store::review::review_notes;
+use crate::store::{
+    AgentState, Draft, Message, ReviewerVerdict, Status, Task, TaskCommits, TaskId, Workspace,
+};
+use crate::team::review;
 use crate::team::roles::toolset;
 use crate::team::status::StatusHandle;
 use crate::team::tools::TeamEnv;
@@ -40,6 +45,12 @@ const TEAM_TOOLS: &[&str] = &[
     "request_plan_approval",
     "review_plan",
 ];
+
+/// How a reviewer ends a report; without the line the review has no verdict and is not a pass.
+const REVIEWER_ENDING: &str = "As the reviewer: show each command you ran as a `$ command` line \
+     followed by its output, and end your report with exactly one line `VERDICT: PASS`, \
+     `VERDICT: FAIL` or `VERDICT: PARTIAL`. A report without that line counts as no verdict, \
+     never as a pass.";
 
 #[derive(Debug, thiserror::Error)]
 pub enum SetupError {
@@ -232,7 +243,7 @@ impl AgentWork {
                 format!("{name} ({})", self.config.role_of(name).unwrap_or("?"))
             })
             .collect();
-        vec![
+        let mut facts = vec![
             format!(
                 "You are {} ({}) on team {}. The lead is {}. Teammates: {}.",
                 self.name,
@@ -242,7 +253,11 @@ impl AgentWork {
                 mates.join(", ")
             ),
             format!("You work in {}.", workdir.display()),
-        ]
+        ];
+        if self.role == "reviewer" {
+            facts.push(REVIEWER_ENDING.to_string());
+        }
+        facts
     }
 
     fn build_agent(&self, workdir: PathBuf, status: &StatusHandle) -> Result<Agent, String> {
@@ -293,58 +308,100 @@ impl AgentWork {
         Ok(agent)
     }
 
-    /// After a writer's task: merge its worktree when the team asked for that.
-    fn merge_if_wanted(&self, outcome: &mut JobOutcome) {
-        if !(self.writes && self.config.worktree.merge_when_done && outcome.success) {
-            return;
-        }
+    fn author(&self) -> Author {
+        Author::crew(&self.name)
+    }
+
+    /// Before a writer's task: its worktree is brought up to date with the base branch (so it
+    /// starts from merged code), and where the task's commits start is recorded. A conflict
+    /// (or local changes in the way) changes nothing, and the task is not started.
+    fn prepare_task(&self, task: &Task) -> Result<(), String> {
         let base = &self.config.team.base_branch;
-        let author = Author::new(&self.name, format!("{}@crew.invalid", self.name));
-        let merged =
-            Worktrees::open(self.workspace.root()).and_then(|t| t.merge(&self.name, base, &author));
-        let note = match merged {
+        let branch = format!("crew/{}", self.name);
+        let trees = Worktrees::open(self.workspace.root()).map_err(|e| e.to_string())?;
+        let not_started = |why: String| {
+            format!(
+                "not started: bringing {branch} up to date with {base} {why}; nothing was \
+                 changed. Resolve it in .worktrees/{}, then hand the task out again",
+                self.name
+            )
+        };
+        match trees.bring_up_to_date(&self.name, base, &self.author()) {
             Ok(MergeOutcome::Conflicts { files }) => {
-                outcome.success = false;
-                format!(
-                    "merge of crew/{} into {base} conflicts in {}",
-                    self.name,
-                    files.join(", ")
-                )
+                return Err(not_started(format!("conflicts in {}", files.join(", "))));
             }
-            Ok(MergeOutcome::FastForward { new_head }) => {
-                format!(
-                    "merged crew/{} into {base} (fast-forward to {new_head})",
-                    self.name
-                )
-            }
-            Ok(MergeOutcome::Merged { commit }) => {
-                format!(
-                    "merged crew/{} into {base} (merge commit {commit})",
-                    self.name
-                )
-            }
-            Ok(MergeOutcome::UpToDate) => {
-                format!("merged crew/{} into {base} (nothing new)", self.name)
-            }
+            Err(e) => return Err(not_started(format!("failed: {e}"))),
+            Ok(_) => {}
+        }
+        let head = trees.head_of(&self.name).map_err(|e| e.to_string())?;
+        let id = TaskId::parse(&task.id).map_err(|e| e.to_string())?;
+        self.workspace
+            .tasks()
+            .record_start(id, &branch, &head)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    /// After a writer's task: everything it changed becomes the task's commit
+    /// (`task_N: <subject>`, the summary as its body, the teammate as author). Commits that are
+    /// not in the base branch yet go to review, or are merged at once with `merge_when_done`.
+    fn commit_task(&self, task: &Task, outcome: &mut JobOutcome) {
+        let committed = self.try_commit(task, outcome.success, &outcome.summary);
+        match committed {
+            Ok(commits) => outcome.commits = commits,
             Err(e) => {
                 outcome.success = false;
-                format!("merge of crew/{} into {base} failed: {e}", self.name)
+                outcome.summary = format!("{}\n[work not committed: {e}]", outcome.summary);
             }
+        }
+        if self.config.worktree.merge_when_done && outcome.success {
+            self.merge_at_once(task, outcome);
+        }
+    }
+
+    fn try_commit(
+        &self,
+        task: &Task,
+        success: bool,
+        summary: &str,
+    ) -> Result<Option<TaskCommits>, String> {
+        let trees = Worktrees::open(self.workspace.root()).map_err(|e| e.to_string())?;
+        let unfinished = if success { "" } else { " (unfinished)" };
+        let message = format!("{}: {}{unfinished}\n\n{summary}\n", task.id, task.subject);
+        let head = trees
+            .commit_work(&self.name, &message, &self.author())
+            .map_err(|e| e.to_string())?;
+        let id = TaskId::parse(&task.id).map_err(|e| e.to_string())?;
+        let recorded = self
+            .workspace
+            .tasks()
+            .read(id)
+            .map_err(|e| e.to_string())?
+            .commits;
+        Ok(recorded
+            .filter(|c| c.start != head)
+            .map(|c| TaskCommits { head, ..*c }))
+    }
+
+    /// `merge_when_done`: the task's commits go into the base branch now, unless they change
+    /// what governs the team (crew.toml, .crew/, hook scripts, CI files): those always wait for
+    /// the person. A conflict also leaves the task in review, where the person sees it.
+    fn merge_at_once(&self, task: &Task, outcome: &mut JobOutcome) {
+        let Some(commits) = outcome.commits.clone() else {
+            return;
+        };
+        let base = &self.config.team.base_branch;
+        let note = match review::merge_commits(&self.workspace, &self.config, task, &commits) {
+            Ok(how) => {
+                outcome.commits = None;
+                format!("merged {} ({}) into {base}: {how}", task.id, commits.branch)
+            }
+            Err(e) => format!(
+                "{} not merged automatically: {e}; it waits for review",
+                task.id
+            ),
         };
         outcome.summary = format!("{}\n[{note}]", outcome.summary);
-        let told = self.workspace.mailboxes().send(
-            &self.config.roster(),
-            Draft {
-                from: self.name.clone(),
-                to: self.config.lead_name().to_string(),
-                kind: "status_update".into(),
-                text: Some(note),
-                ..Draft::default()
-            },
-        );
-        if let Err(e) = told {
-            tracing::warn!("{}: merge note not sent: {e}", self.name);
-        }
     }
 }
 
@@ -374,6 +431,16 @@ pub(crate) fn task_packet(job: &Job) -> (String, Option<String>) {
             let mut text = format!("Task {}: {}\n", task.id, task.subject);
             if !task.description.is_empty() {
                 text.push_str(&format!("\n{}\n", task.description));
+            }
+            let notes = review_notes(task);
+            if !notes.is_empty() {
+                text.push_str(
+                    "\nYour earlier work on it is committed in your worktree; it was sent back \
+                     from review:\n",
+                );
+                for note in notes {
+                    text.push_str(&format!("- {note}\n"));
+                }
             }
             text.push_str(
                 "\nDo it, then reply with a short summary of what you did and how you checked it.",
@@ -421,11 +488,25 @@ impl AgentWork {
 }
 
 impl Work for AgentWork {
+    fn entered_review(&mut self, task: &Task) {
+        self.ask_for_review(task);
+    }
+
     fn run(&mut self, job: &Job, status: &StatusHandle) -> JobOutcome {
+        if let Job::Message(m) = job
+            && m.kind == REVIEW_REQUEST
+        {
+            return self.review_job(m, status);
+        }
         let workdir = match self.working_dir() {
             Ok(dir) => dir,
             Err(e) => return JobOutcome::failed(format!("no worktree: {e}")),
         };
+        if let (Job::Task(task), true) = (job, self.writes)
+            && let Err(e) = self.prepare_task(task)
+        {
+            return JobOutcome::failed(e);
+        }
         let mut agent = match self.build_agent(workdir, status) {
             Ok(agent) => agent,
             Err(e) => return JobOutcome::failed(format!("agent not started: {e}")),
@@ -438,23 +519,193 @@ impl Work for AgentWork {
         let verdict = (self.role == "reviewer")
             .then(|| verdict::parse(&result.output))
             .flatten();
-        let success = result.stop_reason == StopReason::Completed && verdict != Some(Verdict::Fail);
-        let summary = if result.stop_reason == StopReason::Completed {
-            result.output.trim().to_string()
-        } else {
-            format!("stopped ({:?}): {}", result.stop_reason, result.reason)
-        };
+        let reviewer = self.role == "reviewer" && matches!(job, Job::Task(_));
+        // A review passes only on an explicit verdict; none at all is never a pass.
+        let success = result.stop_reason == StopReason::Completed
+            && !(reviewer && matches!(verdict, None | Some(Verdict::Fail)));
+        let summary =
+            if result.stop_reason == StopReason::Completed && reviewer && verdict.is_none() {
+                format!(
+                    "no verdict (the report has no VERDICT: PASS|FAIL|PARTIAL line): {}",
+                    result.output.trim()
+                )
+            } else if result.stop_reason == StopReason::Completed {
+                result.output.trim().to_string()
+            } else {
+                format!("stopped ({:?}): {}", result.stop_reason, result.reason)
+            };
         let mut outcome = JobOutcome {
             success,
             summary: truncate(&summary, 4000),
             turns: u64::from(result.turns),
             tokens: result.usage.input_tokens + result.usage.output_tokens,
             cost_micros: self.cost_micros(&result.usage),
+            commits: None,
         };
-        if matches!(job, Job::Task(_)) {
-            self.merge_if_wanted(&mut outcome);
+        if let (Job::Task(task), true) = (job, self.writes) {
+            self.commit_task(task, &mut outcome);
         }
         outcome
+    }
+}
+
+impl AgentWork {
+    /// `review_by`: a review job is sent to the reviewer when a task enters review.
+    fn ask_for_review(&self, task: &Task) {
+        let Some(by) = &self.config.worktree.review_by else {
+            return;
+        };
+        let mut extra = serde_json::Map::new();
+        extra.insert("task".into(), task.id.clone().into());
+        let sent = self.workspace.mailboxes().send(
+            &self.config.roster(),
+            Draft {
+                from: self.name.clone(),
+                to: by.get_ref().clone(),
+                kind: REVIEW_REQUEST.into(),
+                text: Some(format!("Please review {}: {}", task.id, task.subject)),
+                extra,
+                ..Draft::default()
+            },
+        );
+        if let Err(e) = sent {
+            tracing::warn!(
+                "{}: review request for {} not sent: {e}",
+                self.name,
+                task.id
+            );
+        }
+    }
+
+    /// The reviewer's side: the base with the task's commits merged in, written to a temporary
+    /// folder, reviewed there (the team's `test_command` included); the verdict is recorded on
+    /// the task, told to the lead, and a FAIL sends the task back when the team asked for that.
+    fn review_job(&self, request: &Message, status: &StatusHandle) -> JobOutcome {
+        let mut outcome = JobOutcome {
+            success: false,
+            summary: String::new(),
+            turns: 0,
+            tokens: 0,
+            cost_micros: None,
+            commits: None,
+        };
+        let task = request
+            .extra
+            .get("task")
+            .and_then(|v| v.as_str())
+            .and_then(|id| TaskId::parse(id).ok())
+            .and_then(|id| self.workspace.tasks().read(id).ok());
+        let Some((task, commits)) = task
+            .filter(|t| t.status == Status::Review)
+            .and_then(|t| t.commits.clone().map(|c| (t, c)))
+        else {
+            outcome.success = true;
+            outcome.summary = "nothing to review: that task is not in review".into();
+            return outcome;
+        };
+        let dir = self
+            .workspace
+            .root()
+            .join(".crew/reviews")
+            .join(format!("{}-{}", task.id, self.name));
+        let _ = std::fs::remove_dir_all(&dir);
+        let base = &self.config.team.base_branch;
+        let exported = Worktrees::open(self.workspace.root())
+            .and_then(|t| t.export_merged(&commits.head, base, &dir));
+        let report = match exported {
+            Err(e) => format!("could not check out {base} with {}: {e}", task.id),
+            Ok(conflicts) if !conflicts.is_empty() => format!(
+                "{} does not merge into {base}: conflicts in {}\n\nVERDICT: FAIL",
+                task.id,
+                conflicts.join(", ")
+            ),
+            Ok(_) => self.run_review(&task, &dir, status, &mut outcome),
+        };
+        let _ = std::fs::remove_dir_all(&dir);
+        let verdict = verdict::parse(&report);
+        let label = verdict::label(verdict);
+        let id = TaskId::parse(&task.id).unwrap_or(TaskId(0));
+        let recorded = self.workspace.tasks().record_verdict(
+            id,
+            ReviewerVerdict {
+                by: self.name.clone(),
+                verdict: label.to_string(),
+                head: commits.head.clone(),
+                report: truncate(&report, 4000),
+            },
+        );
+        let mut said = format!("{} reviewed {}: {label}", self.name, task.id);
+        if let Err(e) = recorded {
+            said.push_str(&format!(" (not recorded: {e})"));
+        } else if verdict == Some(Verdict::Fail) && self.config.worktree.auto_send_back_on_fail {
+            let note = format!(
+                "{} found it failing:\n{}",
+                self.name,
+                truncate(&report, 2000)
+            );
+            match review::send_back(&self.workspace, &self.config, id, &self.name, &note) {
+                Ok(_) => said.push_str("; sent back to its teammate (auto_send_back_on_fail)"),
+                Err(e) => said.push_str(&format!("; not sent back: {e}")),
+            }
+        }
+        let told = self.workspace.mailboxes().send(
+            &self.config.roster(),
+            Draft {
+                from: self.name.clone(),
+                to: self.config.lead_name().to_string(),
+                kind: "status_update".into(),
+                text: Some(said.clone()),
+                ..Draft::default()
+            },
+        );
+        if let Err(e) = told {
+            tracing::warn!("{}: review note not sent: {e}", self.name);
+        }
+        outcome.success = verdict.is_some();
+        outcome.summary = said;
+        outcome
+    }
+
+    fn run_review(
+        &self,
+        task: &Task,
+        dir: &std::path::Path,
+        status: &StatusHandle,
+        outcome: &mut JobOutcome,
+    ) -> String {
+        let mut agent = match self.build_agent(dir.to_path_buf(), status) {
+            Ok(agent) => agent,
+            Err(e) => return format!("reviewer not started: {e}"),
+        };
+        let test = self
+            .config
+            .team
+            .test_command
+            .as_deref()
+            .map(|c| format!(" The team's test command is `{c}`: run it."))
+            .unwrap_or_default();
+        let input = format!(
+            "Review {}: {} (by {}). This folder holds {} with the task's commits merged in.{test} \
+             Look at what the task changed, then end with a VERDICT line.\n\nWhat its teammate \
+             said:\n{}",
+            task.id,
+            task.subject,
+            task.owner.as_deref().unwrap_or("?"),
+            self.config.team.base_branch,
+            task.result.as_deref().unwrap_or("")
+        );
+        agent.set_task(Some(format!("review of {}: {}", task.id, task.subject)));
+        let result = self
+            .runtime
+            .block_on(agent.run_turn(input, CancellationToken::new()));
+        outcome.turns = u64::from(result.turns);
+        outcome.tokens = result.usage.input_tokens + result.usage.output_tokens;
+        outcome.cost_micros = self.cost_micros(&result.usage);
+        if result.stop_reason == StopReason::Completed {
+            result.output.trim().to_string()
+        } else {
+            format!("stopped ({:?}): {}", result.stop_reason, result.reason)
+        }
     }
 }
 

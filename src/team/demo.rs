@@ -12,6 +12,7 @@ use crate::git::{Author, GitError, exclude_from_git, init_with_files};
 use crate::store::requests::RequestState;
 use crate::store::workspace::RUNTIME_FOLDERS;
 use crate::store::{StoreError, Workspace};
+use crate::team::verdict;
 
 pub const GOAL: &str = "Add `sub` and `mul` to the calc library with tests, document them in README.md, and have the reviewer run the project's tests.";
 
@@ -76,7 +77,9 @@ heartbeat_secs = 1
 request_timeout_secs = 600
 
 [worktree]
-merge_when_done = true
+# Finished tasks wait in the review queue for you (key `r`); `crew demo --headless` merges them
+# itself (`--merge auto`).
+merge_when_done = false
 "#;
 
 /// Creates the scratch repository at `dir` (which must be empty or absent).
@@ -115,6 +118,8 @@ pub struct Summary {
     pub messages: BTreeMap<String, usize>,
     pub requests: BTreeMap<String, usize>,
     pub merges: Vec<String>,
+    /// Each reviewer task's verdict: `pass`, `fail`, `partial`, or `no verdict` (never a pass).
+    pub verdicts: BTreeMap<String, String>,
     pub agents: BTreeMap<String, AgentUsage>,
     pub wall_seconds: f64,
     /// What happened because of refusals, in words.
@@ -140,9 +145,11 @@ pub fn summarise(
     wall_seconds: f64,
 ) -> Result<Summary, StoreError> {
     let mut tasks = BTreeMap::new();
-    for task in workspace.tasks().load_all()?.tasks {
+    let all = workspace.tasks().load_all()?.tasks;
+    for task in &all {
         *tasks.entry(task.status.to_string()).or_insert(0) += 1;
     }
+    let verdicts = verdict::of_reviews(&all);
     let messages_all = workspace.mailboxes().all_messages()?;
     let mut messages = BTreeMap::new();
     for m in &messages_all {
@@ -151,7 +158,7 @@ pub fn summarise(
     let merges: Vec<String> = messages_all
         .iter()
         .filter_map(|m| m.text.as_deref())
-        .filter(|t| t.starts_with("merged crew/") || t.starts_with("merge of crew/"))
+        .filter(|t| t.contains(" merged into ") || t.contains("not merged"))
         .map(str::to_string)
         .collect();
     let mut requests = BTreeMap::new();
@@ -192,6 +199,7 @@ pub fn summarise(
         messages,
         requests,
         merges,
+        verdicts,
         agents: usage,
         wall_seconds,
         notes,

@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use crate::config::TeamConfig;
 use crate::store::requests::RequestState;
-use crate::store::{Draft, StoreError, Workspace};
+use crate::store::{Draft, StoreError, TaskId, Workspace};
 use crate::team::agent_work::{AgentWork, SetupError};
+use crate::team::review;
 use crate::team::supervisor::{Supervisor, SupervisorError, TeamEvent};
 use crate::team::worker::{ExitReason, Worker, WorkerSettings};
 
@@ -20,6 +21,15 @@ use crate::team::worker::{ExitReason, Worker, WorkerSettings};
 pub enum Policy {
     Allow,
     Deny,
+}
+
+/// What happens to a task that enters review when no person is at a screen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MergePolicy {
+    /// Merged at once (a conflict, or changes to what governs the team, still wait).
+    Auto,
+    /// Waits, like a permission request, for `crew review merge` from another terminal.
+    Manual,
 }
 
 /// Something that happened, for the caller to show.
@@ -31,6 +41,11 @@ pub enum Happening {
         from: String,
         approved: bool,
         what: String,
+    },
+    /// A review was merged (by the merge policy) or could not be: what was said about it.
+    Reviewed {
+        id: String,
+        text: String,
     },
 }
 
@@ -65,6 +80,9 @@ pub struct TeamRun {
     config: Arc<TeamConfig>,
     supervisor: Supervisor,
     policy: Option<Policy>,
+    merge: MergePolicy,
+    /// Reviews the merge policy could not merge, so each is reported once.
+    left_for_person: std::collections::HashSet<String>,
     lead: Option<JoinHandle<Result<ExitReason, StoreError>>>,
     pub events: Vec<Happening>,
 }
@@ -76,6 +94,7 @@ impl TeamRun {
         config: Arc<TeamConfig>,
         exe: PathBuf,
         policy: Option<Policy>,
+        merge: MergePolicy,
         bypass: bool,
     ) -> Result<TeamRun, HeadlessError> {
         let mut supervisor = Supervisor::new(
@@ -114,6 +133,8 @@ impl TeamRun {
             config,
             supervisor,
             policy,
+            merge,
+            left_for_person: Default::default(),
             lead: Some(lead),
             events,
         })
@@ -157,6 +178,9 @@ impl TeamRun {
         if let Some(policy) = self.policy {
             new.extend(self.answer_pending(policy)?);
         }
+        if self.merge == MergePolicy::Auto {
+            new.extend(self.merge_reviews());
+        }
         self.events.extend(new.iter().cloned());
         Ok(new)
     }
@@ -193,6 +217,49 @@ impl TeamRun {
             }
         }
         Ok(answered)
+    }
+
+    /// `--merge auto`: every task in review is merged as the person would; one that cannot be
+    /// (a conflict, crew.toml or CI changed) waits for the person and is reported once.
+    fn merge_reviews(&mut self) -> Vec<Happening> {
+        let reviews = match review::list(&self.workspace, &self.config) {
+            Ok(reviews) => reviews,
+            Err(e) => {
+                tracing::warn!("reviews not read: {e}");
+                return Vec::new();
+            }
+        };
+        let mut out = Vec::new();
+        for r in reviews {
+            if self.left_for_person.contains(&r.id) {
+                continue;
+            }
+            if !r.protected.is_empty() {
+                self.left_for_person.insert(r.id.clone());
+                out.push(Happening::Reviewed {
+                    text: format!(
+                        "{} changes {}: not merged automatically, it waits for `crew review merge {}`",
+                        r.id,
+                        r.protected.join(", "),
+                        r.id
+                    ),
+                    id: r.id,
+                });
+                continue;
+            }
+            let Ok(id) = TaskId::parse(&r.id) else {
+                continue;
+            };
+            let text = match review::merge(&self.workspace, &self.config, id, "user") {
+                Ok(text) => format!("{text} (--merge auto)"),
+                Err(e) => {
+                    self.left_for_person.insert(r.id.clone());
+                    format!("{e}; it waits for the person")
+                }
+            };
+            out.push(Happening::Reviewed { id: r.id, text });
+        }
+        out
     }
 
     /// Waits for the next change in the inboxes or tasks, at most `max`.

@@ -5,6 +5,7 @@ pub mod agent_work;
 pub mod claude_code;
 pub mod demo;
 pub mod headless;
+pub mod review;
 pub mod roles;
 pub mod status;
 pub mod supervisor;

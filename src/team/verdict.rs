@@ -24,6 +24,34 @@ pub fn parse(report: &str) -> Option<Verdict> {
     }
 }
 
+/// Each finished reviewer task's verdict, shown as `label` says.
+pub fn of_reviews(tasks: &[crate::store::Task]) -> std::collections::BTreeMap<String, String> {
+    tasks
+        .iter()
+        .filter(|t| {
+            t.role.as_deref() == Some("reviewer")
+                && matches!(
+                    t.status,
+                    crate::store::Status::Completed | crate::store::Status::Failed
+                )
+        })
+        .map(|t| {
+            let verdict = t.result.as_deref().and_then(parse);
+            (t.id.clone(), label(verdict).to_string())
+        })
+        .collect()
+}
+
+/// How a verdict is shown: no verdict is said as such, never as a pass.
+pub fn label(verdict: Option<Verdict>) -> &'static str {
+    match verdict {
+        Some(Verdict::Pass) => "pass",
+        Some(Verdict::Fail) => "fail",
+        Some(Verdict::Partial) => "partial",
+        None => "no verdict",
+    }
+}
+
 /// What follows `VERDICT:` on a verdict line, trimmed of decoration.
 fn verdict_word(line: &str) -> Option<&str> {
     let line = strip_decoration(line);

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use crate::store::requests::RequestState;
 use crate::store::{
-    AgentState, AgentStatus, Claimant, DirWatcher, Draft, Entry, Message, Refusal, Roster,
-    StoreError, Task, TaskId, Waker, Workspace,
+    AgentState, AgentStatus, Claimant, DirWatcher, Draft, Entry, Message, Refusal, Roster, Status,
+    StoreError, Task, TaskCommits, TaskId, Waker, Workspace,
 };
 use crate::team::status::StatusHandle;
 
@@ -60,6 +60,8 @@ pub struct JobOutcome {
     pub tokens: u64,
     /// Millionths of a dollar, when the provider reports a cost or crew.toml gives a price.
     pub cost_micros: Option<u64>,
+    /// A finished task's commits that are not in the base branch yet: it goes to `review`.
+    pub commits: Option<TaskCommits>,
 }
 
 impl JobOutcome {
@@ -71,6 +73,7 @@ impl JobOutcome {
             turns: 0,
             tokens: 0,
             cost_micros: None,
+            commits: None,
         }
     }
 }
@@ -78,6 +81,9 @@ impl JobOutcome {
 /// Runs one job to its end. Implementations update WAITING through the status handle.
 pub trait Work {
     fn run(&mut self, job: &Job, status: &StatusHandle) -> JobOutcome;
+
+    /// A task this worker did was recorded as waiting for review.
+    fn entered_review(&mut self, _task: &Task) {}
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -325,7 +331,12 @@ impl Worker {
         let outcome = self.run_job(work, Job::Task(task.clone()))?;
         let me = &self.settings.name;
         let tasks = self.workspace.tasks();
-        let (finished, verb) = if outcome.success {
+        let (finished, verb) = if let (true, Some(commits)) = (outcome.success, &outcome.commits) {
+            (
+                tasks.submit_for_review(id, me, outcome.summary.clone(), commits.clone()),
+                "is ready for review",
+            )
+        } else if outcome.success {
             (
                 tasks.complete(id, me, Some(outcome.summary.clone())),
                 "done",
@@ -334,6 +345,13 @@ impl Worker {
             (tasks.fail(id, me, outcome.summary.clone()), "failed")
         };
         match finished {
+            Ok(recorded) if recorded.status == Status::Review => {
+                work.entered_review(&recorded);
+                self.tell_lead(
+                    "status_update",
+                    format!("{} {verb}: {}", task.id, outcome.summary),
+                )
+            }
             Ok(_) => self.tell_lead(
                 "status_update",
                 format!("{} {verb}: {}", task.id, outcome.summary),

@@ -7,6 +7,8 @@ use crate::tui::highlight::Segments;
 
 pub struct DiffView {
     pub name: String,
+    /// A review's diff: only this task's commits; merge, send-back and discard act on the task.
+    pub task: Option<String>,
     /// None while loading.
     pub diff: Option<Result<WorktreeDiff, String>>,
     pub file: usize,
@@ -24,6 +26,7 @@ impl DiffView {
     pub fn new(name: &str) -> Self {
         DiffView {
             name: name.to_string(),
+            task: None,
             diff: None,
             file: 0,
             hunk: 0,

@@ -8,6 +8,7 @@ use std::time::Duration;
 use crate::config::TeamConfig;
 use crate::git::{Author, Worktrees};
 use crate::store::{Claimant, Draft, StoreError, TaskId, TaskPatch, Workspace};
+use crate::team::review;
 use crate::team::supervisor::Supervisor;
 use crate::tui::event::{Effect, Event};
 use crate::tui::highlight::Highlighter;
@@ -135,14 +136,55 @@ pub fn execute(root: &Path, effect: Effect) -> Option<Event> {
                     .map_err(|e| e.to_string()),
             ))
         }
-        Effect::LoadDiff { name } => Some(Event::Diff {
+        Effect::LoadDiff { name, task: None } => Some(Event::Diff {
             result: Worktrees::open(root)
                 .and_then(|w| w.diff(&name, &team.team.base_branch))
                 .map_err(|e| e.to_string()),
             name,
+            task: None,
         }),
+        Effect::LoadDiff {
+            name,
+            task: Some(id),
+        } => Some(Event::Diff {
+            result: TaskId::parse(&id)
+                .map_err(|e| e.to_string())
+                .and_then(|tid| review::diff(&ws, &team, tid).map_err(|e| e.to_string())),
+            name,
+            task: Some(id),
+        }),
+        Effect::LoadReviews => Some(Event::Reviews(
+            review::list(&ws, &team).map_err(|e| e.to_string()),
+        )),
+        Effect::MergeReview { id } => Some(Event::Done(
+            TaskId::parse(&id)
+                .map_err(|e| e.to_string())
+                .and_then(|tid| review::merge(&ws, &team, tid, "user").map_err(|e| e.to_string())),
+        )),
+        Effect::SendBackReview { id, note } => Some(Event::Done(
+            TaskId::parse(&id)
+                .map_err(|e| e.to_string())
+                .and_then(|tid| {
+                    review::send_back(&ws, &team, tid, "user", &note).map_err(|e| e.to_string())
+                })
+                .map(|t| {
+                    format!(
+                        "{} sent back to {}",
+                        t.id,
+                        t.owner.as_deref().unwrap_or("nobody")
+                    )
+                }),
+        )),
+        Effect::DiscardReview { id, reason } => Some(Event::Done(
+            TaskId::parse(&id)
+                .map_err(|e| e.to_string())
+                .and_then(|tid| {
+                    review::discard(&ws, &team, tid, "user", &reason).map_err(|e| e.to_string())
+                })
+                .map(|t| format!("{} discarded: its changes were taken back out", t.id)),
+        )),
         Effect::Merge { name } => {
-            let author = Author::new(name.clone(), format!("{name}@crew.invalid"));
+            let author = Author::crew(&name);
             Some(Event::Merged {
                 result: Worktrees::open(root)
                     .and_then(|w| w.merge(&name, &team.team.base_branch, &author))
@@ -189,7 +231,8 @@ pub fn execute(root: &Path, effect: Effect) -> Option<Event> {
         Effect::HighlightFile { .. }
         | Effect::HighlightCommand { .. }
         | Effect::HighlightProposal { .. }
-        | Effect::Bell => None,
+        | Effect::Bell
+        | Effect::DesktopNotify { .. } => None,
     }
 }
 

@@ -7,6 +7,7 @@ use ratatui::crossterm::event::{KeyEvent, MouseEvent};
 
 use crate::git::{FileDiff, MergeOutcome, WorktreeDiff};
 use crate::store::{Message, NewTask, RequestInfo};
+use crate::team::review::Review;
 use crate::tui::data::Change;
 use crate::tui::highlight::Segments;
 
@@ -19,8 +20,11 @@ pub enum Event {
     Data(Vec<Change>),
     Diff {
         name: String,
+        /// The task whose commits these are, for a review's diff.
+        task: Option<String>,
         result: Result<WorktreeDiff, String>,
     },
+    Reviews(Result<Vec<Review>, String>),
     FileHighlighted {
         name: String,
         file: usize,
@@ -85,8 +89,22 @@ pub enum Effect {
         name: String,
         exe: std::path::PathBuf,
     },
+    /// A worktree's diff, or (with `task`) only that task's commits.
     LoadDiff {
         name: String,
+        task: Option<String>,
+    },
+    LoadReviews,
+    MergeReview {
+        id: String,
+    },
+    SendBackReview {
+        id: String,
+        note: String,
+    },
+    DiscardReview {
+        id: String,
+        reason: String,
     },
     HighlightFile {
         name: String,
@@ -116,6 +134,10 @@ pub enum Effect {
         name: String,
     },
     Bell,
+    /// OSC 9 / OSC 777: a desktop notification, where the terminal supports it.
+    DesktopNotify {
+        text: String,
+    },
     Notify {
         command: String,
         request: Box<RequestInfo>,

@@ -78,6 +78,10 @@ pub struct Model {
 pub struct Applied {
     /// Requests pending now that were not known before (after the first load).
     pub new_requests: Vec<RequestInfo>,
+    /// Which tasks are in review (or their commits) changed: the review queue is reloaded.
+    pub reviews_changed: bool,
+    /// Tasks that entered review since the last load (after the first load).
+    pub new_reviews: Vec<String>,
 }
 
 impl Model {
@@ -121,6 +125,7 @@ impl Model {
             .iter()
             .map(|r| r.request_id.clone())
             .collect();
+        let reviews_before = self.in_review();
         let (mut tasks_changed, mut requests_changed) = (false, false);
         for change in changes {
             match change {
@@ -202,6 +207,15 @@ impl Model {
             self.derive_requests(now);
         }
         let mut applied = Applied::default();
+        let reviews_now = self.in_review();
+        applied.reviews_changed = reviews_now != reviews_before || (!self.loaded && tasks_changed);
+        if self.loaded {
+            applied.new_reviews = reviews_now
+                .iter()
+                .filter(|(id, _)| !reviews_before.iter().any(|(b, _)| b == id))
+                .map(|(id, _)| id.clone())
+                .collect();
+        }
         if self.loaded {
             applied.new_requests = self
                 .pending()
@@ -212,6 +226,15 @@ impl Model {
         }
         self.loaded = true;
         applied
+    }
+
+    /// The tasks in review with their last commit: what the review queue depends on.
+    pub fn in_review(&self) -> Vec<(String, Option<String>)> {
+        self.tasks
+            .iter()
+            .filter(|t| t.status == crate::store::Status::Review)
+            .map(|t| (t.id.clone(), t.commits.as_ref().map(|c| c.head.clone())))
+            .collect()
     }
 
     /// Ages and expiry move with the clock.

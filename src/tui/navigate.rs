@@ -14,7 +14,7 @@ fn item_count(state: &AppState, pane: Pane) -> usize {
     match pane {
         Pane::Teammates => state.model.teammates().len(),
         Pane::Tasks => state.model.task_rows.len(),
-        Pane::Approvals => state.model.pending().len(),
+        Pane::Approvals => state.model.pending().len() + state.reviews.len(),
         Pane::Lead | Pane::Mailboxes => 0,
     }
 }
@@ -72,8 +72,8 @@ pub fn move_selection(state: &mut AppState, action: Action) {
     if count > 0 {
         select(state, pane, count, delta);
     } else {
-        // Scrolling back: up moves away from the newest line.
-        let back = state.scroll(pane) as isize - delta;
+        // Scrolling back: up moves away from the newest line (home twice must not overflow).
+        let back = (state.scroll(pane) as isize).saturating_sub(delta);
         state.scroll.insert(pane, back.max(0) as usize);
     }
 }

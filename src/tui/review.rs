@@ -35,7 +35,8 @@ pub fn merged(
     state.set_status(level, text.clone());
     if let Some(view) = state.diff.as_mut().filter(|v| v.name == name) {
         view.outcome = Some(text);
-        return vec![Effect::LoadDiff { name }];
+        let task = view.task.clone();
+        return vec![Effect::LoadDiff { name, task }];
     }
     Vec::new()
 }
@@ -78,6 +79,13 @@ pub fn act_diff(state: &mut AppState, action: Action) -> Vec<Effect> {
         Action::Top => view.scroll = 0,
         Action::Bottom => view.scroll_by(isize::MAX / 2),
         Action::SideBySide => view.side_by_side = !view.side_by_side,
+        Action::Merge | Action::SendBack | Action::Discard if view.task.is_some() => {
+            let id = view.task.clone().unwrap_or_default();
+            if action == Action::Merge {
+                view.outcome = Some(format!("merging {id}..."));
+            }
+            return answer_review(state, id, action);
+        }
         Action::Merge => {
             let name = view.name.clone();
             view.outcome = Some(format!("merging {name}..."));
@@ -131,5 +139,39 @@ pub fn open_diff(state: &mut AppState) -> Vec<Effect> {
         return Vec::new();
     }
     state.diff = Some(DiffView::new(&name));
-    vec![Effect::LoadDiff { name }]
+    vec![Effect::LoadDiff { name, task: None }]
+}
+
+/// The diff of the review selected in the approvals pane: only that task's commits.
+pub fn open_review(state: &mut AppState) -> Vec<Effect> {
+    let Some(review) = state.selected_review() else {
+        return Vec::new();
+    };
+    let (name, task) = (review.owner.clone(), review.id.clone());
+    let mut view = DiffView::new(&name);
+    view.task = Some(task.clone());
+    state.diff = Some(view);
+    vec![Effect::LoadDiff {
+        name,
+        task: Some(task),
+    }]
+}
+
+/// `M`, `b`, `X` on a task in review (from its diff or the review queue).
+pub fn answer_review(state: &mut AppState, id: String, action: Action) -> Vec<Effect> {
+    match action {
+        Action::Merge => {
+            state.set_status(Level::Info, format!("merging {id}..."));
+            vec![Effect::MergeReview { id }]
+        }
+        Action::SendBack => {
+            open_prompt(state, PromptKind::ReviewSendBack { id });
+            Vec::new()
+        }
+        Action::Discard => {
+            open_prompt(state, PromptKind::ReviewDiscard { id });
+            Vec::new()
+        }
+        _ => Vec::new(),
+    }
 }

@@ -83,7 +83,10 @@ pub fn run(root: &Path, options: Options) -> anyhow::Result<()> {
         for effect in effects {
             let queue = match lane(&effect) {
                 Lane::Terminal => {
-                    session.bell();
+                    match &effect {
+                        Effect::DesktopNotify { text } => session.desktop_notify(text),
+                        _ => session.bell(),
+                    }
                     continue;
                 }
                 Lane::Highlight => &highlights,
@@ -161,11 +164,17 @@ enum Lane {
 
 fn lane(effect: &Effect) -> Lane {
     match effect {
-        Effect::Bell => Lane::Terminal,
+        Effect::Bell | Effect::DesktopNotify { .. } => Lane::Terminal,
         Effect::HighlightFile { .. }
         | Effect::HighlightCommand { .. }
         | Effect::HighlightProposal { .. } => Lane::Highlight,
-        Effect::LoadDiff { .. } | Effect::Merge { .. } | Effect::Discard { .. } => Lane::Git,
+        Effect::LoadDiff { .. }
+        | Effect::Merge { .. }
+        | Effect::Discard { .. }
+        | Effect::LoadReviews
+        | Effect::MergeReview { .. }
+        | Effect::SendBackReview { .. }
+        | Effect::DiscardReview { .. } => Lane::Git,
         _ => Lane::Store,
     }
 }
@@ -235,9 +244,20 @@ mod tests {
     fn git_work_and_answers_to_requests_go_to_different_threads() {
         let name = || "alice".to_string();
         for git in [
-            Effect::LoadDiff { name: name() },
+            Effect::LoadDiff {
+                name: name(),
+                task: None,
+            },
             Effect::Merge { name: name() },
             Effect::Discard { name: name() },
+            Effect::LoadReviews,
+            Effect::MergeReview {
+                id: "task_1".into(),
+            },
+            Effect::DiscardReview {
+                id: "task_1".into(),
+                reason: "no".into(),
+            },
         ] {
             assert_eq!(lane(&git), Lane::Git, "{git:?}");
         }
@@ -252,5 +272,7 @@ mod tests {
         };
         assert_eq!(lane(&message), Lane::Store);
         assert_eq!(lane(&Effect::Bell), Lane::Terminal);
+        let notify = Effect::DesktopNotify { text: "hi".into() };
+        assert_eq!(lane(&notify), Lane::Terminal);
     }
 }

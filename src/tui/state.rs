@@ -8,6 +8,7 @@ use std::time::SystemTime;
 use ratatui_textarea::TextArea;
 
 use crate::git::FileDiff;
+use crate::team::review::Review;
 use crate::tui::data::AgentStatus;
 use crate::tui::diffview::DiffView;
 use crate::tui::highlight::Segments;
@@ -72,6 +73,14 @@ pub enum PromptKind {
     },
     /// Give a task to a teammate (empty: to nobody).
     Assign {
+        id: String,
+    },
+    /// Send a task in review back to its teammate with a note.
+    ReviewSendBack {
+        id: String,
+    },
+    /// Discard a task in review, with the reason.
+    ReviewDiscard {
         id: String,
     },
 }
@@ -149,6 +158,8 @@ pub struct AppState {
     pub proposals: HashMap<String, Proposal>,
     /// Syntax-highlighted bash commands of requests, by request id.
     pub commands: HashMap<String, Segments>,
+    /// The tasks waiting for review, with what each would bring (loaded off the input path).
+    pub reviews: Vec<Review>,
     pub quit: bool,
 }
 
@@ -179,6 +190,7 @@ impl AppState {
             sandbox_warning: None,
             proposals: HashMap::new(),
             commands: HashMap::new(),
+            reviews: Vec::new(),
             quit: false,
         }
     }
@@ -206,6 +218,14 @@ impl AppState {
         self.status = Some((level, text.into()));
     }
 
+    /// The review selected in the approvals pane (listed after the pending requests).
+    pub fn selected_review(&self) -> Option<&Review> {
+        let index = self
+            .selected(Pane::Approvals)
+            .checked_sub(self.model.pending().len())?;
+        self.reviews.get(index)
+    }
+
     /// The teammate selected in the teammates pane.
     pub fn selected_teammate(&self) -> Option<String> {
         self.model
@@ -221,7 +241,8 @@ impl AppState {
 
 pub fn new_input() -> TextArea<'static> {
     let mut input = TextArea::default();
-    input.set_placeholder_text("message the lead (enter sends, alt-enter new line)");
+    input
+        .set_placeholder_text("message the lead (enter sends, esc leaves the box, ctrl-r reviews)");
     input
 }
 

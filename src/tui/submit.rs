@@ -14,6 +14,14 @@ pub fn open_prompt(state: &mut AppState, kind: PromptKind) {
         ],
         PromptKind::Message { .. } => vec![("message".into(), String::new())],
         PromptKind::SendBack { .. } => vec![("note (what to change)".into(), String::new())],
+        PromptKind::ReviewSendBack { id } => vec![(
+            format!("note for {id}'s teammate (what to change)"),
+            String::new(),
+        )],
+        PromptKind::ReviewDiscard { id } => vec![(
+            format!("why discard {id} (its changes are taken back out)"),
+            String::new(),
+        )],
         PromptKind::EditDeps { id } => vec![(
             "blocked by (ids, comma separated; empty: none)".into(),
             task(id)
@@ -75,6 +83,24 @@ pub fn submit_prompt(state: &mut AppState, prompt: Prompt) -> Vec<Effect> {
             to: to.clone(),
             text: first,
         }],
+        PromptKind::ReviewSendBack { id } => {
+            if let Some(view) = state.diff.as_mut() {
+                view.outcome = Some(format!("sending {id} back..."));
+            }
+            vec![Effect::SendBackReview {
+                id: id.clone(),
+                note: first,
+            }]
+        }
+        PromptKind::ReviewDiscard { id } => {
+            if let Some(view) = state.diff.as_mut() {
+                view.outcome = Some(format!("discarding {id}..."));
+            }
+            vec![Effect::DiscardReview {
+                id: id.clone(),
+                reason: first,
+            }]
+        }
         PromptKind::SendBack { to } => {
             if let Some(view) = state.diff.as_mut() {
                 view.outcome = Some(format!("sent back to {to}"));

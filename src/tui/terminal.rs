@@ -37,12 +37,33 @@ impl Session {
         let _ = self.terminal.backend_mut().write_all(b"\x07");
         let _ = self.terminal.backend_mut().flush();
     }
+
+    /// A desktop notification where the terminal supports one: OSC 9 (iTerm2, kitty, WezTerm,
+    /// Windows Terminal) and OSC 777 (urxvt, foot, VTE); terminals without them ignore both.
+    pub fn desktop_notify(&mut self, text: &str) {
+        let _ = self
+            .terminal
+            .backend_mut()
+            .write_all(desktop_notification(text).as_bytes());
+        let _ = self.terminal.backend_mut().flush();
+    }
 }
 
 impl Drop for Session {
     fn drop(&mut self) {
         restore();
     }
+}
+
+/// The OSC 9 and OSC 777 sequences for `text`, with control characters and `;` (which would end
+/// or split the sequence) replaced: agent-written text never becomes a terminal command.
+pub fn desktop_notification(text: &str) -> String {
+    let clean: String = text
+        .chars()
+        .map(|c| if c.is_control() || c == ';' { ' ' } else { c })
+        .take(200)
+        .collect();
+    format!("\x1b]9;{clean}\x07\x1b]777;notify;crew;{clean}\x07")
 }
 
 /// Leaves raw mode and the alternate screen and shows the cursor. Safe to call twice.

@@ -45,6 +45,7 @@ pub const KEYS: &[&str] = &[
     "badge.unknown",
     "task.pending",
     "task.in_progress",
+    "task.review",
     "task.completed",
     "task.failed",
     "task.claimable",

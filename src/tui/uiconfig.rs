@@ -16,8 +16,10 @@ pub struct UiConfig {
     /// Run (through `sh -c`) when a new request needs a person; the request is in
     /// `CREW_REQUEST_ID`, `CREW_REQUEST_FROM`, `CREW_REQUEST_TYPE`, `CREW_REQUEST_TEXT`.
     pub notify_command: Option<String>,
-    /// Ring the terminal bell on a new request (default true).
+    /// Ring the terminal bell on a new request or review (default true).
     pub bell: Option<bool>,
+    /// Send a desktop notification (OSC 9 / OSC 777) on a new request or review (default true).
+    pub desktop_notifications: Option<bool>,
 }
 
 #[derive(Debug, thiserror::Error)]

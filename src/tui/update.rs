@@ -15,7 +15,9 @@ use crate::tui::layout::{areas, tab_cells};
 use crate::tui::navigate::{focus_step, move_selection};
 use crate::tui::proposal;
 use crate::tui::render::tab_labels;
-use crate::tui::review::{act_diff, discarded, highlight_current, merged, open_diff};
+use crate::tui::review::{
+    act_diff, answer_review, discarded, highlight_current, merged, open_diff, open_review,
+};
 use crate::tui::state::{AppState, Confirm, Level, Overlay, Pane, PromptKind, Proposal};
 use crate::tui::steer;
 use crate::tui::submit::{confirm, open_prompt, submit_prompt};
@@ -34,9 +36,20 @@ pub fn update(state: &mut AppState, event: Event) -> Vec<Effect> {
             Vec::new()
         }
         Event::Data(changes) => on_data(state, changes),
-        Event::Diff { name, result } => {
+        Event::Reviews(result) => {
+            match result {
+                Ok(reviews) => state.reviews = reviews,
+                Err(e) => state.set_status(Level::Error, format!("reviews not loaded: {e}")),
+            }
+            Vec::new()
+        }
+        Event::Diff { name, task, result } => {
             let theme = state.theme.syntax.clone();
-            let Some(view) = state.diff.as_mut().filter(|v| v.name == name) else {
+            let Some(view) = state
+                .diff
+                .as_mut()
+                .filter(|v| v.name == name && v.task == task)
+            else {
                 return Vec::new();
             };
             view.diff = Some(result);
@@ -95,17 +108,39 @@ fn on_data(state: &mut AppState, changes: Vec<crate::tui::data::Change>) -> Vec<
     let first = !state.model.loaded;
     let applied = state.model.apply(changes, state.now);
     let mut effects = Vec::new();
-    if !applied.new_requests.is_empty() {
+    if applied.reviews_changed {
+        // An empty queue needs no git: it is known from the tasks alone.
+        if state.model.in_review().is_empty() {
+            state.reviews.clear();
+        } else {
+            effects.push(Effect::LoadReviews);
+        }
+    }
+    if !applied.new_requests.is_empty() || !applied.new_reviews.is_empty() {
         if state.model.ui.bell != Some(false) {
             effects.push(Effect::Bell);
         }
-        if let Some(command) = &state.model.ui.notify_command {
-            for request in &applied.new_requests {
-                effects.push(Effect::Notify {
-                    command: command.clone(),
-                    request: Box::new(request.clone()),
-                });
-            }
+        if state.model.ui.desktop_notifications != Some(false) {
+            let asks = applied
+                .new_requests
+                .iter()
+                .map(|r| format!("{} asks: {}", r.from, r.kind.replace('_', " ")));
+            let reviews = applied
+                .new_reviews
+                .iter()
+                .map(|id| format!("{id} waits for your review"));
+            effects.extend(
+                asks.chain(reviews)
+                    .map(|text| Effect::DesktopNotify { text }),
+            );
+        }
+    }
+    if let Some(command) = &state.model.ui.notify_command {
+        for request in &applied.new_requests {
+            effects.push(Effect::Notify {
+                command: command.clone(),
+                request: Box::new(request.clone()),
+            });
         }
     }
     let to_highlight: Vec<_> = if first {
@@ -202,6 +237,13 @@ fn act(state: &mut AppState, action: Action) -> Vec<Effect> {
         | Action::Right => move_selection(state, action),
         Action::Open if state.focus == Pane::Tasks => state.task_open = !state.task_open,
         Action::Open if state.focus == Pane::Teammates => return open_diff(state),
+        Action::Open if state.focus == Pane::Approvals => return open_review(state),
+        Action::Merge | Action::SendBack | Action::Discard if state.focus == Pane::Approvals => {
+            match state.selected_review().map(|r| r.id.clone()) {
+                Some(id) => return answer_review(state, id, action),
+                None => state.set_status(Level::Warning, "no review selected"),
+            }
+        }
         Action::Back => state.task_open = false,
         Action::Send => return send_to_lead(state),
         Action::Newline => state.input.insert_newline(),

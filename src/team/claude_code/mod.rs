@@ -313,6 +313,7 @@ impl Work for ClaudeCodeWork {
                     turns: u64::from(end.turns),
                     tokens: end.usage.input_tokens + end.usage.output_tokens,
                     cost_micros: cost,
+                    commits: None,
                 };
                 let result = TurnResult {
                     input: input.clone(),

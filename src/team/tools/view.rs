@@ -7,13 +7,15 @@ use crate::store::dag::Graph;
 use crate::store::{Status, Task, TaskStore};
 use crate::tools::ToolOutput;
 
-/// `done`, `failed`, `running (owner)`, `blocked by a, b`, `claimable`, `assigned to x` (a
+/// `done`, `failed`, `running (owner)`, `in review (owner)`, `blocked by a, b`, `claimable`, `assigned to x` (a
 /// pending task with an owner: only x may claim it), or both of the last two kinds.
 pub(super) fn state_of(graph: &Graph<'_>, task: &Task) -> String {
     match task.status {
         Status::Completed => "done".to_string(),
         Status::Failed => "failed".to_string(),
         Status::InProgress => format!("running ({})", task.owner.as_deref().unwrap_or("nobody")),
+        // Done by its owner, waiting for its commits to be merged; dependents wait for that.
+        Status::Review => format!("in review ({})", task.owner.as_deref().unwrap_or("nobody")),
         Status::Pending => {
             let open = graph.open_blockers(task);
             let assigned = task.owner.as_ref().map(|o| format!("assigned to {o}"));

@@ -19,39 +19,149 @@ use crate::tui::state::{AppState, Pane, Proposal};
 pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     let pending = state.model.pending();
     let theme = &state.theme;
-    let title = format!(" approvals ({}) ", pending.len());
+    let title = format!(
+        " approvals ({}) · reviews ({}) ",
+        pending.len(),
+        state.reviews.len()
+    );
     let block = pane_block(state, Pane::Approvals, Line::from(title));
     let inner = block.inner(area);
     frame.render_widget(block, area);
-    if pending.is_empty() {
+    if pending.is_empty() && state.reviews.is_empty() {
         frame.render_widget(
             Paragraph::new(plain(theme.style("dim"), "nothing waiting for you")),
             inner,
         );
         return;
     }
-    let keys: Vec<Span> = [Action::Approve, Action::Deny, Action::Always]
+    let selected = state.selected(Pane::Approvals);
+    let mut lines = Vec::new();
+    // The review queue first when a review is selected, so the selection is always in view.
+    let reviews_first = selected >= pending.len();
+    if reviews_first {
+        lines.extend(review_lines(state, selected - pending.len()));
+    }
+    if !pending.is_empty() {
+        lines.extend(request_section(state, &pending));
+    }
+    if !reviews_first && !state.reviews.is_empty() {
+        lines.extend(review_lines(state, usize::MAX));
+    }
+    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
+}
+
+/// The review queue: the keys, then one entry per task in review (the selected one marked).
+fn review_lines(state: &AppState, selected: usize) -> Vec<Line<'static>> {
+    let theme = &state.theme;
+    let keys = key_hints(
+        state,
+        &[
+            (Action::Open, "diff"),
+            (Action::Merge, "merge"),
+            (Action::SendBack, "send back"),
+            (Action::Discard, "discard"),
+        ],
+    );
+    let mut lines = vec![
+        plain(
+            theme.style("title.focus"),
+            format!("reviews waiting ({})", state.reviews.len()),
+        ),
+        keys,
+    ];
+    for (i, r) in state.reviews.iter().enumerate() {
+        let marker = if i == selected { "▶ " } else { "  " };
+        let mut head = vec![
+            Span::styled(marker, theme.style("msg.pending")),
+            Span::styled(format!("{} ", r.id), theme.style("task.review")),
+            Span::styled(r.owner.clone(), theme.style("title.focus")),
+            Span::styled(format!("  {}", r.subject), theme.style("text")),
+        ];
+        if i == selected {
+            head = head
+                .into_iter()
+                .map(|s| s.patch_style(theme.style("selection")))
+                .collect();
+        }
+        lines.push(Line::from(head));
+        lines.push(Line::from(vec![
+            Span::styled(format!("    {} files ", r.files.len()), theme.style("dim")),
+            Span::styled(format!("+{}", r.additions), theme.style("task.completed")),
+            Span::styled(format!(" -{}", r.deletions), theme.style("task.failed")),
+            Span::styled(
+                format!("  {} ago  {}", age(r.age_secs), r.files.join(", ")),
+                theme.style("dim"),
+            ),
+        ]));
+        if let Some(verdict) = &r.verdict {
+            let style = if verdict.ends_with(": pass") {
+                theme.style("task.completed")
+            } else {
+                theme.style("status.warning")
+            };
+            lines.push(plain(style, format!("    reviewer {verdict}")));
+        }
+        if !r.conflicts.is_empty() {
+            lines.push(plain(
+                theme.style("status.error"),
+                format!(
+                    "    conflicts with the base in {}: merge refuses",
+                    r.conflicts.join(", ")
+                ),
+            ));
+        }
+        if !r.protected.is_empty() {
+            lines.push(plain(
+                theme.style("status.warning"),
+                format!(
+                    "    ⚠ changes {}: it governs the team, read it closely",
+                    r.protected.join(", ")
+                ),
+            ));
+        }
+        if i == selected
+            && let Some(first) = r.summary.lines().find(|l| !l.trim().is_empty())
+        {
+            lines.push(plain(theme.style("text"), format!("    {first}")));
+        }
+    }
+    lines.push(Line::default());
+    lines
+}
+
+/// `key  what` for each action, with the keys of the active keymap.
+fn key_hints(state: &AppState, actions: &[(Action, &str)]) -> Line<'static> {
+    let theme = &state.theme;
+    let spans: Vec<Span> = actions
         .iter()
-        .flat_map(|a| {
+        .flat_map(|(action, what)| {
             let key = state
                 .keymap
-                .key_for(Mode::Approvals, *a)
+                .key_for(Mode::Approvals, *action)
                 .unwrap_or_default();
             [
                 Span::styled(format!(" {key} "), theme.style("approval.key")),
-                Span::styled(format!(" {}  ", a.name()), theme.style("dim")),
+                Span::styled(format!(" {what}  "), theme.style("dim")),
             ]
         })
         .collect();
+    Line::from(spans)
+}
+
+fn request_section(state: &AppState, pending: &[&RequestInfo]) -> Vec<Line<'static>> {
+    let keys = key_hints(
+        state,
+        &[Action::Approve, Action::Deny, Action::Always].map(|a| (a, a.name())),
+    );
     let selected = state.selected(Pane::Approvals).min(pending.len() - 1);
-    let mut lines = vec![Line::from(keys)];
+    let mut lines = vec![keys];
     // The selected request first, in full; the others follow as long as there is room.
     let order = std::iter::once(selected).chain((0..pending.len()).filter(|i| *i != selected));
     for i in order {
         lines.extend(request_lines(state, pending[i], i == selected));
         lines.push(Line::default());
     }
-    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
+    lines
 }
 
 fn request_lines(state: &AppState, r: &RequestInfo, selected: bool) -> Vec<Line<'static>> {

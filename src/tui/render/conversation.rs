@@ -5,7 +5,6 @@
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use unicode_width::UnicodeWidthChar;
 
 use crate::agent::transcript::Row;
 use crate::tui::render::{one_line, plain};
@@ -138,25 +137,29 @@ fn row_lines(
     lines
 }
 
-/// `text` cut into lines of at most `width` columns, each after `indent`.
+/// `text` cut into lines of at most `width` columns (CJK counts two), each after `indent`:
+/// at word boundaries, and within a word only when it is longer than a whole line.
 fn wrapped(text: &str, indent: &str, width: usize) -> Vec<String> {
     let room = width.saturating_sub(indent.len()).max(8);
-    let mut lines = Vec::new();
-    let mut line = String::new();
-    let mut used = 0;
-    for c in text.replace('\t', "    ").chars() {
-        // Columns, not characters: CJK text takes two per character.
-        let w = c.width().unwrap_or(0);
-        if used + w > room && !line.is_empty() {
-            lines.push(format!("{indent}{line}"));
-            line.clear();
-            used = 0;
-        }
-        line.push(c);
-        used += w;
+    let text = text.replace('\t', "    ");
+    let options = textwrap::Options::new(room).break_words(true);
+    textwrap::wrap(&text, options)
+        .into_iter()
+        .map(|line| format!("{indent}{line}"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrapped;
+
+    #[test]
+    fn long_lines_wrap_between_words_and_only_split_a_word_longer_than_a_line() {
+        let lines = wrapped("the quick brown fox jumps over the lazy dog", "", 16);
+        assert_eq!(lines, ["the quick brown", "fox jumps over", "the lazy dog"]);
+        let long = wrapped("see abcdefghijklmnopqrstuvwxyz", "  ", 12);
+        assert_eq!(long, ["  see", "  abcdefghij", "  klmnopqrst", "  uvwxyz"]);
+        // Columns, not characters: each of these takes two.
+        assert_eq!(wrapped("漢字 漢字 漢字", "", 10), ["漢字 漢字", "漢字"]);
     }
-    if !line.is_empty() || lines.is_empty() {
-        lines.push(format!("{indent}{line}"));
-    }
-    lines
 }

@@ -100,10 +100,16 @@ fn title(state: &AppState, view: &DiffView) -> String {
     } else {
         "unified"
     };
-    format!(
-        " diff {} (crew/{} → {base}){totals} · {mode} ",
-        view.name, view.name
-    )
+    match &view.task {
+        Some(task) => format!(
+            " review {task} by {} (only its commits → {base}){totals} · {mode} ",
+            view.name
+        ),
+        None => format!(
+            " diff {} (crew/{} → {base}){totals} · {mode} ",
+            view.name, view.name
+        ),
+    }
 }
 
 fn hint_line(state: &AppState, view: &DiffView) -> Line<'static> {

@@ -54,6 +54,13 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     } else {
         Span::styled(approvals, style)
     });
+    // Counted only when some wait, so the header keeps its room for the rest.
+    if !state.reviews.is_empty() {
+        spans.push(Span::styled(
+            format!("│ reviews {} ", state.reviews.len()),
+            theme.style("msg.pending"),
+        ));
+    }
     let tokens: u64 = model.agents.values().map(|a| a.token_total()).sum();
     spans.push(Span::styled(
         format!("│ tokens {} ", tokens_text(tokens)),

@@ -74,7 +74,9 @@ pub fn tab_labels(state: &AppState) -> Vec<String> {
         .enumerate()
         .map(|(i, p)| {
             let count = match p {
-                Pane::Approvals => format!(" ({})", state.model.pending().len()),
+                Pane::Approvals => {
+                    format!(" ({})", state.model.pending().len() + state.reviews.len())
+                }
                 Pane::Tasks => format!(" ({})", state.model.tasks.len()),
                 _ => String::new(),
             };
@@ -88,7 +90,9 @@ fn render_tabs(state: &AppState, frame: &mut Frame, area: Rect) {
     for ((pane, cell), label) in tab_cells(area, &labels).into_iter().zip(&labels) {
         let style = if pane == state.focus {
             state.theme.style("tab.active")
-        } else if pane == Pane::Approvals && !state.model.pending().is_empty() {
+        } else if pane == Pane::Approvals
+            && !(state.model.pending().is_empty() && state.reviews.is_empty())
+        {
             state.theme.style("msg.pending")
         } else {
             state.theme.style("tab")

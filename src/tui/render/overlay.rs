@@ -56,13 +56,22 @@ pub fn help_lines(state: &AppState) -> Vec<Line<'static>> {
         }
         lines.push(Line::default());
         lines.push(plain(theme.style("title.focus"), format!("[{name}]")));
+        // One line per action, with every key bound to it (`5, alt-5, ctrl-r`).
+        let mut actions: Vec<(crate::tui::action::Action, Vec<String>)> = Vec::new();
         for b in bindings {
+            let keys = sequence_text(&b.keys);
+            match actions.iter_mut().find(|(a, _)| *a == b.action) {
+                Some((_, all)) => all.push(keys),
+                None => actions.push((b.action, vec![keys])),
+            }
+        }
+        for (action, keys) in actions {
             lines.push(Line::from(vec![
                 Span::styled(
-                    format!("  {:<12}", sequence_text(&b.keys)),
+                    format!("  {:<12}", keys.join(", ")),
                     theme.style("approval.key"),
                 ),
-                Span::styled(format!(" {}", b.action.help()), theme.style("text")),
+                Span::styled(format!(" {}", action.help()), theme.style("text")),
             ]));
         }
     }
@@ -91,6 +100,8 @@ fn render_prompt(state: &AppState, prompt: &Prompt, frame: &mut Frame, body: Rec
         PromptKind::SendBack { to } => format!(" send {to}'s work back "),
         PromptKind::EditDeps { id } => format!(" what {id} waits for "),
         PromptKind::Assign { id } => format!(" assign {id} "),
+        PromptKind::ReviewSendBack { id } => format!(" send {id} back "),
+        PromptKind::ReviewDiscard { id } => format!(" discard {id} "),
     };
     let height = prompt.fields.len() as u16 * 2 + 3;
     let area = centered(body, 64, height);

@@ -8,8 +8,9 @@ use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 
 use crate::store::Status;
 use crate::tui::model::TaskRow;
-use crate::tui::render::{pane_block, plain, window_start};
+use crate::tui::render::{one_line, pane_block, plain, window_start};
 use crate::tui::state::{AppState, Pane};
+use unicode_width::UnicodeWidthStr;
 
 pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     let model = &state.model;
@@ -47,6 +48,7 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
             state,
             row,
             i == selected && state.focus == Pane::Tasks,
+            list.width as usize,
         ));
     }
     frame.render_widget(Paragraph::new(lines), list);
@@ -59,12 +61,18 @@ fn glyph(status: Status) -> (&'static str, &'static str) {
     match status {
         Status::Pending => ("○", "task.pending"),
         Status::InProgress => ("◐", "task.in_progress"),
+        Status::Review => ("◑", "task.review"),
         Status::Completed => ("●", "task.completed"),
         Status::Failed => ("✗", "task.failed"),
     }
 }
 
-fn task_line(state: &AppState, row: &TaskRow, selected: bool) -> Line<'static> {
+/// Columns a subject keeps before the dependency list is elided instead.
+const SUBJECT_MIN: usize = 6;
+
+/// One task row that fits `width`: the subject is shortened first, then the dependency list
+/// shows what fits and says how many more (`…+2`), so a row never ends mid-id at the edge.
+fn task_line(state: &AppState, row: &TaskRow, selected: bool, width: usize) -> Line<'static> {
     let theme = &state.theme;
     let task = &state.model.tasks[row.index];
     let (g, key) = glyph(task.status);
@@ -79,6 +87,7 @@ fn task_line(state: &AppState, row: &TaskRow, selected: bool) -> Line<'static> {
         theme.style(key)
     };
     spans.push(Span::styled(format!("{} ", task.id), id_style));
+    let subject_at = spans.len();
     spans.push(Span::styled(task.subject.clone(), theme.style("text")));
     match (&task.owner, task.status) {
         // Pending with an owner: assigned, only that teammate may claim it.
@@ -95,8 +104,9 @@ fn task_line(state: &AppState, row: &TaskRow, selected: bool) -> Line<'static> {
     if row.claimable {
         spans.push(Span::styled(" ▶ claimable", theme.style("task.claimable")));
     }
+    let mut deps: Vec<Span<'static>> = Vec::new();
     if !task.blocked_by.is_empty() {
-        spans.push(Span::styled(" ⇠ ", theme.style("dim")));
+        deps.push(Span::styled(" ⇠ ", theme.style("dim")));
         for (i, b) in task.blocked_by.iter().enumerate() {
             let open = row.blocked_by.contains(b);
             let style = if open {
@@ -104,18 +114,62 @@ fn task_line(state: &AppState, row: &TaskRow, selected: bool) -> Line<'static> {
             } else {
                 theme.style("task.completed")
             };
-            let sep = if i > 0 { "," } else { "" };
-            spans.push(Span::styled(format!("{sep}{b}"), style));
+            let sep = if i > 0 { ", " } else { "" };
+            deps.push(Span::styled(format!("{sep}{b}"), style));
         }
         if !row.blocked_by.is_empty() && task.status == Status::Pending {
-            spans.push(Span::styled(" (blocked)", theme.style("task.blocked")));
+            deps.push(Span::styled(" (blocked)", theme.style("task.blocked")));
         }
     }
+    fit(&mut spans, subject_at, &mut deps, width, theme.style("dim"));
+    spans.extend(deps);
     let line = Line::from(spans);
     if selected {
         line.style(theme.style("selection"))
     } else {
         line
+    }
+}
+
+/// Shortens the subject (down to `SUBJECT_MIN`), then drops "(blocked)", then dependency ids
+/// from the end (saying how many) until the row fits `width`.
+fn fit(
+    spans: &mut [Span<'static>],
+    subject_at: usize,
+    deps: &mut Vec<Span<'static>>,
+    width: usize,
+    dim: ratatui::style::Style,
+) {
+    let total =
+        |spans: &[Span], deps: &[Span]| spans.iter().chain(deps).map(Span::width).sum::<usize>();
+    let over = total(spans, deps).saturating_sub(width);
+    if over == 0 {
+        return;
+    }
+    let subject = spans[subject_at].content.to_string();
+    let keep = subject.width().saturating_sub(over + 1).max(SUBJECT_MIN);
+    if keep < subject.width() {
+        spans[subject_at].content = one_line(&subject, keep).into();
+    }
+    // "(blocked)" goes first: the blockers' dim colour says it too.
+    if total(spans, deps) > width {
+        deps.retain(|s| s.content != " (blocked)");
+    }
+    let ids = deps.iter().filter(|s| s.content.contains("task_")).count();
+    let mut dropped = 0;
+    while total(spans, deps) > width && dropped < ids {
+        let last_id = deps.iter().rposition(|s| s.content.contains("task_"));
+        if let Some(at) = last_id {
+            deps.remove(at);
+            dropped += 1;
+        }
+        deps.retain(|s| !s.content.contains('…'));
+        // Right after the arrow when no id is left, else after the last id kept.
+        let (at, gap) = deps
+            .iter()
+            .rposition(|s| s.content.contains("task_"))
+            .map_or((1, ""), |i| (i + 1, " "));
+        deps.insert(at, Span::styled(format!("{gap}…+{dropped}"), dim));
     }
 }
 

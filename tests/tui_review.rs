@@ -1,0 +1,252 @@
+//! The review queue in the screen: reached with one key from anywhere (the lead's text box
+//! included), a task's own diff, and merge / send back / discard from the keys, on a real
+//! repository with a task in review.
+
+mod tui_support;
+
+use std::path::{Path, PathBuf};
+
+use crew::config::init_template;
+use crew::git::{Author, Worktrees, exclude_from_git, init_with_files};
+use crew::store::workspace::RUNTIME_FOLDERS;
+use crew::store::{Claimant, NewTask, Status, TaskId, Workspace};
+use crew::tui::Pane;
+use crew::tui::event::Effect;
+use tui_support::{Harness, draw};
+
+/// A repository whose alice has task_1 ("Add a parser") in review: one commit adding parser.rs.
+fn repo_with_review() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    init_with_files(
+        root,
+        "main",
+        &[
+            ("crew.toml", &init_template("web", "main")),
+            ("README.md", "# web\n"),
+        ],
+        &Author::new("person", "person@crew.invalid"),
+        "start",
+    )
+    .unwrap();
+    exclude_from_git(root, RUNTIME_FOLDERS).unwrap();
+    submit(root, "Add a parser", "parser.rs", "fn parse() {}\n");
+    dir
+}
+
+/// alice claims a new task, writes `file`, commits it as the task and submits it for review.
+fn submit(root: &Path, subject: &str, file: &str, text: &str) -> TaskId {
+    let ws = Workspace::new(root);
+    let trees = Worktrees::open(root).unwrap();
+    let wt = trees.ensure("alice", "main", &[], &[]).unwrap();
+    trees
+        .bring_up_to_date("alice", "main", &Author::new("alice", "alice@crew.invalid"))
+        .unwrap();
+    let task = ws
+        .tasks()
+        .create(NewTask {
+            subject: subject.into(),
+            ..NewTask::default()
+        })
+        .unwrap();
+    let id = TaskId::parse(&task.id).unwrap();
+    let alice = Claimant {
+        name: "alice",
+        role: Some("implementer"),
+    };
+    ws.tasks().claim(id, alice).unwrap();
+    let start = trees.head_of("alice").unwrap();
+    ws.tasks().record_start(id, "crew/alice", &start).unwrap();
+    std::fs::write(wt.path.join(file), text).unwrap();
+    let message = format!("{}: {subject}\n\nwrote {file}\n", task.id);
+    let head = trees
+        .commit_work(
+            "alice",
+            &message,
+            &Author::new("alice", "alice@crew.invalid"),
+        )
+        .unwrap();
+    let mut commits = ws.tasks().read(id).unwrap().commits.unwrap();
+    commits.head = head;
+    ws.tasks()
+        .submit_for_review(id, "alice", format!("wrote {file}"), *commits)
+        .unwrap();
+    id
+}
+
+fn status_of(root: &Path, id: u64) -> (Status, Option<String>) {
+    let task = Workspace::new(root).tasks().read(TaskId(id)).unwrap();
+    (task.status, task.owner)
+}
+
+/// The screen with the temporary folder's path replaced, so snapshots are stable.
+fn stable_screen(h: &mut Harness) -> String {
+    let real = std::mem::replace(&mut h.state.root, PathBuf::from("/repo/web"));
+    for r in &mut h.state.reviews {
+        r.age_secs = 120;
+    }
+    let text = tui_support::screen_text(&mut h.state, 120, 32);
+    h.state.root = real;
+    text
+}
+
+#[test]
+fn the_review_queue_is_one_key_away_from_the_text_box_and_shows_the_task() {
+    let dir = repo_with_review();
+    let mut h = Harness::new(dir.path());
+    assert_eq!(h.state.focus, Pane::Lead);
+    assert_eq!(h.state.reviews.len(), 1, "{}", h.status());
+    h.press(&["ctrl-r"]);
+    assert_eq!(h.state.focus, Pane::Approvals);
+    assert!(
+        h.state.input.lines().join("").is_empty(),
+        "nothing was typed"
+    );
+    let screen = stable_screen(&mut h);
+    assert!(
+        screen.contains("reviews 1"),
+        "the header counts it:\n{screen}"
+    );
+    insta::assert_snapshot!("review_queue", screen);
+
+    h.press(&["enter"]);
+    let view = h.state.diff.as_ref().expect("the task's diff is open");
+    assert_eq!(view.task.as_deref(), Some("task_1"));
+    let files: Vec<&str> = view.files().iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(files, ["parser.rs"]);
+    insta::assert_snapshot!("review_diff", stable_screen(&mut h));
+}
+
+#[test]
+fn merge_from_the_queue_completes_the_task_and_updates_the_base() {
+    let dir = repo_with_review();
+    let mut h = Harness::new(dir.path());
+    h.press(&["ctrl-r", "M"]);
+    assert!(
+        h.status().contains("task_1 merged into main"),
+        "{}",
+        h.status()
+    );
+    assert_eq!(status_of(dir.path(), 1).0, Status::Completed);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("parser.rs")).unwrap(),
+        "fn parse() {}\n"
+    );
+    h.changed(&[".tasks/task_1.json"]);
+    assert!(h.state.reviews.is_empty());
+}
+
+#[test]
+fn send_back_from_the_diff_returns_the_task_to_its_teammate_with_the_note() {
+    let dir = repo_with_review();
+    let mut h = Harness::new(dir.path());
+    h.press(&["ctrl-r", "enter", "b"]);
+    h.type_text("add tests");
+    h.press(&["enter"]);
+    assert_eq!(
+        status_of(dir.path(), 1),
+        (Status::Pending, Some("alice".into()))
+    );
+    let task = Workspace::new(dir.path()).tasks().read(TaskId(1)).unwrap();
+    assert!(
+        task.notes
+            .last()
+            .unwrap()
+            .ends_with("sent back by user: add tests")
+    );
+    assert!(!dir.path().join("parser.rs").exists(), "nothing was merged");
+}
+
+#[test]
+fn discard_takes_the_changes_out_and_fails_the_task_with_the_reason() {
+    let dir = repo_with_review();
+    let mut h = Harness::new(dir.path());
+    h.press(&["ctrl-r", "X"]);
+    h.type_text("wrong approach");
+    h.press(&["enter"]);
+    let task = Workspace::new(dir.path()).tasks().read(TaskId(1)).unwrap();
+    assert_eq!(task.status, Status::Failed);
+    assert!(task.result.unwrap().contains("wrong approach"));
+    assert!(!dir.path().join(".worktrees/alice/parser.rs").exists());
+}
+
+#[test]
+fn a_conflicting_merge_is_shown_with_its_files_and_changes_nothing() {
+    let dir = repo_with_review();
+    // The person writes the same file on the base meanwhile.
+    let root = dir.path();
+    std::fs::write(root.join("parser.rs"), "// the person's parser\n").unwrap();
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .args(["-c", "user.name=p", "-c", "user.email=p@crew.invalid"])
+            .args(args)
+            .current_dir(root)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    };
+    git(&["add", "parser.rs"]);
+    git(&["commit", "-q", "-m", "person's parser"]);
+    let mut h = Harness::new(root);
+    assert_eq!(h.state.reviews[0].conflicts, ["parser.rs"]);
+    let screen = stable_screen(&mut h);
+    assert!(
+        screen.contains("conflicts with the base in parser.rs"),
+        "{screen}"
+    );
+    h.press(&["ctrl-r", "M"]);
+    assert!(
+        h.status().contains("conflicts in parser.rs"),
+        "{}",
+        h.status()
+    );
+    assert_eq!(status_of(root, 1).0, Status::Review);
+    assert_eq!(
+        std::fs::read_to_string(root.join("parser.rs")).unwrap(),
+        "// the person's parser\n"
+    );
+    draw(&mut h.state, 80, 24);
+}
+
+#[test]
+fn a_task_entering_review_rings_the_bell_and_sends_a_desktop_notification() {
+    let dir = repo_with_review();
+    let mut h = Harness::new(dir.path());
+    submit(dir.path(), "Add a lexer", "lexer.rs", "fn lex() {}\n");
+    h.changed(&[".tasks/task_2.json"]);
+    assert!(h.effects.iter().any(|e| matches!(e, Effect::Bell)));
+    assert!(
+        h.effects.iter().any(
+            |e| matches!(e, Effect::DesktopNotify { text } if text == "task_2 waits for your review")
+        ),
+        "{:?}",
+        h.effects
+    );
+    assert_eq!(h.state.reviews.len(), 2);
+    // Both can be turned off in crew.toml.
+    let toml = dir.path().join("crew.toml");
+    let mut text = std::fs::read_to_string(&toml).unwrap();
+    text.push_str("\n[ui]\nbell = false\ndesktop_notifications = false\n");
+    std::fs::write(&toml, text).unwrap();
+    let mut quiet = Harness::new(dir.path());
+    submit(dir.path(), "Add a printer", "printer.rs", "fn print() {}\n");
+    quiet.changed(&[".tasks/task_3.json"]);
+    assert!(
+        !quiet
+            .effects
+            .iter()
+            .any(|e| matches!(e, Effect::Bell | Effect::DesktopNotify { .. })),
+        "{:?}",
+        quiet.effects
+    );
+}
+
+#[test]
+fn a_desktop_notification_carries_no_escape_sequence_from_agent_text() {
+    let osc = crew::tui::terminal::desktop_notification("task_1 \x1b]0;pwned\x07; done\n");
+    assert_eq!(
+        osc,
+        "\x1b]9;task_1  ]0 pwned   done \x07\x1b]777;notify;crew;task_1  ]0 pwned   done \x07"
+    );
+}
