@@ -140,8 +140,12 @@ fn a_permission_goes_to_the_person_and_back_and_a_denial_reaches_the_cli() {
     ]);
 
     // 3. Write outside the worktree: crew's workspace boundary refuses it without asking.
-    let done = team.wait_task("task_1", "completed", WAIT);
+    // The allowed command changed the worktree: that is the task's commit, waiting for review.
+    let done = team.wait_task("task_1", "review", WAIT);
     assert_eq!(done["result"], "Finished.", "{done}");
+    let diff = team.repo.ok(&["review", "diff", "task_1"]);
+    assert!(diff.contains("claude-did.txt"), "{diff}");
+    assert!(diff.contains("x1"), "{diff}");
 
     let responses = control_responses(&log);
     assert_eq!(responses.len(), 3, "{responses:?}");
@@ -228,6 +232,11 @@ fn a_permission_goes_to_the_person_and_back_and_a_denial_reaches_the_cli() {
     let replay = team.repo.ok(&["replay", transcript.to_str().unwrap()]);
     assert!(replay.contains("Finished."), "{replay}");
     assert!(replay.contains("not that one"), "{replay}");
+
+    // The person merges the reviewed task: Claude Code's change is on main.
+    team.repo.ok(&["review", "merge", "task_1"]);
+    assert_eq!(team.task("task_1")["status"], "completed");
+    assert!(team.repo.join("claude-did.txt").exists());
 
     let down = team.repo.crew(&["down", "--timeout", "10"]);
     assert_eq!(down.code, 0, "{}", down.stderr);

@@ -13,18 +13,17 @@ use crate::agent::{
     Agent, AgentConfig, AgentEvent, EventSink, Limits, MailboxPrompter, StopReason,
 };
 use crate::config::{AgentConfig as AgentEntry, ModelChoice, TeamConfig};
-use crate::git::{Author, MergeOutcome, Worktrees};
+use crate::git::Worktrees;
 use crate::model::scripted::ScriptedProvider;
 use crate::model::{ModelProvider, ProviderSpec, RetryPolicy, provider_from_spec};
 use crate::store::message::REVIEW_REQUEST;
 use crate::store::requests::RequestState;
 use crate::store::review::review_notes;
-use crate::store::{
-    AgentState, Draft, Message, ReviewerVerdict, Status, Task, TaskCommits, TaskId, Workspace,
-};
+use crate::store::{AgentState, Draft, Message, ReviewerVerdict, Status, Task, TaskId, Workspace};
 use crate::team::review;
 use crate::team::roles::toolset;
 use crate::team::status::StatusHandle;
+use crate::team::task_branch::TaskBranch;
 use crate::team::tools::TeamEnv;
 use crate::team::verdict::{self, Verdict};
 use crate::team::worker::{Job, JobOutcome, Work};
@@ -260,6 +259,14 @@ impl AgentWork {
         facts
     }
 
+    fn branch(&self) -> TaskBranch<'_> {
+        TaskBranch {
+            workspace: &self.workspace,
+            config: &self.config,
+            name: &self.name,
+        }
+    }
+
     fn build_agent(&self, workdir: PathBuf, status: &StatusHandle) -> Result<Agent, String> {
         let env = Arc::new(TeamEnv {
             workspace: self.workspace.clone(),
@@ -306,102 +313,6 @@ impl AgentWork {
         .map_err(|e| e.to_string())?;
         agent.set_team_facts(self.team_facts(&workdir));
         Ok(agent)
-    }
-
-    fn author(&self) -> Author {
-        Author::crew(&self.name)
-    }
-
-    /// Before a writer's task: its worktree is brought up to date with the base branch (so it
-    /// starts from merged code), and where the task's commits start is recorded. A conflict
-    /// (or local changes in the way) changes nothing, and the task is not started.
-    fn prepare_task(&self, task: &Task) -> Result<(), String> {
-        let base = &self.config.team.base_branch;
-        let branch = format!("crew/{}", self.name);
-        let trees = Worktrees::open(self.workspace.root()).map_err(|e| e.to_string())?;
-        let not_started = |why: String| {
-            format!(
-                "not started: bringing {branch} up to date with {base} {why}; nothing was \
-                 changed. Resolve it in .worktrees/{}, then hand the task out again",
-                self.name
-            )
-        };
-        match trees.bring_up_to_date(&self.name, base, &self.author()) {
-            Ok(MergeOutcome::Conflicts { files }) => {
-                return Err(not_started(format!("conflicts in {}", files.join(", "))));
-            }
-            Err(e) => return Err(not_started(format!("failed: {e}"))),
-            Ok(_) => {}
-        }
-        let head = trees.head_of(&self.name).map_err(|e| e.to_string())?;
-        let id = TaskId::parse(&task.id).map_err(|e| e.to_string())?;
-        self.workspace
-            .tasks()
-            .record_start(id, &branch, &head)
-            .map(|_| ())
-            .map_err(|e| e.to_string())
-    }
-
-    /// After a writer's task: everything it changed becomes the task's commit
-    /// (`task_N: <subject>`, the summary as its body, the teammate as author). Commits that are
-    /// not in the base branch yet go to review, or are merged at once with `merge_when_done`.
-    fn commit_task(&self, task: &Task, outcome: &mut JobOutcome) {
-        let committed = self.try_commit(task, outcome.success, &outcome.summary);
-        match committed {
-            Ok(commits) => outcome.commits = commits,
-            Err(e) => {
-                outcome.success = false;
-                outcome.summary = format!("{}\n[work not committed: {e}]", outcome.summary);
-            }
-        }
-        if self.config.worktree.merge_when_done && outcome.success {
-            self.merge_at_once(task, outcome);
-        }
-    }
-
-    fn try_commit(
-        &self,
-        task: &Task,
-        success: bool,
-        summary: &str,
-    ) -> Result<Option<TaskCommits>, String> {
-        let trees = Worktrees::open(self.workspace.root()).map_err(|e| e.to_string())?;
-        let unfinished = if success { "" } else { " (unfinished)" };
-        let message = format!("{}: {}{unfinished}\n\n{summary}\n", task.id, task.subject);
-        let head = trees
-            .commit_work(&self.name, &message, &self.author())
-            .map_err(|e| e.to_string())?;
-        let id = TaskId::parse(&task.id).map_err(|e| e.to_string())?;
-        let recorded = self
-            .workspace
-            .tasks()
-            .read(id)
-            .map_err(|e| e.to_string())?
-            .commits;
-        Ok(recorded
-            .filter(|c| c.start != head)
-            .map(|c| TaskCommits { head, ..*c }))
-    }
-
-    /// `merge_when_done`: the task's commits go into the base branch now, unless they change
-    /// what governs the team (crew.toml, .crew/, hook scripts, CI files): those always wait for
-    /// the person. A conflict also leaves the task in review, where the person sees it.
-    fn merge_at_once(&self, task: &Task, outcome: &mut JobOutcome) {
-        let Some(commits) = outcome.commits.clone() else {
-            return;
-        };
-        let base = &self.config.team.base_branch;
-        let note = match review::merge_commits(&self.workspace, &self.config, task, &commits) {
-            Ok(how) => {
-                outcome.commits = None;
-                format!("merged {} ({}) into {base}: {how}", task.id, commits.branch)
-            }
-            Err(e) => format!(
-                "{} not merged automatically: {e}; it waits for review",
-                task.id
-            ),
-        };
-        outcome.summary = format!("{}\n[{note}]", outcome.summary);
     }
 }
 
@@ -489,7 +400,7 @@ impl AgentWork {
 
 impl Work for AgentWork {
     fn entered_review(&mut self, task: &Task) {
-        self.ask_for_review(task);
+        self.branch().ask_for_review(task);
     }
 
     fn run(&mut self, job: &Job, status: &StatusHandle) -> JobOutcome {
@@ -503,7 +414,7 @@ impl Work for AgentWork {
             Err(e) => return JobOutcome::failed(format!("no worktree: {e}")),
         };
         if let (Job::Task(task), true) = (job, self.writes)
-            && let Err(e) = self.prepare_task(task)
+            && let Err(e) = self.branch().prepare(task)
         {
             return JobOutcome::failed(e);
         }
@@ -543,40 +454,13 @@ impl Work for AgentWork {
             commits: None,
         };
         if let (Job::Task(task), true) = (job, self.writes) {
-            self.commit_task(task, &mut outcome);
+            self.branch().commit(task, &mut outcome);
         }
         outcome
     }
 }
 
 impl AgentWork {
-    /// `review_by`: a review job is sent to the reviewer when a task enters review.
-    fn ask_for_review(&self, task: &Task) {
-        let Some(by) = &self.config.worktree.review_by else {
-            return;
-        };
-        let mut extra = serde_json::Map::new();
-        extra.insert("task".into(), task.id.clone().into());
-        let sent = self.workspace.mailboxes().send(
-            &self.config.roster(),
-            Draft {
-                from: self.name.clone(),
-                to: by.get_ref().clone(),
-                kind: REVIEW_REQUEST.into(),
-                text: Some(format!("Please review {}: {}", task.id, task.subject)),
-                extra,
-                ..Draft::default()
-            },
-        );
-        if let Err(e) = sent {
-            tracing::warn!(
-                "{}: review request for {} not sent: {e}",
-                self.name,
-                task.id
-            );
-        }
-    }
-
     /// The reviewer's side: the base with the task's commits merged in, written to a temporary
     /// folder, reviewed there (the team's `test_command` included); the verdict is recorded on
     /// the task, told to the lead, and a FAIL sends the task back when the team asked for that.

@@ -9,6 +9,7 @@ pub mod review;
 pub mod roles;
 pub mod status;
 pub mod supervisor;
+mod task_branch;
 pub mod teammate_work;
 pub mod tools;
 pub mod verdict;

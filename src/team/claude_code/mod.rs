@@ -23,12 +23,13 @@ use crate::agent::emitter::Emitter;
 use crate::agent::transcript::{TranscriptError, TranscriptWriter, transcript_path};
 use crate::agent::{AgentEvent, EventSink, MailboxPrompter, StopReason, TurnResult};
 use crate::config::TeamConfig;
-use crate::store::Workspace;
 use crate::store::message::new_id;
+use crate::store::{Task, Workspace};
 use crate::team::agent_work::{
     SetupError, permission_setup, status_sink, task_packet, working_dir,
 };
 use crate::team::status::StatusHandle;
+use crate::team::task_branch::TaskBranch;
 use crate::team::verdict::{self, Verdict};
 use crate::team::worker::{Job, JobOutcome, Work};
 use crate::tools::{
@@ -131,6 +132,14 @@ impl ClaudeCodeWork {
             runtime,
             session: None,
         })
+    }
+
+    fn branch(&self) -> TaskBranch<'_> {
+        TaskBranch {
+            workspace: &self.workspace,
+            config: &self.config,
+            name: &self.name,
+        }
     }
 
     /// The live session, started (in the teammate's working folder) when there is none.
@@ -275,9 +284,18 @@ fn decide(
 }
 
 impl Work for ClaudeCodeWork {
+    fn entered_review(&mut self, task: &Task) {
+        self.branch().ask_for_review(task);
+    }
+
     fn run(&mut self, job: &Job, status: &StatusHandle) -> JobOutcome {
         let (input, _) = task_packet(job);
-        match self.session(status) {
+        let started = self.session(status).map(|_| ());
+        let prepared = match (job, self.writes) {
+            (Job::Task(task), true) => started.and_then(|()| self.branch().prepare(task)),
+            _ => started,
+        };
+        match prepared.map(|()| self.session.as_mut().expect("started above")) {
             Ok(session) => {
                 session.turns += 1;
                 session.emitter.set_turn(session.turns);
@@ -297,7 +315,7 @@ impl Work for ClaudeCodeWork {
         let ended = self.turn(&input);
         let broken = ended.is_err();
         let session = self.session.as_mut().expect("started above");
-        let (outcome, result) = match ended {
+        let (mut outcome, result) = match ended {
             Ok(end) => {
                 let verdict = (self.role == "reviewer")
                     .then(|| verdict::parse(&end.text))
@@ -355,6 +373,9 @@ impl Work for ClaudeCodeWork {
         if broken {
             // A broken conversation is not reused: the next job starts a fresh process.
             self.session = None;
+        }
+        if let (Job::Task(task), true) = (job, self.writes) {
+            self.branch().commit(task, &mut outcome);
         }
         outcome
     }
