@@ -17,7 +17,7 @@ pub(crate) struct TaskBranch<'a> {
 
 impl TaskBranch<'_> {
     fn author(&self) -> Author {
-        Author::crew(&self.name)
+        Author::crew(self.name)
     }
 
     /// Before a writer's task: its worktree is brought up to date with the base branch (so it
@@ -34,14 +34,14 @@ impl TaskBranch<'_> {
                 self.name
             )
         };
-        match trees.bring_up_to_date(&self.name, base, &self.author()) {
+        match trees.bring_up_to_date(self.name, base, &self.author()) {
             Ok(MergeOutcome::Conflicts { files }) => {
                 return Err(not_started(format!("conflicts in {}", files.join(", "))));
             }
             Err(e) => return Err(not_started(format!("failed: {e}"))),
             Ok(_) => {}
         }
-        let head = trees.head_of(&self.name).map_err(|e| e.to_string())?;
+        let head = trees.head_of(self.name).map_err(|e| e.to_string())?;
         let id = TaskId::parse(&task.id).map_err(|e| e.to_string())?;
         self.workspace
             .tasks()
@@ -77,7 +77,7 @@ impl TaskBranch<'_> {
         let unfinished = if success { "" } else { " (unfinished)" };
         let message = format!("{}: {}{unfinished}\n\n{summary}\n", task.id, task.subject);
         let head = trees
-            .commit_work(&self.name, &message, &self.author())
+            .commit_work(self.name, &message, &self.author())
             .map_err(|e| e.to_string())?;
         let id = TaskId::parse(&task.id).map_err(|e| e.to_string())?;
         let recorded = self
@@ -99,7 +99,7 @@ impl TaskBranch<'_> {
             return;
         };
         let base = &self.config.team.base_branch;
-        let note = match review::merge_commits(&self.workspace, &self.config, task, &commits) {
+        let note = match review::merge_commits(self.workspace, self.config, task, &commits) {
             Ok(how) => {
                 outcome.commits = None;
                 format!("merged {} ({}) into {base}: {how}", task.id, commits.branch)
