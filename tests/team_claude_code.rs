@@ -432,3 +432,56 @@ fn the_headless_policy_answers_the_cli_and_the_run_ends_when_its_task_is_done() 
         "the CLI was closed when the team stopped"
     );
 }
+
+/// The argv of each process the fake was started as, in order.
+fn starts(log: &Path) -> Vec<Vec<String>> {
+    logged(log)
+        .iter()
+        .filter_map(|l| l["argv"].as_array().cloned())
+        .map(|argv| {
+            argv.iter()
+                .map(|a| a.as_str().unwrap().to_string())
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn a_restarted_worker_resumes_the_cli_session_and_forgets_one_the_cli_cannot_resume() {
+    let team = fake_team();
+    let (mut alice, log) = start_alice(&team, "run1.transcript.jsonl", &[]);
+    team.repo.ok(&["task", "add", "first message"]);
+    team.wait_task("task_1", "completed", WAIT);
+    let down = team.repo.crew(&["down", "--timeout", "10"]);
+    assert_eq!(down.code, 0, "{}", down.stderr);
+    assert_eq!(alice.wait(Duration::from_secs(15)), Some(0));
+    let saved = team.repo.join(".crew/claude-code/alice.session");
+    assert_eq!(
+        std::fs::read_to_string(&saved).unwrap(),
+        "bad14e49-1db8-4a34-8cf2-e1005acda7a7"
+    );
+
+    // Started again, the CLI is asked to resume the recorded session; this one dies before it
+    // says `init` (as a CLI refusing an unknown session would), so the id is forgotten.
+    let (_alice, _) = start_alice(
+        &team,
+        "run1.transcript.jsonl",
+        &[("FAKE_CLAUDE_CRASH_AFTER", "0")],
+    );
+    team.repo.ok(&["task", "add", "second"]);
+    let reason = failure(&team, "task_2");
+    assert!(reason.contains("exited mid-turn"), "{reason}");
+    team.repo.ok(&["task", "add", "third"]);
+    team.wait_task("task_3", "failed", WAIT);
+
+    let argvs = starts(&log);
+    assert_eq!(argvs.len(), 3, "{argvs:?}");
+    assert!(!argvs[0].contains(&"--resume".to_string()), "{argvs:?}");
+    let resume = argvs[1].iter().position(|a| a == "--resume").unwrap();
+    assert_eq!(argvs[1][resume + 1], "bad14e49-1db8-4a34-8cf2-e1005acda7a7");
+    assert!(
+        !argvs[2].contains(&"--resume".to_string()),
+        "a session that could not be resumed is not tried again: {argvs:?}"
+    );
+    assert!(!saved.exists());
+}

@@ -74,6 +74,8 @@ struct Session {
     turns: u64,
     /// The CLI's `total_cost_usd` at the end of the last turn (it counts the whole session).
     cost_so_far: f64,
+    /// Whether the process has said `init` (so a session id it was given worked).
+    initialised: bool,
 }
 
 pub struct ClaudeCodeWork {
@@ -142,13 +144,35 @@ impl ClaudeCodeWork {
         }
     }
 
+    /// Where the CLI's session id is kept, so a restarted worker resumes the conversation.
+    fn session_file(&self) -> PathBuf {
+        self.workspace
+            .root()
+            .join(".crew/claude-code")
+            .join(format!("{}.session", self.name))
+    }
+
+    /// The CLI session to resume: the last one this teammate's CLI reported, if it looks like one.
+    fn saved_session(&self) -> Option<String> {
+        let text = std::fs::read_to_string(self.session_file()).ok()?;
+        let id = text.trim();
+        let plausible = !id.is_empty()
+            && id.len() <= 128
+            && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
+        plausible.then(|| id.to_string())
+    }
+
     /// The live session, started (in the teammate's working folder) when there is none.
     fn session(&mut self, status: &StatusHandle) -> Result<&mut Session, String> {
         if self.session.is_none() {
             let workdir = working_dir(&self.workspace, &self.config, &self.name, self.writes)
                 .map_err(|e| format!("no worktree: {e}"))?;
+            let mut args = self.args.clone();
+            if let Some(id) = self.saved_session() {
+                args.extend(["--resume".to_string(), id]);
+            }
             let process =
-                ClaudeProcess::spawn(&self.bin, &self.args, &workdir).map_err(|e| e.to_string())?;
+                ClaudeProcess::spawn(&self.bin, &args, &workdir).map_err(|e| e.to_string())?;
             let path = transcript_path(self.workspace.root(), &self.name, &new_id("session"));
             let writer = TranscriptWriter::open(path).map_err(|e| e.to_string())?;
             self.session = Some(Session {
@@ -158,6 +182,7 @@ impl ClaudeCodeWork {
                 workdir,
                 turns: 0,
                 cost_so_far: 0.0,
+                initialised: false,
             });
         }
         Ok(self.session.as_mut().expect("just started"))
@@ -172,6 +197,7 @@ impl ClaudeCodeWork {
             self.config.lead_name().to_string(),
             self.config.request_timeout(),
         );
+        let session_file = self.session_file();
         let session = self.session.as_mut().expect("started by run");
         let events = Arc::clone(&session.emitter);
         let prompter = prompter.with_events(EventSink::new(move |e| events.emit(e)));
@@ -190,6 +216,10 @@ impl ClaudeCodeWork {
                     let version = line["claude_code_version"].as_str().unwrap_or("(unnamed)");
                     if version.split('.').next() != Some(SUPPORTED_MAJOR) {
                         return Err(ClaudeError::Version(version.to_string()));
+                    }
+                    session.initialised = true;
+                    if let Some(id) = line["session_id"].as_str() {
+                        save_session(&session_file, id);
                     }
                 }
                 Some("assistant" | "user") => {
@@ -371,6 +401,17 @@ impl Work for ClaudeCodeWork {
         };
         session.emitter.emit(AgentEvent::TurnEnd { result });
         if broken {
+            // A process that died before `init` may have been refused the session it was to
+            // resume: the next one starts a new conversation instead of failing the same way.
+            if !session.initialised
+                && let Err(e) = std::fs::remove_file(self.session_file())
+                && e.kind() != std::io::ErrorKind::NotFound
+            {
+                tracing::warn!(
+                    "{}: stale Claude Code session not forgotten: {e}",
+                    self.name
+                );
+            }
             // A broken conversation is not reused: the next job starts a fresh process.
             self.session = None;
         }
@@ -378,5 +419,16 @@ impl Work for ClaudeCodeWork {
             self.branch().commit(task, &mut outcome);
         }
         outcome
+    }
+}
+
+/// Keeps the CLI's session id (a failure only costs the resume after a restart).
+fn save_session(path: &std::path::Path, id: &str) {
+    let saved = path
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| crate::store::atomic::write_atomic(path, id.as_bytes()));
+    if let Err(e) = saved {
+        tracing::warn!("Claude Code session id not kept in {}: {e}", path.display());
     }
 }
