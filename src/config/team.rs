@@ -345,6 +345,19 @@ impl TeamConfig {
                 ),
             ));
         }
+        if let Some(by) = &self.worktree.review_by
+            && self
+                .agent(by.get_ref())
+                .is_some_and(|a| a.model.provider == "claude-code")
+        {
+            return Err(err(
+                by.span(),
+                format!(
+                    "review_by = {:?} is a claude-code teammate; reviews run on crew's own runtime for now (it reviews the merged code in a folder of its own)",
+                    by.get_ref()
+                ),
+            ));
+        }
         for agent in self.agents() {
             let model = &agent.model;
             if let Some(thinking) = &model.thinking
