@@ -226,3 +226,31 @@ fn task_rows_in_a_narrow_pane_end_with_whole_ids_or_say_how_many_are_left_out() 
         }
     }
 }
+
+#[test]
+fn the_header_says_how_commands_run() {
+    use crew::tui::state::SandboxState;
+    let header = |sandbox: SandboxState| {
+        let mut state = fixture_state();
+        state.sandbox = sandbox;
+        tui_support::screen_text(&mut state, 160, 30)
+            .lines()
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    assert!(
+        header(SandboxState::Confined)
+            .trim_end()
+            .ends_with("│ sandboxed")
+    );
+    let off = header(SandboxState::Unconfined(
+        "sandbox OFF (crew.toml: sandbox = \"off\")".into(),
+    ));
+    assert!(
+        off.starts_with(" ⚠ sandbox OFF"),
+        "the warning comes first: {off}"
+    );
+    assert!(!off.contains("sandboxed"), "{off}");
+    assert!(!header(SandboxState::Unknown).contains("sandbox"));
+}

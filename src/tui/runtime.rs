@@ -17,7 +17,7 @@ use crate::tui::event::{Effect, Event};
 use crate::tui::highlight::Highlighter;
 use crate::tui::keymap::Keymap;
 use crate::tui::render::render;
-use crate::tui::state::AppState;
+use crate::tui::state::{AppState, SandboxState};
 use crate::tui::terminal::Session;
 use crate::tui::theme::Theme;
 use crate::tui::uiconfig;
@@ -50,9 +50,14 @@ pub fn initial_state(root: &Path, options: &Options, now: SystemTime) -> AppStat
 
 /// What the header says about the sandbox the team's commands run in, probed with this
 /// executable (the one that runs the workers).
-fn sandbox_warning(root: &Path) -> Option<String> {
-    let config = crate::config::TeamConfig::load(&root.join(crate::config::FILE_NAME)).ok()?;
-    crate::tools::Sandbox::new(config.permissions.sandbox, false, true).warning()
+fn sandbox_state(root: &Path) -> SandboxState {
+    let Ok(config) = crate::config::TeamConfig::load(&root.join(crate::config::FILE_NAME)) else {
+        return SandboxState::Unknown;
+    };
+    match crate::tools::Sandbox::new(config.permissions.sandbox, false, true).warning() {
+        Some(warning) => SandboxState::Unconfined(warning),
+        None => SandboxState::Confined,
+    }
 }
 
 /// Opens the full-screen workbench on the repository at `root` until the person quits.
@@ -60,7 +65,7 @@ pub fn run(root: &Path, options: Options) -> anyhow::Result<()> {
     // Fail before taking over the terminal if there is no usable crew.toml.
     uiconfig::load(root)?;
     let mut state = initial_state(root, &options, SystemTime::now());
-    state.sandbox_warning = sandbox_warning(root);
+    state.sandbox = sandbox_state(root);
     let (tx, rx) = channel::<Event>();
     let _watcher = spawn_loader(root, tx.clone())?;
     let jobs = spawn_worker(root.to_path_buf(), tx.clone());

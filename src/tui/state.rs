@@ -152,8 +152,8 @@ pub struct AppState {
     pub folds: HashMap<String, Folds>,
     /// The `crew` executable that restarts a teammate (`crew worker --name NAME`).
     pub worker_exe: PathBuf,
-    /// Shown in the header while commands run unconfined (sandbox off or unavailable).
-    pub sandbox_warning: Option<String>,
+    /// How the team's commands run, for the header.
+    pub sandbox: SandboxState,
     /// What write/edit requests would change, by request id, with their syntax highlighting.
     pub proposals: HashMap<String, Proposal>,
     /// Syntax-highlighted bash commands of requests, by request id.
@@ -187,7 +187,7 @@ impl AppState {
             size: (0, 0),
             folds: HashMap::new(),
             worker_exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("crew")),
-            sandbox_warning: None,
+            sandbox: SandboxState::Unknown,
             proposals: HashMap::new(),
             commands: HashMap::new(),
             reviews: Vec::new(),
@@ -250,4 +250,15 @@ pub fn new_field(text: &str) -> TextArea<'static> {
     let mut field = TextArea::default();
     field.insert_str(text);
     field
+}
+
+/// What the header says about the sandbox the team's commands run in.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum SandboxState {
+    /// Not probed (a screen built by hand, or no readable crew.toml).
+    #[default]
+    Unknown,
+    Confined,
+    /// Off or unavailable: commands run unconfined, with this warning.
+    Unconfined(String),
 }

@@ -1,12 +1,13 @@
 //! The header: a sandbox warning when commands run unconfined, then team, repository, base
-//! branch, agents by state, pending approvals, tokens, cost.
+//! branch, agents by state, pending approvals, reviews, tokens, cost, and "sandboxed" when the
+//! team's commands are confined.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use crate::tui::state::AppState;
+use crate::tui::state::{AppState, SandboxState};
 
 const STATES: &[&str] = &["WORK", "WAITING", "IDLE", "SHUTDOWN", "DEAD"];
 
@@ -27,7 +28,7 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
         style,
     )];
     // First, so a narrow screen cuts anything but this.
-    if let Some(warning) = &state.sandbox_warning {
+    if let SandboxState::Unconfined(warning) = &state.sandbox {
         spans.insert(
             0,
             Span::styled(format!(" ⚠ {warning} │"), theme.style("status.warning")),
@@ -83,6 +84,9 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
             format!("│ ${:.2}{partial} ", costs.iter().sum::<u64>() as f64 / 1e6),
             style,
         ));
+    }
+    if state.sandbox == SandboxState::Confined {
+        spans.push(Span::styled("│ sandboxed ", style));
     }
     frame.render_widget(Paragraph::new(Line::from(spans)).style(style), area);
 }
