@@ -8,7 +8,8 @@
 //! what it would ask goes to the person as a crew `permission_request` through the lead's inbox
 //! (the approvals pane, `crew respond`, or the headless policy). The CLI's events become crew
 //! transcript events. A CLI that cannot start, speaks another version, prints a line that is not
-//! JSON or dies ends the job as failed with the reason; the next job starts a new process.
+//! JSON or dies ends the job as failed with the reason; the next job starts a new process, which
+//! resumes the CLI's session (also after the worker restarts).
 
 mod permission;
 mod process;
@@ -20,7 +21,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::agent::emitter::Emitter;
-use crate::agent::transcript::{TranscriptError, TranscriptWriter, transcript_path};
+use crate::agent::transcript::{TranscriptWriter, transcript_path};
 use crate::agent::{AgentEvent, EventSink, MailboxPrompter, StopReason, TurnResult};
 use crate::config::TeamConfig;
 use crate::store::message::new_id;
@@ -61,8 +62,6 @@ pub enum ClaudeError {
     Died(String),
     #[error(transparent)]
     Io(#[from] std::io::Error),
-    #[error(transparent)]
-    Transcript(#[from] TranscriptError),
 }
 
 /// The live conversation: the process, its transcript, and what spans turns.
@@ -201,10 +200,14 @@ impl ClaudeCodeWork {
         let session = self.session.as_mut().expect("started by run");
         let events = Arc::clone(&session.emitter);
         let prompter = prompter.with_events(EventSink::new(move |e| events.emit(e)));
-        session.process.send(&json!({
+        let sent = session.process.send(&json!({
             "type": "user",
             "message": {"role": "user", "content": input},
-        }))?;
+        }));
+        if sent.is_err() {
+            // Gone while idle: say why, as for a death mid-turn.
+            return Err(ClaudeError::Died(session.process.death()));
+        }
         loop {
             let line = match session.process.next() {
                 Line::Json(line) => line,
