@@ -384,8 +384,7 @@ fn crew_toml_says_where_claude_code_settings_do_not_belong() {
         lead.replace("claude-code", "scripted")
     );
     parse(&teammate).unwrap();
-    let reviewer =
-        teammate.replace("[team]\n", "[team]\n") + "\n[worktree]\nreview_by = \"alice\"\n";
+    let reviewer = teammate.clone() + "\n[worktree]\nreview_by = \"alice\"\n";
     let message = parse(&reviewer).unwrap_err();
     assert!(message.contains("is a claude-code teammate"), "{message}");
 }
