@@ -170,8 +170,8 @@ impl ClaudeCodeWork {
             if let Some(id) = self.saved_session() {
                 args.extend(["--resume".to_string(), id]);
             }
-            let process =
-                ClaudeProcess::spawn(&self.bin, &args, &workdir).map_err(|e| e.to_string())?;
+            let process = ClaudeProcess::spawn(&self.bin, &args, &workdir, &cli_credentials())
+                .map_err(|e| e.to_string())?;
             let path = transcript_path(self.workspace.root(), &self.name, &new_id("session"));
             let writer = TranscriptWriter::open(path).map_err(|e| e.to_string())?;
             self.session = Some(Session {
@@ -434,4 +434,17 @@ fn save_session(path: &std::path::Path, id: &str) {
     if let Err(e) = saved {
         tracing::warn!("Claude Code session id not kept in {}: {e}", path.display());
     }
+}
+
+/// The credentials crew took out of its environment (see `secret::seal_process`) that the CLI
+/// needs to reach its API: `ANTHROPIC_*` (key, auth token, base URL) and `CLAUDE_*` (its OAuth
+/// token, provider switches). Only the CLI gets them, not the commands of crew's own tools; their
+/// values are redacted from transcripts like crew's own keys.
+fn cli_credentials() -> Vec<(String, String)> {
+    crate::model::secret::sealed_vars()
+        .iter()
+        .filter(|(name, _)| name.starts_with("ANTHROPIC_") || name.starts_with("CLAUDE_"))
+        .inspect(|(_, value)| crate::store::secrets::register(value))
+        .cloned()
+        .collect()
 }

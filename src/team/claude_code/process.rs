@@ -50,11 +50,17 @@ pub struct ClaudeProcess {
 }
 
 impl ClaudeProcess {
-    /// Starts `bin` with the protocol flags, `args`, in `cwd`.
-    pub fn spawn(bin: &str, args: &[String], cwd: &Path) -> Result<Self, ClaudeError> {
+    /// Starts `bin` with the protocol flags, `args`, in `cwd`, with `env` added.
+    pub fn spawn(
+        bin: &str,
+        args: &[String],
+        cwd: &Path,
+        env: &[(String, String)],
+    ) -> Result<Self, ClaudeError> {
         let mut child = Command::new(bin)
             .args(PROTOCOL_ARGS)
             .args(args)
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .current_dir(cwd)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
