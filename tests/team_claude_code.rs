@@ -488,3 +488,30 @@ fn a_restarted_worker_resumes_the_cli_session_and_forgets_one_the_cli_cannot_res
     );
     assert!(!saved.exists());
 }
+
+#[test]
+fn the_cli_gets_its_own_credentials_and_no_others() {
+    let team = fake_team();
+    let (_alice, log) = start_alice(
+        &team,
+        "run1.transcript.jsonl",
+        &[
+            ("ANTHROPIC_API_KEY", "sk-ant-test-0123456789"),
+            ("ANTHROPIC_BASE_URL", "http://127.0.0.1:9"),
+            ("CLAUDE_CODE_OAUTH_TOKEN", "oauth-test-0123456789"),
+            ("OPENAI_API_KEY", "sk-openai-test-0123456789"),
+            ("AWS_SECRET_ACCESS_KEY", "aws-test-0123456789"),
+        ],
+    );
+    team.repo.ok(&["task", "add", "first message"]);
+    team.wait_task("task_1", "completed", WAIT);
+    let env = logged(&log)[0]["env"].clone();
+    assert_eq!(env["ANTHROPIC_API_KEY"], "sk-ant-test-0123456789", "{env}");
+    assert_eq!(env["ANTHROPIC_BASE_URL"], "http://127.0.0.1:9", "{env}");
+    assert_eq!(
+        env["CLAUDE_CODE_OAUTH_TOKEN"], "oauth-test-0123456789",
+        "{env}"
+    );
+    assert!(env.get("OPENAI_API_KEY").is_none(), "{env}");
+    assert!(env.get("AWS_SECRET_ACCESS_KEY").is_none(), "{env}");
+}
