@@ -4,12 +4,12 @@
 mod agent_support;
 
 use agent_support::{
-    Build, Repo, assert_completed, assert_normalised, core_pipeline, drain, no_tools, scenario,
-    tool_turns, turn,
+    Build, Repo, assert_completed, assert_normalised, chatter, core_pipeline, drain, no_tools,
+    scenario, thresholds, tool_turns, turn,
 };
 use crew::agent::compaction::steps::{DROPPED, FOLD_HEADER};
 use crew::agent::compaction::summary::SUMMARY_HEADER;
-use crew::agent::{AgentEvent, CompactionStep, CompactionThresholds, CompactionTrigger};
+use crew::agent::{AgentEvent, CompactionStep, CompactionTrigger};
 use crew::model::Message;
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -30,15 +30,6 @@ fn steps(rx: &mut UnboundedReceiver<AgentEvent>) -> Vec<CompactionStep> {
             _ => None,
         })
         .collect()
-}
-
-fn thresholds(compact_at_tokens: u64, keep_recent_messages: usize) -> CompactionThresholds {
-    CompactionThresholds {
-        compact_at_tokens,
-        spill_result_bytes: 10_000,
-        keep_recent_messages,
-        summary_max_tokens: 512,
-    }
 }
 
 #[tokio::test]
@@ -96,15 +87,7 @@ async fn many_small_turns_are_folded_into_a_record() {
         .pipeline(no_tools())
         .compaction(thresholds(5_000, 2))
         .agent(&repo);
-    let chatter: Vec<Message> = (0..30)
-        .flat_map(|n| {
-            [
-                Message::user_text(format!("note {n}: {}", "blah ".repeat(400))),
-                Message::assistant_text(format!("noted {n}")),
-            ]
-        })
-        .collect();
-    agent.load_history(&chatter);
+    agent.load_history(&chatter(30));
     let result = turn(&mut agent, "ping").await;
     assert_completed(&result);
     assert_eq!(steps(&mut rx), [CompactionStep::Fold]);

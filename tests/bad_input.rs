@@ -148,7 +148,11 @@ const CONFIG_FIXTURES: &[(&str, &str)] = &[
     ),
     (
         "bad_mode",
-        "8:8: unknown permission mode \"yolo\"; modes are: read-only, workspace-write, ask, accept-edits, bypass",
+        "8:8: unknown permission mode `yolo`; expected read-only, workspace-write, ask, accept-edits, bypass, plan or dont-ask",
+    ),
+    (
+        "plan_alone",
+        "8:8: plan mode needs a teammate to plan: the lead already only reads, and approves the teammates' plans",
     ),
     (
         "wrong_type",

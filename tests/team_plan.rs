@@ -13,15 +13,17 @@ use team_support::{Team, crew_toml, eventually};
 
 const REJECTION: &str = "rejected: write second, not first";
 
-fn plan_team() -> (Team, team_support::Bg) {
+/// alice in plan mode, either by her own `plan_mode_required` (`teammate_extra`) or by the
+/// team's `mode = "plan"` (`mode`).
+fn plan_team(teammate_extra: &str, mode: &str) -> (Team, team_support::Bg) {
     let toml = crew_toml(
         "",
         &[(
             "alice",
             "implementer",
-            "writes = true\nplan_mode_required = true",
+            &format!("writes = true\n{teammate_extra}"),
         )],
-        "mode = \"accept-edits\"",
+        &format!("mode = \"{mode}\""),
         "idle_poll_secs = 1\nidle_timeout_secs = 120\nheartbeat_secs = 1\nrequest_timeout_secs = 120",
     );
     let team = Team::new(&toml, "test_plan.toml", &[]);
@@ -68,7 +70,17 @@ fn tell_alice(team: &Team, text: &str) {
 
 #[test]
 fn a_plan_mode_teammate_writes_only_after_a_plan_of_its_is_approved() {
-    let (team, mut alice) = plan_team();
+    plan_then_write(plan_team("plan_mode_required = true", "accept-edits"));
+}
+
+/// The team-wide `plan` mode asks the same of every teammate; after the approval alice works
+/// under `accept-edits`, so her write needs no request.
+#[test]
+fn the_plan_mode_holds_every_teammate_to_an_approved_plan() {
+    plan_then_write(plan_team("", "plan"));
+}
+
+fn plan_then_write((team, mut alice): (Team, team_support::Bg)) {
     team.repo.ok(&["task", "add", "Write plan.txt"]);
     let first = plan_request(&team, 1);
     assert_eq!(first["state"], "pending", "{first}");

@@ -308,6 +308,43 @@ fn a_review_without_a_verdict_is_never_a_pass() {
 }
 
 #[test]
+fn a_reviewer_sends_a_task_back_on_its_own_at_most_three_times() {
+    let mut toml = crew_toml(
+        "test_command = \"sh test.sh\"",
+        &[
+            ("alice", "implementer", "writes = true"),
+            ("carol", "reviewer", ""),
+        ],
+        "mode = \"accept-edits\"\nallow = [\"bash(sh test.sh)\"]",
+        "idle_poll_secs = 1\nidle_timeout_secs = 120\nheartbeat_secs = 1\nrequest_timeout_secs = 30",
+    );
+    toml.push_str("\n[worktree]\nreview_by = \"carol\"\nauto_send_back_on_fail = true\n");
+    // Nothing alice does passes: without a bound the two would bounce the task for ever.
+    let team = Team::new(&toml, "test_review.toml", &[("test.sh", "exit 1\n")]);
+    add(&team, &["greet: write greet.txt", "--role", "implementer"]);
+    let _workers = ["alice", "carol"].map(|n| team.worker(n));
+
+    let said = eventually("the person being left the decision", WAIT, || {
+        let lead = team.inbox("lead");
+        lead.iter()
+            .filter_map(|m| m["text"].as_str())
+            .find(|t| t.contains("left for the person"))
+            .map(str::to_string)
+    });
+    assert!(said.contains("sent back automatically 3 times"), "{said}");
+    let task = team.task("task_1");
+    assert_eq!(task["status"], "review", "{task}");
+    assert_eq!(task["review"]["verdict"], "fail", "{task}");
+    let sent_back = task["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n.as_str().unwrap().contains("sent back by carol"))
+        .count();
+    assert_eq!(sent_back, 3, "{task}");
+}
+
+#[test]
 fn a_reviewer_agent_tests_the_merged_commits_and_its_fail_sends_the_task_back() {
     let mut toml = crew_toml(
         "test_command = \"sh test.sh\"",

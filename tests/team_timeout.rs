@@ -51,3 +51,31 @@ fn an_unanswered_permission_request_expires_into_a_denial() {
     assert_eq!(down.code, 0, "{}", down.stderr);
     assert_eq!(alice.wait(Duration::from_secs(10)), Some(0));
 }
+
+/// `dont-ask` (for unattended runs): the same command is denied at once by the mode, and no
+/// request ever appears for anyone to answer.
+#[test]
+fn dont_ask_denies_without_making_a_request() {
+    let toml = crew_toml(
+        "",
+        &[("alice", "implementer", "writes = true")],
+        "mode = \"dont-ask\"",
+        "idle_poll_secs = 1\nidle_timeout_secs = 120\nheartbeat_secs = 1\nrequest_timeout_secs = 60",
+    );
+    let team = Team::new(&toml, "test_ask.toml", &[]);
+    let mut alice = team.worker("alice");
+    team.repo.ok(&["task", "add", "touch a file"]);
+
+    let done = team.wait_task("task_1", "completed", Duration::from_secs(20));
+    let result = done["result"].as_str().unwrap();
+    assert!(result.starts_with("Could not create it"), "{done}");
+    assert!(result.contains("dont-ask mode denies"), "{done}");
+    assert!(team.requests().is_empty(), "{:?}", team.requests());
+    let listed = team.repo.ok(&["requests"]);
+    assert!(!listed.contains("permission_request"), "{listed}");
+    assert!(!team.repo.join(".worktrees/alice/asked.txt").exists());
+
+    let down = team.repo.crew(&["down", "--timeout", "10"]);
+    assert_eq!(down.code, 0, "{}", down.stderr);
+    assert_eq!(alice.wait(Duration::from_secs(10)), Some(0));
+}

@@ -73,6 +73,112 @@ async fn write_creates_directories() {
     );
 }
 
+/// `write` over an existing file, like `edit`, needs a read in this session and no change since.
+#[tokio::test]
+async fn write_over_an_existing_file_requires_a_fresh_read() {
+    let fx = Fixture::new();
+    fx.write("a.txt", "theirs\n");
+    let write = |content: &str| json!({"path": "a.txt", "content": content});
+    let err = run(&WriteTool, write("mine\n"), &fx.ctx).await.unwrap_err();
+    assert_eq!(
+        err,
+        "a.txt has not been read in this session; read it before overwriting it"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.ws().join("a.txt")).unwrap(),
+        "theirs\n"
+    );
+
+    run(&ReadTool, json!({"path": "a.txt"}), &fx.ctx)
+        .await
+        .unwrap();
+    fx.write("a.txt", "changed behind the agent's back\n");
+    let err = run(&WriteTool, write("mine\n"), &fx.ctx).await.unwrap_err();
+    assert!(err.contains("changed since it was last read"), "{err}");
+
+    run(&ReadTool, json!({"path": "a.txt"}), &fx.ctx)
+        .await
+        .unwrap();
+    run(&WriteTool, write("mine\n"), &fx.ctx).await.unwrap();
+    // Its own write counts as knowing the file: a second write needs no re-read.
+    run(&WriteTool, write("mine again\n"), &fx.ctx)
+        .await
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(fx.ws().join("a.txt")).unwrap(),
+        "mine again\n"
+    );
+}
+
+/// The check is made again when the call runs: a change after validation still refuses.
+#[tokio::test]
+async fn write_refuses_changes_made_between_validation_and_call() {
+    let fx = Fixture::new();
+    fx.write("a.txt", "one\n");
+    run(&ReadTool, json!({"path": "a.txt"}), &fx.ctx)
+        .await
+        .unwrap();
+    let input = json!({"path": "a.txt", "content": "two\n"});
+    WriteTool.validate(&input, &fx.ctx).unwrap();
+    fx.write("a.txt", "someone else\n");
+    let err = WriteTool.call(input, fx.ctx.clone()).await.unwrap_err();
+    assert!(
+        err.to_string().contains("changed since it was last read"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.ws().join("a.txt")).unwrap(),
+        "someone else\n"
+    );
+}
+
+/// A page of long lines stops at 100 KiB and says where to continue; paging on reaches the end.
+#[tokio::test]
+async fn read_caps_bytes_and_says_how_to_page() {
+    let fx = Fixture::new();
+    let line = "x".repeat(1_000);
+    let text: String = (0..300).map(|_| format!("{line}\n")).collect();
+    fx.write("wide.txt", &text);
+    let first = run(&ReadTool, json!({"path": "wide.txt"}), &fx.ctx)
+        .await
+        .unwrap()
+        .content;
+    assert!(first.len() <= 100 * 1024 + 200, "{}", first.len());
+    let tail = first.lines().last().unwrap();
+    assert!(
+        tail.starts_with("… output capped at 102400 bytes;"),
+        "{tail}"
+    );
+    let next: usize = tail.rsplit(' ').next().unwrap().parse().unwrap();
+    assert_eq!(
+        first.lines().count(),
+        next,
+        "every shown line plus the note"
+    );
+    // Paging on from each note reaches the last line, every line shown once.
+    let (mut offset, mut shown) = (next, next - 1);
+    loop {
+        let page = run(
+            &ReadTool,
+            json!({"path": "wide.txt", "offset": offset}),
+            &fx.ctx,
+        )
+        .await
+        .unwrap()
+        .content;
+        let numbered = page.lines().filter(|l| !l.starts_with('…')).count();
+        shown += numbered;
+        match page.lines().last().unwrap().strip_prefix("… output capped") {
+            Some(note) => offset = note.rsplit(' ').next().unwrap().parse().unwrap(),
+            None => {
+                assert!(page.ends_with(&format!("   300\t{line}\n")));
+                break;
+            }
+        }
+    }
+    assert_eq!(shown, 300);
+}
+
 #[tokio::test]
 async fn paths_outside_the_workspace_are_refused() {
     let fx = Fixture::new();

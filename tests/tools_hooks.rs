@@ -204,7 +204,7 @@ async fn stop_hooks_cannot_loop() {
     );
     let second = hooks.run_stop(&mut guard, fx.ws(), &fx.ctx.cancel).await;
     assert!(
-        matches!(second, StopDecision::Stop { ref notes } if matches!(notes.as_slice(), [Note::Warning { .. }])),
+        matches!(second, StopDecision::Stop { ref notes, halt: None } if matches!(notes.as_slice(), [Note::Warning { .. }])),
         "{second:?}"
     );
     let runs: Vec<Value> = std::fs::read_to_string(&log)
@@ -221,4 +221,97 @@ async fn stop_hooks_cannot_loop() {
         .run_stop(&mut StopGuard::new(), fx.ws(), &fx.ctx.cancel)
         .await;
     assert!(matches!(third, StopDecision::Continue { .. }));
+}
+
+/// Notification hooks run when the agent is about to wait for a person, with the type (also
+/// what matchers see) and a message; with no one to ask, no notification is sent.
+#[tokio::test]
+async fn a_notification_hook_runs_before_a_permission_request() {
+    let fx = Fixture::new();
+    let seen = fx.root().join("notification.json");
+    let notify = fx.hook("notify.sh", &format!("cat > {}", seen.display()));
+    let hooks = Hooks::new(vec![hook(
+        HookEvent::Notification,
+        Some("permission_prompt"),
+        notify,
+        10,
+    )])
+    .unwrap();
+    let quiet = pipeline(PermissionMode::Ask, &[], &[]).with_hooks(hooks.clone());
+    quiet
+        .run(call("t1", "bash", json!({"command": "touch x"})), &fx.ctx)
+        .await;
+    assert!(!seen.exists(), "nobody to ask, nobody to notify");
+    let p = pipeline(PermissionMode::Ask, &[], &[])
+        .with_hooks(hooks)
+        .with_prompter(std::sync::Arc::new(crew::tools::prompter::DenyAll));
+    let out = p
+        .run(call("t2", "bash", json!({"command": "touch x"})), &fx.ctx)
+        .await;
+    assert!(out.output.is_error);
+    let stdin: Value = serde_json::from_str(&std::fs::read_to_string(&seen).unwrap()).unwrap();
+    assert_eq!(stdin["hook_event_name"], "Notification");
+    assert_eq!(stdin["notification_type"], "permission_prompt");
+    assert_eq!(stdin["tool_name"], "bash");
+    assert!(
+        stdin["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("permission needed to use bash"),
+        "{stdin}"
+    );
+}
+
+/// `continue: false` around a tool call: from PreToolUse the call does not run, from
+/// PostToolUse it has run; either way the outcome carries the hook's `stopReason`.
+/// `suppressOutput` keeps a `systemMessage` out of the notes.
+#[tokio::test]
+async fn continue_false_halts_and_suppress_output_hides_the_message() {
+    let fx = Fixture::new();
+    let halt = fx.hook(
+        "halt.sh",
+        r#"echo '{"continue": false, "stopReason": "budget day", "systemMessage": "hidden", "suppressOutput": true}'"#,
+    );
+    let hooks = Hooks::new(vec![hook(HookEvent::PreToolUse, None, halt.clone(), 10)]).unwrap();
+    let p = pipeline(PermissionMode::WorkspaceWrite, &[], &[]).with_hooks(hooks);
+    let out = p
+        .run(call("t1", "bash", json!({"command": "touch pre"})), &fx.ctx)
+        .await;
+    assert_eq!(out.halt.as_deref(), Some("budget day"));
+    assert!(out.output.is_error);
+    assert!(!fx.ws().join("pre").exists());
+    assert!(out.notes.is_empty(), "{:?}", out.notes);
+
+    let hooks = Hooks::new(vec![hook(HookEvent::PostToolUse, None, halt, 10)]).unwrap();
+    let p = pipeline(PermissionMode::WorkspaceWrite, &[], &[]).with_hooks(hooks);
+    let out = p
+        .run(
+            call("t2", "bash", json!({"command": "touch post"})),
+            &fx.ctx,
+        )
+        .await;
+    assert_eq!(out.halt.as_deref(), Some("budget day"));
+    assert!(!out.output.is_error);
+    assert!(fx.ws().join("post").exists());
+}
+
+/// On Stop, `continue: false` wins over a block: the agent stops, for the hook's reason.
+#[tokio::test]
+async fn a_stop_hook_halt_beats_its_block() {
+    let fx = Fixture::new();
+    let stop = fx.hook(
+        "stop.sh",
+        r#"echo '{"hookSpecificOutput": {"decision": "block", "reason": "more", "continue": false, "stopReason": "enough"}}'"#,
+    );
+    let hooks = Hooks::new(vec![hook(HookEvent::Stop, None, stop, 10)]).unwrap();
+    let decision = hooks
+        .run_stop(&mut StopGuard::new(), fx.ws(), &fx.ctx.cancel)
+        .await;
+    assert_eq!(
+        decision,
+        StopDecision::Stop {
+            notes: vec![],
+            halt: Some("enough".into())
+        }
+    );
 }

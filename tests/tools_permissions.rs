@@ -237,54 +237,185 @@ fn unparseable_commands_ask_even_in_permissive_modes() {
     ));
 }
 
+/// The seeds' trust order, deny > ask > hook allow > allow rule > mode, one case per pair:
+/// the stronger source decides whichever way round they are configured.
 #[test]
-fn decision_order_deny_hook_ask_allow_mode() {
+fn trust_order_every_pair() {
     let fx = Fixture::new();
     let ws = fx.ws();
-    let p = policy(
-        PermissionMode::Ask,
-        &["bash(git:*)"],
-        &["bash(git push:*)"],
-        &["bash(git reset --hard)"],
+    let hook_allow = || Some(HookPermission::Allow);
+    let hook_ask = || Some(HookPermission::Ask("hook asks".into()));
+    let hook_deny = || Some(HookPermission::Deny("hook denies".into()));
+    let deny_rule = || DecidedBy::DenyRule("bash(git push:*)".into());
+    let ask_rule = || DecidedBy::AskRule("bash(git push:*)".into());
+    let allow_rule = || DecidedBy::AllowRule("bash(git push:*)".into());
+    let rule = &["bash(git push:*)"][..];
+    let none = &[][..];
+    type Case<'a> = (
+        &'a str,
+        PermissionMode,
+        [&'a [&'a str]; 3],
+        Option<HookPermission>,
+        &'a str,
+        DecidedBy,
     );
-    // A hook allow loses to a deny rule.
-    let (d, by) = decide_command(&p, ws, "git reset --hard", Some(HookPermission::Allow));
-    assert!(is_deny(&d));
-    assert_eq!(by, DecidedBy::DenyRule("bash(git reset --hard)".into()));
-    // A hook allow beats ask rules and the mode.
-    assert_eq!(
-        decide_command(&p, ws, "git push", Some(HookPermission::Allow)),
-        (Decision::Allow, DecidedBy::Hook)
-    );
-    // A hook may deny or ask what rules would allow.
-    assert!(is_deny(
-        &decide_command(
-            &p,
-            ws,
-            "git status",
-            Some(HookPermission::Deny("no".into()))
-        )
-        .0
-    ));
-    assert!(is_ask(
-        &decide_command(
-            &p,
-            ws,
-            "git status",
-            Some(HookPermission::Ask("sure?".into()))
-        )
-        .0
-    ));
-    // Ask rules beat allow rules.
-    let (d, by) = decide_command(&p, ws, "git push origin", None);
-    assert!(is_ask(&d));
-    assert_eq!(by, DecidedBy::AskRule("bash(git push:*)".into()));
-    // Allow rules beat the mode; nothing matching falls to the mode.
-    assert!(is_allow(&decide_command(&p, ws, "git status", None).0));
-    assert_eq!(
-        decide_command(&p, ws, "make", None).1,
-        DecidedBy::Mode(PermissionMode::Ask)
-    );
+    // (pair, mode, [allow, ask, deny] rules, hook, decision, decided by)
+    let cases: Vec<Case> = vec![
+        (
+            "deny rule > ask rule",
+            PermissionMode::Ask,
+            [none, rule, rule],
+            None,
+            "deny",
+            deny_rule(),
+        ),
+        (
+            "deny rule > hook ask",
+            PermissionMode::Ask,
+            [none, none, rule],
+            hook_ask(),
+            "deny",
+            deny_rule(),
+        ),
+        (
+            "deny rule > hook allow",
+            PermissionMode::Ask,
+            [none, none, rule],
+            hook_allow(),
+            "deny",
+            deny_rule(),
+        ),
+        (
+            "deny rule > allow rule",
+            PermissionMode::Ask,
+            [rule, none, rule],
+            None,
+            "deny",
+            deny_rule(),
+        ),
+        (
+            "deny rule > mode",
+            PermissionMode::WorkspaceWrite,
+            [none, none, rule],
+            None,
+            "deny",
+            deny_rule(),
+        ),
+        (
+            "hook deny > ask rule",
+            PermissionMode::Ask,
+            [none, rule, none],
+            hook_deny(),
+            "deny",
+            DecidedBy::Hook,
+        ),
+        (
+            "hook deny > allow rule",
+            PermissionMode::Ask,
+            [rule, none, none],
+            hook_deny(),
+            "deny",
+            DecidedBy::Hook,
+        ),
+        (
+            "hook deny > mode",
+            PermissionMode::WorkspaceWrite,
+            [none, none, none],
+            hook_deny(),
+            "deny",
+            DecidedBy::Hook,
+        ),
+        (
+            "ask rule > hook allow",
+            PermissionMode::Ask,
+            [none, rule, none],
+            hook_allow(),
+            "ask",
+            ask_rule(),
+        ),
+        (
+            "ask rule > allow rule",
+            PermissionMode::Ask,
+            [rule, rule, none],
+            None,
+            "ask",
+            ask_rule(),
+        ),
+        (
+            "ask rule > mode",
+            PermissionMode::WorkspaceWrite,
+            [none, rule, none],
+            None,
+            "ask",
+            ask_rule(),
+        ),
+        (
+            "hook ask > allow rule",
+            PermissionMode::Ask,
+            [rule, none, none],
+            hook_ask(),
+            "ask",
+            DecidedBy::Hook,
+        ),
+        (
+            "hook ask > mode",
+            PermissionMode::WorkspaceWrite,
+            [none, none, none],
+            hook_ask(),
+            "ask",
+            DecidedBy::Hook,
+        ),
+        (
+            "hook allow > allow rule",
+            PermissionMode::Ask,
+            [rule, none, none],
+            hook_allow(),
+            "allow",
+            DecidedBy::Hook,
+        ),
+        (
+            "hook allow > mode",
+            PermissionMode::ReadOnly,
+            [none, none, none],
+            hook_allow(),
+            "allow",
+            DecidedBy::Hook,
+        ),
+        (
+            "allow rule > mode",
+            PermissionMode::ReadOnly,
+            [rule, none, none],
+            None,
+            "allow",
+            allow_rule(),
+        ),
+        (
+            "allow rule > dont-ask",
+            PermissionMode::DontAsk,
+            [rule, none, none],
+            None,
+            "allow",
+            allow_rule(),
+        ),
+        (
+            "mode decides the rest",
+            PermissionMode::Ask,
+            [none, none, none],
+            None,
+            "ask",
+            DecidedBy::Mode(PermissionMode::Ask),
+        ),
+    ];
+    for (pair, mode, [allow, ask, deny], hook, want, by) in cases {
+        let p = policy(mode, allow, ask, deny);
+        let (d, got_by) = decide_command(&p, ws, "git push origin", hook);
+        let got = match d {
+            Decision::Allow => "allow",
+            Decision::Ask(_) => "ask",
+            Decision::Deny(_) => "deny",
+        };
+        assert_eq!((got, got_by), (want, by), "{pair}");
+    }
 }
 
 #[test]
@@ -379,5 +510,65 @@ fn remembered_rules_allow_later_calls() {
     p.remember("bash(cargo test:*)".parse().unwrap());
     assert!(is_allow(
         &decide_command(&p, fx.ws(), "cargo test --lib", None).0
+    ));
+}
+
+#[test]
+fn plan_mode_reads_and_runs_read_only_commands_only() {
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    let p = policy(PermissionMode::Plan, &[], &[], &[]);
+    assert!(is_allow(
+        &decide_command(&p, ws, "git status && ls src", None).0
+    ));
+    for writing in ["touch x", "git commit -m x", "ls > listing.txt"] {
+        let (d, by) = decide_command(&p, ws, writing, None);
+        assert!(
+            matches!(&d, Decision::Deny(r) if r.contains("request_plan_approval")),
+            "{writing}: {d:?}"
+        );
+        assert_eq!(by, DecidedBy::Mode(PermissionMode::Plan));
+    }
+    let (d, _) = decide_path(&p, ws, "write", ToolKind::Write, "a.txt");
+    assert!(is_deny(&d), "{d:?}");
+    assert!(is_allow(
+        &decide_path(&p, ws, "read", ToolKind::Read, "a.txt").0
+    ));
+    assert_eq!(
+        PermissionMode::Plan.after_plan_approval(),
+        PermissionMode::AcceptEdits
+    );
+}
+
+#[test]
+fn dont_ask_turns_every_ask_into_a_denial() {
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    let p = policy(
+        PermissionMode::DontAsk,
+        &["bash(git:*)"],
+        &["bash(git push:*)"],
+        &[],
+    );
+    // What no rule allows, an ask rule, a hook's ask and an unparsable line: all denied.
+    for (command, hook) in [
+        ("make", None),
+        ("git push", None),
+        ("git status", Some(HookPermission::Ask("sure?".into()))),
+        ("git log 'oops", None),
+    ] {
+        let (d, _) = decide_command(&p, ws, command, hook);
+        assert!(
+            matches!(&d, Decision::Deny(r) if r.contains("dont-ask")),
+            "{command}: {d:?}"
+        );
+    }
+    // Allow rules and reading still work.
+    assert!(is_allow(&decide_command(&p, ws, "git status", None).0));
+    assert!(is_allow(
+        &decide_path(&p, ws, "read", ToolKind::Read, "a.txt").0
+    ));
+    assert!(is_deny(
+        &decide_path(&p, ws, "write", ToolKind::Write, "a.txt").0
     ));
 }

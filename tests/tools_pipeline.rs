@@ -226,6 +226,25 @@ async fn without_a_working_sandbox_no_rule_or_mode_runs_a_command_unasked() {
         [Note::Warning { text }] => assert!(text.contains("sandbox unavailable"), "{text}"),
         notes => panic!("expected one warning, got {notes:?}"),
     }
+
+    // Under dont-ask that ask is a denial, and the prompter is never asked.
+    let p = pipeline(PermissionMode::DontAsk, &["bash(touch again)"], &[])
+        .with_prompter(prompter.clone());
+    let refused = p
+        .run(
+            call("t3", "bash", json!({"command": "touch again"})),
+            &fx.ctx,
+        )
+        .await;
+    assert!(refused.output.is_error);
+    let text = &refused.output.content;
+    assert!(
+        text.contains("dont-ask mode denies what would ask"),
+        "{text}"
+    );
+    assert!(text.contains("the sandbox is unavailable here"), "{text}");
+    assert!(!fx.ws().join("again").exists());
+    assert_eq!(prompter.asks.load(Ordering::SeqCst), 1, "not asked again");
 }
 
 #[tokio::test]

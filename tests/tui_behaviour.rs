@@ -408,3 +408,35 @@ fn changes_made_by_anyone_reach_the_screen_through_the_watcher() {
         s.agent("alice").is_some_and(|a| a.state == "WAITING")
     });
 }
+
+/// A teammate's checklist, as its worker writes it into its status file, shows in its box:
+/// done, in progress and pending, each with its mark.
+#[test]
+fn a_teammates_checklist_shows_in_its_box() {
+    use crew::store::{AgentState, AgentStatus, AgentStatuses, TodoItem, TodoStatus};
+    let dir = workspace();
+    let mut status = AgentStatus::new("alice", AgentState::Work);
+    status.todos = [
+        ("Read the parser", TodoStatus::Completed),
+        ("Fix the off-by-one", TodoStatus::InProgress),
+        ("Run the tests", TodoStatus::Pending),
+    ]
+    .map(|(content, status)| TodoItem {
+        content: content.into(),
+        status,
+    })
+    .to_vec();
+    AgentStatuses::new(dir.path().join(".crew/agents"))
+        .write(&status)
+        .unwrap();
+    let mut h = Harness::new(dir.path());
+    h.state.focus = Pane::Teammates;
+    let screen = tui_support::screen_text(&mut h.state, 120, 40);
+    for line in [
+        "[x] Read the parser",
+        "[~] Fix the off-by-one",
+        "[ ] Run the tests",
+    ] {
+        assert!(screen.contains(line), "{line} missing:\n{screen}");
+    }
+}

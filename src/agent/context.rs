@@ -8,7 +8,7 @@ use std::time::SystemTime;
 use crate::model::ToolDefinition;
 
 /// Instruction files collected from the working directory up to the repository root.
-const INSTRUCTION_FILES: [&str; 2] = ["AGENTS.md", "CLAUDE.md"];
+pub const INSTRUCTION_FILES: [&str; 2] = ["AGENTS.md", "CLAUDE.md"];
 
 /// Bytes of one instruction file put in the prompt; the rest is cut with a note.
 const INSTRUCTION_CAP: usize = 64 * 1024;
@@ -41,6 +41,17 @@ pub fn static_prefix(name: &str, role: &str, rules: &str, tools: &[ToolDefinitio
 
 /// Environment, instruction files (outermost first) and team facts.
 pub fn dynamic_suffix(workspace: &Path, repo_root: &Path, team_facts: &[String]) -> String {
+    let files = instruction_files(workspace, repo_root);
+    dynamic_suffix_with(workspace, repo_root, &files, team_facts)
+}
+
+/// [`dynamic_suffix`] with the instruction files given (see `agent::instructions`).
+pub fn dynamic_suffix_with(
+    workspace: &Path,
+    repo_root: &Path,
+    instruction_files: &[PathBuf],
+    team_facts: &[String],
+) -> String {
     let now = humantime::format_rfc3339(SystemTime::now()).to_string();
     let mut out = format!(
         "# Environment\nWorking directory: {}\nDate: {}",
@@ -50,8 +61,8 @@ pub fn dynamic_suffix(workspace: &Path, repo_root: &Path, team_facts: &[String])
     if let Some(branch) = git_branch(workspace, repo_root) {
         out.push_str(&format!("\nGit branch: {branch}"));
     }
-    for path in instruction_files(workspace, repo_root) {
-        match std::fs::read(&path) {
+    for path in instruction_files {
+        match std::fs::read(path) {
             Ok(bytes) => {
                 let text = String::from_utf8_lossy(&bytes);
                 let cut = crate::tools::spill::floor_char_boundary(&text, INSTRUCTION_CAP);
@@ -98,9 +109,16 @@ fn folders_down_to(workspace: &Path, repo_root: &Path) -> Vec<PathBuf> {
     dirs
 }
 
-/// Every `AGENTS.md` / `CLAUDE.md` from the repository root down to `workspace`.
+/// Every `AGENTS.md` / `CLAUDE.md` from the repository root down to `workspace`. A workspace
+/// that is its own checkout (a worktree under the repository) holds its own copy of the
+/// project's files, so the search starts at that checkout's root: each file is loaded once.
 pub fn instruction_files(workspace: &Path, repo_root: &Path) -> Vec<PathBuf> {
-    folders_down_to(workspace, repo_root)
+    let checkout = folders_down_to(workspace, repo_root)
+        .into_iter()
+        .rev()
+        .find(|dir| dir.join(".git").exists())
+        .unwrap_or_else(|| repo_root.to_path_buf());
+    folders_down_to(workspace, &checkout)
         .into_iter()
         .flat_map(|dir| INSTRUCTION_FILES.map(|name| dir.join(name)))
         .filter(|path| path.is_file())
@@ -211,6 +229,24 @@ mod tests {
         assert!(!suffix.contains("outside"));
         assert!(suffix.contains("Git branch: main"));
         assert!(suffix.contains("- lead is bob"));
+    }
+
+    #[test]
+    fn in_a_worktree_only_its_own_copies_are_loaded() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("repo");
+        let wt = root.join(".worktrees/alice");
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::create_dir_all(wt.join("src")).unwrap();
+        std::fs::write(wt.join(".git"), "gitdir: ../../.git/worktrees/alice\n").unwrap();
+        std::fs::write(root.join("AGENTS.md"), "main's copy").unwrap();
+        std::fs::write(wt.join("AGENTS.md"), "alice's copy").unwrap();
+        assert_eq!(instruction_files(&wt, &root), [wt.join("AGENTS.md")]);
+        assert_eq!(
+            instruction_files(&wt.join("src"), &root),
+            [wt.join("AGENTS.md")]
+        );
+        assert_eq!(instruction_files(&root, &root), [root.join("AGENTS.md")]);
     }
 
     #[test]

@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 
 use crate::agent::result::TurnResult;
 use crate::model::{self, Usage};
-use crate::tools::{Note, PermissionOutcome};
+use crate::tools::{HookEvent, Note, PermissionOutcome};
 
 /// A rung of the compaction ladder, cheapest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -129,6 +129,11 @@ pub enum AgentEvent {
         kind: RecoveryKind,
         attempt: u32,
         reason: String,
+    },
+    /// What hooks outside a tool call said for the person (context, messages, warnings).
+    HookNotes {
+        event: HookEvent,
+        notes: Vec<Note>,
     },
     TurnEnd {
         result: TurnResult,

@@ -6,12 +6,15 @@
 //! [`TurnResult`]. Everything that happens is an [`AgentEvent`], sent to the caller's
 //! [`EventSink`] and appended to the session transcript. Nothing here prints.
 
+mod carry_over;
 pub mod compaction;
 pub mod config;
 pub mod context;
 pub(crate) mod emitter;
 pub mod error;
 pub mod event;
+mod hook_events;
+pub mod instructions;
 pub mod mailbox_prompter;
 pub mod normalize;
 mod observed;
@@ -23,6 +26,7 @@ mod stream;
 pub mod transcript;
 mod turn;
 
+pub use carry_over::TODOS_HEADER;
 pub use config::{AgentConfig, CompactionThresholds, Limits};
 pub use error::AgentError;
 pub use event::{AgentEvent, CompactionStep, CompactionTrigger, EventSink, RecoveryKind};

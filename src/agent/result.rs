@@ -19,6 +19,8 @@ pub enum StopReason {
     Error,
     /// The same tool calls kept producing the same results.
     RepeatedAction,
+    /// A hook said `continue: false`, or a UserPromptSubmit hook blocked the input.
+    HookStopped,
 }
 
 /// A tool call the permission step refused.

@@ -12,6 +12,7 @@ use crate::agent::context::{self, DEFAULT_RULES};
 use crate::agent::emitter::Emitter;
 use crate::agent::error::AgentError;
 use crate::agent::event::{CompactionTrigger, EventSink};
+use crate::agent::instructions::{Instructions, user_instructions_file};
 use crate::agent::normalize::normalize;
 use crate::agent::observed::ObservedPrompter;
 use crate::agent::recovery::MAX_COMPACTION_FAILURES;
@@ -52,6 +53,8 @@ pub struct Agent {
     compaction_failures: u32,
     session: String,
     transcript: PathBuf,
+    /// Instruction files for the prompt: the user's, the project's, subfolders' as found.
+    pub(crate) instructions: Instructions,
 }
 
 impl Agent {
@@ -103,6 +106,7 @@ impl Agent {
             compaction_failures: 0,
             session,
             transcript,
+            instructions: Instructions::new(user_instructions_file()),
         };
         agent.refresh_prefix();
         Ok(agent)
@@ -219,6 +223,9 @@ impl Agent {
             .run(&mut history, self.fixed_tokens(suffix), target, trigger)
             .await;
         self.history = history;
+        if result.rewrote_turns {
+            self.reattach_todos();
+        }
         if result.changed {
             self.epoch += 1;
             self.refresh_prefix();
@@ -232,6 +239,7 @@ impl Agent {
     }
 
     pub(crate) fn dynamic_suffix(&self) -> String {
-        context::dynamic_suffix(&self.workspace, &self.repo_root, &self.team_facts)
+        let files = self.instructions.files(&self.workspace, &self.repo_root);
+        context::dynamic_suffix_with(&self.workspace, &self.repo_root, &files, &self.team_facts)
     }
 }

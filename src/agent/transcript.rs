@@ -11,6 +11,7 @@ use thiserror::Error;
 
 use crate::agent::event::AgentEvent;
 use crate::model;
+use crate::tools::Note;
 
 #[derive(Debug, Error)]
 pub enum TranscriptError {
@@ -315,6 +316,18 @@ fn render_event(event: AgentEvent) -> Vec<Piece> {
             attempt,
             reason,
         } => text(format!("↻ recovery {kind:?} #{attempt}: {reason}\n")),
+        AgentEvent::HookNotes { event, notes } => notes
+            .iter()
+            .map(|note| {
+                let (kind, body) = match note {
+                    Note::AdditionalContext { text, .. } => ("context", text),
+                    Note::SystemMessage { text, .. } => ("message", text),
+                    Note::HookFeedback { text, .. } => ("feedback", text),
+                    Note::Warning { text } => ("warning", text),
+                };
+                Piece::Text(format!("⚑ {event:?} hook {kind}: {}\n", short(body, 300)))
+            })
+            .collect(),
         AgentEvent::TurnEnd { result } => text(format!(
             "=== end: {:?} after {} model calls, {} tokens: {} ===\n",
             result.stop_reason,

@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::compaction::estimate_messages;
 use crate::agent::event::{AgentEvent, CompactionTrigger, RecoveryKind};
+use crate::agent::hook_events::halted;
 use crate::agent::normalize::normalize_owned;
 use crate::agent::recovery::{MAX_COMPACTION_FAILURES, MAX_CONTINUES, Recovery};
 use crate::agent::repeat::RepeatTracker;
@@ -16,7 +17,9 @@ use crate::agent::result::{PermissionDenial, StopReason, ToolUseRecord, TurnResu
 use crate::agent::runtime::Agent;
 use crate::agent::stream::{self, Reply};
 use crate::model::{self, ContentBlock, Message, ModelError, Usage};
-use crate::tools::{Decision, Note, StopDecision, StopGuard, ToolCallOutcome, ToolContext};
+use crate::tools::{
+    Decision, HookEvent, Note, StopDecision, StopGuard, ToolCallOutcome, ToolContext,
+};
 
 /// Sent after a reply cut at `max_tokens`.
 pub const CONTINUE_PROMPT: &str =
@@ -32,9 +35,11 @@ struct TurnState {
     recovery: Recovery,
     repeats: RepeatTracker,
     stop_guard: StopGuard,
+    /// A tool call reached a folder with instruction files not yet in the prompt.
+    new_instructions: bool,
 }
 
-type Stop = (StopReason, String);
+pub(crate) type Stop = (StopReason, String);
 
 impl Agent {
     /// Runs one turn on `input`. Never fails: whatever happens ends in a `TurnResult`, and the
@@ -61,7 +66,6 @@ impl Agent {
                 token.cancel();
             })
         };
-        self.history.push(Message::user_text(input.clone()));
         let mut state = TurnState {
             output: String::new(),
             tools_used: Vec::new(),
@@ -71,8 +75,15 @@ impl Agent {
             recovery: Recovery::default(),
             repeats: RepeatTracker::default(),
             stop_guard: StopGuard::new(),
+            new_instructions: false,
         };
-        let (mut stop_reason, mut reason) = self.drive(&mut state, &turn_cancel).await;
+        let (mut stop_reason, mut reason) = match self.opening_hooks(&input, &turn_cancel).await {
+            Ok(message) => {
+                self.history.push(message);
+                self.drive(&mut state, &turn_cancel).await
+            }
+            Err(stop) => stop,
+        };
         timer.abort();
         if stop_reason == StopReason::Interrupted && timed_out.load(Ordering::SeqCst) {
             stop_reason = StopReason::MaxBudgetReached;
@@ -100,7 +111,7 @@ impl Agent {
     }
 
     async fn drive(&mut self, st: &mut TurnState, cancel: &CancellationToken) -> Stop {
-        let suffix = self.dynamic_suffix();
+        let mut suffix = self.dynamic_suffix();
         loop {
             if cancel.is_cancelled() {
                 return interrupted();
@@ -127,6 +138,12 @@ impl Agent {
             if self.fixed_tokens(&suffix) + estimate_messages(&self.history) > threshold
                 && self.may_compact()
             {
+                if let Some(stop) = self
+                    .pre_compact_hooks(CompactionTrigger::Proactive, cancel)
+                    .await
+                {
+                    return stop;
+                }
                 self.compact(&suffix, threshold, CompactionTrigger::Proactive, cancel)
                     .await;
             }
@@ -179,6 +196,10 @@ impl Agent {
             {
                 return stop;
             }
+            if std::mem::take(&mut st.new_instructions) {
+                // A subfolder's instruction file joined: the next call carries it.
+                suffix = self.dynamic_suffix();
+            }
         }
     }
 
@@ -205,6 +226,9 @@ impl Agent {
             self.record_results(st, &outcomes);
             if cancel.is_cancelled() {
                 return Some(interrupted());
+            }
+            if let Some(reason) = outcomes.iter().find_map(|o| o.halt.as_deref()) {
+                return Some(halted(reason));
             }
             let run = st.repeats.observe(&outcomes);
             if run >= self.limits.max_repeats {
@@ -243,16 +267,18 @@ impl Agent {
             .run_stop(&mut st.stop_guard, &self.workspace, cancel)
             .await
         {
-            StopDecision::Stop { notes } => {
-                for note in notes {
-                    tracing::info!(?note, "Stop hook note");
+            StopDecision::Stop { notes, halt } => {
+                self.hook_notes(HookEvent::Stop, notes);
+                if let Some(reason) = halt {
+                    return Some(halted(&reason));
                 }
                 Some((
                     StopReason::Completed,
                     "the model finished its answer".to_string(),
                 ))
             }
-            StopDecision::Continue { reason, .. } => {
+            StopDecision::Continue { reason, notes } => {
+                self.hook_notes(HookEvent::Stop, notes);
                 self.recovery_event(RecoveryKind::StopHook, 1, &reason);
                 self.history.push(Message::user_text(format!(
                     "A Stop hook asks you to continue: {reason}"
@@ -293,6 +319,12 @@ impl Agent {
                     ));
                 }
                 self.recovery_event(RecoveryKind::PromptTooLong, 1, &message);
+                if let Some(stop) = self
+                    .pre_compact_hooks(CompactionTrigger::Reactive, cancel)
+                    .await
+                {
+                    return Err(stop);
+                }
                 // The estimate was evidently too low: aim for half of it.
                 let estimate = self.fixed_tokens(suffix) + estimate_messages(&self.history);
                 let compacted = self
@@ -339,6 +371,13 @@ impl Agent {
         let mut content = Vec::with_capacity(outcomes.len());
         let mut context = Vec::new();
         for outcome in outcomes {
+            if !outcome.output.is_error
+                && let Some(path) = outcome.effective_input.get("path").and_then(|p| p.as_str())
+            {
+                st.new_instructions |= self
+                    .instructions
+                    .touched(&self.workspace, std::path::Path::new(path));
+            }
             st.tools_used.push(ToolUseRecord {
                 id: outcome.id.clone(),
                 name: outcome.name.clone(),

@@ -6,8 +6,8 @@ mod template;
 
 pub use error::ConfigError;
 pub use team::{
-    AgentConfig, Dollars, MODES, ModelChoice, PermissionsConfig, Price, ROLES, TeamConfig,
-    TeamSection, WorkerConfig,
+    AgentConfig, Dollars, ModelChoice, PermissionsConfig, Price, ROLES, TeamConfig, TeamSection,
+    WorkerConfig,
 };
 pub use template::init_template;
 

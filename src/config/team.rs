@@ -11,6 +11,7 @@ use crate::config::ConfigError;
 use crate::model::{ModelName, OverloadCount, ThinkingSpec};
 use crate::store::Roster;
 use crate::store::names::{USER, validate_name};
+use crate::tools::PermissionMode;
 
 pub const ROLES: &[&str] = &["explorer", "planner", "reviewer", "implementer"];
 
@@ -30,8 +31,9 @@ pub struct TeamConfig {
     /// `[limits]`: how big subjects, descriptions and messages may be.
     #[serde(default)]
     pub limits: crate::store::Limits,
-    /// `[[hooks]]`: external commands run around tool calls (PreToolUse, PostToolUse,
-    /// PostToolUseFailure, Stop), JSON in on stdin and out on stdout.
+    /// `[[hooks]]`: external commands run at the agent's events (PreToolUse, PostToolUse,
+    /// PostToolUseFailure, Stop, UserPromptSubmit, SessionStart, PreCompact, Notification),
+    /// JSON in on stdin and out on stdout.
     #[serde(default)]
     pub hooks: Vec<crate::tools::HookSpec>,
     /// `[ui]`: the screen's own settings (bell, notify command), checked by the screen.
@@ -201,14 +203,6 @@ pub struct WorktreeConfig {
     #[serde(default)]
     pub auto_send_back_on_fail: bool,
 }
-
-pub const MODES: &[&str] = &[
-    "read-only",
-    "workspace-write",
-    "ask",
-    "accept-edits",
-    "bypass",
-];
 
 fn default_base_branch() -> String {
     "main".into()
@@ -394,14 +388,16 @@ impl TeamConfig {
             }
         }
         let mode = &self.permissions.mode;
-        if !MODES.contains(&mode.get_ref().as_str()) {
+        let parsed = mode
+            .get_ref()
+            .parse::<PermissionMode>()
+            .map_err(|e| err(mode.span(), e.to_string()))?;
+        if parsed == PermissionMode::Plan && self.teammates.is_empty() {
             return Err(err(
                 mode.span(),
-                format!(
-                    "unknown permission mode {:?}; modes are: {}",
-                    mode.get_ref(),
-                    MODES.join(", ")
-                ),
+                "plan mode needs a teammate to plan: the lead already only reads, and approves \
+                 the teammates' plans"
+                    .to_string(),
             ));
         }
         Ok(())

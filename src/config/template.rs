@@ -31,7 +31,8 @@ model = {{ provider = "scripted", scenario = "demo" }}
 name = "bob"
 role = "implementer"
 writes = true
-# Must send a plan and have it approved before it gets any write tool.
+# Must send a plan and have it approved before it gets any write tool (mode = "plan" below
+# asks that of every teammate).
 plan_mode_required = false
 model = {{ provider = "scripted", scenario = "demo" }}
 
@@ -46,10 +47,14 @@ model = {{ provider = "scripted", scenario = "demo" }}
 # a cost for providers that do not report one.
 
 [permissions]
-# read-only | workspace-write | ask | accept-edits | bypass
+# read-only | workspace-write | ask | accept-edits | bypass | plan | dont-ask
+# plan: teammates only read (and run read-only commands) until the lead approves their plan,
+#   then work as in accept-edits. dont-ask: for unattended runs; whatever would ask you is
+#   denied at once (allow rules still open what they name).
 mode = "ask"
 # Rules: "tool", "tool(exact input)", "tool(prefix:*)", or a path glob for file tools.
-# Deny beats everything (hooks included); then ask; then allow; then the mode's default.
+# Deny beats everything (hooks included); then ask; then a hook's allow; then allow rules;
+# then the mode's default.
 # A bash allow rule grants only a line whose every command is plain words it covers: no
 # `VAR=…` before a command, no `>` into a file, no `$(…)`, `${{…}}`, `$((…))`, backticks, `<(…)`
 # or globs, and none of the program's escape hatches (for git: `-c`, `-C`, `--output`,
@@ -67,11 +72,14 @@ allow_bypass = false
 # `network = true` lets its commands use the network.
 sandbox = "auto"
 
-# Hooks: commands run around tool calls, with the call as JSON on stdin. A hook may block, ask,
-# rewrite the input or add context; it never overrides a deny rule.
+# Hooks: commands run at an agent's events, with the event as JSON on stdin. A hook may block
+# (exit 2, stderr the reason), ask, rewrite the input, add context or stop the agent
+# ({{"continue": false}}); its allow never overrides a deny or ask rule.
 # [[hooks]]
-# event = "PreToolUse"        # PreToolUse | PostToolUse | PostToolUseFailure | Stop
-# matcher = "bash"            # a regex over the tool name
+# event = "PreToolUse"        # PreToolUse | PostToolUse | PostToolUseFailure | Stop |
+#                             # UserPromptSubmit | SessionStart | PreCompact | Notification
+# matcher = "bash"            # a regex over the tool name (SessionStart: source, PreCompact:
+#                             # trigger, Notification: type)
 # command = "./scripts/check-command.sh"
 # timeout_secs = 10
 

@@ -67,6 +67,9 @@ pub struct AgentStatus {
     /// Why it is in this state, in a few words (e.g. why it shut down).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Its own checklist (`todo_write`), as it last wrote it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub todos: Vec<crate::store::TodoItem>,
 }
 
 impl AgentStatus {
@@ -84,6 +87,7 @@ impl AgentStatus {
             tokens: 0,
             cost_micros: None,
             note: None,
+            todos: Vec::new(),
         }
     }
 

@@ -17,6 +17,7 @@ pub mod roster;
 pub mod secrets;
 pub mod task;
 pub mod tasks;
+pub mod todo;
 pub mod watch;
 pub mod workspace;
 
@@ -31,5 +32,6 @@ pub use requests::{RequestInfo, RequestState};
 pub use roster::Roster;
 pub use task::{ReviewerVerdict, Status, Task, TaskCommits};
 pub use tasks::{Loaded, NewTask, TaskPatch, TaskStore};
+pub use todo::{TodoItem, TodoStatus, render_todos};
 pub use watch::{DirWatcher, Waker};
 pub use workspace::Workspace;

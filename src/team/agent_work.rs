@@ -195,7 +195,8 @@ impl AgentWork {
             .map_err(SetupError::Runtime)?;
         Ok(AgentWork {
             writes: entry.writes,
-            plan_mode_required: entry.plan_mode_required,
+            // `plan` mode asks every teammate for a plan, as `plan_mode_required` asks one.
+            plan_mode_required: entry.plan_mode_required || permissions == PermissionMode::Plan,
             model_name: entry.model.model.clone().unwrap_or_default(),
             name: name.to_string(),
             role,
@@ -278,9 +279,17 @@ impl AgentWork {
             request_timeout: self.config.request_timeout(),
         });
         let extra: Vec<String> = self.config.team.test_command.iter().cloned().collect();
-        let registry = toolset(&self.role, self.writes, self.plan_approved(), env, &extra);
-        let policy = PermissionPolicy::new(self.permissions, &self.rules, self.bypass)
-            .map_err(|e| e.to_string())?;
+        let plan_approved = self.plan_approved();
+        let registry = toolset(&self.role, self.writes, plan_approved, env, &extra);
+        // Until its plan is approved an agent is in plan mode whatever the configured mode, so
+        // no tool (whatever its toolset) writes or runs commands; then `plan` gives way.
+        let mode = if plan_approved {
+            self.permissions.after_plan_approval()
+        } else {
+            PermissionMode::Plan
+        };
+        let policy =
+            PermissionPolicy::new(mode, &self.rules, self.bypass).map_err(|e| e.to_string())?;
         let sink = status_sink(status.clone());
         let prompter = MailboxPrompter::new(
             self.workspace.mailboxes(),
@@ -312,8 +321,22 @@ impl AgentWork {
         )
         .map_err(|e| e.to_string())?;
         agent.set_team_facts(self.team_facts(&workdir));
+        show_todos(&agent, status);
         Ok(agent)
     }
+}
+
+/// The agent's checklist goes into its status (the screen shows it in its pane); a new agent
+/// starts with an empty one.
+fn show_todos(agent: &Agent, status: &StatusHandle) {
+    let write = |status: &StatusHandle, items: &[crate::store::TodoItem]| {
+        if let Err(e) = status.update(|s| s.todos = items.to_vec()) {
+            tracing::warn!("status not written: {e}");
+        }
+    };
+    write(status, &[]);
+    let status = status.clone();
+    agent.todos().watch(move |items| write(&status, items));
 }
 
 /// WAITING while a permission request is out, WORK again when it is answered.
@@ -521,6 +544,13 @@ impl AgentWork {
         let mut said = format!("{} reviewed {}: {label}", self.name, task.id);
         if let Err(e) = recorded {
             said.push_str(&format!(" (not recorded: {e})"));
+        } else if verdict == Some(Verdict::Fail)
+            && self.config.worktree.auto_send_back_on_fail
+            && auto_send_backs(&task, &self.name) >= MAX_AUTO_SEND_BACKS
+        {
+            said.push_str(&format!(
+                "; left for the person: sent back automatically {MAX_AUTO_SEND_BACKS} times already"
+            ));
         } else if verdict == Some(Verdict::Fail) && self.config.worktree.auto_send_back_on_fail {
             let note = format!(
                 "{} found it failing:\n{}",
@@ -591,6 +621,16 @@ impl AgentWork {
             format!("stopped ({:?}): {}", result.stop_reason, result.reason)
         }
     }
+}
+
+/// A reviewer sends a failing task back on its own at most this often; then the person decides
+/// (a teammate that cannot fix it would otherwise bounce between the two for ever).
+const MAX_AUTO_SEND_BACKS: usize = 3;
+
+/// How often `reviewer` has already sent `task` back (its notes say so each time).
+fn auto_send_backs(task: &Task, reviewer: &str) -> usize {
+    let said = format!(": sent back by {reviewer}: ");
+    task.notes.iter().filter(|n| n.contains(&said)).count()
 }
 
 fn truncate(text: &str, max: usize) -> String {

@@ -1,5 +1,5 @@
 //! What every tool call gets: where it works, where big results go, what it has read,
-//! how to stop, and the environment its commands see.
+//! how to stop, the environment its commands see, and its own checklist.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::model::secret::is_secret_name;
 use crate::tools::sandbox::Sandbox;
+use crate::tools::todo::TodoList;
 
 /// Per-call context. Cloning shares the read-state tracker and the cancellation token.
 #[derive(Debug, Clone)]
@@ -24,6 +25,8 @@ pub struct ToolContext {
     /// The scrubbed environment given to commands (see [`scrub_env`]).
     pub env: Vec<(String, String)>,
     pub sandbox: Sandbox,
+    /// The agent's own checklist (`todo_write`), shared like the read state.
+    pub todos: TodoList,
 }
 
 impl ToolContext {
@@ -37,6 +40,7 @@ impl ToolContext {
             cancel: CancellationToken::new(),
             env: scrub_env(std::env::vars()),
             sandbox: Sandbox::off(),
+            todos: TodoList::default(),
         }
     }
 

@@ -16,14 +16,16 @@ pub mod registry;
 pub mod sandbox;
 pub mod schema;
 pub mod spill;
+pub mod todo;
 pub mod tool;
 
 pub use context::{ReadState, ToolContext, scrub_env};
-pub use hooks::{HookEvent, HookSpec, Hooks, StopDecision, StopGuard};
+pub use hooks::{HookEvent, HookRun, HookSpec, Hooks, StopDecision, StopGuard};
 pub use note::Note;
 pub use permissions::{Decision, PermissionMode, PermissionOutcome, PermissionPolicy};
 pub use pipeline::{Pipeline, ToolCall, ToolCallOutcome};
 pub use prompter::{AllowWhatRulesAllow, DenyAll, PermissionAnswer, PermissionAsk, Prompter};
 pub use registry::ToolRegistry;
 pub use sandbox::{Sandbox, SandboxMode};
+pub use todo::{TodoList, todo_tools};
 pub use tool::{Subject, Tool, ToolError, ToolKind, ToolOutput};

@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::tools::context::ToolContext;
-use crate::tools::hooks::Hooks;
+use crate::tools::hooks::{HookEvent, HookRun, Hooks};
 use crate::tools::note::Note;
 use crate::tools::permissions::{
     DecidedBy, Decision, PermissionOutcome, PermissionPolicy, PermissionQuery,
@@ -20,6 +20,9 @@ use crate::tools::registry::ToolRegistry;
 use crate::tools::sandbox::SandboxPlan;
 use crate::tools::spill::apply_budget;
 use crate::tools::tool::{Tool, ToolError, ToolKind, ToolOutput};
+
+/// The Notification type (and matcher value) for a permission request.
+const PERMISSION_PROMPT: &str = "permission_prompt";
 
 /// A tool use as the model emitted it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -43,6 +46,9 @@ pub struct ToolCallOutcome {
     pub decision: Option<PermissionOutcome>,
     pub spilled: Option<PathBuf>,
     pub notes: Vec<Note>,
+    /// A hook's `continue: false` around this call: the turn ends after it, for this reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub halt: Option<String>,
 }
 
 impl ToolCallOutcome {
@@ -56,6 +62,7 @@ impl ToolCallOutcome {
             decision: None,
             spilled: None,
             notes: Vec::new(),
+            halt: None,
         }
     }
 
@@ -120,6 +127,7 @@ impl Pipeline {
             .pre_tool_use(&call.name, &call.input, &ctx.workspace, &ctx.cancel)
             .await;
         outcome.notes.extend(pre.notes);
+        outcome.halt = pre.halt;
         if let Some(reason) = pre.block {
             return outcome.fail(format!("blocked by PreToolUse hook: {reason}"));
         }
@@ -166,7 +174,8 @@ impl Pipeline {
                 &ctx.cancel,
             )
             .await;
-        outcome.notes.extend(post);
+        outcome.notes.extend(post.notes);
+        outcome.halt = post.halt;
 
         let (output, spilled) =
             apply_budget(output, tool.result_budget(), &ctx.spill_dir, &call.id).await;
@@ -180,6 +189,28 @@ impl Pipeline {
             "tool call finished"
         );
         outcome
+    }
+
+    /// Notification hooks: the agent is about to wait for a person's permission. Their output
+    /// changes nothing; it is logged.
+    async fn notify_person(&self, tool: &str, reason: &str, ctx: &ToolContext) {
+        let run = self
+            .hooks
+            .run_event(
+                HookEvent::Notification,
+                Some(PERMISSION_PROMPT),
+                json!({
+                    "notification_type": PERMISSION_PROMPT,
+                    "message": format!("permission needed to use {tool}: {reason}"),
+                    "tool_name": tool,
+                }),
+                &ctx.workspace,
+                &ctx.cancel,
+            )
+            .await;
+        if run != HookRun::default() {
+            tracing::info!(?run, "Notification hooks answered; nothing to act on");
+        }
     }
 
     /// Schema, then the tool's own semantic validation.
@@ -222,6 +253,10 @@ impl Pipeline {
                 "the sandbox is unavailable here ({missing}), so this command would run unconfined"
             ));
         }
+        if let Decision::Ask(reason) = outcome.decision {
+            // Also this ask is the mode's to settle: `dont-ask` denies it.
+            outcome.decision = self.permissions.mode().settle_ask(reason);
+        }
         let Decision::Ask(reason) = outcome.decision else {
             return outcome;
         };
@@ -231,6 +266,7 @@ impl Pipeline {
                 DecidedBy::NoPrompter,
             );
         };
+        self.notify_person(tool.name(), &reason, ctx).await;
         let ask = PermissionAsk {
             tool: tool.name().to_string(),
             input: input.clone(),

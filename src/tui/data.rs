@@ -37,6 +37,9 @@ pub struct AgentStatus {
     pub tokens: Option<Value>,
     #[serde(default)]
     pub cost_micros: Option<u64>,
+    /// The agent's own checklist.
+    #[serde(default)]
+    pub todos: Vec<crate::store::TodoItem>,
 }
 
 impl AgentStatus {

@@ -210,3 +210,26 @@ pub fn tool_turns(tool: &str, result_bytes: usize, count: usize) -> Vec<Message>
         })
         .collect()
 }
+
+/// Compaction thresholds for tests: compact over `compact_at_tokens`, keep the last
+/// `keep_recent_messages` messages, spill results over 10 kB, summaries of 512 tokens.
+pub fn thresholds(compact_at_tokens: u64, keep_recent_messages: usize) -> CompactionThresholds {
+    CompactionThresholds {
+        compact_at_tokens,
+        spill_result_bytes: 10_000,
+        keep_recent_messages,
+        summary_max_tokens: 512,
+    }
+}
+
+/// `n` exchanges of a long user note and a short answer (about 500 tokens each).
+pub fn chatter(n: usize) -> Vec<Message> {
+    (0..n)
+        .flat_map(|n| {
+            [
+                Message::user_text(format!("note {n}: {}", "blah ".repeat(400))),
+                Message::assistant_text(format!("noted {n}")),
+            ]
+        })
+        .collect()
+}

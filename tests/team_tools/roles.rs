@@ -6,7 +6,9 @@ use serde_json::json;
 
 use crate::support::{Team, run};
 
-const TEAMMATE_TOOLS: [&str; 6] = [
+const TEAMMATE_TOOLS: [&str; 8] = [
+    "todo_write",
+    "todo_read",
     "task_list",
     "task_get",
     "task_update",
@@ -40,6 +42,8 @@ fn each_role_gets_exactly_its_tools_in_a_stable_order() {
             "read",
             "glob",
             "grep",
+            "todo_write",
+            "todo_read",
             "task_create",
             "task_list",
             "task_get",

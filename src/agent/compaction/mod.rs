@@ -84,6 +84,9 @@ pub(crate) struct Ladder<'a> {
 pub(crate) struct Compacted {
     /// Some rung changed the history.
     pub changed: bool,
+    /// Old turns were folded or summarised away: what the agent wrote in them (its checklist)
+    /// is no longer in the history as it wrote it.
+    pub rewrote_turns: bool,
     /// The context is now at or under the target.
     pub fits: bool,
 }
@@ -100,6 +103,7 @@ impl Ladder<'_> {
     ) -> Compacted {
         let mut tokens = fixed_tokens + estimate_messages(history);
         let mut changed = false;
+        let mut rewrote_turns = false;
         let keep = self.thresholds.keep_recent_messages;
         for step in [
             CompactionStep::Spill,
@@ -134,9 +138,11 @@ impl Ladder<'_> {
             });
             tokens = after;
             changed = true;
+            rewrote_turns |= matches!(step, CompactionStep::Fold | CompactionStep::Summarise);
         }
         Compacted {
             changed,
+            rewrote_turns,
             fits: tokens <= target,
         }
     }

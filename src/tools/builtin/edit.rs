@@ -1,13 +1,11 @@
 //! `edit`: exact string replacement in a file the agent has read and that has not changed
 //! since. Refusing stale edits keeps the model from overwriting changes it never saw.
 
-use std::path::Path;
-
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
 use super::write::record_written;
-use super::{display_path, path_subject, writable_arg};
+use super::{display_path, ensure_fresh, path_subject, writable_arg};
 use crate::tools::context::ToolContext;
 use crate::tools::tool::{Subject, Tool, ToolError, ToolKind, ToolOutput, required_str, str_field};
 
@@ -53,7 +51,7 @@ impl Tool for EditTool {
         let path = writable_arg(ctx, input).map_err(|e| e.to_string())?;
         let bytes =
             std::fs::read(&path).map_err(|e| format!("{}: {e}", display_path(ctx, &path)))?;
-        ensure_fresh(ctx, &path, &bytes)
+        ensure_fresh(ctx, &path, &bytes, "editing")
     }
 
     fn permission_subject(&self, input: &Value) -> Subject {
@@ -78,7 +76,7 @@ impl Tool for EditTool {
                 .await
                 .map_err(|e| ToolError::io(&path, e))?;
             // Checked again: time passes between validation and the call (hooks, a person deciding).
-            ensure_fresh(&ctx, &path, &bytes).map_err(ToolError::Refused)?;
+            ensure_fresh(&ctx, &path, &bytes, "editing").map_err(ToolError::Refused)?;
             let text = String::from_utf8(bytes).map_err(|_| {
                 ToolError::Refused(format!("{} is not UTF-8 text", display_path(&ctx, &path)))
             })?;
@@ -113,19 +111,5 @@ impl Tool for EditTool {
             };
             Ok(ToolOutput::ok(format!("edited {shown}: {count} {noun}")))
         })
-    }
-}
-
-/// The file must have been read in this session and be unchanged since.
-fn ensure_fresh(ctx: &ToolContext, path: &Path, bytes: &[u8]) -> Result<(), String> {
-    let shown = display_path(ctx, path);
-    match ctx.read_state.get(path) {
-        None => Err(format!(
-            "{shown} has not been read in this session; read it before editing"
-        )),
-        Some(stamp) if !stamp.matches(bytes) => Err(format!(
-            "{shown} changed since it was last read; read it again before editing"
-        )),
-        Some(_) => Ok(()),
     }
 }

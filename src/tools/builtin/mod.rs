@@ -74,6 +74,21 @@ fn display_path(ctx: &ToolContext, path: &Path) -> String {
         .to_string()
 }
 
+/// A tool may change an existing file only after the agent read it in this session and while
+/// it is unchanged since: the model must not overwrite what it never saw. `verb` names the change.
+fn ensure_fresh(ctx: &ToolContext, path: &Path, bytes: &[u8], verb: &str) -> Result<(), String> {
+    let shown = display_path(ctx, path);
+    match ctx.read_state.get(path) {
+        None => Err(format!(
+            "{shown} has not been read in this session; read it before {verb}"
+        )),
+        Some(stamp) if !stamp.matches(bytes) => Err(format!(
+            "{shown} changed since it was last read; read it again before {verb}"
+        )),
+        Some(_) => Ok(()),
+    }
+}
+
 /// Text files have no NUL byte in their first 8 KiB (the heuristic git and grep use).
 fn looks_binary(bytes: &[u8]) -> bool {
     bytes.iter().take(8192).any(|&b| b == 0)

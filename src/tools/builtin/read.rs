@@ -9,6 +9,8 @@ use crate::tools::tool::{Subject, Tool, ToolError, ToolKind, ToolOutput};
 
 const DEFAULT_LIMIT: usize = 2_000;
 const MAX_LINE_CHARS: usize = 2_000;
+/// The most one read returns; long lines could otherwise make a 2,000-line page megabytes.
+const MAX_OUTPUT_BYTES: usize = 100 * 1024;
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ReadTool;
@@ -20,7 +22,8 @@ impl Tool for ReadTool {
 
     fn description(&self) -> &str {
         "Read a text file. Lines come numbered (cat -n style). Use offset (1-based line) and limit \
-         (lines, default 2000) for large files. A file must be read before it can be edited."
+         (lines, default 2000) for large files; one read returns at most 100 KiB and says which \
+         offset to continue from. A file must be read before it can be edited."
     }
 
     fn input_schema(&self) -> Value {
@@ -93,12 +96,15 @@ impl Tool for ReadTool {
                 &String::from_utf8_lossy(&bytes),
                 offset,
                 limit,
+                MAX_OUTPUT_BYTES,
             )))
         })
     }
 }
 
-fn numbered(text: &str, offset: usize, limit: usize) -> String {
+/// Lines `offset..offset+limit` numbered, stopping early once the page would pass `max_bytes`
+/// (at least one line is shown); a page that stops early ends with the offset to continue from.
+fn numbered(text: &str, offset: usize, limit: usize, max_bytes: usize) -> String {
     if text.is_empty() {
         return "(empty file)".to_string();
     }
@@ -107,14 +113,20 @@ fn numbered(text: &str, offset: usize, limit: usize) -> String {
         return format!("(the file has {total} lines; offset {offset} is past the end)");
     }
     let mut out = String::new();
+    let mut shown_to = offset - 1;
     for (i, line) in text.lines().enumerate().skip(offset - 1).take(limit) {
-        out.push_str(&format!(
-            "{:>6}\t{}\n",
-            i + 1,
-            clip_line(line, MAX_LINE_CHARS)
-        ));
+        let numbered_line = format!("{:>6}\t{}\n", i + 1, clip_line(line, MAX_LINE_CHARS));
+        if shown_to >= offset && out.len() + numbered_line.len() > max_bytes {
+            out.push_str(&format!(
+                "… output capped at {max_bytes} bytes; {} more lines; continue with offset {}\n",
+                total - shown_to,
+                shown_to + 1
+            ));
+            return out;
+        }
+        out.push_str(&numbered_line);
+        shown_to = i + 1;
     }
-    let shown_to = (offset - 1 + limit).min(total);
     if shown_to < total {
         out.push_str(&format!(
             "… {} more lines; continue with offset {}\n",
@@ -133,11 +145,23 @@ mod tests {
     fn numbering_offset_and_limit() {
         let text = "a\nb\nc\nd\n";
         assert_eq!(
-            numbered(text, 1, 2),
+            numbered(text, 1, 2, 1000),
             "     1\ta\n     2\tb\n… 2 more lines; continue with offset 3\n"
         );
-        assert_eq!(numbered(text, 4, 10), "     4\td\n");
-        assert!(numbered(text, 9, 1).contains("past the end"));
-        assert_eq!(numbered("", 1, 1), "(empty file)");
+        assert_eq!(numbered(text, 4, 10, 1000), "     4\td\n");
+        assert!(numbered(text, 9, 1, 1000).contains("past the end"));
+        assert_eq!(numbered("", 1, 1, 1000), "(empty file)");
+    }
+
+    #[test]
+    fn a_page_stops_at_the_byte_cap_and_says_where_to_continue() {
+        let text = "aaaa\nbbbb\ncccc\n";
+        // Each numbered line is 12 bytes: two fit in 30.
+        assert_eq!(
+            numbered(text, 1, 10, 30),
+            "     1\taaaa\n     2\tbbbb\n… output capped at 30 bytes; 1 more lines; continue with offset 3\n"
+        );
+        // One line is always shown, however small the cap.
+        assert!(numbered(text, 2, 10, 1).starts_with("     2\tbbbb\n… output capped"));
     }
 }

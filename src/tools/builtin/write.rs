@@ -1,9 +1,11 @@
-//! `write`: create or overwrite a file inside the workspace, creating its directories.
+//! `write`: create or overwrite a file inside the workspace, creating its directories. An
+//! existing file is overwritten only when the agent read it and it has not changed since, as
+//! `edit` requires.
 
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
-use super::{display_path, path_subject, writable_arg};
+use super::{display_path, ensure_fresh, path_subject, writable_arg};
 use crate::tools::context::{FileStamp, ToolContext};
 use crate::tools::tool::{Subject, Tool, ToolError, ToolKind, ToolOutput, required_str};
 
@@ -16,8 +18,8 @@ impl Tool for WriteTool {
     }
 
     fn description(&self) -> &str {
-        "Write a file (created or overwritten), creating missing directories. Prefer edit for \
-         changes to an existing file."
+        "Write a file (created or overwritten), creating missing directories. An existing file \
+         must be read first. Prefer edit for changes to an existing file."
     }
 
     fn input_schema(&self) -> Value {
@@ -41,7 +43,7 @@ impl Tool for WriteTool {
         if path.is_dir() {
             return Err(format!("{} is a directory", display_path(ctx, &path)));
         }
-        Ok(())
+        existing_is_fresh(ctx, &path)
     }
 
     fn permission_subject(&self, input: &Value) -> Subject {
@@ -56,6 +58,8 @@ impl Tool for WriteTool {
         Box::pin(async move {
             let path = writable_arg(&ctx, &input)?;
             let content = required_str(&input, "content")?;
+            // Checked again: time passes between validation and the call (hooks, a person deciding).
+            existing_is_fresh(&ctx, &path).map_err(ToolError::Refused)?;
             if let Some(parent) = path.parent() {
                 tokio::fs::create_dir_all(parent)
                     .await
@@ -71,6 +75,15 @@ impl Tool for WriteTool {
                 display_path(&ctx, &path)
             )))
         })
+    }
+}
+
+/// A new file needs no read; an existing one must have been read and be unchanged since.
+fn existing_is_fresh(ctx: &ToolContext, path: &std::path::Path) -> Result<(), String> {
+    match std::fs::read(path) {
+        Ok(bytes) => ensure_fresh(ctx, path, &bytes, "overwriting it"),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(format!("{}: {e}", display_path(ctx, path))),
     }
 }
 

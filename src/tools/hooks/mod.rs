@@ -1,7 +1,9 @@
 //! External hook commands from configuration. Each runs as `sh -c command` with a JSON
-//! description of the event on stdin and may answer with JSON on stdout (block, permission
-//! decision, updated input, extra context) or block by exiting with code 2. A hook that
-//! fails, prints bad JSON or times out is logged and skipped: a broken hook never stops work.
+//! description of the event on stdin and may answer with JSON on stdout (`continue`,
+//! `stopReason`, `suppressOutput`, `systemMessage`, `decision`, `additionalContext`,
+//! permission decision, updated input, also nested in `hookSpecificOutput`) or block by
+//! exiting with code 2 (stderr is the reason). A hook that fails, prints bad JSON or runs past
+//! its `timeout_secs` is logged and skipped: a broken hook never stops work.
 
 use std::path::Path;
 
@@ -24,6 +26,14 @@ pub enum HookEvent {
     PostToolUse,
     PostToolUseFailure,
     Stop,
+    /// Before a turn's input reaches the model; may block it or add context.
+    UserPromptSubmit,
+    /// Before the first turn of an agent session; may add context.
+    SessionStart,
+    /// Before the history is compacted (matcher: `proactive` or `reactive`).
+    PreCompact,
+    /// The agent needs the person (matcher: the notification type, `permission_prompt`).
+    Notification,
 }
 
 fn default_timeout_secs() -> u64 {
@@ -35,7 +45,9 @@ fn default_timeout_secs() -> u64 {
 #[serde(deny_unknown_fields)]
 pub struct HookSpec {
     pub event: HookEvent,
-    /// Regex over the tool name, matched in full; absent, empty or `*` = every tool.
+    /// Regex matched in full against the tool name (for UserPromptSubmit nothing; for
+    /// SessionStart the source, PreCompact the trigger, Notification the type); absent,
+    /// empty or `*` = everything.
     #[serde(default)]
     pub matcher: Option<String>,
     pub command: String,
@@ -71,7 +83,32 @@ pub struct PreToolUse {
     pub permission: Option<HookPermission>,
     /// The input the tool should receive instead of the model's.
     pub updated_input: Option<Value>,
+    /// A hook's `continue: false`: the call does not run and the turn ends, for this reason.
+    pub halt: Option<String>,
     pub notes: Vec<Note>,
+}
+
+/// What the hooks of one event said, beyond tool permissions.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HookRun {
+    /// A hook's `continue: false` (its `stopReason`): the agent stops.
+    pub halt: Option<String>,
+    /// `decision: "block"` reasons and exit-2 stderr, in hook order.
+    pub blocks: Vec<String>,
+    pub notes: Vec<Note>,
+}
+
+impl HookRun {
+    /// The hooks' `additionalContext`, for the model.
+    pub fn context(&self) -> Vec<&str> {
+        self.notes
+            .iter()
+            .filter_map(|n| match n {
+                Note::AdditionalContext { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
 }
 
 /// Whether the agent may stop, after the Stop hooks ran.
@@ -79,12 +116,11 @@ pub struct PreToolUse {
 pub enum StopDecision {
     Stop {
         notes: Vec<Note>,
+        /// A hook's `continue: false`: the stop is the hook's, for this reason.
+        halt: Option<String>,
     },
     /// A hook blocked the stop: the reason goes to the model, which continues once.
-    Continue {
-        reason: String,
-        notes: Vec<Note>,
-    },
+    Continue { reason: String, notes: Vec<Note> },
 }
 
 /// One per turn: allows at most one forced continuation, so a Stop hook that always blocks
@@ -156,6 +192,11 @@ impl Hooks {
                 HookReply::Output(output) => output,
             };
             result.notes.extend(output.notes(HookEvent::PreToolUse));
+            if let Some(halt) = output.halt() {
+                result.block = Some(format!("the hook stopped the agent: {halt}"));
+                result.halt = Some(halt);
+                return result;
+            }
             if let Some(reason) = output.blocks() {
                 result.block = Some(reason);
                 return result;
@@ -174,8 +215,8 @@ impl Hooks {
         result
     }
 
-    /// Runs PostToolUse (or, for an error result, PostToolUseFailure) hooks; their output
-    /// can only add notes, since the tool already ran.
+    /// Runs PostToolUse (or, for an error result, PostToolUseFailure) hooks. The tool already
+    /// ran: a block becomes feedback for the model, and `continue: false` ends the turn.
     pub async fn post_tool_use(
         &self,
         tool: &str,
@@ -183,32 +224,23 @@ impl Hooks {
         response: &ToolOutput,
         cwd: &Path,
         cancel: &CancellationToken,
-    ) -> Vec<Note> {
+    ) -> HookRun {
         let event = if response.is_error {
             HookEvent::PostToolUseFailure
         } else {
             HookEvent::PostToolUse
         };
-        let mut notes = Vec::new();
-        for hook in self.matching(event, Some(tool)) {
-            let payload = tool_payload(event, tool, input, Some(response), cwd);
-            match run_hook(hook, &payload, cwd, cancel).await {
-                HookReply::Skipped => {}
-                HookReply::Blocked(text) => notes.push(Note::HookFeedback { event, text }),
-                HookReply::Output(output) => {
-                    notes.extend(output.notes(event));
-                    if let Some(text) = output.blocks() {
-                        notes.push(Note::HookFeedback { event, text });
-                    }
-                }
-            }
+        let payload = tool_payload(event, tool, input, Some(response), cwd);
+        let mut run = self.collect(event, Some(tool), &payload, cwd, cancel).await;
+        for text in std::mem::take(&mut run.blocks) {
+            run.notes.push(Note::HookFeedback { event, text });
         }
-        notes
+        run
     }
 
     /// Runs the Stop hooks. The first time in a turn a hook blocks, the agent is told to
     /// continue; on the re-run hooks see `stop_hook_active: true`, and a second block is
-    /// ignored with a warning.
+    /// ignored with a warning. `continue: false` stops the agent whatever a block said.
     pub async fn run_stop(
         &self,
         guard: &mut StopGuard,
@@ -223,20 +255,15 @@ impl Hooks {
             "cwd": cwd,
             "stop_hook_active": guard.forced,
         });
-        let mut notes = Vec::new();
-        let mut reasons = Vec::new();
-        for hook in self.matching(HookEvent::Stop, None) {
-            match run_hook(hook, &payload, cwd, cancel).await {
-                HookReply::Skipped => {}
-                HookReply::Blocked(reason) => reasons.push(reason),
-                HookReply::Output(output) => {
-                    notes.extend(output.notes(HookEvent::Stop));
-                    reasons.extend(output.blocks());
-                }
-            }
-        }
-        if reasons.is_empty() {
-            return StopDecision::Stop { notes };
+        let HookRun {
+            halt,
+            blocks: reasons,
+            mut notes,
+        } = self
+            .collect(HookEvent::Stop, None, &payload, cwd, cancel)
+            .await;
+        if reasons.is_empty() || halt.is_some() {
+            return StopDecision::Stop { notes, halt };
         }
         if guard.forced {
             tracing::warn!("Stop hook blocked again after a forced continuation; stopping anyway");
@@ -246,13 +273,57 @@ impl Hooks {
                     reasons.join("; ")
                 ),
             });
-            return StopDecision::Stop { notes };
+            return StopDecision::Stop { notes, halt: None };
         }
         guard.forced = true;
         StopDecision::Continue {
             reason: reasons.join("\n"),
             notes,
         }
+    }
+
+    /// Runs the hooks of an event outside tool calls (UserPromptSubmit, SessionStart,
+    /// PreCompact, Notification). `target` is what matchers see; `fields` (a JSON object) is
+    /// added to the payload.
+    pub async fn run_event(
+        &self,
+        event: HookEvent,
+        target: Option<&str>,
+        fields: Value,
+        cwd: &Path,
+        cancel: &CancellationToken,
+    ) -> HookRun {
+        let mut payload = json!({"hook_event_name": event, "cwd": cwd});
+        if let (Some(payload), Value::Object(fields)) = (payload.as_object_mut(), fields) {
+            payload.extend(fields);
+        }
+        self.collect(event, target, &payload, cwd, cancel).await
+    }
+
+    /// Every matching hook of `event`, in order, its answers gathered.
+    async fn collect(
+        &self,
+        event: HookEvent,
+        target: Option<&str>,
+        payload: &Value,
+        cwd: &Path,
+        cancel: &CancellationToken,
+    ) -> HookRun {
+        let mut run = HookRun::default();
+        for hook in self.matching(event, target) {
+            match run_hook(hook, payload, cwd, cancel).await {
+                HookReply::Skipped => {}
+                HookReply::Blocked(reason) => run.blocks.push(reason),
+                HookReply::Output(output) => {
+                    run.notes.extend(output.notes(event));
+                    run.blocks.extend(output.blocks());
+                    if let Some(halt) = output.halt() {
+                        run.halt.get_or_insert(halt);
+                    }
+                }
+            }
+        }
+        run
     }
 }
 

@@ -16,12 +16,19 @@ use crate::tools::process::{ProcessEnd, ProcessSpec, run_process};
 pub(super) enum HookReply {
     Skipped,
     Blocked(String),
-    Output(HookOutput),
+    Output(Box<HookOutput>),
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(super) struct HookOutput {
+    /// `false`: the agent stops after this hook, whatever else it said.
+    #[serde(rename = "continue")]
+    continue_: Option<bool>,
+    /// Why, for the person (the model is not told).
+    stop_reason: Option<String>,
+    /// Keeps the hook's `systemMessage` off the transcript and the screen.
+    suppress_output: Option<bool>,
     decision: Option<String>,
     reason: Option<String>,
     permission_decision: Option<String>,
@@ -37,6 +44,9 @@ impl HookOutput {
     fn flatten(mut self) -> Self {
         if let Some(inner) = self.hook_specific_output.take() {
             let inner = inner.flatten();
+            self.continue_ = self.continue_.or(inner.continue_);
+            self.stop_reason = self.stop_reason.or(inner.stop_reason);
+            self.suppress_output = self.suppress_output.or(inner.suppress_output);
             self.decision = self.decision.or(inner.decision);
             self.reason = self.reason.or(inner.reason);
             self.permission_decision = self.permission_decision.or(inner.permission_decision);
@@ -58,6 +68,15 @@ impl HookOutput {
         })
     }
 
+    /// `continue: false`, as the reason the agent stopped.
+    pub(super) fn halt(&self) -> Option<String> {
+        (self.continue_ == Some(false)).then(|| {
+            self.stop_reason
+                .clone()
+                .unwrap_or_else(|| "a hook said not to continue".to_string())
+        })
+    }
+
     pub(super) fn notes(&self, event: HookEvent) -> Vec<Note> {
         let context = self
             .additional_context
@@ -66,10 +85,15 @@ impl HookOutput {
                 event,
                 text: t.clone(),
             });
-        let message = self.system_message.iter().map(|t| Note::SystemMessage {
-            event,
-            text: t.clone(),
-        });
+        let shown = self.suppress_output != Some(true);
+        let message = self
+            .system_message
+            .iter()
+            .filter(|_| shown)
+            .map(|t| Note::SystemMessage {
+                event,
+                text: t.clone(),
+            });
         context.chain(message).collect()
     }
 }
@@ -142,10 +166,22 @@ pub(super) async fn run_hook(
     }
     let stdout = String::from_utf8_lossy(&result.stdout);
     if stdout.trim().is_empty() {
-        return HookReply::Output(HookOutput::default());
+        return HookReply::Output(Box::default());
     }
     match serde_json::from_str::<HookOutput>(stdout.trim()) {
-        Ok(output) => HookReply::Output(output.flatten()),
+        Ok(output) => HookReply::Output(Box::new(output.flatten())),
+        // As in Claude Code, these two events take plain text on stdout as context.
+        Err(_)
+            if matches!(
+                hook.spec.event,
+                HookEvent::UserPromptSubmit | HookEvent::SessionStart
+            ) =>
+        {
+            HookReply::Output(Box::new(HookOutput {
+                additional_context: Some(stdout.trim().to_string()),
+                ..HookOutput::default()
+            }))
+        }
         Err(e) => {
             tracing::warn!(%command, error = %e, "hook printed invalid JSON; skipped");
             HookReply::Skipped

@@ -19,9 +19,25 @@ pub enum PermissionMode {
     AcceptEdits,
     /// Everything is allowed, except what deny rules and the workspace boundary refuse.
     Bypass,
+    /// Reading only until a plan is approved (`request_plan_approval`); teams then switch the
+    /// agent to `accept-edits` (see `PermissionMode::after_plan_approval`).
+    Plan,
+    /// For unattended runs: what `ask` would ask about is denied instead, and no request is
+    /// ever made; allow rules and hooks still open what they name.
+    DontAsk,
 }
 
 impl PermissionMode {
+    pub const ALL: [PermissionMode; 7] = [
+        PermissionMode::ReadOnly,
+        PermissionMode::WorkspaceWrite,
+        PermissionMode::Ask,
+        PermissionMode::AcceptEdits,
+        PermissionMode::Bypass,
+        PermissionMode::Plan,
+        PermissionMode::DontAsk,
+    ];
+
     /// The decision for a call of `kind` that nothing else decided.
     pub fn default_decision(self, kind: ToolKind) -> Decision {
         use PermissionMode::*;
@@ -30,11 +46,40 @@ impl PermissionMode {
             (_, Read) | (Bypass, _) => Decision::Allow,
             (WorkspaceWrite, Write | Exec) | (AcceptEdits, Write) => Decision::Allow,
             (ReadOnly, _) => Decision::Deny(format!("{} mode allows reading only", self.as_str())),
+            (Plan, _) => Decision::Deny(
+                "plan mode allows reading only until your plan is approved; send it with \
+                 request_plan_approval"
+                    .to_string(),
+            ),
+            (DontAsk, _) => Decision::Deny(format!(
+                "dont-ask mode denies {} tools that no allow rule grants (unattended run)",
+                kind_name(kind)
+            )),
             (WorkspaceWrite | Ask | AcceptEdits, _) => Decision::Ask(format!(
                 "{} mode asks before {} tools run",
                 self.as_str(),
                 kind_name(kind)
             )),
+        }
+    }
+
+    /// An ask, turned into what this mode does with it: `dont-ask` denies it, naming why it
+    /// would have asked; every other mode keeps it.
+    pub fn settle_ask(self, reason: String) -> Decision {
+        match self {
+            PermissionMode::DontAsk => {
+                Decision::Deny(format!("dont-ask mode denies what would ask: {reason}"))
+            }
+            _ => Decision::Ask(reason),
+        }
+    }
+
+    /// The mode an agent works under once its plan is approved: `plan` becomes `accept-edits`
+    /// (the plan said which files change; commands still ask), any other mode stays.
+    pub fn after_plan_approval(self) -> Self {
+        match self {
+            PermissionMode::Plan => PermissionMode::AcceptEdits,
+            other => other,
         }
     }
 
@@ -45,6 +90,8 @@ impl PermissionMode {
             PermissionMode::Ask => "ask",
             PermissionMode::AcceptEdits => "accept-edits",
             PermissionMode::Bypass => "bypass",
+            PermissionMode::Plan => "plan",
+            PermissionMode::DontAsk => "dont-ask",
         }
     }
 }
@@ -60,7 +107,7 @@ fn kind_name(kind: ToolKind) -> &'static str {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown permission mode `{0}`; expected read-only, workspace-write, ask, accept-edits or bypass"
+    "unknown permission mode `{0}`; expected read-only, workspace-write, ask, accept-edits, bypass, plan or dont-ask"
 )]
 pub struct UnknownMode(pub String);
 
@@ -68,8 +115,7 @@ impl std::str::FromStr for PermissionMode {
     type Err = UnknownMode;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        use PermissionMode::*;
-        [ReadOnly, WorkspaceWrite, Ask, AcceptEdits, Bypass]
+        PermissionMode::ALL
             .into_iter()
             .find(|mode| mode.as_str() == s)
             .ok_or_else(|| UnknownMode(s.to_string()))
@@ -98,6 +144,10 @@ mod tests {
         assert_eq!("accept-edits".parse(), Ok(PermissionMode::AcceptEdits));
         let err = "yolo".parse::<PermissionMode>().unwrap_err();
         assert!(err.to_string().contains("`yolo`"));
+        for mode in PermissionMode::ALL {
+            assert_eq!(mode.as_str().parse(), Ok(mode));
+        }
+        assert_eq!("dont-ask".parse(), Ok(PermissionMode::DontAsk));
     }
 
     #[test]
@@ -115,6 +165,14 @@ mod tests {
             (PermissionMode::AcceptEdits, ToolKind::Write, "allow"),
             (PermissionMode::AcceptEdits, ToolKind::Exec, "ask"),
             (PermissionMode::Bypass, ToolKind::Exec, "allow"),
+            (PermissionMode::Plan, ToolKind::Read, "allow"),
+            (PermissionMode::Plan, ToolKind::Write, "deny"),
+            (PermissionMode::Plan, ToolKind::Exec, "deny"),
+            (PermissionMode::Plan, ToolKind::Other, "deny"),
+            (PermissionMode::DontAsk, ToolKind::Read, "allow"),
+            (PermissionMode::DontAsk, ToolKind::Write, "deny"),
+            (PermissionMode::DontAsk, ToolKind::Exec, "deny"),
+            (PermissionMode::DontAsk, ToolKind::Other, "deny"),
         ];
         for (mode, kind, want) in table {
             let got = match mode.default_decision(kind) {

@@ -1,7 +1,7 @@
-//! The permission decision for one call, in a fixed order:
-//! workspace boundary and deny rules → hook decision → ask rules → allow rules → mode default.
-//! Nothing after a deny can turn it into an allow; a hook may deny or ask, and its allow
-//! still loses to a deny rule.
+//! The permission decision for one call, in the seeds' trust order:
+//! workspace boundary → deny (rule, then hook) → ask (rule, then hook) → hook allow → allow
+//! rules → mode default. Nothing after a deny can turn it into an allow, and a hook's allow
+//! loses to every deny and ask the settings hold: a hook can tighten, not loosen, the rules.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
@@ -12,6 +12,7 @@ use crate::tools::paths::{relative_to, resolve_within};
 use crate::tools::permissions::bash_subject::{self, ParsedCommand};
 use crate::tools::permissions::escape_hatches::escape_hatch;
 use crate::tools::permissions::mode::PermissionMode;
+use crate::tools::permissions::read_only::read_only_refusal;
 use crate::tools::permissions::rule::{Rule, RuleError};
 use crate::tools::tool::{Subject, ToolKind};
 
@@ -168,6 +169,18 @@ impl PermissionPolicy {
         query: &PermissionQuery<'_>,
         hook: Option<&HookPermission>,
     ) -> PermissionOutcome {
+        let mut outcome = self.decide_in_order(query, hook);
+        if let Decision::Ask(reason) = outcome.decision {
+            outcome.decision = self.mode.settle_ask(reason);
+        }
+        outcome
+    }
+
+    fn decide_in_order(
+        &self,
+        query: &PermissionQuery<'_>,
+        hook: Option<&HookPermission>,
+    ) -> PermissionOutcome {
         let resolved = match resolve(query) {
             Ok(resolved) => resolved,
             Err(reason) => {
@@ -180,23 +193,23 @@ impl PermissionPolicy {
                 DecidedBy::DenyRule(rule),
             );
         }
-        match hook {
-            Some(HookPermission::Deny(reason)) => {
-                return PermissionOutcome::new(Decision::Deny(reason.clone()), DecidedBy::Hook);
-            }
-            Some(HookPermission::Ask(reason)) => {
-                return PermissionOutcome::new(Decision::Ask(reason.clone()), DecidedBy::Hook);
-            }
-            Some(HookPermission::Allow) => {
-                return PermissionOutcome::new(Decision::Allow, DecidedBy::Hook);
-            }
-            None => {}
+        if let Some(HookPermission::Deny(reason)) = hook {
+            return PermissionOutcome::new(Decision::Deny(reason.clone()), DecidedBy::Hook);
         }
         if let Some((rule, detail)) = first_match(&self.ask, query.tool, &resolved) {
             return PermissionOutcome::new(
                 Decision::Ask(format!("rule `{rule}` asks first{detail}")),
                 DecidedBy::AskRule(rule),
             );
+        }
+        match hook {
+            Some(HookPermission::Ask(reason)) => {
+                return PermissionOutcome::new(Decision::Ask(reason.clone()), DecidedBy::Hook);
+            }
+            Some(HookPermission::Allow) => {
+                return PermissionOutcome::new(Decision::Allow, DecidedBy::Hook);
+            }
+            Some(HookPermission::Deny(_)) | None => {}
         }
         let remembered = self
             .remembered
@@ -223,6 +236,13 @@ impl PermissionPolicy {
                 )),
                 DecidedBy::UnparsedCommand,
             );
+        }
+        if self.mode == PermissionMode::Plan
+            && let Resolved::Commands(parsed) = &resolved
+            && read_only_refusal(parsed, &|_| false).is_none()
+        {
+            // Planning means looking around: commands that only read run before approval too.
+            return PermissionOutcome::new(Decision::Allow, DecidedBy::Mode(self.mode));
         }
         if let (Decision::Ask(reason), Some(refusal)) =
             (self.mode.default_decision(query.kind), refusal)

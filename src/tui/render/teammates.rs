@@ -1,11 +1,14 @@
-//! One box per teammate: state badge (WAITING unmistakable), current task, last output lines.
+//! One box per teammate: state badge (WAITING unmistakable), current task, its checklist, last
+//! output lines.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
+use crate::store::TodoStatus;
 use crate::tui::action::Action;
+use crate::tui::data::AgentStatus;
 use crate::tui::keymap::Mode;
 use crate::tui::render::{badge, conversation, one_line, pane_block, plain};
 use crate::tui::state::{AppState, Pane};
@@ -137,6 +140,7 @@ fn body(
         })
         .unwrap_or_else(|| "no task".to_string());
     let mut lines = vec![plain(theme.style("task.in_progress"), task)];
+    lines.extend(todo_lines(state, status, width));
     let pending = state.model.pending();
     let asks = pending.iter().filter(|r| r.from == name).count();
     let plans = pending
@@ -174,6 +178,52 @@ fn body(
         },
     };
     (lines, placed)
+}
+
+/// Most checklist items a teammate box shows (zoomed, all are shown).
+const TODOS_SHOWN: usize = 5;
+
+/// The agent's checklist, one item a line: done, in progress, pending. A long list shows the
+/// item in progress and those around it, and says how many more there are.
+fn todo_lines(state: &AppState, status: Option<&AgentStatus>, width: usize) -> Vec<Line<'static>> {
+    let theme = &state.theme;
+    let todos = status.map(|s| s.todos.as_slice()).unwrap_or_default();
+    let shown = if state.zoom { todos.len() } else { TODOS_SHOWN };
+    let current = todos
+        .iter()
+        .position(|t| t.status != TodoStatus::Completed)
+        .unwrap_or(0);
+    let start = current
+        .saturating_sub(1)
+        .min(todos.len().saturating_sub(shown));
+    let mut lines: Vec<Line<'static>> = todos
+        .iter()
+        .skip(start)
+        .take(shown)
+        .map(|item| {
+            let style = match item.status {
+                TodoStatus::Completed => "dim",
+                TodoStatus::InProgress => "task.in_progress",
+                TodoStatus::Pending => "text",
+            };
+            plain(
+                theme.style(style),
+                one_line(&format!("{} {}", item.mark(), item.content), width),
+            )
+        })
+        .collect();
+    let hidden = todos.len() - lines.len();
+    if hidden > 0 {
+        let done = todos
+            .iter()
+            .filter(|t| t.status == TodoStatus::Completed)
+            .count();
+        lines.push(plain(
+            theme.style("dim"),
+            format!("… {hidden} more ({done}/{} done)", todos.len()),
+        ));
+    }
+    lines
 }
 
 /// Where the zoomed teammate's transcript is drawn in the teammates pane at `area`.
