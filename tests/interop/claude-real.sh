@@ -3,7 +3,8 @@
 # npm (once, into target/interop), then, inside a private network namespace with only loopback
 # (the CLI never reaches the internet), runs it as teammate alice against the scripted mock
 # Anthropic API (mock_anthropic.py, claude-real.json): the CLI's Bash call must come to crew as a
-# permission request, be approved with `crew respond`, run, and end as task_1's commit in review.
+# permission request, be approved with `crew respond`, run, and end as task_1's commit in review;
+# its second Bash call is rejected, and the rejection reaches the CLI (the command never runs).
 # Prints SKIP (exit 0) when npm or `unshare --net` is not available, PASS or FAIL otherwise.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -85,6 +86,15 @@ for i in $(seq 120); do
 done
 [ -n "$REQ" ] || fail "the CLI never asked crew for its Bash call"
 "$CREW" respond "$REQ" --as user approve >/dev/null
+FIRST=$REQ
+REQ=""
+for i in $(seq 120); do
+  NOW=$("$CREW" status --json | field waiting_on)
+  if [ -n "$NOW" ] && [ "$NOW" != "$FIRST" ]; then REQ=$NOW; break; fi
+  sleep 0.5
+done
+[ -n "$REQ" ] || fail "the CLI never asked crew for its second Bash call"
+"$CREW" respond "$REQ" --as user reject --note "not that one" >/dev/null
 STATUS=""
 for i in $(seq 120); do
   STATUS=$(python3 -c "import json; print(json.load(open(\".tasks/task_1.json\"))[\"status\"])")
@@ -94,6 +104,13 @@ done
 [ "$STATUS" = review ] || fail "task_1 is $STATUS, not review: $(cat .tasks/task_1.json)"
 DIFF=$("$CREW" review diff task_1)
 case "$DIFF" in *real.txt*) ;; *) fail "the commit of task_1 does not hold real.txt: $DIFF" ;; esac
+[ ! -e .worktrees/alice/denied.txt ] || fail "the rejected command ran"
+# The tool result the CLI itself reports for the rejected call carries the note of the person.
+python3 -c "
+import glob, json, sys
+events = [json.loads(l)[\"event\"] for f in glob.glob(\".crew/transcripts/alice/*.jsonl\") for l in open(f)]
+sys.exit(0 if any(e[\"type\"] == \"tool_result\" and e[\"is_error\"] and \"not that one\" in e[\"content\"] for e in events) else 1)
+" || fail "the rejection never reached the CLI"
 "$CREW" down --timeout 10 >/dev/null
-echo "PASS claude-real: Claude Code $VERSION asked crew before its Bash call, was approved, and its change is the commit of task_1, in review"
+echo "PASS claude-real: Claude Code $VERSION asked crew before its Bash calls; the approved one is the commit of task_1, in review; the rejected one never ran"
 '
