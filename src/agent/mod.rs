@@ -11,7 +11,7 @@ pub mod compaction;
 pub mod config;
 pub mod context;
 pub mod conversation;
-mod emitter;
+pub(crate) mod emitter;
 pub mod error;
 pub mod event;
 mod hook_events;

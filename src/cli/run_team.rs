@@ -12,9 +12,9 @@ use crate::cli::project::Project;
 use crate::cli::team::{print_event, supervisor};
 use crate::config::TeamConfig;
 use crate::store::{DirWatcher, Workspace};
-use crate::team::agent_work::AgentWork;
 use crate::team::headless::{Happening, MergePolicy, Policy, TeamRun, settings_for};
 use crate::team::supervisor::SupervisorError;
+use crate::team::teammate_work::work_for;
 use crate::team::worker::{ExitReason, Worker};
 
 pub fn worker(project: Project, args: WorkerArgs) -> anyhow::Result<()> {
@@ -31,13 +31,13 @@ fn run_worker(project: Project, name: &str, bypass: bool) -> anyhow::Result<()> 
         .check("agent", name)
         .map_err(crate::store::StoreError::from)?;
     let config = Arc::new(project.config);
-    let mut work = AgentWork::new(project.workspace.clone(), config.clone(), name, bypass)?;
+    let mut work = work_for(project.workspace.clone(), config.clone(), name, bypass)?;
     let worker = Worker::new(
         project.workspace,
         config.roster(),
         settings_for(&config, name),
     )?;
-    let exit = worker.run(&mut work, &AtomicBool::new(false))?;
+    let exit = worker.run(work.as_mut(), &AtomicBool::new(false))?;
     match exit {
         ExitReason::ShutdownApproved { request_id } => println!("{name}: shut down ({request_id})"),
         ExitReason::IdleTimeout => println!("{name}: shut down after being idle"),

@@ -122,6 +122,12 @@ pub struct ModelChoice {
     pub fallback_model: Option<Spanned<ModelName>>,
     #[serde(default)]
     pub fallback_after: Option<OverloadCount>,
+    /// `claude-code`: extra arguments for the CLI, after crew's own.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// `claude-code`: the CLI to run (default `claude` from `PATH`).
+    #[serde(default)]
+    pub bin: Option<String>,
 }
 
 /// US dollars per million tokens. Cache reads and writes cost the input price unless given.
@@ -348,6 +354,15 @@ impl TeamConfig {
                 }
             }
         }
+        if self.lead.model.provider == "claude-code" {
+            return Err(err(
+                self.lead.name.span(),
+                format!(
+                    "lead {:?}: provider \"claude-code\" runs teammates only for now (a lead needs crew's team tools, which Claude Code cannot call until `crew mcp` exists)",
+                    self.lead.name.get_ref()
+                ),
+            ));
+        }
         if let Some(by) = &self.worktree.review_by
             && !self
                 .teammates
@@ -360,6 +375,19 @@ impl TeamConfig {
                     "review_by = {:?} is not a teammate; the teammates are: {}",
                     by.get_ref(),
                     self.teammate_names().join(", ")
+                ),
+            ));
+        }
+        if let Some(by) = &self.worktree.review_by
+            && self
+                .agent(by.get_ref())
+                .is_some_and(|a| a.model.provider == "claude-code")
+        {
+            return Err(err(
+                by.span(),
+                format!(
+                    "review_by = {:?} is a claude-code teammate; reviews run on crew's own runtime for now (it reviews the merged code in a folder of its own)",
+                    by.get_ref()
                 ),
             ));
         }
@@ -383,6 +411,16 @@ impl TeamConfig {
                     fallback.span(),
                     format!(
                         "fallback_model needs provider \"anthropic\" or \"openai\", not {:?}",
+                        model.provider
+                    ),
+                ));
+            }
+            if (model.bin.is_some() || !model.args.is_empty()) && model.provider != "claude-code" {
+                return Err(err(
+                    agent.name.span(),
+                    format!(
+                        "{}: model `bin` and `args` are for provider \"claude-code\", not {:?}",
+                        agent.name.get_ref(),
                         model.provider
                     ),
                 ));

@@ -17,19 +17,18 @@ use crate::agent::{
     Agent, AgentConfig, AgentEvent, EventSink, Limits, MailboxPrompter, StopReason,
 };
 use crate::config::{AgentConfig as AgentEntry, ModelChoice, TeamConfig};
-use crate::git::{Author, MergeOutcome, Worktrees};
+use crate::git::Worktrees;
 use crate::model::scripted::ScriptedProvider;
 use crate::model::{ModelProvider, ProviderSpec, RetryPolicy, provider_from_spec};
 use crate::store::message::REVIEW_REQUEST;
 use crate::store::requests::RequestState;
 use crate::store::review::review_notes;
-use crate::store::{
-    AgentState, Draft, Message, ReviewerVerdict, Status, Task, TaskCommits, TaskId, Workspace,
-};
+use crate::store::{AgentState, Draft, Message, ReviewerVerdict, Status, Task, TaskId, Workspace};
 use crate::team::review;
 use crate::team::role_prompt;
 use crate::team::roles::toolset;
 use crate::team::status::StatusHandle;
+use crate::team::task_branch::TaskBranch;
 use crate::team::tools::TeamEnv;
 use crate::team::verdict::{self, Verdict};
 use crate::team::worker::{INTERRUPTED_BY_PERSON, Job, JobOutcome, Work};
@@ -133,6 +132,56 @@ pub fn provider_for(
         .map_err(|e| e.to_string())
 }
 
+/// The mode, rules (team tools allowed) and bypass switches of agent `name`, checked once so a
+/// bad rule fails at start, not at the first tool call.
+pub(crate) fn permission_setup(
+    config: &TeamConfig,
+    name: &str,
+    bypass_flag: bool,
+) -> Result<(PermissionMode, RuleSet, BypassSwitches), SetupError> {
+    let perms = &config.permissions;
+    let invalid = |message: String| SetupError::Permissions {
+        name: name.to_string(),
+        message,
+    };
+    let permissions: PermissionMode = perms
+        .mode
+        .get_ref()
+        .parse()
+        .map_err(|e| invalid(format!("{e}")))?;
+    let mut allow = perms.allow.clone();
+    allow.extend(TEAM_TOOLS.iter().map(|t| t.to_string()));
+    let rules = RuleSet {
+        allow,
+        ask: perms.ask.clone(),
+        deny: perms.deny.clone(),
+    };
+    let bypass = BypassSwitches {
+        config_allows: perms.allow_bypass,
+        flag_given: bypass_flag,
+    };
+    PermissionPolicy::new(permissions, &rules, bypass).map_err(|e| invalid(e.to_string()))?;
+    Ok((permissions, rules, bypass))
+}
+
+/// The teammate's worktree if it writes (made on first need), else the repository root.
+pub(crate) fn working_dir(
+    workspace: &Workspace,
+    config: &TeamConfig,
+    name: &str,
+    writes: bool,
+) -> Result<PathBuf, String> {
+    if !writes {
+        return Ok(workspace.root().to_path_buf());
+    }
+    let trees = Worktrees::open(workspace.root()).map_err(|e| e.to_string())?;
+    let wt = &config.worktree;
+    trees
+        .ensure(name, &config.team.base_branch, &wt.copy, &wt.link)
+        .map(|w| w.path)
+        .map_err(|e| e.to_string())
+}
+
 impl AgentWork {
     pub fn new(
         workspace: Workspace,
@@ -149,34 +198,8 @@ impl AgentWork {
                 name: name.to_string(),
                 message,
             })?;
+        let (permissions, rules, bypass) = permission_setup(&config, name, bypass_flag)?;
         let perms = &config.permissions;
-        let permissions: PermissionMode =
-            perms
-                .mode
-                .get_ref()
-                .parse()
-                .map_err(|e| SetupError::Permissions {
-                    name: name.to_string(),
-                    message: format!("{e}"),
-                })?;
-        let mut allow = perms.allow.clone();
-        allow.extend(TEAM_TOOLS.iter().map(|t| t.to_string()));
-        let rules = RuleSet {
-            allow,
-            ask: perms.ask.clone(),
-            deny: perms.deny.clone(),
-        };
-        let bypass = BypassSwitches {
-            config_allows: perms.allow_bypass,
-            flag_given: bypass_flag,
-        };
-        // Checked once here so a bad rule fails at start, not at the first tool call.
-        PermissionPolicy::new(permissions, &rules, bypass).map_err(|e| {
-            SetupError::Permissions {
-                name: name.to_string(),
-                message: e.to_string(),
-            }
-        })?;
         Hooks::new(config.hooks.clone()).map_err(|e| SetupError::Hooks(e.to_string()))?;
         let sandbox = Sandbox::new(perms.sandbox, entry.network, entry.writes);
         // Probed here, once, before the first command; said in this agent's log.
@@ -231,22 +254,8 @@ impl AgentWork {
             .unwrap_or(false)
     }
 
-    /// The teammate's worktree if it writes (made on first need), else the repository root.
     fn working_dir(&self) -> Result<PathBuf, String> {
-        if !self.writes {
-            return Ok(self.workspace.root().to_path_buf());
-        }
-        let trees = Worktrees::open(self.workspace.root()).map_err(|e| e.to_string())?;
-        let wt = &self.config.worktree;
-        trees
-            .ensure(
-                &self.name,
-                &self.config.team.base_branch,
-                &wt.copy,
-                &wt.link,
-            )
-            .map(|w| w.path)
-            .map_err(|e| e.to_string())
+        working_dir(&self.workspace, &self.config, &self.name, self.writes)
     }
 
     fn team_facts(&self, workdir: &std::path::Path) -> Vec<String> {
@@ -274,6 +283,14 @@ impl AgentWork {
             facts.push(REVIEWER_ENDING.to_string());
         }
         facts
+    }
+
+    fn branch(&self) -> TaskBranch<'_> {
+        TaskBranch {
+            workspace: &self.workspace,
+            config: &self.config,
+            name: &self.name,
+        }
     }
 
     fn build_agent(&self, workdir: PathBuf, status: &StatusHandle) -> Result<Agent, String> {
@@ -333,102 +350,6 @@ impl AgentWork {
         show_todos(&agent, status);
         Ok(agent)
     }
-
-    fn author(&self) -> Author {
-        Author::crew(&self.name)
-    }
-
-    /// Before a writer's task: its worktree is brought up to date with the base branch (so it
-    /// starts from merged code), and where the task's commits start is recorded. A conflict
-    /// (or local changes in the way) changes nothing, and the task is not started.
-    fn prepare_task(&self, task: &Task) -> Result<(), String> {
-        let base = &self.config.team.base_branch;
-        let branch = format!("crew/{}", self.name);
-        let trees = Worktrees::open(self.workspace.root()).map_err(|e| e.to_string())?;
-        let not_started = |why: String| {
-            format!(
-                "not started: bringing {branch} up to date with {base} {why}; nothing was \
-                 changed. Resolve it in .worktrees/{}, then hand the task out again",
-                self.name
-            )
-        };
-        match trees.bring_up_to_date(&self.name, base, &self.author()) {
-            Ok(MergeOutcome::Conflicts { files }) => {
-                return Err(not_started(format!("conflicts in {}", files.join(", "))));
-            }
-            Err(e) => return Err(not_started(format!("failed: {e}"))),
-            Ok(_) => {}
-        }
-        let head = trees.head_of(&self.name).map_err(|e| e.to_string())?;
-        let id = TaskId::parse(&task.id).map_err(|e| e.to_string())?;
-        self.workspace
-            .tasks()
-            .record_start(id, &branch, &head)
-            .map(|_| ())
-            .map_err(|e| e.to_string())
-    }
-
-    /// After a writer's task: everything it changed becomes the task's commit
-    /// (`task_N: <subject>`, the summary as its body, the teammate as author). Commits that are
-    /// not in the base branch yet go to review, or are merged at once with `merge_when_done`.
-    fn commit_task(&self, task: &Task, outcome: &mut JobOutcome) {
-        let committed = self.try_commit(task, outcome.success, &outcome.summary);
-        match committed {
-            Ok(commits) => outcome.commits = commits,
-            Err(e) => {
-                outcome.success = false;
-                outcome.summary = format!("{}\n[work not committed: {e}]", outcome.summary);
-            }
-        }
-        if self.config.worktree.merge_when_done && outcome.success {
-            self.merge_at_once(task, outcome);
-        }
-    }
-
-    fn try_commit(
-        &self,
-        task: &Task,
-        success: bool,
-        summary: &str,
-    ) -> Result<Option<TaskCommits>, String> {
-        let trees = Worktrees::open(self.workspace.root()).map_err(|e| e.to_string())?;
-        let unfinished = if success { "" } else { " (unfinished)" };
-        let message = format!("{}: {}{unfinished}\n\n{summary}\n", task.id, task.subject);
-        let head = trees
-            .commit_work(&self.name, &message, &self.author())
-            .map_err(|e| e.to_string())?;
-        let id = TaskId::parse(&task.id).map_err(|e| e.to_string())?;
-        let recorded = self
-            .workspace
-            .tasks()
-            .read(id)
-            .map_err(|e| e.to_string())?
-            .commits;
-        Ok(recorded
-            .filter(|c| c.start != head)
-            .map(|c| TaskCommits { head, ..*c }))
-    }
-
-    /// `merge_when_done`: the task's commits go into the base branch now, unless they change
-    /// what governs the team (crew.toml, .crew/, hook scripts, CI files): those always wait for
-    /// the person. A conflict also leaves the task in review, where the person sees it.
-    fn merge_at_once(&self, task: &Task, outcome: &mut JobOutcome) {
-        let Some(commits) = outcome.commits.clone() else {
-            return;
-        };
-        let base = &self.config.team.base_branch;
-        let note = match review::merge_commits(&self.workspace, &self.config, task, &commits) {
-            Ok(how) => {
-                outcome.commits = None;
-                format!("merged {} ({}) into {base}: {how}", task.id, commits.branch)
-            }
-            Err(e) => format!(
-                "{} not merged automatically: {e}; it waits for review",
-                task.id
-            ),
-        };
-        outcome.summary = format!("{}\n[{note}]", outcome.summary);
-    }
 }
 
 /// The agent's checklist goes into its status (the screen shows it in its pane); a new agent
@@ -445,7 +366,7 @@ fn show_todos(agent: &Agent, status: &StatusHandle) {
 }
 
 /// WAITING while a permission request is out, WORK again when it is answered.
-fn status_sink(status: StatusHandle) -> EventSink {
+pub(crate) fn status_sink(status: StatusHandle) -> EventSink {
     EventSink::new(move |event| {
         let result = match &event {
             AgentEvent::PermissionWaiting { request_id, .. } => status.update(|s| {
@@ -464,7 +385,7 @@ fn status_sink(status: StatusHandle) -> EventSink {
     })
 }
 
-fn task_packet(job: &Job) -> (String, Option<String>) {
+pub(crate) fn task_packet(job: &Job) -> (String, Option<String>) {
     match job {
         Job::Task(task) => {
             let mut text = format!("Task {}: {}\n", task.id, task.subject);
@@ -580,19 +501,10 @@ impl AgentWork {
 
 impl Work for AgentWork {
     fn entered_review(&mut self, task: &Task) {
-        self.ask_for_review(task);
+        self.branch().ask_for_review(task);
     }
 
     fn run(&mut self, job: &Job, status: &StatusHandle, cancel: &CancellationToken) -> JobOutcome {
-        let failed = |summary: String| JobOutcome {
-            success: false,
-            summary,
-            turns: 0,
-            tokens: 0,
-            cost_micros: None,
-            commits: None,
-            interrupted: false,
-        };
         if let Job::Message(m) = job
             && m.kind == REVIEW_REQUEST
         {
@@ -600,19 +512,19 @@ impl Work for AgentWork {
         }
         let workdir = match self.working_dir() {
             Ok(dir) => dir,
-            Err(e) => return failed(format!("no worktree: {e}")),
+            Err(e) => return JobOutcome::failed(format!("no worktree: {e}")),
         };
         if let (Job::Task(task), true) = (job, self.writes)
-            && let Err(e) = self.prepare_task(task)
+            && let Err(e) = self.branch().prepare(task)
         {
-            return failed(e);
+            return JobOutcome::failed(e);
         }
         let key = self.conversation_key(job);
         if let Err(e) = self.ensure_agent(key, workdir, status) {
-            return failed(format!("agent not started: {e}"));
+            return JobOutcome::failed(format!("agent not started: {e}"));
         }
         let Some(Current { agent, .. }) = self.current.as_mut() else {
-            return failed("agent not started".to_string());
+            return JobOutcome::failed("agent not started".to_string());
         };
         let (input, task) = task_packet(job);
         if task.is_some() {
@@ -657,7 +569,7 @@ impl Work for AgentWork {
             Job::Message(_) => self.continued_task(),
         };
         if let (Some(task), true, false) = (worked_on, self.writes, interrupted) {
-            self.commit_task(&task, &mut outcome);
+            self.branch().commit(&task, &mut outcome);
         }
         outcome
     }
@@ -686,33 +598,6 @@ impl AgentWork {
         let task = self.workspace.tasks().read(TaskId::parse(key).ok()?).ok()?;
         (task.status == Status::InProgress && task.owner.as_deref() == Some(self.name.as_str()))
             .then_some(task)
-    }
-
-    /// `review_by`: a review job is sent to the reviewer when a task enters review.
-    fn ask_for_review(&self, task: &Task) {
-        let Some(by) = &self.config.worktree.review_by else {
-            return;
-        };
-        let mut extra = serde_json::Map::new();
-        extra.insert("task".into(), task.id.clone().into());
-        let sent = self.workspace.mailboxes().send(
-            &self.config.roster(),
-            Draft {
-                from: self.name.clone(),
-                to: by.get_ref().clone(),
-                kind: REVIEW_REQUEST.into(),
-                text: Some(format!("Please review {}: {}", task.id, task.subject)),
-                extra,
-                ..Draft::default()
-            },
-        );
-        if let Err(e) = sent {
-            tracing::warn!(
-                "{}: review request for {} not sent: {e}",
-                self.name,
-                task.id
-            );
-        }
     }
 
     /// The reviewer's side: the base with the task's commits merged in, written to a temporary

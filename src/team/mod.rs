@@ -3,6 +3,7 @@
 
 pub mod agent_work;
 pub mod budget;
+pub mod claude_code;
 pub mod demo;
 pub mod headless;
 pub mod interrupt;
@@ -11,6 +12,8 @@ pub mod role_prompt;
 pub mod roles;
 pub mod status;
 pub mod supervisor;
+mod task_branch;
+pub mod teammate_work;
 pub mod tools;
 pub mod verdict;
 pub mod worker;

@@ -72,6 +72,21 @@ pub struct JobOutcome {
     pub interrupted: bool,
 }
 
+impl JobOutcome {
+    /// A job that did not run to its end, and why.
+    pub fn failed(summary: String) -> Self {
+        Self {
+            success: false,
+            summary,
+            turns: 0,
+            tokens: 0,
+            cost_micros: None,
+            commits: None,
+            interrupted: false,
+        }
+    }
+}
+
 /// Runs one job to its end. Implementations update WAITING through the status handle, and
 /// stop soon after `cancel` fires (the person interrupted the agent).
 pub trait Work {

@@ -13,7 +13,7 @@ use crate::tools::context::ToolContext;
 use crate::tools::hooks::{HookEvent, HookRun, Hooks};
 use crate::tools::note::Note;
 use crate::tools::permissions::{
-    DecidedBy, Decision, PermissionOutcome, PermissionPolicy, PermissionQuery, Rule,
+    DecidedBy, Decision, PermissionOutcome, PermissionPolicy, PermissionQuery,
 };
 use crate::tools::prompter::{PermissionAnswer, PermissionAsk, Prompter};
 use crate::tools::registry::ToolRegistry;
@@ -282,10 +282,7 @@ impl Pipeline {
         let decision = match answer {
             PermissionAnswer::Allow => Decision::Allow,
             PermissionAnswer::AllowAlways(rule) => {
-                match rule.parse::<Rule>() {
-                    Ok(rule) => self.permissions.remember(rule),
-                    Err(e) => tracing::warn!(error = %e, "\"always allow\" rule not remembered"),
-                }
+                self.permissions.remember_written(&rule);
                 Decision::Allow
             }
             PermissionAnswer::Deny(reason) => Decision::Deny(reason),

@@ -155,6 +155,15 @@ impl PermissionPolicy {
             .push(rule);
     }
 
+    /// As [`Self::remember`], for a rule as a person wrote it; one that does not parse is logged
+    /// and dropped (the call it came with is still allowed once).
+    pub fn remember_written(&self, rule: &str) {
+        match rule.parse::<Rule>() {
+            Ok(rule) => self.remember(rule),
+            Err(e) => tracing::warn!(error = %e, "\"always allow\" rule not remembered"),
+        }
+    }
+
     pub fn decide(
         &self,
         query: &PermissionQuery<'_>,

@@ -1,0 +1,175 @@
+//! The `claude` process of one conversation: stream-json lines in on stdin, out on stdout (read
+//! by a thread, so a person answering a permission never blocks the pipe), stderr kept for the
+//! message when it dies.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::team::claude_code::ClaudeError;
+
+/// The flags that make `claude` a two-way stream-json peer that asks crew before each tool.
+pub const PROTOCOL_ARGS: &[&str] = &[
+    "-p",
+    "--input-format",
+    "stream-json",
+    "--output-format",
+    "stream-json",
+    "--verbose",
+    "--permission-prompt-tool",
+    "stdio",
+];
+
+/// Most of stderr kept for an error message (its end, where the reason is).
+const STDERR_KEPT: usize = 4096;
+
+/// How long a closed stdin gets to end the process before it is killed.
+const EXIT_GRACE: Duration = Duration::from_secs(3);
+
+/// One line from the CLI's stdout.
+#[derive(Debug)]
+pub enum Line {
+    Json(Value),
+    /// A line that is not a JSON object: the protocol is broken.
+    NotJson(String),
+    /// Stdout ended (the process exited or closed it).
+    Closed,
+}
+
+pub struct ClaudeProcess {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<Line>,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl ClaudeProcess {
+    /// Starts `bin` with the protocol flags, `args`, in `cwd`, with `env` added.
+    pub fn spawn(
+        bin: &str,
+        args: &[String],
+        cwd: &Path,
+        env: &[(String, String)],
+    ) -> Result<Self, ClaudeError> {
+        let mut child = Command::new(bin)
+            .args(PROTOCOL_ARGS)
+            .args(args)
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .current_dir(cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|source| ClaudeError::Start {
+                bin: bin.to_string(),
+                source,
+            })?;
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().expect("stdout is piped");
+        let mut stderr_pipe = child.stderr.take().expect("stderr is piped");
+        let (tx, lines) = channel();
+        thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if line.trim().is_empty() {
+                    continue;
+                }
+                let parsed = match serde_json::from_str::<Value>(&line) {
+                    Ok(value) if value.is_object() => Line::Json(value),
+                    _ => Line::NotJson(line),
+                };
+                if tx.send(parsed).is_err() {
+                    return;
+                }
+            }
+            let _ = tx.send(Line::Closed);
+        });
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let kept = Arc::clone(&stderr);
+        thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stderr_pipe.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                let mut text = kept.lock().unwrap_or_else(PoisonError::into_inner);
+                text.push_str(&String::from_utf8_lossy(&buf[..n]));
+                if text.len() > 2 * STDERR_KEPT {
+                    let cut =
+                        crate::tools::spill::floor_char_boundary(&text, text.len() - STDERR_KEPT);
+                    text.replace_range(..cut, "");
+                }
+            }
+        });
+        Ok(Self {
+            child,
+            stdin,
+            lines,
+            stderr,
+        })
+    }
+
+    /// Writes one JSON line to the CLI.
+    pub fn send(&mut self, line: &Value) -> Result<(), ClaudeError> {
+        let stdin = self.stdin.as_mut().ok_or(ClaudeError::StdinClosed)?;
+        let mut bytes = serde_json::to_vec(line).map_err(std::io::Error::other)?;
+        bytes.push(b'\n');
+        stdin
+            .write_all(&bytes)
+            .and_then(|()| stdin.flush())
+            .map_err(|_| ClaudeError::StdinClosed)
+    }
+
+    /// The next line from stdout (blocks until there is one or stdout ends).
+    pub fn next(&self) -> Line {
+        self.lines.recv().unwrap_or(Line::Closed)
+    }
+
+    /// Why the process is gone: its exit status (waited for briefly) and the end of stderr.
+    pub fn death(&mut self) -> String {
+        let status = self
+            .wait_for(EXIT_GRACE)
+            .map_or_else(|| "still running".to_string(), |status| status.to_string());
+        // The stderr thread may still be draining the pipe of a process that just exited.
+        thread::sleep(Duration::from_millis(50));
+        let stderr = self.stderr.lock().unwrap_or_else(PoisonError::into_inner);
+        let tail = stderr.trim();
+        if tail.is_empty() {
+            status
+        } else {
+            let start = crate::tools::spill::floor_char_boundary(
+                tail,
+                tail.len().saturating_sub(STDERR_KEPT),
+            );
+            format!("{status}; stderr: {}", &tail[start..])
+        }
+    }
+
+    fn wait_for(&mut self, grace: Duration) -> Option<std::process::ExitStatus> {
+        let until = Instant::now() + grace;
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => return Some(status),
+                Ok(None) if Instant::now() < until => thread::sleep(Duration::from_millis(20)),
+                _ => return None,
+            }
+        }
+    }
+}
+
+impl Drop for ClaudeProcess {
+    /// Closing stdin ends the CLI cleanly (exit 0); one that does not is killed.
+    fn drop(&mut self) {
+        self.stdin = None;
+        if self.wait_for(EXIT_GRACE).is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}

@@ -1,0 +1,24 @@
+//! Which `Work` runs an agent: crew's own agent loop, or a coding-agent CLI that runs its own.
+
+use std::sync::Arc;
+
+use crate::config::TeamConfig;
+use crate::store::Workspace;
+use crate::team::agent_work::{AgentWork, SetupError};
+use crate::team::claude_code::ClaudeCodeWork;
+use crate::team::worker::Work;
+
+/// The work of agent `name`, by its model's provider.
+pub fn work_for(
+    workspace: Workspace,
+    config: Arc<TeamConfig>,
+    name: &str,
+    bypass: bool,
+) -> Result<Box<dyn Work>, SetupError> {
+    let provider = config.agent(name).map(|a| a.model.provider.as_str());
+    Ok(if provider == Some("claude-code") {
+        Box::new(ClaudeCodeWork::new(workspace, config, name, bypass)?)
+    } else {
+        Box::new(AgentWork::new(workspace, config, name, bypass)?)
+    })
+}

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# The real Claude Code CLI as a crew teammate: installs the pinned @anthropic-ai/claude-code from
+# npm (once, into target/interop), then, inside a private network namespace with only loopback
+# (the CLI never reaches the internet), runs it as teammate alice against the scripted mock
+# Anthropic API (mock_anthropic.py, claude-real.json): the CLI's Bash call must come to crew as a
+# permission request, be approved with `crew respond`, run, and end as task_1's commit in review;
+# its second Bash call is rejected, and the rejection reaches the CLI (the command never runs).
+# Prints SKIP (exit 0) when npm or `unshare --net` is not available, PASS or FAIL otherwise.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+VERSION=2.1.197
+TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
+CACHE=$TARGET/interop/claude-code
+CREW=$TARGET/debug/crew
+CLAUDE=$CACHE/node_modules/@anthropic-ai/claude-code-linux-x64/claude
+
+skip() { echo "SKIP claude-real: $*"; exit 0; }
+command -v python3 >/dev/null || skip "python3 is not installed"
+unshare --net true 2>/dev/null || skip "cannot make a private network namespace (unshare --net)"
+if [ ! -x "$CLAUDE" ]; then
+  command -v npm >/dev/null || skip "npm is not installed"
+  mkdir -p "$CACHE"
+  (cd "$CACHE" && npm install --no-audit --no-fund --ignore-scripts \
+      "@anthropic-ai/claude-code@$VERSION" >npm.log 2>&1) ||
+    skip "npm could not install @anthropic-ai/claude-code@$VERSION (see $CACHE/npm.log)"
+  [ -x "$CLAUDE" ] || skip "the package has no linux-x64 binary at $CLAUDE"
+fi
+[ -x "$CREW" ] || (cd "$ROOT" && cargo build --quiet)
+
+WORK=$(mktemp -d)
+[ -n "${KEEP:-}" ] && echo "work folder: $WORK" || trap 'rm -rf "$WORK"' EXIT
+REPO=$WORK/repo
+mkdir -p "$REPO" "$WORK/home" "$WORK/log"
+cat >"$REPO/crew.toml" <<TOML
+[team]
+name = "interop"
+base_branch = "main"
+
+[lead]
+name = "lead"
+model = { provider = "scripted", scenario = "echo" }
+
+[[teammate]]
+name = "alice"
+role = "implementer"
+writes = true
+model = { provider = "claude-code", bin = "$CLAUDE" }
+
+[permissions]
+mode = "ask"
+
+[worker]
+idle_poll_secs = 1
+idle_timeout_secs = 120
+heartbeat_secs = 1
+request_timeout_secs = 60
+TOML
+printf '.tasks\n.mailboxes\n.worktrees\n.crew\n' >"$WORK/exclude"
+git -C "$REPO" init -q -b main
+cp "$WORK/exclude" "$REPO/.git/info/exclude"
+git -C "$REPO" add -A
+git -C "$REPO" -c user.email=t@t -c user.name=t commit -q -m "interop team"
+
+export HERE REPO CREW WORK VERSION
+unshare --net bash -c '
+set -euo pipefail
+ip link set lo up
+python3 "$HERE/mock_anthropic.py" 8765 "$WORK/log" "$HERE/claude-real.json" >"$WORK/log/mock.out" 2>&1 &
+for i in $(seq 50); do (exec 3<>/dev/tcp/127.0.0.1/8765) 2>/dev/null && break; sleep 0.1; done
+cd "$REPO"
+export HOME="$WORK/home" ANTHROPIC_BASE_URL=http://127.0.0.1:8765 ANTHROPIC_API_KEY=sk-test \
+  DISABLE_TELEMETRY=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1 \
+  DISABLE_ERROR_REPORTING=1
+fail() { echo "FAIL claude-real: $*"; "$CREW" down --timeout 5 >/dev/null 2>&1 || true;
+  echo "--- alice log"; cat .crew/logs/alice.log 2>/dev/null || cat "$WORK/alice.out"; exit 1; }
+"$CREW" worker --name alice >"$WORK/alice.out" 2>&1 &
+"$CREW" task add "write real.txt" >/dev/null
+field() { python3 -c "import json,sys; a=[x for x in json.load(sys.stdin)[\"agents\"] if x[\"name\"]==\"alice\"]; print((a[0].get(sys.argv[1]) if a else None) or \"\")" "$1"; }
+REQ=""
+for i in $(seq 120); do
+  if [ "$("$CREW" status --json | field state)" = WAITING ]; then
+    REQ=$("$CREW" status --json | field waiting_on); break
+  fi
+  sleep 0.5
+done
+[ -n "$REQ" ] || fail "the CLI never asked crew for its Bash call"
+"$CREW" respond "$REQ" --as user approve >/dev/null
+FIRST=$REQ
+REQ=""
+for i in $(seq 120); do
+  NOW=$("$CREW" status --json | field waiting_on)
+  if [ -n "$NOW" ] && [ "$NOW" != "$FIRST" ]; then REQ=$NOW; break; fi
+  sleep 0.5
+done
+[ -n "$REQ" ] || fail "the CLI never asked crew for its second Bash call"
+"$CREW" respond "$REQ" --as user reject --note "not that one" >/dev/null
+STATUS=""
+for i in $(seq 120); do
+  STATUS=$(python3 -c "import json; print(json.load(open(\".tasks/task_1.json\"))[\"status\"])")
+  [ "$STATUS" = review ] || [ "$STATUS" = failed ] || [ "$STATUS" = completed ] && break
+  sleep 0.5
+done
+[ "$STATUS" = review ] || fail "task_1 is $STATUS, not review: $(cat .tasks/task_1.json)"
+DIFF=$("$CREW" review diff task_1)
+case "$DIFF" in *real.txt*) ;; *) fail "the commit of task_1 does not hold real.txt: $DIFF" ;; esac
+[ ! -e .worktrees/alice/denied.txt ] || fail "the rejected command ran"
+# The tool result the CLI itself reports for the rejected call carries the note of the person.
+python3 -c "
+import glob, json, sys
+events = [json.loads(l)[\"event\"] for f in glob.glob(\".crew/transcripts/alice/*.jsonl\") for l in open(f)]
+sys.exit(0 if any(e[\"type\"] == \"tool_result\" and e[\"is_error\"] and \"not that one\" in e[\"content\"] for e in events) else 1)
+" || fail "the rejection never reached the CLI"
+"$CREW" down --timeout 10 >/dev/null
+echo "PASS claude-real: Claude Code $VERSION asked crew before its Bash calls; the approved one is the commit of task_1, in review; the rejected one never ran"
+'
