@@ -573,7 +573,10 @@ impl Worker {
         outcome.interrupted |= cancel.is_cancelled();
         self.status.update(|s| {
             s.state = AgentState::Idle;
-            s.note = None;
+            // Why a job failed (a CLI agent that died, say) stays on show until the next job.
+            if outcome.success {
+                s.note = None;
+            }
             match (&s.task, outcome.interrupted) {
                 (Some(id), true) => {
                     s.note = Some(format!(
