@@ -515,3 +515,58 @@ fn the_cli_gets_its_own_credentials_and_no_others() {
     assert!(env.get("OPENAI_API_KEY").is_none(), "{env}");
     assert!(env.get("AWS_SECRET_ACCESS_KEY").is_none(), "{env}");
 }
+
+#[test]
+fn crew_interrupt_sends_the_clis_interrupt_keeps_the_task_and_a_message_continues_it() {
+    let team = fake_team();
+    // The recording's third turn is the one its host interrupted.
+    let (mut alice, log) = start_alice(&team, "run1.transcript.jsonl", &[]);
+    for subject in ["one", "two"] {
+        team.repo.ok(&["task", "add", subject]);
+    }
+    team.wait_task("task_2", "completed", WAIT);
+    team.repo.ok(&["task", "add", "three: please be slow"]);
+    team.wait_state("alice", "WORK", WAIT);
+
+    team.repo.ok(&["interrupt", "alice"]);
+    let status = eventually("alice idle with task_3 kept", WAIT, || {
+        let s = team.status("alice");
+        (s["state"] == "IDLE" && s["task"] == "task_3").then_some(s)
+    });
+    assert!(
+        status["note"]
+            .as_str()
+            .unwrap()
+            .contains("interrupted by the person"),
+        "{status}"
+    );
+    let task = team.task("task_3");
+    assert_eq!(task["status"], "in_progress", "{task}");
+    assert_eq!(task["owner"], "alice", "{task}");
+    let sent: Vec<Value> = logged(&log)
+        .into_iter()
+        .filter(|l| l["in"]["type"] == "control_request")
+        .collect();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(sent[0]["in"]["request"]["subtype"], "interrupt");
+    let events = transcript_events(&team);
+    let end = events.iter().rfind(|e| e["type"] == "turn_end").unwrap();
+    assert_eq!(end["result"]["stop_reason"], "interrupted", "{end}");
+    assert_eq!(
+        end["result"]["reason"], "interrupted by the person",
+        "{end}"
+    );
+
+    // The person's next message continues the task in the same process, and finishes it.
+    team.repo
+        .ok(&["send", "--from", "user", "--to", "alice", "go on, quickly"]);
+    team.wait_task("task_3", "completed", WAIT);
+    let starts = logged(&log)
+        .iter()
+        .filter(|l| l.get("argv").is_some())
+        .count();
+    assert_eq!(starts, 1, "one CLI process for every job");
+
+    assert_eq!(team.repo.crew(&["down", "--timeout", "10"]).code, 0);
+    assert_eq!(alice.wait(WAIT), Some(0));
+}

@@ -33,7 +33,7 @@ use crate::team::agent_work::{
 use crate::team::status::StatusHandle;
 use crate::team::task_branch::TaskBranch;
 use crate::team::verdict::{self, Verdict};
-use crate::team::worker::{Job, JobOutcome, Work};
+use crate::team::worker::{INTERRUPTED_BY_PERSON, Job, JobOutcome, Work};
 use crate::tools::{
     Decision, PermissionAnswer, PermissionAsk, PermissionPolicy, Prompter, SandboxMode,
 };
@@ -44,6 +44,9 @@ use stream::{Translator, TurnEnd};
 
 /// The major version whose protocol crew speaks (recorded from Claude Code 2.1.197).
 const SUPPORTED_MAJOR: &str = "2";
+
+/// How often a turn waiting on the CLI looks whether the person interrupted it.
+const INTERRUPT_POLL: std::time::Duration = std::time::Duration::from_millis(100);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClaudeError {
@@ -90,6 +93,8 @@ pub struct ClaudeCodeWork {
     sandbox: SandboxMode,
     runtime: tokio::runtime::Runtime,
     session: Option<Session>,
+    /// A task whose turn the person interrupted: their next message continues it.
+    interrupted_task: Option<Task>,
 }
 
 impl ClaudeCodeWork {
@@ -133,7 +138,18 @@ impl ClaudeCodeWork {
             policy,
             runtime,
             session: None,
+            interrupted_task: None,
         })
+    }
+
+    /// `task` as it is now, if it is still in progress under this teammate (the person may
+    /// have released or reassigned it after the interrupt).
+    fn still_mine(&self, task: Task) -> Option<Task> {
+        let id = crate::store::TaskId::parse(&task.id).ok()?;
+        let now = self.workspace.tasks().read(id).ok()?;
+        (now.status == crate::store::Status::InProgress
+            && now.owner.as_deref() == Some(self.name.as_str()))
+        .then_some(now)
     }
 
     fn branch(&self) -> TaskBranch<'_> {
@@ -189,7 +205,10 @@ impl ClaudeCodeWork {
     }
 
     /// Sends `input` and follows the stream to the turn's `result`.
-    fn turn(&mut self, input: &str) -> Result<TurnEnd, ClaudeError> {
+    /// One turn: `input` as a user line, then the CLI's events until its `result`. When the
+    /// person interrupts, the CLI is sent its own `interrupt` request and the turn ends with the
+    /// `result` that follows.
+    fn turn(&mut self, input: &str, cancel: &CancellationToken) -> Result<TurnEnd, ClaudeError> {
         let prompter = MailboxPrompter::new(
             self.workspace.mailboxes(),
             self.config.roster(),
@@ -209,8 +228,20 @@ impl ClaudeCodeWork {
             // Gone while idle: say why, as for a death mid-turn.
             return Err(ClaudeError::Died(session.process.death()));
         }
+        let mut interrupted = false;
         loop {
-            let line = match session.process.next() {
+            let Some(line) = session.process.next_within(INTERRUPT_POLL) else {
+                if cancel.is_cancelled() && !interrupted {
+                    interrupted = true;
+                    session.process.send(&json!({
+                        "type": "control_request",
+                        "request_id": new_id("req_int"),
+                        "request": {"subtype": "interrupt"},
+                    }))?;
+                }
+                continue;
+            };
+            let line = match line {
                 Line::Json(line) => line,
                 Line::NotJson(text) => return Err(ClaudeError::NotJson(text)),
                 Line::Closed => return Err(ClaudeError::Died(session.process.death())),
@@ -260,7 +291,7 @@ impl ClaudeCodeWork {
                     for event in events {
                         session.emitter.emit(event);
                     }
-                    return Ok(end);
+                    return Ok(TurnEnd { interrupted, ..end });
                 }
                 // Status, subagent progress, acknowledgements: nothing crew shows.
                 _ => {}
@@ -322,9 +353,7 @@ impl Work for ClaudeCodeWork {
         self.branch().ask_for_review(task);
     }
 
-    // The person's interrupt is not passed on yet: the CLI's own `interrupt` control request
-    // still has to be sent from inside `turn` (issue 12), so the job runs to its end.
-    fn run(&mut self, job: &Job, status: &StatusHandle, _cancel: &CancellationToken) -> JobOutcome {
+    fn run(&mut self, job: &Job, status: &StatusHandle, cancel: &CancellationToken) -> JobOutcome {
         let (input, _) = task_packet(job);
         let started = self.session(status).map(|_| ());
         let prepared = match (job, self.writes) {
@@ -348,7 +377,7 @@ impl Work for ClaudeCodeWork {
                 return JobOutcome::failed(e);
             }
         }
-        let ended = self.turn(&input);
+        let ended = self.turn(&input, cancel);
         let broken = ended.is_err();
         let session = self.session.as_mut().expect("started above");
         let (mut outcome, result) = match ended {
@@ -368,7 +397,7 @@ impl Work for ClaudeCodeWork {
                     tokens: end.usage.input_tokens + end.usage.output_tokens,
                     cost_micros: cost,
                     commits: None,
-                    interrupted: false,
+                    interrupted: end.interrupted,
                 };
                 let result = TurnResult {
                     input: input.clone(),
@@ -376,13 +405,17 @@ impl Work for ClaudeCodeWork {
                     tools_used: Vec::new(),
                     permission_denials: Vec::new(),
                     usage: end.usage,
-                    stop_reason: if end.success {
-                        StopReason::Completed
-                    } else {
-                        StopReason::Error
+                    stop_reason: match (end.interrupted, end.success) {
+                        (true, _) => StopReason::Interrupted,
+                        (false, true) => StopReason::Completed,
+                        (false, false) => StopReason::Error,
                     },
                     turns: end.turns,
-                    reason: String::new(),
+                    reason: if end.interrupted {
+                        INTERRUPTED_BY_PERSON.to_string()
+                    } else {
+                        String::new()
+                    },
                     prefix_fingerprint: String::new(),
                 };
                 (outcome, result)
@@ -422,8 +455,19 @@ impl Work for ClaudeCodeWork {
             // A broken conversation is not reused: the next job starts a fresh process.
             self.session = None;
         }
-        if let (Job::Task(task), true) = (job, self.writes) {
-            self.branch().commit(task, &mut outcome);
+        // The task this job worked on: its own, or the one the person interrupted, which their
+        // message continues in the same session. An interrupted one is committed when it ends.
+        let worked_on = match job {
+            Job::Task(task) => Some(task.clone()),
+            Job::Message(_) => self
+                .interrupted_task
+                .take()
+                .and_then(|t| self.still_mine(t)),
+        };
+        if outcome.interrupted {
+            self.interrupted_task = worked_on;
+        } else if let (Some(task), true) = (worked_on, self.writes) {
+            self.branch().commit(&task, &mut outcome);
         }
         outcome
     }

@@ -5,7 +5,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{Receiver, channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -126,9 +126,14 @@ impl ClaudeProcess {
             .map_err(|_| ClaudeError::StdinClosed)
     }
 
-    /// The next line from stdout (blocks until there is one or stdout ends).
-    pub fn next(&self) -> Line {
-        self.lines.recv().unwrap_or(Line::Closed)
+    /// The next line from stdout, or `None` when none came within `wait` (so the caller can
+    /// look at its cancellation between lines).
+    pub fn next_within(&self, wait: Duration) -> Option<Line> {
+        match self.lines.recv_timeout(wait) {
+            Ok(line) => Some(line),
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => Some(Line::Closed),
+        }
     }
 
     /// Why the process is gone: its exit status (waited for briefly) and the end of stderr.
