@@ -62,6 +62,10 @@ impl Work for Fake {
             turns: 1,
             tokens: 10,
             cost_micros: Some(250),
+            cache: crew::store::CacheTokens {
+                read: 40,
+                written: 8,
+            },
             interrupted: false,
             commits: None,
         }
@@ -188,6 +192,11 @@ fn claims_a_task_finishes_it_and_tells_the_lead_then_shuts_down_when_asked() {
     assert_eq!(status.turns, 1);
     assert_eq!(status.tokens, 10);
     assert_eq!(status.cost_micros, Some(250));
+    assert_eq!(
+        (status.cache.read, status.cache.written),
+        (40, 8),
+        "cache tokens are kept per agent"
+    );
 }
 
 #[test]

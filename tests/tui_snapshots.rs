@@ -254,3 +254,24 @@ fn the_header_says_how_commands_run() {
     assert!(!off.contains("sandboxed"), "{off}");
     assert!(!header(SandboxState::Unknown).contains("sandbox"));
 }
+
+#[test]
+fn prompt_cache_tokens_show_per_agent_and_in_the_header() {
+    let mut state = fixture_state();
+    let mut alice = state.agent("alice").unwrap().clone();
+    alice.cache = crew::store::CacheTokens {
+        read: 12_000,
+        written: 3_000,
+    };
+    update(
+        &mut state,
+        Event::Data(vec![Change::Agent("alice".into(), Some(alice))]),
+    );
+    // Wide enough for the teammate box's whole title.
+    let text = tui_support::screen_text(&mut state, 240, 40);
+    assert!(text.contains("cache 12k read 3000 written"), "{text}");
+    assert!(
+        text.lines().next().unwrap().contains("(12k from cache)"),
+        "{text}"
+    );
+}

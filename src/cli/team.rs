@@ -36,6 +36,7 @@ pub fn status(project: &Project, as_json: bool) -> anyhow::Result<()> {
             "heartbeat_age_secs": status.as_ref().map(|s| s.heartbeat_age(now).as_secs()),
             "turns": status.as_ref().map_or(0, |s| s.turns),
             "tokens": status.as_ref().map_or(0, |s| s.tokens),
+            "cache": status.as_ref().map(|s| s.cache).unwrap_or_default(),
             "note": status.as_ref().and_then(|s| s.note.clone()).or(dead.then(|| "process gone or heartbeat stale".to_string())),
         }));
     }
@@ -63,7 +64,7 @@ pub fn status(project: &Project, as_json: bool) -> anyhow::Result<()> {
             .map(output::age)
             .unwrap_or_else(|| "-".into());
         println!(
-            "{:<10} {:<12} {:<11} pid {:<7} task {:<8} beat {:<4} turns {:<4} tokens {:<8} {}",
+            "{:<10} {:<12} {:<11} pid {:<7} task {:<8} beat {:<4} turns {:<4} tokens {:<8} cache {}/{} {}",
             field("name"),
             field("role"),
             field("state"),
@@ -72,6 +73,8 @@ pub fn status(project: &Project, as_json: bool) -> anyhow::Result<()> {
             age,
             r["turns"],
             r["tokens"],
+            r["cache"]["read"],
+            r["cache"]["written"],
             output::one_line(r["note"].as_str().unwrap_or(""))
         );
     }

@@ -44,6 +44,24 @@ impl AgentState {
     }
 }
 
+/// Prompt-cache input tokens: read from the cache (cheap) and written to it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheTokens {
+    pub read: u64,
+    pub written: u64,
+}
+
+impl CacheTokens {
+    pub fn is_empty(&self) -> bool {
+        self.read == 0 && self.written == 0
+    }
+
+    pub fn add(&mut self, other: CacheTokens) {
+        self.read += other.read;
+        self.written += other.written;
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgentStatus {
     pub name: String,
@@ -64,6 +82,9 @@ pub struct AgentStatus {
     /// What its model calls cost so far, in millionths of a US dollar, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_micros: Option<u64>,
+    /// Input tokens its model calls read from or wrote to the provider's prompt cache.
+    #[serde(default, skip_serializing_if = "CacheTokens::is_empty")]
+    pub cache: CacheTokens,
     /// Why it is in this state, in a few words (e.g. why it shut down).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -86,6 +107,7 @@ impl AgentStatus {
             turns: 0,
             tokens: 0,
             cost_micros: None,
+            cache: CacheTokens::default(),
             note: None,
             todos: Vec::new(),
         }

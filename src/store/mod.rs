@@ -21,7 +21,7 @@ pub mod todo;
 pub mod watch;
 pub mod workspace;
 
-pub use agents::{AgentState, AgentStatus, AgentStatuses, pid_alive};
+pub use agents::{AgentState, AgentStatus, AgentStatuses, CacheTokens, pid_alive};
 pub use claim::{Attempt, Claimant};
 pub use error::{Refusal, StoreError};
 pub use limits::Limits;

@@ -23,7 +23,9 @@ use crate::model::{ModelProvider, ProviderSpec, RetryPolicy, provider_from_spec}
 use crate::store::message::REVIEW_REQUEST;
 use crate::store::requests::RequestState;
 use crate::store::review::review_notes;
-use crate::store::{AgentState, Draft, Message, ReviewerVerdict, Status, Task, TaskId, Workspace};
+use crate::store::{
+    AgentState, CacheTokens, Draft, Message, ReviewerVerdict, Status, Task, TaskId, Workspace,
+};
 use crate::team::review;
 use crate::team::role_prompt;
 use crate::team::roles::toolset;
@@ -559,6 +561,7 @@ impl Work for AgentWork {
             turns: u64::from(result.turns),
             tokens: result.usage.input_tokens + result.usage.output_tokens,
             cost_micros: self.cost_micros(&result.usage),
+            cache: cache_tokens(&result.usage),
             commits: None,
             interrupted,
         };
@@ -615,6 +618,7 @@ impl AgentWork {
             turns: 0,
             tokens: 0,
             cost_micros: None,
+            cache: CacheTokens::default(),
             commits: None,
             interrupted: false,
         };
@@ -737,11 +741,20 @@ impl AgentWork {
         outcome.turns = u64::from(result.turns);
         outcome.tokens = result.usage.input_tokens + result.usage.output_tokens;
         outcome.cost_micros = self.cost_micros(&result.usage);
+        outcome.cache = cache_tokens(&result.usage);
         if result.stop_reason == StopReason::Completed {
             result.output.trim().to_string()
         } else {
             format!("stopped ({:?}): {}", result.stop_reason, result.reason)
         }
+    }
+}
+
+/// The prompt-cache part of a turn's input tokens.
+pub(crate) fn cache_tokens(usage: &crate::model::Usage) -> CacheTokens {
+    CacheTokens {
+        read: usage.cache_read_input_tokens,
+        written: usage.cache_creation_input_tokens,
     }
 }
 

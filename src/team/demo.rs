@@ -11,7 +11,7 @@ use serde::Serialize;
 use crate::git::{Author, GitError, exclude_from_git, init_with_files};
 use crate::store::requests::RequestState;
 use crate::store::workspace::RUNTIME_FOLDERS;
-use crate::store::{StoreError, Workspace};
+use crate::store::{CacheTokens, StoreError, Workspace};
 use crate::team::verdict;
 
 pub const GOAL: &str = "Add `sub` and `mul` to the calc library with tests, document them in README.md, and have the reviewer run the project's tests.";
@@ -134,6 +134,9 @@ pub struct AgentUsage {
     /// US dollars, when the provider reports a cost or crew.toml gives a price.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+    /// Prompt-cache input tokens read and written.
+    #[serde(skip_serializing_if = "CacheTokens::is_empty")]
+    pub cache: CacheTokens,
 }
 
 /// Counts everything the run left in the store.
@@ -185,6 +188,7 @@ pub fn summarise(
                     turns: status.turns,
                     tokens: status.tokens,
                     cost_usd: status.cost_micros.map(|m| m as f64 / 1e6),
+                    cache: status.cache,
                 },
             );
         }

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 
 use crate::store::requests::RequestState;
 use crate::store::{
-    AgentState, AgentStatus, Claimant, DirWatcher, Draft, Entry, Message, Refusal, Roster, Status,
-    StoreError, Task, TaskCommits, TaskId, Waker, Workspace,
+    AgentState, AgentStatus, CacheTokens, Claimant, DirWatcher, Draft, Entry, Message, Refusal,
+    Roster, Status, StoreError, Task, TaskCommits, TaskId, Waker, Workspace,
 };
 use crate::team::budget::{self, Scope, Spend};
 use crate::team::status::StatusHandle;
@@ -66,6 +66,8 @@ pub struct JobOutcome {
     pub tokens: u64,
     /// Millionths of a dollar, when the provider reports a cost or crew.toml gives a price.
     pub cost_micros: Option<u64>,
+    /// Of the input tokens, those read from and written to the provider's prompt cache.
+    pub cache: CacheTokens,
     /// A finished task's commits that are not in the base branch yet: it goes to `review`.
     pub commits: Option<TaskCommits>,
     /// The person interrupted it: a task stays with the worker until their next message.
@@ -81,6 +83,7 @@ impl JobOutcome {
             turns: 0,
             tokens: 0,
             cost_micros: None,
+            cache: CacheTokens::default(),
             commits: None,
             interrupted: false,
         }
@@ -591,6 +594,7 @@ impl Worker {
             if let Some(cost) = outcome.cost_micros {
                 s.cost_micros = Some(s.cost_micros.unwrap_or(0) + cost);
             }
+            s.cache.add(outcome.cache);
         })?;
         Ok(outcome)
     }

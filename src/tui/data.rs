@@ -37,6 +37,9 @@ pub struct AgentStatus {
     pub tokens: Option<Value>,
     #[serde(default)]
     pub cost_micros: Option<u64>,
+    /// Prompt-cache tokens read and written.
+    #[serde(default)]
+    pub cache: crate::store::CacheTokens,
     /// The agent's own checklist.
     #[serde(default)]
     pub todos: Vec<crate::store::TodoItem>,

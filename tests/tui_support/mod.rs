@@ -80,6 +80,7 @@ fn agent(name: &str, state: &str, task: Option<&str>, tokens: u64) -> Change {
             tokens: Some(json!(tokens)),
             // The lead's provider reports a cost; the teammates' do not.
             cost_micros: (name == "lead").then_some(1_234_567),
+            cache: Default::default(),
             todos: Vec::new(),
         }),
     )

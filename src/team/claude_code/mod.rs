@@ -28,7 +28,7 @@ use crate::config::TeamConfig;
 use crate::store::message::new_id;
 use crate::store::{Task, Workspace};
 use crate::team::agent_work::{
-    SetupError, permission_setup, status_sink, task_packet, working_dir,
+    SetupError, cache_tokens, permission_setup, status_sink, task_packet, working_dir,
 };
 use crate::team::status::StatusHandle;
 use crate::team::task_branch::TaskBranch;
@@ -396,6 +396,7 @@ impl Work for ClaudeCodeWork {
                     turns: u64::from(end.turns),
                     tokens: end.usage.input_tokens + end.usage.output_tokens,
                     cost_micros: cost,
+                    cache: cache_tokens(&end.usage),
                     commits: None,
                     interrupted: end.interrupted,
                 };

@@ -63,8 +63,14 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
         ));
     }
     let tokens: u64 = model.agents.values().map(|a| a.token_total()).sum();
+    let cached: u64 = model.agents.values().map(|a| a.cache.read).sum();
+    let cached = if cached > 0 {
+        format!("({} from cache) ", tokens_text(cached))
+    } else {
+        String::new()
+    };
     spans.push(Span::styled(
-        format!("│ tokens {} ", tokens_text(tokens)),
+        format!("│ tokens {} {cached}", tokens_text(tokens)),
         style,
     ));
     // Only agents whose provider reports a cost (or that have a price in crew.toml) count;
@@ -125,7 +131,8 @@ fn budget_text(state: &AppState) -> Option<String> {
     (!parts.is_empty()).then(|| format!("│ budget {} ", parts.join(" · ")))
 }
 
-fn tokens_text(n: u64) -> String {
+/// A token count in a few characters: `950`, `12k`, `3M`.
+pub(crate) fn tokens_text(n: u64) -> String {
     match n {
         n if n < 10_000 => n.to_string(),
         n if n < 10_000_000 => format!("{}k", n / 1000),

@@ -10,6 +10,7 @@ use crate::store::TodoStatus;
 use crate::tui::action::Action;
 use crate::tui::data::AgentStatus;
 use crate::tui::keymap::Mode;
+use crate::tui::render::header::tokens_text;
 use crate::tui::render::{badge, conversation, one_line, pane_block, plain};
 use crate::tui::state::{AppState, Pane};
 
@@ -86,6 +87,16 @@ fn render_one(state: &AppState, name: &str, selected: bool, frame: &mut Frame, a
     ];
     if state.model.writes(name) {
         title.push(Span::styled(" writes ", theme.style("dim")));
+    }
+    if let Some(status) = status.filter(|s| !s.cache.is_empty()) {
+        title.push(Span::styled(
+            format!(
+                " cache {} read {} written ",
+                tokens_text(status.cache.read),
+                tokens_text(status.cache.written)
+            ),
+            theme.style("dim"),
+        ));
     }
     let border = if waiting {
         theme.style("badge.waiting")
