@@ -133,3 +133,30 @@ fn subjects_descriptions_and_messages_have_limits() {
         run.stderr
     );
 }
+
+#[test]
+fn a_reader_that_goes_away_ends_a_command_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::{Command, Stdio};
+    let repo = Repo::init();
+    for n in 0..50 {
+        repo.ok(&["task", "add", &format!("task number {n}")]);
+    }
+    // As `crew task list | head -0`: the pipe's reader is gone before crew writes.
+    let mut child = Command::new(common::crew_exe())
+        .args(["task", "list"])
+        .current_dir(repo.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        out.status.success() || out.status.signal() == Some(libc::SIGPIPE),
+        "{:?}: {stderr}",
+        out.status
+    );
+}

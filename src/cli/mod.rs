@@ -45,6 +45,15 @@ pub fn main() -> ExitCode {
     // Before any thread starts: the keys leave the environment, and no process of ours can be
     // read through /proc (environ, mem) by a tool's process.
     crate::model::secret::seal_process();
+    if only_prints(cli.command.as_ref()) {
+        // `crew review diff X | head` ends quietly when the reader goes, as other commands
+        // do (Rust ignores SIGPIPE, so println! would panic). The team's own processes keep
+        // ignoring it: a CLI agent that dies must not take its worker with it.
+        // SAFETY: setting a signal's disposition to the default has no preconditions.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -52,6 +61,20 @@ pub fn main() -> ExitCode {
             ExitCode::from(exit_code(&e))
         }
     }
+}
+
+/// Commands that print and end, starting no process of the team.
+fn only_prints(command: Option<&Command>) -> bool {
+    !matches!(
+        command,
+        None | Some(
+            Command::Up(_)
+                | Command::Worker(_)
+                | Command::Demo(_)
+                | Command::Ui(_)
+                | Command::SandboxExec(_)
+        )
+    )
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
