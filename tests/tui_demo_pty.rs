@@ -99,6 +99,11 @@ fn the_demo_team_finishes_as_the_person_approves_from_the_screen() {
             screen.wait_until(&said, DEMO_TIMEOUT, |t| {
                 t.lines().last().is_some_and(|l| l.contains(&said))
             });
+            // The queue is worked out again off the screen's thread: until it is, the merged
+            // task may still be shown selected, and a second `M` would be refused.
+            screen.wait_until(&format!("{task} gone from the queue"), DEMO_TIMEOUT, |t| {
+                selected_review(t).as_deref() != Some(task.as_str())
+            });
             merged.push(task);
         }
     }

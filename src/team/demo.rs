@@ -72,12 +72,14 @@ deny = ["bash(rm -rf:*)", "bash(git push:*)"]
 
 [worker]
 idle_poll_secs = 5
-idle_timeout_secs = 60
+# As long as a request waits for you: a teammate idle while you review must still be there for
+# the work your merge unblocks (the reviewer, here).
+idle_timeout_secs = 600
 heartbeat_secs = 1
 request_timeout_secs = 600
 
 [worktree]
-# Finished tasks wait in the review queue for you (key `r`); `crew demo --headless` merges them
+# Finished tasks wait in the review queue for you (ctrl-r); `crew demo --headless` merges them
 # itself (`--merge auto`).
 merge_when_done = false
 "#;
