@@ -307,8 +307,9 @@ fn a_review_without_a_verdict_is_never_a_pass() {
     );
 }
 
-#[test]
-fn a_reviewer_sends_a_task_back_on_its_own_at_most_three_times() {
+/// alice writes greet.txt and carol reviews it by running `test_sh`, sending a FAIL back on
+/// her own; the task is added (for an implementer only: the reviewer reviews, it does not build).
+fn reviewed_greeting(test_sh: &str) -> Team {
     let mut toml = crew_toml(
         "test_command = \"sh test.sh\"",
         &[
@@ -319,9 +320,15 @@ fn a_reviewer_sends_a_task_back_on_its_own_at_most_three_times() {
         "idle_poll_secs = 1\nidle_timeout_secs = 120\nheartbeat_secs = 1\nrequest_timeout_secs = 30",
     );
     toml.push_str("\n[worktree]\nreview_by = \"carol\"\nauto_send_back_on_fail = true\n");
-    // Nothing alice does passes: without a bound the two would bounce the task for ever.
-    let team = Team::new(&toml, "test_review.toml", &[("test.sh", "exit 1\n")]);
+    let team = Team::new(&toml, "test_review.toml", &[("test.sh", test_sh)]);
     add(&team, &["greet: write greet.txt", "--role", "implementer"]);
+    team
+}
+
+#[test]
+fn a_reviewer_sends_a_task_back_on_its_own_at_most_three_times() {
+    // Nothing alice does passes: without a bound the two would bounce the task for ever.
+    let team = reviewed_greeting("exit 1\n");
     let _workers = ["alice", "carol"].map(|n| team.worker(n));
 
     let said = eventually("the person being left the decision", WAIT, || {
@@ -346,21 +353,8 @@ fn a_reviewer_sends_a_task_back_on_its_own_at_most_three_times() {
 
 #[test]
 fn a_reviewer_agent_tests_the_merged_commits_and_its_fail_sends_the_task_back() {
-    let mut toml = crew_toml(
-        "test_command = \"sh test.sh\"",
-        &[
-            ("alice", "implementer", "writes = true"),
-            ("carol", "reviewer", ""),
-        ],
-        "mode = \"accept-edits\"\nallow = [\"bash(sh test.sh)\"]",
-        "idle_poll_secs = 1\nidle_timeout_secs = 120\nheartbeat_secs = 1\nrequest_timeout_secs = 30",
-    );
-    toml.push_str("\n[worktree]\nreview_by = \"carol\"\nauto_send_back_on_fail = true\n");
     // Passes only once greet.txt (which is not on the base) says it was fixed.
-    let check = "grep -q fixed greet.txt && echo all present\n";
-    let team = Team::new(&toml, "test_review.toml", &[("test.sh", check)]);
-    // Only an implementer takes it: the reviewer reviews, it does not build.
-    add(&team, &["greet: write greet.txt", "--role", "implementer"]);
+    let team = reviewed_greeting("grep -q fixed greet.txt && echo all present\n");
     let _workers = ["alice", "carol"].map(|n| team.worker(n));
 
     let deadline = std::time::Instant::now() + WAIT;

@@ -87,6 +87,13 @@ fn the_demo_team_finishes_as_the_person_approves_from_the_screen() {
             screen.wait_until(&format!("{name} working again"), DEMO_TIMEOUT, |t| {
                 !t.contains(&waiting)
             });
+            // As for reviews: until the list is read again, the answered request may still be
+            // the selected one.
+            screen.wait_until(
+                &format!("{name}'s request gone from approvals"),
+                DEMO_TIMEOUT,
+                |t| selected_asker(t).as_deref() != Some(name.as_str()),
+            );
             approved.push(name);
         } else if let Some(task) = selected_review(&text) {
             // The docs task may only start once both implementations are merged.
