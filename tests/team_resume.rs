@@ -213,3 +213,23 @@ fn crew_interrupt_stops_a_long_tool_keeps_the_task_and_a_message_resumes_it() {
     assert_eq!(down.code, 0, "{}", down.stderr);
     assert_eq!(alice.wait(Duration::from_secs(10)), Some(0));
 }
+
+#[test]
+fn a_teammates_first_job_can_be_a_message_and_the_next_one_continues_it() {
+    let team = slow_alice();
+    let mut alice = team.worker("alice");
+    tell(&team, "alice", "hello there");
+    wait_said(
+        &team,
+        "alice",
+        "messages",
+        "Noted: Message from user (message): hello there",
+    );
+    tell(&team, "alice", "and again");
+    wait_said(&team, "alice", "messages", "and again");
+    let status = team.status("alice");
+    assert!(status["note"].is_null(), "{status}");
+
+    assert_eq!(team.repo.crew(&["down", "--timeout", "10"]).code, 0);
+    assert_eq!(alice.wait(Duration::from_secs(10)), Some(0));
+}

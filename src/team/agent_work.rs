@@ -452,7 +452,7 @@ impl AgentWork {
 
 impl AgentWork {
     /// Which conversation a job continues: the lead's only one; a task's own; for a message,
-    /// the task it names (a `task` field), else the latest one, else a new one.
+    /// the task it names (a `task` field), else the latest one, else [`FIRST_MESSAGES`].
     fn conversation_key(&self, job: &Job) -> String {
         if self.name == self.config.lead_name() {
             return "lead".to_string();
@@ -465,8 +465,9 @@ impl AgentWork {
                 .and_then(|t| t.as_str())
                 .filter(|t| crate::store::TaskId::parse(t).is_ok())
                 .map(str::to_string)
+                .or_else(|| self.current.as_ref().map(|c| c.key.clone()))
                 .or_else(|| conversation::latest_key(self.workspace.root(), &self.name))
-                .unwrap_or_else(|| crate::store::message::new_id("conv")),
+                .unwrap_or_else(|| FIRST_MESSAGES.to_string()),
         }
     }
 
@@ -749,6 +750,10 @@ impl AgentWork {
         }
     }
 }
+
+/// The conversation of a teammate whose first job is a message (a valid conversation key: a
+/// generated id is longer than a name may be, and the job failed before it started).
+const FIRST_MESSAGES: &str = "messages";
 
 /// The prompt-cache part of a turn's input tokens.
 pub(crate) fn cache_tokens(usage: &crate::model::Usage) -> CacheTokens {
