@@ -250,6 +250,13 @@ fn the_reviewers_read_only_bash_refuses_the_same_lines_and_find_actions() {
         "sed -n 'w out' f",
         "sed 's/a/b/w out' f",
         "sed -n '1e touch X' f",
+        // The script glued to its flag, and three-letter abbreviations (found in review).
+        "sed '--expression=1e touch X' f",
+        "sed '-e1e touch X' f",
+        "sed -ne1e\\ touch\\ X f",
+        "sed --exp='1e touch X' f",
+        "sed --i s/a/b/ f",
+        "sort --o=FILE f",
         "sort -o FILE f",
         "sort --output=FILE f",
         "sort -uo FILE f",
@@ -302,6 +309,15 @@ fn the_reviewers_read_only_bash_refuses_the_same_lines_and_find_actions() {
 
 /// Every spelling of `rm -rf` a deny rule `bash(rm -rf:*)` must stop.
 const RM_RF_SPELLINGS: &[&str] = &[
+    // Found in review: the shortest abbreviations, and wrappers' long options with a value.
+    "rm --r --f x",
+    "nice --adjustment 5 rm -rf x",
+    "nice --adj 5 rm -rf x",
+    "timeout --signal KILL 60 rm -rf x",
+    "timeout --kill-after 5 60 rm -rf x",
+    "sudo --user root rm -rf x",
+    "stdbuf --output L rm -rf x",
+    "ionice --class 3 rm -rf x",
     "rm -rf x",
     "rm -fr x",
     "rm -r -f x",
@@ -615,5 +631,23 @@ proptest! {
         let policy = policy(PermissionMode::Bypass, &["bash"], &["bash(rm -rf:*)"]);
         let (decision, _) = decide(&policy, &line);
         prop_assert!(matches!(decision, Decision::Deny(_)), "not denied: {line}");
+    }
+}
+
+#[test]
+fn a_reviewers_own_prefixes_never_grant_an_escape_hatch() {
+    // As a reviewer whose test command is `git diff`: the plain form runs, hatches do not.
+    let git_diff = |argv: &[String]| argv.len() >= 2 && argv[0] == "git" && argv[1] == "diff";
+    let refusal = |command: &str| read_only_refusal(&parse(command), &git_diff);
+    assert_eq!(refusal("git diff --stat"), None);
+    for command in [
+        "git diff --output=FILE",
+        "git diff --ext-diff",
+        "git diff --no-index /etc/passwd x",
+    ] {
+        assert!(
+            refusal(command).is_some(),
+            "{command} granted by the prefix"
+        );
     }
 }

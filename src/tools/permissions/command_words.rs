@@ -33,7 +33,28 @@ pub(super) fn push_command(
         "sudo" | "doas" => {
             let skip = options_end(
                 args,
-                &["-u", "-g", "-C", "-h", "-p", "-U", "-r", "-t", "-D"],
+                &[
+                    "-u",
+                    "-g",
+                    "-C",
+                    "-h",
+                    "-p",
+                    "-U",
+                    "-r",
+                    "-t",
+                    "-D",
+                    "-R",
+                    "--user",
+                    "--group",
+                    "--close-from",
+                    "--host",
+                    "--prompt",
+                    "--other-user",
+                    "--role",
+                    "--type",
+                    "--chdir",
+                    "--chroot",
+                ],
             );
             let inner = wrapped(skip, None);
             out.commands.push(command.clone());
@@ -61,27 +82,59 @@ pub(super) fn push_command(
         ),
         "nice" => push_wrapped(
             command.clone(),
-            wrapped(options_end(args, &["-n"]), None),
+            wrapped(options_end(args, &["-n", "--adjustment"]), None),
             depth,
             out,
         ),
         "ionice" => {
-            let skip = options_end(args, &["-c", "-n", "-p", "-P", "-u"]);
+            let skip = options_end(
+                args,
+                &[
+                    "-c",
+                    "-n",
+                    "-p",
+                    "-P",
+                    "-u",
+                    "--class",
+                    "--classdata",
+                    "--pid",
+                    "--pgid",
+                    "--uid",
+                ],
+            );
             push_wrapped(command.clone(), wrapped(skip, None), depth, out);
         }
         "stdbuf" => {
-            let skip = options_end(args, &["-i", "-o", "-e"]);
+            let skip = options_end(args, &["-i", "-o", "-e", "--input", "--output", "--error"]);
             push_wrapped(command.clone(), wrapped(skip, None), depth, out);
         }
         "timeout" => {
-            let skip = options_end(args, &["-s", "-k"]) + 1;
+            let skip = options_end(args, &["-s", "-k", "--signal", "--kill-after"]) + 1;
             push_wrapped(command.clone(), wrapped(skip, None), depth, out);
         }
         "xargs" => {
             let skip = options_end(
                 args,
                 &[
-                    "-n", "-I", "-P", "-L", "-d", "-E", "-s", "-a", "-i", "-l", "-e",
+                    "-n",
+                    "-I",
+                    "-P",
+                    "-L",
+                    "-d",
+                    "-E",
+                    "-s",
+                    "-a",
+                    "-i",
+                    "-l",
+                    "-e",
+                    "--max-args",
+                    "--replace",
+                    "--max-procs",
+                    "--max-lines",
+                    "--delimiter",
+                    "--eof",
+                    "--max-chars",
+                    "--arg-file",
                 ],
             );
             let why = "`xargs` adds arguments read from its input, unknown before it runs";
@@ -259,13 +312,21 @@ fn options_end(args: &[Word], opts_with_arg: &[&str]) -> usize {
         if !word.text.starts_with('-') || word.text == "-" {
             break;
         }
-        i += if opts_with_arg.contains(&word.text.as_str()) {
+        i += if takes_value(&word.text, opts_with_arg) {
             2
         } else {
             1
         };
     }
     i
+}
+
+/// `word` is one of `opts_with_arg` given without its value (`-n`, `--signal`, or an
+/// abbreviation getopt accepts: `--sig`), so the next word is that value.
+fn takes_value(word: &str, opts_with_arg: &[&str]) -> bool {
+    opts_with_arg.iter().any(|opt| {
+        *opt == word || (word.len() >= 3 && word.starts_with("--") && opt.starts_with(word))
+    })
 }
 
 pub(super) fn is_assignment(word: &str) -> bool {

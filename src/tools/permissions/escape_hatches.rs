@@ -267,10 +267,23 @@ fn sed(args: &[String]) -> Option<String> {
                 "`{arg}` edits files in place or runs a script file"
             ));
         }
-        if arg == "-e" || long_is(arg, &["--expression"]) {
+        // The script is glued on (`--expression=S`, `-eS`, `-neS`) or the next word.
+        let glued = if long_is(arg, &["--expression"]) {
+            Some(arg.split_once('=').map_or("", |(_, script)| script))
+        } else if short_bundle_has(arg, 'e') {
+            arg.split_once('e').map(|(_, script)| script)
+        } else {
+            None
+        };
+        if let Some(glued) = glued {
             saw_script_flag = true;
-            scripts.extend(args.get(i + 1).cloned());
-            i += 2;
+            if glued.is_empty() {
+                scripts.extend(args.get(i + 1).cloned());
+                i += 2;
+            } else {
+                scripts.push(glued.to_string());
+                i += 1;
+            }
             continue;
         }
         if !arg.starts_with('-') && !saw_script_flag && scripts.is_empty() {
@@ -348,5 +361,5 @@ fn short_bundle_has(arg: &str, c: char) -> bool {
 /// `arg` is one of `names` (with `=value`), or an abbreviation getopt would accept.
 fn long_is(arg: &str, names: &[&str]) -> bool {
     let name = arg.split('=').next().unwrap_or(arg);
-    name.starts_with("--") && name.len() >= 4 && names.iter().any(|n| n.starts_with(name))
+    name.starts_with("--") && name.len() >= 3 && names.iter().any(|n| n.starts_with(name))
 }

@@ -142,7 +142,7 @@ fn long_flag(program: &str, long: &str) -> String {
         .iter()
         .filter(|(p, _, _)| *p == "*" || *p == program)
         .find(|(_, name, _)| {
-            long.len() >= 3 && (name.starts_with(&full) || full.starts_with(&format!("{name}-")))
+            !long.is_empty() && (name.starts_with(&full) || full.starts_with(&format!("{name}-")))
         })
         .map_or(full, |(_, _, short)| {
             format!("-{}", short_alias(program, *short))

@@ -213,7 +213,6 @@ const GIT_READ_ONLY: &[(&[&str], &[&str])] = &[
             "--absolute-git-dir",
             "--git-common-dir",
             "--is-bare-repository",
-            "HEAD",
         ],
     ),
     (
@@ -428,11 +427,13 @@ fn command_refusal(command: &Command, also_allowed: &dyn Fn(&[String]) -> bool) 
         return Some(why);
     }
     let argv = command.argv();
-    if also_allowed(&argv) {
-        return None;
-    }
+    // An escape hatch is refused whatever else allows the command (a reviewer's own prefixes
+    // too), as for allow rules.
     if let Some(why) = escape_hatch(&argv) {
         return Some(why);
+    }
+    if also_allowed(&argv) {
+        return None;
     }
     program_refusal(&argv)
 }
