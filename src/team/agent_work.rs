@@ -538,24 +538,14 @@ impl Work for AgentWork {
         if interrupted {
             agent.add_note(INTERRUPTED_BY_PERSON);
         }
-        let verdict = (self.role == "reviewer")
-            .then(|| verdict::parse(&result.output))
-            .flatten();
+        let completed = result.stop_reason == StopReason::Completed;
         let reviewer = self.role == "reviewer" && matches!(job, Job::Task(_));
-        // A review passes only on an explicit verdict; none at all is never a pass.
-        let success = result.stop_reason == StopReason::Completed
-            && !(reviewer && matches!(verdict, None | Some(Verdict::Fail)));
-        let summary =
-            if result.stop_reason == StopReason::Completed && reviewer && verdict.is_none() {
-                format!(
-                    "no verdict (the report has no VERDICT: PASS|FAIL|PARTIAL line): {}",
-                    result.output.trim()
-                )
-            } else if result.stop_reason == StopReason::Completed {
-                result.output.trim().to_string()
-            } else {
-                format!("stopped ({:?}): {}", result.stop_reason, result.reason)
-            };
+        let (success, no_verdict) = verdict::judge(reviewer, completed, &result.output);
+        let summary = match no_verdict {
+            Some(summary) => summary,
+            None if completed => result.output.trim().to_string(),
+            None => format!("stopped ({:?}): {}", result.stop_reason, result.reason),
+        };
         let mut outcome = JobOutcome {
             success,
             summary: truncate(&summary, 4000),

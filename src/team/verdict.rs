@@ -24,6 +24,28 @@ pub fn parse(report: &str) -> Option<Verdict> {
     }
 }
 
+/// How a finished job's report counts (invariant 8): a reviewer's task passes only on an explicit
+/// PASS or PARTIAL. Whether it succeeded, and the summary to record when it has no verdict (any
+/// other report is recorded as it is).
+pub fn judge(reviewer_task: bool, completed: bool, report: &str) -> (bool, Option<String>) {
+    if !reviewer_task {
+        return (completed, None);
+    }
+    match parse(report) {
+        None if completed => (
+            false,
+            Some(format!(
+                "no verdict (the report has no VERDICT: PASS|FAIL|PARTIAL line): {}",
+                report.trim()
+            )),
+        ),
+        verdict => (
+            completed && !matches!(verdict, None | Some(Verdict::Fail)),
+            None,
+        ),
+    }
+}
+
 /// Each finished reviewer task's verdict, shown as `label` says.
 pub fn of_reviews(tasks: &[crate::store::Task]) -> std::collections::BTreeMap<String, String> {
     tasks
@@ -101,6 +123,18 @@ pub fn commands(report: &str) -> Vec<CommandRun> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_reviewers_task_passes_only_on_an_explicit_verdict() {
+        assert_eq!(judge(false, true, "done"), (true, None));
+        assert_eq!(judge(true, true, "ok\nVERDICT: PASS"), (true, None));
+        assert_eq!(judge(true, true, "VERDICT: PARTIAL"), (true, None));
+        assert_eq!(judge(true, true, "VERDICT: FAIL"), (false, None));
+        assert_eq!(judge(true, false, "VERDICT: PASS"), (false, None));
+        let (passed, summary) = judge(true, true, "looks fine to me");
+        assert!(!passed);
+        assert!(summary.unwrap().starts_with("no verdict"));
+    }
+
     use super::*;
 
     #[test]

@@ -32,7 +32,7 @@ use crate::team::agent_work::{
 };
 use crate::team::status::StatusHandle;
 use crate::team::task_branch::TaskBranch;
-use crate::team::verdict::{self, Verdict};
+use crate::team::verdict;
 use crate::team::worker::{INTERRUPTED_BY_PERSON, Job, JobOutcome, Work};
 use crate::tools::{
     Decision, PermissionAnswer, PermissionAsk, PermissionPolicy, Prompter, SandboxMode,
@@ -382,17 +382,16 @@ impl Work for ClaudeCodeWork {
         let session = self.session.as_mut().expect("started above");
         let (mut outcome, result) = match ended {
             Ok(end) => {
-                let verdict = (self.role == "reviewer")
-                    .then(|| verdict::parse(&end.text))
-                    .flatten();
+                let reviewer = self.role == "reviewer" && matches!(job, Job::Task(_));
+                let (success, no_verdict) = verdict::judge(reviewer, end.success, &end.text);
                 let cost = end.total_cost_usd.map(|total| {
                     let spent = (total - session.cost_so_far).max(0.0);
                     session.cost_so_far = total;
                     (spent * 1_000_000.0).round() as u64
                 });
                 let outcome = JobOutcome {
-                    success: end.success && verdict != Some(Verdict::Fail),
-                    summary: end.text.trim().to_string(),
+                    success,
+                    summary: no_verdict.unwrap_or_else(|| end.text.trim().to_string()),
                     turns: u64::from(end.turns),
                     tokens: end.usage.input_tokens + end.usage.output_tokens,
                     cost_micros: cost,
