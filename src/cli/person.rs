@@ -33,12 +33,12 @@ fn acts_for_the_team(command: Option<&Command>) -> Option<&'static str> {
         return Some("up");
     };
     match command {
+        // `sandbox-exec` is run by `cli::main` before this check (it only confines itself).
         Command::Init(_)
         | Command::Requests(_)
         | Command::Status { .. }
-        | Command::Replay { .. } => None,
-        // The sandbox's own wrapper around a tool's command: it only confines itself further.
-        Command::SandboxExec(_) => None,
+        | Command::Replay { .. }
+        | Command::SandboxExec(_) => None,
         Command::Inbox(InboxArgs { peek: true, .. }) => None,
         // Reading without --peek moves the owner's cursor: the owner would miss messages.
         Command::Inbox(_) => Some("inbox"),

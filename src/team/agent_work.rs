@@ -603,25 +603,16 @@ impl AgentWork {
         status: &StatusHandle,
         cancel: &CancellationToken,
     ) -> JobOutcome {
-        let mut outcome = JobOutcome {
-            success: false,
-            summary: String::new(),
-            turns: 0,
-            tokens: 0,
-            cost_micros: None,
-            cache: CacheTokens::default(),
-            commits: None,
-            interrupted: false,
-        };
+        let mut outcome = JobOutcome::failed(String::new());
         let task = request
             .extra
             .get("task")
             .and_then(|v| v.as_str())
             .and_then(|id| TaskId::parse(id).ok())
-            .and_then(|id| self.workspace.tasks().read(id).ok());
-        let Some((task, commits)) = task
-            .filter(|t| t.status == Status::Review)
-            .and_then(|t| t.commits.clone().map(|c| (t, c)))
+            .and_then(|id| Some((id, self.workspace.tasks().read(id).ok()?)));
+        let Some((id, task, commits)) = task
+            .filter(|(_, t)| t.status == Status::Review)
+            .and_then(|(id, t)| t.commits.clone().map(|c| (id, t, c)))
         else {
             outcome.success = true;
             outcome.summary = "nothing to review: that task is not in review".into();
@@ -648,7 +639,6 @@ impl AgentWork {
         let _ = std::fs::remove_dir_all(&dir);
         let verdict = verdict::parse(&report);
         let label = verdict::label(verdict);
-        let id = TaskId::parse(&task.id).unwrap_or(TaskId(0));
         let recorded = self.workspace.tasks().record_verdict(
             id,
             ReviewerVerdict {

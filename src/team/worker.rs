@@ -571,9 +571,8 @@ impl Worker {
             s.task = task;
             s.note = None;
         })?;
-        let mut outcome = work.run(&job, &self.status, &cancel);
+        let outcome = work.run(&job, &self.status, &cancel);
         *lock(&self.running) = None;
-        outcome.interrupted |= cancel.is_cancelled();
         self.status.update(|s| {
             s.state = AgentState::Idle;
             // Why a job failed (a CLI agent that died, say) stays on show until the next job.
