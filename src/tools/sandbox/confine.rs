@@ -8,8 +8,8 @@
 //!    process (and no key-holding environment) is visible;
 //! 4. Landlock: read and execute everywhere, write only below the writable roots; signals and
 //!    abstract Unix sockets scoped to the sandbox where the kernel offers it;
-//! 5. seccomp: no socket but `AF_UNIX`, no io_uring (it can open sockets too), unless the
-//!    policy allows the network;
+//! 5. seccomp: no socket at all, Unix ones included (only `socketpair`), no io_uring (it can
+//!    open sockets too), unless the policy allows the network;
 //! 6. fork again: PID 1 reaps, its child drops every capability and execs the command. When the
 //!    command ends PID 1 exits, and the kernel ends whatever the command left behind.
 
