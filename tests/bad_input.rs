@@ -163,6 +163,13 @@ const CONFIG_FIXTURES: &[(&str, &str)] = &[
         "negative_price",
         "6:82: a price is US dollars per million tokens (0 or more), not -10",
     ),
+    (
+        "unscrubbed_key",
+        "6:71: api_key_env = \"GROQ_CREDENTIAL\" would reach the tools' commands: crew hides \
+         only variables with a name containing KEY, TOKEN, SECRET or PASSWORD (any case), or \
+         starting with ANTHROPIC_, OPENAI_ or AWS_; name the variable so (e.g. \
+         GROQ_CREDENTIAL_KEY)",
+    ),
 ];
 
 #[test]

@@ -355,21 +355,76 @@ async fn tcp_connections_are_refused_unless_the_agent_has_network() {
         Some(ErrorKind::WouldBlock),
         "nothing reached the listener"
     );
-    // Unix sockets stay usable (many tools talk through them).
+    // Unix sockets are refused too (they reach servers outside the sandbox); socketpair is not.
     let unix = scene
-        .run("python3 -c 'import socket; socket.socket(socket.AF_UNIX)' || true")
+        .run("python3 -c 'import socket; socket.socket(socket.AF_UNIX)'")
         .await;
     assert!(
-        !unix.content.contains("Operation not permitted"),
+        unix.content.contains("Operation not permitted"),
         "{}",
         unix.content
     );
+    let pair = scene
+        .run("python3 -c 'import socket; socket.socketpair()' && echo paired")
+        .await;
+    assert!(pair.content.contains("paired"), "{}", pair.content);
 
     let allowed = scene.run_with(&connect, true).await;
     assert!(!allowed.is_error, "{}", allowed.content);
     assert!(
         listener.accept().is_ok(),
         "with network = true the connection arrives"
+    );
+}
+
+/// Stops the tmux server on `socket` however the test ends.
+struct TmuxServer(PathBuf);
+
+impl Drop for TmuxServer {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("tmux")
+            .arg("-S")
+            .arg(&self.0)
+            .arg("kill-server")
+            .status();
+    }
+}
+
+#[tokio::test]
+async fn a_tmux_server_outside_cannot_run_commands_for_the_sandbox() {
+    let scene = Scene::new();
+    let outside = tempfile::tempdir().unwrap();
+    let socket = outside.path().join("sock");
+    let started = std::process::Command::new("tmux")
+        .arg("-S")
+        .arg(&socket)
+        .args(["new-session", "-d"])
+        .status()
+        .expect("tmux is installed");
+    assert!(started.success());
+    let _server = TmuxServer(socket.clone());
+    let escaped = outside.path().join("OUTSIDE");
+    let command = format!(
+        "tmux -S {} new-window 'touch {}'",
+        socket.display(),
+        escaped.display()
+    );
+    let out = scene.run(&command).await;
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(
+        !escaped.exists(),
+        "the tmux server ran the command unconfined"
+    );
+    assert!(out.is_error, "{}", out.content);
+    assert!(
+        out.content.contains("Operation not permitted"),
+        "{}",
+        out.content
+    );
+    assert!(
+        out.content.contains("ran in the sandbox"),
+        "the result says why: {}",
+        out.content
     );
 }
 

@@ -383,3 +383,54 @@ async fn grep_honours_gitignore_and_skips_binary_files() {
         .unwrap_err();
     assert!(err.contains("outside the workspace"), "{err}");
 }
+
+#[tokio::test]
+async fn write_and_edit_refuse_git_and_crew_files() {
+    let fx = Fixture::new();
+    let pointer = fx.write(".git", "gitdir: /elsewhere/.git/worktrees/alice\n");
+    let config = fx.write("crew.toml", "[team]\nname = \"t\"\n");
+    let task = fx.write(".tasks/1.json", "{}");
+    std::os::unix::fs::symlink(fx.ws().join(".crew"), fx.ws().join("runtime")).unwrap();
+    std::fs::create_dir_all(fx.ws().join(".crew")).unwrap();
+    for file in [&pointer, &config, &task] {
+        run(&ReadTool, json!({"path": file}), &fx.ctx)
+            .await
+            .unwrap();
+    }
+    for (path, shown) in [
+        (".git", ".git"),
+        ("crew.toml", "crew.toml"),
+        (".tasks/1.json", ".tasks/1.json"),
+        (".worktrees/bob/x", ".worktrees/bob/x"),
+        ("runtime/new", "runtime/new"),
+    ] {
+        let err = run(&WriteTool, json!({"path": path, "content": "x"}), &fx.ctx)
+            .await
+            .unwrap_err();
+        assert!(
+            err.contains("is protected") && err.contains(shown),
+            "{path}: {err}"
+        );
+    }
+    let err = run(
+        &EditTool,
+        json!({"path": ".git", "old_string": "alice", "new_string": "main"}),
+        &fx.ctx,
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        err.contains("is protected") && err.contains(".git"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&pointer).unwrap(),
+        "gitdir: /elsewhere/.git/worktrees/alice\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&config).unwrap(),
+        "[team]\nname = \"t\"\n"
+    );
+    assert!(!fx.ws().join(".crew/new").exists());
+    assert!(!fx.ws().join(".worktrees").exists());
+}

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
 use crate::config::ConfigError;
+use crate::model::secret::{SECRET_NAME_RULE, is_secret_name};
 use crate::model::{ModelName, OverloadCount, ThinkingSpec};
 use crate::store::Roster;
 use crate::store::names::{USER, validate_name};
@@ -107,7 +108,7 @@ pub struct ModelChoice {
     pub model: Option<String>,
     #[serde(default)]
     pub base_url: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "key_variable")]
     pub api_key_env: Option<String>,
     #[serde(default)]
     pub scenario: Option<String>,
@@ -128,6 +129,20 @@ pub struct ModelChoice {
     /// `claude-code`: the CLI to run (default `claude` from `PATH`).
     #[serde(default)]
     pub bin: Option<String>,
+}
+
+/// An `api_key_env` name the tools' environment scrubber removes; any other would hand the key
+/// to every command a tool runs.
+fn key_variable<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let name = String::deserialize(d)?;
+    if is_secret_name(&name) {
+        Ok(Some(name))
+    } else {
+        Err(serde::de::Error::custom(format!(
+            "api_key_env = {name:?} would reach the tools' commands: crew hides only variables \
+             with {SECRET_NAME_RULE}; name the variable so (e.g. {name}_KEY)"
+        )))
+    }
 }
 
 /// US dollars per million tokens. Cache reads and writes cost the input price unless given.

@@ -40,8 +40,11 @@ impl fmt::Debug for ApiKey {
     }
 }
 
-/// Whether a variable may carry a credential: a name containing KEY, TOKEN, SECRET or PASSWORD
-/// (any case), or starting with ANTHROPIC_, OPENAI_ or AWS_.
+/// The rule [`is_secret_name`] applies, for messages.
+pub const SECRET_NAME_RULE: &str = "a name containing KEY, TOKEN, SECRET or PASSWORD (any case), \
+                                    or starting with ANTHROPIC_, OPENAI_ or AWS_";
+
+/// Whether a variable may carry a credential: see [`SECRET_NAME_RULE`].
 pub fn is_secret_name(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
     ["KEY", "TOKEN", "SECRET", "PASSWORD"]

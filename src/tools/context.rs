@@ -55,10 +55,21 @@ impl ToolContext {
     }
 }
 
-/// Drops every variable that may carry a credential (see [`is_secret_name`]).
+/// Variables that point a command at a server outside the sandbox (ssh-agent, D-Bus, tmux, the
+/// display), which would act for it unconfined.
+const OUTSIDE_SERVERS: &[&str] = &[
+    "SSH_AUTH_SOCK",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "TMUX",
+    "DISPLAY",
+    "WAYLAND_DISPLAY",
+];
+
+/// Drops every variable that may carry a credential (see [`is_secret_name`]) or name a server
+/// outside the sandbox (see [`OUTSIDE_SERVERS`]).
 pub fn scrub_env(vars: impl IntoIterator<Item = (String, String)>) -> Vec<(String, String)> {
     vars.into_iter()
-        .filter(|(name, _)| !is_secret_name(name))
+        .filter(|(name, _)| !is_secret_name(name) && !OUTSIDE_SERVERS.contains(&name.as_str()))
         .collect()
 }
 
@@ -133,6 +144,11 @@ mod tests {
             "OPENAI_ORG",
             "AWS_REGION",
             "LANG",
+            "SSH_AUTH_SOCK",
+            "DBUS_SESSION_BUS_ADDRESS",
+            "TMUX",
+            "DISPLAY",
+            "WAYLAND_DISPLAY",
         ]
         .map(|n| (n.to_string(), "v".to_string()));
         let kept: Vec<String> = scrub_env(vars).into_iter().map(|(n, _)| n).collect();

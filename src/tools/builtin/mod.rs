@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use crate::tools::context::ToolContext;
 use crate::tools::paths::{relative_to, resolve_within};
+use crate::tools::sandbox::policy::is_protected;
 use crate::tools::tool::{Subject, Tool, ToolError, required_str, str_field};
 
 pub mod bash;
@@ -40,9 +41,41 @@ fn readable_path(ctx: &ToolContext, raw: &str) -> Result<PathBuf, ToolError> {
     Ok(resolve_within(&ctx.read_roots(), raw)?)
 }
 
-/// A path a writing tool may use: inside the workspace.
+/// A path a writing tool may use: inside the workspace, and not `.git` or crew's files there.
+/// These tools run outside the sandbox, so they must refuse what it keeps read-only.
 fn writable_path(ctx: &ToolContext, raw: &str) -> Result<PathBuf, ToolError> {
-    Ok(resolve_within(&ctx.write_roots(), raw)?)
+    let path = resolve_within(&ctx.write_roots(), raw)?;
+    // Checked lexically and through symbolic links, so `link -> .git` is refused too.
+    let resolved = resolve_existing(&path);
+    let protected = ctx.write_roots().iter().any(|root| {
+        is_protected(root, &path)
+            || is_protected(
+                &root.canonicalize().unwrap_or(root.to_path_buf()),
+                &resolved,
+            )
+    });
+    if protected {
+        return Err(ToolError::Refused(format!(
+            "{} is protected: .git and crew's own files are changed only by crew, not by tools",
+            path.display()
+        )));
+    }
+    Ok(path)
+}
+
+/// `path` with its longest existing prefix canonicalised.
+fn resolve_existing(path: &Path) -> PathBuf {
+    for ancestor in path.ancestors() {
+        if let Ok(real) = ancestor.canonicalize() {
+            let rest = path.strip_prefix(ancestor).unwrap_or(Path::new(""));
+            return if rest.as_os_str().is_empty() {
+                real
+            } else {
+                real.join(rest)
+            };
+        }
+    }
+    path.to_path_buf()
 }
 
 /// The required `path` field, resolved for reading.

@@ -8,8 +8,8 @@
 //!    process (and no key-holding environment) is visible;
 //! 4. Landlock: read and execute everywhere, write only below the writable roots; signals and
 //!    abstract Unix sockets scoped to the sandbox where the kernel offers it;
-//! 5. seccomp: no socket but `AF_UNIX`, no io_uring (it can open sockets too), unless the
-//!    policy allows the network;
+//! 5. seccomp: no socket at all, Unix ones included (only `socketpair`), no io_uring (it can
+//!    open sockets too), unless the policy allows the network;
 //! 6. fork again: PID 1 reaps, its child drops every capability and execs the command. When the
 //!    command ends PID 1 exits, and the kernel ends whatever the command left behind.
 
@@ -24,10 +24,7 @@ use landlock::{
     ABI, Access, AccessFs, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr,
     RulesetStatus, Scope,
 };
-use seccompiler::{
-    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
-    SeccompRule,
-};
+use seccompiler::{BpfProgram, SeccompAction, SeccompFilter, SeccompRule};
 use serde::{Deserialize, Serialize};
 
 use super::policy::SandboxPolicy;
@@ -303,19 +300,12 @@ fn restrict_files(policy: &SandboxPolicy) -> Result<(), String> {
 
 fn refuse_network() -> Result<(), String> {
     let fail = |e: seccompiler::BackendError| e.to_string();
-    let not_unix = SeccompCondition::new(
-        0,
-        SeccompCmpArgLen::Dword,
-        SeccompCmpOp::Ne,
-        libc::AF_UNIX as u64,
-    )
-    .map_err(fail)?;
+    // Every family is refused, AF_UNIX too: a Unix socket reaches servers outside the sandbox
+    // (tmux, docker, D-Bus, ssh-agent) that run commands unconfined. socketpair stays allowed:
+    // it connects only this process's own ends.
+    // An empty rule list matches the call whatever its arguments.
     let rules: BTreeMap<i64, Vec<SeccompRule>> = [
-        (
-            libc::SYS_socket,
-            vec![SeccompRule::new(vec![not_unix]).map_err(fail)?],
-        ),
-        // An empty rule list matches the call whatever its arguments.
+        (libc::SYS_socket, Vec::new()),
         (libc::SYS_io_uring_setup, Vec::new()),
     ]
     .into_iter()

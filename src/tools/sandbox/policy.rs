@@ -51,22 +51,42 @@ fn canonical(path: &Path) -> PathBuf {
 fn protected_inside(root: &Path, writable: &[PathBuf]) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let dot_git = root.join(".git");
-    if let Ok(meta) = dot_git.symlink_metadata() {
-        if meta.is_file()
-            && let Some(gitdir) = gitdir_of(&dot_git)
-            && writable.iter().any(|w| gitdir.starts_with(w))
-        {
-            found.push(gitdir);
-        }
-        found.push(dot_git);
+    if dot_git.is_file()
+        && let Some(gitdir) = gitdir_of(&dot_git)
+        && writable.iter().any(|w| gitdir.starts_with(w))
+    {
+        found.push(gitdir);
     }
-    for name in RUNTIME_FOLDERS.iter().chain([&CONFIG_FILE]) {
-        let path = root.join(name);
-        if path.symlink_metadata().is_ok() {
-            found.push(path);
-        }
-    }
+    // Sorted, so the mounts come in the same order every time.
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(root)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| is_protected(root, path))
+        .collect();
+    entries.sort();
+    found.extend(entries);
     found
+}
+
+/// crew's own files at a worktree's root: its configuration and runtime folders.
+fn crew_files() -> impl Iterator<Item = &'static str> {
+    RUNTIME_FOLDERS.iter().copied().chain([CONFIG_FILE])
+}
+
+/// Whether `path` is, or lies inside, something under `root` that only crew may change: `.git`
+/// (folder or pointer file) or one of crew's files. The sandbox mounts these read-only for
+/// commands; the write and edit tools, which run outside the sandbox, refuse them with this.
+pub fn is_protected(root: &Path, path: &Path) -> bool {
+    let Ok(inside) = path.strip_prefix(root) else {
+        return false;
+    };
+    let Some(first) = inside.components().next() else {
+        return false;
+    };
+    let first = first.as_os_str();
+    first == ".git" || crew_files().any(|name| first == name)
 }
 
 /// The folder a `.git` pointer file (`gitdir: PATH`) names, resolved against its folder.
