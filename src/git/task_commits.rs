@@ -4,6 +4,7 @@
 
 use git2::{DiffFindOptions, Oid, Repository};
 
+use super::checkout::changed_paths;
 use super::diff::{WorktreeDiff, collect};
 use super::error::{Context, GitError};
 use super::merge::{Advance, MergeOutcome, merge_in_memory, move_ref, snapshot, with_merge_lock};
@@ -103,6 +104,28 @@ impl Worktrees {
                 .graph_descendant_of(fork, start)
                 .context(|| format!("comparing {fork} with {start}"))?;
         Ok(if newer { fork } else { start })
+    }
+
+    /// Every path (both sides of a rename) that merging `head` into `base_branch` brings in:
+    /// the changes since their merge base, so earlier tasks' commits on the branch count too.
+    pub fn merge_paths(&self, head: &str, base_branch: &str) -> Result<Vec<String>, GitError> {
+        validate_branch(base_branch)?;
+        let repo = self.repo();
+        let head = find(repo, oid(head)?)?;
+        let base = self.base_commit(base_branch)?;
+        let fork = repo
+            .merge_base(base.id(), head.id())
+            .context(|| format!("finding the merge base of {} and {}", base.id(), head.id()))?;
+        let old = find(repo, fork)?
+            .tree()
+            .context(|| format!("reading the tree of {fork}"))?;
+        let new = head
+            .tree()
+            .context(|| format!("reading the tree of {}", head.id()))?;
+        Ok(changed_paths(repo, &old, &new)?
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect())
     }
 
     /// Whether `base_branch` already holds the commit `head`.
