@@ -180,12 +180,16 @@ pub fn discard(
 ) -> Result<Task, ReviewError> {
     let task = in_review(workspace, id)?;
     let commits = commits_of(&task)?;
-    let owner = task.owner.clone().unwrap_or_default();
+    // The branch holds the commits; the owner may have changed since they were made.
+    let name = commits
+        .branch
+        .strip_prefix("crew/")
+        .unwrap_or(&commits.branch);
     let trees = Worktrees::open(workspace.root())?;
     let message = format!("{}: discarded by {by}\n\n{reason}\n", task.id);
     let author = Author::crew(by);
     if let MergeOutcome::Conflicts { files } =
-        trees.revert_commits(&owner, &commits.start, &commits.head, &message, &author)?
+        trees.revert_commits(name, &commits.start, &commits.head, &message, &author)?
     {
         return Err(ReviewError::Conflicts {
             id: task.id,
