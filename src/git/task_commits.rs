@@ -53,15 +53,18 @@ impl Worktrees {
         author: &Author,
     ) -> Result<String, GitError> {
         let wt = self.open_worktree(name)?;
-        let head = head_commit(&wt)?;
-        let sig = author.signature()?;
-        let Some(snap) = snapshot(&wt, head, &sig, message)? else {
-            return Ok(head.to_string());
-        };
-        let new = snap.commit.id();
-        move_ref(&wt, &branch_for(name), new, head, message)?;
-        snap.index.install(&wt)?;
-        Ok(new.to_string())
+        // A merge snapshots this same worktree through the same temporary index file.
+        with_merge_lock(self.repo(), || {
+            let head = head_commit(&wt)?;
+            let sig = author.signature()?;
+            let Some(snap) = snapshot(&wt, head, &sig, message)? else {
+                return Ok(head.to_string());
+            };
+            let new = snap.commit.id();
+            move_ref(&wt, &branch_for(name), new, head, message)?;
+            snap.index.install(&wt)?;
+            Ok(new.to_string())
+        })
     }
 
     /// The changes of the commits `start..head`: against the newest base commit they contain
