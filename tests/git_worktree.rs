@@ -95,6 +95,25 @@ fn committing_a_task_while_its_branch_is_merged_neither_fails_nor_loses_work() {
 }
 
 #[test]
+fn the_paths_a_merge_brings_in_are_both_sides_of_a_rename_from_every_unmerged_commit() {
+    let t = TestRepo::new(&[
+        ("crew.toml", "[team]\nname = \"web\"\n"),
+        ("a.txt", "one\n"),
+    ]);
+    let wts = Worktrees::open(t.root()).unwrap();
+    let wt = wts.ensure("alice", "main", &none(), &none()).unwrap();
+    let author = Author::crew("alice");
+    fs::rename(wt.path.join("crew.toml"), wt.path.join("team.toml")).unwrap();
+    wts.commit_work("alice", "task_1: rename", &author).unwrap();
+    write(&wt.path, "b.txt", "two\n");
+    let head = wts.commit_work("alice", "task_2: b", &author).unwrap();
+    assert_eq!(
+        wts.merge_paths(&head, "main").unwrap(),
+        ["b.txt", "crew.toml", "team.toml"]
+    );
+}
+
+#[test]
 fn ensure_repairs_a_worktree_whose_folder_was_deleted() {
     let t = TestRepo::new(&[("a.txt", "one\n")]);
     let wts = Worktrees::open(t.root()).unwrap();
