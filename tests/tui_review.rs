@@ -250,3 +250,23 @@ fn a_desktop_notification_carries_no_escape_sequence_from_agent_text() {
         "\x1b]9;task_1  ]0 pwned   done \x07\x1b]777;notify;crew;task_1  ]0 pwned   done \x07"
     );
 }
+
+#[test]
+fn discard_reverts_in_the_worktree_of_the_commits_branch_after_the_task_changed_hands() {
+    let dir = repo_with_review();
+    let root = dir.path();
+    let ws = Workspace::new(root);
+    assert!(root.join(".worktrees/alice/parser.rs").exists());
+    // Reassigned by hand after review began: the commits stay on crew/alice.
+    let path = ws.tasks().path(TaskId(1));
+    let mut task: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    task["owner"] = "bob".into();
+    std::fs::write(&path, task.to_string()).unwrap();
+    let config =
+        crew::config::TeamConfig::parse(Path::new("crew.toml"), &init_template("web", "main"))
+            .unwrap();
+    crew::team::review::discard(&ws, &config, TaskId(1), "user", "not needed").unwrap();
+    assert_eq!(status_of(root, 1).0, Status::Failed);
+    assert!(!root.join(".worktrees/alice/parser.rs").exists());
+}
