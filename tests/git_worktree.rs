@@ -4,7 +4,7 @@ mod git_support;
 
 use std::fs;
 
-use crew::git::{GitError, Worktrees};
+use crew::git::{Author, GitError, Worktrees};
 use git_support::{TestRepo, commit_all, read, write};
 
 fn none() -> Vec<String> {
@@ -55,6 +55,62 @@ fn two_teammates_making_their_first_worktrees_at_once_both_get_one() {
             assert!(wt.created);
         }
     }
+}
+
+#[test]
+fn committing_a_task_while_its_branch_is_merged_neither_fails_nor_loses_work() {
+    // Both snapshot the same worktree through the same temporary index file.
+    for round in 0..20 {
+        let t = TestRepo::new(&[("a.txt", "one\n")]);
+        let wts = Worktrees::open(t.root()).unwrap();
+        let wt = wts.ensure("alice", "main", &none(), &none()).unwrap();
+        for i in 0..50 {
+            write(&wt.path, &format!("f{i}.txt"), "work\n");
+        }
+        let start = std::sync::Barrier::new(2);
+        let author = Author::crew("alice");
+        let (committed, merged) = std::thread::scope(|s| {
+            let commit = s.spawn(|| {
+                let wts = Worktrees::open(t.root())?;
+                start.wait();
+                wts.commit_work("alice", "task_1: work", &author)
+            });
+            let merge = s.spawn(|| {
+                let wts = Worktrees::open(t.root())?;
+                start.wait();
+                wts.merge("alice", "main", &author)
+            });
+            (commit.join().unwrap(), merge.join().unwrap())
+        });
+        committed.unwrap_or_else(|e| panic!("round {round}: commit: {e}"));
+        merged.unwrap_or_else(|e| panic!("round {round}: merge: {e}"));
+        for i in 0..50 {
+            assert_eq!(
+                read(t.root(), &format!("f{i}.txt")),
+                "work\n",
+                "round {round}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_paths_a_merge_brings_in_are_both_sides_of_a_rename_from_every_unmerged_commit() {
+    let t = TestRepo::new(&[
+        ("crew.toml", "[team]\nname = \"web\"\n"),
+        ("a.txt", "one\n"),
+    ]);
+    let wts = Worktrees::open(t.root()).unwrap();
+    let wt = wts.ensure("alice", "main", &none(), &none()).unwrap();
+    let author = Author::crew("alice");
+    fs::rename(wt.path.join("crew.toml"), wt.path.join("team.toml")).unwrap();
+    wts.commit_work("alice", "task_1: rename", &author).unwrap();
+    write(&wt.path, "b.txt", "two\n");
+    let head = wts.commit_work("alice", "task_2: b", &author).unwrap();
+    assert_eq!(
+        wts.merge_paths(&head, "main").unwrap(),
+        ["b.txt", "crew.toml", "team.toml"]
+    );
 }
 
 #[test]

@@ -551,6 +551,37 @@ fn merge_when_done_merges_at_once_but_never_a_change_to_ci_or_crew_toml() {
 }
 
 #[test]
+fn merge_when_done_never_merges_an_earlier_tasks_protected_change_that_waits_in_review() {
+    let mut toml = crew_toml(
+        "",
+        &[("alice", "implementer", "writes = true")],
+        "mode = \"accept-edits\"",
+        "idle_poll_secs = 1\nidle_timeout_secs = 120\nheartbeat_secs = 1\nrequest_timeout_secs = 30",
+    );
+    toml.push_str("\n[worktree]\nmerge_when_done = true\n");
+    let team = Team::new(&toml, "test_review.toml", &[]);
+    add(&team, &["ci: write the workflow"]);
+    let _alice = team.worker("alice");
+    wait_review(&team, "task_1");
+    // task_2's own commits change nothing protected, but its branch still holds task_1's.
+    add(&team, &["sub: write sub.txt"]);
+    let sub = wait_review(&team, "task_2");
+    assert!(
+        sub["result"]
+            .as_str()
+            .unwrap()
+            .contains("task_2 changes .github/workflows/ci.yml, which govern the team"),
+        "{sub}"
+    );
+    assert!(!team.repo.join(".github").exists(), "{sub}");
+    assert!(!team.repo.join("sub.txt").exists(), "{sub}");
+
+    team.repo.ok(&["review", "merge", "task_2"]);
+    assert!(team.repo.join(".github/workflows/ci.yml").exists());
+    assert_eq!(team.task("task_1")["status"], "completed");
+}
+
+#[test]
 fn a_conflict_bringing_the_worktree_up_to_date_leaves_the_task_unstarted_and_changes_nothing() {
     let team = team(&[("alice", "implementer", "writes = true")]);
     add(

@@ -250,3 +250,57 @@ fn a_desktop_notification_carries_no_escape_sequence_from_agent_text() {
         "\x1b]9;task_1  ]0 pwned   done \x07\x1b]777;notify;crew;task_1  ]0 pwned   done \x07"
     );
 }
+
+#[test]
+fn discard_reverts_in_the_worktree_of_the_commits_branch_after_the_task_changed_hands() {
+    let dir = repo_with_review();
+    let root = dir.path();
+    let ws = Workspace::new(root);
+    assert!(root.join(".worktrees/alice/parser.rs").exists());
+    // Reassigned by hand after review began: the commits stay on crew/alice.
+    let path = ws.tasks().path(TaskId(1));
+    let mut task: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    task["owner"] = "bob".into();
+    std::fs::write(&path, task.to_string()).unwrap();
+    let config =
+        crew::config::TeamConfig::parse(Path::new("crew.toml"), &init_template("web", "main"))
+            .unwrap();
+    crew::team::review::discard(&ws, &config, TaskId(1), "user", "not needed").unwrap();
+    assert_eq!(status_of(root, 1).0, Status::Failed);
+    assert!(!root.join(".worktrees/alice/parser.rs").exists());
+}
+
+#[test]
+fn a_review_warns_about_a_renamed_crew_toml() {
+    let dir = repo_with_review();
+    let root = dir.path();
+    let ws = Workspace::new(root);
+    let trees = Worktrees::open(root).unwrap();
+    let wt = root.join(".worktrees/alice");
+    std::fs::rename(wt.join("crew.toml"), wt.join("team.toml")).unwrap();
+    let head = trees
+        .commit_work("alice", "task_1: rename", &Author::crew("alice"))
+        .unwrap();
+    let mut commits = ws.tasks().read(TaskId(1)).unwrap().commits.unwrap();
+    commits.head = head;
+    // Resubmitted with the rename as one of its commits.
+    ws.tasks().send_back(TaskId(1), "user", "again").unwrap();
+    ws.tasks()
+        .claim(
+            TaskId(1),
+            Claimant {
+                name: "alice",
+                role: Some("implementer"),
+            },
+        )
+        .unwrap();
+    ws.tasks()
+        .submit_for_review(TaskId(1), "alice", "renamed".into(), *commits)
+        .unwrap();
+    let config =
+        crew::config::TeamConfig::parse(Path::new("crew.toml"), &init_template("web", "main"))
+            .unwrap();
+    let review = crew::team::review::show(&ws, &config, TaskId(1)).unwrap();
+    assert_eq!(review.protected, ["crew.toml"], "{review:?}");
+}

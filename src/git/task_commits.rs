@@ -4,6 +4,7 @@
 
 use git2::{DiffFindOptions, Oid, Repository};
 
+use super::checkout::changed_paths;
 use super::diff::{WorktreeDiff, collect};
 use super::error::{Context, GitError};
 use super::merge::{Advance, MergeOutcome, merge_in_memory, move_ref, snapshot, with_merge_lock};
@@ -52,15 +53,18 @@ impl Worktrees {
         author: &Author,
     ) -> Result<String, GitError> {
         let wt = self.open_worktree(name)?;
-        let head = head_commit(&wt)?;
-        let sig = author.signature()?;
-        let Some(snap) = snapshot(&wt, head, &sig, message)? else {
-            return Ok(head.to_string());
-        };
-        let new = snap.commit.id();
-        move_ref(&wt, &branch_for(name), new, head, message)?;
-        snap.index.install(&wt)?;
-        Ok(new.to_string())
+        // A merge snapshots this same worktree through the same temporary index file.
+        with_merge_lock(self.repo(), || {
+            let head = head_commit(&wt)?;
+            let sig = author.signature()?;
+            let Some(snap) = snapshot(&wt, head, &sig, message)? else {
+                return Ok(head.to_string());
+            };
+            let new = snap.commit.id();
+            move_ref(&wt, &branch_for(name), new, head, message)?;
+            snap.index.install(&wt)?;
+            Ok(new.to_string())
+        })
     }
 
     /// The changes of the commits `start..head`: against the newest base commit they contain
@@ -103,6 +107,28 @@ impl Worktrees {
                 .graph_descendant_of(fork, start)
                 .context(|| format!("comparing {fork} with {start}"))?;
         Ok(if newer { fork } else { start })
+    }
+
+    /// Every path (both sides of a rename) that merging `head` into `base_branch` brings in:
+    /// the changes since their merge base, so earlier tasks' commits on the branch count too.
+    pub fn merge_paths(&self, head: &str, base_branch: &str) -> Result<Vec<String>, GitError> {
+        validate_branch(base_branch)?;
+        let repo = self.repo();
+        let head = find(repo, oid(head)?)?;
+        let base = self.base_commit(base_branch)?;
+        let fork = repo
+            .merge_base(base.id(), head.id())
+            .context(|| format!("finding the merge base of {} and {}", base.id(), head.id()))?;
+        let old = find(repo, fork)?
+            .tree()
+            .context(|| format!("reading the tree of {fork}"))?;
+        let new = head
+            .tree()
+            .context(|| format!("reading the tree of {}", head.id()))?;
+        Ok(changed_paths(repo, &old, &new)?
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect())
     }
 
     /// Whether `base_branch` already holds the commit `head`.

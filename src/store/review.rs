@@ -23,11 +23,12 @@ impl TaskStore {
         })
     }
 
-    /// Records where the task's commits start, the first time it starts (a task sent back
-    /// keeps its first start, so its review shows all its commits).
+    /// Records where the task's commits start, the first time it starts on `branch` (a task
+    /// sent back keeps its first start, so its review shows all its commits; a task that
+    /// changed hands starts afresh, since the old start is not on the new branch).
     pub fn record_start(&self, id: TaskId, branch: &str, start: &str) -> Result<Task, StoreError> {
         self.modify(id, |task| {
-            if task.commits.is_none() {
+            if task.commits.as_ref().is_none_or(|c| c.branch != branch) {
                 task.commits = Some(Box::new(TaskCommits {
                     branch: branch.to_string(),
                     start: start.to_string(),
@@ -103,6 +104,27 @@ pub fn review_notes(task: &Task) -> Vec<&str> {
 mod tests {
     use super::*;
     use crate::store::{Claimant, NewTask};
+
+    #[test]
+    fn a_task_that_changes_hands_records_the_new_branch_and_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TaskStore::new(dir.path());
+        store
+            .create(NewTask {
+                subject: "code".into(),
+                ..NewTask::default()
+            })
+            .unwrap();
+        store.record_start(TaskId(1), "crew/alice", "a0").unwrap();
+        // Alice's second start (a send-back) keeps her first.
+        store.record_start(TaskId(1), "crew/alice", "a1").unwrap();
+        let task = store.record_start(TaskId(1), "crew/bob", "b0").unwrap();
+        let commits = task.commits.unwrap();
+        assert_eq!(
+            (commits.branch.as_str(), commits.start.as_str()),
+            ("crew/bob", "b0")
+        );
+    }
 
     #[test]
     fn a_task_in_review_blocks_its_dependents_until_merged_and_send_back_returns_it_to_its_owner() {

@@ -109,8 +109,25 @@ pub fn merge(
     let how = merge_commits_unchecked(workspace, config, &task, &commits)?;
     let base = &config.team.base_branch;
     workspace.tasks().mark_merged(id, by, &how)?;
-    let mut also = Vec::new();
+    let also = mark_came_along(workspace, config, &task.id, by)?;
+    let mut text = format!("{} merged into {base} by {by} ({how})", task.id);
+    if !also.is_empty() {
+        text.push_str(&format!("; with it {}", also.join(", ")));
+    }
+    tell_lead(workspace, config, by, text.clone())?;
+    Ok(text)
+}
+
+/// Marks `completed` every task in review whose commits the base branch now holds (they came
+/// along with the merge of `merged`, an earlier task of the same branch); their ids.
+pub(crate) fn mark_came_along(
+    workspace: &Workspace,
+    config: &TeamConfig,
+    merged: &str,
+    by: &str,
+) -> Result<Vec<String>, ReviewError> {
     let trees = Worktrees::open(workspace.root())?;
+    let mut also = Vec::new();
     for other in workspace.tasks().load_all()?.tasks {
         let Some(c) = other
             .commits
@@ -119,20 +136,15 @@ pub fn merge(
         else {
             continue;
         };
-        if trees.base_contains(base, &c.head)? {
+        if trees.base_contains(&config.team.base_branch, &c.head)? {
             let other_id = TaskId::parse(&other.id)?;
             workspace
                 .tasks()
-                .mark_merged(other_id, by, &format!("came along with {}", task.id))?;
+                .mark_merged(other_id, by, &format!("came along with {merged}"))?;
             also.push(other.id.clone());
         }
     }
-    let mut text = format!("{} merged into {base} by {by} ({how})", task.id);
-    if !also.is_empty() {
-        text.push_str(&format!("; with it {}", also.join(", ")));
-    }
-    tell_lead(workspace, config, by, text.clone())?;
-    Ok(text)
+    Ok(also)
 }
 
 /// Back to the same teammate with `note`: it takes the task again, its earlier commits kept.
@@ -168,12 +180,16 @@ pub fn discard(
 ) -> Result<Task, ReviewError> {
     let task = in_review(workspace, id)?;
     let commits = commits_of(&task)?;
-    let owner = task.owner.clone().unwrap_or_default();
+    // The branch holds the commits; the owner may have changed since they were made.
+    let name = commits
+        .branch
+        .strip_prefix("crew/")
+        .unwrap_or(&commits.branch);
     let trees = Worktrees::open(workspace.root())?;
     let message = format!("{}: discarded by {by}\n\n{reason}\n", task.id);
     let author = Author::crew(by);
     if let MergeOutcome::Conflicts { files } =
-        trees.revert_commits(&owner, &commits.start, &commits.head, &message, &author)?
+        trees.revert_commits(name, &commits.start, &commits.head, &message, &author)?
     {
         return Err(ReviewError::Conflicts {
             id: task.id,
@@ -199,8 +215,8 @@ pub(crate) fn merge_commits(
     commits: &TaskCommits,
 ) -> Result<String, ReviewError> {
     let trees = Worktrees::open(workspace.root())?;
-    let diff = trees.commits_diff(&commits.start, &commits.head, &config.team.base_branch)?;
-    let files: Vec<String> = diff.files.iter().map(|f| f.path.clone()).collect();
+    // The merge takes the whole branch, so earlier tasks' unmerged commits are checked too.
+    let files = trees.merge_paths(&commits.head, &config.team.base_branch)?;
     let protected = protected_files(&files, config);
     if !protected.is_empty() {
         return Err(ReviewError::Protected {
@@ -272,6 +288,13 @@ fn describe(trees: &Worktrees, config: &TeamConfig, task: &Task) -> Result<Revie
     let base = &config.team.base_branch;
     let diff = trees.commits_diff(&commits.start, &commits.head, base)?;
     let files: Vec<String> = diff.files.iter().map(|f| f.path.clone()).collect();
+    // A rename moves a protected file away as much as an edit changes it.
+    let touched: Vec<String> = diff
+        .files
+        .iter()
+        .flat_map(|f| std::iter::once(&f.path).chain(&f.old_path))
+        .cloned()
+        .collect();
     // A verdict on older commits (before a send-back) says nothing about these.
     let current = task.review.as_ref().filter(|v| v.head == commits.head);
     let age_secs = humantime::parse_rfc3339_weak(&task.updated_at)
@@ -285,7 +308,7 @@ fn describe(trees: &Worktrees, config: &TeamConfig, task: &Task) -> Result<Revie
         branch: commits.branch.clone(),
         head: commits.head.clone(),
         summary: task.result.clone().unwrap_or_default(),
-        protected: protected_files(&files, config),
+        protected: protected_files(&touched, config),
         conflicts: trees.merge_conflicts(&commits.head, base)?,
         additions: diff.totals.additions,
         deletions: diff.totals.deletions,

@@ -102,7 +102,16 @@ impl TaskBranch<'_> {
         let note = match review::merge_commits(self.workspace, self.config, task, &commits) {
             Ok(how) => {
                 outcome.commits = None;
-                format!("merged {} ({}) into {base}: {how}", task.id, commits.branch)
+                let mut note =
+                    format!("merged {} ({}) into {base}: {how}", task.id, commits.branch);
+                match review::mark_came_along(self.workspace, self.config, &task.id, self.name) {
+                    Ok(also) if !also.is_empty() => {
+                        note.push_str(&format!("; with it {}", also.join(", ")));
+                    }
+                    Ok(_) => {}
+                    Err(e) => note.push_str(&format!("; earlier tasks not marked merged: {e}")),
+                }
+                note
             }
             Err(e) => format!(
                 "{} not merged automatically: {e}; it waits for review",
