@@ -24,8 +24,10 @@ mod repeat;
 pub mod result;
 mod runtime;
 mod stream;
+pub mod subagent;
 pub mod transcript;
 mod turn;
+pub mod verdict;
 
 pub use carry_over::TODOS_HEADER;
 pub use config::{AgentConfig, CompactionThresholds, Limits};
@@ -35,4 +37,5 @@ pub use mailbox_prompter::MailboxPrompter;
 pub use normalize::normalize;
 pub use result::{PermissionDenial, StopReason, ToolUseRecord, TurnResult};
 pub use runtime::Agent;
+pub use subagent::{SubagentContext, SubagentRole, SubagentSettings};
 pub use turn::CONTINUE_PROMPT;

@@ -17,6 +17,8 @@ use crate::agent::instructions::{Instructions, user_instructions_file};
 use crate::agent::normalize::normalize;
 use crate::agent::observed::ObservedPrompter;
 use crate::agent::recovery::MAX_COMPACTION_FAILURES;
+use crate::agent::subagent::ForkBase;
+use crate::agent::subagent::run::SubagentIdentity;
 use crate::agent::transcript::{TranscriptWriter, transcript_path};
 use crate::model::{
     Message, ModelProvider, ModelRequest, RequestContext, Retrying, SystemPrompt, ToolDefinition,
@@ -58,6 +60,13 @@ pub struct Agent {
     pub(crate) conversation: Option<ConversationFile>,
     /// Instruction files for the prompt: the user's, the project's, subfolders' as found.
     pub(crate) instructions: Instructions,
+    /// Set when this agent may start subagents: what it sent last, for a fork to start from.
+    pub(crate) fork_base: Option<Arc<ForkBase>>,
+    /// A fork's requests keep the system prompt, tools, model and output limit of the
+    /// caller's request it was forked from, so the caller's prefix is reused byte for byte.
+    pub(crate) fork_template: Option<ModelRequest>,
+    /// Set when this agent is a subagent.
+    pub(crate) subagent: Option<SubagentIdentity>,
 }
 
 impl Agent {
@@ -67,6 +76,20 @@ impl Agent {
         validate_name("agent name", &config.name)?;
         let session = new_id("session");
         let transcript = transcript_path(&config.repo_root, &config.name, &session);
+        let model: Arc<dyn ModelProvider> =
+            Arc::new(Retrying::new(Arc::clone(&config.model), config.retry));
+        Self::assemble(config, model, sink, session, transcript)
+    }
+
+    /// Sets an agent up with `model` as given (`config.model` and `config.retry` unused) and its
+    /// transcript at `transcript`.
+    pub(crate) fn assemble(
+        config: AgentConfig,
+        model: Arc<dyn ModelProvider>,
+        sink: EventSink,
+        session: String,
+        transcript: PathBuf,
+    ) -> Result<Self, AgentError> {
         let emitter = Arc::new(Emitter::new(
             sink,
             TranscriptWriter::open(transcript.clone())?,
@@ -83,12 +106,11 @@ impl Agent {
             config.repo_root.join(".crew/tool-results"),
         );
         tool_ctx.sandbox = config.sandbox.clone();
-        let tools = pipeline.registry.definitions();
         let mut agent = Self {
             name: config.name,
             role: config.role,
             model_name: config.model_name,
-            model: Arc::new(Retrying::new(config.model, config.retry)),
+            model,
             pipeline: Arc::new(pipeline),
             tool_ctx,
             workspace: config.workspace,
@@ -97,8 +119,8 @@ impl Agent {
             compaction: config.compaction,
             emitter,
             history: Vec::new(),
-            tools_tokens: tokens_of_bytes(serde_json::to_string(&tools).map_or(0, |s| s.len())),
-            tools,
+            tools_tokens: 0,
+            tools: Vec::new(),
             rules: DEFAULT_RULES.to_string(),
             static_prefix: String::new(),
             team_facts: Vec::new(),
@@ -111,9 +133,20 @@ impl Agent {
             transcript,
             conversation: None,
             instructions: Instructions::new(user_instructions_file()),
+            fork_base: None,
+            fork_template: None,
+            subagent: None,
         };
-        agent.refresh_prefix();
+        agent.refresh_tools();
         Ok(agent)
+    }
+
+    /// Takes the tool list from the pipeline (and with it the prefix).
+    pub(crate) fn refresh_tools(&mut self) {
+        self.tools = self.pipeline.registry.definitions();
+        self.tools_tokens =
+            tokens_of_bytes(serde_json::to_string(&self.tools).map_or(0, |s| s.len()));
+        self.refresh_prefix();
     }
 
     pub fn name(&self) -> &str {
@@ -173,20 +206,31 @@ impl Agent {
 
     /// The request for the current history.
     pub(crate) fn request(&self, suffix: &str) -> ModelRequest {
+        let tools = match &self.fork_template {
+            Some(fork) => fork.tools.clone(),
+            None => self.tools.clone(),
+        };
         ModelRequest {
             messages: self.history.clone(),
-            tools: self.tools.clone(),
+            tools,
             ..self.template(suffix, self.limits.max_output_tokens)
         }
     }
 
     fn template(&self, suffix: &str, max_tokens: u32) -> ModelRequest {
+        let (model, system) = match &self.fork_template {
+            Some(fork) => (fork.model.clone(), fork.system.clone()),
+            None => (
+                self.model_name.clone(),
+                SystemPrompt {
+                    static_prefix: self.static_prefix.clone(),
+                    dynamic_suffix: suffix.to_string(),
+                },
+            ),
+        };
         ModelRequest {
-            model: self.model_name.clone(),
-            system: SystemPrompt {
-                static_prefix: self.static_prefix.clone(),
-                dynamic_suffix: suffix.to_string(),
-            },
+            model,
+            system,
             messages: Vec::new(),
             tools: Vec::new(),
             max_tokens,

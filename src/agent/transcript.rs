@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::agent::event::AgentEvent;
+use crate::agent::subagent::SubagentContext;
 use crate::model;
 use crate::tools::Note;
 
@@ -316,6 +317,34 @@ fn render_event(event: AgentEvent) -> Vec<Piece> {
             attempt,
             reason,
         } => text(format!("↻ recovery {kind:?} #{attempt}: {reason}\n")),
+        AgentEvent::SubagentStart {
+            id,
+            role,
+            context,
+            description,
+            transcript,
+        } => text(format!(
+            "⤷ subagent {id} ({role}, {}): {description} — transcript {}\n",
+            match context {
+                SubagentContext::Fresh => "fresh",
+                SubagentContext::Fork => "fork",
+            },
+            transcript.display()
+        )),
+        AgentEvent::SubagentTool { id, tool } => text(format!("  ⤷ {id} → {tool}\n")),
+        AgentEvent::SubagentEnd {
+            id,
+            stop_reason,
+            calls,
+            usage,
+            verdict,
+        } => text(format!(
+            "⤶ subagent {id} ended: {stop_reason:?} after {calls} call(s), {} tokens{}\n",
+            usage.total(),
+            verdict
+                .map(|v| format!(", verdict {v}"))
+                .unwrap_or_default()
+        )),
         AgentEvent::HookNotes { event, notes } => notes
             .iter()
             .map(|note| {

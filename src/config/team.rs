@@ -33,10 +33,14 @@ pub struct TeamConfig {
     #[serde(default)]
     pub limits: crate::store::Limits,
     /// `[[hooks]]`: external commands run at the agent's events (PreToolUse, PostToolUse,
-    /// PostToolUseFailure, Stop, UserPromptSubmit, SessionStart, PreCompact, Notification),
-    /// JSON in on stdin and out on stdout.
+    /// PostToolUseFailure, Stop, SubagentStop, UserPromptSubmit, SessionStart, PreCompact,
+    /// Notification), JSON in on stdin and out on stdout.
     #[serde(default)]
     pub hooks: Vec<crate::tools::HookSpec>,
+    /// `[subagents]`: the `agent` tool every agent gets (on by default), its turn bound and
+    /// the roles it offers.
+    #[serde(default)]
+    pub subagents: crate::agent::SubagentSettings,
     /// `[budget]`: what the whole team may spend before new work pauses for the person.
     #[serde(default)]
     pub budget: Budget,
