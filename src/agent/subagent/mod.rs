@@ -31,7 +31,8 @@ pub enum SubagentRole {
     Explore,
     /// Runs checks (reads and commands) and must end with `VERDICT: PASS|FAIL|PARTIAL`.
     Verify,
-    /// Any of the caller's tools but `agent`.
+    /// The caller's tools that read, write or run commands; not `agent`, and not the tools
+    /// that act for the caller in its team (tasks, messages, approvals: `ToolKind::Other`).
     General,
 }
 
@@ -54,7 +55,7 @@ impl SubagentRole {
         match self {
             Self::Explore => tool.kind() == ToolKind::Read,
             Self::Verify => matches!(tool.kind(), ToolKind::Read | ToolKind::Exec),
-            Self::General => true,
+            Self::General => tool.kind() != ToolKind::Other,
         }
     }
 
