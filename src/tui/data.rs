@@ -43,6 +43,9 @@ pub struct AgentStatus {
     /// The agent's own checklist.
     #[serde(default)]
     pub todos: Vec<crate::store::TodoItem>,
+    /// The subagents it started in its current job.
+    #[serde(default)]
+    pub subagents: Vec<crate::store::SubagentLine>,
 }
 
 impl AgentStatus {

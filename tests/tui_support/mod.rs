@@ -82,6 +82,7 @@ fn agent(name: &str, state: &str, task: Option<&str>, tokens: u64) -> Change {
             cost_micros: (name == "lead").then_some(1_234_567),
             cache: Default::default(),
             todos: Vec::new(),
+            subagents: Vec::new(),
         }),
     )
 }
