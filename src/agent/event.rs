@@ -126,6 +126,13 @@ pub enum AgentEvent {
         tokens_before: u64,
         tokens_after: u64,
     },
+    /// After a summary: what the agent said it is working on, and whether that named its goal
+    /// (`expected`: the goal's words it was checked against). Failed: the summary was undone.
+    CompactionProbe {
+        passed: bool,
+        answer: String,
+        expected: Vec<String>,
+    },
     Recovery {
         kind: RecoveryKind,
         attempt: u32,

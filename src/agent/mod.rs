@@ -29,7 +29,7 @@ pub mod transcript;
 mod turn;
 pub mod verdict;
 
-pub use carry_over::TODOS_HEADER;
+pub use carry_over::{FILES_HEADER, TODOS_HEADER};
 pub use config::{AgentConfig, CompactionThresholds, Limits};
 pub use error::AgentError;
 pub use event::{AgentEvent, CompactionStep, CompactionTrigger, EventSink, RecoveryKind};

@@ -6,13 +6,15 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::compaction::{Compacted, Ladder, tokens_of_bytes};
+use crate::agent::compaction::steps::FOLD_HEADER;
+use crate::agent::compaction::summary::reply_text;
+use crate::agent::compaction::{Compacted, Ladder, estimate_messages, probe, tokens_of_bytes};
 use crate::agent::config::{AgentConfig, CompactionThresholds, Limits};
 use crate::agent::context::{self, DEFAULT_RULES};
 use crate::agent::conversation::ConversationFile;
 use crate::agent::emitter::Emitter;
 use crate::agent::error::AgentError;
-use crate::agent::event::{CompactionTrigger, EventSink};
+use crate::agent::event::{AgentEvent, CompactionTrigger, EventSink};
 use crate::agent::instructions::{Instructions, user_instructions_file};
 use crate::agent::normalize::normalize;
 use crate::agent::observed::ObservedPrompter;
@@ -21,7 +23,8 @@ use crate::agent::subagent::ForkBase;
 use crate::agent::subagent::run::SubagentIdentity;
 use crate::agent::transcript::{TranscriptWriter, transcript_path};
 use crate::model::{
-    Message, ModelProvider, ModelRequest, RequestContext, Retrying, SystemPrompt, ToolDefinition,
+    Message, ModelProvider, ModelRequest, RequestContext, Retrying, Role, SystemPrompt,
+    ToolDefinition,
 };
 use crate::store::message::new_id;
 use crate::store::names::validate_name;
@@ -247,7 +250,12 @@ impl Agent {
         self.compaction_failures < MAX_COMPACTION_FAILURES
     }
 
-    /// Runs the ladder towards `target` tokens; a change starts a new prefix lineage.
+    /// Runs the ladder towards `target` tokens; a change starts a new prefix lineage. When old
+    /// turns were folded or summarised away, the recent files and the checklist are put back;
+    /// after a summary the probe checks the agent still knows its goal, and if it does not,
+    /// the summary is discarded for the last good state: the history as the cheaper rungs
+    /// (spill, drop, fold) left it just before the summary, files and checklist put back if
+    /// it was folded. Not fitting then counts as a failed compaction.
     pub(crate) async fn compact(
         &mut self,
         suffix: &str,
@@ -257,6 +265,13 @@ impl Agent {
     ) -> Compacted {
         let template = self.template(suffix, self.compaction.summary_max_tokens);
         let spill_dir = self.tool_ctx.spill_dir.clone();
+        let goal = self.task.clone().or_else(|| {
+            self.history
+                .iter()
+                .find(|m| m.role == Role::User && m.tool_results().is_empty())
+                .map(Message::text)
+        });
+        let files = self.recent_files();
         let mut history = std::mem::take(&mut self.history);
         let ladder = Ladder {
             thresholds: self.compaction,
@@ -267,12 +282,25 @@ impl Agent {
             cancel,
             emitter: &self.emitter,
         };
-        let result = ladder
+        let mut result = ladder
             .run(&mut history, self.fixed_tokens(suffix), target, trigger)
             .await;
-        self.history = history;
         if result.rewrote_turns {
-            self.reattach_todos();
+            self.carry_over(&mut history, &files);
+        }
+        self.history = history;
+        if let Some(mut before) = result.before_summary.take()
+            && let Some(goal) = goal
+            && !self.probe(&goal, suffix, cancel).await
+        {
+            if before
+                .first()
+                .is_some_and(|m| m.text().starts_with(FOLD_HEADER))
+            {
+                self.carry_over(&mut before, &files);
+            }
+            self.history = before;
+            result.fits = self.fixed_tokens(suffix) + estimate_messages(&self.history) <= target;
         }
         if result.changed {
             self.epoch += 1;
@@ -284,6 +312,35 @@ impl Agent {
             self.compaction_failures += 1;
         }
         result
+    }
+
+    /// Asks the model what it is working on and checks the answer names `goal` (see
+    /// `compaction::probe`). True when it does, when the goal has nothing to check, or when
+    /// probing is off; the answer is recorded as an event.
+    async fn probe(&self, goal: &str, suffix: &str, cancel: &CancellationToken) -> bool {
+        let words = probe::key_words(goal);
+        if !self.compaction.probe || words.is_empty() {
+            return true;
+        }
+        let mut request = self.request(suffix);
+        request.max_tokens = probe::PROBE_MAX_TOKENS;
+        request
+            .messages
+            .push(Message::user_text(probe::PROBE_QUESTION));
+        let request = ModelRequest {
+            messages: normalize(&request.messages),
+            ..request
+        };
+        let (passed, answer) = match reply_text(self.model.as_ref(), request, cancel).await {
+            Ok(answer) => (probe::names_goal(&words, &answer), answer),
+            Err(reason) => (false, format!("(no answer: {reason})")),
+        };
+        self.emitter.emit(AgentEvent::CompactionProbe {
+            passed,
+            answer,
+            expected: words,
+        });
+        passed
     }
 
     pub(crate) fn dynamic_suffix(&self) -> String {

@@ -312,6 +312,20 @@ fn render_event(event: AgentEvent) -> Vec<Piece> {
         } => text(format!(
             "~ compaction ({trigger:?}, {step:?}): {tokens_before} → {tokens_after} tokens\n"
         )),
+        AgentEvent::CompactionProbe {
+            passed,
+            answer,
+            expected,
+        } => text(format!(
+            "~ compaction check {}: {} (looked for: {})\n",
+            if passed {
+                "passed"
+            } else {
+                "failed, summary undone"
+            },
+            short(&answer, 200),
+            expected.join(", ")
+        )),
         AgentEvent::Recovery {
             kind,
             attempt,

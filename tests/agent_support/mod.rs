@@ -219,6 +219,7 @@ pub fn thresholds(compact_at_tokens: u64, keep_recent_messages: usize) -> Compac
         spill_result_bytes: 10_000,
         keep_recent_messages,
         summary_max_tokens: 512,
+        ..CompactionThresholds::default()
     }
 }
 
