@@ -342,7 +342,7 @@ impl AgentWork {
                 repo_root: self.workspace.root().to_path_buf(),
                 limits: self.limits(),
                 retry: RetryPolicy::default(),
-                compaction: Default::default(),
+                compaction: self.config.compaction.thresholds(),
                 sandbox: self.sandbox.clone(),
             },
             sink,
