@@ -242,6 +242,12 @@ async fn a_fork_repeats_the_callers_last_request_byte_for_byte_and_reads_it_from
         .iter()
         .map(|u| u.len() as u64 / 4)
         .sum();
+    // The caller's turn counts what its subagent spent (its budget bounds both).
+    let requests = server.requests();
+    let reported: u64 = (0..requests.len())
+        .map(|i| cached_tokens(&requests[i].body, &requests[..i]))
+        .sum();
+    assert_eq!(result.usage.cache_read_input_tokens, reported);
     let fork_read = first_call_cache_read(&transcript);
     assert_eq!(fork_read, parent_prompt);
     assert!(

@@ -23,8 +23,14 @@ fn a_teammates_explore_subagent_reports_back_and_shows_in_its_status() {
 
     let done = team.wait_task("task_1", "completed", Duration::from_secs(30));
     let result = done["result"].as_str().unwrap();
-    assert!(result.starts_with("Done. subagent sub1 (explore, fresh) finished"), "{done}");
-    assert!(result.contains("The word is") && result.ends_with("hello"), "{done}");
+    assert!(
+        result.starts_with("Done. subagent sub1 (explore, fresh) finished"),
+        "{done}"
+    );
+    assert!(
+        result.contains("The word is") && result.ends_with("hello"),
+        "{done}"
+    );
 
     let status: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(team.repo.join(".crew/agents/alice.json")).unwrap(),

@@ -19,7 +19,7 @@ use crate::agent::instructions::{Instructions, user_instructions_file};
 use crate::agent::normalize::normalize;
 use crate::agent::observed::ObservedPrompter;
 use crate::agent::recovery::MAX_COMPACTION_FAILURES;
-use crate::agent::subagent::ForkBase;
+use crate::agent::subagent::SubagentLink;
 use crate::agent::subagent::run::SubagentIdentity;
 use crate::agent::transcript::{TranscriptWriter, transcript_path};
 use crate::model::{
@@ -63,8 +63,9 @@ pub struct Agent {
     pub(crate) conversation: Option<ConversationFile>,
     /// Instruction files for the prompt: the user's, the project's, subfolders' as found.
     pub(crate) instructions: Instructions,
-    /// Set when this agent may start subagents: what it sent last, for a fork to start from.
-    pub(crate) fork_base: Option<Arc<ForkBase>>,
+    /// Set when this agent may start subagents: what it sent last, for a fork to start from,
+    /// and what its subagents spent.
+    pub(crate) subagent_link: Option<Arc<SubagentLink>>,
     /// A fork's requests keep the system prompt, tools, model and output limit of the
     /// caller's request it was forked from, so the caller's prefix is reused byte for byte.
     pub(crate) fork_template: Option<ModelRequest>,
@@ -136,7 +137,7 @@ impl Agent {
             transcript,
             conversation: None,
             instructions: Instructions::new(user_instructions_file()),
-            fork_base: None,
+            subagent_link: None,
             fork_template: None,
             subagent: None,
         };

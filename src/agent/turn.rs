@@ -153,8 +153,8 @@ impl Agent {
                 ..self.tool_ctx.clone()
             };
             let request = self.request(&suffix);
-            if let Some(fork) = &self.fork_base {
-                fork.record_request(&request);
+            if let Some(link) = &self.subagent_link {
+                link.record_request(&request);
             }
             let stream = self.model.stream(request);
             let reply = stream::receive(
@@ -222,14 +222,18 @@ impl Agent {
             st.recovery.progress();
         }
         let text = message.text();
-        if let Some(fork) = &self.fork_base {
-            fork.record_reply(&message);
+        if let Some(link) = &self.subagent_link {
+            link.record_reply(&message);
         }
         self.history.push(message);
         self.persist();
         if !calls.is_empty() {
             st.output.clear();
             let outcomes = stream::finish(calls, &self.pipeline, ctx).await;
+            if let Some(link) = &self.subagent_link {
+                // Subagents spend within the caller's turn and its budget.
+                st.usage += link.take_spent();
+            }
             self.record_results(st, &outcomes);
             self.persist();
             if cancel.is_cancelled() {

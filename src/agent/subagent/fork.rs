@@ -1,11 +1,13 @@
-//! What a fork starts from: the caller's last model request and the reply that asked for the
-//! subagent. The fork's first request is that request's system prompt, tools and messages
-//! unchanged, then the reply, then placeholder results for the reply's calls and the fork's
-//! directive — so everything the caller sent last is a byte-identical prefix of it.
+//! What an agent shares with the subagents it starts: what they spent (counted in the caller's
+//! turn, so its budget bounds them too), and what a fork starts from — the caller's last model
+//! request and the reply that asked for the subagent. The fork's first request is that
+//! request's system prompt, tools and messages unchanged, then the reply, then placeholder
+//! results for the reply's calls and the fork's directive — so everything the caller sent last
+//! is a byte-identical prefix of it.
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use crate::model::{ContentBlock, Message, ModelRequest};
+use crate::model::{ContentBlock, Message, ModelRequest, Usage};
 
 /// The result a fork sees for each call of the reply it was forked from (its own included):
 /// the same text for every call, so forks started by one reply share their prefix too.
@@ -13,11 +15,22 @@ pub const FORK_PLACEHOLDER: &str = "(forked: a subagent carries on from here)";
 
 /// The caller's side: updated before each model call and after each reply.
 #[derive(Debug, Default)]
-pub(crate) struct ForkBase {
+pub(crate) struct SubagentLink {
     last: Mutex<Option<(ModelRequest, Option<Message>)>>,
+    spent: Mutex<Usage>,
 }
 
-impl ForkBase {
+impl SubagentLink {
+    /// A subagent ended having used `usage`.
+    pub fn add_spent(&self, usage: Usage) {
+        *self.spent.lock().unwrap_or_else(PoisonError::into_inner) += usage;
+    }
+
+    /// What subagents used since the last call, for the caller's turn to count.
+    pub fn take_spent(&self) -> Usage {
+        std::mem::take(&mut *self.spent.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
     /// The caller is about to send `request`.
     pub fn record_request(&self, request: &ModelRequest) {
         *self.lock() = Some((request.clone(), None));

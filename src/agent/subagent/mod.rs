@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::tools::{Tool, ToolKind};
 
 pub use fork::FORK_PLACEHOLDER;
-pub(crate) use fork::ForkBase;
+pub(crate) use fork::SubagentLink;
 pub use tool::AgentTool;
 
 /// The name the model calls the tool by.

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use tokio_util::sync::CancellationToken;
 
-use super::fork::ForkBase;
+use super::fork::SubagentLink;
 use super::tool::{AgentInput, Withheld};
 use super::{AGENT_TOOL, SubagentContext, SubagentRole, SubagentSettings};
 use crate::agent::config::{AgentConfig, CompactionThresholds, Limits};
@@ -39,7 +39,7 @@ pub(crate) struct Parent {
     pub compaction: CompactionThresholds,
     pub emitter: Arc<Emitter>,
     pub transcript: PathBuf,
-    pub fork: Arc<ForkBase>,
+    pub link: Arc<SubagentLink>,
     pub settings: SubagentSettings,
     /// Subagents started so far (names their ids and side transcripts).
     pub started: AtomicU32,
@@ -129,7 +129,7 @@ pub(super) async fn run_subagent(
     }
     let fork = match input.context {
         SubagentContext::Fresh => None,
-        SubagentContext::Fork => Some(parent.fork.fork_request().ok_or_else(|| {
+        SubagentContext::Fork => Some(parent.link.fork_request().ok_or_else(|| {
             ToolError::Refused("there is no conversation to fork yet".to_string())
         })?),
     };
@@ -208,6 +208,7 @@ pub(super) async fn run_subagent(
         transcript: transcript.clone(),
     });
     let result = child.run_turn(input_text, cancel).await;
+    parent.link.add_spent(result.usage);
     let completed = result.stop_reason == StopReason::Completed;
     let verdict = (role == SubagentRole::Verify).then(|| verdict::parse(&result.output));
     parent.emitter.emit(AgentEvent::SubagentEnd {
@@ -254,7 +255,7 @@ impl Agent {
         if !settings.enabled || settings.roles.is_empty() || self.subagent.is_some() {
             return;
         }
-        let fork = Arc::new(ForkBase::default());
+        let link = Arc::new(SubagentLink::default());
         let current = &self.pipeline;
         let parent = Parent {
             name: self.name.clone(),
@@ -271,7 +272,7 @@ impl Agent {
             compaction: self.compaction,
             emitter: Arc::clone(&self.emitter),
             transcript: self.transcript_path().to_path_buf(),
-            fork: Arc::clone(&fork),
+            link: Arc::clone(&link),
             settings,
             started: AtomicU32::new(0),
         };
@@ -288,7 +289,7 @@ impl Agent {
             hooks: current.hooks.clone(),
             prompter: current.prompter.clone(),
         });
-        self.fork_base = Some(fork);
+        self.subagent_link = Some(link);
         self.refresh_tools();
     }
 }
