@@ -5,7 +5,7 @@ mod agent_support;
 
 use agent_support::{
     Build, Repo, assert_completed, assert_normalised, chatter, core_pipeline, drain, no_tools,
-    scenario, thresholds, tool_turns, turn,
+    scenario, texts, thresholds, tool_turns, turn,
 };
 use crew::agent::compaction::steps::{DROPPED, FOLD_HEADER};
 use crew::agent::compaction::summary::SUMMARY_HEADER;
@@ -108,22 +108,7 @@ async fn the_model_summarises_only_when_folding_was_not_enough() {
         .pipeline(no_tools())
         .compaction(thresholds(5_000, 6))
         .agent(&repo);
-    let mut history: Vec<Message> = (0..6)
-        .flat_map(|n| {
-            [
-                Message::user_text(format!("hi {n}")),
-                Message::assistant_text("hello"),
-            ]
-        })
-        .collect();
-    history.push(Message::user_text(format!(
-        "a long note: {}",
-        "word ".repeat(8_000)
-    )));
-    history.push(Message::assistant_text("ok"));
-    history.push(Message::user_text("more"));
-    history.push(Message::assistant_text("sure"));
-    agent.load_history(&history);
+    agent.load_history(&small_talk_and_a_long_note());
     let result = turn(&mut agent, "ping").await;
     assert_completed(&result);
     assert_eq!(
@@ -163,10 +148,21 @@ fn summarisable(repo: &Repo) -> Vec<Message> {
         )]),
         Message::assistant_text("Read it."),
     ];
-    for n in 0..6 {
-        history.push(Message::user_text(format!("hi {n}")));
-        history.push(Message::assistant_text("hello"));
-    }
+    history.extend(small_talk_and_a_long_note());
+    history
+}
+
+/// Six greetings, then a long note (about 10,000 tokens) and two short messages: folding the
+/// greetings is not enough under 5,000 tokens, only a summary is.
+fn small_talk_and_a_long_note() -> Vec<Message> {
+    let mut history: Vec<Message> = (0..6)
+        .flat_map(|n| {
+            [
+                Message::user_text(format!("hi {n}")),
+                Message::assistant_text("hello"),
+            ]
+        })
+        .collect();
     history.push(Message::user_text(format!(
         "a long note: {}",
         "word ".repeat(8_000)
@@ -175,17 +171,6 @@ fn summarisable(repo: &Repo) -> Vec<Message> {
     history.push(Message::user_text("more"));
     history.push(Message::assistant_text("sure"));
     history
-}
-
-fn texts(message: &Message) -> Vec<&str> {
-    message
-        .content
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::Text { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect()
 }
 
 fn probes(events: &[AgentEvent]) -> Vec<bool> {

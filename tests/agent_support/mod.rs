@@ -234,3 +234,15 @@ pub fn chatter(n: usize) -> Vec<Message> {
         })
         .collect()
 }
+
+/// The text blocks of `message`, in order.
+pub fn texts(message: &Message) -> Vec<&str> {
+    message
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
