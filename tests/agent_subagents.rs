@@ -452,3 +452,46 @@ async fn a_verify_subagent_is_judged_by_its_verdict_and_subagent_stop_hooks_see_
     let (report, _) = result_of(agent.history(), "toolu_2");
     assert!(report.contains("verdict: no verdict"), "{report}");
 }
+
+#[tokio::test]
+async fn a_fork_knows_the_files_its_caller_read_and_a_fresh_subagent_does_not() {
+    let repo = Repo::new();
+    std::fs::write(repo.root.join("a.txt"), "alpha\n").unwrap();
+    let edit = r#"{"path": "a.txt", "old_string": "alpha", "new_string": "beta"}"#;
+    let server = caching_server(vec![
+        call("toolu_1", "read", json!({"path": "a.txt"})),
+        call(
+            "toolu_2",
+            "agent",
+            json!({"description": "fresh edit", "prompt": "In a.txt replace alpha by beta.",
+                   "role": "general"}),
+        ),
+        vec![tool_use(0, "toolu_s1", "edit", edit), end("tool_use")],
+        answer("Could not edit."),
+        call(
+            "toolu_3",
+            "agent",
+            json!({"description": "forked edit", "prompt": "Now replace alpha by beta in a.txt.",
+                   "role": "general", "context": "fork"}),
+        ),
+        vec![tool_use(0, "toolu_s2", "edit", edit), end("tool_use")],
+        answer("Replaced."),
+        answer("a.txt now says beta."),
+    ])
+    .await;
+    let (mut agent, _rx) = Build::new("alice", provider(&server)).agent(&repo);
+    agent.enable_subagents(SubagentSettings::default());
+    assert_completed(&turn(&mut agent, "Change a.txt to beta.").await);
+    let bodies: Vec<Value> = server.requests().into_iter().map(|r| r.body).collect();
+    let fresh = results_in(&bodies[3]);
+    assert!(
+        fresh[0].1 && fresh[0].0.contains("has not been read"),
+        "{fresh:?}"
+    );
+    let forked = results_in(&bodies[6]);
+    assert!(!forked[0].1, "{forked:?}");
+    assert_eq!(
+        std::fs::read_to_string(repo.root.join("a.txt")).unwrap(),
+        "beta\n"
+    );
+}

@@ -19,7 +19,9 @@ use crate::agent::verdict;
 use crate::model::{ModelProvider, ModelRequest, RetryPolicy};
 use crate::store::message::new_id;
 use crate::tools::permissions::PermissionPolicy;
-use crate::tools::{Hooks, Pipeline, Prompter, Sandbox, ToolError, ToolOutput, ToolRegistry};
+use crate::tools::{
+    Hooks, Pipeline, Prompter, ReadState, Sandbox, ToolError, ToolOutput, ToolRegistry,
+};
 
 /// What a subagent takes from the agent that starts it.
 pub(crate) struct Parent {
@@ -35,6 +37,8 @@ pub(crate) struct Parent {
     pub workspace: PathBuf,
     pub repo_root: PathBuf,
     pub sandbox: Sandbox,
+    /// The caller's record of what it read, copied into a fork.
+    pub read_state: ReadState,
     pub limits: Limits,
     pub compaction: CompactionThresholds,
     pub emitter: Arc<Emitter>,
@@ -188,6 +192,7 @@ pub(super) async fn run_subagent(
         }
         Some(request) => {
             child.load_history(&request.messages);
+            child.tool_ctx.read_state = parent.read_state.snapshot();
             child.fork_template = Some(request);
             format!(
                 "{}\nYou were forked from {}'s conversation above; the calls of its last reply \
@@ -268,6 +273,7 @@ impl Agent {
             workspace: self.workspace.clone(),
             repo_root: self.repo_root.clone(),
             sandbox: self.tool_ctx.sandbox.clone(),
+            read_state: self.tool_ctx.read_state.clone(),
             limits: self.limits,
             compaction: self.compaction,
             emitter: Arc::clone(&self.emitter),
