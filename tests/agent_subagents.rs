@@ -495,3 +495,33 @@ async fn a_fork_knows_the_files_its_caller_read_and_a_fresh_subagent_does_not() 
         "beta\n"
     );
 }
+
+#[tokio::test]
+async fn a_subagent_stops_at_its_max_turns_and_the_caller_is_told() {
+    let repo = Repo::new();
+    std::fs::write(repo.root.join("a.txt"), "alpha\n").unwrap();
+    let server = caching_server(vec![
+        call(
+            "toolu_1",
+            "agent",
+            json!({"description": "dig", "prompt": "Read a.txt forever.", "role": "explore"}),
+        ),
+        call("toolu_s1", "read", json!({"path": "a.txt"})),
+        answer("The subagent ran out of turns."),
+    ])
+    .await;
+    let (mut agent, _rx) = Build::new("alice", provider(&server)).agent(&repo);
+    let settings = SubagentSettings {
+        max_turns: std::num::NonZeroU32::new(1).unwrap(),
+        ..SubagentSettings::default()
+    };
+    agent.enable_subagents(settings);
+    assert_completed(&turn(&mut agent, "Dig.").await);
+    assert_eq!(server.requests().len(), 3, "one call for the subagent");
+    let (report, is_error) = result_of(agent.history(), "toolu_1");
+    assert!(is_error, "{report}");
+    assert!(
+        report.contains("stopped (reached max_turns (1))"),
+        "{report}"
+    );
+}

@@ -395,6 +395,41 @@ mod tests {
     }
 
     #[test]
+    fn a_subagent_shows_nested_in_its_callers_transcript() {
+        use crate::agent::subagent::{SubagentContext, SubagentRole};
+        let text = [
+            line(AgentEvent::SubagentStart {
+                id: "sub1".into(),
+                role: SubagentRole::Verify,
+                context: SubagentContext::Fork,
+                description: "check the fix".into(),
+                transcript: PathBuf::from(".crew/transcripts/alice/s.sub1.jsonl"),
+            }),
+            line(AgentEvent::SubagentTool {
+                id: "sub1".into(),
+                tool: "bash".into(),
+            }),
+            line(AgentEvent::SubagentEnd {
+                id: "sub1".into(),
+                stop_reason: crate::agent::StopReason::Completed,
+                calls: 2,
+                usage: model::Usage::default(),
+                verdict: Some("pass".into()),
+            }),
+        ]
+        .join("\n");
+        let shown = render(text.as_bytes()).unwrap();
+        assert!(
+            shown.contains(
+                "⤷ subagent sub1 (verify, fork): check the fix — transcript \
+                 .crew/transcripts/alice/s.sub1.jsonl\n  ⤷ sub1 → bash\n\
+                 ⤶ subagent sub1 ended: Completed after 2 call(s), 0 tokens, verdict pass"
+            ),
+            "{shown}"
+        );
+    }
+
+    #[test]
     fn deltas_join_into_one_line_and_broken_lines_are_shown() {
         let text = [
             line(AgentEvent::TurnStart {
