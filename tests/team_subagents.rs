@@ -43,14 +43,17 @@ fn a_teammates_explore_subagent_reports_back_and_shows_in_its_status() {
     assert_eq!(line["tool"], "read");
     assert_eq!(line["outcome"], "completed");
 
+    // The side transcript is under the worker's, in a folder named after its session; the
+    // worker's own transcript is the only file in its folder.
     let transcripts = team.repo.join(".crew/transcripts/alice");
-    let side: Vec<_> = std::fs::read_dir(&transcripts)
+    let entries: Vec<std::path::PathBuf> = std::fs::read_dir(&transcripts)
         .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.ends_with(".sub1.jsonl"))
+        .map(|e| e.unwrap().path())
         .collect();
-    assert_eq!(side.len(), 1, "{side:?}");
-    let text = std::fs::read_to_string(transcripts.join(&side[0])).unwrap();
+    let own: Vec<_> = entries.iter().filter(|p| p.is_file()).collect();
+    assert_eq!(own.len(), 1, "{entries:?}");
+    let side = own[0].with_extension("").join("sub1.jsonl");
+    let text = std::fs::read_to_string(&side).unwrap();
     assert!(text.contains("greeting.txt"));
 
     let down = team.repo.crew(&["down", "--timeout", "10"]);

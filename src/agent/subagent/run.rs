@@ -58,13 +58,11 @@ pub(crate) struct SubagentIdentity {
     pub parent_transcript: PathBuf,
 }
 
-/// `<parent transcript without .jsonl>.<id>.jsonl`: beside the caller's, named after it.
+/// `<parent transcript without .jsonl>/<id>.jsonl`: in a folder named after the caller's
+/// session, beside the caller's transcript (whose readers, the screen among them, take only the
+/// files directly in an agent's folder as its own).
 fn side_transcript(parent: &Path, id: &str) -> PathBuf {
-    let stem = parent
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    parent.with_file_name(format!("{stem}.{id}.jsonl"))
+    parent.with_extension("").join(format!("{id}.jsonl"))
 }
 
 /// The subagent's tools. Fresh: the caller's tools the role allows. Fork: the caller's tool
