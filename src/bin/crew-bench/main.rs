@@ -12,6 +12,7 @@ mod render;
 mod sandbox;
 mod stats;
 mod team;
+mod wake;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -93,6 +94,19 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Idle `crew worker`s woken by one new task at a time: claimable → claimed latency
+    /// (p50/p99/max over the rounds), then the idle workers' CPU.
+    Wake {
+        #[arg(long, default_value_t = 16)]
+        teammates: usize,
+        #[arg(long, default_value_t = 100)]
+        rounds: usize,
+        /// How long the idle workers' CPU is measured for.
+        #[arg(long, default_value_t = 20)]
+        idle_secs: u64,
+        #[arg(long)]
+        json: bool,
+    },
     /// A teammate's worktree on a synthetic repository of N files with M changed: create, diff,
     /// commit + merge, discard; crew against the git CLI when it is installed.
     Git(git::GitBench),
@@ -166,6 +180,12 @@ fn main() -> ExitCode {
             idle_secs,
             json,
         } => team::run(teammates, tasks, idle_secs, json),
+        Command::Wake {
+            teammates,
+            rounds,
+            idle_secs,
+            json,
+        } => wake::run(teammates, rounds, idle_secs, json),
         Command::Git(bench) => git::run(bench),
         Command::Bash { rounds, json } => bash_rules::run(rounds, json),
         Command::Sandbox { runs, json } => sandbox::run(runs, json),
