@@ -46,6 +46,10 @@ enum Command {
         procs: usize,
         #[arg(long, default_value_t = 20_000)]
         messages: usize,
+        /// Messages per second from all processes together, evenly spaced; without it they
+        /// append flat out (a burst: latency is then mostly queueing).
+        #[arg(long)]
+        rate: Option<u32>,
         #[arg(long)]
         json: bool,
     },
@@ -141,6 +145,11 @@ enum Command {
         name: String,
         #[arg(long)]
         count: usize,
+        /// Paced: one message every this many microseconds, starting after `--offset-us`.
+        #[arg(long)]
+        every_us: Option<u64>,
+        #[arg(long, default_value_t = 0)]
+        offset_us: u64,
     },
     /// Internal: writes tasks and messages in a loop until killed (crash tests).
     #[command(hide = true)]
@@ -159,8 +168,9 @@ fn main() -> ExitCode {
         Command::Mailbox {
             procs,
             messages,
+            rate,
             json,
-        } => mailbox::run(procs, messages, json),
+        } => mailbox::run(procs, messages, rate, json),
         Command::Loop {
             turns,
             history,
@@ -190,7 +200,13 @@ fn main() -> ExitCode {
         Command::Bash { rounds, json } => bash_rules::run(rounds, json),
         Command::Sandbox { runs, json } => sandbox::run(runs, json),
         Command::ClaimWorker { dir, name } => claims::worker(&dir, &name),
-        Command::AppendWorker { dir, name, count } => mailbox::worker(&dir, &name, count),
+        Command::AppendWorker {
+            dir,
+            name,
+            count,
+            every_us,
+            offset_us,
+        } => mailbox::worker(&dir, &name, count, every_us, offset_us),
         Command::Churn { dir, name } => claims::churn(&dir, &name),
     };
     match result {

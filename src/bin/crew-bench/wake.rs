@@ -95,7 +95,10 @@ fn measure(
                 break;
             }
             if created.elapsed() > UNCLAIMED {
-                bail!("round {round}: task {id} unclaimed after {}s", UNCLAIMED.as_secs());
+                bail!(
+                    "round {round}: task {id} unclaimed after {}s",
+                    UNCLAIMED.as_secs()
+                );
             }
             // Short: the bench's own watcher must not be what is measured.
             watcher.wait(Duration::from_millis(2));
