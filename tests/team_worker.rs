@@ -6,6 +6,7 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crew::store::MessageKind;
 use crew::store::requests::RequestState;
 use crew::store::{AgentState, Claimant, Draft, NewTask, Roster, Status, TaskId, Workspace};
 use crew::team::status::StatusHandle;
@@ -390,7 +391,7 @@ fn an_idle_worker_tells_the_lead_and_shuts_down_and_wakes_on_new_tasks_before_th
         crew::store::Entry::Message { message, .. } => message.clone(),
         other => panic!("{other:?}"),
     };
-    assert_eq!(last.kind, "idle_notification");
+    assert_eq!(last.kind, MessageKind::IdleNotification);
     assert!(last.text.unwrap().starts_with("alice has been idle for 3s"));
     let status = ws.agents().read("alice").unwrap().unwrap();
     assert_eq!(status.state, AgentState::Shutdown);

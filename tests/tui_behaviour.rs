@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crew::git::Worktrees;
-use crew::store::{Draft, Message, NewTask, Roster, Workspace};
+use crew::store::{AgentState, Draft, Message, MessageKind, NewTask, Roster, Workspace};
 use crew::tui::event::Event;
 use crew::tui::{Effect, Pane};
 use git2::{IndexAddOption, Repository, RepositoryInitOptions, Signature};
@@ -40,7 +40,7 @@ fn ask_for(root: &Path, tool: &str, input: serde_json::Value) -> String {
             Draft {
                 from: "alice".into(),
                 to: "user".into(),
-                kind: "permission_request".into(),
+                kind: MessageKind::PermissionRequest,
                 text: Some(format!("alice asks to use {tool}")),
                 request: true,
                 extra,
@@ -56,7 +56,7 @@ fn answer_in_alices_inbox(root: &Path, request_id: &str) -> Message {
         .filter(|m| m.request_id.as_deref() == Some(request_id))
         .collect();
     assert_eq!(answers.len(), 1, "exactly one answer: {answers:?}");
-    assert_eq!(answers[0].kind, "permission_response");
+    assert_eq!(answers[0].kind, MessageKind::PermissionResponse);
     assert_eq!(answers[0].from, "user");
     answers[0].clone()
 }
@@ -401,11 +401,12 @@ fn changes_made_by_anyone_reach_the_screen_through_the_watcher() {
     fs::create_dir_all(dir.path().join(".crew/agents")).unwrap();
     fs::write(
         dir.path().join(".crew/agents/alice.json"),
-        r#"{"name":"alice","state":"WAITING","pid":1,"task":null,"heartbeat":null,"turns":1,"tokens":5}"#,
+        r#"{"name":"alice","state":"WAITING","pid":1,"task":null,"heartbeat":"2026-01-01T00:00:00Z","turns":1,"tokens":5}"#,
     )
     .unwrap();
     pump(&mut state, &|s| {
-        s.agent("alice").is_some_and(|a| a.state == "WAITING")
+        s.agent("alice")
+            .is_some_and(|a| a.state == AgentState::Waiting)
     });
 }
 

@@ -7,6 +7,7 @@ mod tui_support;
 use std::time::{Duration, Instant};
 
 use crew::agent::transcript::Row;
+use crew::store::MessageKind;
 use crew::store::{AgentState, AgentStatus, NewTask, Status, TaskId, Workspace};
 use crew::tui::Pane;
 use crew::tui::data::Change;
@@ -421,7 +422,7 @@ fn ctrl_c_interrupts_the_focused_agent_without_quitting_and_twice_offers_to_rele
     );
     let told = inbox(dir.path(), "alice");
     assert_eq!(told.len(), 1);
-    assert_eq!(told[0].kind, "interrupt");
+    assert_eq!(told[0].kind, MessageKind::Interrupt);
     // Pressed again at once: not a second interrupt, an offer to release the task.
     h.press(&["ctrl-c"]);
     assert!(h.state.overlay.is_some(), "asks before releasing");

@@ -11,7 +11,8 @@ use crate::config::ConfigError;
 use crate::model::secret::{SECRET_NAME_RULE, is_secret_name};
 use crate::model::{ModelName, OverloadCount, ThinkingSpec};
 use crate::store::Roster;
-use crate::store::names::{USER, validate_name};
+use crate::store::names::validate_name;
+use crate::store::protocol::USER;
 use crate::tools::PermissionMode;
 
 pub const ROLES: &[&str] = &["explorer", "planner", "reviewer", "implementer"];

@@ -348,6 +348,7 @@ fn role_fits(task: &Task, who: Claimant<'_>) -> bool {
 mod tests {
     use super::*;
     use crate::store::NewTask;
+    use crate::store::USER;
 
     #[test]
     fn a_dead_workers_claimed_and_assigned_tasks_all_go_back_to_the_pool() {
@@ -366,7 +367,7 @@ mod tests {
             role: None,
         };
         store.claim(TaskId(1), ghost).unwrap();
-        store.assign(TaskId(2), Some(ghost), "user").unwrap();
+        store.assign(TaskId(2), Some(ghost), USER).unwrap();
         let other = Claimant {
             name: "bob",
             role: None,

@@ -2,7 +2,7 @@
 //! A misspelt name is an error listing the valid ones, never a new inbox.
 
 use crate::store::Refusal;
-use crate::store::names::USER;
+use crate::store::protocol::USER;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Roster {

@@ -6,10 +6,11 @@ use std::time::SystemTime;
 
 use crate::agent::transcript::Row;
 use crate::config::TeamConfig;
+use crate::store::AgentStatus;
 use crate::store::dag::{Graph, order_key};
 use crate::store::requests::derive;
 use crate::store::{Entry, Message, RequestInfo, RequestState, Task};
-use crate::tui::data::{AgentStatus, Change, TRANSCRIPT_KEEP};
+use crate::tui::data::{Change, TRANSCRIPT_KEEP};
 use crate::tui::uiconfig::UiConfig;
 
 /// One row of the task pane, precomputed so a frame only formats what is visible.
@@ -115,7 +116,7 @@ impl Model {
     pub fn pending(&self) -> Vec<&RequestInfo> {
         self.requests
             .iter()
-            .filter(|r| r.state == RequestState::Pending && needs_person(&r.kind))
+            .filter(|r| r.state == RequestState::Pending && r.kind.needs_person())
             .collect()
     }
 
@@ -288,12 +289,4 @@ impl Model {
             .unwrap_or(std::time::Duration::from_secs(300));
         self.requests = derive(&self.request_messages, now, timeout);
     }
-}
-
-/// Requests the approvals pane shows: those a person answers.
-pub fn needs_person(kind: &str) -> bool {
-    matches!(
-        kind,
-        "permission_request" | "plan_approval_request" | crate::team::budget::BUDGET_REQUEST
-    )
 }

@@ -8,8 +8,8 @@ use std::time::SystemTime;
 use ratatui_textarea::TextArea;
 
 use crate::git::FileDiff;
+use crate::store::AgentStatus;
 use crate::team::review::Review;
-use crate::tui::data::AgentStatus;
 use crate::tui::diffview::DiffView;
 use crate::tui::highlight::Segments;
 use crate::tui::keymap::{Keymap, Mode};

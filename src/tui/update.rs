@@ -124,7 +124,7 @@ fn on_data(state: &mut AppState, changes: Vec<crate::tui::data::Change>) -> Vec<
             let asks = applied
                 .new_requests
                 .iter()
-                .map(|r| format!("{} asks: {}", r.from, r.kind.replace('_', " ")));
+                .map(|r| format!("{} asks: {}", r.from, r.kind.as_str().replace('_', " ")));
             let reviews = applied
                 .new_reviews
                 .iter()

@@ -34,7 +34,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-use crate::store::names::USER;
+use crate::store::protocol::USER;
 use crate::store::{Roster, StoreError, Workspace};
 use crate::tools::{Tool, ToolError, ToolOutput};
 

@@ -12,7 +12,7 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     let lead = state.model.lead_name();
     let title = Line::from(vec![
         Span::raw(format!(" {lead} ")),
-        badge(state, state.agent(lead).map(|a| a.state.as_str())),
+        badge(state, state.agent(lead).map(|a| a.state)),
         Span::raw(" "),
     ]);
     let block = pane_block(state, Pane::Lead, title);

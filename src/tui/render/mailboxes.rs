@@ -68,16 +68,13 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
 }
 
 fn kind_style(message: &Message) -> &'static str {
-    if !message.is_known_type() {
+    if !message.kind.is_known() {
         "msg.unknown"
     } else if message.is_request() {
         "msg.request"
     } else if message.is_response() {
         "msg.response"
-    } else if matches!(
-        message.kind.as_str(),
-        "status_update" | "idle_notification" | "task_assignment"
-    ) {
+    } else if message.kind.is_report() {
         "msg.status"
     } else {
         "msg.message"
@@ -148,7 +145,7 @@ fn entry_line(
             spans.push(Span::styled(text, theme.style(key)));
         }
     }
-    let body = match (&message.text, message.is_known_type()) {
+    let body = match (&message.text, message.kind.is_known()) {
         (Some(text), true) => text.clone(),
         (text, _) => {
             // Unknown types are shown raw, extra fields and all.

@@ -6,9 +6,10 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
+use crate::store::MessageKind;
 use crate::store::TodoStatus;
+use crate::store::{AgentState, AgentStatus};
 use crate::tui::action::Action;
-use crate::tui::data::AgentStatus;
 use crate::tui::keymap::Mode;
 use crate::tui::render::header::tokens_text;
 use crate::tui::render::{badge, conversation, one_line, pane_block, plain};
@@ -73,7 +74,7 @@ fn zoom_hint(state: &AppState) -> String {
 fn render_one(state: &AppState, name: &str, selected: bool, frame: &mut Frame, area: Rect) {
     let theme = &state.theme;
     let status = state.agent(name);
-    let waiting = status.is_some_and(|s| s.state == "WAITING");
+    let waiting = status.is_some_and(|s| s.state == AgentState::Waiting);
     let mut title = vec![
         Span::styled(
             format!(" {name} "),
@@ -83,7 +84,7 @@ fn render_one(state: &AppState, name: &str, selected: bool, frame: &mut Frame, a
                 theme.style("title")
             },
         ),
-        badge(state, status.map(|s| s.state.as_str())),
+        badge(state, status.map(|s| s.state)),
     ];
     if state.model.writes(name) {
         title.push(Span::styled(" writes ", theme.style("dim")));
@@ -156,9 +157,9 @@ fn body(
     let asks = pending.iter().filter(|r| r.from == name).count();
     let plans = pending
         .iter()
-        .filter(|r| r.from == name && r.kind == "plan_approval_request")
+        .filter(|r| r.from == name && r.kind == MessageKind::PlanApprovalRequest)
         .count();
-    if status.is_some_and(|s| s.state == "WAITING") {
+    if status.is_some_and(|s| s.state == AgentState::Waiting) {
         lines.push(plain(
             theme.style("badge.waiting"),
             format!("waiting for you: {asks} request(s) in approvals"),
