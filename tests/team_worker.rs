@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use crew::store::MessageKind;
 use crew::store::requests::RequestState;
-use crew::store::{AgentState, Claimant, Draft, NewTask, Roster, Status, TaskId, Workspace};
+use crew::store::{
+    AgentState, Claimant, Draft, NewTask, RequestId, Roster, Status, TaskId, Workspace,
+};
 use crew::team::status::StatusHandle;
 use crew::team::worker::{ExitReason, Job, JobOutcome, Work, Worker, WorkerSettings};
 
@@ -123,7 +125,7 @@ fn send(
     kind: &str,
     text: &str,
     request: bool,
-) -> Option<String> {
+) -> Option<RequestId> {
     ws.mailboxes()
         .send(
             &roster(),

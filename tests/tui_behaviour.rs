@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crew::git::Worktrees;
-use crew::store::{AgentState, Draft, Message, MessageKind, NewTask, Roster, Workspace};
+use crew::store::{AgentState, Draft, Message, MessageKind, NewTask, RequestId, Roster, Workspace};
 use crew::tui::event::Event;
 use crew::tui::{Effect, Pane};
 use git2::{IndexAddOption, Repository, RepositoryInitOptions, Signature};
@@ -20,12 +20,12 @@ fn roster() -> Roster {
 }
 
 /// alice asks the person to run `command` in her worktree; returns the request id.
-fn ask(root: &Path, command: &str) -> String {
+fn ask(root: &Path, command: &str) -> RequestId {
     ask_for(root, "bash", json!({ "command": command }))
 }
 
 /// alice asks the person to use `tool` with `input` in her worktree; returns the request id.
-fn ask_for(root: &Path, tool: &str, input: serde_json::Value) -> String {
+fn ask_for(root: &Path, tool: &str, input: serde_json::Value) -> RequestId {
     let mut extra = serde_json::Map::new();
     extra.insert("tool".into(), json!(tool));
     extra.insert("input".into(), input);
@@ -143,7 +143,7 @@ fn a_new_request_rings_the_bell_and_runs_the_notify_command() {
     assert!(h.effects.iter().any(|e| matches!(e, Effect::Bell)));
     let notified = dir.path().join("notified.txt");
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !fs::read_to_string(&notified).is_ok_and(|t| t.contains(&id)) {
+    while !fs::read_to_string(&notified).is_ok_and(|t| t.contains(id.as_str())) {
         assert!(
             std::time::Instant::now() < deadline,
             "notify_command never ran"

@@ -111,7 +111,7 @@ pub enum AgentEvent {
     },
     /// A permission request was sent and the agent is blocked on a person (WAITING).
     PermissionWaiting {
-        request_id: String,
+        request_id: crate::store::RequestId,
         to: String,
     },
     PermissionAnswered {

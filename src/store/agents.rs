@@ -41,7 +41,7 @@ pub struct AgentStatus {
     pub task: Option<String>,
     /// The request it is waiting on, while WAITING.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub waiting_on: Option<String>,
+    pub waiting_on: Option<crate::store::RequestId>,
     pub heartbeat: String,
     #[serde(default)]
     pub started_at: String,

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::store::atomic::write_atomic;
 use crate::store::message::{Draft, Message, new_id};
 use crate::store::names::validate_name;
-use crate::store::protocol::MessageKind;
+use crate::store::protocol::{MessageKind, RequestId};
 use crate::store::roster::Roster;
 use crate::store::task::now_rfc3339;
 use crate::store::{Limits, StoreError, secrets};
@@ -105,7 +105,7 @@ impl Mailboxes {
             to: draft.to,
             kind,
             text: draft.text,
-            request_id: draft.request.then(|| new_id("req")),
+            request_id: draft.request.then(RequestId::new),
             approve: None,
             extra: draft.extra,
         };

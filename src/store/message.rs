@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::store::protocol::MessageKind;
+use crate::store::protocol::{MessageKind, RequestId};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
@@ -16,7 +16,7 @@ pub struct Message {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub request_id: Option<String>,
+    pub request_id: Option<RequestId>,
     /// Set on a response only: the answer to the request with the same `request_id`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approve: Option<bool>,

@@ -29,7 +29,7 @@ pub use limits::Limits;
 pub use mailbox::{Batch, Entry, Mailboxes};
 pub use message::{Draft, Message};
 pub use names::TaskId;
-pub use protocol::{AgentState, MessageKind, USER};
+pub use protocol::{AgentState, MessageKind, RequestId, USER};
 pub use requests::{RequestInfo, RequestState};
 pub use roster::Roster;
 pub use task::{ReviewerVerdict, Status, Task, TaskCommits};

@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::store::lock::with_lock;
 use crate::store::mailbox::{Entry, Mailboxes};
 use crate::store::message::{Message, new_id};
-use crate::store::protocol::{MessageKind, USER};
+use crate::store::protocol::{MessageKind, RequestId, USER};
 use crate::store::roster::Roster;
 use crate::store::task::now_rfc3339;
 use crate::store::{Refusal, StoreError};
@@ -41,7 +41,7 @@ impl RequestState {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct RequestInfo {
-    pub request_id: String,
+    pub request_id: RequestId,
     #[serde(rename = "type")]
     pub kind: MessageKind,
     pub from: String,
@@ -104,7 +104,7 @@ pub fn derive(
             None => RequestState::Pending,
         };
         out.push(RequestInfo {
-            request_id: id.to_string(),
+            request_id: RequestId::from(id),
             kind: m.kind.clone(),
             from: m.from.clone(),
             to: m.to.clone(),
@@ -167,7 +167,7 @@ impl Mailboxes {
                 RequestState::Pending => {}
                 RequestState::Expired => {
                     return Err(Refusal::Expired {
-                        id: req.request_id.clone(),
+                        id: req.request_id.to_string(),
                         age: humantime::format_duration(Duration::from_secs(
                             req.age_secs.saturating_sub(req.timeout_secs),
                         ))
@@ -177,7 +177,7 @@ impl Mailboxes {
                 }
                 state => {
                     return Err(Refusal::AlreadyAnswered {
-                        id: req.request_id.clone(),
+                        id: req.request_id.to_string(),
                         state: state.as_str().to_string(),
                         by: req.answered_by.clone().unwrap_or_default(),
                     }
@@ -189,7 +189,7 @@ impl Mailboxes {
             if !allowed {
                 let to = if person_only { USER } else { &req.to };
                 return Err(Refusal::NotAddressee {
-                    id: req.request_id.clone(),
+                    id: req.request_id.to_string(),
                     to: to.to_string(),
                     who: who.to_string(),
                 }

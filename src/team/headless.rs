@@ -38,7 +38,7 @@ pub enum MergePolicy {
 pub enum Happening {
     Team(TeamEvent),
     Answered {
-        request_id: String,
+        request_id: crate::store::RequestId,
         from: String,
         approved: bool,
         what: String,

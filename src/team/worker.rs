@@ -120,7 +120,7 @@ pub const INTERRUPTED_BY_PERSON: &str = "interrupted by the person";
 #[derive(Debug, Clone, PartialEq)]
 pub enum ExitReason {
     ShutdownApproved {
-        request_id: String,
+        request_id: crate::store::RequestId,
     },
     IdleTimeout,
     Stopped,
@@ -423,7 +423,7 @@ impl Worker {
             .collect();
         // Reading every inbox to derive request states is only worth it when a shutdown request
         // is among the new messages (it may have been refused already while busy).
-        let pending: Vec<String> = if messages
+        let pending: Vec<crate::store::RequestId> = if messages
             .iter()
             .any(|m| m.kind == MessageKind::ShutdownRequest)
         {

@@ -212,7 +212,7 @@ pub fn execute(root: &Path, effect: Effect) -> Option<Event> {
                 .arg("-c")
                 .arg(&command)
                 .current_dir(root)
-                .env("CREW_REQUEST_ID", &request.request_id)
+                .env("CREW_REQUEST_ID", request.request_id.as_str())
                 .env("CREW_REQUEST_FROM", &request.from)
                 .env("CREW_REQUEST_TYPE", request.kind.as_str())
                 .env("CREW_REQUEST_TEXT", request.text.as_deref().unwrap_or(""))

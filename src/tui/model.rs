@@ -121,7 +121,7 @@ impl Model {
     }
 
     pub fn apply(&mut self, changes: Vec<Change>, now: SystemTime) -> Applied {
-        let before: Vec<String> = self
+        let before: Vec<crate::store::RequestId> = self
             .pending()
             .iter()
             .map(|r| r.request_id.clone())

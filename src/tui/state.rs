@@ -110,7 +110,7 @@ pub struct Proposal {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Confirm {
     Always {
-        request_id: String,
+        request_id: crate::store::RequestId,
         rule: String,
     },
     Discard {
@@ -167,9 +167,9 @@ pub struct AppState {
     /// How the team's commands run, for the header.
     pub sandbox: SandboxState,
     /// What write/edit requests would change, by request id, with their syntax highlighting.
-    pub proposals: HashMap<String, Proposal>,
+    pub proposals: HashMap<crate::store::RequestId, Proposal>,
     /// Syntax-highlighted bash commands of requests, by request id.
-    pub commands: HashMap<String, Segments>,
+    pub commands: HashMap<crate::store::RequestId, Segments>,
     /// The agent last interrupted and when: a second press soon after offers to release its task.
     pub last_interrupt: Option<(String, SystemTime)>,
     /// The tasks waiting for review, with what each would bring (loaded off the input path).

@@ -36,7 +36,7 @@ pub fn msg(ts: &str, from: &str, to: &str, kind: &str, text: &str, extra: Value)
     if let Value::Object(map) = extra {
         for (k, v) in map {
             match k.as_str() {
-                "request_id" => m.request_id = v.as_str().map(str::to_string),
+                "request_id" => m.request_id = v.as_str().map(Into::into),
                 "approve" => m.approve = v.as_bool(),
                 _ => {
                     m.extra.insert(k, v);

@@ -192,7 +192,7 @@ fn populate(root: &Path, teammates: usize, tasks: usize, messages: usize) -> any
         // Every 500th message is a request waiting for the person.
         if k % 500 == 0 {
             m.kind = MessageKind::PermissionRequest;
-            m.request_id = Some(format!("req_{k}"));
+            m.request_id = Some(format!("req_{k}").into());
             m.extra.insert("tool".into(), json!("bash"));
             m.extra
                 .insert("input".into(), json!({"command": format!("make step{k}")}));
