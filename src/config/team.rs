@@ -21,9 +21,9 @@ pub const ROLES: &[&str] = &["explorer", "planner", "reviewer", "implementer"];
 #[serde(deny_unknown_fields)]
 pub struct TeamConfig {
     pub team: TeamSection,
-    pub lead: AgentConfig,
+    pub lead: AgentEntry,
     #[serde(default, rename = "teammate")]
-    pub teammates: Vec<AgentConfig>,
+    pub teammates: Vec<AgentEntry>,
     #[serde(default)]
     pub permissions: PermissionsConfig,
     #[serde(default)]
@@ -64,9 +64,11 @@ pub struct TeamSection {
     pub test_command: Option<String>,
 }
 
+/// One agent as `crew.toml` declares it (`[lead]` or a `[[teammate]]` entry); the agent loop's
+/// runtime settings are `agent::AgentConfig`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct AgentConfig {
+pub struct AgentEntry {
     pub name: Spanned<String>,
     #[serde(default)]
     pub role: Option<Spanned<String>>,
@@ -459,11 +461,11 @@ impl TeamConfig {
     }
 
     /// The lead first, then the teammates in file order.
-    pub fn agents(&self) -> impl Iterator<Item = &AgentConfig> {
+    pub fn agents(&self) -> impl Iterator<Item = &AgentEntry> {
         std::iter::once(&self.lead).chain(self.teammates.iter())
     }
 
-    pub fn agent(&self, name: &str) -> Option<&AgentConfig> {
+    pub fn agent(&self, name: &str) -> Option<&AgentEntry> {
         self.agents().find(|a| a.name.get_ref() == name)
     }
 

@@ -16,7 +16,7 @@ use crate::agent::conversation;
 use crate::agent::{
     Agent, AgentConfig, AgentEvent, EventSink, Limits, MailboxPrompter, StopReason,
 };
-use crate::config::{AgentConfig as AgentEntry, ModelChoice, TeamConfig};
+use crate::config::{AgentEntry, ModelChoice, TeamConfig};
 use crate::git::Worktrees;
 use crate::model::scripted::ScriptedProvider;
 use crate::model::{ModelProvider, ProviderSpec, RetryPolicy, provider_from_spec};
