@@ -5,9 +5,8 @@ use std::time::Duration;
 
 use crew::model::scripted::{Scenario, ScenarioError, ScriptedProvider};
 use crew::model::{
-    ChatMessage, ContentBlock, ModelError, ModelProvider, ModelRequest, ProviderSpec,
-    RequestContext, RetryPolicy, Retrying, Role, StopReason, StreamEvent, SystemPrompt,
-    provider_from_spec,
+    ChatMessage, ContentBlock, FinishReason, ModelError, ModelProvider, ModelRequest, ProviderSpec,
+    RequestContext, RetryPolicy, Retrying, Role, StreamEvent, SystemPrompt, provider_from_spec,
 };
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -243,7 +242,7 @@ async fn reply_streams_text_in_deltas_then_tool_calls_with_templates() {
     assert_eq!(items[0], Ok(StreamEvent::MessageStart));
     match items.last() {
         Some(Ok(StreamEvent::Stop { reason, usage })) => {
-            assert_eq!(*reason, StopReason::ToolUse);
+            assert_eq!(*reason, FinishReason::ToolUse);
             assert!(usage.input_tokens > 0 && usage.output_tokens > 0);
         }
         other => panic!("no stop: {other:?}"),
@@ -267,8 +266,8 @@ async fn stop_defaults_and_overrides() {
         Some(Ok(StreamEvent::Stop { reason, .. })) => reason,
         other => panic!("no stop: {other:?}"),
     };
-    assert_eq!(stop().await, StopReason::EndTurn);
-    assert_eq!(stop().await, StopReason::MaxTokens);
+    assert_eq!(stop().await, FinishReason::EndTurn);
+    assert_eq!(stop().await, FinishReason::MaxTokens);
 }
 
 #[tokio::test]
@@ -356,7 +355,7 @@ async fn no_matching_rule_gives_a_clear_simulator_fallback() {
     assert!(matches!(
         items.last(),
         Some(Ok(StreamEvent::Stop {
-            reason: StopReason::EndTurn,
+            reason: FinishReason::EndTurn,
             ..
         }))
     ));

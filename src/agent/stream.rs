@@ -26,7 +26,7 @@ pub(crate) enum PendingCall {
 pub(crate) enum Reply {
     Complete {
         message: ChatMessage,
-        stop: model::StopReason,
+        stop: model::FinishReason,
         usage: Usage,
         calls: Vec<PendingCall>,
     },

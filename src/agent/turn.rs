@@ -211,12 +211,12 @@ impl Agent {
         &mut self,
         st: &mut TurnState,
         message: ChatMessage,
-        stop: model::StopReason,
+        stop: model::FinishReason,
         calls: Vec<stream::PendingCall>,
         ctx: &ToolContext,
         cancel: &CancellationToken,
     ) -> Option<Stop> {
-        let truncated = stop == model::StopReason::MaxTokens;
+        let truncated = stop == model::FinishReason::MaxTokens;
         if !truncated || !calls.is_empty() {
             st.recovery.progress();
         }

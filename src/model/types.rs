@@ -198,10 +198,10 @@ impl AddAssign for Usage {
     }
 }
 
-/// Why the model stopped.
+/// Why the model ended a reply (the agent loop's own ending is `agent::StopReason`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum StopReason {
+pub enum FinishReason {
     EndTurn,
     ToolUse,
     MaxTokens,
@@ -212,7 +212,7 @@ pub enum StopReason {
     Other(String),
 }
 
-impl StopReason {
+impl FinishReason {
     /// Maps an Anthropic `stop_reason` string.
     pub fn from_anthropic(reason: &str) -> Self {
         match reason {
@@ -371,14 +371,17 @@ mod tests {
 
     #[test]
     fn stop_reasons_map_and_keep_unknown_values() {
-        assert_eq!(StopReason::from_anthropic("tool_use"), StopReason::ToolUse);
         assert_eq!(
-            StopReason::from_anthropic("pause_turn"),
-            StopReason::PauseTurn
+            FinishReason::from_anthropic("tool_use"),
+            FinishReason::ToolUse
         );
         assert_eq!(
-            StopReason::from_anthropic("new_thing"),
-            StopReason::Other("new_thing".into())
+            FinishReason::from_anthropic("pause_turn"),
+            FinishReason::PauseTurn
+        );
+        assert_eq!(
+            FinishReason::from_anthropic("new_thing"),
+            FinishReason::Other("new_thing".into())
         );
     }
 
