@@ -70,7 +70,7 @@ fn approve_answers_with_the_same_request_id() {
     assert_eq!(answer_in_alices_inbox(dir.path(), &id).approve, Some(true));
     assert!(h.status().contains("approved"), "{}", h.status());
     h.reload();
-    assert!(h.state.model.pending().is_empty());
+    assert!(h.state.workspace.pending().is_empty());
 }
 
 #[test]
@@ -207,10 +207,10 @@ fn add_a_task_with_a_dependency_and_release_a_claimed_one() {
     h.reload();
     let row = h
         .state
-        .model
+        .workspace
         .task_rows
         .iter()
-        .find(|r| h.state.model.tasks[r.index].id == tasks[1].id)
+        .find(|r| h.state.workspace.tasks[r.index].id == tasks[1].id)
         .unwrap();
     assert_eq!(row.blocked_by, vec![first.id.clone()]);
     assert!(!row.claimable);
@@ -378,7 +378,7 @@ fn changes_made_by_anyone_reach_the_screen_through_the_watcher() {
             crew::tui::update(state, event);
         }
     };
-    pump(&mut state, &|s| s.model.loaded);
+    pump(&mut state, &|s| s.workspace.loaded);
     Workspace::new(dir.path())
         .tasks()
         .create(NewTask {
@@ -387,14 +387,17 @@ fn changes_made_by_anyone_reach_the_screen_through_the_watcher() {
         })
         .unwrap();
     pump(&mut state, &|s| {
-        s.model.tasks.iter().any(|t| t.subject == "from elsewhere")
+        s.workspace
+            .tasks
+            .iter()
+            .any(|t| t.subject == "from elsewhere")
     });
     let id = ask(dir.path(), "ls");
     pump(&mut state, &|s| {
-        s.model.pending().iter().any(|r| r.request_id == id)
+        s.workspace.pending().iter().any(|r| r.request_id == id)
     });
     assert_eq!(
-        state.model.inboxes["user"].len(),
+        state.workspace.inboxes["user"].len(),
         1,
         "read incrementally, nothing twice"
     );

@@ -29,10 +29,10 @@ fn add(ws: &Workspace, subject: &str, blocked_by: &[&str]) -> String {
 fn select_task(h: &mut Harness, id: &str) {
     let at = h
         .state
-        .model
+        .workspace
         .task_rows
         .iter()
-        .position(|r| h.state.model.tasks[r.index].id == id)
+        .position(|r| h.state.workspace.tasks[r.index].id == id)
         .unwrap();
     h.state.selected.insert(Pane::Tasks, at);
 }

@@ -277,7 +277,7 @@ mod tests {
     use std::time::SystemTime;
 
     use super::*;
-    use crate::tui::model::Model;
+    use crate::tui::workspace_view::WorkspaceView;
 
     fn append(path: &Path, lines: &[&str]) {
         let mut f = fs::OpenOptions::new()
@@ -308,7 +308,7 @@ mod tests {
             ],
         );
         let mut loader = Loader::new(dir.path());
-        let mut model = Model::default();
+        let mut model = WorkspaceView::default();
         model.apply(loader.load_all(), SystemTime::now());
         assert_eq!(
             model.transcripts["alice"].texts(),

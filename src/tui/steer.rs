@@ -15,8 +15,8 @@ fn running(state: Option<AgentState>) -> bool {
 }
 
 fn selected_task(state: &AppState) -> Option<String> {
-    let row = state.model.task_rows.get(state.selected(Pane::Tasks))?;
-    state.model.tasks.get(row.index).map(|t| t.id.clone())
+    let row = state.workspace.task_rows.get(state.selected(Pane::Tasks))?;
+    state.workspace.tasks.get(row.index).map(|t| t.id.clone())
 }
 
 /// The dependency or owner dialog for the selected task.
@@ -37,7 +37,7 @@ pub fn release(state: &mut AppState) -> Vec<Effect> {
         return Vec::new();
     };
     let owned = state
-        .model
+        .workspace
         .tasks
         .iter()
         .any(|t| t.id == id && t.owner.is_some() && t.status != Status::Completed);
@@ -55,7 +55,7 @@ pub const RELEASE_WINDOW: std::time::Duration = std::time::Duration::from_secs(3
 /// press within `RELEASE_WINDOW` offers to give its task back to the pool.
 pub fn interrupt(state: &mut AppState) -> Vec<Effect> {
     let name = match state.focus {
-        Pane::Lead => state.model.lead_name().to_string(),
+        Pane::Lead => state.workspace.lead_name().to_string(),
         _ => match state.selected_teammate() {
             Some(name) => name,
             None => return Vec::new(),

@@ -292,7 +292,7 @@ impl Harness {
     pub fn reload(&mut self) {
         self.loader = Loader::new(&self.root);
         let changes = self.loader.load_all();
-        self.state.model = Default::default();
+        self.state.workspace = Default::default();
         self.feed(Event::Data(changes));
     }
 

@@ -18,7 +18,7 @@ use crate::tui::render::{age, diff, pane_block, plain};
 use crate::tui::state::{AppState, Pane, Proposal};
 
 pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
-    let pending = state.model.pending();
+    let pending = state.workspace.pending();
     let theme = &state.theme;
     let title = format!(
         " approvals ({}) · reviews ({}) ",

@@ -12,7 +12,7 @@ use crate::tui::state::{AppState, SandboxState};
 
 pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     let theme = &state.theme;
-    let model = &state.model;
+    let model = &state.workspace;
     let style = theme.style("header");
     let names: Vec<String> = std::iter::once(model.lead_name().to_string())
         .chain(model.teammates())
@@ -102,7 +102,7 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
 /// The team's spend against `[budget]` (raised by each approved budget request), when set.
 fn budget_text(state: &AppState) -> Option<String> {
     use crate::team::budget::{Scope, answers};
-    let model = &state.model;
+    let model = &state.workspace;
     let budget = model.config.as_ref()?.budget;
     let times = answers(&model.requests, Scope::Team).raised + 1;
     let agents = || model.agents.values();

@@ -22,7 +22,7 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     let theme = &state.theme;
     let mut title = vec![Span::raw(" mailboxes ")];
     for name in &names {
-        let count = state.model.inboxes.get(name).map_or(0, Vec::len);
+        let count = state.workspace.inboxes.get(name).map_or(0, Vec::len);
         let style = if *name == current {
             theme.style("tab.active")
         } else {
@@ -34,7 +34,7 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let entries = state
-        .model
+        .workspace
         .inboxes
         .get(&current)
         .map_or(&[][..], Vec::as_slice);
@@ -49,7 +49,7 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
         return;
     }
     let requests: HashMap<&str, &RequestInfo> = state
-        .model
+        .workspace
         .requests
         .iter()
         .map(|r| (r.request_id.as_str(), r))

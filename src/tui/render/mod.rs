@@ -77,9 +77,12 @@ pub fn tab_labels(state: &AppState) -> Vec<String> {
         .map(|(i, p)| {
             let count = match p {
                 Pane::Approvals => {
-                    format!(" ({})", state.model.pending().len() + state.reviews.len())
+                    format!(
+                        " ({})",
+                        state.workspace.pending().len() + state.reviews.len()
+                    )
                 }
-                Pane::Tasks => format!(" ({})", state.model.tasks.len()),
+                Pane::Tasks => format!(" ({})", state.workspace.tasks.len()),
                 _ => String::new(),
             };
             format!("{} {}{count}", i + 1, p.title())
@@ -93,7 +96,7 @@ fn render_tabs(state: &AppState, frame: &mut Frame, area: Rect) {
         let style = if pane == state.focus {
             state.theme.style("tab.active")
         } else if pane == Pane::Approvals
-            && !(state.model.pending().is_empty() && state.reviews.is_empty())
+            && !(state.workspace.pending().is_empty() && state.reviews.is_empty())
         {
             state.theme.style("msg.pending")
         } else {

@@ -16,7 +16,7 @@ use crate::tui::render::{badge, conversation, one_line, pane_block, plain};
 use crate::tui::state::{AppState, Pane};
 
 pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
-    let names = state.model.teammates();
+    let names = state.workspace.teammates();
     let mut title = format!(" teammates ({}) ", names.len());
     if state.zoom {
         title.push_str(&zoom_hint(state));
@@ -86,7 +86,7 @@ fn render_one(state: &AppState, name: &str, selected: bool, frame: &mut Frame, a
         ),
         badge(state, status.map(|s| s.state)),
     ];
-    if state.model.writes(name) {
+    if state.workspace.writes(name) {
         title.push(Span::styled(" writes ", theme.style("dim")));
     }
     if let Some(status) = status.filter(|s| !s.cache.is_empty()) {
@@ -142,7 +142,7 @@ fn body(
         .and_then(|s| s.task.as_deref())
         .map(|id| {
             let subject = state
-                .model
+                .workspace
                 .tasks
                 .iter()
                 .find(|t| t.id == id)
@@ -153,7 +153,7 @@ fn body(
         .unwrap_or_else(|| "no task".to_string());
     let mut lines = vec![plain(theme.style("task.in_progress"), task)];
     lines.extend(todo_lines(state, status, width));
-    let pending = state.model.pending();
+    let pending = state.workspace.pending();
     let asks = pending.iter().filter(|r| r.from == name).count();
     let plans = pending
         .iter()

@@ -56,7 +56,7 @@ impl Kept {
 }
 
 #[derive(Default)]
-pub struct Model {
+pub struct WorkspaceView {
     pub config: Option<TeamConfig>,
     pub config_error: Option<String>,
     pub ui: UiConfig,
@@ -85,7 +85,7 @@ pub struct Applied {
     pub new_reviews: Vec<String>,
 }
 
-impl Model {
+impl WorkspaceView {
     pub fn team_name(&self) -> &str {
         self.config.as_ref().map_or("?", |c| c.team.name.get_ref())
     }
