@@ -10,9 +10,9 @@ use toml::Spanned;
 use crate::config::ConfigError;
 use crate::model::secret::{SECRET_NAME_RULE, is_secret_name};
 use crate::model::{ModelName, OverloadCount, ThinkingSpec};
-use crate::store::Roster;
 use crate::store::names::validate_name;
 use crate::store::protocol::USER;
+use crate::store::{Roster, Teammate};
 use crate::tools::PermissionMode;
 
 pub const ROLES: &[&str] = &["explorer", "planner", "reviewer", "implementer"];
@@ -478,12 +478,12 @@ impl TeamConfig {
     }
 
     /// The teammates' names with their roles, in file order.
-    pub fn teammate_roles(&self) -> Vec<(String, Option<String>)> {
+    pub fn teammate_roles(&self) -> Vec<Teammate> {
         self.teammates
             .iter()
-            .map(|t| {
-                let role = t.role.as_ref().map(|r| r.get_ref().clone());
-                (t.name.get_ref().clone(), role)
+            .map(|t| Teammate {
+                name: t.name.get_ref().clone(),
+                role: t.role.as_ref().map(|r| r.get_ref().clone()),
             })
             .collect()
     }

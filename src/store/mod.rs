@@ -31,7 +31,7 @@ pub use message::{Draft, Message};
 pub use names::TaskId;
 pub use protocol::{AgentState, MessageKind, RequestId, USER};
 pub use requests::{RequestInfo, RequestState};
-pub use roster::Roster;
+pub use roster::{Roster, Teammate};
 pub use task::{ReviewerVerdict, Status, Task, TaskCommits};
 pub use tasks::{Loaded, NewTask, TaskPatch, TaskStore};
 pub use todo::{TodoItem, TodoStatus, render_todos};

@@ -4,6 +4,13 @@
 use crate::store::Refusal;
 use crate::store::protocol::USER;
 
+/// A teammate's name with its role from `crew.toml` (what a claim checks a task's role against).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Teammate {
+    pub name: String,
+    pub role: Option<String>,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Roster {
     names: Vec<String>,

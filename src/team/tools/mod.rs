@@ -57,7 +57,7 @@ pub struct TeamEnv {
     /// The lead's name: plan approval requests go there.
     pub lead: String,
     /// Each teammate's name and role: whom the lead may assign a task to.
-    pub teammates: Vec<(String, Option<String>)>,
+    pub teammates: Vec<crate::store::Teammate>,
     /// How long a request stays pending before it expires.
     pub request_timeout: Duration,
 }
