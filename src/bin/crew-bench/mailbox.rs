@@ -14,6 +14,7 @@ use crew::store::{DirWatcher, Draft, Entry, Roster, Workspace};
 
 use crate::proc::{Workers, ready_and_wait};
 use crate::stats::{percentile, round3};
+use crew::store::MessageKind;
 
 const READER: &str = "reader";
 
@@ -170,7 +171,7 @@ pub fn worker(
             Draft {
                 from: name.to_string(),
                 to: READER.to_string(),
-                kind: "status_update".into(),
+                kind: MessageKind::StatusUpdate,
                 text: Some(format!("{name} message {seq}")),
                 request: false,
                 extra,
