@@ -10,7 +10,7 @@ use agent_support::{
 use crew::agent::compaction::steps::{DROPPED, FOLD_HEADER};
 use crew::agent::compaction::summary::SUMMARY_HEADER;
 use crew::agent::{AgentEvent, CompactionStep, CompactionTrigger, FILES_HEADER, TODOS_HEADER};
-use crew::model::{ContentBlock, Message, Role};
+use crew::model::{ChatMessage, ContentBlock, Role};
 use crew::store::{TodoItem, TodoStatus};
 use serde_json::json;
 use tokio::sync::mpsc::UnboundedReceiver;
@@ -128,12 +128,12 @@ async fn the_model_summarises_only_when_folding_was_not_enough() {
 
 /// A history that only a summary brings under 5,000 tokens: a first turn that read
 /// `src/parser.rs`, small talk, then a long note among the recent messages.
-fn summarisable(repo: &Repo) -> Vec<Message> {
+fn summarisable(repo: &Repo) -> Vec<ChatMessage> {
     std::fs::create_dir_all(repo.root.join("src")).unwrap();
     std::fs::write(repo.root.join("src/parser.rs"), "fn parse() {}\n").unwrap();
     let mut history = vec![
-        Message::user_text("Fix the parser (task_3)."),
-        Message {
+        ChatMessage::user_text("Fix the parser (task_3)."),
+        ChatMessage {
             role: Role::Assistant,
             content: vec![ContentBlock::ToolUse {
                 id: "r1".into(),
@@ -141,12 +141,12 @@ fn summarisable(repo: &Repo) -> Vec<Message> {
                 input: json!({"path": "src/parser.rs"}),
             }],
         },
-        Message::user_tool_results(vec![ContentBlock::tool_result(
+        ChatMessage::user_tool_results(vec![ContentBlock::tool_result(
             "r1",
             "fn parse() {}",
             false,
         )]),
-        Message::assistant_text("Read it."),
+        ChatMessage::assistant_text("Read it."),
     ];
     history.extend(small_talk_and_a_long_note());
     history
@@ -154,22 +154,22 @@ fn summarisable(repo: &Repo) -> Vec<Message> {
 
 /// Six greetings, then a long note (about 10,000 tokens) and two short messages: folding the
 /// greetings is not enough under 5,000 tokens, only a summary is.
-fn small_talk_and_a_long_note() -> Vec<Message> {
-    let mut history: Vec<Message> = (0..6)
+fn small_talk_and_a_long_note() -> Vec<ChatMessage> {
+    let mut history: Vec<ChatMessage> = (0..6)
         .flat_map(|n| {
             [
-                Message::user_text(format!("hi {n}")),
-                Message::assistant_text("hello"),
+                ChatMessage::user_text(format!("hi {n}")),
+                ChatMessage::assistant_text("hello"),
             ]
         })
         .collect();
-    history.push(Message::user_text(format!(
+    history.push(ChatMessage::user_text(format!(
         "a long note: {}",
         "word ".repeat(8_000)
     )));
-    history.push(Message::assistant_text("ok"));
-    history.push(Message::user_text("more"));
-    history.push(Message::assistant_text("sure"));
+    history.push(ChatMessage::assistant_text("ok"));
+    history.push(ChatMessage::user_text("more"));
+    history.push(ChatMessage::assistant_text("sure"));
     history
 }
 
@@ -273,7 +273,7 @@ async fn files_put_back_are_bounded_in_count_and_bytes() {
         let id = format!("f{n}");
         history.insert(
             4 + 2 * n,
-            Message {
+            ChatMessage {
                 role: Role::Assistant,
                 content: vec![ContentBlock::ToolUse {
                     id: id.clone(),
@@ -284,7 +284,7 @@ async fn files_put_back_are_bounded_in_count_and_bytes() {
         );
         history.insert(
             5 + 2 * n,
-            Message::user_tool_results(vec![ContentBlock::tool_result(id, "…", false)]),
+            ChatMessage::user_tool_results(vec![ContentBlock::tool_result(id, "…", false)]),
         );
     }
     agent.load_history(&history);

@@ -12,7 +12,7 @@ use agent_support::{Build, Repo, assert_completed, drain, policy, turn};
 use crew::agent::transcript::TranscriptLine;
 use crew::agent::{AgentEvent, SubagentSettings};
 use crew::model::anthropic::AnthropicProvider;
-use crew::model::{ApiKey, ContentBlock, Message};
+use crew::model::{ApiKey, ChatMessage, ContentBlock};
 use crew::tools::permissions::PermissionMode;
 use crew::tools::{HookEvent, HookSpec, Hooks, Pipeline, ToolRegistry};
 use model_support::{Recorded, Reply, Server, end, message_start, reply, text, tool_use, unmarked};
@@ -93,7 +93,7 @@ fn tool_names(body: &Value) -> Vec<String> {
 }
 
 /// The text of the tool result answering `id` in the agent's history.
-fn result_of<'a>(history: &'a [Message], id: &str) -> (&'a str, bool) {
+fn result_of<'a>(history: &'a [ChatMessage], id: &str) -> (&'a str, bool) {
     history
         .iter()
         .flat_map(|m| &m.content)

@@ -280,8 +280,8 @@ fn prompt_cache_tokens_show_per_agent_and_in_the_header() {
 /// on, the finished ones with how they ended.
 #[test]
 fn subagents_nested_under_their_teammate() {
+    use crew::store::AgentStatus;
     use crew::store::SubagentLine;
-    use crew::tui::data::AgentStatus;
     let mut state = fixture_state();
     let mut alice: AgentStatus = state.agent("alice").unwrap().clone();
     let line =

@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 
 use crate::agent::runtime::Agent;
-use crate::model::{ContentBlock, Message};
+use crate::model::{ChatMessage, ContentBlock};
 use crate::store::render_todos;
 use crate::tools::paths::resolve_within;
 use crate::tools::spill::floor_char_boundary;
@@ -59,10 +59,10 @@ impl Agent {
     /// Puts `files` (those no call in `history` still names) and the checklist at the end of
     /// the first message of `history` (the summary or the folded record), so the agent still
     /// knows where it stands.
-    pub(crate) fn carry_over(&self, history: &mut [Message], files: &[String]) {
+    pub(crate) fn carry_over(&self, history: &mut [ChatMessage], files: &[String]) {
         let shown: HashSet<String> = history
             .iter()
-            .flat_map(Message::tool_uses)
+            .flat_map(ChatMessage::tool_uses)
             .filter_map(|(_, _, input)| input.get("path")?.as_str().map(str::to_string))
             .collect();
         let mut blocks = Vec::new();

@@ -23,7 +23,7 @@ use crate::agent::subagent::SubagentLink;
 use crate::agent::subagent::run::SubagentIdentity;
 use crate::agent::transcript::{TranscriptWriter, transcript_path};
 use crate::model::{
-    Message, ModelProvider, ModelRequest, RequestContext, Retrying, Role, SystemPrompt,
+    ChatMessage, ModelProvider, ModelRequest, RequestContext, Retrying, Role, SystemPrompt,
     ToolDefinition,
 };
 use crate::store::message::new_id;
@@ -44,7 +44,7 @@ pub struct Agent {
     pub(crate) limits: Limits,
     pub(crate) compaction: CompactionThresholds,
     pub(crate) emitter: Arc<Emitter>,
-    pub(crate) history: Vec<Message>,
+    pub(crate) history: Vec<ChatMessage>,
     tools: Vec<ToolDefinition>,
     /// Estimated tokens of the tool definitions (they are sent with every call).
     tools_tokens: u64,
@@ -158,12 +158,12 @@ impl Agent {
     }
 
     /// The conversation so far (normalised at the end of every turn).
-    pub fn history(&self) -> &[Message] {
+    pub fn history(&self) -> &[ChatMessage] {
         &self.history
     }
 
     /// Replaces the conversation (resuming a session); it is normalised first.
-    pub fn load_history(&mut self, messages: &[Message]) {
+    pub fn load_history(&mut self, messages: &[ChatMessage]) {
         self.history = normalize(messages);
     }
 
@@ -270,7 +270,7 @@ impl Agent {
             self.history
                 .iter()
                 .find(|m| m.role == Role::User && m.tool_results().is_empty())
-                .map(Message::text)
+                .map(ChatMessage::text)
         });
         let files = self.recent_files();
         let mut history = std::mem::take(&mut self.history);
@@ -327,7 +327,7 @@ impl Agent {
         request.max_tokens = probe::PROBE_MAX_TOKENS;
         request
             .messages
-            .push(Message::user_text(probe::PROBE_QUESTION));
+            .push(ChatMessage::user_text(probe::PROBE_QUESTION));
         let request = ModelRequest {
             messages: normalize(&request.messages),
             ..request

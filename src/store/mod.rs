@@ -11,6 +11,7 @@ pub mod lock;
 pub mod mailbox;
 pub mod message;
 pub mod names;
+pub mod protocol;
 pub mod requests;
 pub mod review;
 pub mod roster;
@@ -22,7 +23,7 @@ pub mod watch;
 pub mod workspace;
 
 pub use agents::{
-    AgentState, AgentStatus, AgentStatuses, CacheTokens, SUBAGENT_LINES, SubagentLine, pid_alive,
+    AgentStatus, AgentStatuses, CacheTokens, SUBAGENT_LINES, SubagentLine, pid_alive,
 };
 pub use claim::{Attempt, Claimant};
 pub use error::{Refusal, StoreError};
@@ -30,8 +31,9 @@ pub use limits::Limits;
 pub use mailbox::{Batch, Entry, Mailboxes};
 pub use message::{Draft, Message};
 pub use names::TaskId;
+pub use protocol::{AgentState, MessageKind, RequestId, USER};
 pub use requests::{RequestInfo, RequestState};
-pub use roster::Roster;
+pub use roster::{Roster, Teammate};
 pub use task::{ReviewerVerdict, Status, Task, TaskCommits};
 pub use tasks::{Loaded, NewTask, TaskPatch, TaskStore};
 pub use todo::{TodoItem, TodoStatus, render_todos};

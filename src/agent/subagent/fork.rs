@@ -7,7 +7,7 @@
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use crate::model::{ContentBlock, Message, ModelRequest, Usage};
+use crate::model::{ChatMessage, ContentBlock, ModelRequest, Usage};
 
 /// The result a fork sees for each call of the reply it was forked from (its own included):
 /// the same text for every call, so forks started by one reply share their prefix too.
@@ -16,7 +16,7 @@ pub const FORK_PLACEHOLDER: &str = "(forked: a subagent carries on from here)";
 /// The caller's side: updated before each model call and after each reply.
 #[derive(Debug, Default)]
 pub(crate) struct SubagentLink {
-    last: Mutex<Option<(ModelRequest, Option<Message>)>>,
+    last: Mutex<Option<(ModelRequest, Option<ChatMessage>)>>,
     spent: Mutex<Usage>,
 }
 
@@ -37,7 +37,7 @@ impl SubagentLink {
     }
 
     /// The reply to the recorded request is complete.
-    pub fn record_reply(&self, reply: &Message) {
+    pub fn record_reply(&self, reply: &ChatMessage) {
         if let Some((_, slot)) = self.lock().as_mut() {
             *slot = Some(reply.clone());
         }
@@ -56,11 +56,11 @@ impl SubagentLink {
             .collect();
         let mut fork = request.clone();
         fork.messages.push(reply.clone());
-        fork.messages.push(Message::user_tool_results(results));
+        fork.messages.push(ChatMessage::user_tool_results(results));
         Some(fork)
     }
 
-    fn lock(&self) -> MutexGuard<'_, Option<(ModelRequest, Option<Message>)>> {
+    fn lock(&self) -> MutexGuard<'_, Option<(ModelRequest, Option<ChatMessage>)>> {
         // Each write replaces the value whole: a poisoned lock still holds a valid one.
         self.last.lock().unwrap_or_else(PoisonError::into_inner)
     }
