@@ -49,8 +49,8 @@ fn default_timeout_secs() -> u64 {
 pub struct HookSpec {
     pub event: HookEvent,
     /// Regex matched in full against the tool name (for UserPromptSubmit nothing; for
-    /// SessionStart the source, PreCompact the trigger, Notification the type); absent,
-    /// empty or `*` = everything.
+    /// SessionStart the source, PreCompact the trigger, Notification the type, SubagentStop
+    /// the subagent's role); absent, empty or `*` = everything.
     #[serde(default)]
     pub matcher: Option<String>,
     pub command: String,
