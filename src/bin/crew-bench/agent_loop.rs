@@ -142,7 +142,7 @@ async fn measure(turns: usize, history: usize, resumed: bool) -> anyhow::Result<
 }
 
 /// A history of `len` messages: chat turns with a tool round trip every other turn.
-fn seed_history(len: usize) -> Vec<ChatMessage> {
+pub(crate) fn seed_history(len: usize) -> Vec<ChatMessage> {
     let mut messages = Vec::with_capacity(len + 3);
     let mut n = 0;
     while messages.len() < len {
