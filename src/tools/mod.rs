@@ -18,6 +18,7 @@ pub mod schema;
 pub mod spill;
 pub mod todo;
 pub mod tool;
+pub mod typed;
 
 pub use context::{ReadState, ToolContext, scrub_env};
 pub use hooks::{HookEvent, HookRun, HookSpec, Hooks, StopDecision, StopGuard};
@@ -29,3 +30,4 @@ pub use registry::ToolRegistry;
 pub use sandbox::{Sandbox, SandboxMode};
 pub use todo::{TodoList, todo_tools};
 pub use tool::{Subject, Tool, ToolError, ToolKind, ToolOutput};
+pub use typed::{ToolFuture, TypedTool};

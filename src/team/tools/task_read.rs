@@ -111,5 +111,10 @@ impl Tool for TaskGet {
 
 /// The `id` field as a task id.
 pub(super) fn parse_id(input: &Value) -> Result<TaskId, CallError> {
-    Ok(TaskId::parse(&text_field(input, "id")?)?)
+    task_id(&text_field(input, "id")?)
+}
+
+/// A task id as the model wrote it (`task_<n>` or `<n>`, surrounding blanks ignored).
+pub(super) fn task_id(raw: &str) -> Result<TaskId, CallError> {
+    Ok(TaskId::parse(raw.trim())?)
 }

@@ -78,11 +78,6 @@ fn resolve_existing(path: &Path) -> PathBuf {
     path.to_path_buf()
 }
 
-/// The required `path` field, resolved for reading.
-fn readable_arg(ctx: &ToolContext, input: &Value) -> Result<PathBuf, ToolError> {
-    readable_path(ctx, required_str(input, "path")?)
-}
-
 /// The required `path` field, resolved for writing.
 fn writable_arg(ctx: &ToolContext, input: &Value) -> Result<PathBuf, ToolError> {
     writable_path(ctx, required_str(input, "path")?)
