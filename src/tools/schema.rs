@@ -10,7 +10,8 @@ use serde_json::Value;
 /// (Anthropic `input_schema`, OpenAI function `parameters`): one self-contained object schema
 /// with no `$schema`, `$defs`/`$ref` or title, field descriptions from the doc comments,
 /// optional fields absent rather than nullable, and only standard `format`s (schemars marks
-/// integers `uint`, which validators and providers do not know).
+/// integers `uint`, which validators and providers do not know). Doc comments on the input
+/// struct's fields and on the types they use are read by the model.
 pub fn derived_schema<T: JsonSchema>() -> Value {
     let mut schema = SchemaSettings::draft2020_12()
         .with(|s| {
@@ -28,6 +29,9 @@ pub fn derived_schema<T: JsonSchema>() -> Value {
     if let Some(root) = schema.as_object_mut() {
         root.remove("title");
         root.remove("description");
+        // A tool without arguments still lists its (no) properties, as OpenAI's examples do.
+        root.entry("properties")
+            .or_insert_with(|| Value::Object(Default::default()));
     }
     schema.to_value()
 }

@@ -7,12 +7,20 @@
 
 use futures::future::BoxFuture;
 use schemars::JsonSchema;
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::tools::context::ToolContext;
 use crate::tools::schema::{derived_schema, parse_input};
-use crate::tools::tool::{DEFAULT_RESULT_BUDGET, Subject, Tool, ToolError, ToolKind, ToolOutput};
+use crate::tools::tool::{
+    DEFAULT_RESULT_BUDGET, PreparedCall, Subject, Tool, ToolError, ToolKind, ToolOutput,
+};
+
+/// The input of a tool that takes none: an empty object.
+#[derive(Debug, Clone, Copy, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoInput {}
 
 /// The future a tool call returns.
 pub type ToolFuture = BoxFuture<'static, Result<ToolOutput, ToolError>>;
@@ -58,29 +66,38 @@ impl<T: TypedTool> Tool for T {
         T::KIND
     }
 
-    fn validate(&self, input: &Value, ctx: &ToolContext) -> Result<(), String> {
-        TypedTool::validate(self, &parse_input(input)?, ctx)
-    }
-
-    fn is_concurrency_safe(&self, input: &Value) -> bool {
-        // An input that does not fit cannot be understood, so it is not safe.
-        parse_input(input).is_ok_and(|input| TypedTool::is_concurrency_safe(self, &input))
-    }
-
     fn result_budget(&self) -> Option<usize> {
         T::RESULT_BUDGET
     }
 
-    fn permission_subject(&self, input: &Value) -> Subject {
-        parse_input(input).map_or(Subject::None, |input| {
-            TypedTool::permission_subject(self, &input)
-        })
+    fn prepare<'a>(&'a self, input: &Value) -> Result<Box<dyn PreparedCall + 'a>, String> {
+        Ok(Box::new(Prepared {
+            tool: self,
+            input: parse_input(input)?,
+        }))
+    }
+}
+
+/// A `TypedTool` and its deserialised input.
+struct Prepared<'a, T: TypedTool> {
+    tool: &'a T,
+    input: T::Input,
+}
+
+impl<T: TypedTool> PreparedCall for Prepared<'_, T> {
+    fn validate(&self, ctx: &ToolContext) -> Result<(), String> {
+        self.tool.validate(&self.input, ctx)
     }
 
-    fn call(&self, input: Value, ctx: ToolContext) -> ToolFuture {
-        match parse_input(&input) {
-            Ok(input) => self.run(input, ctx),
-            Err(problem) => Box::pin(async move { Err(ToolError::InvalidInput(problem)) }),
-        }
+    fn is_concurrency_safe(&self) -> bool {
+        self.tool.is_concurrency_safe(&self.input)
+    }
+
+    fn permission_subject(&self) -> Subject {
+        self.tool.permission_subject(&self.input)
+    }
+
+    fn call(self: Box<Self>, ctx: ToolContext) -> ToolFuture {
+        self.tool.run(self.input, ctx)
     }
 }
