@@ -29,5 +29,7 @@ pub use prompter::{AllowWhatRulesAllow, DenyAll, PermissionAnswer, PermissionAsk
 pub use registry::ToolRegistry;
 pub use sandbox::{Sandbox, SandboxMode};
 pub use todo::{TodoList, todo_tools};
-pub use tool::{PreparedCall, Subject, Tool, ToolError, ToolJson, ToolKind, ToolOutput};
-pub use typed::{ToolFuture, TypedTool};
+pub use tool::{
+    PreparedCall, Subject, Tool, ToolError, ToolFuture, ToolJson, ToolKind, ToolOutput,
+};
+pub use typed::{NoInput, TypedTool};

@@ -1,5 +1,5 @@
 //! The governed path of one tool call, in this order:
-//! find → schema → validate → PreToolUse hooks → permission → sandbox → call →
+//! find → schema → deserialise → validate → PreToolUse hooks → permission → sandbox → call →
 //! PostToolUse / PostToolUseFailure hooks → result budget.
 //! Every failure becomes an error result the model sees; `run` itself never fails.
 

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use crate::store::{TodoItem, TodoStatus, render_todos};
 use crate::tools::context::ToolContext;
 use crate::tools::tool::{Tool, ToolKind, ToolOutput};
-use crate::tools::typed::{NoInput, ToolFuture, TypedTool};
+use crate::tools::{NoInput, ToolFuture, TypedTool};
 
 type Watcher = Arc<dyn Fn(&[TodoItem]) + Send + Sync>;
 

@@ -1,4 +1,5 @@
-//! The `Tool` trait every tool implements, and the values a call takes and returns.
+//! The `Tool` trait the registry and the pipeline see (tools implement `TypedTool`, which
+//! provides it), and the values a call takes and returns.
 
 use std::path::PathBuf;
 
@@ -83,6 +84,9 @@ impl ToolError {
     }
 }
 
+/// The future a tool call returns.
+pub type ToolFuture = BoxFuture<'static, Result<ToolOutput, ToolError>>;
+
 /// A tool the model can call, as the registry and the pipeline see it. Dyn-compatible: the
 /// registry holds `Arc<dyn Tool>`. Tools implement [`TypedTool`](crate::tools::TypedTool),
 /// which provides this.
@@ -130,11 +134,7 @@ pub trait ToolJson: Tool {
     }
 
     /// Deserialises `input` and calls the tool, without validating it first.
-    fn call_json(
-        &self,
-        input: &Value,
-        ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+    fn call_json(&self, input: &Value, ctx: ToolContext) -> ToolFuture {
         match self.prepare(input) {
             Ok(prepared) => prepared.call(ctx),
             Err(problem) => Box::pin(async move { Err(ToolError::InvalidInput(problem)) }),

@@ -1,11 +1,41 @@
 //! `TypedTool`: a tool written against its own input struct. The struct's derived schema is
-//! what the model is sent, the pipeline deserialises the model's JSON into it, and the tool
-//! only ever sees the struct — so the schema and what the tool reads cannot drift apart.
-//! Every `TypedTool` is a [`Tool`] through the adapter below; a new tool is an input struct
-//! (`#[derive(Deserialize, JsonSchema)]`, `#[serde(deny_unknown_fields)]`, a doc comment per
-//! field) plus an `impl TypedTool`.
+//! what the model is sent, the pipeline deserialises the model's JSON into it once, and the
+//! tool only ever sees the struct — so the schema and what the tool reads cannot drift apart.
+//! Every `TypedTool` is a [`Tool`] through the adapter below. A new tool:
+//!
+//! ```
+//! # use crew::tools::{ToolContext, ToolFuture, ToolKind, ToolOutput, TypedTool};
+//! # use schemars::JsonSchema;
+//! # use serde::Deserialize;
+//! # struct Recall;
+//! #[derive(Debug, Deserialize, JsonSchema)]
+//! #[serde(deny_unknown_fields)] // an unknown field is refused, naming it
+//! pub struct RecallInput {
+//!     /// What to look for            <- doc comments are the model's field descriptions
+//!     pub query: String,
+//!     /// How many hits (default 5)   <- `Option`: may be left out (not `null`)
+//!     #[schemars(range(min = 1, max = 50))] // checked by the pipeline's schema step
+//!     pub limit: Option<usize>,
+//! }
+//!
+//! impl TypedTool for Recall {
+//!     type Input = RecallInput;
+//!     const NAME: &'static str = "recall";
+//!     const KIND: ToolKind = ToolKind::Read;
+//!     fn description(&self) -> &str { "Search the memory." }
+//!     fn run(&self, input: RecallInput, ctx: ToolContext) -> ToolFuture {
+//!         Box::pin(async move { Ok(ToolOutput::ok(input.query)) })
+//!     }
+//! }
+//! # let schema = crew::tools::Tool::input_schema(&Recall);
+//! # assert_eq!(schema["properties"]["limit"]["maximum"], 50);
+//! ```
+//!
+//! Enums (`#[serde(rename_all = "snake_case")]`) become string enums; `#[serde(default)]`
+//! fields are optional. `validate`, `is_concurrency_safe` and `permission_subject` default to
+//! "fine", "no" and "the tool name only". `tests/tool_inputs.rs` snapshots every schema and
+//! sends every field a misfit.
 
-use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -14,16 +44,13 @@ use serde_json::Value;
 use crate::tools::context::ToolContext;
 use crate::tools::schema::{derived_schema, parse_input};
 use crate::tools::tool::{
-    DEFAULT_RESULT_BUDGET, PreparedCall, Subject, Tool, ToolError, ToolKind, ToolOutput,
+    DEFAULT_RESULT_BUDGET, PreparedCall, Subject, Tool, ToolFuture, ToolKind,
 };
 
 /// The input of a tool that takes none: an empty object.
 #[derive(Debug, Clone, Copy, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct NoInput {}
-
-/// The future a tool call returns.
-pub type ToolFuture = BoxFuture<'static, Result<ToolOutput, ToolError>>;
 
 pub trait TypedTool: Send + Sync {
     /// What the model sends; its JSON schema is derived from it.

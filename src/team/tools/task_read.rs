@@ -8,8 +8,8 @@ use super::view::{detail_output, summary};
 use super::{CallError, json_output, run_store};
 use crate::store::TaskId;
 use crate::store::dag::Graph;
-use crate::tools::typed::NoInput;
-use crate::tools::{ToolContext, ToolFuture, ToolKind, ToolOutput, TypedTool};
+
+use crate::tools::{NoInput, ToolContext, ToolFuture, ToolKind, ToolOutput, TypedTool};
 
 team_tool! {
     /// Every task with its state: done, running (owner), claimable, or blocked by what.

@@ -13,7 +13,7 @@ use crate::tools::permissions::read_only::read_only_refusal;
 use crate::tools::process::{ProcessEnd, ProcessSpec, run_process};
 use crate::tools::sandbox;
 use crate::tools::tool::{Subject, ToolError, ToolKind, ToolOutput};
-use crate::tools::typed::{ToolFuture, TypedTool};
+use crate::tools::{ToolFuture, TypedTool};
 
 const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 const MAX_TIMEOUT_MS: u64 = 600_000;

@@ -8,7 +8,7 @@ use super::write::record_written;
 use super::{display_path, ensure_fresh, writable_path};
 use crate::tools::context::ToolContext;
 use crate::tools::tool::{Subject, ToolError, ToolKind, ToolOutput};
-use crate::tools::typed::{ToolFuture, TypedTool};
+use crate::tools::{ToolFuture, TypedTool};
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct EditTool;

@@ -6,7 +6,7 @@ use serde::Deserialize;
 use super::{display_path, file_glob, search_root, search_subject, visible_files};
 use crate::tools::context::ToolContext;
 use crate::tools::tool::{Subject, ToolError, ToolKind, ToolOutput};
-use crate::tools::typed::{ToolFuture, TypedTool};
+use crate::tools::{ToolFuture, TypedTool};
 
 const MAX_RESULTS: usize = 1_000;
 

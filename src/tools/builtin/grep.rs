@@ -10,7 +10,7 @@ use super::{
 };
 use crate::tools::context::ToolContext;
 use crate::tools::tool::{Subject, ToolError, ToolKind, ToolOutput};
-use crate::tools::typed::{ToolFuture, TypedTool};
+use crate::tools::{ToolFuture, TypedTool};
 
 const MAX_MATCHES: usize = 1_000;
 const MAX_LINE_CHARS: usize = 500;

@@ -6,7 +6,7 @@ use serde::Deserialize;
 use super::{clip_line, display_path, looks_binary, readable_path};
 use crate::tools::context::{FileStamp, ToolContext};
 use crate::tools::tool::{Subject, ToolError, ToolKind, ToolOutput};
-use crate::tools::typed::{ToolFuture, TypedTool};
+use crate::tools::{ToolFuture, TypedTool};
 
 const DEFAULT_LIMIT: usize = 2_000;
 const MAX_LINE_CHARS: usize = 2_000;

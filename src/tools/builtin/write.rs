@@ -10,7 +10,7 @@ use serde::Deserialize;
 use super::{display_path, ensure_fresh, writable_path};
 use crate::tools::context::{FileStamp, ToolContext};
 use crate::tools::tool::{Subject, ToolError, ToolKind, ToolOutput};
-use crate::tools::typed::{ToolFuture, TypedTool};
+use crate::tools::{ToolFuture, TypedTool};
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct WriteTool;
