@@ -46,7 +46,8 @@ impl Agent {
             if !matches!(tool.kind(), ToolKind::Read | ToolKind::Write) {
                 continue;
             }
-            if let Subject::Path(path) = tool.permission_subject(input)
+            let subject = tool.prepare(input).map(|call| call.permission_subject());
+            if let Ok(Subject::Path(path)) = subject
                 && resolve_within(&[self.workspace.as_path()], &path).is_ok_and(|p| p.is_file())
                 && seen.insert(path.clone())
             {

@@ -12,27 +12,28 @@ mod tool;
 
 use std::num::NonZeroU32;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::tools::{Tool, ToolKind};
 
 pub use fork::FORK_PLACEHOLDER;
 pub(crate) use fork::SubagentLink;
-pub use tool::AgentTool;
+pub use tool::{AgentInput, AgentTool};
 
 /// The name the model calls the tool by.
 pub const AGENT_TOOL: &str = "agent";
 
 /// What a subagent is for; decides its tools and its instructions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SubagentRole {
     /// Looks things up: read-only tools only, whatever the caller may do.
     Explore,
     /// Runs checks (reads and commands) and must end with `VERDICT: PASS|FAIL|PARTIAL`.
     Verify,
-    /// The caller's tools that read, write or run commands; not `agent`, and not the tools
-    /// that act for the caller in its team (tasks, messages, approvals: `ToolKind::Other`).
+    /// The caller's tools that read, write or run commands (not `agent`, nor the team's task,
+    /// message and approval tools, which act for the caller).
     General,
 }
 
@@ -86,7 +87,7 @@ impl std::fmt::Display for SubagentRole {
 }
 
 /// Whether a subagent starts from nothing or from the caller's conversation.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SubagentContext {
     /// Its own short prompt and the prompt it is given: cheap, knows only what it is told.

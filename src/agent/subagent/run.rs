@@ -124,11 +124,6 @@ pub(super) async fn run_subagent(
     cancel: CancellationToken,
 ) -> Result<ToolOutput, ToolError> {
     let role = input.role;
-    if !parent.settings.roles.contains(&role) {
-        return Err(ToolError::Refused(format!(
-            "the {role} role is not enabled in [subagents] roles"
-        )));
-    }
     let fork = match input.context {
         SubagentContext::Fresh => None,
         SubagentContext::Fork => Some(parent.link.fork_request().ok_or_else(|| {

@@ -1,25 +1,32 @@
-//! The `agent` tool the caller's model sees.
+//! The `agent` tool the caller's model sees, and the stand-in a fork is shown for each of the
+//! caller's tools it may not use.
 
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::run::{Parent, run_subagent};
 use super::{AGENT_TOOL, SubagentContext, SubagentRole};
 use crate::model::ToolDefinition;
-use crate::tools::{Tool, ToolContext, ToolError, ToolKind, ToolOutput};
+use crate::tools::tool::PreparedCall;
+use crate::tools::{Subject, Tool, ToolContext, ToolError, ToolFuture, ToolKind, TypedTool};
 
 /// The input the model gives.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(super) struct AgentInput {
-    /// A few words for the person watching (shown nested under the caller).
+pub struct AgentInput {
+    /// A few words for the person watching (shown nested under you)
+    #[schemars(length(min = 1, max = 80))]
     pub description: String,
-    /// What the subagent must do; everything it needs to know when it starts fresh.
+    /// What the subagent must do; a fresh one knows only this, so say everything it needs
+    #[schemars(length(min = 1))]
     pub prompt: String,
+    /// explore: read-only look-ups; verify: runs checks, ends with VERDICT: PASS|FAIL|PARTIAL;
+    /// general: your file and command tools
     pub role: SubagentRole,
+    /// fresh (default): its own short prompt; fork: your whole conversation so far
     #[serde(default)]
     pub context: SubagentContext,
 }
@@ -29,10 +36,12 @@ pub struct AgentTool {
     pub(super) parent: Arc<Parent>,
 }
 
-impl Tool for AgentTool {
-    fn name(&self) -> &str {
-        AGENT_TOOL
-    }
+impl TypedTool for AgentTool {
+    type Input = AgentInput;
+    const NAME: &'static str = AGENT_TOOL;
+    // Starting one touches nothing: each of the subagent's own calls goes through the
+    // caller's permission policy.
+    const KIND: ToolKind = ToolKind::Read;
 
     fn description(&self) -> &str {
         "Start a subagent for one self-contained piece of work and get back only its final \
@@ -42,44 +51,27 @@ impl Tool for AgentTool {
          starts it with your whole conversation so far. It cannot start subagents itself."
     }
 
-    fn input_schema(&self) -> Value {
-        let roles: Vec<&str> = self
+    fn validate(&self, input: &AgentInput, _ctx: &ToolContext) -> Result<(), String> {
+        if self.parent.settings.roles.contains(&input.role) {
+            return Ok(());
+        }
+        let enabled: Vec<&str> = self
             .parent
             .settings
             .roles
             .iter()
             .map(|r| r.as_str())
             .collect();
-        json!({
-            "type": "object",
-            "properties": {
-                "description": {"type": "string", "minLength": 1, "maxLength": 80},
-                "prompt": {"type": "string", "minLength": 1},
-                "role": {"enum": roles},
-                "context": {"enum": ["fresh", "fork"]}
-            },
-            "required": ["description", "prompt", "role"],
-            "additionalProperties": false
-        })
+        Err(format!(
+            "the {} role is not enabled here (enabled: {})",
+            input.role,
+            enabled.join(", ")
+        ))
     }
 
-    fn kind(&self) -> ToolKind {
-        // Starting one touches nothing: each of the subagent's own calls goes through the
-        // caller's permission policy.
-        ToolKind::Read
-    }
-
-    fn call(
-        &self,
-        input: Value,
-        ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+    fn run(&self, input: AgentInput, ctx: ToolContext) -> ToolFuture {
         let parent = Arc::clone(&self.parent);
-        Box::pin(async move {
-            let input: AgentInput = serde_json::from_value(input)
-                .map_err(|e| ToolError::InvalidInput(e.to_string()))?;
-            run_subagent(parent, input, ctx.cancel).await
-        })
+        Box::pin(async move { run_subagent(parent, input, ctx.cancel).await })
     }
 }
 
@@ -107,16 +99,32 @@ impl Tool for Withheld {
         ToolKind::Other
     }
 
-    fn validate(&self, _input: &Value, _ctx: &ToolContext) -> Result<(), String> {
-        Err(self.why.clone())
+    fn result_budget(&self) -> Option<usize> {
+        None
     }
 
-    fn call(
-        &self,
-        _input: Value,
-        _ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
-        let why = self.why.clone();
-        Box::pin(async move { Err(ToolError::Refused(why)) })
+    fn prepare<'a>(&'a self, _input: &Value) -> Result<Box<dyn PreparedCall + 'a>, String> {
+        Ok(Box::new(Refused(self.why.clone())))
+    }
+}
+
+/// A call of a withheld tool: refused at validation, before hooks or permissions.
+struct Refused(String);
+
+impl PreparedCall for Refused {
+    fn validate(&self, _ctx: &ToolContext) -> Result<(), String> {
+        Err(self.0.clone())
+    }
+
+    fn is_concurrency_safe(&self) -> bool {
+        false
+    }
+
+    fn permission_subject(&self) -> Subject {
+        Subject::None
+    }
+
+    fn call(self: Box<Self>, _ctx: ToolContext) -> ToolFuture {
+        Box::pin(async move { Err(ToolError::Refused(self.0)) })
     }
 }
