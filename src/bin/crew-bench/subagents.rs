@@ -16,17 +16,10 @@ use futures::stream::{self, BoxStream};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crew::agent::{
-    Agent, AgentConfig, AgentEvent, CompactionThresholds, EventSink, Limits, SubagentContext,
-    SubagentSettings,
-};
-use crew::model::{
-    FinishReason, ModelError, ModelProvider, ModelRequest, RetryPolicy, StreamEvent, Usage,
-};
-use crew::tools::permissions::{BypassSwitches, PermissionMode, PermissionPolicy, RuleSet};
-use crew::tools::{Pipeline, Sandbox, ToolRegistry};
+use crew::agent::{AgentEvent, EventSink, SubagentContext, SubagentSettings};
+use crew::model::{FinishReason, ModelError, ModelProvider, ModelRequest, StreamEvent, Usage};
 
-use crate::agent_loop::seed_history;
+use crate::agent_loop::{bench_agent, seed_history};
 use crate::stats::{percentile, round3};
 
 pub fn run(rounds: usize, history: usize, as_json: bool) -> anyhow::Result<()> {
@@ -82,28 +75,8 @@ struct Measured {
 async fn measure(rounds: usize, history: usize) -> anyhow::Result<Measured> {
     let dir = tempfile::tempdir().context("creating a scratch repository")?;
     let provider = Arc::new(CachePlayer::default());
-    let policy = PermissionPolicy::new(
-        PermissionMode::WorkspaceWrite,
-        &RuleSet::default(),
-        BypassSwitches::default(),
-    )?;
     let (sink, mut events) = EventSink::channel();
-    let mut agent = Agent::new(
-        AgentConfig {
-            name: "bench".into(),
-            role: "coder".into(),
-            model: provider.clone(),
-            model_name: String::new(),
-            pipeline: Pipeline::new(ToolRegistry::core_tools(), policy),
-            workspace: dir.path().to_path_buf(),
-            repo_root: dir.path().to_path_buf(),
-            limits: Limits::default(),
-            retry: RetryPolicy::default(),
-            compaction: CompactionThresholds::default(),
-            sandbox: Sandbox::off(),
-        },
-        sink,
-    )?;
+    let mut agent = bench_agent(dir.path(), provider.clone(), sink)?;
     agent.enable_subagents(SubagentSettings::default());
     let seed = seed_history(history);
     let mut m = Measured {
