@@ -9,13 +9,13 @@ mod tools_support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crew::store::{Roster, Workspace};
+use crew::store::{Roster, Teammate, Workspace};
 use crew::team::tools::{ReadOnlyBash, TeamEnv, team_tools};
 use crew::tools::builtin::core_tools;
 use crew::tools::builtin::read::ReadInput;
 use crew::tools::permissions::PermissionMode;
 use crew::tools::schema::parse_input;
-use crew::tools::{Pipeline, Tool, ToolRegistry, todo_tools};
+use crew::tools::{Pipeline, Tool, ToolJson, ToolRegistry, todo_tools};
 use serde_json::{Map, Value, json};
 use tools_support::{Fixture, call, pipeline, policy};
 
@@ -27,7 +27,10 @@ fn every_tool(dir: &std::path::Path) -> Vec<Arc<dyn Tool>> {
         me: "lead".to_string(),
         role: "lead".to_string(),
         lead: "lead".to_string(),
-        teammates: vec![("alice".to_string(), Some("implementer".to_string()))],
+        teammates: vec![Teammate {
+            name: "alice".to_string(),
+            role: Some("implementer".to_string()),
+        }],
         request_timeout: Duration::from_secs(600),
     });
     let mut tools = core_tools();
@@ -273,4 +276,18 @@ async fn what_passes_the_schema_but_not_the_struct_is_refused_by_name() {
     let text = refusal("read", json!({"path": "a.txt", "limit": 1e30})).await;
     assert!(text.contains("invalid input for `read`"), "{text}");
     assert!(text.contains("field `limit`"), "{text}");
+}
+
+/// A message kind outside `send_message`'s enum deserialises (unknown kinds are kept raw), so
+/// the tool refuses it itself too: a caller that skips the schema cannot send a request.
+#[tokio::test]
+async fn send_message_refuses_a_request_kind_even_without_the_schema() {
+    let fx = Fixture::new();
+    let tools = every_tool(fx.ws());
+    let send = tools.iter().find(|t| t.name() == "send_message").unwrap();
+    let input = json!({"to": "alice", "type": "shutdown_request", "text": "stop"});
+    let why = send.validate_json(&input, &fx.ctx).unwrap_err();
+    assert!(why.contains("`shutdown_request` cannot be sent"), "{why}");
+    let err = send.call_json(&input, fx.ctx.clone()).await.unwrap_err();
+    assert!(err.to_string().contains("cannot be sent"), "{err}");
 }

@@ -6,17 +6,14 @@ use serde::Deserialize;
 use serde_json::{Map, json};
 
 use super::{CallError, TeamEnv, json_output, recipient, required_text, run_store, trimmed};
-use crate::store::{Draft, Message, Refusal, StoreError};
+use crate::store::{Draft, Message, MessageKind, Refusal, StoreError};
 use crate::tools::{ToolContext, ToolFuture, ToolKind, ToolOutput, TypedTool};
-
-const SHUTDOWN_REQUEST: &str = "shutdown_request";
-const PLAN_REQUEST: &str = "plan_approval_request";
 
 /// Sends a request to `to`; it carries the timeout so every reader derives the same expiry.
 fn send_request(
     env: &TeamEnv,
     to: String,
-    kind: &str,
+    kind: MessageKind,
     text: Option<String>,
 ) -> Result<Message, CallError> {
     let mut extra = Map::new();
@@ -29,7 +26,7 @@ fn send_request(
         Draft {
             from: env.me.clone(),
             to,
-            kind: kind.to_string(),
+            kind,
             text,
             request: true,
             extra,
@@ -37,7 +34,8 @@ fn send_request(
     )?)
 }
 
-fn request_output(sent: &Message, wait_for: &str) -> ToolOutput {
+fn request_output(sent: &Message) -> ToolOutput {
+    let wait_for = sent.kind.response();
     json_output(&json!({
         "request_id": sent.request_id,
         "to": sent.to,
@@ -77,8 +75,8 @@ impl TypedTool for RequestShutdown {
         run_store(&self.env, move |env| {
             let to = recipient(env, &input.to)?;
             let reason = input.reason.as_deref().and_then(trimmed);
-            let sent = send_request(env, to, SHUTDOWN_REQUEST, reason)?;
-            Ok(request_output(&sent, "shutdown_response"))
+            let sent = send_request(env, to, MessageKind::ShutdownRequest, reason)?;
+            Ok(request_output(&sent))
         })
     }
 }
@@ -116,8 +114,13 @@ impl TypedTool for RequestPlanApproval {
     fn run(&self, input: RequestPlanApprovalInput, _ctx: ToolContext) -> ToolFuture {
         run_store(&self.env, move |env| {
             let plan = required_text("plan", &input.plan).map_err(CallError::Input)?;
-            let sent = send_request(env, env.lead.clone(), PLAN_REQUEST, Some(plan))?;
-            Ok(request_output(&sent, "plan_approval_response"))
+            let sent = send_request(
+                env,
+                env.lead.clone(),
+                MessageKind::PlanApprovalRequest,
+                Some(plan),
+            )?;
+            Ok(request_output(&sent))
         })
     }
 }
@@ -159,10 +162,11 @@ impl TypedTool for ReviewPlan {
             let Some(request) = requests.iter().find(|r| r.request_id == request_id) else {
                 return Err(StoreError::from(Refusal::UnknownRequest(request_id)).into());
             };
-            if request.kind != PLAN_REQUEST {
+            if request.kind != MessageKind::PlanApprovalRequest {
                 return Err(CallError::Refused(format!(
-                    "request {request_id} is a {}, not a {PLAN_REQUEST}",
-                    request.kind
+                    "request {request_id} is a {}, not a {}",
+                    request.kind,
+                    MessageKind::PlanApprovalRequest
                 )));
             }
             let answer = mailboxes.respond(
