@@ -74,8 +74,14 @@ fn streamed(team: &Team) -> String {
 
 fn alive(pid: i32) -> bool {
     // A zombie is as good as gone: nothing of it runs.
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .is_ok_and(|stat| !stat.rsplit(')').next().unwrap_or("").trim().starts_with('Z'))
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        !stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .starts_with('Z')
+    })
 }
 
 fn stop(team: &Team, mut worker: team_support::Bg) {
@@ -103,7 +109,10 @@ fn a_command_that_succeeds_is_committed_and_sent_to_review_and_one_that_fails_fa
         "crew committed the command's work on alice's branch"
     );
     let work = std::fs::read_to_string(team.repo.join(".worktrees/alice/work.txt")).unwrap();
-    assert_eq!(work, "Task task_1: write the greeting\n", "ran in the worktree");
+    assert_eq!(
+        work, "Task task_1: write the greeting\n",
+        "ran in the worktree"
+    );
 
     team.repo.ok(&["task", "add", "FAIL on purpose"]);
     let failed = team.wait_task("task_2", "failed", WAIT);
@@ -113,7 +122,10 @@ fn a_command_that_succeeds_is_committed_and_sent_to_review_and_one_that_fails_fa
 
     let out = streamed(&team);
     assert!(out.contains("agent got: Task task_1"), "{out}");
-    assert!(out.contains("agent got: Task task_2: FAIL on purpose"), "{out}");
+    assert!(
+        out.contains("agent got: Task task_2: FAIL on purpose"),
+        "{out}"
+    );
     let events = transcript_events(&team);
     let ends: Vec<&Value> = events.iter().filter(|e| e["type"] == "turn_end").collect();
     assert_eq!(ends[0]["result"]["stop_reason"], "completed", "{ends:?}");
@@ -132,7 +144,13 @@ fn an_interrupt_kills_the_process_group_and_the_next_message_continues_the_task_
     team.repo.ok(&["task", "add", "be SLOW about it"]);
     let wt = team.repo.join(".worktrees/alice");
     let pids: Vec<i32> = eventually("the command and its child to start", WAIT, || {
-        let read = |f: &str| std::fs::read_to_string(wt.join(f)).ok()?.trim().parse().ok();
+        let read = |f: &str| {
+            std::fs::read_to_string(wt.join(f))
+                .ok()?
+                .trim()
+                .parse()
+                .ok()
+        };
         Some(vec![read("slow.pid")?, read("child.pid")?])
     });
     assert!(pids.iter().all(|&p| alive(p)));
@@ -143,7 +161,10 @@ fn an_interrupt_kills_the_process_group_and_the_next_message_continues_the_task_
         (s["state"] == "IDLE" && s["task"] == "task_1").then_some(s)
     });
     assert!(
-        status["note"].as_str().unwrap().contains("interrupted by the person"),
+        status["note"]
+            .as_str()
+            .unwrap()
+            .contains("interrupted by the person"),
         "{status}"
     );
     eventually("the whole process group to be gone", WAIT, || {

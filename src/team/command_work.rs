@@ -134,15 +134,14 @@ impl CommandWork {
             env.push((name.clone(), value.clone()));
         }
         let plan = self.sandbox.plan();
-        let prepared = match self.sandbox.prepare(
-            workdir,
-            &program.display().to_string(),
-            args,
-            env,
-        ) {
-            Ok(prepared) => prepared,
-            Err(e) => return Ran::Failed(format!("the sandbox's temporary folder: {e}")),
-        };
+        let prepared =
+            match self
+                .sandbox
+                .prepare(workdir, &program.display().to_string(), args, env)
+            {
+                Ok(prepared) => prepared,
+                Err(e) => return Ran::Failed(format!("the sandbox's temporary folder: {e}")),
+            };
         emitter.emit(AgentEvent::ToolUse {
             id: new_id("cmd"),
             name: "command".into(),
@@ -357,7 +356,10 @@ mod tests {
     fn a_missing_program_is_named_with_what_to_do() {
         let dir = tempfile::tempdir().unwrap();
         let err = find_program("no-such-agent-cli", dir.path()).unwrap_err();
-        assert!(err.contains("`no-such-agent-cli`: not found on PATH"), "{err}");
+        assert!(
+            err.contains("`no-such-agent-cli`: not found on PATH"),
+            "{err}"
+        );
         let err = find_program("./bin/agent", dir.path()).unwrap_err();
         assert!(err.contains("is not an executable file"), "{err}");
         assert!(find_program("sh", dir.path()).is_ok());
