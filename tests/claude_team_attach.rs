@@ -4,6 +4,7 @@
 //! the approvals pane reaches its inbox in the format Claude Code wrote; broken files are shown.
 
 mod common;
+mod pty_support;
 mod tui_support;
 
 use std::collections::BTreeSet;
@@ -385,4 +386,64 @@ fn the_watcher_captures_a_message_its_reader_deletes_at_once() {
         assert!(std::time::Instant::now() < until, "nothing captured");
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+#[test]
+fn crew_attach_claude_in_a_terminal_shows_the_version_refuses_to_send_and_answers_a_request() {
+    let home = Home::new();
+    home.put(3.559, Path::new("config.json"));
+    let sessions = home.claude().join("sessions");
+    fs::create_dir_all(&sessions).unwrap();
+    fs::write(
+        sessions.join("4242.json"),
+        r#"{"pid":4242,"sessionId":"ef9e4dc5-5452-4f7c-bc4d-b17a26dfb2ec","version":"2.1.197","kind":"interactive"}"#,
+    )
+    .unwrap();
+    let data = home.dir.path().join("data");
+    let mut screen = pty_support::Screen::start_with_env(
+        home.dir.path(),
+        &["attach", "claude"],
+        &[("HOME", home.dir.path()), ("XDG_DATA_HOME", &data)],
+        140,
+        40,
+    );
+    screen.wait_for("Claude Code 2.1.197 team session-ef9e4dc5");
+    screen.keys("hello lead\r");
+    screen.wait_for("read-only");
+
+    // The request arrives and its reader takes it away 20 ms later.
+    let inbox = home.team().join("inboxes/team-lead.json");
+    fs::copy(
+        version_file(5.809, Path::new("inboxes/team-lead.json")),
+        &inbox,
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    fs::write(&inbox, "[]").unwrap();
+    screen.wait_for("worker1 asks for Bash");
+    screen.keys("\t");
+    screen.keys("5");
+    screen.wait_for("┏ approvals");
+    screen.keys("a");
+    let said = pty_support::poll("the answer in worker1's inbox", || {
+        let bytes = fs::read(home.team().join("inboxes/worker1.json")).ok()?;
+        let messages: Vec<Value> = serde_json::from_slice(&bytes).ok()?;
+        let text = messages.last()?["text"].as_str()?.to_string();
+        serde_json::from_str::<Value>(&text).ok()
+    });
+    assert_eq!(said["type"], "permission_response");
+    assert_eq!(said["subtype"], "success");
+    assert_eq!(said["request_id"], "perm-1796122013107-zbh94v2");
+    screen.keys("q");
+    screen.wait_exit();
+    screen.assert_restored();
+    let log = data
+        .join("crew/claude-code")
+        .join(TEAM)
+        .join(".mailboxes/team-lead.jsonl");
+    assert!(
+        fs::read_to_string(log)
+            .unwrap()
+            .contains("permission_request")
+    );
 }

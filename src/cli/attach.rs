@@ -11,7 +11,7 @@ pub fn claude(team: Option<&str>, ui: UiArgs) -> anyhow::Result<()> {
     mirror.sync()?;
     let version = mirror
         .version()
-        .map_or_else(|| "version unknown".to_string(), |v| v);
+        .unwrap_or_else(|| "version unknown".to_string());
     let header = format!(
         "Claude Code {version} team {team} · answers only · log {}",
         root.display()
