@@ -204,6 +204,7 @@ fn a_request_answered_from_the_approvals_pane_reaches_the_teammates_inbox_as_cla
     let root = mirror.root().to_path_buf();
     let mut h = Harness::new(&root);
     h.state.now = humantime::parse_rfc3339("2026-12-01T10:47:00Z").unwrap();
+    h.state.attached = Some(format!("Claude Code version unknown team {TEAM}"));
     h.reload();
     assert_eq!(
         h.state.model.pending().len(),

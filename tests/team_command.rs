@@ -49,23 +49,9 @@ fn command_team(cmd: &str, extra: &str, permissions: &str) -> Team {
     team
 }
 
-/// Every event of alice's transcripts.
-fn transcript_events(team: &Team) -> Vec<Value> {
-    let dir = team.repo.join(".crew/transcripts/alice");
-    let mut events = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
-        events.extend(
-            text.lines()
-                .map(|l| serde_json::from_str::<Value>(l).unwrap()["event"].clone()),
-        );
-    }
-    events
-}
-
 /// What the command printed, as the transcript streamed it.
 fn streamed(team: &Team) -> String {
-    transcript_events(team)
+    team.transcript_events("alice")
         .iter()
         .filter(|e| e["type"] == "message_delta")
         .map(|e| e["text"].as_str().unwrap().to_string())
@@ -126,7 +112,7 @@ fn a_command_that_succeeds_is_committed_and_sent_to_review_and_one_that_fails_fa
         out.contains("agent got: Task task_2: FAIL on purpose"),
         "{out}"
     );
-    let events = transcript_events(&team);
+    let events = team.transcript_events("alice");
     let ends: Vec<&Value> = events.iter().filter(|e| e["type"] == "turn_end").collect();
     assert_eq!(ends[0]["result"]["stop_reason"], "completed", "{ends:?}");
     assert_eq!(ends[1]["result"]["stop_reason"], "error", "{ends:?}");
@@ -177,7 +163,8 @@ fn an_interrupt_kills_the_process_group_and_the_next_message_continues_the_task_
     team.wait_task("task_1", "review", WAIT);
     let work = std::fs::read_to_string(wt.join("work.txt")).unwrap();
     assert_eq!(work, "Message from user (message): go on, quickly\n");
-    let ends: Vec<Value> = transcript_events(&team)
+    let ends: Vec<Value> = team
+        .transcript_events("alice")
         .into_iter()
         .filter(|e| e["type"] == "turn_end")
         .collect();

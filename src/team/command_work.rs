@@ -20,7 +20,7 @@ use crate::agent::transcript::{TranscriptWriter, transcript_path};
 use crate::agent::{AgentEvent, Limits, StopReason, TurnResult};
 use crate::config::TeamConfig;
 use crate::store::message::new_id;
-use crate::store::{Status, Task, TaskId, Workspace};
+use crate::store::{Task, Workspace};
 use crate::team::agent_work::{SetupError, status_sink, task_packet, working_dir};
 use crate::team::status::StatusHandle;
 use crate::team::task_branch::TaskBranch;
@@ -98,15 +98,6 @@ impl CommandWork {
             self.emitter = Some(Arc::new(Emitter::new(status_sink(status.clone()), writer)));
         }
         Ok(Arc::clone(self.emitter.as_ref().expect("opened above")))
-    }
-
-    /// `task` as it is now, if it is still in progress under this teammate (the person may
-    /// have released or reassigned it after the interrupt).
-    fn still_mine(&self, task: Task) -> Option<Task> {
-        let id = TaskId::parse(&task.id).ok()?;
-        let now = self.workspace.tasks().read(id).ok()?;
-        (now.status == Status::InProgress && now.owner.as_deref() == Some(self.name.as_str()))
-            .then_some(now)
     }
 
     /// One run of `cmd` for `input` in `workdir`, its output streamed to `emitter`.
@@ -330,20 +321,10 @@ impl Work for CommandWork {
                 prefix_fingerprint: String::new(),
             },
         });
-        // The task this job worked on: its own, or the one the person interrupted, which their
-        // message continues. An interrupted one is committed when it ends.
-        let worked_on = match job {
-            Job::Task(task) => Some(task.clone()),
-            Job::Message(_) => self
-                .interrupted_task
-                .take()
-                .and_then(|t| self.still_mine(t)),
-        };
-        if outcome.interrupted {
-            self.interrupted_task = worked_on;
-        } else if let (Some(task), true) = (worked_on, self.writes) {
-            self.branch().commit(&task, &mut outcome);
-        }
+        let mut interrupted = self.interrupted_task.take();
+        self.branch()
+            .settle(job, &mut interrupted, self.writes, &mut outcome);
+        self.interrupted_task = interrupted;
         outcome
     }
 }

@@ -142,16 +142,6 @@ impl ClaudeCodeWork {
         })
     }
 
-    /// `task` as it is now, if it is still in progress under this teammate (the person may
-    /// have released or reassigned it after the interrupt).
-    fn still_mine(&self, task: Task) -> Option<Task> {
-        let id = crate::store::TaskId::parse(&task.id).ok()?;
-        let now = self.workspace.tasks().read(id).ok()?;
-        (now.status == crate::store::Status::InProgress
-            && now.owner.as_deref() == Some(self.name.as_str()))
-        .then_some(now)
-    }
-
     fn branch(&self) -> TaskBranch<'_> {
         TaskBranch {
             workspace: &self.workspace,
@@ -455,20 +445,10 @@ impl Work for ClaudeCodeWork {
             // A broken conversation is not reused: the next job starts a fresh process.
             self.session = None;
         }
-        // The task this job worked on: its own, or the one the person interrupted, which their
-        // message continues in the same session. An interrupted one is committed when it ends.
-        let worked_on = match job {
-            Job::Task(task) => Some(task.clone()),
-            Job::Message(_) => self
-                .interrupted_task
-                .take()
-                .and_then(|t| self.still_mine(t)),
-        };
-        if outcome.interrupted {
-            self.interrupted_task = worked_on;
-        } else if let (Some(task), true) = (worked_on, self.writes) {
-            self.branch().commit(&task, &mut outcome);
-        }
+        let mut interrupted = self.interrupted_task.take();
+        self.branch()
+            .settle(job, &mut interrupted, self.writes, &mut outcome);
+        self.interrupted_task = interrupted;
         outcome
     }
 }

@@ -262,22 +262,7 @@ pub fn to_crew_task(task: &TaskFile, crew_name: &dyn Fn(&str) -> String) -> Opti
 
 /// A crew name for a Claude Code name: `[a-z][a-z0-9_-]{0,31}`, as close to it as can be.
 pub fn crew_name(name: &str) -> String {
-    let mut out: String = name
-        .to_ascii_lowercase()
-        .chars()
-        .map(|c| {
-            if c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-' {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    if !out.starts_with(|c: char| c.is_ascii_lowercase()) {
-        out.insert(0, 'a');
-    }
-    out.truncate(32);
-    out
+    crate::store::names::name_from(name, "a")
 }
 
 fn short_hash(text: &str) -> String {
