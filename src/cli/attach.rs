@@ -4,7 +4,7 @@ use crate::cli::args::UiArgs;
 use crate::team::claude_team::{self, AttachError, Mirror};
 
 pub fn claude(team: Option<&str>, ui: UiArgs) -> anyhow::Result<()> {
-    let home = claude_team::claude_home().ok_or(AttachError::NoDataDir)?;
+    let home = claude_team::claude_home().ok_or(AttachError::NoClaudeHome)?;
     let team = claude_team::choose_team(&home, team)?;
     let root = claude_team::mirror_root(&team)?;
     let mut mirror = Mirror::open(&home, &team, &root)?;

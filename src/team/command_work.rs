@@ -24,6 +24,7 @@ use crate::store::{Task, Workspace};
 use crate::team::agent_work::{SetupError, status_sink, task_packet, working_dir};
 use crate::team::status::StatusHandle;
 use crate::team::task_branch::TaskBranch;
+use crate::team::verdict;
 use crate::team::worker::{INTERRUPTED_BY_PERSON, Job, JobOutcome, Work};
 use crate::tools::process::{ProcessEnd, ProcessSpec, run_process_streaming};
 use crate::tools::sandbox::SandboxPlan;
@@ -42,6 +43,7 @@ pub struct CommandWork {
     workspace: Workspace,
     config: Arc<TeamConfig>,
     name: String,
+    role: String,
     writes: bool,
     cmd: Vec<String>,
     sandbox: Sandbox,
@@ -69,6 +71,7 @@ impl CommandWork {
             .build()
             .map_err(SetupError::Runtime)?;
         Ok(Self {
+            role: config.role_of(name).unwrap_or("lead").to_string(),
             writes: entry.writes,
             cmd: entry.model.cmd.clone(),
             sandbox: Sandbox::new(config.permissions.sandbox, entry.network, entry.writes),
@@ -274,16 +277,21 @@ impl Work for CommandWork {
         });
         let ran = self.execute(&input, &workdir, &emitter, cancel);
         let (mut outcome, stop_reason, output) = match ran {
-            Ran::Succeeded(text) => (
-                JobOutcome {
-                    success: true,
-                    summary: text.clone(),
-                    turns: 1,
-                    ..JobOutcome::failed(String::new())
-                },
-                StopReason::Completed,
-                text,
-            ),
+            Ran::Succeeded(text) => {
+                // A reviewer's run passes only with a verdict line in its output.
+                let reviewer = self.role == "reviewer" && matches!(job, Job::Task(_));
+                let (success, no_verdict) = verdict::judge(reviewer, true, &text);
+                (
+                    JobOutcome {
+                        success,
+                        summary: no_verdict.unwrap_or_else(|| text.clone()),
+                        turns: 1,
+                        ..JobOutcome::failed(String::new())
+                    },
+                    StopReason::Completed,
+                    text,
+                )
+            }
             Ran::Failed(why) => {
                 let reason = format!("{}: {why}", self.name);
                 if let Err(note) = status.update(|s| s.note = Some(reason.clone())) {

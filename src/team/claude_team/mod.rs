@@ -47,6 +47,8 @@ pub enum AttachError {
     },
     #[error("neither $XDG_DATA_HOME nor $HOME is set: nowhere to keep crew's log of the team")]
     NoDataDir,
+    #[error("neither $CLAUDE_CONFIG_DIR nor $HOME is set: cannot find Claude Code's folder")]
+    NoClaudeHome,
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
 }
@@ -149,6 +151,8 @@ pub struct Mirror {
     team_file: Option<TeamFile>,
     /// Every member ever seen (Claude Code names), in order of arrival.
     members: Vec<String>,
+    /// Each member's state as the screen shows it.
+    states: BTreeMap<String, &'static str>,
     /// Problems already reported, so a broken file is said once.
     reported: HashSet<String>,
 }
@@ -165,6 +169,7 @@ impl Mirror {
             forwarded: HashSet::new(),
             team_file: None,
             members: Vec::new(),
+            states: BTreeMap::new(),
             reported: HashSet::new(),
         };
         for (inbox, message) in mirror.logged()? {
@@ -237,7 +242,8 @@ impl Mirror {
     pub fn sync(&mut self) -> Result<(), AttachError> {
         self.sync_config()?;
         self.sync_inboxes()?;
-        self.sync_tasks()?;
+        let holding = self.sync_tasks()?;
+        self.write_statuses(&holding)?;
         self.forward_answers()
     }
 
@@ -285,7 +291,7 @@ impl Mirror {
             // The lead exited and Claude Code deleted the team: everyone is gone.
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 for name in self.members.clone() {
-                    self.write_status(&name, "SHUTDOWN")?;
+                    self.states.insert(name, "SHUTDOWN");
                 }
                 return Ok(());
             }
@@ -310,7 +316,7 @@ impl Mirror {
                 Some(m) if m.is_active == Some(true) || m.name == lead => "WORK",
                 Some(_) => "IDLE",
             };
-            self.write_status(&name, state)?;
+            self.states.insert(name, state);
         }
         self.team_file = Some(team);
         self.write_config()
@@ -344,17 +350,6 @@ impl Mirror {
             return Ok(());
         }
         write_atomic(&path, text.as_bytes()).map_err(io(&path))
-    }
-
-    fn write_status(&self, name: &str, state: &str) -> Result<(), AttachError> {
-        let crew = Self::crew_name(name);
-        let path = self.root.join(".crew/agents").join(format!("{crew}.json"));
-        let status = json!({"name": crew, "state": state, "claude_name": name});
-        let bytes = serde_json::to_vec_pretty(&status).expect("plain JSON");
-        if fs::read(&path).is_ok_and(|old| old == bytes) {
-            return Ok(());
-        }
-        write_atomic(&path, &bytes).map_err(io(&path))
     }
 
     /// Every inbox file, and the temporary files writers rename over them (a version that
@@ -411,7 +406,28 @@ impl Mirror {
         Ok(())
     }
 
-    fn sync_tasks(&mut self) -> Result<(), AttachError> {
+    /// Each member's state and the task it holds, as the screen's status files.
+    fn write_statuses(&self, holding: &BTreeMap<String, String>) -> Result<(), AttachError> {
+        for (name, state) in &self.states {
+            let crew = Self::crew_name(name);
+            let path = self.root.join(".crew/agents").join(format!("{crew}.json"));
+            let status = json!({
+                "name": crew,
+                "state": state,
+                "task": holding.get(&crew),
+                "claude_name": name,
+            });
+            let bytes = serde_json::to_vec_pretty(&status).expect("plain JSON");
+            if fs::read(&path).is_ok_and(|old| old == bytes) {
+                continue;
+            }
+            write_atomic(&path, &bytes).map_err(io(&path))?;
+        }
+        Ok(())
+    }
+
+    /// The team's tasks as they are now; returns which member holds which task in progress.
+    fn sync_tasks(&mut self) -> Result<BTreeMap<String, String>, AttachError> {
         let dir = self.tasks_dir();
         let mut now: BTreeMap<String, crate::store::Task> = BTreeMap::new();
         let mut problems = Vec::new();
@@ -450,6 +466,11 @@ impl Mirror {
                 fs::remove_file(&path).map_err(io(&path))?;
             }
         }
+        let holding = now
+            .values()
+            .filter(|t| t.status == crate::store::Status::InProgress)
+            .filter_map(|t| Some((t.owner.clone()?, t.id.clone())))
+            .collect();
         for (id, task) in now {
             let path = tasks_dir.join(format!("{id}.json"));
             let bytes = serde_json::to_vec_pretty(&task).expect("a task serialises");
@@ -458,7 +479,7 @@ impl Mirror {
             }
             write_atomic(&path, &bytes).map_err(io(&path))?;
         }
-        Ok(())
+        Ok(holding)
     }
 
     /// Keeps crew's workspace up to date on a thread of its own, from file events in Claude
