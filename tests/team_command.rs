@@ -23,6 +23,7 @@ first="$(printf '%s\n' "$prompt" | head -n 1)"
 echo "agent got: $first"
 case "$prompt" in
   *FAIL*) echo "it broke" >&2; exit 3 ;;
+  *ESCAPE*) echo pwned > ../../escaped.txt || exit 4 ;;
   *SLOW*) echo $$ > slow.pid; sleep 300 & echo $! > child.pid; wait; exit 0 ;;
 esac
 printf '%s\n' "$first" >> work.txt
@@ -118,6 +119,18 @@ fn a_command_that_succeeds_is_committed_and_sent_to_review_and_one_that_fails_fa
     assert_eq!(ends[1]["result"]["stop_reason"], "error", "{ends:?}");
     let used = events.iter().find(|e| e["type"] == "tool_use").unwrap();
     assert_eq!(used["input"]["cmd"][0], "./agent.sh", "{used}");
+    // crew's sandbox by default: confined where the kernel allows, else said so.
+    let sandbox = used["input"]["sandbox"].as_str().unwrap();
+    assert!(
+        sandbox == "confined" || sandbox.starts_with("unavailable"),
+        "{used}"
+    );
+    if sandbox == "confined" {
+        // Out of its worktree, into the repository: refused, the task fails.
+        team.repo.ok(&["task", "add", "ESCAPE the worktree"]);
+        let failed = team.wait_task("task_3", "failed", WAIT);
+        assert!(!team.repo.join("escaped.txt").exists(), "{failed}");
+    }
     stop(&team, alice);
 }
 
