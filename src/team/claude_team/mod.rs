@@ -14,7 +14,7 @@
 pub mod files;
 mod inbox_write;
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -153,6 +153,10 @@ pub struct Mirror {
     members: Vec<String>,
     /// Each member's state as the screen shows it.
     states: BTreeMap<String, &'static str>,
+    /// How far into each inbox of the log answers were looked for.
+    log_offsets: HashMap<String, u64>,
+    /// Claude Code permission requests in the log, by request id.
+    requests: HashMap<String, Message>,
     /// Problems already reported, so a broken file is said once.
     reported: HashSet<String>,
 }
@@ -170,6 +174,8 @@ impl Mirror {
             team_file: None,
             members: Vec::new(),
             states: BTreeMap::new(),
+            log_offsets: HashMap::new(),
+            requests: HashMap::new(),
             reported: HashSet::new(),
         };
         for (inbox, message) in mirror.logged()? {
@@ -240,8 +246,9 @@ impl Mirror {
     /// Reads every file of the team as it is now and brings crew's workspace up to date:
     /// new messages appended to the log, tasks and members rewritten, answers forwarded.
     pub fn sync(&mut self) -> Result<(), AttachError> {
-        self.sync_config()?;
+        // Inboxes first: their versions live for milliseconds.
         self.sync_inboxes()?;
+        self.sync_config()?;
         let holding = self.sync_tasks()?;
         self.write_statuses(&holding)?;
         self.forward_answers()
@@ -522,23 +529,39 @@ impl Mirror {
     /// The person's answers (from the screen, into crew's log) to Claude Code permission
     /// requests, written to the asking teammate's inbox once each.
     pub fn forward_answers(&mut self) -> Result<(), AttachError> {
-        let logged = self.logged()?;
-        let requests: Vec<&Message> = logged
-            .iter()
-            .map(|(_, m)| m)
-            .filter(|m| m.kind == "permission_request" && m.request_id.is_some())
-            .collect();
-        for (_, answer) in &logged {
+        // Only what was added to the log since the last look.
+        let boxes = self.workspace().mailboxes();
+        let mut answers = Vec::new();
+        for name in boxes.inboxes()? {
+            let from = self.log_offsets.get(&name).copied().unwrap_or(0);
+            let batch = boxes.read_from(&name, from)?;
+            self.log_offsets.insert(name, batch.end);
+            for entry in batch.entries {
+                let Entry::Message { message, .. } = entry else {
+                    continue;
+                };
+                match (&message.request_id, message.kind.as_str()) {
+                    (Some(id), "permission_request") => {
+                        self.requests.insert(id.clone(), message);
+                    }
+                    (Some(_), _)
+                        if message.from == crate::store::names::USER
+                            && message.approve.is_some() =>
+                    {
+                        answers.push(message);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        for answer in answers {
             let Some(id) = &answer.request_id else {
                 continue;
             };
-            if answer.from != crate::store::names::USER
-                || answer.approve.is_none()
-                || self.forwarded.contains(id)
-            {
+            if self.forwarded.contains(id) {
                 continue;
             }
-            let Some(request) = requests.iter().find(|r| r.request_id.as_ref() == Some(id)) else {
+            let Some(request) = self.requests.get(id) else {
                 continue;
             };
             let Some(Value::Object(protocol)) = request.extra.get("protocol") else {
