@@ -223,3 +223,45 @@ fn a_command_teammate_without_cmd_is_refused_naming_the_field() {
         run.stderr
     );
 }
+
+#[test]
+fn without_a_sandbox_the_person_decides_whether_the_command_runs_unconfined() {
+    let team = command_team(r#"["./agent.sh", "{prompt}"]"#, "", "");
+    let alice = team.spawn_with_env(
+        "alice",
+        &["worker", "--name", "alice"],
+        &[(crew::tools::sandbox::TEST_MISSING_ENV, "landlock")],
+    );
+    team.repo.ok(&["task", "add", "write it unconfined"]);
+    let (first, asked) = team.waiting_request("alice", WAIT);
+    assert_eq!(asked["tool"], "command", "{asked}");
+    assert!(
+        asked["reason"].as_str().unwrap().contains("unavailable"),
+        "{asked}"
+    );
+    team.repo
+        .ok(&["respond", &first, "--as", "user", "approve"]);
+    team.wait_task("task_1", "review", WAIT);
+
+    team.repo.ok(&["task", "add", "write it again"]);
+    let (second, _) = eventually("a second request", WAIT, || {
+        let (id, asked) = team.waiting_request("alice", WAIT);
+        (id != first).then_some((id, asked))
+    });
+    team.repo.ok(&[
+        "respond",
+        &second,
+        "--as",
+        "user",
+        "reject",
+        "--note",
+        "not today",
+    ]);
+    let failed = team.wait_task("task_2", "failed", WAIT);
+    let why = failed["result"].as_str().unwrap();
+    assert!(
+        why.contains("not run unconfined: ") && why.contains("not today"),
+        "{why}"
+    );
+    stop(&team, alice);
+}

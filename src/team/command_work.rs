@@ -5,8 +5,9 @@
 //! is one run of `cmd` in the teammate's working folder, with the job's text in place of
 //! `{prompt}` (on stdin when no argument holds it); its output streams into the transcript and
 //! exit code 0 is success. The CLI's own flags decide what it may do: crew cannot see or answer
-//! its permission prompts. The run is confined by crew's sandbox as a `bash` command is, and
-//! the person's interrupt or the job's wall time kills its whole process group.
+//! its permission prompts. The run is confined by crew's sandbox as a `bash` command is (where
+//! the kernel cannot confine it, the person is asked first, as for `bash`), and the person's
+//! interrupt or the job's wall time kills its whole process group.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -17,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::emitter::Emitter;
 use crate::agent::transcript::{TranscriptWriter, transcript_path};
-use crate::agent::{AgentEvent, Limits, StopReason, TurnResult};
+use crate::agent::{AgentEvent, EventSink, Limits, MailboxPrompter, StopReason, TurnResult};
 use crate::config::TeamConfig;
 use crate::store::message::new_id;
 use crate::store::{Task, Workspace};
@@ -28,7 +29,7 @@ use crate::team::verdict;
 use crate::team::worker::{INTERRUPTED_BY_PERSON, Job, JobOutcome, Work};
 use crate::tools::process::{ProcessEnd, ProcessSpec, run_process_streaming};
 use crate::tools::sandbox::SandboxPlan;
-use crate::tools::{Sandbox, scrub_env};
+use crate::tools::{PermissionAnswer, PermissionAsk, Prompter, Sandbox, Subject, scrub_env};
 
 /// What `cmd` holds where the job's text goes.
 pub const PROMPT_PLACEHOLDER: &str = "{prompt}";
@@ -128,6 +129,12 @@ impl CommandWork {
             env.push((name.clone(), value.clone()));
         }
         let plan = self.sandbox.plan();
+        // As for a bash command: where the sandbox cannot confine it, the person decides.
+        if let SandboxPlan::Unavailable(missing) = &plan
+            && let Err(reason) = self.ask_unconfined(workdir, emitter, &missing.to_string())
+        {
+            return Ran::Failed(format!("not run unconfined: {reason}"));
+        }
         let prepared =
             match self
                 .sandbox
@@ -191,6 +198,50 @@ impl CommandWork {
             )),
             ProcessEnd::Cancelled => Ran::Interrupted,
         }
+    }
+}
+
+impl CommandWork {
+    /// Asks the person whether `cmd` may run without the sandbox, which lacks `missing`.
+    fn ask_unconfined(
+        &self,
+        workdir: &Path,
+        emitter: &Arc<Emitter>,
+        missing: &str,
+    ) -> Result<(), String> {
+        let events = Arc::clone(emitter);
+        let prompter = MailboxPrompter::new(
+            self.workspace.mailboxes(),
+            self.config.roster(),
+            self.name.clone(),
+            self.config.lead_name().to_string(),
+            self.config.request_timeout(),
+        )
+        .with_events(EventSink::new(move |e| events.emit(e)));
+        let input = json!({"cmd": self.cmd});
+        let reason = format!("the sandbox is unavailable ({missing}): it would run unconfined");
+        emitter.emit(AgentEvent::PermissionAsked {
+            tool: "command".into(),
+            input: input.clone(),
+            reason: reason.clone(),
+        });
+        let answer = self.runtime.block_on(prompter.ask(PermissionAsk {
+            tool: "command".into(),
+            input,
+            subject: Subject::Command(self.cmd.join(" ")),
+            reason,
+            workspace: workdir.to_path_buf(),
+        }));
+        let verdict = match answer {
+            PermissionAnswer::Allow | PermissionAnswer::AllowAlways(_) => Ok(()),
+            PermissionAnswer::Deny(reason) => Err(reason),
+        };
+        emitter.emit(AgentEvent::PermissionAnswered {
+            tool: "command".into(),
+            allowed: verdict.is_ok(),
+            detail: verdict.clone().err().unwrap_or_default(),
+        });
+        verdict
     }
 }
 
