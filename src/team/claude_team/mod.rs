@@ -135,6 +135,25 @@ pub fn lead_version(home: &Path, lead_session_id: &str) -> Option<String> {
         .and_then(|s| s["version"].as_str().map(str::to_string))
 }
 
+/// A JSON file Claude Code may be rewriting in place, read again a moment later before it
+/// counts as broken. `None` when there is no such file.
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>, String> {
+    let read = || match fs::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| e.to_string()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e.to_string()),
+    };
+    read().or_else(|_| {
+        std::thread::sleep(SETTLE);
+        read()
+    })
+}
+
+/// How long a half-written file gets to be finished.
+const SETTLE: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// How often the files are read again without an event.
 pub const RESYNC: std::time::Duration = std::time::Duration::from_secs(2);
 
@@ -290,19 +309,16 @@ impl Mirror {
 
     fn sync_config(&mut self) -> Result<(), AttachError> {
         let path = self.team_dir().join("config.json");
-        let team = match fs::read(&path) {
-            Ok(bytes) => match serde_json::from_slice::<TeamFile>(&bytes) {
-                Ok(team) => team,
-                Err(e) => return self.report(format!("{}: {e}", path.display())),
-            },
+        let team = match read_json::<TeamFile>(&path) {
+            Ok(Some(team)) => team,
             // The lead exited and Claude Code deleted the team: everyone is gone.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Ok(None) => {
                 for name in self.members.clone() {
                     self.states.insert(name, "SHUTDOWN");
                 }
                 return Ok(());
             }
-            Err(e) => return Err(io(&path)(e)),
+            Err(e) => return self.report(format!("{}: {e}", path.display())),
         };
         let lead = team
             .lead_agent_id
@@ -443,11 +459,10 @@ impl Mirror {
             if path.extension().and_then(|e| e.to_str()) != Some("json") || !path.is_file() {
                 continue;
             }
-            let parsed = fs::read(&path).map_err(|e| e.to_string()).and_then(|b| {
-                serde_json::from_slice::<files::TaskFile>(&b).map_err(|e| e.to_string())
-            });
-            match parsed {
-                Ok(task) => match files::to_crew_task(&task, &Self::crew_name) {
+            match read_json::<files::TaskFile>(&path) {
+                // Deleted meanwhile.
+                Ok(None) => {}
+                Ok(Some(task)) => match files::to_crew_task(&task, &Self::crew_name) {
                     Some(task) => {
                         now.insert(task.id.clone(), task);
                     }
