@@ -207,7 +207,7 @@ fn a_request_answered_from_the_approvals_pane_reaches_the_teammates_inbox_as_cla
     h.state.attached = Some(format!("Claude Code version unknown team {TEAM}"));
     h.reload();
     assert_eq!(
-        h.state.model.pending().len(),
+        h.state.workspace.pending().len(),
         1,
         "the request waits for the person"
     );

@@ -5,7 +5,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::store::{Message, Status, Task};
+use crate::store::{Message, MessageKind, RequestId, Status, Task};
 
 /// A request crew's derivation never expires: a Claude Code teammate waits until answered.
 pub const NO_EXPIRY_SECS: u64 = 10 * 365 * 24 * 3600;
@@ -124,14 +124,14 @@ pub fn to_crew(message: &InboxMessage, to: &str, crew_name: &dyn Fn(&str) -> Str
     let Some(kind) = protocol.get("type").and_then(Value::as_str) else {
         return crew;
     };
-    crew.kind = kind.to_string();
+    crew.kind = MessageKind::from(kind);
     crew.text = Some(describe(kind, &protocol));
     match kind {
         "permission_request" => {
             crew.request_id = protocol
                 .get("request_id")
                 .and_then(Value::as_str)
-                .map(str::to_string);
+                .map(RequestId::from);
             crew.extra.insert(
                 "tool".into(),
                 protocol.get("tool_name").cloned().unwrap_or(Value::Null),
@@ -147,7 +147,7 @@ pub fn to_crew(message: &InboxMessage, to: &str, crew_name: &dyn Fn(&str) -> Str
             crew.request_id = protocol
                 .get("request_id")
                 .and_then(Value::as_str)
-                .map(str::to_string);
+                .map(RequestId::from);
             crew.approve = Some(protocol.get("subtype").and_then(Value::as_str) == Some("success"));
         }
         _ => {}
@@ -291,7 +291,7 @@ mod tests {
         )
         .unwrap();
         let crew = to_crew(&m, "lead", &crew_name);
-        assert_eq!(crew.kind, "from_the_future");
+        assert_eq!(crew.kind.as_str(), "from_the_future");
         assert!(crew.text.unwrap().contains("\"x\":1"));
         assert_eq!(crew.extra["novel"], true);
         assert_eq!(crew.extra["msgV"], 9);

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use crate::store::atomic::write_atomic;
-use crate::store::{Entry, Message, Workspace};
+use crate::store::{AgentState, AgentStatus, Entry, Message, MessageKind, Workspace};
 use files::{InboxMessage, TeamFile};
 
 #[derive(Debug, thiserror::Error)]
@@ -151,6 +151,9 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>, S
     })
 }
 
+/// Every member's Claude Code name ever seen, in the mirror.
+const MEMBERS_FILE: &str = ".crew/claude-members.json";
+
 /// How long a half-written file gets to be finished.
 const SETTLE: std::time::Duration = std::time::Duration::from_millis(50);
 
@@ -171,7 +174,7 @@ pub struct Mirror {
     /// Every member ever seen (Claude Code names), in order of arrival.
     members: Vec<String>,
     /// Each member's state as the screen shows it.
-    states: BTreeMap<String, &'static str>,
+    states: BTreeMap<String, (AgentState, Option<String>)>,
     /// How far into each inbox of the log answers were looked for.
     log_offsets: HashMap<String, u64>,
     /// Claude Code permission requests in the log, by request id.
@@ -202,24 +205,17 @@ impl Mirror {
                 mirror.seen.insert((inbox, key.to_string()));
             }
             // A response that came back through Claude Code's files was forwarded before.
-            if message.kind == "permission_response"
-                && message.from != crate::store::names::USER
+            if message.kind == MessageKind::PermissionResponse
+                && message.from != crate::store::USER
                 && let Some(id) = &message.request_id
             {
-                mirror.forwarded.insert(id.clone());
+                mirror.forwarded.insert(id.to_string());
             }
         }
-        // Members seen in an earlier session, from the statuses written then.
-        let agents = root.join(".crew/agents");
-        for entry in fs::read_dir(&agents).map_err(io(&agents))?.flatten() {
-            let status = fs::read(entry.path())
-                .ok()
-                .and_then(|b| serde_json::from_slice::<Value>(&b).ok());
-            if let Some(name) = status.as_ref().and_then(|s| s["claude_name"].as_str()) {
-                mirror.members.push(name.to_string());
-            }
+        // Members seen in an earlier session.
+        if let Ok(bytes) = fs::read(root.join(MEMBERS_FILE)) {
+            mirror.members = serde_json::from_slice(&bytes).unwrap_or_default();
         }
-        mirror.members.sort();
         if !root.join(crate::config::FILE_NAME).exists() {
             mirror.write_config()?;
         }
@@ -314,7 +310,8 @@ impl Mirror {
             // The lead exited and Claude Code deleted the team: everyone is gone.
             Ok(None) => {
                 for name in self.members.clone() {
-                    self.states.insert(name, "SHUTDOWN");
+                    self.states
+                        .insert(name, (AgentState::Shutdown, Some("the team ended".into())));
                 }
                 return Ok(());
             }
@@ -333,13 +330,25 @@ impl Mirror {
         }
         // Members who left stay on the screen, shut down.
         for name in self.members.clone() {
-            let state = match team.members.iter().find(|m| m.name == name) {
-                None => "SHUTDOWN",
-                Some(m) if m.is_active == Some(false) => "IDLE",
-                Some(m) if m.is_active == Some(true) || m.name == lead => "WORK",
-                Some(_) => "IDLE",
+            let member = team.members.iter().find(|m| m.name == name);
+            let state = match member {
+                None => AgentState::Shutdown,
+                Some(m) if m.is_active == Some(false) => AgentState::Idle,
+                Some(m) if m.is_active == Some(true) || m.name == lead => AgentState::Work,
+                Some(_) => AgentState::Idle,
             };
-            self.states.insert(name, state);
+            let note = match member {
+                None => "left the team".to_string(),
+                Some(m) => format!(
+                    "Claude Code {}{}",
+                    m.backend_type.as_deref().unwrap_or("member"),
+                    m.model
+                        .as_deref()
+                        .map(|m| format!(", {m}"))
+                        .unwrap_or_default()
+                ),
+            };
+            self.states.insert(name, (state, Some(note)));
         }
         self.team_file = Some(team);
         self.write_config()
@@ -419,10 +428,10 @@ impl Mirror {
             let mut crew = files::to_crew(message, agent, &Self::crew_name);
             crew.extra.insert("claude_key".into(), json!(key));
             crew.extra.insert("claude_to".into(), json!(agent));
-            if crew.kind == "permission_response"
+            if crew.kind == MessageKind::PermissionResponse
                 && let Some(id) = &crew.request_id
             {
-                self.forwarded.insert(id.clone());
+                self.forwarded.insert(id.to_string());
             }
             boxes.append(&crew)?;
         }
@@ -431,20 +440,28 @@ impl Mirror {
 
     /// Each member's state and the task it holds, as the screen's status files.
     fn write_statuses(&self, holding: &BTreeMap<String, String>) -> Result<(), AttachError> {
-        for (name, state) in &self.states {
+        for (name, (state, note)) in &self.states {
             let crew = Self::crew_name(name);
             let path = self.root.join(".crew/agents").join(format!("{crew}.json"));
-            let status = json!({
-                "name": crew,
-                "state": state,
-                "task": holding.get(&crew),
-                "claude_name": name,
-            });
-            let bytes = serde_json::to_vec_pretty(&status).expect("plain JSON");
+            // No process of crew's: no pid, no heartbeat.
+            let status = AgentStatus {
+                pid: 0,
+                heartbeat: String::new(),
+                started_at: String::new(),
+                task: holding.get(&crew).cloned(),
+                note: note.clone(),
+                ..AgentStatus::new(&crew, *state)
+            };
+            let bytes = serde_json::to_vec_pretty(&status).expect("a status serialises");
             if fs::read(&path).is_ok_and(|old| old == bytes) {
                 continue;
             }
             write_atomic(&path, &bytes).map_err(io(&path))?;
+        }
+        let members = self.root.join(MEMBERS_FILE);
+        let bytes = serde_json::to_vec(&self.members).expect("names serialise");
+        if !fs::read(&members).is_ok_and(|old| old == bytes) {
+            write_atomic(&members, &bytes).map_err(io(&members))?;
         }
         Ok(())
     }
@@ -555,13 +572,12 @@ impl Mirror {
                 let Entry::Message { message, .. } = entry else {
                     continue;
                 };
-                match (&message.request_id, message.kind.as_str()) {
-                    (Some(id), "permission_request") => {
-                        self.requests.insert(id.clone(), message);
+                match (&message.request_id, &message.kind) {
+                    (Some(id), MessageKind::PermissionRequest) => {
+                        self.requests.insert(id.to_string(), message);
                     }
                     (Some(_), _)
-                        if message.from == crate::store::names::USER
-                            && message.approve.is_some() =>
+                        if message.from == crate::store::USER && message.approve.is_some() =>
                     {
                         answers.push(message);
                     }
@@ -573,10 +589,10 @@ impl Mirror {
             let Some(id) = &answer.request_id else {
                 continue;
             };
-            if self.forwarded.contains(id) {
+            if self.forwarded.contains(id.as_str()) {
                 continue;
             }
-            let Some(request) = self.requests.get(id) else {
+            let Some(request) = self.requests.get(id.as_str()) else {
                 continue;
             };
             let Some(Value::Object(protocol)) = request.extra.get("protocol") else {
@@ -604,7 +620,7 @@ impl Mirror {
                 .join("inboxes")
                 .join(format!("{asker}.json"));
             inbox_write::append(&inbox, &lead, &text.to_string())?;
-            self.forwarded.insert(id.clone());
+            self.forwarded.insert(id.to_string());
         }
         Ok(())
     }
