@@ -18,11 +18,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::emitter::Emitter;
 use crate::agent::transcript::{TranscriptWriter, transcript_path};
-use crate::agent::{AgentEvent, EventSink, Limits, MailboxPrompter, StopReason, TurnResult};
+use crate::agent::{AgentEvent, EventSink, Limits, StopReason, TurnResult};
 use crate::config::TeamConfig;
 use crate::store::message::new_id;
 use crate::store::{Task, Workspace};
-use crate::team::agent_work::{SetupError, status_sink, task_packet, working_dir};
+use crate::team::agent_work::{SetupError, person_prompter, status_sink, task_packet, working_dir};
 use crate::team::status::StatusHandle;
 use crate::team::task_branch::TaskBranch;
 use crate::team::verdict;
@@ -210,14 +210,8 @@ impl CommandWork {
         missing: &str,
     ) -> Result<(), String> {
         let events = Arc::clone(emitter);
-        let prompter = MailboxPrompter::new(
-            self.workspace.mailboxes(),
-            self.config.roster(),
-            self.name.clone(),
-            self.config.lead_name().to_string(),
-            self.config.request_timeout(),
-        )
-        .with_events(EventSink::new(move |e| events.emit(e)));
+        let prompter = person_prompter(&self.workspace, &self.config, &self.name)
+            .with_events(EventSink::new(move |e| events.emit(e)));
         let input = json!({"cmd": self.cmd});
         let reason = format!("the sandbox is unavailable ({missing}): it would run unconfined");
         emitter.emit(AgentEvent::PermissionAsked {

@@ -28,7 +28,8 @@ use crate::config::TeamConfig;
 use crate::store::message::new_id;
 use crate::store::{Task, Workspace};
 use crate::team::agent_work::{
-    SetupError, cache_tokens, permission_setup, status_sink, task_packet, working_dir,
+    SetupError, cache_tokens, permission_setup, person_prompter, status_sink, task_packet,
+    working_dir,
 };
 use crate::team::status::StatusHandle;
 use crate::team::task_branch::TaskBranch;
@@ -199,13 +200,7 @@ impl ClaudeCodeWork {
     /// person interrupts, the CLI is sent its own `interrupt` request and the turn ends with the
     /// `result` that follows.
     fn turn(&mut self, input: &str, cancel: &CancellationToken) -> Result<TurnEnd, ClaudeError> {
-        let prompter = MailboxPrompter::new(
-            self.workspace.mailboxes(),
-            self.config.roster(),
-            self.name.clone(),
-            self.config.lead_name().to_string(),
-            self.config.request_timeout(),
-        );
+        let prompter = person_prompter(&self.workspace, &self.config, &self.name);
         let session_file = self.session_file();
         let session = self.session.as_mut().expect("started by run");
         let events = Arc::clone(&session.emitter);
