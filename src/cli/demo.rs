@@ -38,8 +38,17 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     let config = Arc::new(TeamConfig::load(&dir.join(FILE_NAME))?);
     crate::cli::logging::start(&dir);
     if !args.headless {
-        crate::cli::run_team::with_screen(workspace, config, Some(demo::GOAL), false)?;
-        println!("the demo repository is kept at {}", dir.display());
+        crate::cli::attach::start_and_attach(
+            &workspace,
+            &config,
+            Some(demo::GOAL),
+            false,
+            crate::tui::Options::default(),
+        )?;
+        println!(
+            "the demo repository is {}: `crew -C {0}` attaches again, `crew -C {0} down` stops its team",
+            dir.display()
+        );
         return Ok(());
     }
     let (policy, approve) = match args.approve {

@@ -4,6 +4,7 @@
 //! (with one line saying exactly why); 1 anything else.
 
 mod args;
+mod attach;
 mod demo;
 mod exit;
 mod graph_text;
@@ -111,8 +112,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 args.command
             )
         }
-        Command::Ui(args) => crate::tui::run(
-            project::Project::find(&start)?.workspace.root(),
+        Command::Ui(args) => run_team::ui(
+            project::Project::find(&start)?,
             crate::tui::Options {
                 theme: args.theme,
                 keymap: args.keymap,

@@ -4,6 +4,7 @@
 pub mod agent_work;
 pub mod budget;
 pub mod claude_code;
+pub mod daemon;
 pub mod demo;
 pub mod headless;
 pub mod interrupt;
