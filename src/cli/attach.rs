@@ -29,20 +29,20 @@ pub fn run_daemon(
 ) -> anyhow::Result<()> {
     let interrupted = Arc::new(AtomicBool::new(false));
     crate::cli::run_team::signal_stop(interrupted.clone())?;
-    let happened = match daemon::serve(
+    match daemon::serve(
         workspace,
         config,
         std::env::current_exe()?,
         goal,
         bypass,
         &interrupted,
+        &mut |happened| crate::cli::run_team::print_happenings(happened),
     ) {
         Err(daemon::DaemonError::AlreadyRunning(pid)) => {
             return Err(CliError::Refused(format!("the team already runs (pid {pid})")).into());
         }
         other => other?,
-    };
-    crate::cli::run_team::print_happenings(&happened);
+    }
     println!("the team stopped");
     Ok(())
 }

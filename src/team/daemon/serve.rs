@@ -80,8 +80,8 @@ impl Shared {
 }
 
 /// Runs the team of `workspace` until a stop is asked for on the socket or `interrupted` is
-/// set (SIGTERM), then stops it through the shutdown protocol. Returns what happened, for the
-/// daemon's log.
+/// set (SIGTERM), then stops it through the shutdown protocol. What happens goes to `report`
+/// as it happens (the daemon's log).
 pub fn serve(
     workspace: Workspace,
     config: Arc<TeamConfig>,
@@ -89,7 +89,8 @@ pub fn serve(
     goal: Option<&str>,
     bypass: bool,
     interrupted: &AtomicBool,
-) -> Result<Vec<Happening>, DaemonError> {
+    report: &mut dyn FnMut(&[Happening]),
+) -> Result<(), DaemonError> {
     let Some(lock) = TeamLock::take(&workspace, false)? else {
         return Err(DaemonError::AlreadyRunning(
             running(&workspace).map_or(0, |p| p.pid),
@@ -123,6 +124,7 @@ pub fn serve(
     });
 
     let mut team = TeamRun::start(workspace.clone(), config, exe, None, MergePolicy::Manual, bypass)?;
+    report(&std::mem::take(&mut team.events));
     if let Some(goal) = goal {
         team.give_goal(goal)?;
     }
@@ -134,11 +136,10 @@ pub fn serve(
             shared.ask_stop(super::DEFAULT_GRACE);
             continue;
         }
-        team.tick()?;
+        report(&team.tick()?);
         team.wait(&watcher, Duration::from_millis(300));
     };
     tracing::info!(grace_secs = grace.as_secs(), "the team is stopping");
-    let mut happened = std::mem::take(&mut team.events);
     let agents = workspace.agents();
     let stopped = team.stop_watched(grace, &mut |names, left| {
         let busy = names
@@ -165,11 +166,11 @@ pub fn serve(
         });
         forced
     })?;
-    happened.extend(stopped);
+    report(&stopped);
     // Clients see the team gone as soon as the socket is.
     let _ = std::fs::remove_file(&path);
     drop(lock);
-    Ok(happened)
+    Ok(())
 }
 
 /// One client connection: a request, its answer, and for an attachment the wait for its end.
