@@ -19,11 +19,12 @@ const ROWS: u16 = 50;
 /// Generous: teammates are separate processes on a shared, loaded machine.
 const LONG: Duration = Duration::from_secs(60);
 
-/// alice asks to `touch asked.txt` (test_ask.toml) and the person answers from a screen.
+/// alice asks to `touch asked.txt` in her worktree (test_ask.toml) and the person answers from
+/// a screen; the lead answers every message with "Noted: ...".
 fn asking_team() -> Team {
     let toml = crew_toml(
         "",
-        &[("alice", "implementer", "")],
+        &[("alice", "implementer", "writes = true")],
         "mode = \"ask\"\nsandbox = \"off\"",
         "idle_poll_secs = 1\nidle_timeout_secs = 300\nheartbeat_secs = 1\nrequest_timeout_secs = 120",
     );
@@ -69,8 +70,13 @@ fn a_hung_up_screen_leaves_the_team_working_and_crew_attaches_again() {
     let (request_id, _) = team.waiting_request("alice", LONG);
     team.repo
         .ok(&["respond", &request_id, "--as", "user", "approve"]);
+    team.wait_task("task_1", "review", LONG);
+    team.repo.ok(&["review", "merge", "task_1"]);
     team.wait_task("task_1", "completed", LONG);
-    assert!(team.repo.join("asked.txt").exists());
+    assert!(team.repo.join("asked.txt").exists(), "merged into main");
+    // The lead works too: it answers a message sent while no screen is attached.
+    team.repo
+        .ok(&["send", "--from", "user", "--to", "lead", "while you were away"]);
     eventually("no screen attached", LONG, || {
         (team_json(&team)["screens"] == 0).then_some(())
     });
@@ -78,6 +84,9 @@ fn a_hung_up_screen_leaves_the_team_working_and_crew_attaches_again() {
     // `crew` alone attaches again, shows the result and what happened meanwhile.
     let mut again = attach(&team, &[]);
     again.wait_until("the completed task", LONG, |t| t.contains("● task_1"));
+    again.wait_until("the lead's answer", LONG, |t| {
+        t.contains("Noted: Message from user (message): while you were away")
+    });
     again.wait_until("the summary since the last visit", LONG, |t| {
         t.contains("since you were last here") && t.contains("completed: task_1")
     });
@@ -103,8 +112,9 @@ fn two_screens_see_the_same_team_and_an_answer_from_one_leaves_the_other() {
     // What the person types to the lead, and the lead's answer, are in both.
     one.keys("hello from one\r");
     for screen in [&mut one, &mut two] {
-        screen.wait_until("the lead's answer", LONG, |t| {
-            t.contains("Noted: hello from one")
+        screen.wait_until("what the person typed and the lead's answer", LONG, |t| {
+            t.contains("user: Message from user (message): hello from one")
+                && t.contains("assistant: Noted: Message from user (message): hello from one")
         });
     }
 
@@ -114,7 +124,7 @@ fn two_screens_see_the_same_team_and_an_answer_from_one_leaves_the_other() {
         screen.wait_until("the request", LONG, |t| t.contains("asks for bash"));
     }
     one.keys("\x12");
-    one.wait_for("approvals · ? help");
+    one.wait_until("the approvals focused", LONG, |t| t.contains("┃ a  approve"));
     one.keys("\x1b[H");
     one.pump(Duration::from_millis(300));
     one.keys("a");
@@ -127,7 +137,7 @@ fn two_screens_see_the_same_team_and_an_answer_from_one_leaves_the_other() {
         "the other screen dropped the answered request {:?} after the key",
         answered.elapsed()
     );
-    team.wait_task("task_1", "completed", LONG);
+    team.wait_task("task_1", "review", LONG);
     one.keys(DETACH);
     one.wait_exit();
     two.keys(DETACH);
@@ -177,7 +187,7 @@ fn crew_down_shows_who_is_busy_and_ends_within_the_grace_period() {
     assert_eq!(down.code, 0, "{}", down.stderr);
     assert!(
         down.stdout
-            .contains(&format!("still busy: {busy} WORK on task_1")),
+            .contains(&format!("still running: {busy} WORK on task_1")),
         "{}",
         down.stdout
     );
@@ -196,10 +206,11 @@ fn the_screen_stops_the_team_after_asking_and_shows_the_progress() {
     let (mut screen, _guard) = up(&team);
     team.repo.ok(&["task", "add", "a slow task"]);
     let busy = slow_step_holder(&team, "task_1");
-    // From the lead's text box, esc leaves it; Q asks before stopping anything.
-    screen.keys("\x1b");
-    // Apart, or the terminal reads alt-Q.
-    screen.pump(Duration::from_millis(300));
+    // Out of the lead's text box (ctrl-r: to the approvals); Q asks before stopping anything.
+    screen.keys("\x12");
+    screen.wait_until("the approvals focused", LONG, |t| {
+        t.contains("┃nothing waiting for you")
+    });
     screen.keys("Q");
     screen.wait_for("Stop the whole team?");
     screen.keys("y");
@@ -279,7 +290,7 @@ fn a_killed_daemon_is_taken_over_by_the_next_up() {
     assert_eq!(team.status("alice")["pid"], alice);
     team.repo
         .ok(&["respond", &request_id, "--as", "user", "approve"]);
-    team.wait_task("task_1", "completed", LONG);
+    team.wait_task("task_1", "review", LONG);
     again.keys(DETACH);
     again.wait_exit();
     assert_eq!(team.repo.crew(&["down"]).code, 0);

@@ -73,7 +73,7 @@ impl StopProgress {
             })
             .collect();
         format!(
-            "still busy: {}; {}s left of {}s before they are ended",
+            "still running: {}; {}s left of {}s before they are ended",
             who.join(", "),
             self.secs_left,
             self.grace_secs
