@@ -75,8 +75,14 @@ fn a_hung_up_screen_leaves_the_team_working_and_crew_attaches_again() {
     team.wait_task("task_1", "completed", LONG);
     assert!(team.repo.join("asked.txt").exists(), "merged into main");
     // The lead works too: it answers a message sent while no screen is attached.
-    team.repo
-        .ok(&["send", "--from", "user", "--to", "lead", "while you were away"]);
+    team.repo.ok(&[
+        "send",
+        "--from",
+        "user",
+        "--to",
+        "lead",
+        "while you were away",
+    ]);
     eventually("no screen attached", LONG, || {
         (team_json(&team)["screens"] == 0).then_some(())
     });
@@ -124,7 +130,9 @@ fn two_screens_see_the_same_team_and_an_answer_from_one_leaves_the_other() {
         screen.wait_until("the request", LONG, |t| t.contains("asks for bash"));
     }
     one.keys("\x12");
-    one.wait_until("the approvals focused", LONG, |t| t.contains("┃ a  approve"));
+    one.wait_until("the approvals focused", LONG, |t| {
+        t.contains("┃ a  approve")
+    });
     one.keys("\x1b[H");
     one.pump(Duration::from_millis(300));
     one.keys("a");
@@ -156,7 +164,11 @@ fn detaching_is_immediate_while_a_teammate_is_busy() {
     let pressed = Instant::now();
     screen.keys(DETACH);
     while !screen.exited() {
-        assert!(pressed.elapsed() < Duration::from_secs(10), "{}", screen.text());
+        assert!(
+            pressed.elapsed() < Duration::from_secs(10),
+            "{}",
+            screen.text()
+        );
         std::thread::sleep(Duration::from_millis(1));
     }
     let took = pressed.elapsed();
@@ -268,7 +280,9 @@ fn a_killed_daemon_is_taken_over_by_the_next_up() {
     let team = asking_team();
     let (mut screen, guard) = up(&team);
     let old = guard.pid().unwrap();
-    let alice = team.wait_state("alice", "IDLE", LONG)["pid"].as_u64().unwrap() as u32;
+    let alice = team.wait_state("alice", "IDLE", LONG)["pid"]
+        .as_u64()
+        .unwrap() as u32;
     signal(old, libc::SIGKILL);
     // The screen sees its team gone and ends.
     screen.wait_exit();

@@ -71,7 +71,11 @@ pub fn status(project: &Project, as_json: bool) -> anyhow::Result<()> {
     match &team {
         Some(t) => println!(
             "team: running {} (pid {}, since {}){}",
-            if t.headless { "in the foreground (crew up --headless)" } else { "as a daemon" },
+            if t.headless {
+                "in the foreground (crew up --headless)"
+            } else {
+                "as a daemon"
+            },
             t.pid,
             humantime::format_rfc3339_seconds(t.started()),
             screens.map_or(String::new(), |n| format!(", {n} screen(s) attached"))

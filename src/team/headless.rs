@@ -308,8 +308,10 @@ impl TeamRun {
             let lead_name = [self.config.lead_name().to_string()];
             let deadline = std::time::Instant::now() + grace;
             while !lead.is_finished() {
-                if watch(&lead_name, deadline.saturating_duration_since(std::time::Instant::now()))
-                {
+                if watch(
+                    &lead_name,
+                    deadline.saturating_duration_since(std::time::Instant::now()),
+                ) {
                     tracing::warn!("the stop was forced while the lead was still busy");
                     self.events.extend(out.iter().cloned());
                     return Ok(out);

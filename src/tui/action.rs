@@ -57,16 +57,8 @@ pub enum Action {
 
 /// (name in keymap files, action, help text)
 pub const ACTIONS: &[(&str, Action, &str)] = &[
-    (
-        "quit",
-        Action::Quit,
-        "detach: close this screen, the team keeps running",
-    ),
-    (
-        "stop_team",
-        Action::StopTeam,
-        "stop the team (asks first; shows who is still busy)",
-    ),
+    ("quit", Action::Quit, "detach (the team keeps running)"),
+    ("stop_team", Action::StopTeam, "stop the team (asks first)"),
     ("help", Action::Help, "show or hide this help"),
     ("focus_next", Action::FocusNext, "focus the next pane"),
     ("focus_prev", Action::FocusPrev, "focus the previous pane"),

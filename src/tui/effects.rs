@@ -2,9 +2,9 @@
 //! runtime, and directly by tests; each returns the event that reports how it went.
 
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
 use std::process::{Command, Stdio};
 use std::time::Duration;
+use std::time::SystemTime;
 
 use crate::config::TeamConfig;
 use crate::git::{Author, Worktrees};

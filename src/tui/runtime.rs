@@ -14,14 +14,14 @@ use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 use ratatui::crossterm::event::{self as term_event, Event as TermEvent};
 use tracing::warn;
 
-use crate::tui::data::Loader;
 use crate::team::daemon;
+use crate::tui::data::Loader;
 use crate::tui::effects::{self, Effects};
-use crate::tui::since::LastSeen;
 use crate::tui::event::{Effect, Event};
 use crate::tui::highlight::Highlighter;
 use crate::tui::keymap::Keymap;
 use crate::tui::render::render;
+use crate::tui::since::LastSeen;
 use crate::tui::state::{AppState, SandboxState};
 use crate::tui::terminal::Session;
 use crate::tui::theme::Theme;

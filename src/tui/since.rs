@@ -22,9 +22,15 @@ pub struct LastSeen {
 pub fn marker_path(root: &Path) -> PathBuf {
     let user = std::env::var("USER")
         .ok()
-        .filter(|u| !u.is_empty() && u.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)))
+        .filter(|u| {
+            !u.is_empty()
+                && u.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        })
         .unwrap_or_else(|| "person".into());
-    root.join(".crew").join("screens").join(format!("{user}.json"))
+    root.join(".crew")
+        .join("screens")
+        .join(format!("{user}.json"))
 }
 
 impl LastSeen {

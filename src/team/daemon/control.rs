@@ -18,12 +18,16 @@ pub enum Request {
     /// A screen attaches; it stays counted until it closes the connection.
     Attach,
     /// Stop the team through the shutdown protocol, ending stragglers after `grace_secs`.
-    Stop { grace_secs: u64 },
+    Stop {
+        grace_secs: u64,
+    },
     /// End what is still running now, without waiting out the grace period.
     Force,
     /// Start a teammate again (after it died or shut down), as the daemon's child: in the
     /// team's session, not the asking terminal's.
-    Restart { name: String },
+    Restart {
+        name: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -118,7 +122,8 @@ pub fn connect(ws: &Workspace, request: &Request) -> Result<UnixStream, ControlE
         source,
     };
     let mut stream = UnixStream::connect(&path).map_err(unreachable)?;
-    let mut line = serde_json::to_string(request).map_err(|e| ControlError::Protocol(e.to_string()))?;
+    let mut line =
+        serde_json::to_string(request).map_err(|e| ControlError::Protocol(e.to_string()))?;
     line.push('\n');
     stream.write_all(line.as_bytes()).map_err(unreachable)?;
     Ok(stream)

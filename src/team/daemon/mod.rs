@@ -96,7 +96,8 @@ impl TeamLock {
             headless,
         };
         let info = info_path(ws);
-        let text = serde_json::to_string_pretty(&me).map_err(|e| StoreError::io(&info, e.into()))?;
+        let text =
+            serde_json::to_string_pretty(&me).map_err(|e| StoreError::io(&info, e.into()))?;
         crate::store::atomic::write_atomic(&info, text.as_bytes())
             .map_err(|e| StoreError::io(&info, e))?;
         Ok(Some(TeamLock {

@@ -123,7 +123,14 @@ pub fn serve(
         }
     });
 
-    let mut team = TeamRun::start(workspace.clone(), config, exe, None, MergePolicy::Manual, bypass)?;
+    let mut team = TeamRun::start(
+        workspace.clone(),
+        config,
+        exe,
+        None,
+        MergePolicy::Manual,
+        bypass,
+    )?;
     report(&std::mem::take(&mut team.events));
     if let Some(goal) = goal {
         team.give_goal(goal)?;
@@ -158,7 +165,10 @@ pub fn serve(
             })
             .collect();
         let forced = shared.force.load(Ordering::Relaxed);
-        *shared.progress.lock().unwrap_or_else(PoisonError::into_inner) = Some(StopProgress {
+        *shared
+            .progress
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(StopProgress {
             grace_secs: grace.as_secs(),
             secs_left: left.as_secs_f64().ceil() as u64,
             busy,
@@ -217,7 +227,12 @@ fn answer(shared: &Shared, stream: UnixStream) {
             let started = supervisor.restart(&shared.config, &name);
             supervisor.reap_in_background();
             if let Err(e) = started {
-                reply(&stream, Reply::Error { message: e.to_string() });
+                reply(
+                    &stream,
+                    Reply::Error {
+                        message: e.to_string(),
+                    },
+                );
                 return;
             }
         }

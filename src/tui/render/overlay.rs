@@ -5,11 +5,11 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
+use crate::team::daemon::StopProgress;
 use crate::tui::action::Action;
 use crate::tui::keymap::{MODES, Mode};
 use crate::tui::keys::sequence_text;
 use crate::tui::render::plain;
-use crate::team::daemon::StopProgress;
 use crate::tui::state::{AppState, Confirm, Overlay, Prompt, PromptKind};
 
 pub fn render(state: &AppState, frame: &mut Frame, body: Rect) {
@@ -157,9 +157,11 @@ fn confirm(state: &AppState, what: &Confirm, frame: &mut Frame, body: Rect) {
         Confirm::Shutdown { name } => format!(
             "Ask {name} to shut down? It stops when it is not holding a task (it refuses while busy)."
         ),
-        Confirm::StopTeam => "Stop the whole team? Teammates are asked to shut down; a busy one is \
+        Confirm::StopTeam => {
+            "Stop the whole team? Teammates are asked to shut down; a busy one is \
             ended after the grace period. (To leave it running, detach instead.)"
-            .to_string(),
+                .to_string()
+        }
         Confirm::ReleaseTask { name, id } => format!(
             "{name} was interrupted and keeps {id}. Release {id} back to the pool for anyone to claim?"
         ),
