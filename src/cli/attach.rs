@@ -68,12 +68,16 @@ pub fn start_and_attach(
         Some(_) => send_goal(workspace, config, goal)?,
         None => start(workspace, goal, bypass)?,
     }
-    crate::tui::run(workspace.root(), options)?;
-    if let Some(team) = daemon::running(workspace).filter(|t| !t.headless) {
-        println!(
+    crate::tui::run(workspace.root(), options).context(
+        "the screen could not open; the team runs on in the background (`crew status`, `crew down`)",
+    )?;
+    match daemon::running(workspace) {
+        Some(team) if !team.headless => println!(
             "detached; the team keeps running (pid {}). `crew` attaches again, `crew down` stops it.",
             team.pid
-        );
+        ),
+        Some(_) => {}
+        None => println!("the team stopped"),
     }
     Ok(())
 }

@@ -45,10 +45,15 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
             false,
             crate::tui::Options::default(),
         )?;
-        println!(
-            "the demo repository is {}: `crew -C {0}` attaches again, `crew -C {0} down` stops its team",
-            dir.display()
-        );
+        let hint = if crate::team::daemon::running(&workspace).is_some() {
+            format!(
+                ": `crew -C {0}` attaches again, `crew -C {0} down` stops its team",
+                dir.display()
+            )
+        } else {
+            String::new()
+        };
+        println!("the demo repository is {}{hint}", dir.display());
         return Ok(());
     }
     let (policy, approve) = match args.approve {

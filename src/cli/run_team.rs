@@ -47,8 +47,27 @@ fn run_worker(project: Project, name: &str, bypass: bool) -> anyhow::Result<()> 
     Ok(())
 }
 
-/// Starts a worker again in the background; refused while one is alive.
+/// Starts a worker again in the background; refused while one is alive. With a team daemon
+/// running, the daemon starts it, so it lives in the team's session rather than this terminal's.
 fn restart(project: &Project, name: &str) -> anyhow::Result<()> {
+    if crate::team::daemon::running(&project.workspace).is_some_and(|t| !t.headless) {
+        let request = crate::team::daemon::Request::Restart {
+            name: name.to_string(),
+        };
+        return match crate::team::daemon::control::ask(&project.workspace, &request) {
+            Ok(team) => {
+                println!(
+                    "restarted {name} in the team (pid {}); its output goes to .crew/logs/{name}.log",
+                    team.pid
+                );
+                Ok(())
+            }
+            Err(crate::team::daemon::control::ControlError::Refused(why)) => {
+                Err(CliError::Refused(why).into())
+            }
+            Err(e) => Err(e.into()),
+        };
+    }
     let mut sup = supervisor(project)?;
     let pid = match sup.restart(&project.config, name) {
         Ok(pid) => pid,

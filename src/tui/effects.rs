@@ -28,11 +28,14 @@ pub struct Effects {
 type Stamp = Option<(SystemTime, u64)>;
 
 impl Effects {
+    /// Reads crew.toml now, so that one broken later still leaves a good one to answer with.
     pub fn new(root: &Path) -> Effects {
-        Effects {
+        let mut effects = Effects {
             root: root.to_path_buf(),
             config: None,
-        }
+        };
+        let _ = effects.config();
+        effects
     }
 
     fn config(&mut self) -> Result<TeamConfig, String> {

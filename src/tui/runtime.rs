@@ -357,6 +357,42 @@ fn spawn_input(tx: Sender<Event>) {
 mod tests {
     use super::*;
 
+    /// Diffs asked for faster than they are worked out: the last one asked for always arrives,
+    /// and nothing older ever arrives after something newer.
+    #[test]
+    fn a_newer_diff_replaces_the_queued_one_and_stale_results_are_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(crate::config::FILE_NAME),
+            "[team]\nname = \"t\"\nbase_branch = \"main\"\n\n[lead]\nname = \"lead\"\n\
+             model = { provider = \"scripted\", scenario = \"s.toml\" }\n",
+        )
+        .unwrap();
+        let (tx, rx) = channel();
+        let lane = Latest::spawn(dir.path().to_path_buf(), tx);
+        let asked = 50;
+        for n in 0..asked {
+            lane.submit(Effect::LoadDiff {
+                name: format!("t{n}"),
+                task: None,
+            });
+        }
+        let mut seen = Vec::new();
+        while let Ok(event) = rx.recv_timeout(Duration::from_secs(20)) {
+            let Event::Diff { name, .. } = event else {
+                panic!("not a diff: {event:?}");
+            };
+            let n: usize = name[1..].parse().unwrap();
+            seen.push(n);
+            if n == asked - 1 {
+                break;
+            }
+        }
+        assert_eq!(seen.last(), Some(&(asked - 1)), "{seen:?}");
+        assert!(seen.windows(2).all(|w| w[0] < w[1]), "{seen:?}");
+        assert!(rx.recv_timeout(Duration::from_millis(200)).is_err());
+    }
+
     #[test]
     fn git_work_and_answers_to_requests_go_to_different_threads() {
         let name = || "alice".to_string();
