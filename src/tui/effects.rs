@@ -145,7 +145,7 @@ fn execute(root: &Path, team: &TeamConfig, effect: Effect) -> Option<Event> {
                 .map_err(|e| e.to_string()),
         )),
         Effect::Assign { id, to } => Some(Event::Done(
-            assign(&ws, &team, &id, to.as_deref())
+            assign(&ws, team, &id, to.as_deref())
                 .map(|t| match &t.owner {
                     Some(owner) => format!("{} assigned to {owner}", t.id),
                     None => format!("{} is back in the pool", t.id),
@@ -210,7 +210,7 @@ fn execute(root: &Path, team: &TeamConfig, effect: Effect) -> Option<Event> {
                 exe,
                 Duration::from_secs(team.worker.heartbeat_secs),
             );
-            let started = sup.restart(&team, &name);
+            let started = sup.restart(team, &name);
             sup.reap_in_background();
             Some(Event::Done(
                 started
@@ -233,23 +233,23 @@ fn execute(root: &Path, team: &TeamConfig, effect: Effect) -> Option<Event> {
         } => Some(Event::Diff {
             result: TaskId::parse(&id)
                 .map_err(|e| e.to_string())
-                .and_then(|tid| review::diff(&ws, &team, tid).map_err(|e| e.to_string())),
+                .and_then(|tid| review::diff(&ws, team, tid).map_err(|e| e.to_string())),
             name,
             task: Some(id),
         }),
         Effect::LoadReviews => Some(Event::Reviews(
-            review::list(&ws, &team).map_err(|e| e.to_string()),
+            review::list(&ws, team).map_err(|e| e.to_string()),
         )),
         Effect::MergeReview { id } => Some(Event::Done(
             TaskId::parse(&id)
                 .map_err(|e| e.to_string())
-                .and_then(|tid| review::merge(&ws, &team, tid, "user").map_err(|e| e.to_string())),
+                .and_then(|tid| review::merge(&ws, team, tid, "user").map_err(|e| e.to_string())),
         )),
         Effect::SendBackReview { id, note } => Some(Event::Done(
             TaskId::parse(&id)
                 .map_err(|e| e.to_string())
                 .and_then(|tid| {
-                    review::send_back(&ws, &team, tid, "user", &note).map_err(|e| e.to_string())
+                    review::send_back(&ws, team, tid, "user", &note).map_err(|e| e.to_string())
                 })
                 .map(|t| {
                     format!(
@@ -263,7 +263,7 @@ fn execute(root: &Path, team: &TeamConfig, effect: Effect) -> Option<Event> {
             TaskId::parse(&id)
                 .map_err(|e| e.to_string())
                 .and_then(|tid| {
-                    review::discard(&ws, &team, tid, "user", &reason).map_err(|e| e.to_string())
+                    review::discard(&ws, team, tid, "user", &reason).map_err(|e| e.to_string())
                 })
                 .map(|t| format!("{} discarded: its changes were taken back out", t.id)),
         )),

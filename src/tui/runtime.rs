@@ -144,7 +144,7 @@ const MARK_EVERY: Duration = Duration::from_secs(5);
 /// `Event::Daemon(None)` says the team is gone.
 fn spawn_daemon_link(root: &Path, tx: Sender<Event>) {
     let ws = crate::store::Workspace::new(root);
-    if !daemon::running(&ws).is_some_and(|t| !t.headless) {
+    if daemon::running(&ws).is_none_or(|t| t.headless) {
         return;
     }
     thread::spawn(move || {
@@ -174,12 +174,15 @@ fn spawn_daemon_link(root: &Path, tx: Sender<Event>) {
 /// A lane where only the newest job counts: a job submitted while another waits replaces it,
 /// and a result that a newer submission overtook is dropped rather than shown.
 struct Latest {
-    slot: Arc<(Mutex<(u64, Option<Effect>)>, Condvar)>,
+    slot: Arc<Slot>,
 }
+
+/// The generation of the newest submission, and the job waiting to run (if any).
+type Slot = (Mutex<(u64, Option<Effect>)>, Condvar);
 
 impl Latest {
     fn spawn(root: PathBuf, tx: Sender<Event>) -> Latest {
-        let slot: Arc<(Mutex<(u64, Option<Effect>)>, Condvar)> = Arc::default();
+        let slot: Arc<Slot> = Arc::default();
         let shared = slot.clone();
         thread::spawn(move || {
             let mut effects = Effects::new(&root);
