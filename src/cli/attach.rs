@@ -151,8 +151,15 @@ fn start(workspace: &Workspace, goal: Option<&str>, bypass: bool) -> anyhow::Res
             if status.code() == Some(3) && daemon::running(workspace).is_some() {
                 return Ok(());
             }
+            // Its last words are the reason (a bad crew.toml, a socket path too long...).
+            let said = std::fs::read_to_string(&log_path).unwrap_or_default();
+            let last = said
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("");
             return Err(anyhow!(
-                "the team's daemon ended at start ({status}); see {}",
+                "the team's daemon ended at start ({status}): {last} (log: {})",
                 log_path.display()
             ));
         }

@@ -3,7 +3,9 @@
 //! open attachments as screens) and says nothing more.
 
 use std::io::{BufRead, BufReader, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
+use std::path::Path;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -121,7 +123,7 @@ pub fn connect(ws: &Workspace, request: &Request) -> Result<UnixStream, ControlE
         path: path.display().to_string(),
         source,
     };
-    let mut stream = UnixStream::connect(&path).map_err(unreachable)?;
+    let mut stream = with_short_path(&path, |p| UnixStream::connect(p)).map_err(unreachable)?;
     let mut line =
         serde_json::to_string(request).map_err(|e| ControlError::Protocol(e.to_string()))?;
     line.push('\n');
@@ -149,4 +151,43 @@ pub fn read_reply(stream: &UnixStream) -> Result<DaemonStatus, ControlError> {
 pub fn ask(ws: &Workspace, request: &Request) -> Result<DaemonStatus, ControlError> {
     let stream = connect(ws, request)?;
     read_reply(&stream)
+}
+
+/// A socket's path must fit in `sun_path` (108 bytes); a repository deep in the tree gets there
+/// through its folder opened as a file descriptor (`/proc/self/fd/N/daemon.sock`).
+pub fn with_short_path<T>(
+    path: &Path,
+    f: impl FnOnce(&Path) -> std::io::Result<T>,
+) -> std::io::Result<T> {
+    const ROOM: usize = 100;
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return f(path);
+    };
+    if path.as_os_str().len() < ROOM {
+        return f(path);
+    }
+    let dir = std::fs::File::open(dir)?;
+    let short = Path::new("/proc/self/fd")
+        .join(dir.as_raw_fd().to_string())
+        .join(name);
+    f(&short)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_socket_deeper_than_sun_path_allows_is_reached_through_its_folder() {
+        let tmp = tempfile::tempdir().unwrap();
+        let deep = tmp.path().join("d".repeat(120));
+        std::fs::create_dir_all(&deep).unwrap();
+        let path = deep.join("daemon.sock");
+        assert!(std::os::unix::net::UnixListener::bind(&path).is_err());
+        let listener =
+            with_short_path(&path, |p| std::os::unix::net::UnixListener::bind(p)).unwrap();
+        assert!(path.exists(), "bound at the long path itself");
+        with_short_path(&path, |p| UnixStream::connect(p)).unwrap();
+        assert!(listener.accept().is_ok());
+    }
 }

@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use crate::config::TeamConfig;
 use crate::store::{DirWatcher, StoreError, Waker, Workspace};
-use crate::team::daemon::control::{BusyAgent, DaemonStatus, Reply, Request, StopProgress};
+use crate::team::daemon::control::{
+    BusyAgent, DaemonStatus, Reply, Request, StopProgress, with_short_path,
+};
 use crate::team::daemon::{TeamLock, TeamProcess, running, socket_path};
 use crate::team::headless::{Happening, HeadlessError, MergePolicy, TeamRun};
 use crate::team::supervisor::Supervisor;
@@ -99,9 +101,11 @@ pub fn serve(
     let path = socket_path(&workspace);
     // Left by a daemon that was killed: nobody listens on it (we hold the lock).
     let _ = std::fs::remove_file(&path);
-    let listener = UnixListener::bind(&path).map_err(|source| DaemonError::Listen {
-        path: path.clone(),
-        source,
+    let listener = with_short_path(&path, |p| UnixListener::bind(p)).map_err(|source| {
+        DaemonError::Listen {
+            path: path.clone(),
+            source,
+        }
     })?;
     let watcher = DirWatcher::new(&[&workspace.mailboxes_dir(), &workspace.tasks_dir()])?;
     let shared = Arc::new(Shared {
