@@ -107,6 +107,13 @@ pub fn serve(
             source,
         }
     })?;
+    // Only this user's processes may stop the team or ask about it.
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600)).map_err(
+        |source| DaemonError::Listen {
+            path: path.clone(),
+            source,
+        },
+    )?;
     let watcher = DirWatcher::new(&[&workspace.mailboxes_dir(), &workspace.tasks_dir()])?;
     let shared = Arc::new(Shared {
         me: lock.me.clone(),
