@@ -87,9 +87,9 @@ fn send_goal(workspace: &Workspace, config: &TeamConfig, goal: Option<&str>) -> 
         workspace.mailboxes().send(
             &config.roster(),
             Draft {
-                from: crate::store::names::USER.into(),
+                from: crate::store::USER.into(),
                 to: config.lead_name().to_string(),
-                kind: "message".into(),
+                kind: crate::store::MessageKind::Message,
                 text: Some(format!("Goal: {goal}")),
                 ..Draft::default()
             },

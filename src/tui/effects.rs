@@ -9,6 +9,7 @@ use std::time::SystemTime;
 use crate::config::TeamConfig;
 use crate::git::{Author, Worktrees};
 use crate::store::{Claimant, Draft, StoreError, TaskId, TaskPatch, Workspace};
+use crate::store::{MessageKind, USER};
 use crate::team::daemon::{self, Request, control};
 use crate::team::review;
 use crate::team::supervisor::Supervisor;
@@ -83,7 +84,7 @@ fn execute(root: &Path, team: &TeamConfig, effect: Effect) -> Option<Event> {
             approve,
         } => Some(Event::Done(
             ws.mailboxes()
-                .respond(&roster, &request_id, "user", approve, None, timeout)
+                .respond(&roster, &request_id, USER, approve, None, timeout)
                 .map(|m| {
                     let verb = if approve { "approved" } else { "denied" };
                     format!("{verb} {request_id} ({} told)", m.to)
@@ -97,7 +98,7 @@ fn execute(root: &Path, team: &TeamConfig, effect: Effect) -> Option<Event> {
             };
             Some(Event::Done(
                 ws.mailboxes()
-                    .respond(&roster, &request_id, "user", true, None, timeout)
+                    .respond(&roster, &request_id, USER, true, None, timeout)
                     .map(|_| {
                         let how = if added { "added" } else { "already there" };
                         format!("approved {request_id}; allow rule {rule:?} {how}")
@@ -110,9 +111,9 @@ fn execute(root: &Path, team: &TeamConfig, effect: Effect) -> Option<Event> {
                 .send(
                     &roster,
                     Draft {
-                        from: "user".into(),
+                        from: USER.into(),
                         to: to.clone(),
-                        kind: "message".into(),
+                        kind: MessageKind::Message,
                         text: Some(text),
                         ..Draft::default()
                     },
@@ -164,9 +165,9 @@ fn execute(root: &Path, team: &TeamConfig, effect: Effect) -> Option<Event> {
                 .send(
                     &roster,
                     Draft {
-                        from: "user".into(),
+                        from: USER.into(),
                         to: name.clone(),
-                        kind: "shutdown_request".into(),
+                        kind: MessageKind::ShutdownRequest,
                         text: Some("the person at the screen asks you to shut down".into()),
                         request: true,
                         ..Draft::default()
@@ -243,13 +244,13 @@ fn execute(root: &Path, team: &TeamConfig, effect: Effect) -> Option<Event> {
         Effect::MergeReview { id } => Some(Event::Done(
             TaskId::parse(&id)
                 .map_err(|e| e.to_string())
-                .and_then(|tid| review::merge(&ws, team, tid, "user").map_err(|e| e.to_string())),
+                .and_then(|tid| review::merge(&ws, team, tid, USER).map_err(|e| e.to_string())),
         )),
         Effect::SendBackReview { id, note } => Some(Event::Done(
             TaskId::parse(&id)
                 .map_err(|e| e.to_string())
                 .and_then(|tid| {
-                    review::send_back(&ws, team, tid, "user", &note).map_err(|e| e.to_string())
+                    review::send_back(&ws, team, tid, USER, &note).map_err(|e| e.to_string())
                 })
                 .map(|t| {
                     format!(
@@ -263,7 +264,7 @@ fn execute(root: &Path, team: &TeamConfig, effect: Effect) -> Option<Event> {
             TaskId::parse(&id)
                 .map_err(|e| e.to_string())
                 .and_then(|tid| {
-                    review::discard(&ws, team, tid, "user", &reason).map_err(|e| e.to_string())
+                    review::discard(&ws, team, tid, USER, &reason).map_err(|e| e.to_string())
                 })
                 .map(|t| format!("{} discarded: its changes were taken back out", t.id)),
         )),
@@ -288,9 +289,9 @@ fn execute(root: &Path, team: &TeamConfig, effect: Effect) -> Option<Event> {
                 .arg("-c")
                 .arg(&command)
                 .current_dir(root)
-                .env("CREW_REQUEST_ID", &request.request_id)
+                .env("CREW_REQUEST_ID", request.request_id.as_str())
                 .env("CREW_REQUEST_FROM", &request.from)
-                .env("CREW_REQUEST_TYPE", &request.kind)
+                .env("CREW_REQUEST_TYPE", request.kind.as_str())
                 .env("CREW_REQUEST_TEXT", request.text.as_deref().unwrap_or(""))
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
@@ -332,7 +333,7 @@ fn assign(
     let who = to
         .map(|name| Claimant::teammate(&teammates, name))
         .transpose()?;
-    ws.tasks().assign(id, who, "user")
+    ws.tasks().assign(id, who, USER)
 }
 
 /// Runs a highlighting effect.

@@ -89,7 +89,8 @@ pub fn run(root: &Path, options: Options) -> anyhow::Result<()> {
     let mut marked = SystemTime::UNIX_EPOCH;
     loop {
         // Refreshed while attached, so a terminal killed without a goodbye leaves a recent one.
-        if state.model.loaded && state.now.duration_since(marked).unwrap_or_default() >= MARK_EVERY
+        if state.workspace.loaded
+            && state.now.duration_since(marked).unwrap_or_default() >= MARK_EVERY
         {
             LastSeen::write(root, state.now);
             marked = state.now;
@@ -130,7 +131,7 @@ pub fn run(root: &Path, options: Options) -> anyhow::Result<()> {
     }
     // Detaching is leaving: nothing is waited for (the team runs on in its daemon).
     drop(session);
-    if state.model.loaded {
+    if state.workspace.loaded {
         LastSeen::write(root, SystemTime::now());
     }
     Ok(())

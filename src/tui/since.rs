@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 
 use crate::store::{Entry, RequestState, Status};
-use crate::tui::model::Model;
+use crate::tui::workspace_view::WorkspaceView;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LastSeen {
@@ -63,7 +63,7 @@ impl LastSeen {
 
     /// One line: how long ago, tasks that changed (by where they are now), messages, and what
     /// waits for the person.
-    pub fn summary(&self, model: &Model, now: SystemTime) -> String {
+    pub fn summary(&self, model: &WorkspaceView, now: SystemTime) -> String {
         let Some(seen) = self.seen_at() else {
             return "welcome back".into();
         };

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::store::Workspace;
+use crate::store::{AgentState, RequestId, Workspace};
 use crate::team::daemon::socket_path;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -71,11 +71,11 @@ impl StopProgress {
             .map(|b| {
                 let what = b
                     .waiting_on
-                    .as_deref()
-                    .map(|r| format!(" waiting on {r}"))
+                    .as_ref()
+                    .map(|r| format!(" waiting on {}", r.as_str()))
                     .or(b.task.as_deref().map(|t| format!(" on {t}")))
                     .unwrap_or_default();
-                format!("{} {}{what}", b.name, b.state)
+                format!("{} {}{what}", b.name, b.state_text())
             })
             .collect();
         format!(
@@ -90,13 +90,19 @@ impl StopProgress {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BusyAgent {
     pub name: String,
-    /// Its state as its status file says (`WORK`, `WAITING`, ...).
-    pub state: String,
+    /// Its state as its status file says; `None` when it has none to read.
+    pub state: Option<AgentState>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<String>,
     /// The request it waits on, while WAITING.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub waiting_on: Option<String>,
+    pub waiting_on: Option<RequestId>,
+}
+
+impl BusyAgent {
+    pub fn state_text(&self) -> &'static str {
+        self.state.map_or("?", AgentState::as_str)
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

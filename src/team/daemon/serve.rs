@@ -166,10 +166,7 @@ pub fn serve(
                 let status = agents.read(name).ok().flatten();
                 BusyAgent {
                     name: name.clone(),
-                    state: status
-                        .as_ref()
-                        .map_or("?", |s| s.state.as_str())
-                        .to_string(),
+                    state: status.as_ref().map(|s| s.state),
                     task: status.as_ref().and_then(|s| s.task.clone()),
                     waiting_on: status.and_then(|s| s.waiting_on),
                 }

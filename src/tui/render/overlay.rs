@@ -207,13 +207,13 @@ fn stopping(state: &AppState, progress: &StopProgress, frame: &mut Frame, body: 
     lines.push(Line::default());
     for busy in &progress.busy {
         let what = match (&busy.waiting_on, &busy.task) {
-            (Some(request), _) => format!("waits on {request}"),
+            (Some(request), _) => format!("waits on {}", request.as_str()),
             (None, Some(task)) => format!("works on {task}"),
             (None, None) => "finishing".to_string(),
         };
         lines.push(plain(
             theme.style("text"),
-            format!("  {:<12} {:<8} {what}", busy.name, busy.state),
+            format!("  {:<12} {:<8} {what}", busy.name, busy.state_text()),
         ));
     }
     let force = state
