@@ -155,6 +155,8 @@ pub fn serve(
             continue;
         }
         report(&team.tick()?);
+        // Reported already; a daemon runs for days, so they are not kept.
+        team.events.clear();
         team.wait(&watcher, Duration::from_millis(300));
     };
     tracing::info!(grace_secs = grace.as_secs(), "the team is stopping");
