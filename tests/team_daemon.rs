@@ -309,3 +309,39 @@ fn a_killed_daemon_is_taken_over_by_the_next_up() {
     again.wait_exit();
     assert_eq!(team.repo.crew(&["down"]).code, 0);
 }
+
+/// The parent of process `pid`, from /proc.
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command name in parentheses: state, then the parent's pid.
+    stat.rsplit_once(") ")?.1.split(' ').nth(1)?.parse().ok()
+}
+
+/// A worker restarted from a terminal while the daemon runs is the daemon's child, in the
+/// team's session: closing that terminal does not take it down.
+#[test]
+fn a_restarted_worker_belongs_to_the_daemon_not_the_terminal() {
+    let team = asking_team();
+    let (mut screen, guard) = up(&team);
+    let daemon = guard.pid().unwrap();
+    let first = team.wait_state("alice", "IDLE", LONG)["pid"]
+        .as_u64()
+        .unwrap() as u32;
+    signal(first, libc::SIGKILL);
+    team.wait_state("alice", "DEAD", LONG);
+
+    let restarted = team.repo.ok(&["worker", "restart", "alice"]);
+    assert!(
+        restarted.contains("restarted alice in the team"),
+        "{restarted}"
+    );
+    let second = eventually("alice running again", LONG, || {
+        let s = team.status("alice");
+        let pid = s["pid"].as_u64()? as u32;
+        (s["state"] == "IDLE" && pid != first).then_some(pid)
+    });
+    assert_eq!(parent_of(second), Some(daemon));
+    screen.keys(DETACH);
+    screen.wait_exit();
+    assert_eq!(team.repo.crew(&["down"]).code, 0);
+}
