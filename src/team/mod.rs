@@ -4,6 +4,9 @@
 pub mod agent_work;
 pub mod budget;
 pub mod claude_code;
+mod cli_agent;
+mod cli_process;
+pub mod codex;
 pub mod demo;
 pub mod headless;
 pub mod interrupt;

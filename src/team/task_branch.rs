@@ -20,6 +20,15 @@ impl TaskBranch<'_> {
         Author::crew(self.name)
     }
 
+    /// `task` as it is now, if it is still in progress under this teammate (the person may
+    /// have released or reassigned it after an interrupt).
+    pub fn still_mine(&self, task: Task) -> Option<Task> {
+        let id = TaskId::parse(&task.id).ok()?;
+        let now = self.workspace.tasks().read(id).ok()?;
+        (now.status == crate::store::Status::InProgress && now.owner.as_deref() == Some(self.name))
+            .then_some(now)
+    }
+
     /// Before a writer's task: its worktree is brought up to date with the base branch (so it
     /// starts from merged code), and where the task's commits start is recorded. A conflict
     /// (or local changes in the way) changes nothing, and the task is not started.

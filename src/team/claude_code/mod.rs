@@ -11,8 +11,7 @@
 //! JSON or dies ends the job as failed with the reason; the next job starts a new process, which
 //! resumes the CLI's session (also after the worker restarts).
 
-mod permission;
-mod process;
+pub(crate) mod permission;
 mod stream;
 
 use std::path::PathBuf;
@@ -38,8 +37,9 @@ use crate::tools::{
     Decision, PermissionAnswer, PermissionAsk, PermissionPolicy, Prompter, SandboxMode,
 };
 
+use crate::team::cli_agent;
+use crate::team::cli_process::{CliProcess, Line, StdinClosed};
 use permission::{CrewView, control_response, unsupported};
-use process::{ClaudeProcess, Line};
 use stream::{Translator, TurnEnd};
 
 /// The major version whose protocol crew speaks (recorded from Claude Code 2.1.197).
@@ -55,7 +55,7 @@ pub enum ClaudeError {
     )]
     Start { bin: String, source: std::io::Error },
     #[error("Claude Code stopped reading its input")]
-    StdinClosed,
+    StdinClosed(#[from] StdinClosed),
     #[error(
         "Claude Code {0} is not supported: crew speaks the stream-json protocol of Claude Code {SUPPORTED_MAJOR}.x"
     )]
@@ -68,9 +68,21 @@ pub enum ClaudeError {
     Io(#[from] std::io::Error),
 }
 
+/// The flags that make `claude` a two-way stream-json peer that asks crew before each tool.
+pub const PROTOCOL_ARGS: &[&str] = &[
+    "-p",
+    "--input-format",
+    "stream-json",
+    "--output-format",
+    "stream-json",
+    "--verbose",
+    "--permission-prompt-tool",
+    "stdio",
+];
+
 /// The live conversation: the process, its transcript, and what spans turns.
 struct Session {
-    process: ClaudeProcess,
+    process: CliProcess,
     emitter: Arc<Emitter>,
     translator: Translator,
     workdir: PathBuf,
@@ -142,16 +154,6 @@ impl ClaudeCodeWork {
         })
     }
 
-    /// `task` as it is now, if it is still in progress under this teammate (the person may
-    /// have released or reassigned it after the interrupt).
-    fn still_mine(&self, task: Task) -> Option<Task> {
-        let id = crate::store::TaskId::parse(&task.id).ok()?;
-        let now = self.workspace.tasks().read(id).ok()?;
-        (now.status == crate::store::Status::InProgress
-            && now.owner.as_deref() == Some(self.name.as_str()))
-        .then_some(now)
-    }
-
     fn branch(&self) -> TaskBranch<'_> {
         TaskBranch {
             workspace: &self.workspace,
@@ -168,27 +170,29 @@ impl ClaudeCodeWork {
             .join(format!("{}.session", self.name))
     }
 
-    /// The CLI session to resume: the last one this teammate's CLI reported, if it looks like one.
-    fn saved_session(&self) -> Option<String> {
-        let text = std::fs::read_to_string(self.session_file()).ok()?;
-        let id = text.trim();
-        let plausible = !id.is_empty()
-            && id.len() <= 128
-            && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
-        plausible.then(|| id.to_string())
-    }
-
     /// The live session, started (in the teammate's working folder) when there is none.
     fn session(&mut self, status: &StatusHandle) -> Result<&mut Session, String> {
         if self.session.is_none() {
             let workdir = working_dir(&self.workspace, &self.config, &self.name, self.writes)
                 .map_err(|e| format!("no worktree: {e}"))?;
-            let mut args = self.args.clone();
-            if let Some(id) = self.saved_session() {
+            let mut args: Vec<String> = PROTOCOL_ARGS.iter().map(|a| a.to_string()).collect();
+            args.extend(self.args.iter().cloned());
+            if let Some(id) = cli_agent::saved_id(&self.session_file()) {
                 args.extend(["--resume".to_string(), id]);
             }
-            let process = ClaudeProcess::spawn(&self.bin, &args, &workdir, &cli_credentials())
-                .map_err(|e| e.to_string())?;
+            let process = CliProcess::spawn(
+                &self.bin,
+                &args,
+                &workdir,
+                &cli_agent::credentials(&["ANTHROPIC_", "CLAUDE_"]),
+            )
+            .map_err(|source| {
+                ClaudeError::Start {
+                    bin: self.bin.clone(),
+                    source,
+                }
+                .to_string()
+            })?;
             let path = transcript_path(self.workspace.root(), &self.name, &new_id("session"));
             let writer = TranscriptWriter::open(path).map_err(|e| e.to_string())?;
             self.session = Some(Session {
@@ -254,7 +258,7 @@ impl ClaudeCodeWork {
                     }
                     session.initialised = true;
                     if let Some(id) = line["session_id"].as_str() {
-                        save_session(&session_file, id);
+                        cli_agent::save_id(&session_file, id);
                     }
                 }
                 Some("assistant" | "user") => {
@@ -267,14 +271,20 @@ impl ClaudeCodeWork {
                     let request = &line["request"];
                     let reply = match request["subtype"].as_str().unwrap_or_default() {
                         "can_use_tool" => {
-                            let verdict = decide(
-                                &self.policy,
-                                self.sandbox,
-                                &session.workdir,
-                                request,
-                                &prompter,
-                                &self.runtime,
-                                &session.emitter,
+                            let gate = PermissionGate {
+                                policy: &self.policy,
+                                sandbox: self.sandbox,
+                                workdir: &session.workdir,
+                                prompter: &prompter,
+                                runtime: &self.runtime,
+                                emitter: &session.emitter,
+                            };
+                            let verdict = gate.decide(
+                                CrewView::of(
+                                    request["tool_name"].as_str().unwrap_or_default(),
+                                    &request["input"],
+                                ),
+                                &request["input"],
                             );
                             control_response(
                                 request_id,
@@ -300,52 +310,62 @@ impl ClaudeCodeWork {
     }
 }
 
-/// crew's answer to one `can_use_tool` request: its policy first, then the person.
-fn decide(
-    policy: &PermissionPolicy,
-    sandbox: SandboxMode,
-    workdir: &std::path::Path,
-    request: &Value,
-    prompter: &MailboxPrompter,
-    runtime: &tokio::runtime::Runtime,
-    emitter: &Emitter,
-) -> Result<(), String> {
-    let tool_name = request["tool_name"].as_str().unwrap_or_default();
-    let input = &request["input"];
-    let view = CrewView::of(tool_name, input);
-    let outcome = view.decide(policy, sandbox, workdir);
-    let reason = match outcome.decision {
-        Decision::Allow => return Ok(()),
-        Decision::Deny(reason) => return Err(reason),
-        Decision::Ask(reason) => reason,
-    };
-    emitter.emit(AgentEvent::PermissionAsked {
-        tool: view.tool.clone(),
-        input: input.clone(),
-        reason: reason.clone(),
-    });
-    let answer = runtime.block_on(prompter.ask(PermissionAsk {
-        tool: view.tool.clone(),
-        input: input.clone(),
-        subject: view.subject.clone(),
-        reason,
-        workspace: workdir.to_path_buf(),
-    }));
-    let verdict = match answer {
-        PermissionAnswer::Allow => Ok(()),
-        PermissionAnswer::AllowAlways(rule) => {
-            // "Always" is a crew rule for this session, never a Claude Code one.
-            policy.remember_written(&rule);
-            Ok(())
-        }
-        PermissionAnswer::Deny(reason) => Err(reason),
-    };
-    emitter.emit(AgentEvent::PermissionAnswered {
-        tool: view.tool,
-        allowed: verdict.is_ok(),
-        detail: verdict.clone().err().unwrap_or_default(),
-    });
-    verdict
+/// What answers a CLI's permission requests (Claude Code's `can_use_tool`, Codex's approvals):
+/// crew's policy for the teammate's working folder, then the person through the mailbox.
+pub(crate) struct PermissionGate<'a> {
+    pub policy: &'a PermissionPolicy,
+    pub sandbox: SandboxMode,
+    pub workdir: &'a std::path::Path,
+    pub prompter: &'a MailboxPrompter,
+    pub runtime: &'a tokio::runtime::Runtime,
+    pub emitter: &'a Emitter,
+}
+
+impl PermissionGate<'_> {
+    /// crew's answer to one request for `view`; `input` is what the person is shown.
+    pub fn decide(&self, view: CrewView, input: &Value) -> Result<(), String> {
+        let PermissionGate {
+            policy,
+            sandbox,
+            workdir,
+            prompter,
+            runtime,
+            emitter,
+        } = self;
+        let outcome = view.decide(policy, *sandbox, workdir);
+        let reason = match outcome.decision {
+            Decision::Allow => return Ok(()),
+            Decision::Deny(reason) => return Err(reason),
+            Decision::Ask(reason) => reason,
+        };
+        emitter.emit(AgentEvent::PermissionAsked {
+            tool: view.tool.clone(),
+            input: input.clone(),
+            reason: reason.clone(),
+        });
+        let answer = runtime.block_on(prompter.ask(PermissionAsk {
+            tool: view.tool.clone(),
+            input: input.clone(),
+            subject: view.subject.clone(),
+            reason,
+            workspace: workdir.to_path_buf(),
+        }));
+        let verdict = match answer {
+            PermissionAnswer::Allow => Ok(()),
+            PermissionAnswer::AllowAlways(rule) => {
+                // "Always" is a crew rule for this session, never one of the CLI's.
+                policy.remember_written(&rule);
+                Ok(())
+            }
+            PermissionAnswer::Deny(reason) => Err(reason),
+        };
+        emitter.emit(AgentEvent::PermissionAnswered {
+            tool: view.tool,
+            allowed: verdict.is_ok(),
+            detail: verdict.clone().err().unwrap_or_default(),
+        });
+        verdict
+    }
 }
 
 impl Work for ClaudeCodeWork {
@@ -462,7 +482,7 @@ impl Work for ClaudeCodeWork {
             Job::Message(_) => self
                 .interrupted_task
                 .take()
-                .and_then(|t| self.still_mine(t)),
+                .and_then(|t| self.branch().still_mine(t)),
         };
         if outcome.interrupted {
             self.interrupted_task = worked_on;
@@ -471,28 +491,4 @@ impl Work for ClaudeCodeWork {
         }
         outcome
     }
-}
-
-/// Keeps the CLI's session id (a failure only costs the resume after a restart).
-fn save_session(path: &std::path::Path, id: &str) {
-    let saved = path
-        .parent()
-        .map_or(Ok(()), std::fs::create_dir_all)
-        .and_then(|()| crate::store::atomic::write_atomic(path, id.as_bytes()));
-    if let Err(e) = saved {
-        tracing::warn!("Claude Code session id not kept in {}: {e}", path.display());
-    }
-}
-
-/// The credentials crew took out of its environment (see `secret::seal_process`) that the CLI
-/// needs to reach its API: `ANTHROPIC_*` (key, auth token, base URL) and `CLAUDE_*` (its OAuth
-/// token, provider switches). Only the CLI gets them, not the commands of crew's own tools; their
-/// values are redacted from transcripts like crew's own keys.
-fn cli_credentials() -> Vec<(String, String)> {
-    crate::model::secret::sealed_vars()
-        .iter()
-        .filter(|(name, _)| name.starts_with("ANTHROPIC_") || name.starts_with("CLAUDE_"))
-        .inspect(|(_, value)| crate::store::secrets::register(value))
-        .cloned()
-        .collect()
 }
