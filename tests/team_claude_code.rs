@@ -376,7 +376,9 @@ fn crew_toml_says_where_claude_code_settings_do_not_belong() {
     let misplaced = "[team]\nname = \"web\"\n\n[lead]\nname = \"lead\"\nmodel = { provider = \"anthropic\", bin = \"claude\" }\n";
     let message = parse(misplaced).unwrap_err();
     assert!(
-        message.contains("`bin` and `args` are for provider \"claude-code\", not \"anthropic\""),
+        message.contains(
+            "`bin` and `args` are for provider \"claude-code\" or \"codex\", not \"anthropic\""
+        ),
         "{message}"
     );
     let teammate = format!(
