@@ -1,7 +1,19 @@
 //! What the coding-agent CLI teammates (Claude Code, Codex) share around their process: the
-//! credentials only the CLI gets, and the id of the conversation a restarted worker resumes.
+//! credentials only the CLI gets, the id of the conversation a restarted worker resumes, their
+//! permissions, and how a turn becomes the job's outcome and what happens to the task after.
 
 use std::path::Path;
+
+use crate::agent::{StopReason, TurnResult};
+use crate::config::TeamConfig;
+use crate::model::Usage;
+use crate::store::Task;
+use crate::team::agent_work::{SetupError, cache_tokens, permission_setup};
+use crate::team::status::StatusHandle;
+use crate::team::task_branch::TaskBranch;
+use crate::team::verdict;
+use crate::team::worker::{INTERRUPTED_BY_PERSON, Job, JobOutcome};
+use crate::tools::{PermissionMode, PermissionPolicy};
 
 /// The credentials crew took out of its environment (see `secret::seal_process`) whose names
 /// start with one of `prefixes` (the CLI's own: `ANTHROPIC_`, `OPENAI_`, …). Only the CLI gets
@@ -35,4 +47,128 @@ pub fn save_id(path: &Path, id: &str) {
     if let Err(e) = saved {
         tracing::warn!("conversation id not kept in {}: {e}", path.display());
     }
+}
+
+/// How a CLI's turn ended, in crew's terms.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnEnding {
+    pub success: bool,
+    /// Ended by the person's interrupt (the task is kept for their next message).
+    pub interrupted: bool,
+    /// The CLI's last text, or why the turn failed.
+    pub text: String,
+    pub turns: u32,
+    pub usage: Usage,
+    pub cost_micros: Option<u64>,
+}
+
+/// The job's outcome and the transcript's turn result for a turn that ended (`Ok`) or a
+/// conversation that broke (`Err`, why: also the agent's note). A reviewer's task passes only
+/// with an explicit verdict.
+pub fn conclude(
+    name: &str,
+    reviewer: bool,
+    input: &str,
+    ended: Result<TurnEnding, String>,
+    status: &StatusHandle,
+) -> (JobOutcome, TurnResult) {
+    let result = TurnResult {
+        input: input.to_string(),
+        output: String::new(),
+        tools_used: Vec::new(),
+        permission_denials: Vec::new(),
+        usage: Usage::default(),
+        stop_reason: StopReason::Error,
+        turns: 0,
+        reason: String::new(),
+        prefix_fingerprint: String::new(),
+    };
+    match ended {
+        Ok(end) => {
+            let (success, no_verdict) = verdict::judge(reviewer, end.success, &end.text);
+            let outcome = JobOutcome {
+                success,
+                summary: no_verdict.unwrap_or_else(|| end.text.trim().to_string()),
+                turns: u64::from(end.turns),
+                tokens: end.usage.input_tokens + end.usage.output_tokens,
+                cost_micros: end.cost_micros,
+                cache: cache_tokens(&end.usage),
+                commits: None,
+                interrupted: end.interrupted,
+            };
+            let result = TurnResult {
+                output: end.text,
+                usage: end.usage,
+                stop_reason: match (end.interrupted, end.success) {
+                    (true, _) => StopReason::Interrupted,
+                    (false, true) => StopReason::Completed,
+                    (false, false) => StopReason::Error,
+                },
+                turns: end.turns,
+                reason: if end.interrupted {
+                    INTERRUPTED_BY_PERSON.to_string()
+                } else {
+                    String::new()
+                },
+                ..result
+            };
+            (outcome, result)
+        }
+        Err(error) => {
+            let reason = format!("{name}: {error}");
+            note(status, &reason);
+            (
+                JobOutcome::failed(reason.clone()),
+                TurnResult { reason, ..result },
+            )
+        }
+    }
+}
+
+/// Puts `reason` in the agent's status note (what the pane shows).
+pub fn note(status: &StatusHandle, reason: &str) {
+    if let Err(e) = status.update(|s| s.note = Some(reason.to_string())) {
+        tracing::warn!("status not written: {e}");
+    }
+}
+
+/// After a job: a task the person interrupted is kept for their next message, which continues
+/// it in the same conversation; otherwise a writer's task (its own, or the interrupted one a
+/// message finished) is committed.
+pub fn settle(
+    branch: &TaskBranch<'_>,
+    writes: bool,
+    job: &Job,
+    interrupted_task: &mut Option<Task>,
+    outcome: &mut JobOutcome,
+) {
+    let worked_on = match job {
+        Job::Task(task) => Some(task.clone()),
+        Job::Message(_) => interrupted_task.take().and_then(|t| branch.still_mine(t)),
+    };
+    if outcome.interrupted {
+        *interrupted_task = worked_on;
+    } else if let (Some(task), true) = (worked_on, writes) {
+        branch.commit(&task, outcome);
+    }
+}
+
+/// What every CLI teammate needs from crew.toml besides its model: its permission mode and
+/// policy, and a runtime for asking the person.
+pub fn permissions(
+    config: &TeamConfig,
+    name: &str,
+    bypass_flag: bool,
+) -> Result<(PermissionMode, PermissionPolicy, tokio::runtime::Runtime), SetupError> {
+    let (mode, rules, bypass) = permission_setup(config, name, bypass_flag)?;
+    let policy =
+        PermissionPolicy::new(mode, &rules, bypass).map_err(|e| SetupError::Permissions {
+            name: name.to_string(),
+            message: e.to_string(),
+        })?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(SetupError::Runtime)?;
+    Ok((mode, policy, runtime))
 }

@@ -22,22 +22,19 @@ use serde_json::{Value, json};
 
 use crate::agent::emitter::Emitter;
 use crate::agent::transcript::{TranscriptWriter, transcript_path};
-use crate::agent::{AgentEvent, EventSink, MailboxPrompter, StopReason, TurnResult};
+use crate::agent::{AgentEvent, EventSink, MailboxPrompter};
 use crate::config::TeamConfig;
 use crate::store::message::new_id;
 use crate::store::{Task, Workspace};
-use crate::team::agent_work::{
-    SetupError, cache_tokens, permission_setup, status_sink, task_packet, working_dir,
-};
+use crate::team::agent_work::{SetupError, status_sink, task_packet, working_dir};
 use crate::team::status::StatusHandle;
 use crate::team::task_branch::TaskBranch;
-use crate::team::verdict;
-use crate::team::worker::{INTERRUPTED_BY_PERSON, Job, JobOutcome, Work};
+use crate::team::worker::{Job, JobOutcome, Work};
 use crate::tools::{
     Decision, PermissionAnswer, PermissionAsk, PermissionPolicy, Prompter, SandboxMode,
 };
 
-use crate::team::cli_agent;
+use crate::team::cli_agent::{self, TurnEnding};
 use crate::team::cli_process::{CliProcess, Line, StdinClosed};
 use permission::{CrewView, control_response, unsupported};
 use stream::{Translator, TurnEnd};
@@ -119,21 +116,12 @@ impl ClaudeCodeWork {
         let entry = config
             .agent(name)
             .ok_or_else(|| SetupError::UnknownAgent(name.to_string()))?;
-        let (mode, rules, bypass) = permission_setup(&config, name, bypass_flag)?;
-        let policy =
-            PermissionPolicy::new(mode, &rules, bypass).map_err(|e| SetupError::Permissions {
-                name: name.to_string(),
-                message: e.to_string(),
-            })?;
+        let (_, policy, runtime) = cli_agent::permissions(&config, name, bypass_flag)?;
         let mut args = Vec::new();
         if let Some(model) = &entry.model.model {
             args.extend(["--model".to_string(), model.clone()]);
         }
         args.extend(entry.model.args.iter().cloned());
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(SetupError::Runtime)?;
         Ok(Self {
             role: config.role_of(name).unwrap_or("lead").to_string(),
             writes: entry.writes,
@@ -391,74 +379,31 @@ impl Work for ClaudeCodeWork {
                 });
             }
             Err(e) => {
-                if let Err(note) = status.update(|s| s.note = Some(e.clone())) {
-                    tracing::warn!("status not written: {note}");
-                }
+                cli_agent::note(status, &e);
                 return JobOutcome::failed(e);
             }
         }
         let ended = self.turn(&input, cancel);
         let broken = ended.is_err();
         let session = self.session.as_mut().expect("started above");
-        let (mut outcome, result) = match ended {
-            Ok(end) => {
-                let reviewer = self.role == "reviewer" && matches!(job, Job::Task(_));
-                let (success, no_verdict) = verdict::judge(reviewer, end.success, &end.text);
-                let cost = end.total_cost_usd.map(|total| {
-                    let spent = (total - session.cost_so_far).max(0.0);
-                    session.cost_so_far = total;
-                    (spent * 1_000_000.0).round() as u64
-                });
-                let outcome = JobOutcome {
-                    success,
-                    summary: no_verdict.unwrap_or_else(|| end.text.trim().to_string()),
-                    turns: u64::from(end.turns),
-                    tokens: end.usage.input_tokens + end.usage.output_tokens,
-                    cost_micros: cost,
-                    cache: cache_tokens(&end.usage),
-                    commits: None,
-                    interrupted: end.interrupted,
-                };
-                let result = TurnResult {
-                    input: input.clone(),
-                    output: end.text.clone(),
-                    tools_used: Vec::new(),
-                    permission_denials: Vec::new(),
-                    usage: end.usage,
-                    stop_reason: match (end.interrupted, end.success) {
-                        (true, _) => StopReason::Interrupted,
-                        (false, true) => StopReason::Completed,
-                        (false, false) => StopReason::Error,
-                    },
-                    turns: end.turns,
-                    reason: if end.interrupted {
-                        INTERRUPTED_BY_PERSON.to_string()
-                    } else {
-                        String::new()
-                    },
-                    prefix_fingerprint: String::new(),
-                };
-                (outcome, result)
+        let ended = ended.map_err(|e| e.to_string()).map(|end| {
+            let cost_micros = end.total_cost_usd.map(|total| {
+                let spent = (total - session.cost_so_far).max(0.0);
+                session.cost_so_far = total;
+                (spent * 1_000_000.0).round() as u64
+            });
+            TurnEnding {
+                success: end.success,
+                interrupted: end.interrupted,
+                text: end.text,
+                turns: end.turns,
+                usage: end.usage,
+                cost_micros,
             }
-            Err(error) => {
-                let reason = format!("{}: {error}", self.name);
-                let result = TurnResult {
-                    input: input.clone(),
-                    output: String::new(),
-                    tools_used: Vec::new(),
-                    permission_denials: Vec::new(),
-                    usage: Default::default(),
-                    stop_reason: StopReason::Error,
-                    turns: 0,
-                    reason: reason.clone(),
-                    prefix_fingerprint: String::new(),
-                };
-                if let Err(note) = status.update(|s| s.note = Some(reason.clone())) {
-                    tracing::warn!("status not written: {note}");
-                }
-                (JobOutcome::failed(reason), result)
-            }
-        };
+        });
+        let reviewer = self.role == "reviewer" && matches!(job, Job::Task(_));
+        let (mut outcome, result) =
+            cli_agent::conclude(&self.name, reviewer, &input, ended, status);
         session.emitter.emit(AgentEvent::TurnEnd { result });
         if broken {
             // A process that died before `init` may have been refused the session it was to
@@ -475,20 +420,18 @@ impl Work for ClaudeCodeWork {
             // A broken conversation is not reused: the next job starts a fresh process.
             self.session = None;
         }
-        // The task this job worked on: its own, or the one the person interrupted, which their
-        // message continues in the same session. An interrupted one is committed when it ends.
-        let worked_on = match job {
-            Job::Task(task) => Some(task.clone()),
-            Job::Message(_) => self
-                .interrupted_task
-                .take()
-                .and_then(|t| self.branch().still_mine(t)),
+        let branch = TaskBranch {
+            workspace: &self.workspace,
+            config: &self.config,
+            name: &self.name,
         };
-        if outcome.interrupted {
-            self.interrupted_task = worked_on;
-        } else if let (Some(task), true) = (worked_on, self.writes) {
-            self.branch().commit(&task, &mut outcome);
-        }
+        cli_agent::settle(
+            &branch,
+            self.writes,
+            job,
+            &mut self.interrupted_task,
+            &mut outcome,
+        );
         outcome
     }
 }

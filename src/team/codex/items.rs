@@ -48,7 +48,7 @@ impl Items {
         self.turn_id = id.to_string();
         self.calls = 0;
         self.last_text.clear();
-        self.usage_at_start = self.usage_now.clone();
+        self.usage_at_start = self.usage_now;
     }
 
     /// The file changes of item `id`, as its `item/started` listed them.
@@ -171,7 +171,7 @@ impl Items {
                 // A resumed thread first reports its history (under an earlier turn's id): that
                 // is where this turn starts counting, not what it used.
                 if params["turnId"].as_str() != Some(self.turn_id.as_str()) {
-                    self.usage_at_start = self.usage_now.clone();
+                    self.usage_at_start = self.usage_now;
                 }
             }
             ("turn/completed", _) => return Some(self.finish(&params["turn"], out)),
@@ -205,7 +205,7 @@ impl Items {
             ),
             _ => std::mem::take(&mut self.last_text),
         };
-        let start = std::mem::replace(&mut self.usage_at_start, self.usage_now.clone());
+        let start = std::mem::replace(&mut self.usage_at_start, self.usage_now);
         let now = &self.usage_now;
         TurnEnd {
             status,

@@ -24,20 +24,17 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::emitter::Emitter;
 use crate::agent::transcript::{TranscriptWriter, transcript_path};
-use crate::agent::{AgentEvent, EventSink, MailboxPrompter, StopReason, TurnResult};
+use crate::agent::{AgentEvent, EventSink, MailboxPrompter};
 use crate::config::TeamConfig;
 use crate::store::message::new_id;
 use crate::store::{Task, Workspace};
-use crate::team::agent_work::{
-    SetupError, cache_tokens, permission_setup, status_sink, task_packet, working_dir,
-};
+use crate::team::agent_work::{SetupError, status_sink, task_packet, working_dir};
 use crate::team::claude_code::PermissionGate;
-use crate::team::cli_agent;
+use crate::team::cli_agent::{self, TurnEnding};
 use crate::team::cli_process::CliProcess;
 use crate::team::status::StatusHandle;
 use crate::team::task_branch::TaskBranch;
-use crate::team::verdict;
-use crate::team::worker::{INTERRUPTED_BY_PERSON, Job, JobOutcome, Work};
+use crate::team::worker::{Job, JobOutcome, Work};
 use crate::tools::{PermissionMode, PermissionPolicy, SandboxMode};
 
 use approval::{Approval, decision};
@@ -115,16 +112,7 @@ impl CodexWork {
         let entry = config
             .agent(name)
             .ok_or_else(|| SetupError::UnknownAgent(name.to_string()))?;
-        let (mode, rules, bypass) = permission_setup(&config, name, bypass_flag)?;
-        let policy =
-            PermissionPolicy::new(mode, &rules, bypass).map_err(|e| SetupError::Permissions {
-                name: name.to_string(),
-                message: e.to_string(),
-            })?;
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(SetupError::Runtime)?;
+        let (mode, policy, runtime) = cli_agent::permissions(&config, name, bypass_flag)?;
         Ok(Self {
             role: config.role_of(name).unwrap_or("lead").to_string(),
             writes: entry.writes,
@@ -278,14 +266,15 @@ impl CodexWork {
         let mut interrupted = false;
         let mut out = Vec::new();
         loop {
-            if cancel.is_cancelled() && !interrupted {
-                if let Some(turn) = &turn_id {
-                    interrupted = true;
-                    session.rpc.request(
-                        "turn/interrupt",
-                        json!({"threadId": session.thread, "turnId": turn}),
-                    )?;
-                }
+            if cancel.is_cancelled()
+                && !interrupted
+                && let Some(turn) = &turn_id
+            {
+                interrupted = true;
+                session.rpc.request(
+                    "turn/interrupt",
+                    json!({"threadId": session.thread, "turnId": turn}),
+                )?;
             }
             let Some(message) = session.rpc.next_within(INTERRUPT_POLL)? else {
                 continue;
@@ -394,97 +383,50 @@ impl Work for CodexWork {
             }
             Err(e) => {
                 let reason = format!("{}: {e}", self.name);
-                if let Err(note) = status.update(|s| s.note = Some(reason.clone())) {
-                    tracing::warn!("status not written: {note}");
-                }
+                cli_agent::note(status, &reason);
                 return JobOutcome::failed(reason);
             }
         }
         let ended = self.turn(&input, cancel);
         let broken = ended.is_err();
         let price = self.config.agent(&self.name).and_then(|a| a.model.price);
+        let ended = ended.map_err(|e| e.to_string()).map(|end| TurnEnding {
+            success: end.status == "completed",
+            interrupted: end.status == "interrupted",
+            text: end.text,
+            turns: end.calls,
+            // Codex reports tokens, not money: the model's price in crew.toml makes a cost.
+            cost_micros: price.map(|price| {
+                price.micros(
+                    end.usage.input_tokens,
+                    end.usage.output_tokens,
+                    end.usage.cache_read_input_tokens,
+                    end.usage.cache_creation_input_tokens,
+                )
+            }),
+            usage: end.usage,
+        });
+        let reviewer = self.role == "reviewer" && matches!(job, Job::Task(_));
+        let (mut outcome, result) =
+            cli_agent::conclude(&self.name, reviewer, &input, ended, status);
         let session = self.session.as_mut().expect("started above");
-        let (mut outcome, result) = match ended {
-            Ok(end) => {
-                let interrupted = end.status == "interrupted";
-                let reviewer = self.role == "reviewer" && matches!(job, Job::Task(_));
-                let (success, no_verdict) =
-                    verdict::judge(reviewer, end.status == "completed", &end.text);
-                let usage = &end.usage;
-                let outcome = JobOutcome {
-                    success,
-                    summary: no_verdict.unwrap_or_else(|| end.text.trim().to_string()),
-                    turns: u64::from(end.calls),
-                    tokens: usage.total(),
-                    cost_micros: price.map(|price| {
-                        price.micros(
-                            usage.input_tokens,
-                            usage.output_tokens,
-                            usage.cache_read_input_tokens,
-                            usage.cache_creation_input_tokens,
-                        )
-                    }),
-                    cache: cache_tokens(usage),
-                    commits: None,
-                    interrupted,
-                };
-                let result = TurnResult {
-                    input: input.clone(),
-                    output: end.text.clone(),
-                    tools_used: Vec::new(),
-                    permission_denials: Vec::new(),
-                    usage: end.usage.clone(),
-                    stop_reason: match end.status.as_str() {
-                        "interrupted" => StopReason::Interrupted,
-                        "completed" => StopReason::Completed,
-                        _ => StopReason::Error,
-                    },
-                    turns: end.calls,
-                    reason: if interrupted {
-                        INTERRUPTED_BY_PERSON.to_string()
-                    } else {
-                        String::new()
-                    },
-                    prefix_fingerprint: String::new(),
-                };
-                (outcome, result)
-            }
-            Err(error) => {
-                let reason = format!("{}: {error}", self.name);
-                let result = TurnResult {
-                    input: input.clone(),
-                    output: String::new(),
-                    tools_used: Vec::new(),
-                    permission_denials: Vec::new(),
-                    usage: Default::default(),
-                    stop_reason: StopReason::Error,
-                    turns: 0,
-                    reason: reason.clone(),
-                    prefix_fingerprint: String::new(),
-                };
-                if let Err(note) = status.update(|s| s.note = Some(reason.clone())) {
-                    tracing::warn!("status not written: {note}");
-                }
-                (JobOutcome::failed(reason), result)
-            }
-        };
         session.emitter.emit(AgentEvent::TurnEnd { result });
         if broken {
             // A broken conversation is not reused: the next job starts a fresh process.
             self.session = None;
         }
-        let worked_on = match job {
-            Job::Task(task) => Some(task.clone()),
-            Job::Message(_) => self
-                .interrupted_task
-                .take()
-                .and_then(|t| self.branch().still_mine(t)),
+        let branch = TaskBranch {
+            workspace: &self.workspace,
+            config: &self.config,
+            name: &self.name,
         };
-        if outcome.interrupted {
-            self.interrupted_task = worked_on;
-        } else if let (Some(task), true) = (worked_on, self.writes) {
-            self.branch().commit(&task, &mut outcome);
-        }
+        cli_agent::settle(
+            &branch,
+            self.writes,
+            job,
+            &mut self.interrupted_task,
+            &mut outcome,
+        );
         outcome
     }
 }
