@@ -240,7 +240,10 @@ fn an_approval_goes_to_the_person_and_back_and_a_decline_reaches_codex() {
         let record: Value = serde_json::from_str(&text).ok()?;
         (record["state"] == "IDLE").then_some(record)
     });
-    assert_eq!(record["tokens"], 2550, "uncached input and output, as for crew's own agents: {record}");
+    assert_eq!(
+        record["tokens"], 2550,
+        "uncached input and output, as for crew's own agents: {record}"
+    );
 
     team.repo.ok(&["review", "merge", "task_1"]);
     assert!(team.repo.join("codex-did.txt").exists());

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::git::{FileDiff, proposed_change};
+use crate::git::{FileDiff, patched_change, proposed_change};
 use crate::store::Message;
 use crate::tui::ask;
 
@@ -28,6 +28,12 @@ pub fn prepare(root: &Path, request: &Message) -> Result<FileDiff, String> {
     let input = ask::input(request).ok_or("the request has no input")?;
     let text = |key: &str| input.get(key).and_then(Value::as_str);
     let path = text("path").ok_or("the request names no path")?;
+    // A CLI that proposes its edit as a diff (Codex): shown as it is.
+    if let (Some("edit"), Some(hunks)) = (ask::tool(request), text("diff")) {
+        return patched_change(path, hunks)
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("the proposed diff of {path} changes nothing"));
+    }
     let file = ask::workspace(request).unwrap_or(root).join(path);
     let current = read(&file)?;
     let new = match ask::tool(request) {
@@ -150,5 +156,26 @@ mod tests {
         );
         let bash = request(root, "bash", json!({"command": "ls"}));
         assert!(!applies(&bash));
+    }
+
+    #[test]
+    fn an_edit_proposed_as_a_diff_is_shown_as_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let hunks = "@@ -1,3 +1,3 @@\n one\n-two\n+2\n three\n";
+        let codex = request(
+            dir.path(),
+            "edit",
+            json!({"path": "src/a.sh", "diff": hunks}),
+        );
+        assert!(applies(&codex));
+        let diff = prepare(dir.path(), &codex).unwrap();
+        assert_eq!(diff.path, "src/a.sh");
+        assert_eq!(changed(&diff), ["-two", "+2"]);
+        let garbage = request(
+            dir.path(),
+            "edit",
+            json!({"path": "src/a.sh", "diff": "not a diff"}),
+        );
+        assert!(prepare(dir.path(), &garbage).is_err());
     }
 }

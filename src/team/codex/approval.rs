@@ -85,8 +85,10 @@ impl Approval {
                     [(path, _, content)] if tool == "write" => {
                         json!({"path": path, "content": content})
                     }
+                    // The first file's diff is what the pane shows; every file is listed.
                     _ => json!({
                         "path": changes.first().map(|(p, _, _)| p.clone()),
+                        "diff": changes.first().map(|(_, _, d)| d.clone()),
                         "changes": changes
                             .iter()
                             .map(|(path, kind, diff)| json!({"path": path, "kind": kind, "diff": diff}))
