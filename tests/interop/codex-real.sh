@@ -4,7 +4,8 @@
 # reaches the internet), runs it as teammate bob against the scripted mock OpenAI Responses API
 # (mock_openai.py, codex-real.json): Codex's escalated command must come to crew as a permission
 # request, be approved with `crew respond`, run, and end as task_1's commit in review; its file
-# change (a new denied.txt) is rejected, and Codex reports it declined (the file never appears).
+# change (a new denied.txt) is rejected, and Codex reports it declined (the file never appears);
+# a restarted worker resumes the same thread (the model sees its id and history).
 # Prints SKIP (exit 0) when npm or `unshare --net` is not available, PASS or FAIL otherwise.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -126,6 +127,22 @@ import glob, json, sys
 events = [json.loads(l)[\"event\"] for f in glob.glob(\".crew/transcripts/bob/*.jsonl\") for l in open(f)]
 sys.exit(0 if any(e[\"type\"] == \"tool_result\" and e[\"name\"] == \"apply_patch\" and e[\"content\"].startswith(\"declined\") for e in events) else 1)
 " || fail "the rejection never reached Codex"
+# A restarted worker resumes the thread: the model sees the same thread id and the history.
 "$CREW" down --timeout 10 >/dev/null
-echo "PASS codex-real: Codex $VERSION asked crew before its escalated command and its file change; the approved command is the commit of task_1, in review; the rejected change never landed"
+sleep 1
+THREAD=$(cat .crew/codex/bob.thread)
+"$CREW" worker --name bob >"$WORK/bob2.out" 2>&1 &
+"$CREW" send --from user --to bob "check the thread" >/dev/null
+for i in $(seq 120); do
+  [ "$(ls "$WORK"/log/0*-POST-*.json | wc -l)" -ge 4 ] && break
+  sleep 0.5
+done
+python3 -c "
+import glob, json, sys
+last = json.load(open(sorted(glob.glob(\"$WORK/log/0*-POST-*.json\"))[-1]))
+body = json.dumps(last[\"body\"])
+sys.exit(0 if last[\"headers\"].get(\"thread-id\") == \"$THREAD\" and \"write real.txt\" in body else 1)
+" || fail "the restarted worker did not resume thread $THREAD"
+"$CREW" down --timeout 10 >/dev/null
+echo "PASS codex-real: Codex $VERSION asked crew before its escalated command and its file change; the approved command is the commit of task_1, in review; the rejected change never landed; a restarted worker resumed thread $THREAD"
 '
