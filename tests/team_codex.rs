@@ -571,3 +571,74 @@ fn crew_toml_takes_codex_for_teammates_only() {
     let message = parse(&reviewer).unwrap_err();
     assert!(message.contains("is a codex teammate"), "{message}");
 }
+
+#[test]
+fn the_headless_policy_answers_codex_and_the_run_ends_with_its_work_merged() {
+    let team = fake_team();
+    let log = team.repo.join(".crew/fake-codex.log");
+    let sample = fixture("decline-cancel.transcript.jsonl");
+    team.repo.ok(&["task", "add", "run a command and patch"]);
+    let mut up = team.spawn_with_env(
+        "up",
+        &[
+            "up",
+            "--headless",
+            "--approve",
+            "allow",
+            "--until-done",
+            "--merge",
+            "auto",
+        ],
+        &[
+            ("FAKE_CODEX_SAMPLE", sample.to_str().unwrap()),
+            ("FAKE_CODEX_LOG", log.to_str().unwrap()),
+        ],
+    );
+    // A guard against a hang, not a timing.
+    assert_eq!(up.wait(Duration::from_secs(120)), Some(0));
+    assert_eq!(team.task("task_1")["status"], "completed");
+    // The recording declined and cancelled; the headless policy accepted both, and Codex's
+    // command and new file are on main.
+    assert_eq!(decisions(&log), ["accept", "accept"]);
+    assert!(team.repo.join("codex-did.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(team.repo.join("hello.txt")).unwrap(),
+        "hello world\n"
+    );
+    let requests: Vec<Value> = team
+        .requests()
+        .into_iter()
+        .filter(|r| r["type"] == "permission_request")
+        .collect();
+    assert_eq!(requests.len(), 2, "{requests:?}");
+    assert!(
+        requests.iter().all(|r| r["state"] == "approved"),
+        "{requests:?}"
+    );
+    assert!(
+        logged(&log).iter().any(|l| l["eof"] == true),
+        "the app-server was closed when the team stopped"
+    );
+}
+
+#[test]
+fn a_thread_codex_no_longer_has_is_replaced_by_a_new_one() {
+    let team = fake_team();
+    let saved = team.repo.join(".crew/codex/carol.thread");
+    std::fs::create_dir_all(saved.parent().unwrap()).unwrap();
+    std::fs::write(&saved, "0190ffff-dead-7000-8000-000000000000").unwrap();
+    let (_carol, log) = start_carol(
+        &team,
+        "approvals-followup-interrupt.transcript.jsonl",
+        &[("FAKE_CODEX_NO_THREADS", "1")],
+    );
+    first_task(&team, "approve", "reject");
+    team.wait_task("task_1", "review", WAIT);
+    let resumed = sent_requests(&log, "thread/resume");
+    assert_eq!(
+        resumed[0]["params"]["threadId"],
+        "0190ffff-dead-7000-8000-000000000000"
+    );
+    assert_eq!(sent_requests(&log, "thread/start").len(), 1);
+    assert_eq!(std::fs::read_to_string(&saved).unwrap(), THREAD);
+}
