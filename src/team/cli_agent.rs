@@ -4,7 +4,8 @@
 
 use std::path::Path;
 
-use crate::agent::{StopReason, TurnResult};
+use crate::agent::emitter::Emitter;
+use crate::agent::{AgentEvent, StopReason, TurnResult};
 use crate::config::TeamConfig;
 use crate::model::Usage;
 use crate::store::Task;
@@ -129,6 +130,39 @@ pub fn conclude(
 pub fn note(status: &StatusHandle, reason: &str) {
     if let Err(e) = status.update(|s| s.note = Some(reason.to_string())) {
         tracing::warn!("status not written: {e}");
+    }
+}
+
+/// Before a job's turn, once the CLI's conversation is up (`started`: its transcript and turn
+/// count, or why it is not): a writer's task is brought up to date on its branch, and the turn's
+/// start goes to the transcript. `Some` is the job, failed with why (also the agent's note).
+pub fn begin(
+    branch: &TaskBranch<'_>,
+    writes: bool,
+    job: &Job,
+    started: Result<(&Emitter, &mut u64), String>,
+    input: &str,
+    status: &StatusHandle,
+) -> Option<JobOutcome> {
+    let prepared = match (job, writes) {
+        (Job::Task(task), true) => started.and_then(|up| branch.prepare(task).map(|()| up)),
+        _ => started,
+    };
+    match prepared {
+        Ok((emitter, turns)) => {
+            *turns += 1;
+            emitter.set_turn(*turns);
+            emitter.emit(AgentEvent::TurnStart {
+                turn: *turns,
+                input: input.to_string(),
+                prefix_fingerprint: String::new(),
+            });
+            None
+        }
+        Err(e) => {
+            note(status, &e);
+            Some(JobOutcome::failed(e))
+        }
     }
 }
 

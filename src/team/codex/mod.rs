@@ -367,25 +367,17 @@ impl Work for CodexWork {
     fn run(&mut self, job: &Job, status: &StatusHandle, cancel: &CancellationToken) -> JobOutcome {
         let (input, _) = task_packet(job);
         let started = self.session(status).map(|_| ());
-        let prepared = match (job, self.writes) {
-            (Job::Task(task), true) => started.and_then(|()| self.branch().prepare(task)),
-            _ => started,
+        let branch = TaskBranch {
+            workspace: &self.workspace,
+            config: &self.config,
+            name: &self.name,
         };
-        match prepared.map(|()| self.session.as_mut().expect("started above")) {
-            Ok(session) => {
-                session.turns += 1;
-                session.emitter.set_turn(session.turns);
-                session.emitter.emit(AgentEvent::TurnStart {
-                    turn: session.turns,
-                    input: input.clone(),
-                    prefix_fingerprint: String::new(),
-                });
-            }
-            Err(e) => {
-                let reason = format!("{}: {e}", self.name);
-                cli_agent::note(status, &reason);
-                return JobOutcome::failed(reason);
-            }
+        let started = started.map(|()| {
+            let session = self.session.as_mut().expect("started above");
+            (&*session.emitter, &mut session.turns)
+        });
+        if let Some(failed) = cli_agent::begin(&branch, self.writes, job, started, &input, status) {
+            return failed;
         }
         let ended = self.turn(&input, cancel);
         let broken = ended.is_err();
