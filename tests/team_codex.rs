@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::Value;
-use team_support::{Team, crew_toml, eventually};
+use team_support::{Team, crew_toml, eventually, json_lines};
 
 const WAIT: Duration = Duration::from_secs(30);
 const THREAD: &str = "01a2313f-d7bd-7323-8169-40145767995b";
@@ -57,17 +57,9 @@ fn start_carol(team: &Team, sample: &str, env: &[(&str, &str)]) -> (team_support
     (bg, log)
 }
 
-fn logged(log: &Path) -> Vec<Value> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 /// What crew sent the fake, in order.
 fn sent(log: &Path) -> Vec<Value> {
-    logged(log)
+    json_lines(log)
         .into_iter()
         .filter_map(|l| l.get("in").cloned())
         .collect()
@@ -89,19 +81,6 @@ fn decisions(log: &Path) -> Vec<String> {
         .collect()
 }
 
-fn transcript_events(team: &Team) -> Vec<Value> {
-    let dir = team.repo.join(".crew/transcripts/carol");
-    let mut events = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
-        events.extend(
-            text.lines()
-                .map(|l| serde_json::from_str::<Value>(l).unwrap()["event"].clone()),
-        );
-    }
-    events
-}
-
 /// Waits for carol's next request other than `answered`; its id and the request.
 fn next_request(team: &Team, answered: &[String]) -> (String, Value) {
     let id = eventually("carol's next request", WAIT, || {
@@ -115,11 +94,6 @@ fn next_request(team: &Team, answered: &[String]) -> (String, Value) {
         .find(|m| m["request_id"] == id.as_str())
         .expect("the request is in the lead's inbox");
     (id, asked)
-}
-
-fn failure(team: &Team, id: &str) -> String {
-    let failed = team.wait_task(id, "failed", WAIT);
-    failed["result"].as_str().unwrap().to_string()
 }
 
 /// Runs task_1 of the approvals recording, answering the command and the file change.
@@ -181,7 +155,7 @@ fn an_approval_goes_to_the_person_and_back_and_a_decline_reaches_codex() {
 
     // The app-server ran in carol's worktree with the configured arguments, and was asked for
     // a thread there that asks crew before what its read-only sandbox does not allow.
-    let start = &logged(&log)[0];
+    let start = &json_lines(&log)[0];
     let argv: Vec<&str> = start["argv"]
         .as_array()
         .unwrap()
@@ -206,7 +180,7 @@ fn an_approval_goes_to_the_person_and_back_and_a_decline_reaches_codex() {
     assert_eq!(init["params"]["clientInfo"]["name"], "crew");
 
     // The transcript holds Codex's work as crew events.
-    let events = transcript_events(&team);
+    let events = team.transcript_events("carol");
     let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
     for kind in [
         "turn_start",
@@ -269,7 +243,8 @@ fn a_follow_up_is_a_turn_on_the_same_thread_and_an_interrupt_is_codexs_turn_inte
         "follow-up question",
     ]);
     eventually("the second turn", WAIT, || {
-        let ends = transcript_events(&team)
+        let ends = team
+            .transcript_events("carol")
             .into_iter()
             .filter(|e| e["type"] == "turn_end")
             .count();
@@ -292,7 +267,7 @@ fn a_follow_up_is_a_turn_on_the_same_thread_and_an_interrupt_is_codexs_turn_inte
     team.repo.ok(&["task", "add", "run something slow"]);
     team.wait_state("carol", "WORK", WAIT);
     eventually("the slow command to start", WAIT, || {
-        transcript_events(&team)
+        team.transcript_events("carol")
             .iter()
             .any(|e| {
                 e["type"] == "tool_use"
@@ -323,7 +298,7 @@ fn a_follow_up_is_a_turn_on_the_same_thread_and_an_interrupt_is_codexs_turn_inte
         interrupts[0]["params"]["turnId"],
         "01a2313f-dd97-7422-a88b-704be6ec7c5d"
     );
-    let events = transcript_events(&team);
+    let events = team.transcript_events("carol");
     let closed = events.iter().rfind(|e| e["type"] == "tool_result").unwrap();
     assert!(
         closed["content"]
@@ -349,7 +324,7 @@ fn a_follow_up_is_a_turn_on_the_same_thread_and_an_interrupt_is_codexs_turn_inte
         done["result"], "Yes, still here after the interrupt.",
         "{done}"
     );
-    let starts = logged(&log)
+    let starts = json_lines(&log)
         .iter()
         .filter(|l| l.get("argv").is_some())
         .count();
@@ -358,7 +333,7 @@ fn a_follow_up_is_a_turn_on_the_same_thread_and_an_interrupt_is_codexs_turn_inte
     assert_eq!(team.repo.crew(&["down", "--timeout", "10"]).code, 0);
     assert_eq!(carol.wait(WAIT), Some(0));
     assert!(
-        logged(&log).iter().any(|l| l["eof"] == true),
+        json_lines(&log).iter().any(|l| l["eof"] == true),
         "the app-server saw its stdin closed when the worker stopped"
     );
 }
@@ -405,7 +380,7 @@ fn crews_policy_declines_without_asking_and_an_interrupt_while_asked_is_a_cancel
         1,
         "the denied command never reached the person"
     );
-    let events = transcript_events(&team);
+    let events = team.transcript_events("carol");
     let end = events.iter().rfind(|e| e["type"] == "turn_end").unwrap();
     assert_eq!(end["result"]["stop_reason"], "interrupted", "{end}");
     let patch = events
@@ -445,7 +420,7 @@ fn a_restarted_worker_resumes_the_thread() {
         "follow-up after resume",
     ]);
     eventually("the resumed turn", WAIT, || {
-        transcript_events(&team)
+        team.transcript_events("carol")
             .iter()
             .any(|e| {
                 e["type"] == "turn_end"
@@ -462,7 +437,8 @@ fn a_restarted_worker_resumes_the_thread() {
         THREAD
     );
     // Only the resumed turn's tokens count, not the thread's history (6300 of 7350).
-    let end = transcript_events(&team)
+    let end = team
+        .transcript_events("carol")
         .into_iter()
         .find(|e| {
             e["type"] == "turn_end"
@@ -489,7 +465,7 @@ fn a_crash_mid_stream_fails_the_task_and_the_next_task_gets_a_new_process() {
         &[("FAKE_CODEX_CRASH_AFTER", "12")],
     );
     team.repo.ok(&["task", "add", "first"]);
-    let reason = failure(&team, "task_1");
+    let reason = team.failure("task_1", WAIT);
     assert!(reason.contains("Codex exited"), "{reason}");
     assert!(reason.contains("crashed on purpose"), "{reason}");
     let status = team.wait_state("carol", "IDLE", WAIT);
@@ -500,13 +476,13 @@ fn a_crash_mid_stream_fails_the_task_and_the_next_task_gets_a_new_process() {
             .contains("Codex exited"),
         "{status}"
     );
-    let events = transcript_events(&team);
+    let events = team.transcript_events("carol");
     let end = events.iter().rfind(|e| e["type"] == "turn_end").unwrap();
     assert_eq!(end["result"]["stop_reason"], "error", "{end}");
 
     team.repo.ok(&["task", "add", "again"]);
     team.wait_task("task_2", "failed", WAIT);
-    let starts = logged(&log)
+    let starts = json_lines(&log)
         .iter()
         .filter(|l| l.get("argv").is_some())
         .count();
@@ -522,7 +498,7 @@ fn a_missing_binary_an_old_version_and_a_line_that_is_not_json_each_fail_clearly
         &[],
     );
     missing.repo.ok(&["task", "add", "anything"]);
-    let reason = failure(&missing, "task_1");
+    let reason = missing.failure("task_1", WAIT);
     assert!(
         reason.contains("cannot start Codex `/nonexistent/codex`"),
         "{reason}"
@@ -536,7 +512,7 @@ fn a_missing_binary_an_old_version_and_a_line_that_is_not_json_each_fail_clearly
         &[("FAKE_CODEX_VERSION", "0.98.0")],
     );
     old.repo.ok(&["task", "add", "anything"]);
-    let reason = failure(&old, "task_1");
+    let reason = old.failure("task_1", WAIT);
     assert!(reason.contains("Codex 0.98.0 is not supported"), "{reason}");
 
     let garbled = fake_team();
@@ -546,7 +522,7 @@ fn a_missing_binary_an_old_version_and_a_line_that_is_not_json_each_fail_clearly
         &[("FAKE_CODEX_GARBAGE_AFTER", "6")],
     );
     garbled.repo.ok(&["task", "add", "anything"]);
-    let reason = failure(&garbled, "task_1");
+    let reason = garbled.failure("task_1", WAIT);
     assert!(reason.contains("not JSON-RPC"), "{reason}");
     assert!(reason.contains("this is not json"), "{reason}");
 }
@@ -616,7 +592,7 @@ fn the_headless_policy_answers_codex_and_the_run_ends_with_its_work_merged() {
         "{requests:?}"
     );
     assert!(
-        logged(&log).iter().any(|l| l["eof"] == true),
+        json_lines(&log).iter().any(|l| l["eof"] == true),
         "the app-server was closed when the team stopped"
     );
 }

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use team_support::{Team, eventually};
+use team_support::{Team, eventually, json_lines};
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -158,10 +158,8 @@ fn a_lead_with_a_claude_code_and_a_codex_teammate_completes_the_demo_goal() {
     assert_eq!(asker("alice"), 1, "Claude Code asked once: {approved:?}");
     assert_eq!(asker("bob"), 1, "Codex asked once: {approved:?}");
     assert_eq!(asker("carol"), 1, "the reviewer asked once: {approved:?}");
-    let claude_answers: Vec<Value> = std::fs::read_to_string(log("claude"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+    let claude_answers: Vec<Value> = json_lines(&log("claude"))
+        .into_iter()
         .filter(|l| l["in"]["type"] == "control_response")
         .collect();
     assert!(
@@ -170,10 +168,8 @@ fn a_lead_with_a_claude_code_and_a_codex_teammate_completes_the_demo_goal() {
             .all(|a| a["in"]["response"]["response"]["behavior"] == "allow"),
         "{claude_answers:?}"
     );
-    let codex_decisions: Vec<String> = std::fs::read_to_string(log("codex"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+    let codex_decisions: Vec<String> = json_lines(&log("codex"))
+        .iter()
         .filter_map(|l| l["in"]["result"]["decision"].as_str().map(str::to_string))
         .collect();
     assert_eq!(codex_decisions, ["accept", "accept"]);
