@@ -5,7 +5,8 @@
 # (mock_openai.py, codex-real.json): Codex's escalated command must come to crew as a permission
 # request, be approved with `crew respond`, run, and end as task_1's commit in review; its file
 # change (a new denied.txt) is rejected, and Codex reports it declined (the file never appears);
-# a restarted worker resumes the same thread (the model sees its id and history).
+# a restarted worker resumes the same thread (the model sees its id and history); crew's
+# interrupt ends a turn that waits on the model.
 # Prints SKIP (exit 0) when npm or `unshare --net` is not available, PASS or FAIL otherwise.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -143,6 +144,19 @@ last = json.load(open(sorted(glob.glob(\"$WORK/log/0*-POST-*.json\"))[-1]))
 body = json.dumps(last[\"body\"])
 sys.exit(0 if last[\"headers\"].get(\"thread-id\") == \"$THREAD\" and \"write real.txt\" in body else 1)
 " || fail "the restarted worker did not resume thread $THREAD"
+# An interrupt from the person ends a turn Codex is waiting on the model for (turn/interrupt).
+for i in $(seq 60); do [ "$("$CREW" status --json | field state)" = IDLE ] && break; sleep 0.5; done
+"$CREW" send --from user --to bob "take your time" >/dev/null
+for i in $(seq 60); do [ "$("$CREW" status --json | field state)" = WORK ] && break; sleep 0.5; done
+sleep 2
+"$CREW" interrupt bob >/dev/null
+interrupted() { python3 -c "
+import glob, json, sys
+events = [json.loads(l)[\"event\"] for f in glob.glob(\".crew/transcripts/bob/*.jsonl\") for l in open(f)]
+sys.exit(0 if any(e[\"type\"] == \"turn_end\" and e[\"result\"][\"stop_reason\"] == \"interrupted\" for e in events) else 1)
+"; }
+for i in $(seq 20); do interrupted && break; sleep 0.5; done
+interrupted || fail "the interrupt did not end the Codex turn within 10 s"
 "$CREW" down --timeout 10 >/dev/null
-echo "PASS codex-real: Codex $VERSION asked crew before its escalated command and its file change; the approved command is the commit of task_1, in review; the rejected change never landed; a restarted worker resumed thread $THREAD"
+echo "PASS codex-real: Codex $VERSION asked crew before its escalated command and its file change; the approved command is the commit of task_1, in review; the rejected change never landed; a restarted worker resumed thread $THREAD; an interrupt ended a turn"
 '
