@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use serde_json::{Value, json};
 
 use crate::agent::AgentEvent;
-use crate::model::{StopReason, Usage};
+use crate::model::{FinishReason, Usage};
 
 /// How a turn ended, from `turn/completed`.
 #[derive(Debug, Clone, PartialEq)]
@@ -229,9 +229,9 @@ impl Items {
         if self.open_message.take().is_some() {
             out.push(AgentEvent::MessageStop {
                 stop_reason: if self.open_tools.is_empty() {
-                    StopReason::EndTurn
+                    FinishReason::EndTurn
                 } else {
-                    StopReason::ToolUse
+                    FinishReason::ToolUse
                 },
                 usage: Usage::default(),
             });
