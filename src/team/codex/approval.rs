@@ -8,7 +8,8 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use crate::team::claude_code::permission::CrewView;
-use crate::tools::{Decision, PermissionPolicy, SandboxMode, Subject, ToolKind};
+use crate::tools::builtin::{BashTool, EditTool, WriteTool};
+use crate::tools::{Decision, PermissionPolicy, SandboxMode, Subject, ToolKind, TypedTool};
 
 /// What one approval request asks, for crew.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,7 +34,7 @@ impl Approval {
                 let command = params["command"].as_str().unwrap_or_default().to_string();
                 Some(Self {
                     views: vec![CrewView {
-                        tool: "bash".to_string(),
+                        tool: BashTool::NAME.to_string(),
                         kind: ToolKind::Exec,
                         subject: Subject::Command(command.clone()),
                     }],
@@ -69,8 +70,8 @@ impl Approval {
                     })
                     .unwrap_or_default();
                 let tool = match changes.as_slice() {
-                    [(_, kind, _)] if kind == "add" => "write",
-                    _ => "edit",
+                    [(_, kind, _)] if kind == "add" => WriteTool::NAME,
+                    _ => EditTool::NAME,
                 };
                 let views = changes
                     .iter()
@@ -82,7 +83,7 @@ impl Approval {
                     .collect();
                 let input = match changes.as_slice() {
                     // A new file: its content is the diff, which the pane shows as one.
-                    [(path, _, content)] if tool == "write" => {
+                    [(path, _, content)] if tool == WriteTool::NAME => {
                         json!({"path": path, "content": content})
                     }
                     // The first file's diff is what the pane shows; every file is listed.

@@ -10,6 +10,8 @@ use serde_json::{Value, json};
 
 use crate::agent::AgentEvent;
 use crate::model::{FinishReason, Usage};
+use crate::tools::TypedTool;
+use crate::tools::builtin::BashTool;
 
 /// How a turn ended, from `turn/completed`.
 #[derive(Debug, Clone, PartialEq)]
@@ -100,10 +102,10 @@ impl Items {
             }
             ("item/started", Some("commandExecution")) => {
                 self.close_message(out);
-                self.open_tools.insert(id.clone(), "bash");
+                self.open_tools.insert(id.clone(), BashTool::NAME);
                 out.push(AgentEvent::ToolUse {
                     id,
-                    name: "bash".to_string(),
+                    name: BashTool::NAME.to_string(),
                     input: json!({"command": item["command"], "cwd": item["cwd"]}),
                     early: false,
                 });
@@ -121,7 +123,7 @@ impl Items {
                 };
                 out.push(tool_result(
                     id,
-                    "bash",
+                    BashTool::NAME,
                     content,
                     status != "completed" || exit.is_some_and(|c| c != 0),
                 ));
