@@ -58,6 +58,8 @@ pub enum Command {
     Review(ReviewCommand),
     /// Open the full-screen workbench.
     Ui(UiArgs),
+    /// Serve an agent's team tools over MCP on stdin/stdout (for Claude Code or any MCP client).
+    Mcp(McpArgs),
     /// Run the team: the lead here, one process per teammate.
     Up(UpArgs),
     /// Run one teammate (the supervisor starts these), or `restart NAME` a dead one.
@@ -120,6 +122,13 @@ pub struct UpArgs {
     /// Allow the `bypass` permission mode (crew.toml must allow it too).
     #[arg(long)]
     pub dangerously_bypass: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// The agent of crew.toml the client speaks as; its role decides the tools.
+    #[arg(long = "as", value_name = "NAME")]
+    pub name: String,
 }
 
 #[derive(Debug, Args)]

@@ -9,6 +9,7 @@ mod exit;
 mod graph_text;
 mod init;
 pub(crate) mod logging;
+mod mcp;
 mod messages;
 mod output;
 mod person;
@@ -72,6 +73,7 @@ fn only_prints(command: Option<&Command>) -> bool {
                 | Command::Worker(_)
                 | Command::Demo(_)
                 | Command::Ui(_)
+                | Command::Mcp(_)
                 | Command::SandboxExec(_)
         )
     )
@@ -104,6 +106,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Worker(args) => run_team::worker(project::Project::find(&start)?, args),
         Command::Replay { file } => run_team::replay(&file),
         Command::Demo(args) => demo::run(args),
+        Command::Mcp(args) => mcp::run(project::Project::find(&start)?, &args.name),
         Command::SandboxExec(args) => {
             // Handled in `main` before anything else runs; here only for completeness.
             anyhow::bail!(

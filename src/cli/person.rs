@@ -61,5 +61,7 @@ fn acts_for_the_team(command: Option<&Command>) -> Option<&'static str> {
         Command::Worker(_) => Some("worker"),
         Command::Demo(_) => Some("demo"),
         Command::Ui(_) => Some("ui"),
+        // It speaks as any agent named with --as: a tool may not become its lead.
+        Command::Mcp(_) => Some("mcp"),
     }
 }

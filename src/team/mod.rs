@@ -7,6 +7,7 @@ pub mod claude_code;
 pub mod demo;
 pub mod headless;
 pub mod interrupt;
+pub mod mcp;
 pub mod review;
 pub mod role_prompt;
 pub mod roles;
