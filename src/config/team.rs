@@ -369,11 +369,13 @@ impl TeamConfig {
                 }
             }
         }
-        if self.lead.model.provider == "claude-code" {
+        // A Claude Code lead plans through `crew mcp`; it runs in the repository's own checkout,
+        // where the person works, so it must not change files there.
+        if self.lead.model.provider == "claude-code" && self.lead.writes {
             return Err(err(
                 self.lead.name.span(),
                 format!(
-                    "lead {:?}: provider \"claude-code\" runs teammates only for now (a lead needs crew's team tools, which Claude Code cannot call until `crew mcp` exists)",
+                    "lead {:?}: a claude-code lead plans and does not change files (it runs in the repository's own checkout); remove `writes = true`",
                     self.lead.name.get_ref()
                 ),
             ));

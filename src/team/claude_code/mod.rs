@@ -34,8 +34,9 @@ use crate::team::status::StatusHandle;
 use crate::team::task_branch::TaskBranch;
 use crate::team::verdict;
 use crate::team::worker::{INTERRUPTED_BY_PERSON, Job, JobOutcome, Work};
+use crate::team::{mcp, role_prompt};
 use crate::tools::{
-    Decision, PermissionAnswer, PermissionAsk, PermissionPolicy, Prompter, SandboxMode,
+    Decision, PermissionAnswer, PermissionAsk, PermissionPolicy, Prompter, SandboxMode, ToolKind,
 };
 
 use permission::{CrewView, control_response, unsupported};
@@ -44,6 +45,11 @@ use stream::{Translator, TurnEnd};
 
 /// The major version whose protocol crew speaks (recorded from Claude Code 2.1.197).
 const SUPPORTED_MAJOR: &str = "2";
+
+/// How the role's instructions name crew's team tools for a CLI that sees them through MCP.
+const MCP_NOTE: &str = "crew's team tools named above (task_create, task_list, send_message, …) \
+     are your MCP tools `mcp__crew__<name>` (e.g. `mcp__crew__task_create`); `mcp__crew__read_inbox` \
+     shows your inbox. They act as you; crew checks every call as for any agent of the team.";
 
 /// How often a turn waiting on the CLI looks whether the person interrupted it.
 const INTERRUPT_POLL: std::time::Duration = std::time::Duration::from_millis(100);
@@ -91,6 +97,8 @@ pub struct ClaudeCodeWork {
     args: Vec<String>,
     policy: PermissionPolicy,
     sandbox: SandboxMode,
+    /// The role's instructions, appended to the CLI's own system prompt.
+    instructions: String,
     runtime: tokio::runtime::Runtime,
     session: Option<Session>,
     /// A task whose turn the person interrupted: their next message continues it.
@@ -122,8 +130,15 @@ impl ClaudeCodeWork {
             .enable_all()
             .build()
             .map_err(SetupError::Runtime)?;
+        let role = config.role_of(name).unwrap_or("lead").to_string();
+        role_prompt::check(&config, workspace.root())?;
+        let instructions = format!(
+            "{}\n\n{MCP_NOTE}",
+            role_prompt::assemble(&role, &role_prompt::duties(&config, workspace.root(), &role)?)
+        );
         Ok(Self {
-            role: config.role_of(name).unwrap_or("lead").to_string(),
+            role,
+            instructions,
             writes: entry.writes,
             bin: entry
                 .model
@@ -183,7 +198,8 @@ impl ClaudeCodeWork {
         if self.session.is_none() {
             let workdir = working_dir(&self.workspace, &self.config, &self.name, self.writes)
                 .map_err(|e| format!("no worktree: {e}"))?;
-            let mut args = self.args.clone();
+            let mut args = self.crew_args().map_err(|e| format!("crew mcp not set up: {e}"))?;
+            args.extend(self.args.iter().cloned());
             if let Some(id) = self.saved_session() {
                 args.extend(["--resume".to_string(), id]);
             }
@@ -202,6 +218,19 @@ impl ClaudeCodeWork {
             });
         }
         Ok(self.session.as_mut().expect("just started"))
+    }
+
+    /// What crew adds to the CLI's arguments: its team tools as the MCP server `crew`
+    /// (`crew mcp --as NAME`, this very binary) and the role's instructions.
+    fn crew_args(&self) -> std::io::Result<Vec<String>> {
+        let exe = std::env::current_exe()?;
+        let config = mcp::write_client_config(self.workspace.root(), &self.name, &exe)?;
+        Ok(vec![
+            "--mcp-config".to_string(),
+            config.display().to_string(),
+            "--append-system-prompt".to_string(),
+            self.instructions.clone(),
+        ])
     }
 
     /// Sends `input` and follows the stream to the turn's `result`.
@@ -268,6 +297,7 @@ impl ClaudeCodeWork {
                     let reply = match request["subtype"].as_str().unwrap_or_default() {
                         "can_use_tool" => {
                             let verdict = decide(
+                                self.writes,
                                 &self.policy,
                                 self.sandbox,
                                 &session.workdir,
@@ -302,6 +332,7 @@ impl ClaudeCodeWork {
 
 /// crew's answer to one `can_use_tool` request: its policy first, then the person.
 fn decide(
+    writes: bool,
     policy: &PermissionPolicy,
     sandbox: SandboxMode,
     workdir: &std::path::Path,
@@ -313,6 +344,13 @@ fn decide(
     let tool_name = request["tool_name"].as_str().unwrap_or_default();
     let input = &request["input"];
     let view = CrewView::of(tool_name, input);
+    if !writes && view.kind == ToolKind::Write {
+        // As crew's own agents that do not write have no write tools at all.
+        return Err(format!(
+            "{} is not allowed: this agent does not change files (no `writes = true` in crew.toml)",
+            view.tool
+        ));
+    }
     let outcome = view.decide(policy, sandbox, workdir);
     let reason = match outcome.decision {
         Decision::Allow => return Ok(()),

@@ -8,6 +8,9 @@ use serde_json::{Value, json};
 use crate::tools::permissions::{DecidedBy, PermissionQuery};
 use crate::tools::{Decision, PermissionOutcome, PermissionPolicy, SandboxMode, Subject, ToolKind};
 
+/// How Claude Code names the tools of crew's MCP server (`crew mcp`, server `crew`).
+const MCP_PREFIX: &str = "mcp__crew__";
+
 /// A Claude Code tool under crew's name, kind and subject, so crew's rules
 /// (`bash(cargo test:*)`, `write(src/**)`) apply to it as to crew's own tools.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,6 +36,16 @@ impl CrewView {
             "Read" => ("read", ToolKind::Read, path_or_none("file_path")),
             "Glob" => ("glob", ToolKind::Read, path_or_none("path")),
             "Grep" => ("grep", ToolKind::Read, path_or_none("path")),
+            // crew's own team tools through `crew mcp`: under crew's names, so the team-tool
+            // rules crew's own agents have apply (allowed, unless a deny rule names them).
+            other if other.starts_with(MCP_PREFIX) => {
+                let tool = &other[MCP_PREFIX.len()..];
+                return Self {
+                    tool: tool.to_string(),
+                    kind: ToolKind::Other,
+                    subject: Subject::None,
+                };
+            }
             // Anything else (web, MCP, agents, plan mode) is matched by its own name only.
             other => {
                 return Self {
