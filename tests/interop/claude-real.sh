@@ -5,6 +5,10 @@
 # Anthropic API (mock_anthropic.py, claude-real.json): the CLI's Bash call must come to crew as a
 # permission request, be approved with `crew respond`, run, and end as task_1's commit in review;
 # its second Bash call is rejected, and the rejection reaches the CLI (the command never runs).
+# Then Claude Code as the lead: `crew up --headless` gives it `crew mcp --as lead` through
+# --mcp-config; scripted by claude-real-lead.json it creates task_1 with mcp__crew__task_create
+# (allowed by crew's policy without asking, as crew's own team tools are) and tries
+# mcp__crew__send_message, which a deny rule refuses; crew's own teammate alice completes task_1.
 # Prints SKIP (exit 0) when npm or `unshare --net` is not available, PASS or FAIL otherwise.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -113,4 +117,72 @@ sys.exit(0 if any(e[\"type\"] == \"tool_result\" and e[\"is_error\"] and \"not t
 " || fail "the rejection never reached the CLI"
 "$CREW" down --timeout 10 >/dev/null
 echo "PASS claude-real: Claude Code $VERSION asked crew before its Bash calls; the approved one is the commit of task_1, in review; the rejected one never ran"
+'
+
+# Part two: the real CLI as the lead, planning through `crew mcp`.
+LEAD_REPO=$WORK/lead-repo
+mkdir -p "$LEAD_REPO" "$WORK/lead-log"
+cat >"$LEAD_REPO/crew.toml" <<TOML
+[team]
+name = "interop-lead"
+base_branch = "main"
+
+[lead]
+name = "lead"
+model = { provider = "claude-code", bin = "$CLAUDE" }
+
+[[teammate]]
+name = "alice"
+role = "implementer"
+model = { provider = "scripted", scenario = "echo" }
+
+[permissions]
+mode = "ask"
+deny = ["send_message"]
+
+[worker]
+idle_poll_secs = 1
+idle_timeout_secs = 120
+heartbeat_secs = 1
+request_timeout_secs = 60
+TOML
+git -C "$LEAD_REPO" init -q -b main
+cp "$WORK/exclude" "$LEAD_REPO/.git/info/exclude"
+git -C "$LEAD_REPO" add -A
+git -C "$LEAD_REPO" -c user.email=t@t -c user.name=t commit -q -m "interop lead team"
+
+export LEAD_REPO
+unshare --net bash -c '
+set -euo pipefail
+ip link set lo up
+python3 "$HERE/mock_anthropic.py" 8765 "$WORK/lead-log" "$HERE/claude-real-lead.json" >"$WORK/lead-log/mock.out" 2>&1 &
+for i in $(seq 50); do (exec 3<>/dev/tcp/127.0.0.1/8765) 2>/dev/null && break; sleep 0.1; done
+cd "$LEAD_REPO"
+export HOME="$WORK/home" ANTHROPIC_BASE_URL=http://127.0.0.1:8765 ANTHROPIC_API_KEY=sk-test \
+  DISABLE_TELEMETRY=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1 \
+  DISABLE_ERROR_REPORTING=1
+"$CREW" up --headless --goal "greet the world" >"$WORK/up.out" 2>&1 &
+UP=$!
+fail() { echo "FAIL claude-real (lead): $*"; kill $UP 2>/dev/null || true;
+  echo "--- crew up"; cat "$WORK/up.out"; echo "--- crew log"; tail -50 .crew/logs/crew.log 2>/dev/null; exit 1; }
+STATUS=""
+for i in $(seq 120); do
+  STATUS=$(python3 -c "import json; print(json.load(open(\".tasks/task_1.json\"))[\"status\"])" 2>/dev/null || true)
+  [ "$STATUS" = completed ] || [ "$STATUS" = failed ] && break
+  sleep 0.5
+done
+[ "$STATUS" = completed ] || fail "task_1 is ${STATUS:-missing}, not completed"
+OWNER=$(python3 -c "import json; print(json.load(open(\".tasks/task_1.json\"))[\"owner\"])")
+[ "$OWNER" = alice ] || fail "task_1 was completed by $OWNER, not alice"
+[ -z "$("$CREW" requests --json | python3 -c "import json,sys; print(json.load(sys.stdin)[\"requests\"] or \"\")")" ] ||
+  fail "crew asked the person: $("$CREW" requests)"
+python3 -c "
+import glob, json, sys
+events = [json.loads(l)[\"event\"] for f in glob.glob(\".crew/transcripts/lead/*.jsonl\") for l in open(f)]
+uses = [e[\"name\"] for e in events if e[\"type\"] == \"tool_use\"]
+denied = [e for e in events if e[\"type\"] == \"tool_result\" and e[\"is_error\"] and \"send_message\" in e[\"content\"]]
+sys.exit(0 if \"mcp__crew__task_create\" in uses and denied else 1)
+" || fail "the lead transcript lacks the MCP calls or the denial: $(cat .crew/transcripts/lead/*.jsonl | cut -c1-300)"
+kill -TERM $UP; wait $UP || true
+echo "PASS claude-real (lead): Claude Code $VERSION as the lead created task_1 through crew mcp, its denied send_message never went out, and alice completed task_1"
 '

@@ -160,6 +160,22 @@ mod tests {
     }
 
     #[test]
+    fn crews_mcp_tools_meet_the_team_tool_rules_and_other_mcp_tools_do_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let create = CrewView::of("mcp__crew__task_create", &json!({"subject": "x"}));
+        assert_eq!(create.tool, "task_create");
+        let team = policy(PermissionMode::Ask, &["task_create"], &[]);
+        let decide = |view: &CrewView, policy| view.decide(policy, SandboxMode::Auto, dir.path());
+        assert_eq!(decide(&create, &team).decision, Decision::Allow);
+        let denied = policy(PermissionMode::Ask, &["task_create"], &["task_create"]);
+        assert!(matches!(decide(&create, &denied).decision, Decision::Deny(_)));
+        // Another server's tool of the same name is not crew's: matched by its full name.
+        let other = CrewView::of("mcp__other__task_create", &json!({}));
+        assert_eq!(other.tool, "mcp__other__task_create");
+        assert!(matches!(decide(&other, &team).decision, Decision::Ask(_)));
+    }
+
+    #[test]
     fn a_command_only_the_mode_allows_asks_because_crews_sandbox_does_not_wrap_it() {
         let dir = tempfile::tempdir().unwrap();
         let bash = CrewView::of("Bash", &json!({"command": "make"}));
