@@ -71,6 +71,7 @@ unshare --net bash -c '
 set -euo pipefail
 ip link set lo up
 python3 "$HERE/mock_anthropic.py" 8765 "$WORK/log" "$HERE/claude-real.json" >"$WORK/log/mock.out" 2>&1 &
+MOCK=$!; trap "kill $MOCK 2>/dev/null" EXIT
 for i in $(seq 50); do (exec 3<>/dev/tcp/127.0.0.1/8765) 2>/dev/null && break; sleep 0.1; done
 cd "$REPO"
 export HOME="$WORK/home" ANTHROPIC_BASE_URL=http://127.0.0.1:8765 ANTHROPIC_API_KEY=sk-test \
@@ -156,6 +157,7 @@ unshare --net bash -c '
 set -euo pipefail
 ip link set lo up
 python3 "$HERE/mock_anthropic.py" 8765 "$WORK/lead-log" "$HERE/claude-real-lead.json" >"$WORK/lead-log/mock.out" 2>&1 &
+MOCK=$!; trap "kill $MOCK 2>/dev/null" EXIT
 for i in $(seq 50); do (exec 3<>/dev/tcp/127.0.0.1/8765) 2>/dev/null && break; sleep 0.1; done
 cd "$LEAD_REPO"
 export HOME="$WORK/home" ANTHROPIC_BASE_URL=http://127.0.0.1:8765 ANTHROPIC_API_KEY=sk-test \
