@@ -209,7 +209,12 @@ async fn every_tool_works_through_the_store_as_the_agent_it_speaks_for() {
     )
     .await;
     assert_eq!(sent["to"], "alice", "{sent}");
-    ok(&lead, "send_message", json!({"to": "alice", "type": "status_update", "text": "second"})).await;
+    ok(
+        &lead,
+        "send_message",
+        json!({"to": "alice", "type": "status_update", "text": "second"}),
+    )
+    .await;
     let inbox = ok(&alice, "read_inbox", json!({})).await;
     let messages = inbox["messages"].as_array().unwrap();
     assert_eq!(messages.len(), 2, "{inbox}");
@@ -223,7 +228,11 @@ async fn every_tool_works_through_the_store_as_the_agent_it_speaks_for() {
     assert_eq!(last["more"], true, "{last}");
     // Reading moved no cursor: the worker that delivers alice's inbox still sees both.
     let peeked = repo.json(&["inbox", "alice", "--peek", "--json"]);
-    assert_eq!(peeked["messages"].as_array().map(Vec::len), Some(2), "{peeked}");
+    assert_eq!(
+        peeked["messages"].as_array().map(Vec::len),
+        Some(2),
+        "{peeked}"
+    );
 
     // Plan approval: alice asks, the lead answers, alice reads the answer.
     let asked = ok(
@@ -232,9 +241,15 @@ async fn every_tool_works_through_the_store_as_the_agent_it_speaks_for() {
         json!({"plan": "1. write docs/parse.md\n2. link it from README"}),
     )
     .await;
-    let request_id = asked["request_id"].as_str().expect("a request id").to_string();
+    let request_id = asked["request_id"]
+        .as_str()
+        .expect("a request id")
+        .to_string();
     let lead_inbox = ok(&lead, "read_inbox", json!({})).await;
-    assert_eq!(lead_inbox["messages"][0]["type"], "plan_approval_request", "{lead_inbox}");
+    assert_eq!(
+        lead_inbox["messages"][0]["type"], "plan_approval_request",
+        "{lead_inbox}"
+    );
     ok(
         &lead,
         "review_plan",
@@ -245,7 +260,12 @@ async fn every_tool_works_through_the_store_as_the_agent_it_speaks_for() {
     assert_eq!(answer["messages"][0]["approve"], true, "{answer}");
 
     // The lead asks alice to shut down: a request in her inbox.
-    ok(&lead, "request_shutdown", json!({"to": "alice", "reason": "done for today"})).await;
+    ok(
+        &lead,
+        "request_shutdown",
+        json!({"to": "alice", "reason": "done for today"}),
+    )
+    .await;
     let last = ok(&alice, "read_inbox", json!({"limit": 1})).await;
     assert_eq!(last["messages"][0]["type"], "shutdown_request", "{last}");
     for client in [lead, alice] {
@@ -291,14 +311,28 @@ async fn roles_names_and_the_store_refuse_with_reasons() {
 
     // Bad input: the schema and the tool's own checks, as error results the model reads.
     let missing = refused(&lead, "task_create", json!({})).await;
-    assert!(missing.contains("invalid input for task_create"), "{missing}");
+    assert!(
+        missing.contains("invalid input for task_create"),
+        "{missing}"
+    );
     let blank = refused(&lead, "task_create", json!({"subject": "  "})).await;
     assert!(blank.contains("subject"), "{blank}");
     let traversal = refused(&alice, "task_get", json!({"id": "../../etc/passwd"})).await;
-    assert!(traversal.contains("invalid input for task_get"), "{traversal}");
+    assert!(
+        traversal.contains("invalid input for task_get"),
+        "{traversal}"
+    );
     let to_person = refused(&alice, "send_message", json!({"to": "user", "text": "hi"})).await;
-    assert!(to_person.contains("nobody may address `user`"), "{to_person}");
-    let stranger = refused(&alice, "send_message", json!({"to": "mallory", "text": "hi"})).await;
+    assert!(
+        to_person.contains("nobody may address `user`"),
+        "{to_person}"
+    );
+    let stranger = refused(
+        &alice,
+        "send_message",
+        json!({"to": "mallory", "text": "hi"}),
+    )
+    .await;
     assert!(stranger.contains("mallory"), "{stranger}");
 
     // The store's own rules: a task only its owner finishes, a cycle, an unknown message id.
@@ -311,7 +345,10 @@ async fn roles_names_and_the_store_refuse_with_reasons() {
     )
     .await;
     assert!(not_owner.contains("alice"), "{not_owner}");
-    assert_eq!(repo.json(&["task", "show", "1", "--json"])["status"], "in_progress");
+    assert_eq!(
+        repo.json(&["task", "show", "1", "--json"])["status"],
+        "in_progress"
+    );
     let again = refused(&bob, "claim_task", json!({"id": "task_1"})).await;
     assert!(again.contains("task_1"), "{again}");
     let cycle = refused(
@@ -322,7 +359,10 @@ async fn roles_names_and_the_store_refuse_with_reasons() {
     .await;
     assert!(!cycle.is_empty());
     let lost = refused(&alice, "read_inbox", json!({"after": "msg_nope"})).await;
-    assert!(lost.contains("no message \"msg_nope\" in alice's inbox"), "{lost}");
+    assert!(
+        lost.contains("no message \"msg_nope\" in alice's inbox"),
+        "{lost}"
+    );
     for client in [lead, alice, bob] {
         client.cancel().await.unwrap();
     }
@@ -347,15 +387,24 @@ fn an_unknown_name_the_person_and_a_tool_process_are_refused_before_any_protocol
     };
     let (code, stdout, stderr) = run("mallory", &[]);
     assert_eq!(code, Some(3), "{stderr}");
-    assert!(stdout.is_empty(), "stdout is the protocol's alone: {stdout}");
-    assert!(stderr.contains("crew mcp --as mallory: unknown agent \"mallory\""), "{stderr}");
+    assert!(
+        stdout.is_empty(),
+        "stdout is the protocol's alone: {stdout}"
+    );
+    assert!(
+        stderr.contains("crew mcp --as mallory: unknown agent \"mallory\""),
+        "{stderr}"
+    );
     let (code, _, stderr) = run("user", &[]);
     assert_eq!(code, Some(3), "{stderr}");
     assert!(stderr.contains("`user` is the person"), "{stderr}");
     // A command an agent's tool runs may not become another agent's voice (invariant 5).
     let (code, _, stderr) = run("lead", &[("CREW_TOOL_OWNER", "alice:1")]);
     assert_eq!(code, Some(3), "{stderr}");
-    assert!(stderr.contains("`crew mcp` acts for the person or the team"), "{stderr}");
+    assert!(
+        stderr.contains("`crew mcp` acts for the person or the team"),
+        "{stderr}"
+    );
 }
 
 /// The messages Claude Code sent to its MCP server, in order (`dir: in` of the recording).
@@ -401,10 +450,16 @@ fn the_recorded_claude_code_handshake_gets_crews_answers() {
     let init = answer();
     assert_eq!(init["id"], 0, "{init}");
     assert_eq!(init["result"]["protocolVersion"], "2025-11-25", "{init}");
-    assert!(init["result"]["capabilities"]["tools"].is_object(), "{init}");
+    assert!(
+        init["result"]["capabilities"]["tools"].is_object(),
+        "{init}"
+    );
     assert_eq!(init["result"]["serverInfo"]["name"], "crew", "{init}");
     // Only tools are declared, so the client asks for nothing else (no resources, prompts).
-    assert!(init["result"]["capabilities"].get("resources").is_none(), "{init}");
+    assert!(
+        init["result"]["capabilities"].get("resources").is_none(),
+        "{init}"
+    );
 
     // notifications/initialized gets no answer; tools/list lists the lead's tools.
     assert_eq!(sent[1]["method"], "notifications/initialized");
@@ -431,7 +486,10 @@ fn the_recorded_claude_code_handshake_gets_crews_answers() {
     assert_eq!(refused["id"], 2, "{refused}");
     assert_eq!(refused["error"]["code"], -32602, "{refused}");
     assert!(
-        refused["error"]["message"].as_str().unwrap().contains("unknown tool `approve`"),
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("unknown tool `approve`"),
         "{refused}"
     );
 
@@ -446,7 +504,10 @@ fn the_recorded_claude_code_handshake_gets_crews_answers() {
     assert_eq!(created["result"]["isError"], false, "{created}");
     let text = created["result"]["content"][0]["text"].as_str().unwrap();
     assert!(text.contains("\"created\":\"task_1\""), "{text}");
-    assert_eq!(repo.json(&["task", "show", "1", "--json"])["subject"], "from Claude Code");
+    assert_eq!(
+        repo.json(&["task", "show", "1", "--json"])["subject"],
+        "from Claude Code"
+    );
 
     // Closing stdin ends the server cleanly, as Claude Code does when it exits.
     drop(stdin);
@@ -454,5 +515,8 @@ fn the_recorded_claude_code_handshake_gets_crews_answers() {
     assert!(status.success(), "{status}");
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
-    assert!(rest.trim().is_empty(), "nothing but answers on stdout: {rest}");
+    assert!(
+        rest.trim().is_empty(),
+        "nothing but answers on stdout: {rest}"
+    );
 }

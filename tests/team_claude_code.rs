@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::Value;
-use team_support::{Team, crew_toml, eventually};
+use team_support::{Team, crew_toml, eventually, json_lines as logged};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -69,15 +69,6 @@ fn start_alice(team: &Team, sample: &str, env: &[(&str, &str)]) -> (team_support
 fn failure(team: &Team, id: &str) -> String {
     let failed = team.wait_task(id, "failed", WAIT);
     failed["result"].as_str().unwrap().to_string()
-}
-
-/// Every line the fake logged.
-fn logged(log: &Path) -> Vec<Value> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 /// The control responses crew sent, in order.

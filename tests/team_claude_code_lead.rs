@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use common::crew_exe;
 use serde_json::{Value, json};
-use team_support::{Team, eventually, signal};
+use team_support::{Team, eventually, json_lines as logged, signal};
 
 const WAIT: Duration = Duration::from_secs(40);
 
@@ -70,14 +70,6 @@ fn script(team: &Team) -> PathBuf {
     path
 }
 
-fn logged(log: &Path) -> Vec<Value> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 #[test]
 fn a_claude_code_lead_plans_through_crew_mcp_and_a_crew_teammate_does_the_work() {
     let team = team();
@@ -106,13 +98,20 @@ fn a_claude_code_lead_plans_through_crew_mcp_and_a_crew_teammate_does_the_work()
     // The CLI was given crew's MCP server: this crew binary, as the lead, on this repository.
     let lines = logged(&log);
     let argv: Vec<String> = serde_json::from_value(lines[0]["argv"].clone()).unwrap();
-    let at = argv.iter().position(|a| a == "--mcp-config").expect("--mcp-config");
+    let at = argv
+        .iter()
+        .position(|a| a == "--mcp-config")
+        .expect("--mcp-config");
     let config: Value =
         serde_json::from_str(&std::fs::read_to_string(&argv[at + 1]).unwrap()).unwrap();
     let server = &config["mcpServers"]["crew"];
     assert_eq!(server["command"], crew_exe(), "{config}");
     let root = team.repo.path().to_str().unwrap();
-    assert_eq!(server["args"], json!(["-C", root, "mcp", "--as", "lead"]), "{config}");
+    assert_eq!(
+        server["args"],
+        json!(["-C", root, "mcp", "--as", "lead"]),
+        "{config}"
+    );
     assert!(
         argv.iter().any(|a| a.contains("mcp__crew__task_create")),
         "the role's instructions name the MCP tools: {argv:?}"
@@ -129,7 +128,10 @@ fn a_claude_code_lead_plans_through_crew_mcp_and_a_crew_teammate_does_the_work()
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert!(names.contains(&"task_create") && !names.contains(&"claim_task"), "{names:?}");
+    assert!(
+        names.contains(&"task_create") && !names.contains(&"claim_task"),
+        "{names:?}"
+    );
 
     // The person's goal came in as a stream-json user line.
     let first_user = lines
@@ -151,10 +153,17 @@ fn a_claude_code_lead_plans_through_crew_mcp_and_a_crew_teammate_does_the_work()
     assert_eq!(responses[1]["behavior"], "allow", "{responses:?}");
     assert_eq!(responses[2]["behavior"], "deny", "{responses:?}");
     assert!(
-        responses[2]["message"].as_str().unwrap().contains("send_message"),
+        responses[2]["message"]
+            .as_str()
+            .unwrap()
+            .contains("send_message"),
         "{responses:?}"
     );
-    assert!(team.requests().is_empty(), "nobody was asked: {:?}", team.requests());
+    assert!(
+        team.requests().is_empty(),
+        "nobody was asked: {:?}",
+        team.requests()
+    );
     let alice_inbox = team.inbox("alice");
     assert!(
         alice_inbox.iter().all(|m| m["text"] != "two tasks for you"),
@@ -177,7 +186,10 @@ fn a_claude_code_lead_plans_through_crew_mcp_and_a_crew_teammate_does_the_work()
     });
     let created = events
         .iter()
-        .find(|e| e["type"] == "tool_result" && e["content"].as_str().is_some_and(|c| c.contains("task_1")))
+        .find(|e| {
+            e["type"] == "tool_result"
+                && e["content"].as_str().is_some_and(|c| c.contains("task_1"))
+        })
         .expect("the task_create result in the transcript");
     assert_eq!(created["is_error"], false, "{created}");
     assert!(

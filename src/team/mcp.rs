@@ -166,7 +166,8 @@ impl ServerHandler for TeamMcpServer {
             return Err(refusal);
         }
         let tool = self.tools.get(name).expect("checked by refuse");
-        let failed = |text: String| Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
+        let failed =
+            |text: String| Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
         if let Some(Err(reason)) = self.tools.check_input(name, &input) {
             return failed(format!("invalid input for {name}: {reason}"));
         }

@@ -34,25 +34,28 @@ fi
 
 WORK=$(mktemp -d)
 [ -n "${KEEP:-}" ] && echo "work folder: $WORK" || trap 'rm -rf "$WORK"' EXIT
-REPO=$WORK/repo
-mkdir -p "$REPO" "$WORK/home" "$WORK/log"
-cat >"$REPO/crew.toml" <<TOML
+mkdir -p "$WORK/home" "$WORK/log" "$WORK/lead-log"
+# team_repo DIR LEAD_MODEL TEAMMATE_LINES PERMISSION_LINES: a committed repository whose crew.toml
+# has that lead and one teammate alice, with crew's folders kept out of git.
+team_repo() {
+  mkdir -p "$1"
+  cat >"$1/crew.toml" <<TOML
 [team]
 name = "interop"
 base_branch = "main"
 
 [lead]
 name = "lead"
-model = { provider = "scripted", scenario = "echo" }
+model = $2
 
 [[teammate]]
 name = "alice"
 role = "implementer"
-writes = true
-model = { provider = "claude-code", bin = "$CLAUDE" }
+$3
 
 [permissions]
 mode = "ask"
+$4
 
 [worker]
 idle_poll_secs = 1
@@ -60,11 +63,15 @@ idle_timeout_secs = 120
 heartbeat_secs = 1
 request_timeout_secs = 60
 TOML
-printf '.tasks\n.mailboxes\n.worktrees\n.crew\n' >"$WORK/exclude"
-git -C "$REPO" init -q -b main
-cp "$WORK/exclude" "$REPO/.git/info/exclude"
-git -C "$REPO" add -A
-git -C "$REPO" -c user.email=t@t -c user.name=t commit -q -m "interop team"
+  git -C "$1" init -q -b main
+  printf '.tasks\n.mailboxes\n.worktrees\n.crew\n' >"$1/.git/info/exclude"
+  git -C "$1" add -A
+  git -C "$1" -c user.email=t@t -c user.name=t commit -q -m "interop team"
+}
+REPO=$WORK/repo
+team_repo "$REPO" '{ provider = "scripted", scenario = "echo" }' \
+  "writes = true
+model = { provider = \"claude-code\", bin = \"$CLAUDE\" }" ""
 
 export HERE REPO CREW WORK VERSION
 unshare --net bash -c '
@@ -122,35 +129,8 @@ echo "PASS claude-real: Claude Code $VERSION asked crew before its Bash calls; t
 
 # Part two: the real CLI as the lead, planning through `crew mcp`.
 LEAD_REPO=$WORK/lead-repo
-mkdir -p "$LEAD_REPO" "$WORK/lead-log"
-cat >"$LEAD_REPO/crew.toml" <<TOML
-[team]
-name = "interop-lead"
-base_branch = "main"
-
-[lead]
-name = "lead"
-model = { provider = "claude-code", bin = "$CLAUDE" }
-
-[[teammate]]
-name = "alice"
-role = "implementer"
-model = { provider = "scripted", scenario = "echo" }
-
-[permissions]
-mode = "ask"
-deny = ["send_message"]
-
-[worker]
-idle_poll_secs = 1
-idle_timeout_secs = 120
-heartbeat_secs = 1
-request_timeout_secs = 60
-TOML
-git -C "$LEAD_REPO" init -q -b main
-cp "$WORK/exclude" "$LEAD_REPO/.git/info/exclude"
-git -C "$LEAD_REPO" add -A
-git -C "$LEAD_REPO" -c user.email=t@t -c user.name=t commit -q -m "interop lead team"
+team_repo "$LEAD_REPO" "{ provider = \"claude-code\", bin = \"$CLAUDE\" }" \
+  'model = { provider = "scripted", scenario = "echo" }' 'deny = ["send_message"]'
 
 export LEAD_REPO
 unshare --net bash -c '

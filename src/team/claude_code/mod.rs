@@ -134,7 +134,10 @@ impl ClaudeCodeWork {
         role_prompt::check(&config, workspace.root())?;
         let instructions = format!(
             "{}\n\n{MCP_NOTE}",
-            role_prompt::assemble(&role, &role_prompt::duties(&config, workspace.root(), &role)?)
+            role_prompt::assemble(
+                &role,
+                &role_prompt::duties(&config, workspace.root(), &role)?
+            )
         );
         Ok(Self {
             role,
@@ -198,7 +201,9 @@ impl ClaudeCodeWork {
         if self.session.is_none() {
             let workdir = working_dir(&self.workspace, &self.config, &self.name, self.writes)
                 .map_err(|e| format!("no worktree: {e}"))?;
-            let mut args = self.crew_args().map_err(|e| format!("crew mcp not set up: {e}"))?;
+            let mut args = self
+                .crew_args()
+                .map_err(|e| format!("crew mcp not set up: {e}"))?;
             args.extend(self.args.iter().cloned());
             if let Some(id) = self.saved_session() {
                 args.extend(["--resume".to_string(), id]);
@@ -296,15 +301,19 @@ impl ClaudeCodeWork {
                     let request = &line["request"];
                     let reply = match request["subtype"].as_str().unwrap_or_default() {
                         "can_use_tool" => {
-                            let verdict = decide(
-                                self.writes,
-                                &self.policy,
-                                self.sandbox,
-                                &session.workdir,
-                                request,
-                                &prompter,
-                                &self.runtime,
-                                &session.emitter,
+                            let verdict = refuse_writes(self.writes, request).map_or_else(
+                                || {
+                                    decide(
+                                        &self.policy,
+                                        self.sandbox,
+                                        &session.workdir,
+                                        request,
+                                        &prompter,
+                                        &self.runtime,
+                                        &session.emitter,
+                                    )
+                                },
+                                Err,
                             );
                             control_response(
                                 request_id,
@@ -330,9 +339,21 @@ impl ClaudeCodeWork {
     }
 }
 
+/// The refusal of a file-changing tool for an agent that does not write (crew's own such agents
+/// have no write tools at all).
+fn refuse_writes(writes: bool, request: &Value) -> Option<String> {
+    let tool = request["tool_name"].as_str().unwrap_or_default();
+    let view = CrewView::of(tool, &request["input"]);
+    (!writes && view.kind == ToolKind::Write).then(|| {
+        format!(
+            "{} is not allowed: this agent does not change files (no `writes = true` in crew.toml)",
+            view.tool
+        )
+    })
+}
+
 /// crew's answer to one `can_use_tool` request: its policy first, then the person.
 fn decide(
-    writes: bool,
     policy: &PermissionPolicy,
     sandbox: SandboxMode,
     workdir: &std::path::Path,
@@ -344,13 +365,6 @@ fn decide(
     let tool_name = request["tool_name"].as_str().unwrap_or_default();
     let input = &request["input"];
     let view = CrewView::of(tool_name, input);
-    if !writes && view.kind == ToolKind::Write {
-        // As crew's own agents that do not write have no write tools at all.
-        return Err(format!(
-            "{} is not allowed: this agent does not change files (no `writes = true` in crew.toml)",
-            view.tool
-        ));
-    }
     let outcome = view.decide(policy, sandbox, workdir);
     let reason = match outcome.decision {
         Decision::Allow => return Ok(()),
@@ -533,4 +547,22 @@ fn cli_credentials() -> Vec<(String, String)> {
         .inspect(|(_, value)| crate::store::secrets::register(value))
         .cloned()
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_agent_that_does_not_write_is_refused_file_changes_only() {
+        let call = |tool: &str| json!({"tool_name": tool, "input": {"file_path": "src/a.rs"}});
+        for tool in ["Write", "Edit", "MultiEdit"] {
+            let refusal = refuse_writes(false, &call(tool)).expect(tool);
+            assert!(refusal.contains("does not change files"), "{refusal}");
+            assert_eq!(refuse_writes(true, &call(tool)), None);
+        }
+        for tool in ["Read", "Grep", "Bash", "mcp__crew__task_create"] {
+            assert_eq!(refuse_writes(false, &call(tool)), None, "{tool}");
+        }
+    }
 }

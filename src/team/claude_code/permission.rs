@@ -168,7 +168,10 @@ mod tests {
         let decide = |view: &CrewView, policy| view.decide(policy, SandboxMode::Auto, dir.path());
         assert_eq!(decide(&create, &team).decision, Decision::Allow);
         let denied = policy(PermissionMode::Ask, &["task_create"], &["task_create"]);
-        assert!(matches!(decide(&create, &denied).decision, Decision::Deny(_)));
+        assert!(matches!(
+            decide(&create, &denied).decision,
+            Decision::Deny(_)
+        ));
         // Another server's tool of the same name is not crew's: matched by its full name.
         let other = CrewView::of("mcp__other__task_create", &json!({}));
         assert_eq!(other.tool, "mcp__other__task_create");
