@@ -9,7 +9,7 @@ use crate::agent::event::{AgentEvent, CompactionTrigger};
 use crate::agent::result::StopReason;
 use crate::agent::runtime::Agent;
 use crate::agent::turn::Stop;
-use crate::model::{ContentBlock, Message, Role};
+use crate::model::{ChatMessage, ContentBlock, Role};
 use crate::tools::{HookEvent, HookRun, Note};
 
 impl Agent {
@@ -21,7 +21,7 @@ impl Agent {
         &self,
         input: &str,
         cancel: &CancellationToken,
-    ) -> Result<Message, Stop> {
+    ) -> Result<ChatMessage, Stop> {
         let mut context = Vec::new();
         if self.turns == 1 {
             let start = self
@@ -60,7 +60,7 @@ impl Agent {
         content.extend(context.into_iter().map(|text| ContentBlock::Text {
             text: format!("[hook context] {text}"),
         }));
-        Ok(Message {
+        Ok(ChatMessage {
             role: Role::User,
             content,
         })

@@ -19,7 +19,7 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
 use crate::config::TeamConfig;
-use crate::store::names::USER;
+use crate::store::USER;
 use crate::store::{StoreError, Workspace};
 use crate::team::roles::team_toolset;
 use crate::team::tools::{TeamEnv, team_tools};

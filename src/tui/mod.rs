@@ -16,7 +16,6 @@ pub mod highlight;
 pub mod keymap;
 pub mod keys;
 pub mod layout;
-pub mod model;
 pub mod navigate;
 pub mod presets;
 pub mod proposal;
@@ -31,6 +30,7 @@ pub mod theme;
 pub mod uiconfig;
 pub mod update;
 pub mod warning;
+pub mod workspace_view;
 
 pub use event::{Effect, Event};
 pub use keymap::Keymap;

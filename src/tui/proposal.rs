@@ -82,11 +82,12 @@ mod tests {
 
     use super::*;
     use crate::git::{FileStatus, LineKind};
+    use crate::store::{MessageKind, USER};
 
     fn request(dir: &Path, tool: &str, input: Value) -> Message {
         serde_json::from_value(json!({
-            "id": "m1", "ts": "2026-01-01T00:00:00Z", "from": "alice", "to": "user",
-            "type": "permission_request", "request_id": "req_1",
+            "id": "m1", "ts": "2026-01-01T00:00:00Z", "from": "alice", "to": USER,
+            "type": MessageKind::PermissionRequest, "request_id": "req_1",
             "tool": tool, "input": input, "workspace": dir.join("wt").display().to_string(),
         }))
         .unwrap()

@@ -13,7 +13,7 @@ use crew::agent::{
     TurnResult, normalize,
 };
 use crew::model::scripted::ScriptedProvider;
-use crew::model::{ContentBlock, Message, ModelProvider, RetryPolicy, Role};
+use crew::model::{ChatMessage, ContentBlock, ModelProvider, RetryPolicy, Role};
 use crew::tools::permissions::PermissionMode;
 use crew::tools::{Pipeline, Sandbox, ToolRegistry};
 use tempfile::TempDir;
@@ -149,7 +149,7 @@ pub fn drain(rx: &mut UnboundedReceiver<AgentEvent>) -> Vec<AgentEvent> {
 
 /// Asserts the history is what normalisation would make of it: alternating, every call
 /// answered, nothing empty.
-pub fn assert_normalised(history: &[Message]) {
+pub fn assert_normalised(history: &[ChatMessage]) {
     assert_eq!(normalize(history), history, "history is not normalised");
     assert!(history.windows(2).all(|w| w[0].role != w[1].role));
 }
@@ -186,13 +186,13 @@ pub fn assert_completed(result: &TurnResult) {
 }
 
 /// Earlier turns in each of which `tool` returned `result_bytes` bytes.
-pub fn tool_turns(tool: &str, result_bytes: usize, count: usize) -> Vec<Message> {
+pub fn tool_turns(tool: &str, result_bytes: usize, count: usize) -> Vec<ChatMessage> {
     (0..count)
         .flat_map(|n| {
             let id = format!("old_{n}");
             [
-                Message::user_text(format!("look at part {n}")),
-                Message {
+                ChatMessage::user_text(format!("look at part {n}")),
+                ChatMessage {
                     role: Role::Assistant,
                     content: vec![ContentBlock::ToolUse {
                         id: id.clone(),
@@ -200,12 +200,12 @@ pub fn tool_turns(tool: &str, result_bytes: usize, count: usize) -> Vec<Message>
                         input: json!({"path": format!("part{n}.txt")}),
                     }],
                 },
-                Message::user_tool_results(vec![ContentBlock::tool_result(
+                ChatMessage::user_tool_results(vec![ContentBlock::tool_result(
                     id,
                     "z".repeat(result_bytes),
                     false,
                 )]),
-                Message::assistant_text(format!("part {n} seen")),
+                ChatMessage::assistant_text(format!("part {n} seen")),
             ]
         })
         .collect()
@@ -223,12 +223,12 @@ pub fn thresholds(compact_at_tokens: u64, keep_recent_messages: usize) -> Compac
 }
 
 /// `n` exchanges of a long user note and a short answer (about 500 tokens each).
-pub fn chatter(n: usize) -> Vec<Message> {
+pub fn chatter(n: usize) -> Vec<ChatMessage> {
     (0..n)
         .flat_map(|n| {
             [
-                Message::user_text(format!("note {n}: {}", "blah ".repeat(400))),
-                Message::assistant_text(format!("noted {n}")),
+                ChatMessage::user_text(format!("note {n}: {}", "blah ".repeat(400))),
+                ChatMessage::assistant_text(format!("noted {n}")),
             ]
         })
         .collect()

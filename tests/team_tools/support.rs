@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crew::store::{Entry, Message, Roster, Workspace};
+use crew::store::{Entry, Message, Roster, Teammate, Workspace};
 use crew::team::tools::TeamEnv;
 use crew::tools::schema::InputSchema;
 use crew::tools::{Tool, ToolContext, ToolOutput};
@@ -39,7 +39,10 @@ impl Team {
                 ("bob", "reviewer"),
                 ("carol", "explorer"),
             ]
-            .map(|(n, r)| (n.to_string(), Some(r.to_string())))
+            .map(|(n, r)| Teammate {
+                name: n.to_string(),
+                role: Some(r.to_string()),
+            })
             .to_vec(),
             request_timeout: Duration::from_secs(600),
         })

@@ -4,11 +4,8 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 
 use super::{json_output, recipient, require_text, run_store, text_field, validate_recipient};
-use crate::store::Draft;
+use crate::store::{Draft, MessageKind};
 use crate::tools::{Tool, ToolContext, ToolError, ToolKind, ToolOutput};
-
-/// The types an agent may send freely; requests and responses have their own tools.
-const TYPES: &[&str] = &["message", "task_assignment", "status_update"];
 
 team_tool!(SendMessage);
 
@@ -28,7 +25,8 @@ impl Tool for SendMessage {
             "type": "object",
             "properties": {
                 "to": {"type": "string", "description": "A teammate's name"},
-                "type": {"type": "string", "enum": TYPES},
+                // Requests and responses have their own tools.
+                "type": {"type": "string", "enum": MessageKind::INFORMATIONAL.iter().map(MessageKind::as_str).collect::<Vec<_>>()},
                 "text": {"type": "string"}
             },
             "required": ["to", "text"],
@@ -55,13 +53,13 @@ impl Tool for SendMessage {
             let kind = input
                 .get("type")
                 .and_then(Value::as_str)
-                .unwrap_or("message");
+                .map_or(MessageKind::Message, MessageKind::from);
             let sent = env.workspace.mailboxes().send(
                 &env.roster,
                 Draft {
                     from: env.me.clone(),
                     to,
-                    kind: kind.to_string(),
+                    kind,
                     text: Some(text_field(&input, "text")?),
                     ..Draft::default()
                 },

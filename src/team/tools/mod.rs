@@ -35,7 +35,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-use crate::store::names::USER;
+use crate::store::protocol::USER;
 use crate::store::{Roster, StoreError, Workspace};
 use crate::tools::{Tool, ToolError, ToolOutput};
 
@@ -59,7 +59,7 @@ pub struct TeamEnv {
     /// The lead's name: plan approval requests go there.
     pub lead: String,
     /// Each teammate's name and role: whom the lead may assign a task to.
-    pub teammates: Vec<(String, Option<String>)>,
+    pub teammates: Vec<crate::store::Teammate>,
     /// How long a request stays pending before it expires.
     pub request_timeout: Duration,
 }

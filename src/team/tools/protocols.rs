@@ -8,17 +8,14 @@ use super::{
     CallError, TeamEnv, json_output, optional_text, recipient, require_text, run_store, text_field,
     validate_recipient,
 };
-use crate::store::{Draft, Message, Refusal, StoreError};
+use crate::store::{Draft, Message, MessageKind, Refusal, StoreError};
 use crate::tools::{Tool, ToolContext, ToolError, ToolKind, ToolOutput};
-
-const SHUTDOWN_REQUEST: &str = "shutdown_request";
-const PLAN_REQUEST: &str = "plan_approval_request";
 
 /// Sends a request to `to`; it carries the timeout so every reader derives the same expiry.
 fn send_request(
     env: &TeamEnv,
     to: String,
-    kind: &str,
+    kind: MessageKind,
     text: Option<String>,
 ) -> Result<Message, CallError> {
     let mut extra = Map::new();
@@ -31,7 +28,7 @@ fn send_request(
         Draft {
             from: env.me.clone(),
             to,
-            kind: kind.to_string(),
+            kind,
             text,
             request: true,
             extra,
@@ -39,7 +36,8 @@ fn send_request(
     )?)
 }
 
-fn request_output(sent: &Message, wait_for: &str) -> ToolOutput {
+fn request_output(sent: &Message) -> ToolOutput {
+    let wait_for = sent.kind.response();
     json_output(&json!({
         "request_id": sent.request_id,
         "to": sent.to,
@@ -89,8 +87,13 @@ impl Tool for RequestShutdown {
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
         run_store(&self.env, move |env| {
             let to = recipient(env, &input)?;
-            let sent = send_request(env, to, SHUTDOWN_REQUEST, optional_text(&input, "reason"))?;
-            Ok(request_output(&sent, "shutdown_response"))
+            let sent = send_request(
+                env,
+                to,
+                MessageKind::ShutdownRequest,
+                optional_text(&input, "reason"),
+            )?;
+            Ok(request_output(&sent))
         })
     }
 }
@@ -138,8 +141,13 @@ impl Tool for RequestPlanApproval {
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
         run_store(&self.env, move |env| {
             let plan = text_field(&input, "plan")?;
-            let sent = send_request(env, env.lead.clone(), PLAN_REQUEST, Some(plan))?;
-            Ok(request_output(&sent, "plan_approval_response"))
+            let sent = send_request(
+                env,
+                env.lead.clone(),
+                MessageKind::PlanApprovalRequest,
+                Some(plan),
+            )?;
+            Ok(request_output(&sent))
         })
     }
 }
@@ -196,10 +204,11 @@ impl Tool for ReviewPlan {
             let Some(request) = requests.iter().find(|r| r.request_id == request_id) else {
                 return Err(StoreError::from(Refusal::UnknownRequest(request_id)).into());
             };
-            if request.kind != PLAN_REQUEST {
+            if request.kind != MessageKind::PlanApprovalRequest {
                 return Err(CallError::Refused(format!(
-                    "request {request_id} is a {}, not a {PLAN_REQUEST}",
-                    request.kind
+                    "request {request_id} is a {}, not a {}",
+                    request.kind,
+                    MessageKind::PlanApprovalRequest
                 )));
             }
             let answer = mailboxes.respond(
