@@ -398,13 +398,36 @@ fn an_unknown_name_the_person_and_a_tool_process_are_refused_before_any_protocol
     let (code, _, stderr) = run("user", &[]);
     assert_eq!(code, Some(3), "{stderr}");
     assert!(stderr.contains("`user` is the person"), "{stderr}");
-    // A command an agent's tool runs may not become another agent's voice (invariant 5).
-    let (code, _, stderr) = run("lead", &[("CREW_TOOL_OWNER", "alice:1")]);
+    // A process started under an agent (its CLI, its commands) may not become another agent's
+    // voice (invariant 5): only the agent whose status names the marked process.
+    let (code, _, stderr) = run("lead", &[("CREW_TOOL_OWNER", "4242:1")]);
     assert_eq!(code, Some(3), "{stderr}");
     assert!(
-        stderr.contains("`crew mcp` acts for the person or the team"),
+        stderr.contains("started by a process of another agent"),
         "{stderr}"
     );
+    std::fs::create_dir_all(repo.join(".crew/agents")).unwrap();
+    let status =
+        json!({"name": "alice", "state": "WORK", "pid": 4242, "heartbeat": "2026-01-01T00:00:00Z"});
+    std::fs::write(repo.join(".crew/agents/alice.json"), status.to_string()).unwrap();
+    let (code, _, stderr) = run("lead", &[("CREW_TOOL_OWNER", "4242:1")]);
+    assert_eq!(
+        code,
+        Some(3),
+        "alice's process may not speak as the lead: {stderr}"
+    );
+    // alice's own CLI gets alice's tools (here the client leaves before the handshake).
+    let (code, _, stderr) = run("alice", &[("CREW_TOOL_OWNER", "4242:1")]);
+    assert_ne!(code, Some(3), "{stderr}");
+    assert!(!stderr.contains("another agent"), "{stderr}");
+    // The person's commands stay refused to those processes, `crew mcp` or not.
+    let send = Command::new(crew_exe())
+        .args(["send", "--from", "user", "--to", "alice", "approve it"])
+        .env("CREW_TOOL_OWNER", "4242:1")
+        .current_dir(repo.path())
+        .output()
+        .unwrap();
+    assert_eq!(send.status.code(), Some(3));
 }
 
 /// The messages Claude Code sent to its MCP server, in order (`dir: in` of the recording).

@@ -61,7 +61,8 @@ fn acts_for_the_team(command: Option<&Command>) -> Option<&'static str> {
         Command::Worker(_) => Some("worker"),
         Command::Demo(_) => Some("demo"),
         Command::Ui(_) => Some("ui"),
-        // It speaks as any agent named with --as: a tool may not become its lead.
-        Command::Mcp(_) => Some("mcp"),
+        // An agent's CLI starts its own `crew mcp`: `cli::mcp` lets a tool process speak only as
+        // the agent that owns it.
+        Command::Mcp(_) => None,
     }
 }

@@ -61,6 +61,12 @@ impl ClaudeProcess {
             .args(PROTOCOL_ARGS)
             .args(args)
             .envs(env.iter().map(|(k, v)| (k, v)))
+            // The CLI and all it starts (its commands, its `crew mcp`) are this agent's tool
+            // processes: crew refuses them the person's commands, and ends them if it dies.
+            .env(
+                crate::tools::orphans::OWNER_ENV,
+                crate::tools::orphans::owner_tag(),
+            )
             .current_dir(cwd)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
