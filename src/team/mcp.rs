@@ -168,14 +168,20 @@ impl ServerHandler for TeamMcpServer {
         let tool = self.tools.get(name).expect("checked by refuse");
         let failed =
             |text: String| Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
+        // The pipeline's own steps, without hooks and permission: the client asked for the call
+        // (Claude Code asks crew's policy first, through its permission prompt).
         if let Some(Err(reason)) = self.tools.check_input(name, &input) {
             return failed(format!("invalid input for {name}: {reason}"));
         }
-        if let Err(reason) = tool.validate(&input, &self.ctx) {
+        let prepared = match tool.prepare(&input) {
+            Ok(prepared) => prepared,
+            Err(reason) => return failed(format!("invalid input for {name}: {reason}")),
+        };
+        if let Err(reason) = prepared.validate(&self.ctx) {
             return failed(format!("invalid input for {name}: {reason}"));
         }
         tracing::info!(agent = %self.name, tool = name, "crew mcp call");
-        match tool.call(input, self.ctx.clone()).await {
+        match prepared.call(self.ctx.clone()).await {
             Ok(out) if out.is_error => failed(out.content),
             Ok(out) => Ok(CallToolResult::success(vec![ContentBlock::text(out.content)]).into()),
             Err(e) => failed(e.to_string()),

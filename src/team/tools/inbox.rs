@@ -2,12 +2,13 @@
 //! MCP client driving a team). It moves no cursor: a worker that delivers the same inbox as
 //! prompts still sees every message, and the caller pages with `after`.
 
-use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{CallError, json_output, optional_text, run_store};
+use super::{CallError, json_output, run_store, trimmed};
 use crate::store::Entry;
-use crate::tools::{Tool, ToolContext, ToolError, ToolKind, ToolOutput};
+use crate::tools::{ToolContext, ToolFuture, ToolKind, TypedTool};
 
 /// Messages returned when the call names no `limit`.
 const DEFAULT_LIMIT: u64 = 20;
@@ -19,47 +20,34 @@ team_tool! {
     ReadInbox
 }
 
-impl Tool for ReadInbox {
-    fn name(&self) -> &str {
-        "read_inbox"
-    }
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadInboxInput {
+    /// A message id from an earlier read: only the messages after it
+    pub after: Option<String>,
+    /// How many messages at most (default 20)
+    #[schemars(range(min = 1, max = 100))]
+    pub limit: Option<u64>,
+}
+
+impl TypedTool for ReadInbox {
+    type Input = ReadInboxInput;
+    const NAME: &'static str = "read_inbox";
+    const KIND: ToolKind = ToolKind::Read;
 
     fn description(&self) -> &str {
         "Read your own inbox, oldest first: the latest messages, or those after the message id \
          `after` (pass the last id you saw to get only new ones). Reading marks nothing as read."
     }
 
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "after": {"type": "string", "description": "A message id from an earlier read"},
-                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}
-            },
-            "additionalProperties": false
-        })
-    }
-
-    fn kind(&self) -> ToolKind {
-        ToolKind::Read
-    }
-
-    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+    fn is_concurrency_safe(&self, _input: &ReadInboxInput) -> bool {
         true
     }
 
-    fn call(
-        &self,
-        input: Value,
-        _ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+    fn run(&self, input: ReadInboxInput, _ctx: ToolContext) -> ToolFuture {
         run_store(&self.env, move |env| {
-            let limit = input
-                .get("limit")
-                .and_then(Value::as_u64)
-                .unwrap_or(DEFAULT_LIMIT)
-                .clamp(1, MAX_LIMIT) as usize;
-            let after = optional_text(&input, "after");
+            let limit = input.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT) as usize;
+            let after = input.after.as_deref().and_then(trimmed);
             let batch = env.workspace.mailboxes().read_from(&env.me, 0)?;
             let mut lines: Vec<Value> = batch.entries.iter().map(entry_view).collect();
             if let Some(after) = &after {
