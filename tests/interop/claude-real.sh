@@ -74,16 +74,23 @@ team_repo "$REPO" '{ provider = "scripted", scenario = "echo" }' \
 model = { provider = \"claude-code\", bin = \"$CLAUDE\" }" ""
 
 export HERE REPO CREW WORK VERSION
-unshare --net bash -c '
+# in_namespace LOGDIR SCRIPT DIR BODY: runs the shell text BODY in DIR inside a private network
+# namespace with only loopback, where the mock API plays SCRIPT on 127.0.0.1:8765 (and ends with
+# BODY), with the environment the CLI needs to use it.
+in_namespace() {
+  unshare --net bash -c '
 set -euo pipefail
 ip link set lo up
-python3 "$HERE/mock_anthropic.py" 8765 "$WORK/log" "$HERE/claude-real.json" >"$WORK/log/mock.out" 2>&1 &
+python3 "$HERE/mock_anthropic.py" 8765 "$1" "$2" >"$1/mock.out" 2>&1 &
 MOCK=$!; trap "kill $MOCK 2>/dev/null" EXIT
 for i in $(seq 50); do (exec 3<>/dev/tcp/127.0.0.1/8765) 2>/dev/null && break; sleep 0.1; done
-cd "$REPO"
+cd "$3"
 export HOME="$WORK/home" ANTHROPIC_BASE_URL=http://127.0.0.1:8765 ANTHROPIC_API_KEY=sk-test \
   DISABLE_TELEMETRY=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1 \
   DISABLE_ERROR_REPORTING=1
+eval "$4"' ns "$@"
+}
+in_namespace "$WORK/log" "$HERE/claude-real.json" "$REPO" '
 fail() { echo "FAIL claude-real: $*"; "$CREW" down --timeout 5 >/dev/null 2>&1 || true;
   echo "--- alice log"; cat .crew/logs/alice.log 2>/dev/null || cat "$WORK/alice.out"; exit 1; }
 "$CREW" worker --name alice >"$WORK/alice.out" 2>&1 &
@@ -133,16 +140,7 @@ team_repo "$LEAD_REPO" "{ provider = \"claude-code\", bin = \"$CLAUDE\" }" \
   'model = { provider = "scripted", scenario = "echo" }' 'deny = ["send_message"]'
 
 export LEAD_REPO
-unshare --net bash -c '
-set -euo pipefail
-ip link set lo up
-python3 "$HERE/mock_anthropic.py" 8765 "$WORK/lead-log" "$HERE/claude-real-lead.json" >"$WORK/lead-log/mock.out" 2>&1 &
-MOCK=$!; trap "kill $MOCK 2>/dev/null" EXIT
-for i in $(seq 50); do (exec 3<>/dev/tcp/127.0.0.1/8765) 2>/dev/null && break; sleep 0.1; done
-cd "$LEAD_REPO"
-export HOME="$WORK/home" ANTHROPIC_BASE_URL=http://127.0.0.1:8765 ANTHROPIC_API_KEY=sk-test \
-  DISABLE_TELEMETRY=1 CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1 \
-  DISABLE_ERROR_REPORTING=1
+in_namespace "$WORK/lead-log" "$HERE/claude-real-lead.json" "$LEAD_REPO" '
 "$CREW" up --headless --goal "greet the world" >"$WORK/up.out" 2>&1 &
 UP=$!
 fail() { echo "FAIL claude-real (lead): $*"; kill $UP 2>/dev/null || true;
