@@ -64,5 +64,7 @@ fn acts_for_the_team(command: Option<&Command>) -> Option<&'static str> {
         // An agent's CLI starts its own `crew mcp`: `cli::mcp` lets a tool process speak only as
         // the agent that owns it.
         Command::Mcp(_) => None,
+        // Answers teammates' permission requests for the person.
+        Command::Attach(_) => Some("attach"),
     }
 }
