@@ -339,10 +339,13 @@ fn crew_toml_says_where_claude_code_settings_do_not_belong() {
             .map(|_| ())
             .map_err(|e| e.to_string())
     };
+    // A Claude Code lead plans through `crew mcp`; one that would write files is refused.
     let lead = "[team]\nname = \"web\"\n\n[lead]\nname = \"lead\"\nmodel = { provider = \"claude-code\" }\n";
-    let message = parse(lead).unwrap_err();
+    parse(lead).unwrap();
+    let writing_lead = lead.replace("[lead]\n", "[lead]\nwrites = true\n");
+    let message = parse(&writing_lead).unwrap_err();
     assert!(
-        message.starts_with("/repo/crew.toml:5:") && message.contains("teammates only"),
+        message.starts_with("/repo/crew.toml:6:") && message.contains("does not change files"),
         "{message}"
     );
     let misplaced = "[team]\nname = \"web\"\n\n[lead]\nname = \"lead\"\nmodel = { provider = \"anthropic\", bin = \"claude\" }\n";

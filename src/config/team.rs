@@ -432,13 +432,23 @@ impl TeamConfig {
                 ),
             ));
         }
-        if is_cli(&self.lead.model.provider) {
+        if self.lead.model.provider == "codex" {
             return Err(err(
                 self.lead.name.span(),
                 format!(
-                    "lead {:?}: provider {:?} runs teammates only for now (a lead needs crew's team tools, which a CLI cannot call until `crew mcp` exists)",
-                    self.lead.name.get_ref(),
-                    self.lead.model.provider
+                    "lead {:?}: provider \"codex\" runs teammates only for now (crew hands its team tools, through `crew mcp`, to a Claude Code lead only)",
+                    self.lead.name.get_ref()
+                ),
+            ));
+        }
+        // A Claude Code lead plans through `crew mcp`; it runs in the repository's own checkout,
+        // where the person works, so it must not change files there.
+        if self.lead.model.provider == "claude-code" && self.lead.writes {
+            return Err(err(
+                self.lead.name.span(),
+                format!(
+                    "lead {:?}: a claude-code lead plans and does not change files (it runs in the repository's own checkout); remove `writes = true`",
+                    self.lead.name.get_ref()
                 ),
             ));
         }

@@ -51,6 +51,12 @@ impl CliProcess {
         let mut child = Command::new(bin)
             .args(args)
             .envs(env.iter().map(|(k, v)| (k, v)))
+            // The CLI and all it starts (its commands, its `crew mcp`) are this agent's tool
+            // processes: crew refuses them the person's commands, and ends them if it dies.
+            .env(
+                crate::tools::orphans::OWNER_ENV,
+                crate::tools::orphans::owner_tag(),
+            )
             .current_dir(cwd)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

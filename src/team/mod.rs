@@ -13,6 +13,7 @@ pub mod daemon;
 pub mod demo;
 pub mod headless;
 pub mod interrupt;
+pub mod mcp;
 pub mod review;
 pub mod role_prompt;
 pub mod roles;

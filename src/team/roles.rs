@@ -70,6 +70,22 @@ pub fn toolset(
             .into_iter()
             .filter(|t| team.contains(&t.name())),
     );
+    registry_of(tools)
+}
+
+/// The team tools of `role` alone, plus `read_inbox`: what `crew mcp` serves to an agent whose
+/// own CLI brings the file tools and whose messages may not be pushed to it.
+pub fn team_toolset(role: &str, env: Arc<TeamEnv>) -> ToolRegistry {
+    let team = if role == "lead" { LEAD } else { TEAMMATE };
+    registry_of(
+        team_tools(env)
+            .into_iter()
+            .filter(|t| team.contains(&t.name()) || t.name() == "read_inbox")
+            .collect(),
+    )
+}
+
+fn registry_of(tools: Vec<Arc<dyn Tool>>) -> ToolRegistry {
     let mut registry = ToolRegistry::new();
     for tool in tools {
         // Names are distinct and schemas are constants; the role tests register every toolset.

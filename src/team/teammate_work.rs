@@ -16,7 +16,7 @@ pub fn work_for(
     config: Arc<TeamConfig>,
     name: &str,
     bypass: bool,
-) -> Result<Box<dyn Work>, SetupError> {
+) -> Result<Box<dyn Work + Send>, SetupError> {
     let provider = config.agent(name).map(|a| a.model.provider.as_str());
     Ok(match provider {
         Some("claude-code") => Box::new(ClaudeCodeWork::new(workspace, config, name, bypass)?),

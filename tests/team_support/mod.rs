@@ -12,6 +12,15 @@ use serde_json::Value;
 
 use crate::common::{Repo, crew_exe};
 
+/// Every line of a JSON-lines file (a fake CLI's log), none while it does not exist yet.
+pub fn json_lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 /// Polls `f` every 50 ms until it gives a value; panics naming `what` after `timeout`.
 pub fn eventually<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
     let until = Instant::now() + timeout;
@@ -304,13 +313,4 @@ pub fn slow_step_holder(team: &Team, task: &str) -> String {
         (t["status"] == "in_progress" && team.repo.join(".crew/slow-once").exists())
             .then_some(owner)
     })
-}
-
-/// Every line of a JSON-lines log (none when it does not exist yet), such as a fake CLI's.
-pub fn json_lines(log: &Path) -> Vec<Value> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }

@@ -30,8 +30,9 @@ use crate::team::agent_work::{SetupError, person_prompter, status_sink, task_pac
 use crate::team::status::StatusHandle;
 use crate::team::task_branch::TaskBranch;
 use crate::team::worker::{Job, JobOutcome, Work};
+use crate::team::{mcp, role_prompt};
 use crate::tools::{
-    Decision, PermissionAnswer, PermissionAsk, PermissionPolicy, Prompter, SandboxMode,
+    Decision, PermissionAnswer, PermissionAsk, PermissionPolicy, Prompter, SandboxMode, ToolKind,
 };
 
 use crate::team::cli_agent::{self, TurnEnding};
@@ -41,6 +42,11 @@ use stream::{Translator, TurnEnd};
 
 /// The major version whose protocol crew speaks (recorded from Claude Code 2.1.197).
 const SUPPORTED_MAJOR: &str = "2";
+
+/// How the role's instructions name crew's team tools for a CLI that sees them through MCP.
+const MCP_NOTE: &str = "crew's team tools named above (task_create, task_list, send_message, …) \
+     are your MCP tools `mcp__crew__<name>` (e.g. `mcp__crew__task_create`); `mcp__crew__read_inbox` \
+     shows your inbox. They act as you; crew checks every call as for any agent of the team.";
 
 /// How often a turn waiting on the CLI looks whether the person interrupted it.
 const INTERRUPT_POLL: std::time::Duration = std::time::Duration::from_millis(100);
@@ -100,6 +106,8 @@ pub struct ClaudeCodeWork {
     args: Vec<String>,
     policy: PermissionPolicy,
     sandbox: SandboxMode,
+    /// The role's instructions, appended to the CLI's own system prompt.
+    instructions: String,
     runtime: tokio::runtime::Runtime,
     session: Option<Session>,
     /// A task whose turn the person interrupted: their next message continues it.
@@ -122,8 +130,18 @@ impl ClaudeCodeWork {
             args.extend(["--model".to_string(), model.clone()]);
         }
         args.extend(entry.model.args.iter().cloned());
+        let role = config.role_of(name).unwrap_or("lead").to_string();
+        role_prompt::check(&config, workspace.root())?;
+        let instructions = format!(
+            "{}\n\n{MCP_NOTE}",
+            role_prompt::assemble(
+                &role,
+                &role_prompt::duties(&config, workspace.root(), &role)?
+            )
+        );
         Ok(Self {
-            role: config.role_of(name).unwrap_or("lead").to_string(),
+            role,
+            instructions,
             writes: entry.writes,
             bin: entry
                 .model
@@ -164,6 +182,10 @@ impl ClaudeCodeWork {
             let workdir = working_dir(&self.workspace, &self.config, &self.name, self.writes)
                 .map_err(|e| format!("no worktree: {e}"))?;
             let mut args: Vec<String> = PROTOCOL_ARGS.iter().map(|a| a.to_string()).collect();
+            args.extend(
+                self.crew_args()
+                    .map_err(|e| format!("crew mcp not set up: {e}"))?,
+            );
             args.extend(self.args.iter().cloned());
             if let Some(id) = cli_agent::saved_id(&self.session_file()) {
                 args.extend(["--resume".to_string(), id]);
@@ -194,6 +216,19 @@ impl ClaudeCodeWork {
             });
         }
         Ok(self.session.as_mut().expect("just started"))
+    }
+
+    /// What crew adds to the CLI's arguments: its team tools as the MCP server `crew`
+    /// (`crew mcp --as NAME`, this very binary) and the role's instructions.
+    fn crew_args(&self) -> std::io::Result<Vec<String>> {
+        let exe = std::env::current_exe()?;
+        let config = mcp::write_client_config(self.workspace.root(), &self.name, &exe)?;
+        Ok(vec![
+            "--mcp-config".to_string(),
+            config.display().to_string(),
+            "--append-system-prompt".to_string(),
+            self.instructions.clone(),
+        ])
     }
 
     /// Sends `input` and follows the stream to the turn's `result`.
@@ -254,6 +289,7 @@ impl ClaudeCodeWork {
                     let reply = match request["subtype"].as_str().unwrap_or_default() {
                         "can_use_tool" => {
                             let gate = PermissionGate {
+                                writes: self.writes,
                                 policy: &self.policy,
                                 sandbox: self.sandbox,
                                 workdir: &session.workdir,
@@ -261,13 +297,11 @@ impl ClaudeCodeWork {
                                 runtime: &self.runtime,
                                 emitter: &session.emitter,
                             };
-                            let verdict = gate.decide(
-                                CrewView::of(
-                                    request["tool_name"].as_str().unwrap_or_default(),
-                                    &request["input"],
-                                ),
+                            let view = CrewView::of(
+                                request["tool_name"].as_str().unwrap_or_default(),
                                 &request["input"],
                             );
+                            let verdict = gate.decide(view, &request["input"]);
                             control_response(
                                 request_id,
                                 &request["input"],
@@ -292,9 +326,22 @@ impl ClaudeCodeWork {
     }
 }
 
+/// The refusal of a file-changing tool for an agent that does not write (crew's own such agents
+/// have no write tools at all).
+fn refuse_writes(writes: bool, view: &CrewView) -> Option<String> {
+    (!writes && view.kind == ToolKind::Write).then(|| {
+        format!(
+            "{} is not allowed: this agent does not change files (no `writes = true` in crew.toml)",
+            view.tool
+        )
+    })
+}
+
 /// What answers a CLI's permission requests (Claude Code's `can_use_tool`, Codex's approvals):
 /// crew's policy for the teammate's working folder, then the person through the mailbox.
 pub(crate) struct PermissionGate<'a> {
+    /// Whether the agent may change files at all (`writes` in crew.toml).
+    pub writes: bool,
     pub policy: &'a PermissionPolicy,
     pub sandbox: SandboxMode,
     pub workdir: &'a std::path::Path,
@@ -306,7 +353,11 @@ pub(crate) struct PermissionGate<'a> {
 impl PermissionGate<'_> {
     /// crew's answer to one request for `view`; `input` is what the person is shown.
     pub fn decide(&self, view: CrewView, input: &Value) -> Result<(), String> {
+        if let Some(refusal) = refuse_writes(self.writes, &view) {
+            return Err(refusal);
+        }
         let PermissionGate {
+            writes: _,
             policy,
             sandbox,
             workdir,
@@ -412,5 +463,31 @@ impl Work for ClaudeCodeWork {
             .settle(job, &mut interrupted, self.writes, &mut outcome);
         self.interrupted_task = interrupted;
         outcome
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_agent_that_does_not_write_is_refused_file_changes_only() {
+        let input = json!({"file_path": "src/a.rs"});
+        for tool in ["Write", "Edit", "MultiEdit"] {
+            let view = CrewView::of(tool, &input);
+            let refusal = refuse_writes(false, &view).unwrap_or_default();
+            assert!(
+                refusal.contains("does not change files"),
+                "{tool}: {refusal}"
+            );
+            assert_eq!(refuse_writes(true, &view), None);
+        }
+        for tool in ["Read", "Grep", "Bash", "mcp__crew__task_create"] {
+            assert_eq!(
+                refuse_writes(false, &CrewView::of(tool, &input)),
+                None,
+                "{tool}"
+            );
+        }
     }
 }

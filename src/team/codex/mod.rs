@@ -302,6 +302,7 @@ impl CodexWork {
                         continue;
                     };
                     let gate = PermissionGate {
+                        writes: self.writes,
                         policy: &self.policy,
                         sandbox: self.sandbox,
                         workdir: &session.workdir,
