@@ -29,7 +29,7 @@ pub struct TeamConfig {
     pub worker: WorkerConfig,
     #[serde(default)]
     pub worktree: WorktreeConfig,
-    /// `[limits]`: how big subjects, descriptions and messages may be.
+    /// `[limits]`: how big subjects, descriptions, messages and memories may be.
     #[serde(default)]
     pub limits: crate::store::Limits,
     /// `[[hooks]]`: external commands run at the agent's events (PreToolUse, PostToolUse,

@@ -1,0 +1,279 @@
+//! `memory_write`, `memory_read`, `memory_forget`: the agent's long-term memory (see
+//! `store::memory`), and memories a `Stop` / `PostToolUseFailure` hook asked to keep. The tools
+//! touch only crew's memory folders, checked by the store, never the worktree: like the
+//! checklist they need no permission (a deny rule still turns one off).
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::store::{MemoryBook, MemoryDraft, MemoryScope};
+use crate::tools::context::ToolContext;
+use crate::tools::note::Note;
+use crate::tools::tool::{Tool, ToolError, ToolKind, ToolOutput};
+
+/// The three tools, for a registry.
+pub fn memory_tools() -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(MemoryWriteTool),
+        Arc::new(MemoryReadTool),
+        Arc::new(MemoryForgetTool),
+    ]
+}
+
+/// Whether a toolset includes the memory tools (then the prompt explains and indexes memory).
+pub fn has_memory_tools(names: &[&str]) -> bool {
+    names.contains(&"memory_read")
+}
+
+fn book(ctx: &ToolContext) -> Result<&MemoryBook, ToolError> {
+    ctx.memory
+        .as_ref()
+        .ok_or_else(|| ToolError::Refused("this agent has no memory folder".to_string()))
+}
+
+fn scope_schema() -> Value {
+    json!({
+        "enum": ["agent", "team"],
+        "description": "agent (default): yours only; team: every agent on the team reads it"
+    })
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MemoryWriteTool;
+
+impl Tool for MemoryWriteTool {
+    fn name(&self) -> &str {
+        "memory_write"
+    }
+
+    fn description(&self) -> &str {
+        "Keep something for your future conversations (a memory of the same name is replaced). \
+         Only what will still matter and is not in the code or git history: type user (the \
+         person and how they work), feedback (a correction or a confirmed approach, with why), \
+         project (a decision, deadline or owner behind the work), reference (where to look \
+         something up). The description is one line saying when the memory matters; write \
+         file paths in backticks so crew can flag the memory when they are gone."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "name": {
+                    "type": "string",
+                    "description": "a-z, 0-9, '_' or '-', starting with a letter, at most 32 characters"
+                },
+                "type": {"enum": ["user", "feedback", "project", "reference"]},
+                "description": {"type": "string", "minLength": 1},
+                "body": {"type": "string"},
+                "scope": scope_schema()
+            },
+            "required": ["name", "type", "description", "body"],
+            "additionalProperties": false
+        })
+    }
+
+    fn kind(&self) -> ToolKind {
+        // It writes only crew's memory folder (checked by the store): nothing a mode guards.
+        ToolKind::Read
+    }
+
+    fn call(
+        &self,
+        input: Value,
+        ctx: ToolContext,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let draft: MemoryDraft = serde_json::from_value(input)
+                .map_err(|e| ToolError::InvalidInput(e.to_string()))?;
+            let book = book(&ctx)?;
+            let replaced = book
+                .write(&draft)
+                .map_err(|e| ToolError::Refused(e.to_string()))?;
+            Ok(ToolOutput::ok(format!(
+                "{} memory `{}` in {}",
+                if replaced { "replaced" } else { "kept" },
+                draft.name,
+                book.scope_label(draft.scope)
+            )))
+        })
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReadInput {
+    name: Option<String>,
+    scope: Option<MemoryScope>,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MemoryReadTool;
+
+impl Tool for MemoryReadTool {
+    fn name(&self) -> &str {
+        "memory_read"
+    }
+
+    fn description(&self) -> &str {
+        "Read a memory's body by name (yours first, then the team's), or with no name list every \
+         memory of both scopes. A memory says what was true when it was written: check that a \
+         file, function or flag it names still exists before you act on it."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "name": {"type": "string"},
+                "scope": scope_schema()
+            },
+            "additionalProperties": false
+        })
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Read
+    }
+
+    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+        true
+    }
+
+    fn call(
+        &self,
+        input: Value,
+        ctx: ToolContext,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let input: ReadInput = serde_json::from_value(input)
+                .map_err(|e| ToolError::InvalidInput(e.to_string()))?;
+            let book = book(&ctx)?;
+            let Some(name) = input.name else {
+                let scopes = match input.scope {
+                    Some(scope) => vec![scope],
+                    None => vec![MemoryScope::Agent, MemoryScope::Team],
+                };
+                let mut out = String::new();
+                for scope in scopes {
+                    out.push_str(&format!("# {}\n", book.scope_label(scope)));
+                    out.push_str(&book.prompt_index(scope, &ctx.workspace, usize::MAX, usize::MAX));
+                }
+                return Ok(ToolOutput::ok(out));
+            };
+            let memory = book
+                .read(input.scope, &name)
+                .map_err(|e| ToolError::Refused(e.to_string()))?;
+            let missing = memory.missing_paths(&ctx.workspace);
+            let mut out = format!(
+                "{} ({}, in {}): {}\n\n{}",
+                memory.name,
+                memory.kind.as_str(),
+                book.scope_label(memory.scope),
+                memory.description,
+                memory.body
+            );
+            if !missing.is_empty() {
+                out.push_str(&format!(
+                    "\n\n[STALE: {} no longer exists in your working directory; verify before \
+                     acting on this memory, then update or forget it]",
+                    missing.join(", ")
+                ));
+            }
+            Ok(ToolOutput::ok(out))
+        })
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ForgetInput {
+    name: String,
+    #[serde(default)]
+    scope: MemoryScope,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MemoryForgetTool;
+
+impl Tool for MemoryForgetTool {
+    fn name(&self) -> &str {
+        "memory_forget"
+    }
+
+    fn description(&self) -> &str {
+        "Delete a memory that is wrong or no longer useful (from your own memory unless scope \
+         is team)."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "name": {"type": "string"},
+                "scope": scope_schema()
+            },
+            "required": ["name"],
+            "additionalProperties": false
+        })
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Read
+    }
+
+    fn call(
+        &self,
+        input: Value,
+        ctx: ToolContext,
+    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+        Box::pin(async move {
+            let input: ForgetInput = serde_json::from_value(input)
+                .map_err(|e| ToolError::InvalidInput(e.to_string()))?;
+            let book = book(&ctx)?;
+            book.forget(input.scope, &input.name)
+                .map_err(|e| ToolError::Refused(e.to_string()))?;
+            Ok(ToolOutput::ok(format!(
+                "forgot memory `{}` from {}",
+                input.name,
+                book.scope_label(input.scope)
+            )))
+        })
+    }
+}
+
+/// Writes the memories hooks asked to keep (`Note::Remember`), replacing each note by what
+/// happened: a message for the person, or a warning naming why it was refused.
+pub fn keep_hook_memories(book: Option<&MemoryBook>, notes: &mut [Note]) {
+    for note in notes.iter_mut() {
+        let Note::Remember { event, memory } = note else {
+            continue;
+        };
+        let event = *event;
+        *note = match book.map(|book| (book, book.write(memory))) {
+            Some((book, Ok(_))) => Note::SystemMessage {
+                event,
+                text: format!(
+                    "a {event:?} hook kept memory `{}` in {}",
+                    memory.name,
+                    book.scope_label(memory.scope)
+                ),
+            },
+            Some((_, Err(e))) => Note::Warning {
+                text: format!(
+                    "a {event:?} hook's memory `{}` was refused: {e}",
+                    memory.name
+                ),
+            },
+            None => Note::Warning {
+                text: format!(
+                    "a {event:?} hook's memory `{}` was dropped: this agent has no memory folder",
+                    memory.name
+                ),
+            },
+        };
+    }
+}
