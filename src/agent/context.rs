@@ -50,12 +50,10 @@ pub fn memory_index(book: &MemoryBook, workspace: &Path) -> String {
         (format!("Yours ({})", book.agent()), MemoryScope::Agent),
         ("The team's".to_string(), MemoryScope::Team),
     ] {
-        out.push_str(&format!(
-            "\n## {title}\n{}",
-            book.prompt_index(scope, workspace, MEMORY_INDEX_LINES, MEMORY_INDEX_BYTES)
-        ));
+        let index = book.prompt_index(scope, workspace, MEMORY_INDEX_LINES, MEMORY_INDEX_BYTES);
+        out.push_str(&format!("\n## {title}\n{}", index.trim_end()));
     }
-    out.trim_end().to_string()
+    out
 }
 
 /// Identity, rules and the tool list. Identical inputs give identical bytes.

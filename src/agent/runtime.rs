@@ -150,6 +150,11 @@ impl Agent {
         &self.transcript
     }
 
+    /// The static part of the system prompt (what providers cache).
+    pub fn static_prefix(&self) -> &str {
+        &self.static_prefix
+    }
+
     /// The fingerprint of the cacheable prefix as it stands now.
     pub fn prefix_fingerprint(&self) -> &str {
         &self.fingerprint

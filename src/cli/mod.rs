@@ -9,6 +9,7 @@ mod exit;
 mod graph_text;
 mod init;
 pub(crate) mod logging;
+mod memory;
 mod messages;
 mod output;
 mod person;
@@ -16,6 +17,7 @@ mod project;
 mod review;
 mod run_team;
 mod sandbox_exec;
+mod skills;
 mod tasks;
 mod team;
 mod worktrees;
@@ -103,6 +105,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Up(args) => run_team::up(project::Project::find(&start)?, args),
         Command::Worker(args) => run_team::worker(project::Project::find(&start)?, args),
         Command::Replay { file } => run_team::replay(&file),
+        Command::Skills(cmd) => skills::run(&project::Project::find(&start)?, cmd),
+        Command::Memory(cmd) => memory::run(&project::Project::find(&start)?, cmd),
         Command::Demo(args) => demo::run(args),
         Command::SandboxExec(args) => {
             // Handled in `main` before anything else runs; here only for completeness.
