@@ -52,6 +52,7 @@ pub enum Action {
     EditDeps,
     Assign,
     Interrupt,
+    Memories,
 }
 
 /// (name in keymap files, action, help text)
@@ -141,6 +142,11 @@ pub const ACTIONS: &[(&str, Action, &str)] = &[
         "interrupt",
         Action::Interrupt,
         "interrupt the agent; twice: release its task",
+    ),
+    (
+        "memories",
+        Action::Memories,
+        "show the agent's memories (read-only)",
     ),
 ];
 
