@@ -315,3 +315,22 @@ async fn stop_and_failure_hooks_keep_memories() {
     let memory = book.read(Some(MemoryScope::Team), "session-end").unwrap();
     assert_eq!(memory.kind, MemoryType::Project);
 }
+
+#[tokio::test]
+async fn a_deny_rule_turns_memory_writing_off() {
+    let repo = Repo::new();
+    let mut registry = ToolRegistry::core_tools();
+    for tool in memory_tools() {
+        registry.register(tool).unwrap();
+    }
+    let denying = Pipeline::new(
+        registry,
+        policy(PermissionMode::Ask, &[], &[], &["memory_write"]),
+    );
+    let (mut agent, _rx) = Build::new("alice", scenario("agent_memory"))
+        .pipeline(denying)
+        .agent(&repo);
+    let result = turn(&mut agent, "remember the test runner").await;
+    assert_eq!(result.permission_denials.len(), 1);
+    assert!(!repo.root.join(".crew/memory/alice/test-runner.md").exists());
+}

@@ -337,6 +337,13 @@ impl TeamConfig {
                     "\"user\" is reserved for the person at the screen".into(),
                 ));
             }
+            if name == crate::store::memory::TEAM_FOLDER {
+                return Err(err(
+                    agent.name.span(),
+                    "\"team\" is reserved: .crew/memory/team/ holds the whole team's memories"
+                        .into(),
+                ));
+            }
             if !seen.insert(name.clone()) {
                 return Err(err(
                     agent.name.span(),
