@@ -6,47 +6,29 @@
 
 mod agent_support;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use agent_support::{Build, Repo, assert_completed, drain, policy, scenario, turn};
-use crew::agent::AgentEvent;
-use crew::model::{ModelError, ModelProvider, ModelRequest, StreamEvent};
+use agent_support::{
+    Build, Prompts, Recording, Repo, assert_completed, drain, policy, scenario, turn,
+};
+use crew::agent::{Agent, AgentEvent};
+use crew::model::ModelProvider;
 use crew::store::{MemoryScope, MemoryType};
 use crew::tools::permissions::PermissionMode;
 use crew::tools::{
     HookEvent, HookSpec, Hooks, Note, Pipeline, ToolRegistry, memory_tools, skill_tools,
 };
-use futures::stream::BoxStream;
 
-/// The scripted model, remembering each request's system prompt (static, dynamic).
-struct Recording {
-    inner: Arc<dyn ModelProvider>,
-    prompts: Arc<Mutex<Vec<(String, String)>>>,
+fn recording() -> (Arc<dyn ModelProvider>, Prompts) {
+    Recording::wrap(scenario("agent_memory"))
 }
 
-impl ModelProvider for Recording {
-    fn name(&self) -> &str {
-        "recording"
-    }
-    fn is_simulated(&self) -> bool {
-        true
-    }
-    fn stream(&self, req: ModelRequest) -> BoxStream<'static, Result<StreamEvent, ModelError>> {
-        self.prompts.lock().unwrap().push((
-            req.system.static_prefix.clone(),
-            req.system.dynamic_suffix.clone(),
-        ));
-        self.inner.stream(req)
-    }
-}
-
-fn recording() -> (Arc<dyn ModelProvider>, Arc<Mutex<Vec<(String, String)>>>) {
-    let prompts = Arc::new(Mutex::new(Vec::new()));
-    let model = Arc::new(Recording {
-        inner: scenario("agent_memory"),
-        prompts: Arc::clone(&prompts),
-    });
-    (model, prompts)
+/// Agent `name` with the memory pipeline (no hooks), working in `repo`.
+fn memory_agent(repo: &Repo, name: &'static str, model: Arc<dyn ModelProvider>) -> Agent {
+    Build::new(name, model)
+        .pipeline(pipeline(vec![]))
+        .agent(repo)
+        .0
 }
 
 /// Core tools plus memory and skills, under `ask` with nobody to ask: the memory tools must
@@ -60,7 +42,7 @@ fn pipeline(hooks: Vec<HookSpec>) -> Pipeline {
         .with_hooks(Hooks::new(hooks).unwrap())
 }
 
-fn last_result(agent: &crew::agent::Agent) -> (String, bool) {
+fn last_result(agent: &Agent) -> (String, bool) {
     let history = agent.history();
     let results = history
         .iter()
@@ -76,9 +58,7 @@ async fn a_memory_is_written_indexed_and_in_the_next_conversations_prompt() {
     let repo = Repo::new();
     std::fs::create_dir_all(repo.root.join("tests")).unwrap();
     std::fs::write(repo.root.join("tests/helper.rs"), "// helpers").unwrap();
-    let (mut agent, _rx) = Build::new("alice", scenario("agent_memory"))
-        .pipeline(pipeline(vec![]))
-        .agent(&repo);
+    let mut agent = memory_agent(&repo, "alice", scenario("agent_memory"));
     let result = turn(&mut agent, "remember the test runner").await;
     assert_completed(&result);
     assert!(result.permission_denials.is_empty());
@@ -102,9 +82,7 @@ async fn a_memory_is_written_indexed_and_in_the_next_conversations_prompt() {
 
     // A new conversation (a new agent, as a new process would be) sees the index, not the body.
     let (model, prompts) = recording();
-    let (mut next, _rx) = Build::new("alice", model)
-        .pipeline(pipeline(vec![]))
-        .agent(&repo);
+    let mut next = memory_agent(&repo, "alice", model);
     assert_completed(&turn(&mut next, "hello").await);
     let (static_prefix, suffix) = prompts.lock().unwrap()[0].clone();
     assert!(static_prefix.contains("# Memory\n"), "{static_prefix}");
@@ -125,9 +103,7 @@ async fn a_memory_is_written_indexed_and_in_the_next_conversations_prompt() {
     // Another agent does not see alice's own memories, only the team's.
     assert_completed(&turn(&mut next, "remember for the team").await);
     let (model, prompts) = recording();
-    let (mut bob, _rx) = Build::new("bob", model)
-        .pipeline(pipeline(vec![]))
-        .agent(&repo);
+    let mut bob = memory_agent(&repo, "bob", model);
     assert_completed(&turn(&mut bob, "hello").await);
     let (_, suffix) = prompts.lock().unwrap()[0].clone();
     assert!(suffix.contains("## Yours (bob)\n(none)"), "{suffix}");
@@ -141,16 +117,12 @@ async fn a_memory_naming_a_deleted_file_is_flagged_stale_and_forget_drops_it() {
     let repo = Repo::new();
     std::fs::create_dir_all(repo.root.join("tests")).unwrap();
     std::fs::write(repo.root.join("tests/helper.rs"), "// helpers").unwrap();
-    let (mut agent, _rx) = Build::new("alice", scenario("agent_memory"))
-        .pipeline(pipeline(vec![]))
-        .agent(&repo);
+    let mut agent = memory_agent(&repo, "alice", scenario("agent_memory"));
     assert_completed(&turn(&mut agent, "remember the test runner").await);
     std::fs::remove_file(repo.root.join("tests/helper.rs")).unwrap();
 
     let (model, prompts) = recording();
-    let (mut next, _rx) = Build::new("alice", model)
-        .pipeline(pipeline(vec![]))
-        .agent(&repo);
+    let mut next = memory_agent(&repo, "alice", model);
     assert_completed(&turn(&mut next, "recall the test runner").await);
     let (_, suffix) = prompts.lock().unwrap()[0].clone();
     assert!(
@@ -184,9 +156,7 @@ async fn a_memory_naming_a_deleted_file_is_flagged_stale_and_forget_drops_it() {
 #[tokio::test]
 async fn names_that_escape_and_broken_files_are_refused_by_name() {
     let repo = Repo::new();
-    let (mut agent, _rx) = Build::new("alice", scenario("agent_memory"))
-        .pipeline(pipeline(vec![]))
-        .agent(&repo);
+    let mut agent = memory_agent(&repo, "alice", scenario("agent_memory"));
     assert_completed(&turn(&mut agent, "escape memory").await);
     let (content, is_error) = last_result(&agent);
     assert!(is_error);
@@ -210,9 +180,7 @@ async fn names_that_escape_and_broken_files_are_refused_by_name() {
     )
     .unwrap();
     let (model, prompts) = recording();
-    let (mut next, _rx) = Build::new("alice", model)
-        .pipeline(pipeline(vec![]))
-        .agent(&repo);
+    let mut next = memory_agent(&repo, "alice", model);
     assert_completed(&turn(&mut next, "recall the test runner").await);
     let (_, suffix) = prompts.lock().unwrap()[0].clone();
     let odd = format!(

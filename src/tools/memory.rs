@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::store::{MemoryBook, MemoryDraft, MemoryScope};
 use crate::tools::context::ToolContext;
 use crate::tools::note::Note;
-use crate::tools::tool::{Tool, ToolError, ToolKind, ToolOutput};
+use crate::tools::tool::{Tool, ToolError, ToolKind, ToolOutput, parse_input};
 
 /// The three tools, for a registry.
 pub fn memory_tools() -> Vec<Arc<dyn Tool>> {
@@ -87,8 +87,7 @@ impl Tool for MemoryWriteTool {
         ctx: ToolContext,
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let draft: MemoryDraft = serde_json::from_value(input)
-                .map_err(|e| ToolError::InvalidInput(e.to_string()))?;
+            let draft: MemoryDraft = parse_input(input)?;
             let book = book(&ctx)?;
             let replaced = book
                 .write(&draft)
@@ -149,8 +148,7 @@ impl Tool for MemoryReadTool {
         ctx: ToolContext,
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let input: ReadInput = serde_json::from_value(input)
-                .map_err(|e| ToolError::InvalidInput(e.to_string()))?;
+            let input: ReadInput = parse_input(input)?;
             let book = book(&ctx)?;
             let Some(name) = input.name else {
                 let scopes = match input.scope {
@@ -231,8 +229,7 @@ impl Tool for MemoryForgetTool {
         ctx: ToolContext,
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let input: ForgetInput = serde_json::from_value(input)
-                .map_err(|e| ToolError::InvalidInput(e.to_string()))?;
+            let input: ForgetInput = parse_input(input)?;
             let book = book(&ctx)?;
             book.forget(input.scope, &input.name)
                 .map_err(|e| ToolError::Refused(e.to_string()))?;

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use crate::store::{StoreError, front_matter};
 use crate::tools::context::ToolContext;
-use crate::tools::tool::{Tool, ToolError, ToolKind, ToolOutput};
+use crate::tools::tool::{Tool, ToolError, ToolKind, ToolOutput, parse_input};
 
 /// The file that makes a folder a skill.
 pub const SKILL_FILE: &str = "SKILL.md";
@@ -391,8 +391,7 @@ impl Tool for SkillLoadTool {
         ctx: ToolContext,
     ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let input: LoadInput = serde_json::from_value(input)
-                .map_err(|e| ToolError::InvalidInput(e.to_string()))?;
+            let input: LoadInput = parse_input(input)?;
             let Some(skill) = ctx.skills.offered(&input.name) else {
                 let names: Vec<&str> = ctx
                     .skills

@@ -117,6 +117,11 @@ pub trait Tool: Send + Sync {
 /// Default result budget for tools that produce unbounded text (bytes).
 pub const DEFAULT_RESULT_BUDGET: usize = 30_000;
 
+/// The input as the tool's typed struct; serde's message names the field that is wrong.
+pub fn parse_input<T: serde::de::DeserializeOwned>(input: Value) -> Result<T, ToolError> {
+    serde_json::from_value(input).map_err(|e| ToolError::InvalidInput(e.to_string()))
+}
+
 /// Reads an optional string field of a tool input.
 pub fn str_field<'a>(input: &'a Value, field: &str) -> Option<&'a str> {
     input.get(field).and_then(Value::as_str)
