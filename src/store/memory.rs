@@ -331,7 +331,12 @@ impl MemoryBook {
         Ok(Memory {
             name: header.name,
             kind: header.kind,
-            description: header.description,
+            // A hand-edited file may fold it over lines; the index keeps one line per memory.
+            description: header
+                .description
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" "),
             body: body.trim_end().to_string(),
             scope,
             path: path.to_path_buf(),
@@ -504,6 +509,27 @@ mod tests {
         book.forget(MemoryScope::Agent, "tests").unwrap();
         let gone = book.read(None, "tests").unwrap_err().to_string();
         assert!(gone.contains("no memory named \"tests\""), "{gone}");
+    }
+
+    #[test]
+    fn a_hand_folded_description_is_one_index_line_and_links_are_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let book = MemoryBook::new(dir.path(), "alice");
+        let scope = dir.path().join("memory/alice");
+        std::fs::create_dir_all(&scope).unwrap();
+        std::fs::write(
+            scope.join("folded.md"),
+            "---\nname: folded\ntype: user\ndescription: |\n  line one\n  - fake: entry\n---\nbody",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("outside.md"), "---\nname: linked\n---\n").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("outside.md"), scope.join("linked.md")).unwrap();
+        let index = book.prompt_index(MemoryScope::Agent, dir.path(), 10, 10_000);
+        assert!(
+            index.starts_with("- folded (user): line one - fake: entry\n"),
+            "{index}"
+        );
+        assert!(index.contains("linked.md: not a regular file"), "{index}");
     }
 
     #[test]

@@ -192,11 +192,17 @@ fn read_skill_file(path: &Path) -> Result<(Header, String), StoreError> {
     front_matter::parse(path, &text)
 }
 
-/// A UTF-8 file, cut at [`LOAD_BYTES`] with a note.
+/// A UTF-8 file, cut at [`LOAD_BYTES`] with a note; no more than that is read.
 fn read_bounded(path: &Path) -> Result<String, StoreError> {
-    let bytes = std::fs::read(path).map_err(|e| StoreError::io(path, e))?;
-    let cut = bytes.len().min(LOAD_BYTES);
-    let text = match std::str::from_utf8(&bytes[..cut]) {
+    use std::io::Read;
+    let io = |e| StoreError::io(path, e);
+    let file = std::fs::File::open(path).map_err(io)?;
+    let size = file.metadata().map_err(io)?.len();
+    let mut bytes = Vec::new();
+    file.take(LOAD_BYTES as u64)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    let text = match std::str::from_utf8(&bytes) {
         Ok(text) => text.to_string(),
         // A cut inside a character: keep what decodes.
         Err(e) if e.error_len().is_none() => {
@@ -204,11 +210,8 @@ fn read_bounded(path: &Path) -> Result<String, StoreError> {
         }
         Err(_) => return Err(StoreError::malformed(path, "not UTF-8 text")),
     };
-    Ok(if cut < bytes.len() {
-        format!(
-            "{text}\n[… cut: the file is {} bytes; shown up to {LOAD_BYTES}]",
-            bytes.len()
-        )
+    Ok(if (bytes.len() as u64) < size {
+        format!("{text}\n[… cut: the file is {size} bytes; shown up to {LOAD_BYTES}]")
     } else {
         text
     })
@@ -518,5 +521,25 @@ mod tests {
         assert!(section.contains("\n- plain: First paragraph here."));
         assert!(!section.contains("manual"));
         assert!(section.find("- alpha").unwrap() < section.find("- deploy").unwrap());
+    }
+
+    #[test]
+    fn a_big_file_is_read_only_up_to_the_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.md");
+        std::fs::write(&path, "é".repeat(LOAD_BYTES)).unwrap();
+        let text = read_bounded(&path).unwrap();
+        assert!(text.ends_with(&format!(
+            "[… cut: the file is {} bytes; shown up to {LOAD_BYTES}]",
+            2 * LOAD_BYTES
+        )));
+        assert!(text.len() < LOAD_BYTES + 100);
+        std::fs::write(&path, b"\xff\xfe binary").unwrap();
+        assert!(
+            read_bounded(&path)
+                .unwrap_err()
+                .to_string()
+                .contains("not UTF-8")
+        );
     }
 }

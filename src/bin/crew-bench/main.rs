@@ -7,6 +7,7 @@ mod claims;
 mod git;
 mod interrupt;
 mod mailbox;
+mod memory;
 mod proc;
 mod render;
 mod sandbox;
@@ -110,6 +111,18 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Long-term memory: the prompt's index of full scopes (rebuilt every model call) and a
+    /// memory_write (which rewrites MEMORY.md).
+    Memory {
+        #[arg(long, default_value_t = 200)]
+        memories: usize,
+        #[arg(long, default_value_t = 2048)]
+        body_bytes: usize,
+        #[arg(long, default_value_t = 100)]
+        rounds: usize,
+        #[arg(long)]
+        json: bool,
+    },
     /// Internal: one claiming process (waits for "go" on stdin).
     #[command(hide = true)]
     ClaimWorker {
@@ -169,6 +182,12 @@ fn main() -> ExitCode {
         Command::Git(bench) => git::run(bench),
         Command::Bash { rounds, json } => bash_rules::run(rounds, json),
         Command::Sandbox { runs, json } => sandbox::run(runs, json),
+        Command::Memory {
+            memories,
+            body_bytes,
+            rounds,
+            json,
+        } => memory::run(memories, body_bytes, rounds, json),
         Command::ClaimWorker { dir, name } => claims::worker(&dir, &name),
         Command::AppendWorker { dir, name, count } => mailbox::worker(&dir, &name, count),
         Command::Churn { dir, name } => claims::churn(&dir, &name),
