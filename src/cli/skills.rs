@@ -77,7 +77,7 @@ fn list(project: &Project, as_json: bool) -> anyhow::Result<()> {
                 output::one_line(&skill.name),
                 skill.source.as_str(),
                 winner(skill).unwrap_or("?"),
-                skill.dir.display()
+                output::one_line(&skill.dir.display().to_string())
             );
         }
         for error in catalogue.broken() {
