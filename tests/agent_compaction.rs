@@ -10,7 +10,7 @@ use agent_support::{
 use crew::agent::compaction::steps::{DROPPED, FOLD_HEADER};
 use crew::agent::compaction::summary::SUMMARY_HEADER;
 use crew::agent::{AgentEvent, CompactionStep, CompactionTrigger};
-use crew::model::Message;
+use crew::model::ChatMessage;
 use tokio::sync::mpsc::UnboundedReceiver;
 
 fn steps(rx: &mut UnboundedReceiver<AgentEvent>) -> Vec<CompactionStep> {
@@ -106,21 +106,21 @@ async fn the_model_summarises_only_when_folding_was_not_enough() {
         .pipeline(no_tools())
         .compaction(thresholds(5_000, 6))
         .agent(&repo);
-    let mut history: Vec<Message> = (0..6)
+    let mut history: Vec<ChatMessage> = (0..6)
         .flat_map(|n| {
             [
-                Message::user_text(format!("hi {n}")),
-                Message::assistant_text("hello"),
+                ChatMessage::user_text(format!("hi {n}")),
+                ChatMessage::assistant_text("hello"),
             ]
         })
         .collect();
-    history.push(Message::user_text(format!(
+    history.push(ChatMessage::user_text(format!(
         "a long note: {}",
         "word ".repeat(8_000)
     )));
-    history.push(Message::assistant_text("ok"));
-    history.push(Message::user_text("more"));
-    history.push(Message::assistant_text("sure"));
+    history.push(ChatMessage::assistant_text("ok"));
+    history.push(ChatMessage::user_text("more"));
+    history.push(ChatMessage::assistant_text("sure"));
     agent.load_history(&history);
     let result = turn(&mut agent, "ping").await;
     assert_completed(&result);

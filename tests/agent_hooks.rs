@@ -7,7 +7,7 @@ use agent_support::{
     Build, Repo, assert_completed, chatter, drain, policy, scenario, thresholds, turn,
 };
 use crew::agent::{AgentEvent, StopReason};
-use crew::model::{ContentBlock, Message};
+use crew::model::{ChatMessage, ContentBlock};
 use crew::tools::permissions::PermissionMode;
 use crew::tools::{HookEvent, HookSpec, Hooks, Note, Pipeline, ToolRegistry};
 use serde_json::Value;
@@ -38,7 +38,7 @@ fn payloads(path: &std::path::Path) -> Vec<Value> {
         .collect()
 }
 
-fn texts(message: &Message) -> Vec<&str> {
+fn texts(message: &ChatMessage) -> Vec<&str> {
     message
         .content
         .iter()

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use agent_support::{Build, Repo, assert_completed, drain, eventually, policy, scenario};
 use crew::agent::{AgentEvent, EventSink, MailboxPrompter};
+use crew::store::MessageKind;
 use crew::store::{Mailboxes, RequestInfo, Roster, Workspace};
 use crew::tools::permissions::PermissionMode;
 use crew::tools::{PermissionAnswer, PermissionAsk, Pipeline, Prompter, Subject, ToolRegistry};
@@ -39,7 +40,7 @@ async fn pending_request(boxes: &Mailboxes) -> RequestInfo {
             .requests(DEFAULT_TIMEOUT)
             .unwrap()
             .into_iter()
-            .find(|r| r.kind == "permission_request" && r.from == "alice");
+            .find(|r| r.kind == MessageKind::PermissionRequest && r.from == "alice");
         found.is_some()
     })
     .await;

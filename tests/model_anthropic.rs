@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crew::model::anthropic::AnthropicProvider;
 use crew::model::{
-    ApiKey, ModelError, ModelProvider, RetryPolicy, Retrying, StopReason, StreamEvent, Usage,
+    ApiKey, FinishReason, ModelError, ModelProvider, RetryPolicy, Retrying, StreamEvent, Usage,
 };
 use futures::StreamExt;
 use model_support::{Reply, Server, collect, sample_request, sse_events};
@@ -128,7 +128,7 @@ fn expected_full_reply() -> Vec<Result<StreamEvent, ModelError>> {
         }),
         Ok(StreamEvent::Usage(final_usage)),
         Ok(StreamEvent::Stop {
-            reason: StopReason::ToolUse,
+            reason: FinishReason::ToolUse,
             usage: final_usage,
         }),
     ]
@@ -172,7 +172,7 @@ async fn tool_use_is_emitted_before_the_stream_ends() {
     assert!(matches!(
         rest.last(),
         Some(Ok(StreamEvent::Stop {
-            reason: StopReason::ToolUse,
+            reason: FinishReason::ToolUse,
             ..
         }))
     ));

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crew::model::openai::OpenAiProvider;
 use crew::model::{
-    ApiKey, ModelError, ModelProvider, ProviderSpec, RetryPolicy, Retrying, StopReason,
+    ApiKey, FinishReason, ModelError, ModelProvider, ProviderSpec, RetryPolicy, Retrying,
     StreamEvent, Usage, provider_from_spec_with_env,
 };
 use futures::StreamExt;
@@ -96,7 +96,7 @@ async fn streams_text_tool_calls_and_usage() {
             tool_use("call_B", "grep", json!({"pattern": "fn main"})),
             Ok(StreamEvent::Usage(final_usage())),
             Ok(StreamEvent::Stop {
-                reason: StopReason::ToolUse,
+                reason: FinishReason::ToolUse,
                 usage: final_usage()
             }),
         ]
@@ -228,11 +228,11 @@ async fn finish_reasons_map_to_stop_reasons() {
     assert_eq!(
         reasons,
         vec![
-            StopReason::EndTurn,
-            StopReason::MaxTokens,
-            StopReason::Refusal,
-            StopReason::Other("something_new".into()),
-            StopReason::ToolUse,
+            FinishReason::EndTurn,
+            FinishReason::MaxTokens,
+            FinishReason::Refusal,
+            FinishReason::Other("something_new".into()),
+            FinishReason::ToolUse,
         ]
     );
 }
@@ -271,7 +271,7 @@ async fn end_without_done_is_complete_only_after_a_finish_reason() {
     assert!(matches!(
         complete.last(),
         Some(Ok(StreamEvent::Stop {
-            reason: StopReason::EndTurn,
+            reason: FinishReason::EndTurn,
             ..
         }))
     ));

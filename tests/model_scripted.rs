@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use crew::model::scripted::{Scenario, ScenarioError, ScriptedProvider};
 use crew::model::{
-    ContentBlock, Message, ModelError, ModelProvider, ModelRequest, ProviderSpec, RequestContext,
-    RetryPolicy, Retrying, Role, StopReason, StreamEvent, SystemPrompt, provider_from_spec,
+    ChatMessage, ContentBlock, FinishReason, ModelError, ModelProvider, ModelRequest, ProviderSpec,
+    RequestContext, RetryPolicy, Retrying, Role, StreamEvent, SystemPrompt, provider_from_spec,
 };
 use futures::StreamExt;
 use serde_json::{Value, json};
@@ -15,7 +15,12 @@ fn provider(toml: &str) -> ScriptedProvider {
     ScriptedProvider::new(Scenario::parse(toml, Path::new("test.toml")).unwrap())
 }
 
-fn request(agent: &str, role: &str, task: Option<&str>, messages: Vec<Message>) -> ModelRequest {
+fn request(
+    agent: &str,
+    role: &str,
+    task: Option<&str>,
+    messages: Vec<ChatMessage>,
+) -> ModelRequest {
     ModelRequest {
         model: String::new(),
         system: SystemPrompt::default(),
@@ -31,7 +36,7 @@ fn request(agent: &str, role: &str, task: Option<&str>, messages: Vec<Message>) 
 }
 
 fn ask(text: &str) -> ModelRequest {
-    request("alice", "coder", None, vec![Message::user_text(text)])
+    request("alice", "coder", None, vec![ChatMessage::user_text(text)])
 }
 
 async fn items(
@@ -58,10 +63,10 @@ async fn reply_text(provider: &dyn ModelProvider, req: ModelRequest) -> String {
 }
 
 /// A conversation whose latest user message carries a result of `tool`.
-fn after_tool(tool: &str, content: &str, is_error: bool) -> Vec<Message> {
+fn after_tool(tool: &str, content: &str, is_error: bool) -> Vec<ChatMessage> {
     vec![
-        Message::user_text("start"),
-        Message {
+        ChatMessage::user_text("start"),
+        ChatMessage {
             role: Role::Assistant,
             content: vec![ContentBlock::ToolUse {
                 id: "t1".into(),
@@ -69,7 +74,7 @@ fn after_tool(tool: &str, content: &str, is_error: bool) -> Vec<Message> {
                 input: json!({}),
             }],
         },
-        Message::user_tool_results(vec![ContentBlock::tool_result("t1", content, is_error)]),
+        ChatMessage::user_tool_results(vec![ContentBlock::tool_result("t1", content, is_error)]),
     ]
 }
 
@@ -144,11 +149,11 @@ async fn each_condition_selects_its_rule() {
     )
     .await;
     let two_turns = vec![
-        Message::user_text("a"),
-        Message::assistant_text("b"),
-        Message::user_text("c"),
-        Message::assistant_text("d"),
-        Message::user_text("e"),
+        ChatMessage::user_text("a"),
+        ChatMessage::assistant_text("b"),
+        ChatMessage::user_text("c"),
+        ChatMessage::assistant_text("d"),
+        ChatMessage::user_text("e"),
     ];
     check(request("x", "coder", None, two_turns), "by turn").await;
     check(ask("anything"), "default").await;
@@ -166,9 +171,9 @@ async fn user_text_condition_only_sees_messages_since_the_last_reply() {
         "#,
     );
     let old = vec![
-        Message::user_text("hello"),
-        Message::assistant_text("hi"),
-        Message::user_text("next"),
+        ChatMessage::user_text("hello"),
+        ChatMessage::assistant_text("hi"),
+        ChatMessage::user_text("next"),
     ];
     assert_eq!(reply_text(&p, request("a", "r", None, old)).await, "other");
 }
@@ -204,7 +209,12 @@ async fn reply_streams_text_in_deltas_then_tool_calls_with_templates() {
         name = "list"
         "#,
     );
-    let req = request("alice", "coder", Some("7"), vec![Message::user_text("go")]);
+    let req = request(
+        "alice",
+        "coder",
+        Some("7"),
+        vec![ChatMessage::user_text("go")],
+    );
     let items = items(&p, req).await;
     let deltas = deltas(&items);
     assert!(deltas.len() > 1, "{deltas:?}");
@@ -232,7 +242,7 @@ async fn reply_streams_text_in_deltas_then_tool_calls_with_templates() {
     assert_eq!(items[0], Ok(StreamEvent::MessageStart));
     match items.last() {
         Some(Ok(StreamEvent::Stop { reason, usage })) => {
-            assert_eq!(*reason, StopReason::ToolUse);
+            assert_eq!(*reason, FinishReason::ToolUse);
             assert!(usage.input_tokens > 0 && usage.output_tokens > 0);
         }
         other => panic!("no stop: {other:?}"),
@@ -256,8 +266,8 @@ async fn stop_defaults_and_overrides() {
         Some(Ok(StreamEvent::Stop { reason, .. })) => reason,
         other => panic!("no stop: {other:?}"),
     };
-    assert_eq!(stop().await, StopReason::EndTurn);
-    assert_eq!(stop().await, StopReason::MaxTokens);
+    assert_eq!(stop().await, FinishReason::EndTurn);
+    assert_eq!(stop().await, FinishReason::MaxTokens);
 }
 
 #[tokio::test]
@@ -345,7 +355,7 @@ async fn no_matching_rule_gives_a_clear_simulator_fallback() {
     assert!(matches!(
         items.last(),
         Some(Ok(StreamEvent::Stop {
-            reason: StopReason::EndTurn,
+            reason: FinishReason::EndTurn,
             ..
         }))
     ));

@@ -6,8 +6,11 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crew::store::MessageKind;
 use crew::store::requests::RequestState;
-use crew::store::{AgentState, Claimant, Draft, NewTask, Roster, Status, TaskId, Workspace};
+use crew::store::{
+    AgentState, Claimant, Draft, NewTask, RequestId, Roster, Status, TaskId, Workspace,
+};
 use crew::team::status::StatusHandle;
 use crew::team::worker::{ExitReason, Job, JobOutcome, Work, Worker, WorkerSettings};
 
@@ -122,7 +125,7 @@ fn send(
     kind: &str,
     text: &str,
     request: bool,
-) -> Option<String> {
+) -> Option<RequestId> {
     ws.mailboxes()
         .send(
             &roster(),
@@ -390,7 +393,7 @@ fn an_idle_worker_tells_the_lead_and_shuts_down_and_wakes_on_new_tasks_before_th
         crew::store::Entry::Message { message, .. } => message.clone(),
         other => panic!("{other:?}"),
     };
-    assert_eq!(last.kind, "idle_notification");
+    assert_eq!(last.kind, MessageKind::IdleNotification);
     assert!(last.text.unwrap().starts_with("alice has been idle for 3s"));
     let status = ws.agents().read("alice").unwrap().unwrap();
     assert_eq!(status.state, AgentState::Shutdown);

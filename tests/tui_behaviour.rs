@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crew::git::Worktrees;
-use crew::store::{Draft, Message, NewTask, Roster, Workspace};
+use crew::store::{AgentState, Draft, Message, MessageKind, NewTask, RequestId, Roster, Workspace};
 use crew::tui::event::Event;
 use crew::tui::{Effect, Pane};
 use git2::{IndexAddOption, Repository, RepositoryInitOptions, Signature};
@@ -20,12 +20,12 @@ fn roster() -> Roster {
 }
 
 /// alice asks the person to run `command` in her worktree; returns the request id.
-fn ask(root: &Path, command: &str) -> String {
+fn ask(root: &Path, command: &str) -> RequestId {
     ask_for(root, "bash", json!({ "command": command }))
 }
 
 /// alice asks the person to use `tool` with `input` in her worktree; returns the request id.
-fn ask_for(root: &Path, tool: &str, input: serde_json::Value) -> String {
+fn ask_for(root: &Path, tool: &str, input: serde_json::Value) -> RequestId {
     let mut extra = serde_json::Map::new();
     extra.insert("tool".into(), json!(tool));
     extra.insert("input".into(), input);
@@ -40,7 +40,7 @@ fn ask_for(root: &Path, tool: &str, input: serde_json::Value) -> String {
             Draft {
                 from: "alice".into(),
                 to: "user".into(),
-                kind: "permission_request".into(),
+                kind: MessageKind::PermissionRequest,
                 text: Some(format!("alice asks to use {tool}")),
                 request: true,
                 extra,
@@ -56,7 +56,7 @@ fn answer_in_alices_inbox(root: &Path, request_id: &str) -> Message {
         .filter(|m| m.request_id.as_deref() == Some(request_id))
         .collect();
     assert_eq!(answers.len(), 1, "exactly one answer: {answers:?}");
-    assert_eq!(answers[0].kind, "permission_response");
+    assert_eq!(answers[0].kind, MessageKind::PermissionResponse);
     assert_eq!(answers[0].from, "user");
     answers[0].clone()
 }
@@ -70,7 +70,7 @@ fn approve_answers_with_the_same_request_id() {
     assert_eq!(answer_in_alices_inbox(dir.path(), &id).approve, Some(true));
     assert!(h.status().contains("approved"), "{}", h.status());
     h.reload();
-    assert!(h.state.model.pending().is_empty());
+    assert!(h.state.workspace.pending().is_empty());
 }
 
 #[test]
@@ -143,7 +143,7 @@ fn a_new_request_rings_the_bell_and_runs_the_notify_command() {
     assert!(h.effects.iter().any(|e| matches!(e, Effect::Bell)));
     let notified = dir.path().join("notified.txt");
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !fs::read_to_string(&notified).is_ok_and(|t| t.contains(&id)) {
+    while !fs::read_to_string(&notified).is_ok_and(|t| t.contains(id.as_str())) {
         assert!(
             std::time::Instant::now() < deadline,
             "notify_command never ran"
@@ -207,10 +207,10 @@ fn add_a_task_with_a_dependency_and_release_a_claimed_one() {
     h.reload();
     let row = h
         .state
-        .model
+        .workspace
         .task_rows
         .iter()
-        .find(|r| h.state.model.tasks[r.index].id == tasks[1].id)
+        .find(|r| h.state.workspace.tasks[r.index].id == tasks[1].id)
         .unwrap();
     assert_eq!(row.blocked_by, vec![first.id.clone()]);
     assert!(!row.claimable);
@@ -378,7 +378,7 @@ fn changes_made_by_anyone_reach_the_screen_through_the_watcher() {
             crew::tui::update(state, event);
         }
     };
-    pump(&mut state, &|s| s.model.loaded);
+    pump(&mut state, &|s| s.workspace.loaded);
     Workspace::new(dir.path())
         .tasks()
         .create(NewTask {
@@ -387,25 +387,29 @@ fn changes_made_by_anyone_reach_the_screen_through_the_watcher() {
         })
         .unwrap();
     pump(&mut state, &|s| {
-        s.model.tasks.iter().any(|t| t.subject == "from elsewhere")
+        s.workspace
+            .tasks
+            .iter()
+            .any(|t| t.subject == "from elsewhere")
     });
     let id = ask(dir.path(), "ls");
     pump(&mut state, &|s| {
-        s.model.pending().iter().any(|r| r.request_id == id)
+        s.workspace.pending().iter().any(|r| r.request_id == id)
     });
     assert_eq!(
-        state.model.inboxes["user"].len(),
+        state.workspace.inboxes["user"].len(),
         1,
         "read incrementally, nothing twice"
     );
     fs::create_dir_all(dir.path().join(".crew/agents")).unwrap();
     fs::write(
         dir.path().join(".crew/agents/alice.json"),
-        r#"{"name":"alice","state":"WAITING","pid":1,"task":null,"heartbeat":null,"turns":1,"tokens":5}"#,
+        r#"{"name":"alice","state":"WAITING","pid":1,"task":null,"heartbeat":"2026-01-01T00:00:00Z","turns":1,"tokens":5}"#,
     )
     .unwrap();
     pump(&mut state, &|s| {
-        s.agent("alice").is_some_and(|a| a.state == "WAITING")
+        s.agent("alice")
+            .is_some_and(|a| a.state == AgentState::Waiting)
     });
 }
 

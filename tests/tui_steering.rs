@@ -7,6 +7,7 @@ mod tui_support;
 use std::time::{Duration, Instant};
 
 use crew::agent::transcript::Row;
+use crew::store::MessageKind;
 use crew::store::{AgentState, AgentStatus, NewTask, Status, TaskId, Workspace};
 use crew::tui::Pane;
 use crew::tui::data::Change;
@@ -28,10 +29,10 @@ fn add(ws: &Workspace, subject: &str, blocked_by: &[&str]) -> String {
 fn select_task(h: &mut Harness, id: &str) {
     let at = h
         .state
-        .model
+        .workspace
         .task_rows
         .iter()
-        .position(|r| h.state.model.tasks[r.index].id == id)
+        .position(|r| h.state.workspace.tasks[r.index].id == id)
         .unwrap();
     h.state.selected.insert(Pane::Tasks, at);
 }
@@ -421,7 +422,7 @@ fn ctrl_c_interrupts_the_focused_agent_without_quitting_and_twice_offers_to_rele
     );
     let told = inbox(dir.path(), "alice");
     assert_eq!(told.len(), 1);
-    assert_eq!(told[0].kind, "interrupt");
+    assert_eq!(told[0].kind, MessageKind::Interrupt);
     // Pressed again at once: not a second interrupt, an offer to release the task.
     h.press(&["ctrl-c"]);
     assert!(h.state.overlay.is_some(), "asks before releasing");

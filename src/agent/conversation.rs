@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use crate::agent::normalize::normalize_owned;
 use crate::agent::runtime::Agent;
-use crate::model::Message;
+use crate::model::ChatMessage;
 use crate::store::atomic::write_atomic;
 use crate::store::names::validate_name;
 use crate::store::secrets::redact_bytes;
@@ -66,12 +66,12 @@ pub fn set_latest_key(repo_root: &Path, agent: &str, key: &str) -> Result<(), Co
 
 /// Reads a conversation file: every whole line that parses, normalised. A missing file is an
 /// empty conversation; a torn or unreadable line (a crash mid-write) is skipped with a warning.
-pub fn load(path: &Path) -> Result<Vec<Message>, ConversationError> {
+pub fn load(path: &Path) -> Result<Vec<ChatMessage>, ConversationError> {
     Ok(normalize_owned(read_lines(path)?.0))
 }
 
 /// The messages of a conversation file as written, and whether every line was whole.
-fn read_lines(path: &Path) -> Result<(Vec<Message>, bool), ConversationError> {
+fn read_lines(path: &Path) -> Result<(Vec<ChatMessage>, bool), ConversationError> {
     let file = match File::open(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), true)),
@@ -92,7 +92,7 @@ fn read_lines(path: &Path) -> Result<(Vec<Message>, bool), ConversationError> {
         if line.trim().is_empty() {
             continue;
         }
-        match serde_json::from_str::<Message>(&line) {
+        match serde_json::from_str::<ChatMessage>(&line) {
             Ok(message) => messages.push(message),
             Err(e) => {
                 whole = false;
@@ -112,12 +112,12 @@ fn read_lines(path: &Path) -> Result<(Vec<Message>, bool), ConversationError> {
 pub struct ConversationFile {
     path: PathBuf,
     /// What the file holds now (compared to find out whether appending is enough).
-    written: Vec<Message>,
+    written: Vec<ChatMessage>,
 }
 
 impl ConversationFile {
     /// Opens `path`, returning the file and the history it holds.
-    pub fn open(path: PathBuf) -> Result<(Self, Vec<Message>), ConversationError> {
+    pub fn open(path: PathBuf) -> Result<(Self, Vec<ChatMessage>), ConversationError> {
         let (raw, whole) = read_lines(&path)?;
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|source| ConversationError::Io {
@@ -141,7 +141,7 @@ impl ConversationFile {
 
     /// Brings the file in line with `history`: appends what is new, or replaces the file when
     /// earlier messages changed.
-    pub fn save(&mut self, history: &[Message]) -> Result<(), ConversationError> {
+    pub fn save(&mut self, history: &[ChatMessage]) -> Result<(), ConversationError> {
         let grown = history.len() >= self.written.len()
             && history[..self.written.len()] == self.written[..];
         if !grown {
@@ -166,7 +166,7 @@ impl ConversationFile {
         Ok(())
     }
 
-    fn rewrite(&mut self, history: &[Message]) -> Result<(), ConversationError> {
+    fn rewrite(&mut self, history: &[ChatMessage]) -> Result<(), ConversationError> {
         let io = |source| ConversationError::Io {
             path: self.path.clone(),
             source,
@@ -178,7 +178,7 @@ impl ConversationFile {
 }
 
 /// Messages as redacted JSON lines.
-fn lines(messages: &[Message]) -> std::io::Result<Vec<u8>> {
+fn lines(messages: &[ChatMessage]) -> std::io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
     for message in messages {
         serde_json::to_writer(&mut bytes, message).map_err(std::io::Error::other)?;
@@ -200,7 +200,8 @@ impl Agent {
     /// Adds a note for the model to the conversation (it reads it with the next input), e.g.
     /// that the person interrupted the last turn.
     pub fn add_note(&mut self, text: &str) {
-        self.history.push(Message::user_text(format!("({text})")));
+        self.history
+            .push(ChatMessage::user_text(format!("({text})")));
         self.persist();
     }
 
@@ -226,9 +227,9 @@ mod tests {
         let path = dir.path().join("c/task_1.jsonl");
         let (mut file, history) = ConversationFile::open(path.clone()).unwrap();
         assert!(history.is_empty());
-        let mut history = vec![Message::user_text("go")];
+        let mut history = vec![ChatMessage::user_text("go")];
         file.save(&history).unwrap();
-        history.push(Message {
+        history.push(ChatMessage {
             role: crate::model::Role::Assistant,
             content: vec![ContentBlock::ToolUse {
                 id: "t1".into(),
@@ -249,8 +250,11 @@ mod tests {
         );
         // A history that changed other than by growing replaces the file.
         let (mut file, _) = ConversationFile::open(path.clone()).unwrap();
-        file.save(&[Message::user_text("summary")]).unwrap();
-        assert_eq!(load(&path).unwrap(), vec![Message::user_text("summary")]);
+        file.save(&[ChatMessage::user_text("summary")]).unwrap();
+        assert_eq!(
+            load(&path).unwrap(),
+            vec![ChatMessage::user_text("summary")]
+        );
     }
 
     #[test]

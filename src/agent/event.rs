@@ -79,7 +79,7 @@ pub enum AgentEvent {
     },
     /// The reply is complete and entered the history.
     MessageStop {
-        stop_reason: model::StopReason,
+        stop_reason: model::FinishReason,
         usage: Usage,
     },
     /// The model asked for a tool; `early` when it started before the reply ended.
@@ -111,7 +111,7 @@ pub enum AgentEvent {
     },
     /// A permission request was sent and the agent is blocked on a person (WAITING).
     PermissionWaiting {
-        request_id: String,
+        request_id: crate::store::RequestId,
         to: String,
     },
     PermissionAnswered {

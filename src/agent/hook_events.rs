@@ -9,7 +9,7 @@ use crate::agent::event::{AgentEvent, CompactionTrigger};
 use crate::agent::result::StopReason;
 use crate::agent::runtime::Agent;
 use crate::agent::turn::Stop;
-use crate::model::{ContentBlock, Message, Role};
+use crate::model::{ChatMessage, ContentBlock, Role};
 use crate::tools::memory::keep_hook_memories;
 use crate::tools::{HookEvent, HookRun, Note};
 
@@ -22,7 +22,7 @@ impl Agent {
         &self,
         input: &str,
         cancel: &CancellationToken,
-    ) -> Result<Message, Stop> {
+    ) -> Result<ChatMessage, Stop> {
         let mut context = Vec::new();
         if self.turns == 1 {
             let start = self
@@ -61,7 +61,7 @@ impl Agent {
         content.extend(context.into_iter().map(|text| ContentBlock::Text {
             text: format!("[hook context] {text}"),
         }));
-        Ok(Message {
+        Ok(ChatMessage {
             role: Role::User,
             content,
         })

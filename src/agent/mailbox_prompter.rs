@@ -11,7 +11,8 @@ use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
 
 use crate::agent::event::{AgentEvent, EventSink};
-use crate::store::names::USER;
+use crate::store::MessageKind;
+use crate::store::protocol::USER;
 use crate::store::{DirWatcher, Draft, Entry, Mailboxes, Roster};
 use crate::tools::{PermissionAnswer, PermissionAsk, Prompter};
 
@@ -121,7 +122,7 @@ impl MailboxPrompter {
         Draft {
             from: self.agent.clone(),
             to: self.lead.clone(),
-            kind: "permission_request".to_string(),
+            kind: MessageKind::PermissionRequest,
             text: Some(format!(
                 "{} asks to use {}: {}",
                 self.agent, ask.tool, ask.reason

@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use crate::model::{ContentBlock, Message, Role};
+use crate::model::{ChatMessage, ContentBlock, Role};
 
 /// The result given to a tool call that never got one.
 pub const INTERRUPTED: &str = "tool call interrupted";
@@ -16,14 +16,14 @@ const CONVERSATION_START: &str = "(conversation start)";
 /// matching call in the preceding assistant message are dropped (as are duplicates), empty
 /// blocks and messages are removed, and consecutive messages of one role are merged (tool
 /// results first in a user message). Normalising twice changes nothing.
-pub fn normalize(messages: &[Message]) -> Vec<Message> {
+pub fn normalize(messages: &[ChatMessage]) -> Vec<ChatMessage> {
     normalize_owned(messages.to_vec())
 }
 
 /// [`normalize`] taking the history by value, so blocks are moved rather than copied (the
 /// loop normalises before every call).
-pub fn normalize_owned(messages: Vec<Message>) -> Vec<Message> {
-    let mut paired: Vec<Message> = Vec::with_capacity(messages.len() + 1);
+pub fn normalize_owned(messages: Vec<ChatMessage>) -> Vec<ChatMessage> {
+    let mut paired: Vec<ChatMessage> = Vec::with_capacity(messages.len() + 1);
     // Calls of the latest assistant message still waiting for their result.
     let mut open: Vec<String> = Vec::new();
     let mut answered: HashSet<String> = HashSet::new();
@@ -54,7 +54,7 @@ pub fn normalize_owned(messages: Vec<Message>) -> Vec<Message> {
                         _ => None,
                     })
                     .collect();
-                paired.push(Message {
+                paired.push(ChatMessage {
                     role: Role::Assistant,
                     content,
                 });
@@ -73,7 +73,7 @@ pub fn normalize_owned(messages: Vec<Message>) -> Vec<Message> {
                         }
                     })
                     .collect();
-                paired.push(Message {
+                paired.push(ChatMessage {
                     role: Role::User,
                     content,
                 });
@@ -85,21 +85,21 @@ pub fn normalize_owned(messages: Vec<Message>) -> Vec<Message> {
 }
 
 /// Adds an error result for every open call that has none.
-fn close(out: &mut Vec<Message>, open: &mut Vec<String>, answered: &HashSet<String>) {
+fn close(out: &mut Vec<ChatMessage>, open: &mut Vec<String>, answered: &HashSet<String>) {
     let missing: Vec<ContentBlock> = open
         .drain(..)
         .filter(|id| !answered.contains(id))
         .map(|id| ContentBlock::tool_result(id, INTERRUPTED, true))
         .collect();
     if !missing.is_empty() {
-        out.push(Message::user_tool_results(missing));
+        out.push(ChatMessage::user_tool_results(missing));
     }
 }
 
 /// Drops empty messages, merges neighbours of one role, puts tool results first in user
 /// messages, and makes sure the user speaks first.
-fn merge(messages: Vec<Message>) -> Vec<Message> {
-    let mut out: Vec<Message> = Vec::with_capacity(messages.len());
+fn merge(messages: Vec<ChatMessage>) -> Vec<ChatMessage> {
+    let mut out: Vec<ChatMessage> = Vec::with_capacity(messages.len());
     for message in messages.into_iter().filter(|m| !m.content.is_empty()) {
         match out.last_mut() {
             Some(last) if last.role == message.role => last.content.extend(message.content),
@@ -114,7 +114,7 @@ fn merge(messages: Vec<Message>) -> Vec<Message> {
         message.content.extend(others);
     }
     if out.first().is_some_and(|m| m.role == Role::Assistant) {
-        out.insert(0, Message::user_text(CONVERSATION_START));
+        out.insert(0, ChatMessage::user_text(CONVERSATION_START));
     }
     out
 }
@@ -136,8 +136,8 @@ mod tests {
         ContentBlock::tool_result(id, "ok", false)
     }
 
-    fn assistant(content: Vec<ContentBlock>) -> Message {
-        Message {
+    fn assistant(content: Vec<ContentBlock>) -> ChatMessage {
+        ChatMessage {
             role: Role::Assistant,
             content,
         }
@@ -146,12 +146,12 @@ mod tests {
     #[test]
     fn consecutive_user_messages_merge_and_empty_ones_vanish() {
         let history = vec![
-            Message::user_text("a"),
-            Message::user_text(""),
-            Message::user_text("b"),
+            ChatMessage::user_text("a"),
+            ChatMessage::user_text(""),
+            ChatMessage::user_text("b"),
             assistant(vec![]),
-            Message::assistant_text("c"),
-            Message::assistant_text("d"),
+            ChatMessage::assistant_text("c"),
+            ChatMessage::assistant_text("d"),
         ];
         let normal = normalize(&history);
         assert_eq!(normal.len(), 2);
@@ -163,10 +163,10 @@ mod tests {
     #[test]
     fn orphan_calls_get_an_interrupted_result_in_the_next_message() {
         let history = vec![
-            Message::user_text("go"),
+            ChatMessage::user_text("go"),
             assistant(vec![call("t1"), call("t2")]),
-            Message::user_tool_results(vec![result("t2")]),
-            Message::user_text("next"),
+            ChatMessage::user_tool_results(vec![result("t2")]),
+            ChatMessage::user_text("next"),
             assistant(vec![call("t3")]),
         ];
         let normal = normalize(&history);
@@ -183,12 +183,12 @@ mod tests {
     #[test]
     fn results_without_a_matching_call_and_duplicates_are_dropped() {
         let history = vec![
-            Message::user_tool_results(vec![result("ghost")]),
-            Message::user_text("go"),
+            ChatMessage::user_tool_results(vec![result("ghost")]),
+            ChatMessage::user_text("go"),
             assistant(vec![call("t1")]),
-            Message::user_tool_results(vec![result("t1"), result("t1"), result("old")]),
-            Message::assistant_text("done"),
-            Message::user_tool_results(vec![result("t1")]),
+            ChatMessage::user_tool_results(vec![result("t1"), result("t1"), result("old")]),
+            ChatMessage::assistant_text("done"),
+            ChatMessage::user_tool_results(vec![result("t1")]),
         ];
         let normal = normalize(&history);
         assert_eq!(normal.len(), 4);
@@ -199,7 +199,10 @@ mod tests {
 
     #[test]
     fn history_starts_with_the_user_and_alternates() {
-        let normal = normalize(&[Message::assistant_text("hi"), Message::user_text("x")]);
+        let normal = normalize(&[
+            ChatMessage::assistant_text("hi"),
+            ChatMessage::user_text("x"),
+        ]);
         assert_eq!(normal[0].role, Role::User);
         assert!(normal.windows(2).all(|w| w[0].role != w[1].role));
         assert!(normalize(&[]).is_empty());

@@ -19,7 +19,8 @@ use crate::agent::observed::ObservedPrompter;
 use crate::agent::recovery::MAX_COMPACTION_FAILURES;
 use crate::agent::transcript::{TranscriptWriter, transcript_path};
 use crate::model::{
-    Message, ModelProvider, ModelRequest, RequestContext, Retrying, SystemPrompt, ToolDefinition,
+    ChatMessage, ModelProvider, ModelRequest, RequestContext, Retrying, SystemPrompt,
+    ToolDefinition,
 };
 use crate::store::message::new_id;
 use crate::store::names::validate_name;
@@ -41,7 +42,7 @@ pub struct Agent {
     pub(crate) limits: Limits,
     pub(crate) compaction: CompactionThresholds,
     pub(crate) emitter: Arc<Emitter>,
-    pub(crate) history: Vec<Message>,
+    pub(crate) history: Vec<ChatMessage>,
     tools: Vec<ToolDefinition>,
     /// Estimated tokens of the tool definitions (they are sent with every call).
     tools_tokens: u64,
@@ -132,12 +133,12 @@ impl Agent {
     }
 
     /// The conversation so far (normalised at the end of every turn).
-    pub fn history(&self) -> &[Message] {
+    pub fn history(&self) -> &[ChatMessage] {
         &self.history
     }
 
     /// Replaces the conversation (resuming a session); it is normalised first.
-    pub fn load_history(&mut self, messages: &[Message]) {
+    pub fn load_history(&mut self, messages: &[ChatMessage]) {
         self.history = normalize(messages);
     }
 

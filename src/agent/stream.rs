@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::agent::emitter::Emitter;
 use crate::agent::event::{AgentEvent, RecoveryKind};
-use crate::model::{self, ContentBlock, Message, ModelError, Role, StreamEvent, Usage};
+use crate::model::{self, ChatMessage, ContentBlock, ModelError, Role, StreamEvent, Usage};
 use crate::tools::{Pipeline, ToolCall, ToolCallOutcome, ToolContext};
 
 /// A tool call of a complete reply.
@@ -25,8 +25,8 @@ pub(crate) enum PendingCall {
 
 pub(crate) enum Reply {
     Complete {
-        message: Message,
-        stop: model::StopReason,
+        message: ChatMessage,
+        stop: model::FinishReason,
         usage: Usage,
         calls: Vec<PendingCall>,
     },
@@ -96,11 +96,7 @@ pub(crate) async fn receive(
                     input: input.clone(),
                 });
                 let tool_call = ToolCall { id, name, input };
-                let early = !unsafe_seen
-                    && pipeline
-                        .registry
-                        .get(&tool_call.name)
-                        .is_some_and(|tool| tool.is_concurrency_safe(&tool_call.input));
+                let early = !unsafe_seen && pipeline.is_concurrency_safe(&tool_call);
                 unsafe_seen |= !early;
                 emitter.emit(AgentEvent::ToolUse {
                     id: tool_call.id.clone(),
@@ -148,7 +144,7 @@ pub(crate) async fn receive(
                     content.push(ContentBlock::Text { text });
                 }
                 return Reply::Complete {
-                    message: Message {
+                    message: ChatMessage {
                         role: Role::Assistant,
                         content,
                     },

@@ -16,7 +16,7 @@ use crate::agent::repeat::RepeatTracker;
 use crate::agent::result::{PermissionDenial, StopReason, ToolUseRecord, TurnResult};
 use crate::agent::runtime::Agent;
 use crate::agent::stream::{self, Reply};
-use crate::model::{self, ContentBlock, Message, ModelError, Usage};
+use crate::model::{self, ChatMessage, ContentBlock, ModelError, Usage};
 use crate::tools::{
     Decision, HookEvent, Note, StopDecision, StopGuard, ToolCallOutcome, ToolContext,
 };
@@ -210,13 +210,13 @@ impl Agent {
     async fn after_reply(
         &mut self,
         st: &mut TurnState,
-        message: Message,
-        stop: model::StopReason,
+        message: ChatMessage,
+        stop: model::FinishReason,
         calls: Vec<stream::PendingCall>,
         ctx: &ToolContext,
         cancel: &CancellationToken,
     ) -> Option<Stop> {
-        let truncated = stop == model::StopReason::MaxTokens;
+        let truncated = stop == model::FinishReason::MaxTokens;
         if !truncated || !calls.is_empty() {
             st.recovery.progress();
         }
@@ -262,7 +262,7 @@ impl Agent {
                 attempt,
                 "output cut at max_tokens; asking to continue",
             );
-            self.history.push(Message::user_text(CONTINUE_PROMPT));
+            self.history.push(ChatMessage::user_text(CONTINUE_PROMPT));
             return None;
         }
         match self
@@ -284,7 +284,7 @@ impl Agent {
             StopDecision::Continue { reason, notes } => {
                 self.hook_notes(HookEvent::Stop, notes);
                 self.recovery_event(RecoveryKind::StopHook, 1, &reason);
-                self.history.push(Message::user_text(format!(
+                self.history.push(ChatMessage::user_text(format!(
                     "A Stop hook asks you to continue: {reason}"
                 )));
                 st.output.clear();
@@ -420,7 +420,7 @@ impl Agent {
             });
         }
         content.extend(context);
-        self.history.push(Message::user_tool_results(content));
+        self.history.push(ChatMessage::user_tool_results(content));
     }
 }
 

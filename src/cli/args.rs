@@ -386,8 +386,8 @@ pub struct SendArgs {
     #[arg(long)]
     pub to: String,
     /// message, task_assignment, status_update, shutdown_request, ... (default: message)
-    #[arg(long = "type", default_value = "message")]
-    pub kind: String,
+    #[arg(long = "type", default_value_t)]
+    pub kind: crate::store::MessageKind,
     /// Needs an answer: gives the message a new request id and prints it.
     #[arg(long)]
     pub request: bool,

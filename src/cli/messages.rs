@@ -114,10 +114,10 @@ fn print_entry(entry: &Entry, json: bool) -> anyhow::Result<()> {
 }
 
 fn message_line(m: &Message) -> String {
-    let kind = if m.is_known_type() {
-        m.kind.clone()
+    let kind = if m.kind.is_known() {
+        m.kind.to_string()
     } else {
-        format!("{} (unknown type)", output::one_line(&m.kind))
+        format!("{} (unknown type)", output::one_line(m.kind.as_str()))
     };
     let request = m
         .request_id
@@ -129,7 +129,7 @@ fn message_line(m: &Message) -> String {
         })
         .unwrap_or_default();
     let text = output::one_line(m.text.as_deref().unwrap_or(""));
-    let extra = if m.is_known_type() || m.extra.is_empty() {
+    let extra = if m.kind.is_known() || m.extra.is_empty() {
         String::new()
     } else {
         format!(

@@ -8,11 +8,8 @@ use crate::cli::exit::CliError;
 use crate::cli::output;
 use crate::cli::project::Project;
 use crate::cli::worktrees::print_diff;
-use crate::store::TaskId;
+use crate::store::{TaskId, USER};
 use crate::team::review::{self, Review, ReviewError};
-
-/// Who answers a review from the CLI.
-const PERSON: &str = "user";
 
 pub fn run(project: &Project, cmd: ReviewCommand) -> anyhow::Result<()> {
     let (ws, config) = (&project.workspace, &project.config);
@@ -57,12 +54,12 @@ pub fn run(project: &Project, cmd: ReviewCommand) -> anyhow::Result<()> {
             Ok(())
         }
         ReviewCommand::Merge { id, json } => {
-            let text = review::merge(ws, config, TaskId::parse(&id)?, PERSON).map_err(refusal)?;
+            let text = review::merge(ws, config, TaskId::parse(&id)?, USER).map_err(refusal)?;
             answer(json, &id, "merged", &text)
         }
         ReviewCommand::SendBack { id, note, json } => {
-            let task = review::send_back(ws, config, TaskId::parse(&id)?, PERSON, &note)
-                .map_err(refusal)?;
+            let task =
+                review::send_back(ws, config, TaskId::parse(&id)?, USER, &note).map_err(refusal)?;
             let text = format!(
                 "{} sent back to {}: {}",
                 task.id,
@@ -72,8 +69,8 @@ pub fn run(project: &Project, cmd: ReviewCommand) -> anyhow::Result<()> {
             answer(json, &task.id, "sent_back", &text)
         }
         ReviewCommand::Discard { id, reason, json } => {
-            let task = review::discard(ws, config, TaskId::parse(&id)?, PERSON, &reason)
-                .map_err(refusal)?;
+            let task =
+                review::discard(ws, config, TaskId::parse(&id)?, USER, &reason).map_err(refusal)?;
             let text = format!("{} discarded: {}", task.id, output::one_line(&reason));
             answer(json, &task.id, "discarded", &text)
         }

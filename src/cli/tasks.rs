@@ -8,6 +8,7 @@ use crate::cli::graph_text;
 use crate::cli::output;
 use crate::cli::project::Project;
 use crate::config::ROLES;
+use crate::store::USER;
 use crate::store::dag::Graph;
 use crate::store::{Loaded, NewTask, Task, TaskId, TaskPatch};
 
@@ -122,7 +123,7 @@ pub fn run(project: &Project, cmd: TaskCommand) -> anyhow::Result<()> {
                 .as_deref()
                 .map(|n| project.claimant(n, None))
                 .transpose()?;
-            let task = store.assign(TaskId::parse(&id)?, to, "user")?;
+            let task = store.assign(TaskId::parse(&id)?, to, USER)?;
             let verb = match &task.owner {
                 Some(owner) => format!("assigned to {owner}:"),
                 None => "unassigned:".to_string(),

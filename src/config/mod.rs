@@ -6,7 +6,7 @@ mod template;
 
 pub use error::ConfigError;
 pub use team::{
-    AgentConfig, Budget, Dollars, ModelChoice, PermissionsConfig, Price, ROLES, TeamConfig,
+    AgentEntry, Budget, Dollars, ModelChoice, PermissionsConfig, Price, ROLES, TeamConfig,
     TeamSection, WorkerConfig,
 };
 pub use template::init_template;

@@ -10,8 +10,9 @@ use toml::Spanned;
 use crate::config::ConfigError;
 use crate::model::secret::{SECRET_NAME_RULE, is_secret_name};
 use crate::model::{ModelName, OverloadCount, ThinkingSpec};
-use crate::store::Roster;
-use crate::store::names::{USER, validate_name};
+use crate::store::names::validate_name;
+use crate::store::protocol::USER;
+use crate::store::{Roster, Teammate};
 use crate::tools::PermissionMode;
 
 pub const ROLES: &[&str] = &["explorer", "planner", "reviewer", "implementer"];
@@ -20,9 +21,9 @@ pub const ROLES: &[&str] = &["explorer", "planner", "reviewer", "implementer"];
 #[serde(deny_unknown_fields)]
 pub struct TeamConfig {
     pub team: TeamSection,
-    pub lead: AgentConfig,
+    pub lead: AgentEntry,
     #[serde(default, rename = "teammate")]
-    pub teammates: Vec<AgentConfig>,
+    pub teammates: Vec<AgentEntry>,
     #[serde(default)]
     pub permissions: PermissionsConfig,
     #[serde(default)]
@@ -63,9 +64,11 @@ pub struct TeamSection {
     pub test_command: Option<String>,
 }
 
+/// One agent as `crew.toml` declares it (`[lead]` or a `[[teammate]]` entry); the agent loop's
+/// runtime settings are `agent::AgentConfig`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct AgentConfig {
+pub struct AgentEntry {
     pub name: Spanned<String>,
     #[serde(default)]
     pub role: Option<Spanned<String>>,
@@ -465,11 +468,11 @@ impl TeamConfig {
     }
 
     /// The lead first, then the teammates in file order.
-    pub fn agents(&self) -> impl Iterator<Item = &AgentConfig> {
+    pub fn agents(&self) -> impl Iterator<Item = &AgentEntry> {
         std::iter::once(&self.lead).chain(self.teammates.iter())
     }
 
-    pub fn agent(&self, name: &str) -> Option<&AgentConfig> {
+    pub fn agent(&self, name: &str) -> Option<&AgentEntry> {
         self.agents().find(|a| a.name.get_ref() == name)
     }
 
@@ -482,12 +485,12 @@ impl TeamConfig {
     }
 
     /// The teammates' names with their roles, in file order.
-    pub fn teammate_roles(&self) -> Vec<(String, Option<String>)> {
+    pub fn teammate_roles(&self) -> Vec<Teammate> {
         self.teammates
             .iter()
-            .map(|t| {
-                let role = t.role.as_ref().map(|r| r.get_ref().clone());
-                (t.name.get_ref().clone(), role)
+            .map(|t| Teammate {
+                name: t.name.get_ref().clone(),
+                role: t.role.as_ref().map(|r| r.get_ref().clone()),
             })
             .collect()
     }

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::types::{ContentBlock, StopReason, Usage};
+use super::types::{ContentBlock, FinishReason, Usage};
 
 /// One step of a streamed reply, in order: `MessageStart`, then text deltas and complete tool
 /// calls interleaved as the model produces them, `Usage` snapshots, and finally `Stop`.
@@ -35,5 +35,5 @@ pub enum StreamEvent {
     /// Running usage totals for this reply so far (a snapshot, not an increment).
     Usage(Usage),
     /// The reply is complete; `usage` is the final total for this reply.
-    Stop { reason: StopReason, usage: Usage },
+    Stop { reason: FinishReason, usage: Usage },
 }

@@ -105,7 +105,7 @@ impl<P: ModelProvider + 'static> ModelProvider for FallingBack<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::types::{RequestContext, StopReason, SystemPrompt, Usage};
+    use crate::model::types::{FinishReason, RequestContext, SystemPrompt, Usage};
     use std::sync::Mutex as StdMutex;
 
     /// Overloads the model named "main", answers any other, and records the models asked.
@@ -128,7 +128,7 @@ mod tests {
                 })
             } else {
                 Ok(StreamEvent::Stop {
-                    reason: StopReason::EndTurn,
+                    reason: FinishReason::EndTurn,
                     usage: Usage::default(),
                 })
             };

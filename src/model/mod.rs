@@ -31,7 +31,7 @@ pub use spec::{
     provider_from_spec_with_env,
 };
 pub use types::{
-    ContentBlock, Message, ModelRequest, RequestContext, Role, StopReason, SystemPrompt,
+    ChatMessage, ContentBlock, FinishReason, ModelRequest, RequestContext, Role, SystemPrompt,
     ToolDefinition, Usage,
 };
 

@@ -203,7 +203,7 @@ impl<P: ModelProvider> Attempts<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::types::{RequestContext, StopReason, SystemPrompt, Usage};
+    use crate::model::types::{FinishReason, RequestContext, SystemPrompt, Usage};
     use std::collections::VecDeque;
     use std::sync::Mutex;
     use std::sync::atomic::{AtomicU32, Ordering};
@@ -260,7 +260,7 @@ mod tests {
             Ok(StreamEvent::MessageStart),
             Ok(StreamEvent::TextDelta("hi".into())),
             Ok(StreamEvent::Stop {
-                reason: StopReason::EndTurn,
+                reason: FinishReason::EndTurn,
                 usage: Usage::default(),
             }),
         ]

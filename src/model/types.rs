@@ -1,6 +1,6 @@
 //! The conversation vocabulary shared by providers, tools and the agent loop.
 //!
-//! `Message` and `ContentBlock` serialise exactly like the Anthropic Messages API blocks, so a
+//! `ChatMessage` and `ContentBlock` serialise exactly like the Anthropic Messages API blocks, so a
 //! transcript on disk and a request body use the same shape.
 
 use std::ops::{Add, AddAssign};
@@ -74,14 +74,14 @@ impl ContentBlock {
     }
 }
 
-/// A message in the conversation.
+/// A message in the conversation with the model (an inbox line is `store::Message`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Message {
+pub struct ChatMessage {
     pub role: Role,
     pub content: Vec<ContentBlock>,
 }
 
-impl Message {
+impl ChatMessage {
     /// A user message holding one text block.
     pub fn user_text(text: impl Into<String>) -> Self {
         Self {
@@ -198,10 +198,10 @@ impl AddAssign for Usage {
     }
 }
 
-/// Why the model stopped.
+/// Why the model ended a reply (the agent loop's own ending is `agent::StopReason`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum StopReason {
+pub enum FinishReason {
     EndTurn,
     ToolUse,
     MaxTokens,
@@ -212,7 +212,7 @@ pub enum StopReason {
     Other(String),
 }
 
-impl StopReason {
+impl FinishReason {
     /// Maps an Anthropic `stop_reason` string.
     pub fn from_anthropic(reason: &str) -> Self {
         match reason {
@@ -262,7 +262,7 @@ pub struct RequestContext {
 pub struct ModelRequest {
     pub model: String,
     pub system: SystemPrompt,
-    pub messages: Vec<Message>,
+    pub messages: Vec<ChatMessage>,
     pub tools: Vec<ToolDefinition>,
     pub max_tokens: u32,
     pub context: RequestContext,
@@ -275,7 +275,7 @@ mod tests {
 
     #[test]
     fn content_blocks_serialise_in_the_messages_api_shape() {
-        let msg = Message {
+        let msg = ChatMessage {
             role: Role::User,
             content: vec![
                 ContentBlock::Text { text: "hi".into() },
@@ -293,7 +293,8 @@ mod tests {
                 {"type": "tool_result", "tool_use_id": "t1", "content": "ok", "is_error": true}
             ]})
         );
-        let back: Message = serde_json::from_value(serde_json::to_value(&msg).unwrap()).unwrap();
+        let back: ChatMessage =
+            serde_json::from_value(serde_json::to_value(&msg).unwrap()).unwrap();
         assert_eq!(back, msg);
     }
 
@@ -321,7 +322,7 @@ mod tests {
 
     #[test]
     fn message_helpers_pick_their_blocks() {
-        let msg = Message {
+        let msg = ChatMessage {
             role: Role::Assistant,
             content: vec![
                 ContentBlock::Text { text: "a".into() },
@@ -336,8 +337,8 @@ mod tests {
         assert_eq!(msg.text(), "ab");
         assert_eq!(msg.tool_uses(), vec![("1", "read", &json!({"p": 1}))]);
         assert!(msg.tool_results().is_empty());
-        assert_eq!(Message::user_text("x").role, Role::User);
-        assert_eq!(Message::assistant_text("y").text(), "y");
+        assert_eq!(ChatMessage::user_text("x").role, Role::User);
+        assert_eq!(ChatMessage::assistant_text("y").text(), "y");
     }
 
     #[test]
@@ -370,14 +371,17 @@ mod tests {
 
     #[test]
     fn stop_reasons_map_and_keep_unknown_values() {
-        assert_eq!(StopReason::from_anthropic("tool_use"), StopReason::ToolUse);
         assert_eq!(
-            StopReason::from_anthropic("pause_turn"),
-            StopReason::PauseTurn
+            FinishReason::from_anthropic("tool_use"),
+            FinishReason::ToolUse
         );
         assert_eq!(
-            StopReason::from_anthropic("new_thing"),
-            StopReason::Other("new_thing".into())
+            FinishReason::from_anthropic("pause_turn"),
+            FinishReason::PauseTurn
+        );
+        assert_eq!(
+            FinishReason::from_anthropic("new_thing"),
+            FinishReason::Other("new_thing".into())
         );
     }
 

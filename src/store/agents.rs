@@ -11,38 +11,8 @@ use serde::{Deserialize, Serialize};
 use crate::store::StoreError;
 use crate::store::atomic::write_atomic;
 use crate::store::names::validate_name;
+use crate::store::protocol::AgentState;
 use crate::store::task::now_rfc3339;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum AgentState {
-    /// Running the agent loop on a task or a message.
-    Work,
-    /// Inside WORK, blocked on a person (a permission or plan approval).
-    Waiting,
-    /// Nothing to do: watching its inbox and the tasks.
-    Idle,
-    Shutdown,
-    /// Found gone (pid missing or heartbeat stale) by the supervisor.
-    Dead,
-}
-
-impl AgentState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AgentState::Work => "WORK",
-            AgentState::Waiting => "WAITING",
-            AgentState::Idle => "IDLE",
-            AgentState::Shutdown => "SHUTDOWN",
-            AgentState::Dead => "DEAD",
-        }
-    }
-
-    /// Shut down or dead: nothing more will come from it until restarted.
-    pub fn is_final(self) -> bool {
-        matches!(self, AgentState::Shutdown | AgentState::Dead)
-    }
-}
 
 /// Prompt-cache input tokens: read from the cache (cheap) and written to it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -71,7 +41,7 @@ pub struct AgentStatus {
     pub task: Option<String>,
     /// The request it is waiting on, while WAITING.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub waiting_on: Option<String>,
+    pub waiting_on: Option<crate::store::RequestId>,
     pub heartbeat: String,
     #[serde(default)]
     pub started_at: String,

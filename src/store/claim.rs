@@ -4,11 +4,11 @@
 use std::collections::VecDeque;
 
 use crate::store::dag::Graph;
-use crate::store::lock::try_with_lock;
+use crate::store::lock::{try_with_lock, with_lock};
 use crate::store::names::TaskId;
 use crate::store::task::{Status, Task};
 use crate::store::tasks::TaskStore;
-use crate::store::{Refusal, StoreError};
+use crate::store::{Refusal, StoreError, Teammate};
 
 /// Who is claiming, and in which role (a task with a `role` only goes to that role).
 #[derive(Debug, Clone, Copy)]
@@ -20,16 +20,16 @@ pub struct Claimant<'a> {
 impl<'a> Claimant<'a> {
     /// The teammate called `name` among `team` (names with their roles), or the refusal that
     /// names the team.
-    pub fn teammate(team: &'a [(String, Option<String>)], name: &str) -> Result<Self, Refusal> {
-        match team.iter().find(|(n, _)| n == name) {
-            Some((name, role)) => Ok(Claimant {
-                name,
-                role: role.as_deref(),
+    pub fn teammate(team: &'a [Teammate], name: &str) -> Result<Self, Refusal> {
+        match team.iter().find(|t| t.name == name) {
+            Some(t) => Ok(Claimant {
+                name: &t.name,
+                role: t.role.as_deref(),
             }),
             None => Err(Refusal::UnknownAgent {
                 role: "teammate",
                 name: name.to_string(),
-                valid: team.iter().map(|(n, _)| n.clone()).collect(),
+                valid: team.iter().map(|t| t.name.clone()).collect(),
             }),
         }
     }
@@ -61,8 +61,15 @@ impl TaskStore {
                     }
                     .into());
                 }
-                // Someone held a lock we skipped: look again with fresh state.
-                Attempt::Contended => std::thread::yield_now(),
+                // Someone held a lock we skipped: wait for them to finish with it (in the
+                // kernel, not spinning — sixteen workers re-reading every task while the one
+                // holder waits for a core was what made a contended claim take seconds), then
+                // look again with fresh state.
+                Attempt::Contended => {
+                    if let Some(&busy) = queue.front() {
+                        with_lock(&self.lock_path(busy), || Ok(()))?;
+                    }
+                }
             }
         }
     }
@@ -348,6 +355,7 @@ fn role_fits(task: &Task, who: Claimant<'_>) -> bool {
 mod tests {
     use super::*;
     use crate::store::NewTask;
+    use crate::store::USER;
 
     #[test]
     fn a_dead_workers_claimed_and_assigned_tasks_all_go_back_to_the_pool() {
@@ -366,7 +374,7 @@ mod tests {
             role: None,
         };
         store.claim(TaskId(1), ghost).unwrap();
-        store.assign(TaskId(2), Some(ghost), "user").unwrap();
+        store.assign(TaskId(2), Some(ghost), USER).unwrap();
         let other = Claimant {
             name: "bob",
             role: None,

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::store::atomic::write_atomic;
 use crate::store::message::{Draft, Message, new_id};
 use crate::store::names::validate_name;
+use crate::store::protocol::{MessageKind, RequestId};
 use crate::store::roster::Roster;
 use crate::store::task::now_rfc3339;
 use crate::store::{Limits, StoreError, secrets};
@@ -87,11 +88,15 @@ impl Mailboxes {
         if let Some(text) = &draft.text {
             self.limits.check_message(text)?;
         }
-        let kind = if draft.kind.is_empty() {
-            "message".to_string()
-        } else {
-            validate_name("message type", &draft.kind)?;
-            draft.kind
+        // A kind crew does not know still becomes part of a file name nowhere, but it is shown
+        // on screens: hold it to the same characters as a name.
+        let kind = match draft.kind {
+            MessageKind::Other(raw) if raw.is_empty() => MessageKind::Message,
+            MessageKind::Other(raw) => {
+                validate_name("message type", &raw)?;
+                MessageKind::Other(raw)
+            }
+            known => known,
         };
         let message = Message {
             id: new_id("msg"),
@@ -100,7 +105,7 @@ impl Mailboxes {
             to: draft.to,
             kind,
             text: draft.text,
-            request_id: draft.request.then(|| new_id("req")),
+            request_id: draft.request.then(RequestId::new),
             approve: None,
             extra: draft.extra,
         };
@@ -226,6 +231,7 @@ impl Mailboxes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::USER;
 
     #[test]
     fn a_line_still_being_written_is_not_read_until_its_newline_arrives() {
@@ -272,7 +278,7 @@ mod tests {
             .send(
                 &roster,
                 Draft {
-                    from: "user".into(),
+                    from: USER.into(),
                     to: "bob".into(),
                     ..Draft::default()
                 },

@@ -9,6 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::store::atomic::write_atomic;
@@ -22,17 +23,18 @@ pub const TEAM_FOLDER: &str = "team";
 /// Each scope's index file, written by crew.
 pub const INDEX_FILE: &str = "MEMORY.md";
 
-/// The seed's four kinds of memory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+/// The kind of memory: user (the person and how they like to work), feedback (a correction,
+/// a confirmed approach or a failure: what to do or not next time, and why), project (a fact
+/// about the work not visible in the code: a decision, deadline or owner), reference (where to
+/// look something up outside the repository).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum MemoryType {
-    /// Who the person is and how they like to work.
     User,
-    /// A correction or confirmation from the person or a failure: what to do (or not) next time.
     Feedback,
-    /// A fact about the project not visible in the code (a decision, a deadline, an owner).
     Project,
-    /// Where to look something up outside the repository.
     Reference,
 }
 
@@ -47,8 +49,8 @@ impl MemoryType {
     }
 }
 
-/// Whose memory: the agent's own, or the whole team's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+/// Whose memory: `agent` (yours only) or `team` (every agent on the team reads it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum MemoryScope {
     #[default]
@@ -66,16 +68,20 @@ struct Header {
     kind: MemoryType,
 }
 
-/// What `memory_write` (or a hook's `memory` output) asks crew to keep.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// What `memory_write` (or a hook's `memory` output) asks crew to keep; its schema is the
+/// tool's input schema.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MemoryDraft {
+    /// a-z, 0-9, '_' or '-', starting with a letter, at most 32 characters
     pub name: String,
     #[serde(rename = "type")]
     pub kind: MemoryType,
     /// One line: when this memory matters (it is what the index shows).
+    #[schemars(length(min = 1))]
     pub description: String,
     pub body: String,
+    /// agent (default): yours only; team: every agent on the team reads it
     #[serde(default)]
     pub scope: MemoryScope,
 }

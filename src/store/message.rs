@@ -3,26 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-/// The types crew itself understands; anything else is kept and shown raw.
-pub const KNOWN_TYPES: &[&str] = &[
-    "message",
-    "task_assignment",
-    "status_update",
-    "idle_notification",
-    "shutdown_request",
-    "shutdown_response",
-    "plan_approval_request",
-    "plan_approval_response",
-    "permission_request",
-    "permission_response",
-    "interrupt",
-    "budget_request",
-    "budget_response",
-    "review_request",
-];
-
-/// Asks the team's reviewer to review a task in review; the task id is in the `task` field.
-pub const REVIEW_REQUEST: &str = "review_request";
+use crate::store::protocol::{MessageKind, RequestId};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
@@ -31,11 +12,11 @@ pub struct Message {
     pub from: String,
     pub to: String,
     #[serde(rename = "type")]
-    pub kind: String,
+    pub kind: MessageKind,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub request_id: Option<String>,
+    pub request_id: Option<RequestId>,
     /// Set on a response only: the answer to the request with the same `request_id`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approve: Option<bool>,
@@ -44,10 +25,6 @@ pub struct Message {
 }
 
 impl Message {
-    pub fn is_known_type(&self) -> bool {
-        KNOWN_TYPES.contains(&self.kind.as_str())
-    }
-
     pub fn is_request(&self) -> bool {
         self.request_id.is_some() && self.approve.is_none()
     }
@@ -62,7 +39,7 @@ impl Message {
 pub struct Draft {
     pub from: String,
     pub to: String,
-    pub kind: String,
+    pub kind: MessageKind,
     pub text: Option<String>,
     pub request: bool,
     /// Extra typed fields (e.g. a permission request's tool and input).

@@ -2,9 +2,6 @@
 
 use crate::store::StoreError;
 
-/// The person at the screen: may always send and answer, never needs an inbox entry in `crew.toml`.
-pub const USER: &str = "user";
-
 /// `[a-z][a-z0-9_-]{0,31}`: safe as a file name on every platform, no traversal possible.
 pub fn validate_name(what: &'static str, value: &str) -> Result<(), StoreError> {
     let reason = if value.is_empty() {

@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::store::lock::with_lock;
 use crate::store::mailbox::{Entry, Mailboxes};
 use crate::store::message::{Message, new_id};
-use crate::store::names::USER;
+use crate::store::protocol::{MessageKind, RequestId, USER};
 use crate::store::roster::Roster;
 use crate::store::task::now_rfc3339;
 use crate::store::{Refusal, StoreError};
@@ -41,9 +41,9 @@ impl RequestState {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct RequestInfo {
-    pub request_id: String,
+    pub request_id: RequestId,
     #[serde(rename = "type")]
-    pub kind: String,
+    pub kind: MessageKind,
     pub from: String,
     pub to: String,
     pub text: Option<String>,
@@ -56,14 +56,6 @@ pub struct RequestInfo {
     pub note: Option<String>,
     /// The request as sent, with its typed fields (tool, input, worktree, ...).
     pub request: Message,
-}
-
-/// The answer's type: `X_request` is answered by `X_response`; other types by their own type.
-pub fn response_kind(request_kind: &str) -> String {
-    match request_kind.strip_suffix("_request") {
-        Some(stem) => format!("{stem}_response"),
-        None => request_kind.to_string(),
-    }
 }
 
 fn parse_ts(ts: &str) -> Option<SystemTime> {
@@ -112,7 +104,7 @@ pub fn derive(
             None => RequestState::Pending,
         };
         out.push(RequestInfo {
-            request_id: id.to_string(),
+            request_id: RequestId::from(id),
             kind: m.kind.clone(),
             from: m.from.clone(),
             to: m.to.clone(),
@@ -175,7 +167,7 @@ impl Mailboxes {
                 RequestState::Pending => {}
                 RequestState::Expired => {
                     return Err(Refusal::Expired {
-                        id: req.request_id.clone(),
+                        id: req.request_id.to_string(),
                         age: humantime::format_duration(Duration::from_secs(
                             req.age_secs.saturating_sub(req.timeout_secs),
                         ))
@@ -185,19 +177,19 @@ impl Mailboxes {
                 }
                 state => {
                     return Err(Refusal::AlreadyAnswered {
-                        id: req.request_id.clone(),
+                        id: req.request_id.to_string(),
                         state: state.as_str().to_string(),
                         by: req.answered_by.clone().unwrap_or_default(),
                     }
                     .into());
                 }
             }
-            let person_only = req.kind == "permission_request";
+            let person_only = req.kind == MessageKind::PermissionRequest;
             let allowed = who == USER || (!person_only && who == req.to);
             if !allowed {
                 let to = if person_only { USER } else { &req.to };
                 return Err(Refusal::NotAddressee {
-                    id: req.request_id.clone(),
+                    id: req.request_id.to_string(),
                     to: to.to_string(),
                     who: who.to_string(),
                 }
@@ -208,7 +200,7 @@ impl Mailboxes {
                 ts: now_rfc3339(),
                 from: who.to_string(),
                 to: req.from.clone(),
-                kind: response_kind(&req.kind),
+                kind: req.kind.response(),
                 text: note,
                 request_id: Some(req.request_id.clone()),
                 approve: Some(approve),
@@ -224,13 +216,20 @@ impl Mailboxes {
 mod tests {
     use super::*;
 
-    fn msg(ts: &str, from: &str, to: &str, kind: &str, id: &str, approve: Option<bool>) -> Message {
+    fn msg(
+        ts: &str,
+        from: &str,
+        to: &str,
+        kind: MessageKind,
+        id: &str,
+        approve: Option<bool>,
+    ) -> Message {
         Message {
             id: new_id("msg"),
             ts: ts.into(),
             from: from.into(),
             to: to.into(),
-            kind: kind.into(),
+            kind,
             text: None,
             request_id: Some(id.into()),
             approve,
@@ -248,7 +247,7 @@ mod tests {
             "2026-01-01T00:00:00Z",
             "lead",
             "alice",
-            "shutdown_request",
+            MessageKind::ShutdownRequest,
             "r1",
             None,
         );
@@ -271,7 +270,7 @@ mod tests {
             "2026-01-01T00:00:10Z",
             "alice",
             "lead",
-            "shutdown_response",
+            MessageKind::ShutdownResponse,
             "r1",
             Some(true),
         );
@@ -279,7 +278,7 @@ mod tests {
             "2026-01-01T00:00:20Z",
             "alice",
             "lead",
-            "shutdown_response",
+            MessageKind::ShutdownResponse,
             "r1",
             Some(false),
         );
@@ -295,7 +294,7 @@ mod tests {
             "2026-01-01T00:02:00Z",
             "alice",
             "lead",
-            "shutdown_response",
+            MessageKind::ShutdownResponse,
             "r1",
             Some(true),
         );
@@ -313,7 +312,7 @@ mod tests {
             "2026-01-01T00:00:00Z",
             "alice",
             "lead",
-            "permission_request",
+            MessageKind::PermissionRequest,
             "r2",
             None,
         );
@@ -321,7 +320,5 @@ mod tests {
             .insert("timeout_secs".into(), serde_json::json!(5));
         let state = derive(&[req], at("2026-01-01T00:00:06Z"), Duration::from_secs(600));
         assert_eq!(state[0].state, RequestState::Expired);
-        assert_eq!(response_kind("permission_request"), "permission_response");
-        assert_eq!(response_kind("message"), "message");
     }
 }

@@ -103,6 +103,7 @@ pub fn review_notes(task: &Task) -> Vec<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::USER;
     use crate::store::{Claimant, NewTask};
 
     #[test]
@@ -163,7 +164,7 @@ mod tests {
             "docs wait for the merge"
         );
 
-        store.send_back(TaskId(1), "user", "add a test").unwrap();
+        store.send_back(TaskId(1), USER, "add a test").unwrap();
         let back = store.read(TaskId(1)).unwrap();
         assert_eq!(
             (back.status, back.owner.as_deref()),
@@ -180,16 +181,14 @@ mod tests {
         store
             .submit_for_review(TaskId(1), "alice", "did it again".into(), commits)
             .unwrap();
-        assert!(store.send_back(TaskId(2), "user", "x").is_err());
-        let refused = store.assign(TaskId(1), Some(bob), "user").unwrap_err();
+        assert!(store.send_back(TaskId(2), USER, "x").is_err());
+        let refused = store.assign(TaskId(1), Some(bob), USER).unwrap_err();
         assert!(
             refused.to_string().contains("task_1 is in review"),
             "{refused}"
         );
-        store
-            .mark_merged(TaskId(1), "user", "fast-forward")
-            .unwrap();
-        assert!(store.mark_merged(TaskId(1), "user", "again").is_err());
+        store.mark_merged(TaskId(1), USER, "fast-forward").unwrap();
+        assert!(store.mark_merged(TaskId(1), USER, "again").is_err());
         store.claim(TaskId(2), bob).unwrap();
     }
 }

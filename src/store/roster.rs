@@ -2,7 +2,14 @@
 //! A misspelt name is an error listing the valid ones, never a new inbox.
 
 use crate::store::Refusal;
-use crate::store::names::USER;
+use crate::store::protocol::USER;
+
+/// A teammate's name with its role from `crew.toml` (what a claim checks a task's role against).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Teammate {
+    pub name: String,
+    pub role: Option<String>,
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Roster {

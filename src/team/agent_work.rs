@@ -16,11 +16,12 @@ use crate::agent::conversation;
 use crate::agent::{
     Agent, AgentConfig, AgentEvent, EventSink, Limits, MailboxPrompter, StopReason,
 };
-use crate::config::{AgentConfig as AgentEntry, ModelChoice, TeamConfig};
+use crate::config::{AgentEntry, ModelChoice, TeamConfig};
 use crate::git::Worktrees;
 use crate::model::scripted::ScriptedProvider;
 use crate::model::{ModelProvider, ProviderSpec, RetryPolicy, provider_from_spec};
-use crate::store::message::REVIEW_REQUEST;
+
+use crate::store::MessageKind;
 use crate::store::requests::RequestState;
 use crate::store::review::review_notes;
 use crate::store::{
@@ -248,7 +249,7 @@ impl AgentWork {
             .requests(self.config.request_timeout())
             .map(|all| {
                 all.iter().any(|r| {
-                    r.kind == "plan_approval_request"
+                    r.kind == MessageKind::PlanApprovalRequest
                         && r.from == self.name
                         && r.state == RequestState::Approved
                 })
@@ -510,7 +511,7 @@ impl Work for AgentWork {
 
     fn run(&mut self, job: &Job, status: &StatusHandle, cancel: &CancellationToken) -> JobOutcome {
         if let Job::Message(m) = job
-            && m.kind == REVIEW_REQUEST
+            && m.kind == MessageKind::ReviewRequest
         {
             return self.review_job(m, status, cancel);
         }
@@ -675,7 +676,7 @@ impl AgentWork {
             Draft {
                 from: self.name.clone(),
                 to: self.config.lead_name().to_string(),
-                kind: "status_update".into(),
+                kind: MessageKind::StatusUpdate,
                 text: Some(said.clone()),
                 ..Draft::default()
             },

@@ -6,9 +6,7 @@
 
 use crate::config::Budget;
 use crate::store::requests::{RequestInfo, RequestState};
-use crate::store::{AgentStatus, Roster, StoreError, Workspace};
-
-pub const BUDGET_REQUEST: &str = "budget_request";
+use crate::store::{AgentStatus, MessageKind, Roster, StoreError, Workspace};
 
 /// Turns, tokens and millionths of a dollar spent.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -99,7 +97,7 @@ pub fn answers(requests: &[RequestInfo], scope: Scope<'_>) -> Answers {
     let label = scope.label();
     let mut out = Answers::default();
     for r in requests.iter().filter(|r| {
-        r.kind == BUDGET_REQUEST
+        r.kind == MessageKind::BudgetRequest
             && r.request.extra.get("scope").and_then(|s| s.as_str()) == Some(label.as_str())
     }) {
         match r.state {
@@ -132,8 +130,8 @@ pub fn ask(
             roster,
             crate::store::Draft {
                 from: from.to_string(),
-                to: crate::store::names::USER.to_string(),
-                kind: BUDGET_REQUEST.into(),
+                to: crate::store::protocol::USER.to_string(),
+                kind: MessageKind::BudgetRequest,
                 text: Some(format!(
                     "{whose} is reached ({why}); new work is paused. Approve to raise it by its \
                      size once more, reject to stop."

@@ -9,6 +9,7 @@ use std::process::Command;
 use serde::Serialize;
 
 use crate::git::{Author, GitError, exclude_from_git, init_with_files};
+use crate::store::MessageKind;
 use crate::store::requests::RequestState;
 use crate::store::workspace::RUNTIME_FOLDERS;
 use crate::store::{CacheTokens, StoreError, Workspace};
@@ -158,7 +159,7 @@ pub fn summarise(
     let messages_all = workspace.mailboxes().all_messages()?;
     let mut messages = BTreeMap::new();
     for m in &messages_all {
-        *messages.entry(m.kind.clone()).or_insert(0) += 1;
+        *messages.entry(m.kind.to_string()).or_insert(0) += 1;
     }
     let merges: Vec<String> = messages_all
         .iter()
@@ -172,7 +173,7 @@ pub fn summarise(
         *requests
             .entry(format!("{} {}", r.kind, r.state.as_str()))
             .or_insert(0) += 1;
-        if r.kind == "permission_request" && r.state == RequestState::Rejected {
+        if r.kind == MessageKind::PermissionRequest && r.state == RequestState::Rejected {
             notes.push(format!(
                 "{} was refused {:?}; it finished its task without running it and said so",
                 r.from,

@@ -11,6 +11,7 @@ use std::time::Duration;
 use crate::config::TeamConfig;
 use crate::store::requests::RequestState;
 use crate::store::{Draft, StoreError, TaskId, Workspace};
+use crate::store::{MessageKind, USER};
 use crate::team::agent_work::{AgentWork, SetupError};
 use crate::team::review;
 use crate::team::supervisor::{Supervisor, SupervisorError, TeamEvent};
@@ -37,7 +38,7 @@ pub enum MergePolicy {
 pub enum Happening {
     Team(TeamEvent),
     Answered {
-        request_id: String,
+        request_id: crate::store::RequestId,
         from: String,
         approved: bool,
         what: String,
@@ -148,19 +149,19 @@ impl TeamRun {
 
     /// Sends the lead its goal, as a message from the person.
     pub fn give_goal(&self, goal: &str) -> Result<(), StoreError> {
-        self.tell_lead("message", format!("Goal: {goal}"), false)
+        self.tell_lead(MessageKind::Message, format!("Goal: {goal}"), false)
     }
 
     /// A message (or a request) from the person to the lead.
-    fn tell_lead(&self, kind: &str, text: String, request: bool) -> Result<(), StoreError> {
+    fn tell_lead(&self, kind: MessageKind, text: String, request: bool) -> Result<(), StoreError> {
         self.workspace
             .mailboxes()
             .send(
                 &self.config.roster(),
                 Draft {
-                    from: "user".into(),
+                    from: USER.into(),
                     to: self.config.lead_name().to_string(),
-                    kind: kind.into(),
+                    kind,
                     text: Some(text),
                     request,
                     ..Draft::default()
@@ -192,7 +193,9 @@ impl TeamRun {
         let approve = policy == Policy::Allow;
         let mut answered = Vec::new();
         for request in boxes.requests(self.config.request_timeout())? {
-            if request.state != RequestState::Pending || request.kind != "permission_request" {
+            if request.state != RequestState::Pending
+                || request.kind != MessageKind::PermissionRequest
+            {
                 continue;
             }
             let note = format!(
@@ -202,7 +205,7 @@ impl TeamRun {
             match boxes.respond(
                 &self.config.roster(),
                 &request.request_id,
-                "user",
+                USER,
                 approve,
                 Some(note),
                 self.config.request_timeout(),
@@ -252,7 +255,7 @@ impl TeamRun {
             let Ok(id) = TaskId::parse(&r.id) else {
                 continue;
             };
-            let text = match review::merge(&self.workspace, &self.config, id, "user") {
+            let text = match review::merge(&self.workspace, &self.config, id, USER) {
                 Ok(text) => format!("{text} (--merge auto)"),
                 Err(e) => {
                     self.left_for_person.insert(r.id.clone());
@@ -299,6 +302,10 @@ impl TeamRun {
     /// The person asks the lead to shut down; it answers and exits at its next look at its
     /// inbox (at once when idle, after the job in hand when busy).
     fn ask_lead_to_stop(&self) -> Result<(), StoreError> {
-        self.tell_lead("shutdown_request", "the team is shutting down".into(), true)
+        self.tell_lead(
+            MessageKind::ShutdownRequest,
+            "the team is shutting down".into(),
+            true,
+        )
     }
 }

@@ -3,7 +3,8 @@
 //! model call and the running tool's process group, keeps its task and waits for the person's
 //! next message (`team::worker`).
 
-use crate::store::names::USER;
+use crate::store::MessageKind;
+use crate::store::protocol::USER;
 use crate::store::{Draft, Message, Refusal, Roster, StoreError, Workspace};
 
 /// Asks `name` to stop what it is doing now.
@@ -30,7 +31,7 @@ pub fn interrupt(
         Draft {
             from: USER.to_string(),
             to: name.to_string(),
-            kind: "interrupt".into(),
+            kind: MessageKind::Interrupt,
             text: Some("stop what you are doing now".into()),
             ..Draft::default()
         },

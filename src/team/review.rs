@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::config::TeamConfig;
 use crate::git::{Author, GitError, MergeOutcome, WorktreeDiff, Worktrees};
+use crate::store::MessageKind;
 use crate::store::{Draft, Refusal, Status, StoreError, Task, TaskCommits, TaskId, Workspace};
 
 #[derive(Debug, thiserror::Error)]
@@ -353,7 +354,7 @@ fn tell_lead(
             Draft {
                 from: by.to_string(),
                 to: config.lead_name().to_string(),
-                kind: "status_update".into(),
+                kind: MessageKind::StatusUpdate,
                 text: Some(text),
                 ..Draft::default()
             },

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::config::TeamConfig;
 use crate::store::{AgentState, AgentStatus, Draft, Roster, StoreError, Workspace, pid_alive};
+use crate::store::{MessageKind, USER};
 
 /// Something the supervisor saw that the person should know about.
 #[derive(Debug, Clone, PartialEq)]
@@ -214,9 +215,9 @@ impl Supervisor {
         self.workspace.mailboxes().send(
             &self.roster,
             Draft {
-                from: "user".into(),
+                from: USER.into(),
                 to: self.lead.clone(),
-                kind: "status_update".into(),
+                kind: MessageKind::StatusUpdate,
                 text: Some(format!("{name} died ({why}); {released_text}. Restart it with `crew worker restart {name}`.")),
                 ..Draft::default()
             },
@@ -248,7 +249,7 @@ impl Supervisor {
                 Draft {
                     from: self.lead.clone(),
                     to: name.clone(),
-                    kind: "shutdown_request".into(),
+                    kind: MessageKind::ShutdownRequest,
                     text: Some("the team is shutting down".into()),
                     request: true,
                     ..Draft::default()

@@ -3,8 +3,8 @@
 
 use crate::config::TeamConfig;
 use crate::git::{Author, MergeOutcome, Worktrees};
-use crate::store::message::REVIEW_REQUEST;
-use crate::store::{Draft, Task, TaskCommits, TaskId, Workspace};
+
+use crate::store::{Draft, MessageKind, Task, TaskCommits, TaskId, Workspace};
 use crate::team::review;
 use crate::team::worker::JobOutcome;
 
@@ -133,7 +133,7 @@ impl TaskBranch<'_> {
             Draft {
                 from: self.name.to_string(),
                 to: by.get_ref().clone(),
-                kind: REVIEW_REQUEST.into(),
+                kind: MessageKind::ReviewRequest,
                 text: Some(format!("Please review {}: {}", task.id, task.subject)),
                 extra,
                 ..Draft::default()

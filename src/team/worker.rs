@@ -17,6 +17,7 @@ use crate::store::{
     AgentState, AgentStatus, CacheTokens, Claimant, DirWatcher, Draft, Entry, Message, Refusal,
     Roster, Status, StoreError, Task, TaskCommits, TaskId, Waker, Workspace,
 };
+use crate::store::{MessageKind, USER};
 use crate::team::budget::{self, Scope, Spend};
 use crate::team::status::StatusHandle;
 use tokio_util::sync::CancellationToken;
@@ -119,7 +120,7 @@ pub const INTERRUPTED_BY_PERSON: &str = "interrupted by the person";
 #[derive(Debug, Clone, PartialEq)]
 pub enum ExitReason {
     ShutdownApproved {
-        request_id: String,
+        request_id: crate::store::RequestId,
     },
     IdleTimeout,
     Stopped,
@@ -248,7 +249,10 @@ impl Worker {
                 Gate::Stop => return Ok(ExitReason::BudgetStopped),
                 // Paused: only a shutdown request is read; the rest waits, unread.
                 Gate::Paused => {
-                    if let Some(message) = inbox.iter().find(|m| m.kind == "shutdown_request") {
+                    if let Some(message) = inbox
+                        .iter()
+                        .find(|m| m.kind == MessageKind::ShutdownRequest)
+                    {
                         let request_id = message.request_id.clone().unwrap_or_default();
                         self.answer_shutdown(&request_id, true, "paused at the budget")?;
                         return Ok(ExitReason::ShutdownApproved { request_id });
@@ -262,7 +266,7 @@ impl Worker {
             }
             let mut worked = false;
             for message in inbox {
-                if message.kind == "shutdown_request" {
+                if message.kind == MessageKind::ShutdownRequest {
                     // The cursor stays put: what else is unread stays unread for a restart.
                     let request_id = message.request_id.clone().unwrap_or_default();
                     self.answer_shutdown(&request_id, true, "idle, shutting down")?;
@@ -317,7 +321,7 @@ impl Worker {
         if let Some(timeout) = self.settings.idle_timeout {
             if idle >= timeout {
                 self.tell_lead(
-                    "idle_notification",
+                    MessageKind::IdleNotification,
                     format!(
                         "{} has been idle for {}s and is shutting down",
                         self.settings.name,
@@ -409,14 +413,20 @@ impl Worker {
             // budget answer is for the worker's budget check, not for the agent.
             .filter(|m| {
                 !matches!(
-                    m.kind.as_str(),
-                    "permission_request" | "permission_response" | "interrupt" | "budget_response"
+                    m.kind,
+                    MessageKind::PermissionRequest
+                        | MessageKind::PermissionResponse
+                        | MessageKind::Interrupt
+                        | MessageKind::BudgetResponse
                 )
             })
             .collect();
         // Reading every inbox to derive request states is only worth it when a shutdown request
         // is among the new messages (it may have been refused already while busy).
-        let pending: Vec<String> = if messages.iter().any(|m| m.kind == "shutdown_request") {
+        let pending: Vec<crate::store::RequestId> = if messages
+            .iter()
+            .any(|m| m.kind == MessageKind::ShutdownRequest)
+        {
             self.workspace
                 .mailboxes()
                 .requests(self.settings.request_timeout)?
@@ -430,12 +440,12 @@ impl Worker {
         let mut messages: Vec<Message> = messages
             .into_iter()
             .filter(|m| {
-                m.kind != "shutdown_request"
+                m.kind != MessageKind::ShutdownRequest
                     || m.request_id.as_ref().is_some_and(|id| pending.contains(id))
             })
             .collect();
         let rank = |m: &Message| {
-            if m.kind == "shutdown_request" {
+            if m.kind == MessageKind::ShutdownRequest {
                 0
             } else if m.from == self.settings.lead {
                 1
@@ -529,18 +539,18 @@ impl Worker {
             Ok(recorded) if recorded.status == Status::Review => {
                 work.entered_review(&recorded);
                 self.tell_lead(
-                    "status_update",
+                    MessageKind::StatusUpdate,
                     format!("{} {verb}: {}", task.id, outcome.summary),
                 )
             }
             Ok(_) => self.tell_lead(
-                "status_update",
+                MessageKind::StatusUpdate,
                 format!("{} {verb}: {}", task.id, outcome.summary),
             ),
             // Taken away meanwhile (reassigned or released by the person): the work is
             // reported, not recorded, and the worker goes on.
             Err(StoreError::Refused(why)) => self.tell_lead(
-                "status_update",
+                MessageKind::StatusUpdate,
                 format!(
                     "{} {verb} by {me}, but not recorded ({why}): {}",
                     task.id, outcome.summary
@@ -619,7 +629,7 @@ impl Worker {
         }
     }
 
-    fn tell_lead(&self, kind: &str, text: String) -> Result<(), StoreError> {
+    fn tell_lead(&self, kind: MessageKind, text: String) -> Result<(), StoreError> {
         self.workspace
             .mailboxes()
             .send(
@@ -627,7 +637,7 @@ impl Worker {
                 Draft {
                     from: self.settings.name.clone(),
                     to: self.settings.lead.clone(),
-                    kind: kind.to_string(),
+                    kind,
                     text: Some(text),
                     ..Draft::default()
                 },
@@ -715,7 +725,7 @@ fn interrupt_if_asked(workspace: &Workspace, me: &str, running: &Mutex<Option<Ru
     job.inbox_from = batch.end;
     let asked = batch.entries.iter().any(|e| {
         matches!(e, Entry::Message { message, .. }
-            if message.kind == "interrupt" && message.from == crate::store::names::USER)
+            if message.kind == MessageKind::Interrupt && message.from == USER)
     });
     if asked {
         tracing::info!("{me}: {INTERRUPTED_BY_PERSON}");
@@ -734,7 +744,9 @@ fn refuse_shutdowns_while_busy(
         return;
     };
     for request in requests.iter().filter(|r| {
-        r.state == RequestState::Pending && r.to == settings.name && r.kind == "shutdown_request"
+        r.state == RequestState::Pending
+            && r.to == settings.name
+            && r.kind == MessageKind::ShutdownRequest
     }) {
         let note = format!("busy with {task}; ask again when it is done");
         if let Err(e) = boxes.respond(

@@ -5,14 +5,14 @@
 
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 use crate::store::{MemoryBook, MemoryDraft, MemoryScope};
 use crate::tools::context::ToolContext;
 use crate::tools::note::Note;
-use crate::tools::tool::{Tool, ToolError, ToolKind, ToolOutput, parse_input};
+use crate::tools::tool::{Tool, ToolError, ToolFuture, ToolKind, ToolOutput};
+use crate::tools::typed::TypedTool;
 
 /// The three tools, for a registry.
 pub fn memory_tools() -> Vec<Arc<dyn Tool>> {
@@ -34,20 +34,14 @@ fn book(ctx: &ToolContext) -> Result<&MemoryBook, ToolError> {
         .ok_or_else(|| ToolError::Refused("this agent has no memory folder".to_string()))
 }
 
-fn scope_schema() -> Value {
-    json!({
-        "enum": ["agent", "team"],
-        "description": "agent (default): yours only; team: every agent on the team reads it"
-    })
-}
-
 #[derive(Debug, Clone, Copy, Default)]
 pub struct MemoryWriteTool;
 
-impl Tool for MemoryWriteTool {
-    fn name(&self) -> &str {
-        "memory_write"
-    }
+impl TypedTool for MemoryWriteTool {
+    type Input = MemoryDraft;
+    const NAME: &'static str = "memory_write";
+    // It writes only crew's memory folder (checked by the store): nothing a mode guards.
+    const KIND: ToolKind = ToolKind::Read;
 
     fn description(&self) -> &str {
         "Keep something for your future conversations (a memory of the same name is replaced). \
@@ -58,36 +52,8 @@ impl Tool for MemoryWriteTool {
          file paths in backticks so crew can flag the memory when they are gone."
     }
 
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "name": {
-                    "type": "string",
-                    "description": "a-z, 0-9, '_' or '-', starting with a letter, at most 32 characters"
-                },
-                "type": {"enum": ["user", "feedback", "project", "reference"]},
-                "description": {"type": "string", "minLength": 1},
-                "body": {"type": "string"},
-                "scope": scope_schema()
-            },
-            "required": ["name", "type", "description", "body"],
-            "additionalProperties": false
-        })
-    }
-
-    fn kind(&self) -> ToolKind {
-        // It writes only crew's memory folder (checked by the store): nothing a mode guards.
-        ToolKind::Read
-    }
-
-    fn call(
-        &self,
-        input: Value,
-        ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+    fn run(&self, draft: MemoryDraft, ctx: ToolContext) -> ToolFuture {
         Box::pin(async move {
-            let draft: MemoryDraft = parse_input(input)?;
             let book = book(&ctx)?;
             let replaced = book
                 .write(&draft)
@@ -102,20 +68,22 @@ impl Tool for MemoryWriteTool {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct ReadInput {
-    name: Option<String>,
-    scope: Option<MemoryScope>,
+pub struct MemoryReadInput {
+    /// The memory to read; leave it out to list every memory of both scopes.
+    pub name: Option<String>,
+    /// Only this scope (default: yours, then the team's).
+    pub scope: Option<MemoryScope>,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct MemoryReadTool;
 
-impl Tool for MemoryReadTool {
-    fn name(&self) -> &str {
-        "memory_read"
-    }
+impl TypedTool for MemoryReadTool {
+    type Input = MemoryReadInput;
+    const NAME: &'static str = "memory_read";
+    const KIND: ToolKind = ToolKind::Read;
 
     fn description(&self) -> &str {
         "Read a memory's body by name (yours first, then the team's), or with no name list every \
@@ -123,32 +91,12 @@ impl Tool for MemoryReadTool {
          file, function or flag it names still exists before you act on it."
     }
 
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "name": {"type": "string"},
-                "scope": scope_schema()
-            },
-            "additionalProperties": false
-        })
-    }
-
-    fn kind(&self) -> ToolKind {
-        ToolKind::Read
-    }
-
-    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+    fn is_concurrency_safe(&self, _input: &MemoryReadInput) -> bool {
         true
     }
 
-    fn call(
-        &self,
-        input: Value,
-        ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+    fn run(&self, input: MemoryReadInput, ctx: ToolContext) -> ToolFuture {
         Box::pin(async move {
-            let input: ReadInput = parse_input(input)?;
             let book = book(&ctx)?;
             let Some(name) = input.name else {
                 let scopes = match input.scope {
@@ -186,50 +134,30 @@ impl Tool for MemoryReadTool {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct ForgetInput {
-    name: String,
+pub struct MemoryForgetInput {
+    pub name: String,
+    /// Whose memory it is in (default: yours).
     #[serde(default)]
-    scope: MemoryScope,
+    pub scope: MemoryScope,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct MemoryForgetTool;
 
-impl Tool for MemoryForgetTool {
-    fn name(&self) -> &str {
-        "memory_forget"
-    }
+impl TypedTool for MemoryForgetTool {
+    type Input = MemoryForgetInput;
+    const NAME: &'static str = "memory_forget";
+    const KIND: ToolKind = ToolKind::Read;
 
     fn description(&self) -> &str {
         "Delete a memory that is wrong or no longer useful (from your own memory unless scope \
          is team)."
     }
 
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "name": {"type": "string"},
-                "scope": scope_schema()
-            },
-            "required": ["name"],
-            "additionalProperties": false
-        })
-    }
-
-    fn kind(&self) -> ToolKind {
-        ToolKind::Read
-    }
-
-    fn call(
-        &self,
-        input: Value,
-        ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+    fn run(&self, input: MemoryForgetInput, ctx: ToolContext) -> ToolFuture {
         Box::pin(async move {
-            let input: ForgetInput = parse_input(input)?;
             let book = book(&ctx)?;
             book.forget(input.scope, &input.name)
                 .map_err(|e| ToolError::Refused(e.to_string()))?;

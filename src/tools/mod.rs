@@ -20,6 +20,7 @@ pub mod skills;
 pub mod spill;
 pub mod todo;
 pub mod tool;
+pub mod typed;
 
 pub use context::{ReadState, ToolContext, scrub_env};
 pub use hooks::{HookEvent, HookRun, HookSpec, Hooks, StopDecision, StopGuard};
@@ -32,4 +33,7 @@ pub use registry::ToolRegistry;
 pub use sandbox::{Sandbox, SandboxMode};
 pub use skills::{SkillCatalogue, skill_tools};
 pub use todo::{TodoList, todo_tools};
-pub use tool::{Subject, Tool, ToolError, ToolKind, ToolOutput};
+pub use tool::{
+    PreparedCall, Subject, Tool, ToolError, ToolFuture, ToolJson, ToolKind, ToolOutput,
+};
+pub use typed::{NoInput, TypedTool};

@@ -8,13 +8,13 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 use crate::store::{StoreError, front_matter};
 use crate::tools::context::ToolContext;
-use crate::tools::tool::{Tool, ToolError, ToolKind, ToolOutput, parse_input};
+use crate::tools::tool::{Tool, ToolError, ToolFuture, ToolKind, ToolOutput};
+use crate::tools::typed::TypedTool;
 
 /// The file that makes a folder a skill.
 pub const SKILL_FILE: &str = "SKILL.md";
@@ -343,11 +343,13 @@ fn skill_file(skill: &Skill, file: &str) -> Result<PathBuf, ToolError> {
     Ok(path)
 }
 
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct LoadInput {
-    name: String,
-    file: Option<String>,
+pub struct SkillLoadInput {
+    /// The skill's name, as the catalogue lists it.
+    pub name: String,
+    /// A file of the skill, as skill_load listed it: returned instead of the instructions.
+    pub file: Option<String>,
 }
 
 /// The tool, for a registry.
@@ -358,43 +360,22 @@ pub fn skill_tools() -> Vec<Arc<dyn Tool>> {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SkillLoadTool;
 
-impl Tool for SkillLoadTool {
-    fn name(&self) -> &str {
-        "skill_load"
-    }
+impl TypedTool for SkillLoadTool {
+    type Input = SkillLoadInput;
+    const NAME: &'static str = "skill_load";
+    const KIND: ToolKind = ToolKind::Read;
 
     fn description(&self) -> &str {
         "Load a skill from the catalogue in your instructions: its instructions and the list of \
          its other files. With `file`, load one of those files instead."
     }
 
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "name": {"type": "string"},
-                "file": {"type": "string", "description": "a file of the skill, as skill_load listed it"}
-            },
-            "required": ["name"],
-            "additionalProperties": false
-        })
-    }
-
-    fn kind(&self) -> ToolKind {
-        ToolKind::Read
-    }
-
-    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+    fn is_concurrency_safe(&self, _input: &SkillLoadInput) -> bool {
         true
     }
 
-    fn call(
-        &self,
-        input: Value,
-        ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+    fn run(&self, input: SkillLoadInput, ctx: ToolContext) -> ToolFuture {
         Box::pin(async move {
-            let input: LoadInput = parse_input(input)?;
             let Some(skill) = ctx.skills.offered(&input.name) else {
                 let names: Vec<&str> = ctx
                     .skills

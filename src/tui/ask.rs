@@ -75,11 +75,12 @@ pub fn allow_rule(request: &Message) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::{MessageKind, USER};
     use serde_json::json;
 
     fn request(extra: Value) -> Message {
         serde_json::from_value(
-            json!({"id":"m","ts":"t","from":"alice","to":"user","type":"permission_request","request_id":"r"})
+            json!({"id":"m","ts":"t","from":"alice","to":USER,"type":MessageKind::PermissionRequest,"request_id":"r"})
                 .as_object()
                 .unwrap()
                 .clone()

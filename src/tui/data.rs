@@ -6,55 +6,17 @@ use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
-use serde_json::Value;
 use tracing::debug;
 
 use crate::agent::AgentEvent;
 use crate::agent::transcript::{Row, TranscriptLine};
 use crate::config::{FILE_NAME, TeamConfig};
-use crate::store::{Entry, Task, TaskId, Workspace};
+use crate::store::{AgentStatus, Entry, Task, TaskId, Workspace};
 use crate::tui::uiconfig::{self, UiConfig};
 
 /// How many transcript rows are kept per agent: the panes show the last few, a zoomed teammate
 /// or the lead pane scrolls back through all of them (`crew replay` shows whole files).
 pub const TRANSCRIPT_KEEP: usize = 1000;
-
-/// An agent's state as written by the team layer to `.crew/agents/<name>.json`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct AgentStatus {
-    pub name: String,
-    pub state: String,
-    #[serde(default)]
-    pub pid: Option<u64>,
-    #[serde(default)]
-    pub task: Option<String>,
-    #[serde(default)]
-    pub heartbeat: Option<String>,
-    #[serde(default)]
-    pub turns: Option<u64>,
-    #[serde(default)]
-    pub tokens: Option<Value>,
-    #[serde(default)]
-    pub cost_micros: Option<u64>,
-    /// Prompt-cache tokens read and written.
-    #[serde(default)]
-    pub cache: crate::store::CacheTokens,
-    /// The agent's own checklist.
-    #[serde(default)]
-    pub todos: Vec<crate::store::TodoItem>,
-}
-
-impl AgentStatus {
-    /// Tokens as one number: a plain count, or the sum of a usage object's counts.
-    pub fn token_total(&self) -> u64 {
-        match &self.tokens {
-            Some(Value::Number(n)) => n.as_u64().unwrap_or(0),
-            Some(Value::Object(map)) => map.values().filter_map(Value::as_u64).sum(),
-            _ => 0,
-        }
-    }
-}
 
 /// One thing that changed on disk.
 #[derive(Debug, Clone)]
@@ -315,7 +277,7 @@ mod tests {
     use std::time::SystemTime;
 
     use super::*;
-    use crate::tui::model::Model;
+    use crate::tui::workspace_view::WorkspaceView;
 
     fn append(path: &Path, lines: &[&str]) {
         let mut f = fs::OpenOptions::new()
@@ -346,7 +308,7 @@ mod tests {
             ],
         );
         let mut loader = Loader::new(dir.path());
-        let mut model = Model::default();
+        let mut model = WorkspaceView::default();
         model.apply(loader.load_all(), SystemTime::now());
         assert_eq!(
             model.transcripts["alice"].texts(),

@@ -8,6 +8,7 @@ use std::time::Duration;
 use crate::config::TeamConfig;
 use crate::git::{Author, Worktrees};
 use crate::store::{Claimant, Draft, StoreError, TaskId, TaskPatch, Workspace};
+use crate::store::{MessageKind, USER};
 use crate::team::review;
 use crate::team::supervisor::Supervisor;
 use crate::tui::event::{Effect, Event};
@@ -30,7 +31,7 @@ pub fn execute(root: &Path, effect: Effect) -> Option<Event> {
             approve,
         } => Some(Event::Done(
             ws.mailboxes()
-                .respond(&roster, &request_id, "user", approve, None, timeout)
+                .respond(&roster, &request_id, USER, approve, None, timeout)
                 .map(|m| {
                     let verb = if approve { "approved" } else { "denied" };
                     format!("{verb} {request_id} ({} told)", m.to)
@@ -44,7 +45,7 @@ pub fn execute(root: &Path, effect: Effect) -> Option<Event> {
             };
             Some(Event::Done(
                 ws.mailboxes()
-                    .respond(&roster, &request_id, "user", true, None, timeout)
+                    .respond(&roster, &request_id, USER, true, None, timeout)
                     .map(|_| {
                         let how = if added { "added" } else { "already there" };
                         format!("approved {request_id}; allow rule {rule:?} {how}")
@@ -57,9 +58,9 @@ pub fn execute(root: &Path, effect: Effect) -> Option<Event> {
                 .send(
                     &roster,
                     Draft {
-                        from: "user".into(),
+                        from: USER.into(),
                         to: to.clone(),
-                        kind: "message".into(),
+                        kind: MessageKind::Message,
                         text: Some(text),
                         ..Draft::default()
                     },
@@ -111,9 +112,9 @@ pub fn execute(root: &Path, effect: Effect) -> Option<Event> {
                 .send(
                     &roster,
                     Draft {
-                        from: "user".into(),
+                        from: USER.into(),
                         to: name.clone(),
-                        kind: "shutdown_request".into(),
+                        kind: MessageKind::ShutdownRequest,
                         text: Some("the person at the screen asks you to shut down".into()),
                         request: true,
                         ..Draft::default()
@@ -166,13 +167,13 @@ pub fn execute(root: &Path, effect: Effect) -> Option<Event> {
         Effect::MergeReview { id } => Some(Event::Done(
             TaskId::parse(&id)
                 .map_err(|e| e.to_string())
-                .and_then(|tid| review::merge(&ws, &team, tid, "user").map_err(|e| e.to_string())),
+                .and_then(|tid| review::merge(&ws, &team, tid, USER).map_err(|e| e.to_string())),
         )),
         Effect::SendBackReview { id, note } => Some(Event::Done(
             TaskId::parse(&id)
                 .map_err(|e| e.to_string())
                 .and_then(|tid| {
-                    review::send_back(&ws, &team, tid, "user", &note).map_err(|e| e.to_string())
+                    review::send_back(&ws, &team, tid, USER, &note).map_err(|e| e.to_string())
                 })
                 .map(|t| {
                     format!(
@@ -186,7 +187,7 @@ pub fn execute(root: &Path, effect: Effect) -> Option<Event> {
             TaskId::parse(&id)
                 .map_err(|e| e.to_string())
                 .and_then(|tid| {
-                    review::discard(&ws, &team, tid, "user", &reason).map_err(|e| e.to_string())
+                    review::discard(&ws, &team, tid, USER, &reason).map_err(|e| e.to_string())
                 })
                 .map(|t| format!("{} discarded: its changes were taken back out", t.id)),
         )),
@@ -211,9 +212,9 @@ pub fn execute(root: &Path, effect: Effect) -> Option<Event> {
                 .arg("-c")
                 .arg(&command)
                 .current_dir(root)
-                .env("CREW_REQUEST_ID", &request.request_id)
+                .env("CREW_REQUEST_ID", request.request_id.as_str())
                 .env("CREW_REQUEST_FROM", &request.from)
-                .env("CREW_REQUEST_TYPE", &request.kind)
+                .env("CREW_REQUEST_TYPE", request.kind.as_str())
                 .env("CREW_REQUEST_TEXT", request.text.as_deref().unwrap_or(""))
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
@@ -255,7 +256,7 @@ fn assign(
     let who = to
         .map(|name| Claimant::teammate(&teammates, name))
         .transpose()?;
-    ws.tasks().assign(id, who, "user")
+    ws.tasks().assign(id, who, USER)
 }
 
 /// Runs a highlighting effect.

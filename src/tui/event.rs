@@ -31,16 +31,16 @@ pub enum Event {
         hunks: Vec<Segments>,
     },
     CommandHighlighted {
-        request_id: String,
+        request_id: crate::store::RequestId,
         segments: Segments,
     },
     /// What a write/edit request would change (or why that cannot be shown).
     Proposal {
-        request_id: String,
+        request_id: crate::store::RequestId,
         diff: Result<Box<FileDiff>, String>,
     },
     ProposalHighlighted {
-        request_id: String,
+        request_id: crate::store::RequestId,
         hunks: Vec<Segments>,
     },
     Merged {
@@ -58,12 +58,12 @@ pub enum Event {
 #[derive(Debug, Clone)]
 pub enum Effect {
     Respond {
-        request_id: String,
+        request_id: crate::store::RequestId,
         approve: bool,
     },
     /// Add the allow rule to crew.toml, then approve.
     AllowAndApprove {
-        request_id: String,
+        request_id: crate::store::RequestId,
         rule: String,
     },
     Send {
@@ -117,17 +117,17 @@ pub enum Effect {
         theme: String,
     },
     HighlightCommand {
-        request_id: String,
+        request_id: crate::store::RequestId,
         command: String,
         theme: String,
     },
     /// Work out the diff a write/edit request would make.
     PrepareProposal {
-        request_id: String,
+        request_id: crate::store::RequestId,
         request: Box<Message>,
     },
     HighlightProposal {
-        request_id: String,
+        request_id: crate::store::RequestId,
         diff: Box<FileDiff>,
         theme: String,
     },

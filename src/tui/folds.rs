@@ -11,14 +11,14 @@ use crate::tui::state::{AppState, Level, Pane};
 /// one. The view scrolls so the selected call ends at the bottom of the pane.
 pub fn step(state: &mut AppState, action: Action) {
     let (name, pane) = match state.focus {
-        Pane::Lead => (state.model.lead_name().to_string(), Pane::Lead),
+        Pane::Lead => (state.workspace.lead_name().to_string(), Pane::Lead),
         Pane::Teammates => match state.selected_teammate() {
             Some(name) => (name, Pane::Teammates),
             None => return,
         },
         _ => return,
     };
-    let Some(kept) = state.model.transcripts.get(&name) else {
+    let Some(kept) = state.workspace.transcripts.get(&name) else {
         state.set_status(Level::Warning, format!("{name} has made no tool calls yet"));
         return;
     };

@@ -78,7 +78,7 @@ impl MemoryView {
 pub fn open(state: &mut AppState) {
     let agent = match state.focus {
         Pane::Teammates => state.selected_teammate(),
-        _ => Some(state.model.lead_name().to_string()),
+        _ => Some(state.workspace.lead_name().to_string()),
     };
     match agent {
         Some(agent) => {

@@ -17,7 +17,6 @@ pub mod keymap;
 pub mod keys;
 pub mod layout;
 pub mod memories;
-pub mod model;
 pub mod navigate;
 pub mod presets;
 pub mod proposal;
@@ -32,6 +31,7 @@ pub mod theme;
 pub mod uiconfig;
 pub mod update;
 pub mod warning;
+pub mod workspace_view;
 
 pub use event::{Effect, Event};
 pub use keymap::Keymap;

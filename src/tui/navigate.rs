@@ -12,9 +12,9 @@ pub fn focus_step(from: Pane, step: isize) -> Pane {
 /// How many items the pane selects among (0 for panes that only scroll).
 fn item_count(state: &AppState, pane: Pane) -> usize {
     match pane {
-        Pane::Teammates => state.model.teammates().len(),
-        Pane::Tasks => state.model.task_rows.len(),
-        Pane::Approvals => state.model.pending().len() + state.reviews.len(),
+        Pane::Teammates => state.workspace.teammates().len(),
+        Pane::Tasks => state.workspace.task_rows.len(),
+        Pane::Approvals => state.workspace.pending().len() + state.reviews.len(),
         Pane::Lead | Pane::Mailboxes => 0,
     }
 }
@@ -22,12 +22,12 @@ fn item_count(state: &AppState, pane: Pane) -> usize {
 /// Inboxes the mailboxes pane offers: every agent, the person, and any other inbox on disk.
 pub fn inbox_names(state: &AppState) -> Vec<String> {
     let mut names: Vec<String> = state
-        .model
+        .workspace
         .config
         .as_ref()
         .map(|c| c.roster().names().to_vec())
         .unwrap_or_default();
-    for name in state.model.inboxes.keys() {
+    for name in state.workspace.inboxes.keys() {
         if !names.contains(name) {
             names.push(name.clone());
         }

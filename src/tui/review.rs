@@ -131,7 +131,7 @@ pub fn open_diff(state: &mut AppState) -> Vec<Effect> {
     let Some(name) = state.selected_teammate() else {
         return Vec::new();
     };
-    if !state.model.writes(&name) {
+    if !state.workspace.writes(&name) {
         state.set_status(
             Level::Warning,
             format!("{name} does not write: it has no worktree to review"),

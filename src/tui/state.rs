@@ -8,16 +8,16 @@ use std::time::SystemTime;
 use ratatui_textarea::TextArea;
 
 use crate::git::FileDiff;
+use crate::store::AgentStatus;
 use crate::team::review::Review;
-use crate::tui::data::AgentStatus;
 use crate::tui::diffview::DiffView;
 use crate::tui::highlight::Segments;
 use crate::tui::keymap::{Keymap, Mode};
 use crate::tui::keys::Chord;
 use crate::tui::memories::MemoryView;
-use crate::tui::model::Model;
 use crate::tui::theme::Theme;
 use crate::tui::warning::Warning;
+use crate::tui::workspace_view::WorkspaceView;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Pane {
@@ -111,7 +111,7 @@ pub struct Proposal {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Confirm {
     Always {
-        request_id: String,
+        request_id: crate::store::RequestId,
         rule: String,
     },
     Discard {
@@ -146,7 +146,7 @@ pub enum Level {
 
 pub struct AppState {
     pub root: PathBuf,
-    pub model: Model,
+    pub workspace: WorkspaceView,
     pub theme: Theme,
     pub keymap: Keymap,
     /// "Now" for ages; injected so snapshots are stable.
@@ -172,9 +172,9 @@ pub struct AppState {
     /// How the team's commands run, for the header.
     pub sandbox: SandboxState,
     /// What write/edit requests would change, by request id, with their syntax highlighting.
-    pub proposals: HashMap<String, Proposal>,
+    pub proposals: HashMap<crate::store::RequestId, Proposal>,
     /// Syntax-highlighted bash commands of requests, by request id.
-    pub commands: HashMap<String, Segments>,
+    pub commands: HashMap<crate::store::RequestId, Segments>,
     /// The agent last interrupted and when: a second press soon after offers to release its task.
     pub last_interrupt: Option<(String, SystemTime)>,
     /// The tasks waiting for review, with what each would bring (loaded off the input path).
@@ -186,7 +186,7 @@ impl AppState {
     pub fn new(root: PathBuf, theme: Theme, keymap: Keymap, now: SystemTime) -> Self {
         AppState {
             root,
-            model: Model::default(),
+            workspace: WorkspaceView::default(),
             theme,
             keymap,
             now,
@@ -243,20 +243,20 @@ impl AppState {
     pub fn selected_review(&self) -> Option<&Review> {
         let index = self
             .selected(Pane::Approvals)
-            .checked_sub(self.model.pending().len())?;
+            .checked_sub(self.workspace.pending().len())?;
         self.reviews.get(index)
     }
 
     /// The teammate selected in the teammates pane.
     pub fn selected_teammate(&self) -> Option<String> {
-        self.model
+        self.workspace
             .teammates()
             .into_iter()
             .nth(self.selected(Pane::Teammates))
     }
 
     pub fn agent(&self, name: &str) -> Option<&AgentStatus> {
-        self.model.agents.get(name)
+        self.workspace.agents.get(name)
     }
 }
 

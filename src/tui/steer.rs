@@ -1,6 +1,7 @@
 //! Steering the team from the screen: a task's dependencies and owner, a teammate's shutdown
 //! and restart. Each opens a dialog or returns the effect that does it.
 
+use crate::store::AgentState;
 use crate::store::Status;
 use crate::tui::action::Action;
 use crate::tui::event::Effect;
@@ -9,13 +10,13 @@ use crate::tui::state::{AppState, Confirm, Level, Overlay, Pane, PromptKind};
 use crate::tui::submit::open_prompt;
 
 /// A teammate whose process should be there (as opposed to SHUTDOWN, DEAD or never started).
-fn running(state: Option<&str>) -> bool {
-    matches!(state, Some("WORK" | "WAITING" | "IDLE"))
+fn running(state: Option<AgentState>) -> bool {
+    state.is_some_and(AgentState::is_live)
 }
 
 fn selected_task(state: &AppState) -> Option<String> {
-    let row = state.model.task_rows.get(state.selected(Pane::Tasks))?;
-    state.model.tasks.get(row.index).map(|t| t.id.clone())
+    let row = state.workspace.task_rows.get(state.selected(Pane::Tasks))?;
+    state.workspace.tasks.get(row.index).map(|t| t.id.clone())
 }
 
 /// The dependency or owner dialog for the selected task.
@@ -36,7 +37,7 @@ pub fn release(state: &mut AppState) -> Vec<Effect> {
         return Vec::new();
     };
     let owned = state
-        .model
+        .workspace
         .tasks
         .iter()
         .any(|t| t.id == id && t.owner.is_some() && t.status != Status::Completed);
@@ -54,7 +55,7 @@ pub const RELEASE_WINDOW: std::time::Duration = std::time::Duration::from_secs(3
 /// press within `RELEASE_WINDOW` offers to give its task back to the pool.
 pub fn interrupt(state: &mut AppState) -> Vec<Effect> {
     let name = match state.focus {
-        Pane::Lead => state.model.lead_name().to_string(),
+        Pane::Lead => state.workspace.lead_name().to_string(),
         _ => match state.selected_teammate() {
             Some(name) => name,
             None => return Vec::new(),
@@ -70,9 +71,9 @@ pub fn interrupt(state: &mut AppState) -> Vec<Effect> {
         state.overlay = Some(Overlay::Confirm(Confirm::ReleaseTask { name, id }));
         return Vec::new();
     }
-    let now_state = state.agent(&name).map(|a| a.state.as_str());
+    let now_state = state.agent(&name).map(|a| a.state);
     if !running(now_state) {
-        let now_state = now_state.unwrap_or("never started");
+        let now_state = now_state.map_or("never started", AgentState::as_str);
         state.set_status(
             Level::Warning,
             format!("{name} is not running ({now_state})"),
@@ -99,11 +100,11 @@ pub fn shutdown(state: &mut AppState) {
     let Some(name) = state.selected_teammate() else {
         return;
     };
-    let now = state.agent(&name).map(|a| a.state.as_str());
+    let now = state.agent(&name).map(|a| a.state);
     if running(now) {
         state.overlay = Some(Overlay::Confirm(Confirm::Shutdown { name }));
     } else {
-        let now = now.unwrap_or("never started");
+        let now = now.map_or("never started", AgentState::as_str);
         state.set_status(Level::Warning, format!("{name} is not running ({now})"));
     }
 }
@@ -113,8 +114,8 @@ pub fn restart(state: &mut AppState) -> Vec<Effect> {
     let Some(name) = state.selected_teammate() else {
         return Vec::new();
     };
-    if let Some(now) = state.agent(&name).map(|a| a.state.clone())
-        && running(Some(&now))
+    if let Some(now) = state.agent(&name).map(|a| a.state)
+        && running(Some(now))
     {
         let key = state
             .keymap

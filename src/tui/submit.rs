@@ -5,7 +5,7 @@ use crate::tui::event::Effect;
 use crate::tui::state::{AppState, Confirm, Level, Overlay, Prompt, PromptKind, new_field};
 
 pub fn open_prompt(state: &mut AppState, kind: PromptKind) {
-    let task = |id: &str| state.model.tasks.iter().find(|t| t.id == id);
+    let task = |id: &str| state.workspace.tasks.iter().find(|t| t.id == id);
     let fields: Vec<(String, String)> = match &kind {
         PromptKind::AddTask => vec![
             ("subject".into(), String::new()),
@@ -31,7 +31,7 @@ pub fn open_prompt(state: &mut AppState, kind: PromptKind) {
         PromptKind::Assign { id } => vec![(
             format!(
                 "teammate ({}; empty: nobody)",
-                state.model.teammates().join(", ")
+                state.workspace.teammates().join(", ")
             ),
             task(id).and_then(|t| t.owner.clone()).unwrap_or_default(),
         )],

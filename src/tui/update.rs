@@ -33,7 +33,7 @@ pub fn update(state: &mut AppState, event: Event) -> Vec<Effect> {
         }
         Event::Tick(now) => {
             state.now = now;
-            state.model.tick(now);
+            state.workspace.tick(now);
             Vec::new()
         }
         Event::Data(changes) => on_data(state, changes),
@@ -106,26 +106,26 @@ pub fn update(state: &mut AppState, event: Event) -> Vec<Effect> {
 }
 
 fn on_data(state: &mut AppState, changes: Vec<crate::tui::data::Change>) -> Vec<Effect> {
-    let first = !state.model.loaded;
-    let applied = state.model.apply(changes, state.now);
+    let first = !state.workspace.loaded;
+    let applied = state.workspace.apply(changes, state.now);
     let mut effects = Vec::new();
     if applied.reviews_changed {
         // An empty queue needs no git: it is known from the tasks alone.
-        if state.model.in_review().is_empty() {
+        if state.workspace.in_review().is_empty() {
             state.reviews.clear();
         } else {
             effects.push(Effect::LoadReviews);
         }
     }
     if !applied.new_requests.is_empty() || !applied.new_reviews.is_empty() {
-        if state.model.ui.bell != Some(false) {
+        if state.workspace.ui.bell != Some(false) {
             effects.push(Effect::Bell);
         }
-        if state.model.ui.desktop_notifications != Some(false) {
+        if state.workspace.ui.desktop_notifications != Some(false) {
             let asks = applied
                 .new_requests
                 .iter()
-                .map(|r| format!("{} asks: {}", r.from, r.kind.replace('_', " ")));
+                .map(|r| format!("{} asks: {}", r.from, r.kind.as_str().replace('_', " ")));
             let reviews = applied
                 .new_reviews
                 .iter()
@@ -136,7 +136,7 @@ fn on_data(state: &mut AppState, changes: Vec<crate::tui::data::Change>) -> Vec<
             );
         }
     }
-    if let Some(command) = &state.model.ui.notify_command {
+    if let Some(command) = &state.workspace.ui.notify_command {
         for request in &applied.new_requests {
             effects.push(Effect::Notify {
                 command: command.clone(),
@@ -145,7 +145,7 @@ fn on_data(state: &mut AppState, changes: Vec<crate::tui::data::Change>) -> Vec<
         }
     }
     let to_highlight: Vec<_> = if first {
-        state.model.pending().into_iter().cloned().collect()
+        state.workspace.pending().into_iter().cloned().collect()
     } else {
         applied.new_requests
     };
@@ -250,7 +250,11 @@ fn act(state: &mut AppState, action: Action) -> Vec<Effect> {
         Action::Newline => state.input.insert_newline(),
         Action::HistoryPrev | Action::HistoryNext => recall(state, action == Action::HistoryPrev),
         Action::Approve | Action::Deny => {
-            if let Some(request) = state.model.pending().get(state.selected(Pane::Approvals)) {
+            if let Some(request) = state
+                .workspace
+                .pending()
+                .get(state.selected(Pane::Approvals))
+            {
                 return vec![Effect::Respond {
                     request_id: request.request_id.clone(),
                     approve: action == Action::Approve,
@@ -260,7 +264,7 @@ fn act(state: &mut AppState, action: Action) -> Vec<Effect> {
         }
         Action::Always => {
             let selected = state
-                .model
+                .workspace
                 .pending()
                 .get(state.selected(Pane::Approvals))
                 .cloned();
@@ -349,7 +353,7 @@ fn send_to_lead(state: &mut AppState) -> Vec<Effect> {
     state.history_pos = None;
     state.input = crate::tui::state::new_input();
     vec![Effect::Send {
-        to: state.model.lead_name().to_string(),
+        to: state.workspace.lead_name().to_string(),
         text,
     }]
 }

@@ -14,7 +14,8 @@ use crew::agent::{
 };
 use crew::model::scripted::ScriptedProvider;
 use crew::model::{
-    ContentBlock, Message, ModelError, ModelProvider, ModelRequest, RetryPolicy, Role, StreamEvent,
+    ChatMessage, ContentBlock, ModelError, ModelProvider, ModelRequest, RetryPolicy, Role,
+    StreamEvent,
 };
 use crew::tools::permissions::PermissionMode;
 use crew::tools::{Pipeline, Sandbox, ToolRegistry};
@@ -189,7 +190,7 @@ pub fn drain(rx: &mut UnboundedReceiver<AgentEvent>) -> Vec<AgentEvent> {
 
 /// Asserts the history is what normalisation would make of it: alternating, every call
 /// answered, nothing empty.
-pub fn assert_normalised(history: &[Message]) {
+pub fn assert_normalised(history: &[ChatMessage]) {
     assert_eq!(normalize(history), history, "history is not normalised");
     assert!(history.windows(2).all(|w| w[0].role != w[1].role));
 }
@@ -226,13 +227,13 @@ pub fn assert_completed(result: &TurnResult) {
 }
 
 /// Earlier turns in each of which `tool` returned `result_bytes` bytes.
-pub fn tool_turns(tool: &str, result_bytes: usize, count: usize) -> Vec<Message> {
+pub fn tool_turns(tool: &str, result_bytes: usize, count: usize) -> Vec<ChatMessage> {
     (0..count)
         .flat_map(|n| {
             let id = format!("old_{n}");
             [
-                Message::user_text(format!("look at part {n}")),
-                Message {
+                ChatMessage::user_text(format!("look at part {n}")),
+                ChatMessage {
                     role: Role::Assistant,
                     content: vec![ContentBlock::ToolUse {
                         id: id.clone(),
@@ -240,12 +241,12 @@ pub fn tool_turns(tool: &str, result_bytes: usize, count: usize) -> Vec<Message>
                         input: json!({"path": format!("part{n}.txt")}),
                     }],
                 },
-                Message::user_tool_results(vec![ContentBlock::tool_result(
+                ChatMessage::user_tool_results(vec![ContentBlock::tool_result(
                     id,
                     "z".repeat(result_bytes),
                     false,
                 )]),
-                Message::assistant_text(format!("part {n} seen")),
+                ChatMessage::assistant_text(format!("part {n} seen")),
             ]
         })
         .collect()
@@ -263,12 +264,12 @@ pub fn thresholds(compact_at_tokens: u64, keep_recent_messages: usize) -> Compac
 }
 
 /// `n` exchanges of a long user note and a short answer (about 500 tokens each).
-pub fn chatter(n: usize) -> Vec<Message> {
+pub fn chatter(n: usize) -> Vec<ChatMessage> {
     (0..n)
         .flat_map(|n| {
             [
-                Message::user_text(format!("note {n}: {}", "blah ".repeat(400))),
-                Message::assistant_text(format!("noted {n}")),
+                ChatMessage::user_text(format!("note {n}: {}", "blah ".repeat(400))),
+                ChatMessage::assistant_text(format!("noted {n}")),
             ]
         })
         .collect()

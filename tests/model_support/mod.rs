@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crew::model::{
-    ContentBlock, Message, ModelError, ModelProvider, ModelRequest, RequestContext, Role,
+    ChatMessage, ContentBlock, ModelError, ModelProvider, ModelRequest, RequestContext, Role,
     StreamEvent, SystemPrompt, ToolDefinition,
 };
 use futures::StreamExt;
@@ -255,8 +255,8 @@ pub fn sample_request() -> ModelRequest {
             dynamic_suffix: "Current task: 3".into(),
         },
         messages: vec![
-            Message::user_text("Fix the bug"),
-            Message {
+            ChatMessage::user_text("Fix the bug"),
+            ChatMessage {
                 role: Role::Assistant,
                 content: vec![
                     ContentBlock::Text {
@@ -269,7 +269,7 @@ pub fn sample_request() -> ModelRequest {
                     },
                 ],
             },
-            Message::user_tool_results(vec![ContentBlock::tool_result(
+            ChatMessage::user_tool_results(vec![ContentBlock::tool_result(
                 "toolu_1",
                 "no such file",
                 true,

@@ -4,10 +4,11 @@ use std::time::Duration;
 
 use crew::store::RequestState;
 use crew::team::tools::{RequestPlanApproval, RequestShutdown, ReviewPlan, SendMessage};
-use crew::tools::Tool;
+use crew::tools::ToolJson;
 use serde_json::json;
 
 use crate::support::{Team, ok_json, refusal};
+use crew::store::MessageKind;
 
 #[tokio::test]
 async fn a_typed_message_lands_in_the_recipients_inbox() {
@@ -25,9 +26,9 @@ async fn a_typed_message_lands_in_the_recipients_inbox() {
     assert_eq!(inbox.len(), 2);
     assert_eq!(inbox[0].id, sent["sent"].as_str().unwrap());
     assert_eq!(inbox[0].from, "lead");
-    assert_eq!(inbox[0].kind, "task_assignment");
+    assert_eq!(inbox[0].kind, MessageKind::TaskAssignment);
     assert_eq!(inbox[0].text.as_deref(), Some("take task_1"));
-    assert_eq!(inbox[1].kind, "message", "the default type");
+    assert_eq!(inbox[1].kind, MessageKind::Message, "the default type");
     assert!(inbox.iter().all(|m| m.request_id.is_none()));
 }
 
@@ -62,7 +63,7 @@ async fn recipients_are_checked() {
     assert!(bad_type.contains("field `type`"), "{bad_type}");
     // The call checks again, for a caller that skipped validation.
     let direct = send
-        .call(json!({"to": "user", "text": "x"}), ctx.clone())
+        .call_json(&json!({"to": "user", "text": "x"}), ctx.clone())
         .await
         .unwrap();
     assert!(direct.is_error);
@@ -81,7 +82,7 @@ async fn shutdown_is_a_request_with_an_id() {
     let request_id = out["request_id"].as_str().unwrap().to_string();
     assert!(request_id.starts_with("req_"), "{request_id}");
     let inbox = team.inbox("bob");
-    assert_eq!(inbox[0].kind, "shutdown_request");
+    assert_eq!(inbox[0].kind, MessageKind::ShutdownRequest);
     assert_eq!(inbox[0].request_id.as_deref(), Some(request_id.as_str()));
     assert_eq!(inbox[0].text.as_deref(), Some("all done"));
     let requests = team
@@ -113,7 +114,7 @@ async fn the_lead_approves_a_plan_once() {
     let request_id = out["request_id"].as_str().unwrap().to_string();
     assert_eq!(out["to"], "lead");
     let to_lead = team.inbox("lead");
-    assert_eq!(to_lead[0].kind, "plan_approval_request");
+    assert_eq!(to_lead[0].kind, MessageKind::PlanApprovalRequest);
     assert_eq!(to_lead[0].text.as_deref(), Some("1. parse\n2. test"));
 
     let review = ReviewPlan::new(team.env("lead"));
@@ -125,7 +126,7 @@ async fn the_lead_approves_a_plan_once() {
     .await;
     assert_eq!(answered["to"], "alice");
     let answer = &team.inbox("alice")[0];
-    assert_eq!(answer.kind, "plan_approval_response");
+    assert_eq!(answer.kind, MessageKind::PlanApprovalResponse);
     assert_eq!(answer.request_id.as_deref(), Some(request_id.as_str()));
     assert_eq!(answer.approve, Some(true));
     assert_eq!(answer.text.as_deref(), Some("go"));
@@ -206,8 +207,8 @@ async fn only_the_lead_it_was_sent_to_can_review_a_plan() {
 fn messaging_tools_are_not_concurrency_safe() {
     let team = Team::new();
     let input = json!({"to": "bob", "text": "x"});
-    assert!(!SendMessage::new(team.env("lead")).is_concurrency_safe(&input));
-    assert!(!RequestShutdown::new(team.env("lead")).is_concurrency_safe(&input));
-    assert!(!RequestPlanApproval::new(team.env("alice")).is_concurrency_safe(&input));
-    assert!(!ReviewPlan::new(team.env("lead")).is_concurrency_safe(&input));
+    assert!(!SendMessage::new(team.env("lead")).is_concurrency_safe_json(&input));
+    assert!(!RequestShutdown::new(team.env("lead")).is_concurrency_safe_json(&input));
+    assert!(!RequestPlanApproval::new(team.env("alice")).is_concurrency_safe_json(&input));
+    assert!(!ReviewPlan::new(team.env("lead")).is_concurrency_safe_json(&input));
 }

@@ -6,8 +6,9 @@ use std::time::SystemTime;
 
 use crew::agent::transcript::Row;
 use crew::config::{TeamConfig, init_template};
+use crew::store::{AgentState, AgentStatus};
 use crew::store::{Entry, Message, Status, Task};
-use crew::tui::data::{AgentStatus, Change, Loader};
+use crew::tui::data::{Change, Loader};
 use crew::tui::effects;
 use crew::tui::event::{Effect, Event};
 use crew::tui::uiconfig::UiConfig;
@@ -35,7 +36,7 @@ pub fn msg(ts: &str, from: &str, to: &str, kind: &str, text: &str, extra: Value)
     if let Value::Object(map) = extra {
         for (k, v) in map {
             match k.as_str() {
-                "request_id" => m.request_id = v.as_str().map(str::to_string),
+                "request_id" => m.request_id = v.as_str().map(Into::into),
                 "approve" => m.approve = v.as_bool(),
                 _ => {
                     m.extra.insert(k, v);
@@ -67,23 +68,15 @@ fn entries(messages: Vec<Message>) -> Vec<Entry> {
         .collect()
 }
 
-fn agent(name: &str, state: &str, task: Option<&str>, tokens: u64) -> Change {
-    Change::Agent(
-        name.into(),
-        Some(AgentStatus {
-            name: name.into(),
-            state: state.into(),
-            pid: Some(100),
-            task: task.map(str::to_string),
-            heartbeat: None,
-            turns: Some(3),
-            tokens: Some(json!(tokens)),
-            // The lead's provider reports a cost; the teammates' do not.
-            cost_micros: (name == "lead").then_some(1_234_567),
-            cache: Default::default(),
-            todos: Vec::new(),
-        }),
-    )
+fn agent(name: &str, state: AgentState, task: Option<&str>, tokens: u64) -> Change {
+    let mut status = AgentStatus::new(name, state);
+    status.pid = 100;
+    status.task = task.map(str::to_string);
+    status.turns = 3;
+    status.tokens = tokens;
+    // The lead's provider reports a cost; the teammates' do not.
+    status.cost_micros = (name == "lead").then_some(1_234_567);
+    Change::Agent(name.into(), Some(status))
 }
 
 /// The fixed workspace every snapshot shows.
@@ -183,9 +176,9 @@ pub fn fixture_changes() -> Vec<Change> {
             entries: entries(vec![shutdown]),
             reset: false,
         },
-        agent("lead", "WORK", None, 12_000),
-        agent("alice", "WAITING", Some("task_2"), 3_400),
-        agent("bob", "IDLE", None, 800),
+        agent("lead", AgentState::Work, None, 12_000),
+        agent("alice", AgentState::Waiting, Some("task_2"), 3_400),
+        agent("bob", AgentState::Idle, None, 800),
         Change::Transcript {
             name: "lead".into(),
             lines: vec![
@@ -299,7 +292,7 @@ impl Harness {
     pub fn reload(&mut self) {
         self.loader = Loader::new(&self.root);
         let changes = self.loader.load_all();
-        self.state.model = Default::default();
+        self.state.workspace = Default::default();
         self.feed(Event::Data(changes));
     }
 

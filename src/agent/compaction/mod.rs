@@ -14,7 +14,7 @@ use crate::agent::config::CompactionThresholds;
 use crate::agent::emitter::Emitter;
 use crate::agent::event::{AgentEvent, CompactionStep, CompactionTrigger};
 use crate::agent::normalize::normalize_owned;
-use crate::model::{ContentBlock, Message, ModelProvider, ModelRequest};
+use crate::model::{ChatMessage, ContentBlock, ModelProvider, ModelRequest};
 use crate::tools::ToolRegistry;
 
 /// Overhead bytes counted per content block (type tags, ids, JSON punctuation).
@@ -26,7 +26,7 @@ pub fn tokens_of_bytes(bytes: usize) -> u64 {
 }
 
 /// Estimated tokens of the messages.
-pub fn estimate_messages(messages: &[Message]) -> u64 {
+pub fn estimate_messages(messages: &[ChatMessage]) -> u64 {
     let bytes: usize = messages
         .iter()
         .flat_map(|m| &m.content)
@@ -96,7 +96,7 @@ impl Ladder<'_> {
     /// under `target`. The history stays normalised.
     pub async fn run(
         &self,
-        history: &mut Vec<Message>,
+        history: &mut Vec<ChatMessage>,
         fixed_tokens: u64,
         target: u64,
         trigger: CompactionTrigger,
@@ -155,7 +155,7 @@ mod tests {
 
     #[test]
     fn the_estimate_is_about_a_quarter_of_the_bytes() {
-        let small = estimate_messages(&[Message::user_text("x".repeat(400))]);
+        let small = estimate_messages(&[ChatMessage::user_text("x".repeat(400))]);
         assert_eq!(small, tokens_of_bytes(400 + BLOCK_OVERHEAD));
         let input = json!({"path": "a.rs", "n": [1, 2]});
         assert_eq!(json_len(&input), input.to_string().len() + 2);

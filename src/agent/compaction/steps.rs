@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::model::{ContentBlock, Message, Role};
+use crate::model::{ChatMessage, ContentBlock, Role};
 use crate::tools::ToolRegistry;
 use crate::tools::spill::apply_budget;
 use crate::tools::tool::ToolOutput;
@@ -21,10 +21,10 @@ pub const FOLD_HEADER: &str = "[Earlier conversation folded to save context]";
 const FOLD_TEXT_CHARS: usize = 300;
 
 /// Tool name by call id, over the whole history.
-fn tool_names(history: &[Message]) -> HashMap<String, String> {
+fn tool_names(history: &[ChatMessage]) -> HashMap<String, String> {
     history
         .iter()
-        .flat_map(Message::tool_uses)
+        .flat_map(ChatMessage::tool_uses)
         .map(|(id, name, _)| (id.to_string(), name.to_string()))
         .collect()
 }
@@ -33,7 +33,7 @@ fn tool_names(history: &[Message]) -> HashMap<String, String> {
 /// preview and the file's path. Results of tools without a result budget (`read`) are exempt:
 /// reading a spill file back must never spill it again. Returns how many were spilled.
 pub async fn spill_oversized(
-    history: &mut [Message],
+    history: &mut [ChatMessage],
     registry: &ToolRegistry,
     spill_dir: &Path,
     limit: usize,
@@ -71,7 +71,7 @@ pub async fn spill_oversized(
 
 /// Step 2: results outside the last `keep_recent` messages lose their payload (call and
 /// result stay paired, so the model can re-run the tool). Returns how many were dropped.
-pub fn drop_stale(history: &mut [Message], keep_recent: usize) -> usize {
+pub fn drop_stale(history: &mut [ChatMessage], keep_recent: usize) -> usize {
     let old = history.len().saturating_sub(keep_recent);
     let mut dropped = 0;
     for block in history[..old].iter_mut().flat_map(|m| m.content.iter_mut()) {
@@ -87,7 +87,7 @@ pub fn drop_stale(history: &mut [Message], keep_recent: usize) -> usize {
 
 /// Where old history may be cut: the latest user message that is a person's input (no tool
 /// results) with at least `keep` messages from it to the end, never the first message.
-pub fn split_point(history: &[Message], keep: usize) -> Option<usize> {
+pub fn split_point(history: &[ChatMessage], keep: usize) -> Option<usize> {
     let last = history.len().checked_sub(keep.max(1))?;
     (1..=last).rev().find(|&i| {
         let m = &history[i];
@@ -98,12 +98,12 @@ pub fn split_point(history: &[Message], keep: usize) -> Option<usize> {
 /// Step 3: everything before the split point becomes one user message recording what was
 /// asked, which tools ran and which files were touched. Returns false when there is nothing
 /// old enough to fold.
-pub fn fold(history: &mut Vec<Message>, keep_recent: usize) -> bool {
+pub fn fold(history: &mut Vec<ChatMessage>, keep_recent: usize) -> bool {
     let Some(split) = split_point(history, keep_recent) else {
         return false;
     };
     let record = fold_record(&history[..split]);
-    history.splice(..split, [Message::user_text(record)]);
+    history.splice(..split, [ChatMessage::user_text(record)]);
     true
 }
 
@@ -115,7 +115,7 @@ fn clip(text: &str, chars: usize) -> String {
 }
 
 /// The deterministic record of `old`.
-fn fold_record(old: &[Message]) -> String {
+fn fold_record(old: &[ChatMessage]) -> String {
     let mut earlier = Vec::new();
     let mut asked = Vec::new();
     let mut calls: Vec<(String, usize)> = Vec::new();
@@ -174,11 +174,11 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn turn(n: usize, tool: &str, result: &str) -> Vec<Message> {
+    fn turn(n: usize, tool: &str, result: &str) -> Vec<ChatMessage> {
         let id = format!("t{n}");
         vec![
-            Message::user_text(format!("task {n}")),
-            Message {
+            ChatMessage::user_text(format!("task {n}")),
+            ChatMessage {
                 role: Role::Assistant,
                 content: vec![ContentBlock::ToolUse {
                     id: id.clone(),
@@ -186,14 +186,14 @@ mod tests {
                     input: json!({"path": format!("f{n}.rs")}),
                 }],
             },
-            Message::user_tool_results(vec![ContentBlock::tool_result(id, result, false)]),
-            Message::assistant_text(format!("done {n}")),
+            ChatMessage::user_tool_results(vec![ContentBlock::tool_result(id, result, false)]),
+            ChatMessage::assistant_text(format!("done {n}")),
         ]
     }
 
     #[test]
     fn dropping_keeps_pairs_and_recent_results() {
-        let mut history: Vec<Message> = (0..3)
+        let mut history: Vec<ChatMessage> = (0..3)
             .flat_map(|n| turn(n, "grep", &"x".repeat(500)))
             .collect();
         assert_eq!(drop_stale(&mut history, 4), 2);
@@ -205,7 +205,7 @@ mod tests {
 
     #[test]
     fn folding_is_deterministic_and_keeps_the_recent_turns() {
-        let history: Vec<Message> = (0..3).flat_map(|n| turn(n, "read", "ok")).collect();
+        let history: Vec<ChatMessage> = (0..3).flat_map(|n| turn(n, "read", "ok")).collect();
         let mut a = history.clone();
         let mut b = history.clone();
         assert!(fold(&mut a, 4));
@@ -240,7 +240,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let registry = ToolRegistry::core_tools();
         let big = "y".repeat(5_000);
-        let mut history: Vec<Message> = turn(0, "read", &big)
+        let mut history: Vec<ChatMessage> = turn(0, "read", &big)
             .into_iter()
             .chain(turn(1, "bash", &big))
             .collect();

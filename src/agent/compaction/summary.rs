@@ -5,7 +5,7 @@ use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use crate::model::{
-    ContentBlock, Message, ModelProvider, ModelRequest, Role, StreamEvent, SystemPrompt,
+    ChatMessage, ContentBlock, ModelProvider, ModelRequest, Role, StreamEvent, SystemPrompt,
 };
 use crate::tools::spill::floor_char_boundary;
 
@@ -23,7 +23,7 @@ const RESULT_PREVIEW: usize = 2_000;
 /// Replaces everything before the latest user input with a model-written summary. Returns
 /// false when there is nothing to summarise or the call failed (logged).
 pub async fn summarise(
-    history: &mut Vec<Message>,
+    history: &mut Vec<ChatMessage>,
     model: &dyn ModelProvider,
     template: &ModelRequest,
     cancel: &CancellationToken,
@@ -36,7 +36,7 @@ pub async fn summarise(
             static_prefix: "You write faithful, compact summaries of coding sessions.".into(),
             dynamic_suffix: String::new(),
         },
-        messages: vec![Message::user_text(format!(
+        messages: vec![ChatMessage::user_text(format!(
             "{SUMMARY_INSTRUCTION}\n\n{}",
             as_text(&history[..split])
         ))],
@@ -72,7 +72,7 @@ pub async fn summarise(
     }
     history.splice(
         ..split,
-        [Message::user_text(format!(
+        [ChatMessage::user_text(format!(
             "{SUMMARY_HEADER}\n{}",
             text.trim()
         ))],
@@ -81,7 +81,7 @@ pub async fn summarise(
 }
 
 /// The conversation as plain text, tool results shortened.
-fn as_text(messages: &[Message]) -> String {
+fn as_text(messages: &[ChatMessage]) -> String {
     let mut out = String::new();
     for message in messages {
         let who = match message.role {

@@ -17,7 +17,8 @@ use crew::agent::conversation::ConversationFile;
 use crew::agent::{Agent, AgentConfig, CompactionThresholds, EventSink, Limits};
 use crew::model::scripted::ScriptedProvider;
 use crew::model::{
-    ContentBlock, Message, ModelError, ModelProvider, ModelRequest, RetryPolicy, Role, StreamEvent,
+    ChatMessage, ContentBlock, ModelError, ModelProvider, ModelRequest, RetryPolicy, Role,
+    StreamEvent,
 };
 use crew::tools::permissions::{BypassSwitches, PermissionMode, PermissionPolicy, RuleSet};
 use crew::tools::{Pipeline, Sandbox, ToolRegistry};
@@ -141,17 +142,17 @@ async fn measure(turns: usize, history: usize, resumed: bool) -> anyhow::Result<
 }
 
 /// A history of `len` messages: chat turns with a tool round trip every other turn.
-fn seed_history(len: usize) -> Vec<Message> {
+fn seed_history(len: usize) -> Vec<ChatMessage> {
     let mut messages = Vec::with_capacity(len + 3);
     let mut n = 0;
     while messages.len() < len {
-        messages.push(Message::user_text(format!(
+        messages.push(ChatMessage::user_text(format!(
             "request {n}: {}",
             "please look ".repeat(10)
         )));
         if n % 2 == 0 {
             let id = format!("toolu_seed_{n}");
-            messages.push(Message {
+            messages.push(ChatMessage {
                 role: Role::Assistant,
                 content: vec![ContentBlock::ToolUse {
                     id: id.clone(),
@@ -159,13 +160,11 @@ fn seed_history(len: usize) -> Vec<Message> {
                     input: json!({"pattern": format!("fn item_{n}")}),
                 }],
             });
-            messages.push(Message::user_tool_results(vec![ContentBlock::tool_result(
-                id,
-                "src/lib.rs:10: fn item() {}\n".repeat(20),
-                false,
-            )]));
+            messages.push(ChatMessage::user_tool_results(vec![
+                ContentBlock::tool_result(id, "src/lib.rs:10: fn item() {}\n".repeat(20), false),
+            ]));
         }
-        messages.push(Message::assistant_text(format!(
+        messages.push(ChatMessage::assistant_text(format!(
             "done with {n}. {}",
             "ok ".repeat(30)
         )));

@@ -14,6 +14,7 @@ use crew::store::{
 
 use crate::proc::{Workers, ready_and_wait};
 use crate::stats::round3;
+use crew::store::MessageKind;
 
 pub fn run(procs: usize, tasks: usize, as_json: bool) -> anyhow::Result<()> {
     let dir = tempfile::tempdir().context("creating a scratch folder")?;
@@ -146,7 +147,7 @@ pub fn churn(dir: &Path, name: &str) -> anyhow::Result<()> {
             Draft {
                 from: name.to_string(),
                 to: "lead".to_string(),
-                kind: "status_update".into(),
+                kind: MessageKind::StatusUpdate,
                 text: Some(format!("{i} {}", "y".repeat((i % 5) as usize * 1000))),
                 request: i % 4 == 0,
                 extra: Default::default(),

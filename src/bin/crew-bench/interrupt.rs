@@ -15,6 +15,7 @@ use crew::store::{AgentState, Draft, NewTask, Status, TaskId, Workspace};
 use crew::team::supervisor::Supervisor;
 
 use crate::stats::{percentile, round3};
+use crew::store::{MessageKind, USER};
 
 const NAME: &str = "alice";
 const SCENARIO: &str = r#"
@@ -126,9 +127,9 @@ fn measure(
         workspace.mailboxes().send(
             roster,
             Draft {
-                from: "user".into(),
+                from: USER.into(),
                 to: NAME.into(),
-                kind: "message".into(),
+                kind: MessageKind::Message,
                 text: Some("carry on".into()),
                 ..Draft::default()
             },

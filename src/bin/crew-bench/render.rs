@@ -16,7 +16,7 @@ use serde_json::json;
 
 use crew::agent::AgentEvent;
 use crew::agent::transcript::TranscriptLine;
-use crew::store::{Message, Workspace};
+use crew::store::{AgentState, AgentStatus, Message, MessageKind, USER, Workspace};
 use crew::tui::runtime::{Options, initial_state, spawn_loader};
 use crew::tui::{Event, Pane, render, update};
 
@@ -80,7 +80,7 @@ pub fn run(teammates: usize, tasks: usize, messages: usize, as_json: bool) -> an
     for k in 0..PROBES {
         let probe = format!("probe-{k}");
         let t = Instant::now();
-        boxes.append(&message(k, "user", "lead", "message", &probe))?;
+        boxes.append(&message(k, USER, "lead", MessageKind::Message, &probe))?;
         loop {
             let event = rx
                 .recv_timeout(Duration::from_secs(10))
@@ -121,13 +121,13 @@ pub fn run(teammates: usize, tasks: usize, messages: usize, as_json: bool) -> an
     Ok(())
 }
 
-fn message(k: usize, from: &str, to: &str, kind: &str, text: &str) -> Message {
+fn message(k: usize, from: &str, to: &str, kind: MessageKind, text: &str) -> Message {
     Message {
         id: format!("msg_{k}"),
         ts: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
         from: from.into(),
         to: to.into(),
-        kind: kind.into(),
+        kind,
         text: Some(text.into()),
         request_id: None,
         approve: None,
@@ -186,13 +186,13 @@ fn populate(root: &Path, teammates: usize, tasks: usize, messages: usize) -> any
             k,
             "lead",
             inboxes[to],
-            "status_update",
+            MessageKind::StatusUpdate,
             &format!("update {k}"),
         );
         // Every 500th message is a request waiting for the person.
         if k % 500 == 0 {
-            m.kind = "permission_request".into();
-            m.request_id = Some(format!("req_{k}"));
+            m.kind = MessageKind::PermissionRequest;
+            m.request_id = Some(format!("req_{k}").into());
             m.extra.insert("tool".into(), json!("bash"));
             m.extra
                 .insert("input".into(), json!({"command": format!("make step{k}")}));
@@ -206,8 +206,13 @@ fn populate(root: &Path, teammates: usize, tasks: usize, messages: usize) -> any
     let agents = ws.crew_dir().join("agents");
     fs::create_dir_all(&agents)?;
     for name in &names {
-        let status = json!({"name": name, "state": "WORK", "pid": 1, "task": "task_1", "turns": 1, "tokens": 1000});
-        fs::write(agents.join(format!("{name}.json")), status.to_string())?;
+        let mut status = AgentStatus::new(name, AgentState::Work);
+        status.task = Some("task_1".into());
+        (status.turns, status.tokens) = (1, 1000);
+        fs::write(
+            agents.join(format!("{name}.json")),
+            serde_json::to_string(&status)?,
+        )?;
     }
     for name in &inboxes {
         transcript(root, name)?;

@@ -9,7 +9,7 @@ use crate::model::event::StreamEvent;
 use crate::model::http::classify;
 use crate::model::sse::SseEvent;
 use crate::model::streaming::{Decoder, Progress};
-use crate::model::types::{ContentBlock, StopReason, Usage};
+use crate::model::types::{ContentBlock, FinishReason, Usage};
 
 /// A content block between its start and stop events.
 enum Block {
@@ -37,7 +37,7 @@ enum Block {
 #[derive(Default)]
 pub(super) struct AnthropicDecoder {
     usage: Usage,
-    stop_reason: Option<StopReason>,
+    stop_reason: Option<FinishReason>,
     blocks: HashMap<u64, Block>,
 }
 
@@ -68,7 +68,7 @@ impl Decoder for AnthropicDecoder {
             "content_block_stop" => self.stop_block(&data, out)?,
             "message_delta" => {
                 if let Some(reason) = data["delta"]["stop_reason"].as_str() {
-                    self.stop_reason = Some(StopReason::from_anthropic(reason));
+                    self.stop_reason = Some(FinishReason::from_anthropic(reason));
                 }
                 merge_usage(&mut self.usage, &data["usage"]);
                 out.push(StreamEvent::Usage(self.usage));
@@ -77,7 +77,7 @@ impl Decoder for AnthropicDecoder {
                 let reason = self
                     .stop_reason
                     .take()
-                    .unwrap_or_else(|| StopReason::Other("unspecified".into()));
+                    .unwrap_or_else(|| FinishReason::Other("unspecified".into()));
                 out.push(StreamEvent::Stop {
                     reason,
                     usage: self.usage,
@@ -320,7 +320,7 @@ mod tests {
         assert_eq!(
             events,
             vec![StreamEvent::Stop {
-                reason: StopReason::Other("unspecified".into()),
+                reason: FinishReason::Other("unspecified".into()),
                 usage: Usage::default()
             }]
         );

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::model::types::{ContentBlock, Message, ModelRequest, Role};
+use crate::model::types::{ChatMessage, ContentBlock, ModelRequest, Role};
 
 /// Marks a prefix of the prompt as cacheable.
 fn ephemeral() -> Value {
@@ -72,7 +72,7 @@ pub(super) fn body(req: &ModelRequest, default_model: &str, thinking: Option<u32
 
 /// The messages that carry a breakpoint: the last one, and the last user message before the
 /// last assistant message (what the previous call ended with).
-fn breakpoints(messages: &[Message]) -> Vec<usize> {
+fn breakpoints(messages: &[ChatMessage]) -> Vec<usize> {
     let Some(last) = messages.len().checked_sub(1) else {
         return Vec::new();
     };
@@ -102,7 +102,7 @@ fn mark_last_block(message: &mut Value) {
 
 /// A message as the API wants it: the API rejects empty text blocks, so they are left out
 /// (unless nothing else is left).
-fn message(msg: &Message) -> Value {
+fn message(msg: &ChatMessage) -> Value {
     let is_empty_text =
         |block: &&ContentBlock| matches!(block, ContentBlock::Text { text } if text.is_empty());
     let kept: Vec<&ContentBlock> = msg.content.iter().filter(|b| !is_empty_text(b)).collect();
@@ -126,7 +126,7 @@ mod tests {
                 static_prefix: "You are crew.".into(),
                 dynamic_suffix: "Today is Monday.".into(),
             },
-            messages: vec![Message {
+            messages: vec![ChatMessage {
                 role: Role::Assistant,
                 content: vec![
                     ContentBlock::Text {
@@ -182,10 +182,10 @@ mod tests {
         assert!(body.get("tools").is_none());
     }
 
-    fn conversation(turns: usize) -> Vec<Message> {
-        let mut messages = vec![Message::user_text("start")];
+    fn conversation(turns: usize) -> Vec<ChatMessage> {
+        let mut messages = vec![ChatMessage::user_text("start")];
         for n in 0..turns {
-            messages.push(Message {
+            messages.push(ChatMessage {
                 role: Role::Assistant,
                 content: vec![
                     ContentBlock::Thinking {
@@ -199,11 +199,9 @@ mod tests {
                     },
                 ],
             });
-            messages.push(Message::user_tool_results(vec![ContentBlock::tool_result(
-                format!("t{n}"),
-                "ok",
-                false,
-            )]));
+            messages.push(ChatMessage::user_tool_results(vec![
+                ContentBlock::tool_result(format!("t{n}"), "ok", false),
+            ]));
         }
         messages
     }
@@ -228,7 +226,7 @@ mod tests {
         req.messages = conversation(3);
         assert_eq!(marked(&body(&req, "m", None)), vec![(4, 0), (6, 0)]);
         // A thinking block never carries a breakpoint.
-        req.messages.push(Message {
+        req.messages.push(ChatMessage {
             role: Role::Assistant,
             content: vec![ContentBlock::RedactedThinking { data: "x".into() }],
         });

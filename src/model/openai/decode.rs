@@ -7,7 +7,7 @@ use crate::model::event::StreamEvent;
 use crate::model::http::classify;
 use crate::model::sse::SseEvent;
 use crate::model::streaming::{Decoder, Progress};
-use crate::model::types::{StopReason, Usage};
+use crate::model::types::{FinishReason, Usage};
 
 /// A tool call still receiving fragments.
 struct Call {
@@ -180,14 +180,14 @@ impl OpenAiDecoder {
         let called = !self.emitted.is_empty();
         let reason = match self.finish_reason.as_deref() {
             // Some servers (Ollama) say "stop" even when the reply is tool calls.
-            Some("stop") if called => StopReason::ToolUse,
-            Some("stop") => StopReason::EndTurn,
-            Some("length") => StopReason::MaxTokens,
-            Some("tool_calls" | "function_call") => StopReason::ToolUse,
-            Some("content_filter") => StopReason::Refusal,
-            Some(other) => StopReason::Other(other.to_string()),
-            None if called => StopReason::ToolUse,
-            None => StopReason::Other("unspecified".into()),
+            Some("stop") if called => FinishReason::ToolUse,
+            Some("stop") => FinishReason::EndTurn,
+            Some("length") => FinishReason::MaxTokens,
+            Some("tool_calls" | "function_call") => FinishReason::ToolUse,
+            Some("content_filter") => FinishReason::Refusal,
+            Some(other) => FinishReason::Other(other.to_string()),
+            None if called => FinishReason::ToolUse,
+            None => FinishReason::Other("unspecified".into()),
         };
         out.push(StreamEvent::Stop {
             reason,

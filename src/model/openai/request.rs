@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::model::types::{Message, ModelRequest, Role};
+use crate::model::types::{ChatMessage, ModelRequest, Role};
 
 /// The streaming request body; the system prompt's two parts are joined into one message.
 pub(super) fn body(req: &ModelRequest, default_model: &str) -> Value {
@@ -46,7 +46,7 @@ pub(super) fn body(req: &ModelRequest, default_model: &str) -> Value {
 /// One crew message becomes one or more chat messages: tool results become `role: tool`
 /// messages (placed first, since they must follow the assistant's `tool_calls`), text becomes
 /// a user message; an assistant message carries its calls in `tool_calls`.
-fn convert(msg: &Message, out: &mut Vec<Value>) {
+fn convert(msg: &ChatMessage, out: &mut Vec<Value>) {
     let text = msg.text();
     match msg.role {
         Role::User => {

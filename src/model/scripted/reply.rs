@@ -7,7 +7,7 @@ use serde_json::Value;
 use super::scenario::{Rule, ScriptedError, ScriptedStop, Situation};
 use crate::model::error::ModelError;
 use crate::model::event::StreamEvent;
-use crate::model::types::{ModelRequest, StopReason, Usage};
+use crate::model::types::{FinishReason, ModelRequest, Usage};
 
 /// Words per text delta, so text arrives in several pieces like a real stream.
 const WORDS_PER_DELTA: usize = 3;
@@ -70,11 +70,11 @@ pub(super) fn play(rule: &Rule, situation: &Situation<'_>, first_id: u64) -> Vec
     }
     usage.output_tokens = tokens(output_bytes);
     let reason = match rule.stop {
-        Some(ScriptedStop::EndTurn) => StopReason::EndTurn,
-        Some(ScriptedStop::ToolUse) => StopReason::ToolUse,
-        Some(ScriptedStop::MaxTokens) => StopReason::MaxTokens,
-        None if rule.tool_calls.is_empty() => StopReason::EndTurn,
-        None => StopReason::ToolUse,
+        Some(ScriptedStop::EndTurn) => FinishReason::EndTurn,
+        Some(ScriptedStop::ToolUse) => FinishReason::ToolUse,
+        Some(ScriptedStop::MaxTokens) => FinishReason::MaxTokens,
+        None if rule.tool_calls.is_empty() => FinishReason::EndTurn,
+        None => FinishReason::ToolUse,
     };
     items.push(Ok(StreamEvent::Usage(usage)));
     items.push(Ok(StreamEvent::Stop { reason, usage }));
@@ -102,7 +102,7 @@ pub(super) fn fallback(origin: &Path, situation: &Situation<'_>) -> Vec<Item> {
     items.extend(deltas(&text).into_iter().map(Ok));
     items.push(Ok(StreamEvent::Usage(usage)));
     items.push(Ok(StreamEvent::Stop {
-        reason: StopReason::EndTurn,
+        reason: FinishReason::EndTurn,
         usage,
     }));
     items

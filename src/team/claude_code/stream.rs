@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use crate::agent::AgentEvent;
-use crate::model::{StopReason, Usage};
+use crate::model::{FinishReason, Usage};
 
 /// The end of one turn, from the `result` event.
 #[derive(Debug, Clone, PartialEq)]
@@ -128,9 +128,9 @@ impl Translator {
     fn close_message(&mut self, out: &mut Vec<AgentEvent>) {
         if self.open_message.take().is_some() {
             let stop_reason = if std::mem::take(&mut self.used_tools) {
-                StopReason::ToolUse
+                FinishReason::ToolUse
             } else {
-                StopReason::EndTurn
+                FinishReason::EndTurn
             };
             out.push(AgentEvent::MessageStop {
                 stop_reason,

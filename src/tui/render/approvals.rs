@@ -8,6 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
 use crate::git::{FileDiff, FileStatus};
+use crate::store::MessageKind;
 use crate::store::RequestInfo;
 use crate::tui::action::Action;
 use crate::tui::ask;
@@ -17,7 +18,7 @@ use crate::tui::render::{age, diff, pane_block, plain};
 use crate::tui::state::{AppState, Pane, Proposal};
 
 pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
-    let pending = state.model.pending();
+    let pending = state.workspace.pending();
     let theme = &state.theme;
     let title = format!(
         " approvals ({}) · reviews ({}) ",
@@ -168,7 +169,7 @@ fn request_lines(state: &AppState, r: &RequestInfo, selected: bool) -> Vec<Line<
     let theme = &state.theme;
     let m = &r.request;
     let marker = if selected { "▶ " } else { "  " };
-    let what = if r.kind == "plan_approval_request" {
+    let what = if r.kind == MessageKind::PlanApprovalRequest {
         "a plan".to_string()
     } else {
         ask::tool(m).unwrap_or("permission").to_string()

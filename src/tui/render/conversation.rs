@@ -45,7 +45,7 @@ pub fn window(
     back: usize,
 ) -> Option<Window> {
     let kept = state
-        .model
+        .workspace
         .transcripts
         .get(name)
         .filter(|k| !k.rows.is_empty())?;
@@ -81,7 +81,7 @@ pub fn window(
 /// How many lines the rows after `number` take: the scroll that puts that row's last line at
 /// the bottom of the window.
 pub fn lines_after(state: &AppState, name: &str, number: u64, layout: Layout) -> usize {
-    let Some(kept) = state.model.transcripts.get(name) else {
+    let Some(kept) = state.workspace.transcripts.get(name) else {
         return 0;
     };
     let Some(index) = kept.index(number) else {

@@ -87,7 +87,7 @@ pub fn render(state: &AppState, view: &DiffView, frame: &mut Frame, area: Rect) 
 }
 
 fn title(state: &AppState, view: &DiffView) -> String {
-    let base = state.model.base_branch();
+    let base = state.workspace.base_branch();
     let totals = match &view.diff {
         Some(Ok(d)) => format!(
             " · {} files +{} -{}",

@@ -7,13 +7,12 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
+use crate::store::AgentState;
 use crate::tui::state::{AppState, SandboxState};
-
-const STATES: &[&str] = &["WORK", "WAITING", "IDLE", "SHUTDOWN", "DEAD"];
 
 pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     let theme = &state.theme;
-    let model = &state.model;
+    let model = &state.workspace;
     let style = theme.style("header");
     let names: Vec<String> = std::iter::once(model.lead_name().to_string())
         .chain(model.teammates())
@@ -34,10 +33,10 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
             Span::styled(format!(" ⚠ {warning} │"), theme.style("status.warning")),
         );
     }
-    for s in STATES {
+    for s in AgentState::ALL {
         let n = names
             .iter()
-            .filter(|n| state.agent(n).is_some_and(|a| a.state == *s))
+            .filter(|n| state.agent(n).is_some_and(|a| a.state == s))
             .count();
         if n > 0 {
             spans.push(crate::tui::render::badge(state, Some(s)));
@@ -62,7 +61,7 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
             theme.style("msg.pending"),
         ));
     }
-    let tokens: u64 = model.agents.values().map(|a| a.token_total()).sum();
+    let tokens: u64 = model.agents.values().map(|a| a.tokens).sum();
     let cached: u64 = model.agents.values().map(|a| a.cache.read).sum();
     let cached = if cached > 0 {
         format!("({} from cache) ", tokens_text(cached))
@@ -103,17 +102,17 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
 /// The team's spend against `[budget]` (raised by each approved budget request), when set.
 fn budget_text(state: &AppState) -> Option<String> {
     use crate::team::budget::{Scope, answers};
-    let model = &state.model;
+    let model = &state.workspace;
     let budget = model.config.as_ref()?.budget;
     let times = answers(&model.requests, Scope::Team).raised + 1;
     let agents = || model.agents.values();
     let mut parts = Vec::new();
     if let Some(max) = budget.max_turns {
-        let spent: u64 = agents().filter_map(|a| a.turns).sum();
+        let spent: u64 = agents().map(|a| a.turns).sum();
         parts.push(format!("{spent}/{} calls", max.saturating_mul(times)));
     }
     if let Some(max) = budget.max_tokens {
-        let spent: u64 = agents().map(|a| a.token_total()).sum();
+        let spent: u64 = agents().map(|a| a.tokens).sum();
         parts.push(format!(
             "{}/{} tokens",
             tokens_text(spent),

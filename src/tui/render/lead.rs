@@ -9,10 +9,10 @@ use crate::tui::render::{badge, conversation, pane_block, plain};
 use crate::tui::state::{AppState, Pane};
 
 pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
-    let lead = state.model.lead_name();
+    let lead = state.workspace.lead_name();
     let title = Line::from(vec![
         Span::raw(format!(" {lead} ")),
-        badge(state, state.agent(lead).map(|a| a.state.as_str())),
+        badge(state, state.agent(lead).map(|a| a.state)),
         Span::raw(" "),
     ]);
     let block = pane_block(state, Pane::Lead, title);
@@ -54,7 +54,7 @@ pub(crate) fn placement(state: &AppState, area: Rect) -> (conversation::Placemen
         .constraints([Constraint::Min(1), Constraint::Length(input_rows)])
         .split(inner);
     let placed = conversation::Placement {
-        name: state.model.lead_name().to_string(),
+        name: state.workspace.lead_name().to_string(),
         area: parts[0],
         layout: conversation::Layout {
             base: state.theme.style("text"),

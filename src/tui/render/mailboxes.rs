@@ -22,7 +22,7 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     let theme = &state.theme;
     let mut title = vec![Span::raw(" mailboxes ")];
     for name in &names {
-        let count = state.model.inboxes.get(name).map_or(0, Vec::len);
+        let count = state.workspace.inboxes.get(name).map_or(0, Vec::len);
         let style = if *name == current {
             theme.style("tab.active")
         } else {
@@ -34,7 +34,7 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     let inner = block.inner(area);
     frame.render_widget(block, area);
     let entries = state
-        .model
+        .workspace
         .inboxes
         .get(&current)
         .map_or(&[][..], Vec::as_slice);
@@ -49,7 +49,7 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
         return;
     }
     let requests: HashMap<&str, &RequestInfo> = state
-        .model
+        .workspace
         .requests
         .iter()
         .map(|r| (r.request_id.as_str(), r))
@@ -68,16 +68,13 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
 }
 
 fn kind_style(message: &Message) -> &'static str {
-    if !message.is_known_type() {
+    if !message.kind.is_known() {
         "msg.unknown"
     } else if message.is_request() {
         "msg.request"
     } else if message.is_response() {
         "msg.response"
-    } else if matches!(
-        message.kind.as_str(),
-        "status_update" | "idle_notification" | "task_assignment"
-    ) {
+    } else if message.kind.is_report() {
         "msg.status"
     } else {
         "msg.message"
@@ -148,7 +145,7 @@ fn entry_line(
             spans.push(Span::styled(text, theme.style(key)));
         }
     }
-    let body = match (&message.text, message.is_known_type()) {
+    let body = match (&message.text, message.kind.is_known()) {
         (Some(text), true) => text.clone(),
         (text, _) => {
             // Unknown types are shown raw, extra fields and all.

@@ -19,6 +19,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders, Paragraph};
 use unicode_width::UnicodeWidthChar;
 
+use crate::store::AgentState;
+
 pub use overlay::help_lines;
 
 use crate::tui::layout::{areas, tab_cells};
@@ -76,9 +78,12 @@ pub fn tab_labels(state: &AppState) -> Vec<String> {
         .map(|(i, p)| {
             let count = match p {
                 Pane::Approvals => {
-                    format!(" ({})", state.model.pending().len() + state.reviews.len())
+                    format!(
+                        " ({})",
+                        state.workspace.pending().len() + state.reviews.len()
+                    )
                 }
-                Pane::Tasks => format!(" ({})", state.model.tasks.len()),
+                Pane::Tasks => format!(" ({})", state.workspace.tasks.len()),
                 _ => String::new(),
             };
             format!("{} {}{count}", i + 1, p.title())
@@ -92,7 +97,7 @@ fn render_tabs(state: &AppState, frame: &mut Frame, area: Rect) {
         let style = if pane == state.focus {
             state.theme.style("tab.active")
         } else if pane == Pane::Approvals
-            && !(state.model.pending().is_empty() && state.reviews.is_empty())
+            && !(state.workspace.pending().is_empty() && state.reviews.is_empty())
         {
             state.theme.style("msg.pending")
         } else {
@@ -163,17 +168,16 @@ pub(crate) fn age(secs: u64) -> String {
     }
 }
 
-/// An agent state as a badge; the state names come from the team layer's status files.
+/// An agent state as a badge (`None`: no readable status file).
 /// Glyphs here are one cell wide everywhere: an emoji-capable one (⚠) is drawn two wide by
 /// many terminals and pushes the rest of its row, right border included, out of line.
-pub(crate) fn badge(state: &AppState, agent_state: Option<&str>) -> Span<'static> {
+pub(crate) fn badge(state: &AppState, agent_state: Option<AgentState>) -> Span<'static> {
     let (text, key) = match agent_state {
-        Some("WORK") => (" WORK ", "badge.work"),
-        Some("WAITING") => (" ! WAITING ", "badge.waiting"),
-        Some("IDLE") => (" IDLE ", "badge.idle"),
-        Some("SHUTDOWN") => (" SHUTDOWN ", "badge.shutdown"),
-        Some("DEAD") => (" DEAD ", "badge.dead"),
-        Some(other) => return Span::styled(format!(" {other} "), state.theme.style("badge")),
+        Some(AgentState::Work) => (" WORK ", "badge.work"),
+        Some(AgentState::Waiting) => (" ! WAITING ", "badge.waiting"),
+        Some(AgentState::Idle) => (" IDLE ", "badge.idle"),
+        Some(AgentState::Shutdown) => (" SHUTDOWN ", "badge.shutdown"),
+        Some(AgentState::Dead) => (" DEAD ", "badge.dead"),
         None => (" ? unknown ", "badge.unknown"),
     };
     Span::styled(text, state.theme.style(key))

@@ -7,13 +7,13 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 
 use crate::store::Status;
-use crate::tui::model::TaskRow;
 use crate::tui::render::{one_line, pane_block, plain, window_start};
 use crate::tui::state::{AppState, Pane};
+use crate::tui::workspace_view::TaskRow;
 use unicode_width::UnicodeWidthStr;
 
 pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
-    let model = &state.model;
+    let model = &state.workspace;
     let claimable = model.task_rows.iter().filter(|r| r.claimable).count();
     let title = format!(" tasks ({}, {claimable} claimable) ", model.tasks.len());
     let block = pane_block(state, Pane::Tasks, Line::from(title));
@@ -74,7 +74,7 @@ const SUBJECT_MIN: usize = 6;
 /// shows what fits and says how many more (`…+2`), so a row never ends mid-id at the edge.
 fn task_line(state: &AppState, row: &TaskRow, selected: bool, width: usize) -> Line<'static> {
     let theme = &state.theme;
-    let task = &state.model.tasks[row.index];
+    let task = &state.workspace.tasks[row.index];
     let (g, key) = glyph(task.status);
     let layer = row.layer.map_or("L∞".to_string(), |l| format!("L{l}"));
     let mut spans = vec![
@@ -175,7 +175,7 @@ fn fit(
 
 fn render_detail(state: &AppState, row: &TaskRow, frame: &mut Frame, area: Rect) {
     let theme = &state.theme;
-    let task = &state.model.tasks[row.index];
+    let task = &state.workspace.tasks[row.index];
     let mut lines = vec![
         plain(
             theme.style("title"),

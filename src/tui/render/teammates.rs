@@ -6,16 +6,17 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
+use crate::store::MessageKind;
 use crate::store::TodoStatus;
+use crate::store::{AgentState, AgentStatus};
 use crate::tui::action::Action;
-use crate::tui::data::AgentStatus;
 use crate::tui::keymap::Mode;
 use crate::tui::render::header::tokens_text;
 use crate::tui::render::{badge, conversation, one_line, pane_block, plain};
 use crate::tui::state::{AppState, Pane};
 
 pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
-    let names = state.model.teammates();
+    let names = state.workspace.teammates();
     let mut title = format!(" teammates ({}) ", names.len());
     if state.zoom {
         title.push_str(&zoom_hint(state));
@@ -73,7 +74,7 @@ fn zoom_hint(state: &AppState) -> String {
 fn render_one(state: &AppState, name: &str, selected: bool, frame: &mut Frame, area: Rect) {
     let theme = &state.theme;
     let status = state.agent(name);
-    let waiting = status.is_some_and(|s| s.state == "WAITING");
+    let waiting = status.is_some_and(|s| s.state == AgentState::Waiting);
     let mut title = vec![
         Span::styled(
             format!(" {name} "),
@@ -83,9 +84,9 @@ fn render_one(state: &AppState, name: &str, selected: bool, frame: &mut Frame, a
                 theme.style("title")
             },
         ),
-        badge(state, status.map(|s| s.state.as_str())),
+        badge(state, status.map(|s| s.state)),
     ];
-    if state.model.writes(name) {
+    if state.workspace.writes(name) {
         title.push(Span::styled(" writes ", theme.style("dim")));
     }
     if let Some(status) = status.filter(|s| !s.cache.is_empty()) {
@@ -141,7 +142,7 @@ fn body(
         .and_then(|s| s.task.as_deref())
         .map(|id| {
             let subject = state
-                .model
+                .workspace
                 .tasks
                 .iter()
                 .find(|t| t.id == id)
@@ -152,13 +153,13 @@ fn body(
         .unwrap_or_else(|| "no task".to_string());
     let mut lines = vec![plain(theme.style("task.in_progress"), task)];
     lines.extend(todo_lines(state, status, width));
-    let pending = state.model.pending();
+    let pending = state.workspace.pending();
     let asks = pending.iter().filter(|r| r.from == name).count();
     let plans = pending
         .iter()
-        .filter(|r| r.from == name && r.kind == "plan_approval_request")
+        .filter(|r| r.from == name && r.kind == MessageKind::PlanApprovalRequest)
         .count();
-    if status.is_some_and(|s| s.state == "WAITING") {
+    if status.is_some_and(|s| s.state == AgentState::Waiting) {
         lines.push(plain(
             theme.style("badge.waiting"),
             format!("waiting for you: {asks} request(s) in approvals"),

@@ -6,10 +6,11 @@ use std::time::SystemTime;
 
 use crate::agent::transcript::Row;
 use crate::config::TeamConfig;
+use crate::store::AgentStatus;
 use crate::store::dag::{Graph, order_key};
 use crate::store::requests::derive;
 use crate::store::{Entry, Message, RequestInfo, RequestState, Task};
-use crate::tui::data::{AgentStatus, Change, TRANSCRIPT_KEEP};
+use crate::tui::data::{Change, TRANSCRIPT_KEEP};
 use crate::tui::uiconfig::UiConfig;
 
 /// One row of the task pane, precomputed so a frame only formats what is visible.
@@ -55,7 +56,7 @@ impl Kept {
 }
 
 #[derive(Default)]
-pub struct Model {
+pub struct WorkspaceView {
     pub config: Option<TeamConfig>,
     pub config_error: Option<String>,
     pub ui: UiConfig,
@@ -84,7 +85,7 @@ pub struct Applied {
     pub new_reviews: Vec<String>,
 }
 
-impl Model {
+impl WorkspaceView {
     pub fn team_name(&self) -> &str {
         self.config.as_ref().map_or("?", |c| c.team.name.get_ref())
     }
@@ -115,12 +116,12 @@ impl Model {
     pub fn pending(&self) -> Vec<&RequestInfo> {
         self.requests
             .iter()
-            .filter(|r| r.state == RequestState::Pending && needs_person(&r.kind))
+            .filter(|r| r.state == RequestState::Pending && r.kind.needs_person())
             .collect()
     }
 
     pub fn apply(&mut self, changes: Vec<Change>, now: SystemTime) -> Applied {
-        let before: Vec<String> = self
+        let before: Vec<crate::store::RequestId> = self
             .pending()
             .iter()
             .map(|r| r.request_id.clone())
@@ -288,12 +289,4 @@ impl Model {
             .unwrap_or(std::time::Duration::from_secs(300));
         self.requests = derive(&self.request_messages, now, timeout);
     }
-}
-
-/// Requests the approvals pane shows: those a person answers.
-pub fn needs_person(kind: &str) -> bool {
-    matches!(
-        kind,
-        "permission_request" | "plan_approval_request" | crate::team::budget::BUDGET_REQUEST
-    )
 }
