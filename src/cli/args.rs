@@ -64,6 +64,9 @@ pub enum Command {
     Memory(MemoryCommand),
     /// Open the full-screen workbench.
     Ui(UiArgs),
+    /// Open the workbench on another tool's agent team, read-mostly.
+    #[command(subcommand)]
+    Attach(AttachCommand),
     /// Run the team: the lead here, one process per teammate.
     Up(UpArgs),
     /// Run one teammate (the supervisor starts these), or `restart NAME` a dead one.
@@ -264,6 +267,19 @@ pub struct UiArgs {
     /// Keymap: default, vim, or a file in $XDG_CONFIG_HOME/crew/keymaps.
     #[arg(long, default_value = "default")]
     pub keymap: String,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AttachCommand {
+    /// A Claude Code agent team (~/.claude/teams/TEAM, ~/.claude/tasks/TEAM): members as
+    /// teammates, tasks as the graph, every inbox message kept in crew's own log, teammates'
+    /// permission requests answerable from the approvals pane.
+    Claude {
+        /// The team (a folder of ~/.claude/teams); default: the only one.
+        team: Option<String>,
+        #[command(flatten)]
+        ui: UiArgs,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -4,6 +4,7 @@
 //! (with one line saying exactly why); 1 anything else.
 
 mod args;
+mod attach;
 mod demo;
 mod exit;
 mod graph_text;
@@ -74,6 +75,7 @@ fn only_prints(command: Option<&Command>) -> bool {
                 | Command::Worker(_)
                 | Command::Demo(_)
                 | Command::Ui(_)
+                | Command::Attach(_)
                 | Command::SandboxExec(_)
         )
     )
@@ -120,7 +122,11 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             crate::tui::Options {
                 theme: args.theme,
                 keymap: args.keymap,
+                attached: None,
             },
         ),
+        Command::Attach(args::AttachCommand::Claude { team, ui }) => {
+            attach::claude(team.as_deref(), ui)
+        }
     }
 }

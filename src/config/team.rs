@@ -34,10 +34,17 @@ pub struct TeamConfig {
     #[serde(default)]
     pub limits: crate::store::Limits,
     /// `[[hooks]]`: external commands run at the agent's events (PreToolUse, PostToolUse,
-    /// PostToolUseFailure, Stop, UserPromptSubmit, SessionStart, PreCompact, Notification),
-    /// JSON in on stdin and out on stdout.
+    /// PostToolUseFailure, Stop, SubagentStop, UserPromptSubmit, SessionStart, PreCompact,
+    /// Notification), JSON in on stdin and out on stdout.
     #[serde(default)]
     pub hooks: Vec<crate::tools::HookSpec>,
+    /// `[subagents]`: the `agent` tool every agent gets (on by default), its turn bound and
+    /// the roles it offers.
+    #[serde(default)]
+    pub subagents: crate::agent::SubagentSettings,
+    /// `[compaction]`: what comes back after old turns are summarised or folded away.
+    #[serde(default)]
+    pub compaction: CompactionConfig,
     /// `[budget]`: what the whole team may spend before new work pauses for the person.
     #[serde(default)]
     pub budget: Budget,
@@ -51,6 +58,41 @@ pub struct TeamConfig {
     /// Where this was read from, for messages.
     #[serde(skip)]
     pub path: PathBuf,
+}
+
+/// `[compaction]`; see `agent::CompactionThresholds` for each field.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CompactionConfig {
+    pub reattach_files: usize,
+    pub reattach_file_bytes: usize,
+    pub reattach_total_bytes: usize,
+    pub probe: bool,
+}
+
+impl Default for CompactionConfig {
+    fn default() -> Self {
+        let d = crate::agent::CompactionThresholds::default();
+        Self {
+            reattach_files: d.reattach_files,
+            reattach_file_bytes: d.reattach_file_bytes,
+            reattach_total_bytes: d.reattach_total_bytes,
+            probe: d.probe,
+        }
+    }
+}
+
+impl CompactionConfig {
+    /// The agent's thresholds with these settings.
+    pub fn thresholds(&self) -> crate::agent::CompactionThresholds {
+        crate::agent::CompactionThresholds {
+            reattach_files: self.reattach_files,
+            reattach_file_bytes: self.reattach_file_bytes,
+            reattach_total_bytes: self.reattach_total_bytes,
+            probe: self.probe,
+            ..Default::default()
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -132,6 +174,10 @@ pub struct ModelChoice {
     /// `claude-code`: the CLI to run (default `claude` from `PATH`).
     #[serde(default)]
     pub bin: Option<String>,
+    /// `command`: the program and its arguments; `{prompt}` in an argument is replaced by the
+    /// job's text, which otherwise goes to its stdin.
+    #[serde(default)]
+    pub cmd: Vec<String>,
 }
 
 /// An `api_key_env` name the tools' environment scrubber removes; any other would hand the key
@@ -379,6 +425,15 @@ impl TeamConfig {
                 }
             }
         }
+        if self.lead.model.provider == "command" {
+            return Err(err(
+                self.lead.name.span(),
+                format!(
+                    "lead {:?}: provider \"command\" runs teammates only (a lead needs crew's team tools, which a command cannot call)",
+                    self.lead.name.get_ref()
+                ),
+            ));
+        }
         if self.lead.model.provider == "claude-code" {
             return Err(err(
                 self.lead.name.span(),
@@ -404,14 +459,15 @@ impl TeamConfig {
             ));
         }
         if let Some(by) = &self.worktree.review_by
-            && self
+            && let Some(provider) = self
                 .agent(by.get_ref())
-                .is_some_and(|a| a.model.provider == "claude-code")
+                .map(|a| a.model.provider.as_str())
+                .filter(|p| matches!(*p, "claude-code" | "command"))
         {
             return Err(err(
                 by.span(),
                 format!(
-                    "review_by = {:?} is a claude-code teammate; reviews run on crew's own runtime for now (it reviews the merged code in a folder of its own)",
+                    "review_by = {:?} is a {provider} teammate; reviews run on crew's own runtime for now (it reviews the merged code in a folder of its own)",
                     by.get_ref()
                 ),
             ));
@@ -445,6 +501,26 @@ impl TeamConfig {
                     agent.name.span(),
                     format!(
                         "{}: model `bin` and `args` are for provider \"claude-code\", not {:?}",
+                        agent.name.get_ref(),
+                        model.provider
+                    ),
+                ));
+            }
+            let command = model.provider == "command";
+            if command && model.cmd.first().is_none_or(|p| p.trim().is_empty()) {
+                return Err(err(
+                    agent.name.span(),
+                    format!(
+                        "{}: provider \"command\" needs `cmd`, the program and its arguments, e.g. cmd = [\"aider\", \"--yes\", \"--message\", \"{{prompt}}\"]",
+                        agent.name.get_ref()
+                    ),
+                ));
+            }
+            if !command && !model.cmd.is_empty() {
+                return Err(err(
+                    agent.name.span(),
+                    format!(
+                        "{}: model `cmd` is for provider \"command\", not {:?}",
                         agent.name.get_ref(),
                         model.provider
                     ),

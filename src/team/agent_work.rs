@@ -25,7 +25,8 @@ use crate::store::MessageKind;
 use crate::store::requests::RequestState;
 use crate::store::review::review_notes;
 use crate::store::{
-    AgentState, CacheTokens, Draft, Message, ReviewerVerdict, Status, Task, TaskId, Workspace,
+    AgentState, CacheTokens, Draft, Message, ReviewerVerdict, SUBAGENT_LINES, Status, SubagentLine,
+    Task, TaskId, Workspace,
 };
 use crate::team::review;
 use crate::team::role_prompt;
@@ -319,14 +320,8 @@ impl AgentWork {
         let policy =
             PermissionPolicy::new(mode, &self.rules, self.bypass).map_err(|e| e.to_string())?;
         let sink = status_sink(status.clone());
-        let prompter = MailboxPrompter::new(
-            self.workspace.mailboxes(),
-            self.config.roster(),
-            self.name.clone(),
-            self.config.lead_name().to_string(),
-            self.config.request_timeout(),
-        )
-        .with_events(sink.clone());
+        let prompter =
+            person_prompter(&self.workspace, &self.config, &self.name).with_events(sink.clone());
         let hooks = Hooks::new(self.config.hooks.clone()).map_err(|e| e.to_string())?;
         let pipeline = Pipeline::new(registry, policy)
             .with_hooks(hooks)
@@ -342,7 +337,7 @@ impl AgentWork {
                 repo_root: self.workspace.root().to_path_buf(),
                 limits: self.limits(),
                 retry: RetryPolicy::default(),
-                compaction: Default::default(),
+                compaction: self.config.compaction.thresholds(),
                 sandbox: self.sandbox.clone(),
             },
             sink,
@@ -350,6 +345,7 @@ impl AgentWork {
         .map_err(|e| e.to_string())?;
         agent.set_rules(self.instructions.clone());
         agent.set_memory_limits(self.config.limits);
+        agent.enable_subagents(self.config.subagents.clone());
         agent.set_team_facts(self.team_facts(&workdir));
         show_todos(&agent, status);
         Ok(agent)
@@ -357,7 +353,7 @@ impl AgentWork {
 }
 
 /// The agent's checklist goes into its status (the screen shows it in its pane); a new agent
-/// starts with an empty one.
+/// starts with an empty one, and with no subagents shown.
 fn show_todos(agent: &Agent, status: &StatusHandle) {
     let write = |status: &StatusHandle, items: &[crate::store::TodoItem]| {
         if let Err(e) = status.update(|s| s.todos = items.to_vec()) {
@@ -365,8 +361,26 @@ fn show_todos(agent: &Agent, status: &StatusHandle) {
         }
     };
     write(status, &[]);
+    if let Err(e) = status.update(|s| s.subagents.clear()) {
+        tracing::warn!("status not written: {e}");
+    }
     let status = status.clone();
     agent.todos().watch(move |items| write(&status, items));
+}
+
+/// How agent `name` asks the person: requests through the lead's inbox, answered in time.
+pub(crate) fn person_prompter(
+    workspace: &Workspace,
+    config: &TeamConfig,
+    name: &str,
+) -> MailboxPrompter {
+    MailboxPrompter::new(
+        workspace.mailboxes(),
+        config.roster(),
+        name.to_string(),
+        config.lead_name().to_string(),
+        config.request_timeout(),
+    )
 }
 
 /// WAITING while a permission request is out, WORK again when it is answered.
@@ -380,6 +394,49 @@ pub(crate) fn status_sink(status: StatusHandle) -> EventSink {
             AgentEvent::PermissionAnswered { .. } => status.update(|s| {
                 s.state = AgentState::Work;
                 s.waiting_on = None;
+            }),
+            AgentEvent::SubagentStart {
+                id,
+                role,
+                description,
+                ..
+            } => status.update(|s| {
+                s.subagents.push(SubagentLine {
+                    id: id.clone(),
+                    role: role.to_string(),
+                    description: description.clone(),
+                    tool: None,
+                    outcome: None,
+                });
+                // Running ones stay; the oldest that ended go first.
+                while s.subagents.len() > SUBAGENT_LINES {
+                    let Some(at) = s.subagents.iter().position(|l| l.outcome.is_some()) else {
+                        break;
+                    };
+                    s.subagents.remove(at);
+                }
+            }),
+            AgentEvent::SubagentTool { id, tool } => status.update(|s| {
+                if let Some(line) = s.subagents.iter_mut().find(|l| &l.id == id) {
+                    line.tool = Some(tool.clone());
+                }
+            }),
+            AgentEvent::SubagentEnd {
+                id,
+                stop_reason,
+                verdict,
+                ..
+            } => status.update(|s| {
+                if let Some(line) = s.subagents.iter_mut().find(|l| &l.id == id) {
+                    let reason = serde_json::to_value(stop_reason)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_default();
+                    line.outcome = Some(match verdict {
+                        Some(verdict) => format!("{reason}, verdict {verdict}"),
+                        None => reason,
+                    });
+                }
             }),
             _ => Ok(()),
         };

@@ -4,6 +4,8 @@
 pub mod agent_work;
 pub mod budget;
 pub mod claude_code;
+pub mod claude_team;
+pub mod command_work;
 pub mod demo;
 pub mod headless;
 pub mod interrupt;
@@ -15,5 +17,6 @@ pub mod supervisor;
 mod task_branch;
 pub mod teammate_work;
 pub mod tools;
-pub mod verdict;
+// The rule for what a report counts as lives with the agent, whose `verify` subagents are judged by it too.
+pub use crate::agent::verdict;
 pub mod worker;

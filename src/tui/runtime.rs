@@ -27,6 +27,9 @@ use crate::tui::uiconfig;
 pub struct Options {
     pub theme: String,
     pub keymap: String,
+    /// Watching another tool's team (`crew attach`): what the header says it is. Only answers
+    /// to requests are carried out; the rest is refused as read-only.
+    pub attached: Option<String>,
 }
 
 impl Default for Options {
@@ -34,6 +37,7 @@ impl Default for Options {
         Options {
             theme: "default".into(),
             keymap: "default".into(),
+            attached: None,
         }
     }
 }
@@ -66,6 +70,7 @@ pub fn run(root: &Path, options: Options) -> anyhow::Result<()> {
     uiconfig::load(root)?;
     let mut state = initial_state(root, &options, SystemTime::now());
     state.sandbox = sandbox_state(root);
+    state.attached = options.attached.clone();
     let (tx, rx) = channel::<Event>();
     let _watcher = spawn_loader(root, tx.clone())?;
     let jobs = spawn_worker(root.to_path_buf(), tx.clone());
@@ -86,6 +91,16 @@ pub fn run(root: &Path, options: Options) -> anyhow::Result<()> {
             effects.extend(crate::tui::update::update(&mut state, next));
         }
         for effect in effects {
+            if state.attached.is_some() && !attached_may(&effect) {
+                // Nothing to review in another tool's team; the rest is said to be read-only.
+                if !matches!(effect, Effect::LoadReviews) {
+                    let refused = Event::Done(Err(
+                        "read-only: attached to another tool's team, only its requests can be answered here".into(),
+                    ));
+                    let _ = crate::tui::update::update(&mut state, refused);
+                }
+                continue;
+            }
             let queue = match lane(&effect) {
                 Lane::Terminal => {
                     match &effect {
@@ -106,6 +121,21 @@ pub fn run(root: &Path, options: Options) -> anyhow::Result<()> {
     }
     drop(session);
     Ok(())
+}
+
+/// What the screen may do on a team it is attached to: answer once, show, ring.
+fn attached_may(effect: &Effect) -> bool {
+    matches!(
+        effect,
+        Effect::Respond { .. }
+            | Effect::HighlightFile { .. }
+            | Effect::HighlightCommand { .. }
+            | Effect::PrepareProposal { .. }
+            | Effect::HighlightProposal { .. }
+            | Effect::Bell
+            | Effect::DesktopNotify { .. }
+            | Effect::Notify { .. }
+    )
 }
 
 /// Watches the store, the runtime folder and crew.toml; a loader thread turns each burst of

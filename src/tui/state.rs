@@ -179,6 +179,8 @@ pub struct AppState {
     pub last_interrupt: Option<(String, SystemTime)>,
     /// The tasks waiting for review, with what each would bring (loaded off the input path).
     pub reviews: Vec<Review>,
+    /// Watching another tool's team (`crew attach`): what it is, for the header.
+    pub attached: Option<String>,
     pub quit: bool,
 }
 
@@ -211,6 +213,7 @@ impl AppState {
             commands: HashMap::new(),
             last_interrupt: None,
             reviews: Vec::new(),
+            attached: None,
             quit: false,
         }
     }

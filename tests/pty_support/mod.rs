@@ -22,6 +22,17 @@ pub struct Screen {
 impl Screen {
     /// Runs `crew ARGS` in `dir` on a `cols`×`rows` terminal.
     pub fn start(dir: &Path, args: &[&str], cols: u16, rows: u16) -> Screen {
+        Self::start_with_env(dir, args, &[], cols, rows)
+    }
+
+    /// As [`Screen::start`], with these variables set.
+    pub fn start_with_env(
+        dir: &Path,
+        args: &[&str],
+        env: &[(&str, &Path)],
+        cols: u16,
+        rows: u16,
+    ) -> Screen {
         let pair = native_pty_system()
             .openpty(PtySize {
                 rows,
@@ -35,6 +46,9 @@ impl Screen {
         cmd.cwd(dir);
         cmd.env("TERM", "xterm-256color");
         cmd.env("XDG_CONFIG_HOME", dir.join(".no-config"));
+        for (name, value) in env {
+            cmd.env(name, value);
+        }
         let child = pair.slave.spawn_command(cmd).unwrap();
         drop(pair.slave);
         let mut reader = pair.master.try_clone_reader().unwrap();

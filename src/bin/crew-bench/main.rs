@@ -2,6 +2,7 @@
 //! Numbers go in reports, never in test assertions.
 
 mod agent_loop;
+mod attach;
 mod bash_rules;
 mod claims;
 mod git;
@@ -12,6 +13,7 @@ mod proc;
 mod render;
 mod sandbox;
 mod stats;
+mod subagents;
 mod team;
 mod wake;
 
@@ -64,6 +66,17 @@ enum Command {
         history: usize,
         #[arg(long)]
         resumed: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Subagents: the share of a fork's and a fresh subagent's first prompt read from a
+    /// simulated prompt cache, and a subagent's start latency.
+    Subagents {
+        #[arg(long, default_value_t = 50)]
+        rounds: usize,
+        /// Messages in the caller's history.
+        #[arg(long, default_value_t = 200)]
+        history: usize,
         #[arg(long)]
         json: bool,
     },
@@ -141,6 +154,16 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// `crew attach claude`: Claude Code inbox versions deleted after each lifetime (ms),
+    /// how many reach crew's log and how soon.
+    Attach {
+        #[arg(long, default_value_t = 200)]
+        messages: usize,
+        #[arg(long, value_delimiter = ',', default_value = "0,1,5,20")]
+        lifetimes: Vec<u64>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Internal: one claiming process (waits for "go" on stdin).
     #[command(hide = true)]
     ClaimWorker {
@@ -191,6 +214,11 @@ fn main() -> ExitCode {
             json,
         } => agent_loop::run(turns, history, resumed, json),
         Command::Interrupt { runs, json } => interrupt::run(runs, json),
+        Command::Subagents {
+            rounds,
+            history,
+            json,
+        } => subagents::run(rounds, history, json),
         Command::Render {
             teammates,
             tasks,
@@ -218,6 +246,11 @@ fn main() -> ExitCode {
             rounds,
             json,
         } => memory::run(memories, body_bytes, rounds, json),
+        Command::Attach {
+            messages,
+            lifetimes,
+            json,
+        } => attach::run(messages, &lifetimes, json),
         Command::ClaimWorker { dir, name } => claims::worker(&dir, &name),
         Command::AppendWorker {
             dir,
