@@ -129,6 +129,9 @@ pub struct UpArgs {
     /// Allow the `bypass` permission mode (crew.toml must allow it too).
     #[arg(long)]
     pub dangerously_bypass: bool,
+    /// Internal: be the team's daemon (`crew up` starts it detached from the terminal).
+    #[arg(long, hide = true, conflicts_with = "headless")]
+    pub daemon: bool,
 }
 
 #[derive(Debug, Args)]

@@ -5,6 +5,7 @@
 
 mod args;
 mod attach;
+mod attach_claude;
 mod demo;
 mod exit;
 mod graph_text;
@@ -117,8 +118,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 args.command
             )
         }
-        Command::Ui(args) => crate::tui::run(
-            project::Project::find(&start)?.workspace.root(),
+        Command::Ui(args) => run_team::ui(
+            project::Project::find(&start)?,
             crate::tui::Options {
                 theme: args.theme,
                 keymap: args.keymap,
@@ -126,7 +127,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             },
         ),
         Command::Attach(args::AttachCommand::Claude { team, ui }) => {
-            attach::claude(team.as_deref(), ui)
+            attach_claude::claude(team.as_deref(), ui)
         }
     }
 }

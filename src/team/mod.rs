@@ -6,6 +6,7 @@ pub mod budget;
 pub mod claude_code;
 pub mod claude_team;
 pub mod command_work;
+pub mod daemon;
 pub mod demo;
 pub mod headless;
 pub mod interrupt;

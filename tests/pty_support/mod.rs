@@ -73,6 +73,27 @@ impl Screen {
         }
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.process_id().unwrap()
+    }
+
+    /// Whether the process has ended (reaping it if so).
+    pub fn exited(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_some()
+    }
+
+    /// As a closed terminal or a dropped ssh session does: SIGHUP to the screen's process, and
+    /// waits for it to end.
+    pub fn hang_up(&mut self) {
+        // SAFETY: a plain signal to the process this test started.
+        unsafe { libc::kill(self.pid() as libc::pid_t, libc::SIGHUP) };
+        let deadline = Instant::now() + TIMEOUT;
+        while !self.exited() {
+            assert!(Instant::now() < deadline, "the screen outlived SIGHUP");
+            self.pump(Duration::from_millis(20));
+        }
+    }
+
     pub fn pump(&mut self, wait: Duration) {
         if let Ok(chunk) = self.bytes.recv_timeout(wait) {
             self.parser.process(&chunk);
@@ -149,5 +170,33 @@ pub fn poll<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
         }
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
         std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
+/// Ends the team daemon of the repository at `root` (and its whole process group: the workers
+/// it started) when the test ends, however it ends: CI runs many tests at once, and a daemon
+/// left behind would run on.
+pub struct DaemonGuard {
+    pub root: std::path::PathBuf,
+}
+
+impl DaemonGuard {
+    /// The pid in `.crew/daemon.json`, while the file is there.
+    pub fn pid(&self) -> Option<u32> {
+        let text = std::fs::read_to_string(self.root.join(".crew/daemon.json")).ok()?;
+        let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+        v["pid"].as_u64().map(|p| p as u32)
+    }
+}
+
+impl Drop for DaemonGuard {
+    fn drop(&mut self) {
+        if let Some(pid) = self.pid() {
+            // SAFETY: plain signals to the daemon this test started and its process group.
+            unsafe {
+                libc::kill(-(pid as libc::pid_t), libc::SIGKILL);
+                libc::kill(pid as libc::pid_t, libc::SIGKILL);
+            }
+        }
     }
 }

@@ -27,6 +27,12 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
         ),
     };
     let mut spans = vec![Span::styled(place, style)];
+    if let Some(daemon) = &state.daemon {
+        spans.push(Span::styled(
+            format!("daemon {} · {} screen(s) │ ", daemon.pid, daemon.screens),
+            style,
+        ));
+    }
     // First, so a narrow screen cuts anything but this.
     if let SandboxState::Unconfined(warning) = &state.sandbox {
         spans.insert(
@@ -97,6 +103,7 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     if state.sandbox == SandboxState::Confined {
         spans.push(Span::styled("│ sandboxed ", style));
     }
+
     frame.render_widget(Paragraph::new(Line::from(spans)).style(style), area);
 }
 
