@@ -212,6 +212,12 @@ impl Team {
         v["requests"].as_array().unwrap().clone()
     }
 
+    /// Why task `id` failed, once it has.
+    pub fn failure(&self, id: &str, timeout: Duration) -> String {
+        let failed = self.wait_task(id, "failed", timeout);
+        failed["result"].as_str().unwrap().to_string()
+    }
+
     /// The process ids in `.crew/agents/*.json`.
     pub fn agent_pids(&self) -> Vec<u32> {
         let Ok(dir) = std::fs::read_dir(self.repo.join(".crew/agents")) else {
@@ -298,4 +304,13 @@ pub fn slow_step_holder(team: &Team, task: &str) -> String {
         (t["status"] == "in_progress" && team.repo.join(".crew/slow-once").exists())
             .then_some(owner)
     })
+}
+
+/// Every line of a JSON-lines log (none when it does not exist yet), such as a fake CLI's.
+pub fn json_lines(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }

@@ -50,7 +50,7 @@ impl CrewView {
     }
 
     /// crew's decision before anyone is asked: deny rules, the workspace boundary, ask and allow
-    /// rules, the mode. Claude Code runs its commands itself, outside crew's sandbox, so a
+    /// rules, the mode. The CLI runs its commands itself, outside crew's sandbox, so a
     /// command that only the mode would allow (the mode counts on the sandbox) asks instead,
     /// unless the person turned the sandbox off; an explicit allow rule still allows it.
     pub fn decide(
@@ -74,7 +74,7 @@ impl CrewView {
         {
             return PermissionOutcome::new(
                 Decision::Ask(
-                    "Claude Code runs this command itself, outside crew's sandbox".to_string(),
+                    "the CLI runs this command itself, outside crew's sandbox".to_string(),
                 ),
                 outcome.decided_by,
             );
