@@ -374,10 +374,8 @@ impl Work for CommandWork {
                 prefix_fingerprint: String::new(),
             },
         });
-        let mut interrupted = self.interrupted_task.take();
-        self.branch()
-            .settle(job, &mut interrupted, self.writes, &mut outcome);
-        self.interrupted_task = interrupted;
+        let held = self.interrupted_task.take();
+        self.interrupted_task = self.branch().settle(job, held, self.writes, &mut outcome);
         outcome
     }
 }

@@ -21,24 +21,27 @@ impl TaskBranch<'_> {
     }
 
     /// After a CLI agent's job: the task it worked on (its own, or the one the person
-    /// interrupted, which their message continues) is kept in `interrupted` when this job was
-    /// interrupted too, and otherwise committed when the agent writes.
+    /// interrupted, which their message continues) is kept when this job was interrupted too, and
+    /// otherwise committed when the agent writes.
+    /// Returns the task to keep for the person's next message (none when nothing was cut).
     pub fn settle(
         &self,
         job: &Job,
-        interrupted: &mut Option<Task>,
+        interrupted: Option<Task>,
         writes: bool,
         outcome: &mut JobOutcome,
-    ) {
+    ) -> Option<Task> {
         let worked_on = match job {
             Job::Task(task) => Some(task.clone()),
-            Job::Message(_) => interrupted.take().and_then(|t| self.still_mine(t)),
+            Job::Message(_) => interrupted.and_then(|t| self.still_mine(t)),
         };
         if outcome.interrupted {
-            *interrupted = worked_on;
-        } else if let (Some(task), true) = (worked_on, writes) {
+            return worked_on;
+        }
+        if let (Some(task), true) = (worked_on, writes) {
             self.commit(&task, outcome);
         }
+        None
     }
 
     /// `task` as it is now, if it is still in progress under this teammate (the person may

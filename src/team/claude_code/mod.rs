@@ -458,10 +458,8 @@ impl Work for ClaudeCodeWork {
             // A broken conversation is not reused: the next job starts a fresh process.
             self.session = None;
         }
-        let mut interrupted = self.interrupted_task.take();
-        self.branch()
-            .settle(job, &mut interrupted, self.writes, &mut outcome);
-        self.interrupted_task = interrupted;
+        let held = self.interrupted_task.take();
+        self.interrupted_task = self.branch().settle(job, held, self.writes, &mut outcome);
         outcome
     }
 }
