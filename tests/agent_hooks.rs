@@ -1,5 +1,12 @@
 //! The hook events outside tool calls, through the loop: SessionStart and UserPromptSubmit
 //! (input, context, blocking), PreCompact, and `continue: false` ending the turn.
+// Tests may unwrap and panic (a failure is the report) and cast small test values.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation
+)]
 
 mod agent_support;
 
@@ -23,7 +30,7 @@ fn with_hooks(specs: Vec<(HookEvent, Option<&str>, String)>) -> Pipeline {
         })
         .collect();
     Pipeline::new(
-        ToolRegistry::core_tools(),
+        ToolRegistry::core_tools().unwrap(),
         policy(PermissionMode::WorkspaceWrite, &[], &[], &[]),
     )
     .with_hooks(Hooks::new(specs).unwrap())

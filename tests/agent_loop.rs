@@ -1,5 +1,12 @@
 //! The bounded loop end to end with the scripted provider: results, limits, repeated
 //! actions, transcripts and the prefix fingerprint.
+// Tests may unwrap and panic (a failure is the report) and cast small test values.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation
+)]
 
 mod agent_support;
 

@@ -1,5 +1,12 @@
 //! The agent loop against a loopback server speaking the Anthropic Messages API: what a long
 //! conversation sends (cache breakpoints, thinking blocks) and how it rides out overloads.
+// Tests may unwrap and panic (a failure is the report) and cast small test values.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation
+)]
 
 mod agent_support;
 mod model_support;

@@ -1,5 +1,12 @@
 //! Tool calls through the loop: hooks against deny rules, rewritten input, cancellation
 //! mid-tool, the wall-time limit and huge outputs.
+// Tests may unwrap and panic (a failure is the report) and cast small test values.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation
+)]
 
 mod agent_support;
 
@@ -34,7 +41,7 @@ async fn a_hook_allow_loses_to_a_deny_rule() {
         r#"cat >/dev/null; echo '{"hookSpecificOutput":{"permissionDecision":"allow"}}'"#,
     );
     let pipeline = Pipeline::new(
-        ToolRegistry::core_tools(),
+        ToolRegistry::core_tools().unwrap(),
         policy(PermissionMode::Ask, &[], &[], &["bash(rm:*)"]),
     )
     .with_hooks(pre_tool_use_hook(hook.clone()));
@@ -56,7 +63,7 @@ async fn a_hook_allow_loses_to_a_deny_rule() {
     // Control: without the deny rule the same hook's allow does open the call (Ask mode would
     // otherwise refuse it, as nobody is there to ask).
     let pipeline = Pipeline::new(
-        ToolRegistry::core_tools(),
+        ToolRegistry::core_tools().unwrap(),
         policy(PermissionMode::Ask, &[], &[], &[]),
     )
     .with_hooks(pre_tool_use_hook(hook));
@@ -80,7 +87,7 @@ async fn the_tool_gets_the_hooks_input_while_history_and_transcript_keep_the_mod
         r#"cat >/dev/null; echo '{"hookSpecificOutput":{"updatedInput":{"command":"echo rewritten"}}}'"#,
     );
     let pipeline = Pipeline::new(
-        ToolRegistry::core_tools(),
+        ToolRegistry::core_tools().unwrap(),
         policy(PermissionMode::WorkspaceWrite, &[], &[], &[]),
     )
     .with_hooks(pre_tool_use_hook(hook));
@@ -223,7 +230,7 @@ async fn a_blocking_stop_hook_forces_one_continuation_only() {
     }])
     .unwrap();
     let pipeline = Pipeline::new(
-        ToolRegistry::core_tools(),
+        ToolRegistry::core_tools().unwrap(),
         policy(PermissionMode::WorkspaceWrite, &[], &[], &[]),
     )
     .with_hooks(hooks);

@@ -1,5 +1,12 @@
 //! The worktree diff: merge-base .. working directory, with uncommitted, untracked, deleted,
 //! renamed and binary files, and exact +/- counts and line numbers.
+// Tests may unwrap and panic (a failure is the report) and cast small test values.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation
+)]
 
 mod git_support;
 

@@ -1,5 +1,12 @@
 //! Merging a worktree never loses work (invariant 6): fast-forward, real 3-way merge, conflicts
 //! that change nothing, dirty base checkouts, and the base branch checked out in a worktree.
+// Tests may unwrap and panic (a failure is the report) and cast small test values.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation
+)]
 
 mod git_support;
 

@@ -1,6 +1,13 @@
 //! A worker killed with SIGKILL mid-task: the supervisor (`crew up --headless`) notices, gives
 //! its task back with a note, tells the lead and shows it DEAD; another worker finishes the
 //! task; `crew worker restart` brings the dead one back.
+// Tests may unwrap and panic (a failure is the report) and cast small test values.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation
+)]
 
 mod common;
 mod team_support;

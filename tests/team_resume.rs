@@ -2,6 +2,13 @@
 //! the plan it made earlier, also after the team is stopped and started again; a teammate killed with
 //! SIGKILL mid-task and restarted continues that task's conversation (the cut call gets its
 //! interrupted result).
+// Tests may unwrap and panic (a failure is the report) and cast small test values.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation
+)]
 
 mod common;
 mod team_support;

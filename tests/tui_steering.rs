@@ -1,6 +1,13 @@
 //! Steering the team from the screen, in-process with key events against a real workspace:
 //! editing a task's dependencies, assigning it, asking a teammate to shut down, restarting a
 //! dead one (a real `crew worker` process), and unfolding the lead's tool calls.
+// Tests may unwrap and panic (a failure is the report) and cast small test values.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation
+)]
 
 mod tui_support;
 

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::team::tools::{ReadOnlyBash, TeamEnv, team_tools};
 use crate::tools::builtin;
+use crate::tools::registry::RegistryError;
 use crate::tools::{Tool, ToolRegistry, todo_tools};
 
 /// The lead plans and coordinates; it reads but does not change files itself.
@@ -45,7 +46,7 @@ pub fn toolset(
     plan_approved: bool,
     env: Arc<TeamEnv>,
     extra_bash_allow: &[String],
-) -> ToolRegistry {
+) -> Result<ToolRegistry, RegistryError> {
     // (file tools from the core set, whether a read-only bash is added, team tools)
     let (files, read_only_bash, team): (&[&str], bool, &[&str]) = match role {
         "lead" => (READING, false, LEAD),
@@ -70,12 +71,11 @@ pub fn toolset(
             .into_iter()
             .filter(|t| team.contains(&t.name())),
     );
+    // Names are distinct and schemas are constants, so this fails only on a programming slip,
+    // which the role tests (they register every toolset) catch.
     let mut registry = ToolRegistry::new();
     for tool in tools {
-        // Names are distinct and schemas are constants; the role tests register every toolset.
-        registry
-            .register(tool)
-            .expect("role toolsets register cleanly");
+        registry.register(tool)?;
     }
-    registry
+    Ok(registry)
 }

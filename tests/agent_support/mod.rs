@@ -58,7 +58,7 @@ pub fn scenario(name: &str) -> Arc<dyn ModelProvider> {
 /// Core tools, workspace-write mode, no hooks, no prompter.
 pub fn core_pipeline() -> Pipeline {
     Pipeline::new(
-        ToolRegistry::core_tools(),
+        ToolRegistry::core_tools().unwrap(),
         policy(PermissionMode::WorkspaceWrite, &[], &[], &[]),
     )
 }

@@ -66,7 +66,10 @@ pub fn policy(
 
 /// Core tools under `mode` with the given allow and deny rules, no hooks, no prompter.
 pub fn pipeline(mode: PermissionMode, allow: &[&str], deny: &[&str]) -> Pipeline {
-    Pipeline::new(ToolRegistry::core_tools(), policy(mode, allow, &[], deny))
+    Pipeline::new(
+        ToolRegistry::core_tools().unwrap(),
+        policy(mode, allow, &[], deny),
+    )
 }
 
 pub fn call(id: &str, name: &str, input: Value) -> ToolCall {

@@ -94,7 +94,7 @@ async fn measure(turns: usize, history: usize, resumed: bool) -> anyhow::Result<
             role: "coder".into(),
             model: Arc::new(model),
             model_name: String::new(),
-            pipeline: Pipeline::new(ToolRegistry::core_tools(), policy),
+            pipeline: Pipeline::new(ToolRegistry::core_tools()?, policy),
             workspace: dir.path().to_path_buf(),
             repo_root: dir.path().to_path_buf(),
             limits: Limits::default(),
@@ -129,7 +129,7 @@ async fn measure(turns: usize, history: usize, resumed: bool) -> anyhow::Result<
         agent
             .run_turn(format!("ping {turn}"), CancellationToken::new())
             .await;
-        let total = start.elapsed().as_nanos() as u64;
+        let total = nanos(start.elapsed());
         let provider = provider_nanos.load(Ordering::Relaxed) - provider_before;
         if turn >= WARMUP {
             overhead.push(total.saturating_sub(provider) as f64 / 1_000.0);
@@ -194,7 +194,7 @@ impl ModelProvider for Timed {
         let start = Instant::now();
         let inner = self.inner.stream(req);
         self.nanos
-            .fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            .fetch_add(nanos(start.elapsed()), Ordering::Relaxed);
         TimedStream {
             inner,
             nanos: Arc::clone(&self.nanos),
@@ -215,7 +215,12 @@ impl Stream for TimedStream {
         let start = Instant::now();
         let polled = self.inner.poll_next_unpin(cx);
         self.nanos
-            .fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            .fetch_add(nanos(start.elapsed()), Ordering::Relaxed);
         polled
     }
+}
+
+/// A duration in nanoseconds; saturates after 584 years.
+fn nanos(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }

@@ -64,6 +64,8 @@ pub enum ClaudeError {
     NotJson(String),
     #[error("Claude Code exited mid-turn ({0})")]
     Died(String),
+    #[error("Claude Code was not started")]
+    NotStarted,
     #[error(transparent)]
     Io(#[from] std::io::Error),
 }
@@ -180,7 +182,9 @@ impl ClaudeCodeWork {
 
     /// The live session, started (in the teammate's working folder) when there is none.
     fn session(&mut self, status: &StatusHandle) -> Result<&mut Session, String> {
-        if self.session.is_none() {
+        let session = if let Some(session) = self.session.take() {
+            session
+        } else {
             let workdir = working_dir(&self.workspace, &self.config, &self.name, self.writes)
                 .map_err(|e| format!("no worktree: {e}"))?;
             let mut args = self.args.clone();
@@ -191,7 +195,7 @@ impl ClaudeCodeWork {
                 .map_err(|e| e.to_string())?;
             let path = transcript_path(self.workspace.root(), &self.name, &new_id("session"));
             let writer = TranscriptWriter::open(path).map_err(|e| e.to_string())?;
-            self.session = Some(Session {
+            Session {
                 process,
                 emitter: Arc::new(Emitter::new(status_sink(status.clone()), writer)),
                 translator: Translator::default(),
@@ -199,9 +203,9 @@ impl ClaudeCodeWork {
                 turns: 0,
                 cost_so_far: 0.0,
                 initialised: false,
-            });
-        }
-        Ok(self.session.as_mut().expect("just started"))
+            }
+        };
+        Ok(self.session.insert(session))
     }
 
     /// Sends `input` and follows the stream to the turn's `result`.
@@ -217,7 +221,9 @@ impl ClaudeCodeWork {
             self.config.request_timeout(),
         );
         let session_file = self.session_file();
-        let session = self.session.as_mut().expect("started by run");
+        let Some(session) = self.session.as_mut() else {
+            return Err(ClaudeError::NotStarted);
+        };
         let events = Arc::clone(&session.emitter);
         let prompter = prompter.with_events(EventSink::new(move |e| events.emit(e)));
         let sent = session.process.send(&json!({
@@ -360,7 +366,12 @@ impl Work for ClaudeCodeWork {
             (Job::Task(task), true) => started.and_then(|()| self.branch().prepare(task)),
             _ => started,
         };
-        match prepared.map(|()| self.session.as_mut().expect("started above")) {
+        let session = prepared.and_then(|()| {
+            self.session
+                .as_mut()
+                .ok_or_else(|| ClaudeError::NotStarted.to_string())
+        });
+        match session {
             Ok(session) => {
                 session.turns += 1;
                 session.emitter.set_turn(session.turns);
@@ -379,7 +390,9 @@ impl Work for ClaudeCodeWork {
         }
         let ended = self.turn(&input, cancel);
         let broken = ended.is_err();
-        let session = self.session.as_mut().expect("started above");
+        let Some(session) = self.session.as_mut() else {
+            return JobOutcome::failed(ClaudeError::NotStarted.to_string());
+        };
         let (mut outcome, result) = match ended {
             Ok(end) => {
                 let reviewer = self.role == "reviewer" && matches!(job, Job::Task(_));
@@ -387,7 +400,7 @@ impl Work for ClaudeCodeWork {
                 let cost = end.total_cost_usd.map(|total| {
                     let spent = (total - session.cost_so_far).max(0.0);
                     session.cost_so_far = total;
-                    (spent * 1_000_000.0).round() as u64
+                    crate::model::types::micros_of_dollars(spent)
                 });
                 let outcome = JobOutcome {
                     success,

@@ -71,8 +71,12 @@ impl ClaudeProcess {
                 source,
             })?;
         let stdin = child.stdin.take();
-        let stdout = child.stdout.take().expect("stdout is piped");
-        let mut stderr_pipe = child.stderr.take().expect("stderr is piped");
+        let unpiped = |what: &str| ClaudeError::Start {
+            bin: bin.to_string(),
+            source: std::io::Error::other(format!("its {what} is not a pipe")),
+        };
+        let stdout = child.stdout.take().ok_or_else(|| unpiped("stdout"))?;
+        let mut stderr_pipe = child.stderr.take().ok_or_else(|| unpiped("stderr"))?;
         let (tx, lines) = channel();
         thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
