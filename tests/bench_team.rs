@@ -60,3 +60,30 @@ fn two_workers_complete_every_task_and_stop_cleanly() {
         );
     }
 }
+
+#[test]
+fn the_wake_bench_reports_every_round_and_the_idle_cpu() {
+    let out = Command::new(bench_exe())
+        .args([
+            "wake",
+            "--teammates",
+            "2",
+            "--rounds",
+            "3",
+            "--idle-secs",
+            "1",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["rounds"], 3, "{report}");
+    for key in ["p50_ms", "p99_ms", "max_ms", "idle_cpu_percent"] {
+        assert!(report[key].is_number(), "{key} missing: {report}");
+    }
+}

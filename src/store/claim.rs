@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 
 use crate::store::dag::Graph;
-use crate::store::lock::try_with_lock;
+use crate::store::lock::{try_with_lock, with_lock};
 use crate::store::names::TaskId;
 use crate::store::task::{Status, Task};
 use crate::store::tasks::TaskStore;
@@ -61,8 +61,15 @@ impl TaskStore {
                     }
                     .into());
                 }
-                // Someone held a lock we skipped: look again with fresh state.
-                Attempt::Contended => std::thread::yield_now(),
+                // Someone held a lock we skipped: wait for them to finish with it (in the
+                // kernel, not spinning — sixteen workers re-reading every task while the one
+                // holder waits for a core was what made a contended claim take seconds), then
+                // look again with fresh state.
+                Attempt::Contended => {
+                    if let Some(&busy) = queue.front() {
+                        with_lock(&self.lock_path(busy), || Ok(()))?;
+                    }
+                }
             }
         }
     }

@@ -1,5 +1,6 @@
 //! `crew-bench mailbox`: N processes append M messages to one inbox while a reader follows it
-//! with file-system events; latency is from append to the reader seeing the message.
+//! with file-system events; latency is from append to the reader seeing the message. Flat out
+//! by default (a burst, where latency is mostly queueing), or paced with `--rate`.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -30,7 +31,9 @@ struct Seen {
     latencies_ms: Vec<f64>,
 }
 
-pub fn run(procs: usize, messages: usize, as_json: bool) -> anyhow::Result<()> {
+pub fn run(procs: usize, messages: usize, rate: Option<u32>, as_json: bool) -> anyhow::Result<()> {
+    // Paced: the processes take turns, so all together send one message every 1/rate s.
+    let spacing_us = rate.filter(|r| *r > 0).map(|r| 1_000_000 / u64::from(r));
     let dir = tempfile::tempdir().context("creating a scratch folder")?;
     let boxes = Workspace::new(dir.path()).mailboxes();
     let watcher = DirWatcher::new(&[boxes.dir()])?;
@@ -42,7 +45,7 @@ pub fn run(procs: usize, messages: usize, as_json: bool) -> anyhow::Result<()> {
             .iter()
             .enumerate()
             .map(|(k, count)| {
-                vec![
+                let mut args = vec![
                     "append-worker".into(),
                     "--dir".into(),
                     dir.path().display().to_string(),
@@ -50,7 +53,16 @@ pub fn run(procs: usize, messages: usize, as_json: bool) -> anyhow::Result<()> {
                     format!("w{k}"),
                     "--count".into(),
                     count.to_string(),
-                ]
+                ];
+                if let Some(spacing) = spacing_us {
+                    args.extend([
+                        "--every-us".into(),
+                        (spacing * procs as u64).to_string(),
+                        "--offset-us".into(),
+                        (spacing * k as u64).to_string(),
+                    ]);
+                }
+                args
             })
             .collect(),
     )?;
@@ -113,6 +125,7 @@ pub fn run(procs: usize, messages: usize, as_json: bool) -> anyhow::Result<()> {
         "lost": lost,
         "duplicated": duplicated,
         "torn": seen.torn,
+        "rate": rate,
         "appends_per_sec": round3(messages as f64 / seconds),
         "latency_ms": {
             "p50": round3(percentile(&latencies, 0.50)),
@@ -134,11 +147,22 @@ pub fn run(procs: usize, messages: usize, as_json: bool) -> anyhow::Result<()> {
 }
 
 /// One appending process: `count` messages to the reader's inbox, each stamped with its send time.
-pub fn worker(dir: &Path, name: &str, count: usize) -> anyhow::Result<()> {
+pub fn worker(
+    dir: &Path,
+    name: &str,
+    count: usize,
+    every_us: Option<u64>,
+    offset_us: u64,
+) -> anyhow::Result<()> {
     let boxes = Workspace::new(dir).mailboxes();
     let roster = Roster::new([name.to_string(), READER.to_string()]);
     ready_and_wait()?;
+    let start = Instant::now();
     for seq in 0..count {
+        if let Some(every) = every_us {
+            let due = start + Duration::from_micros(offset_us + every * seq as u64);
+            std::thread::sleep(due.saturating_duration_since(Instant::now()));
+        }
         let mut extra = serde_json::Map::new();
         extra.insert("seq".into(), json!(seq));
         extra.insert("sent_ns".into(), json!(unix_nanos().to_string()));

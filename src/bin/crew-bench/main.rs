@@ -12,6 +12,7 @@ mod render;
 mod sandbox;
 mod stats;
 mod team;
+mod wake;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -45,6 +46,10 @@ enum Command {
         procs: usize,
         #[arg(long, default_value_t = 20_000)]
         messages: usize,
+        /// Messages per second from all processes together, evenly spaced; without it they
+        /// append flat out (a burst: latency is then mostly queueing).
+        #[arg(long)]
+        rate: Option<u32>,
         #[arg(long)]
         json: bool,
     },
@@ -93,6 +98,19 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Idle `crew worker`s woken by one new task at a time: claimable → claimed latency
+    /// (p50/p99/max over the rounds), then the idle workers' CPU.
+    Wake {
+        #[arg(long, default_value_t = 16)]
+        teammates: usize,
+        #[arg(long, default_value_t = 100)]
+        rounds: usize,
+        /// How long the idle workers' CPU is measured for.
+        #[arg(long, default_value_t = 20)]
+        idle_secs: u64,
+        #[arg(long)]
+        json: bool,
+    },
     /// A teammate's worktree on a synthetic repository of N files with M changed: create, diff,
     /// commit + merge, discard; crew against the git CLI when it is installed.
     Git(git::GitBench),
@@ -127,6 +145,11 @@ enum Command {
         name: String,
         #[arg(long)]
         count: usize,
+        /// Paced: one message every this many microseconds, starting after `--offset-us`.
+        #[arg(long)]
+        every_us: Option<u64>,
+        #[arg(long, default_value_t = 0)]
+        offset_us: u64,
     },
     /// Internal: writes tasks and messages in a loop until killed (crash tests).
     #[command(hide = true)]
@@ -145,8 +168,9 @@ fn main() -> ExitCode {
         Command::Mailbox {
             procs,
             messages,
+            rate,
             json,
-        } => mailbox::run(procs, messages, json),
+        } => mailbox::run(procs, messages, rate, json),
         Command::Loop {
             turns,
             history,
@@ -166,11 +190,23 @@ fn main() -> ExitCode {
             idle_secs,
             json,
         } => team::run(teammates, tasks, idle_secs, json),
+        Command::Wake {
+            teammates,
+            rounds,
+            idle_secs,
+            json,
+        } => wake::run(teammates, rounds, idle_secs, json),
         Command::Git(bench) => git::run(bench),
         Command::Bash { rounds, json } => bash_rules::run(rounds, json),
         Command::Sandbox { runs, json } => sandbox::run(runs, json),
         Command::ClaimWorker { dir, name } => claims::worker(&dir, &name),
-        Command::AppendWorker { dir, name, count } => mailbox::worker(&dir, &name, count),
+        Command::AppendWorker {
+            dir,
+            name,
+            count,
+            every_us,
+            offset_us,
+        } => mailbox::worker(&dir, &name, count, every_us, offset_us),
         Command::Churn { dir, name } => claims::churn(&dir, &name),
     };
     match result {

@@ -94,7 +94,7 @@ pub fn crew_exe() -> anyhow::Result<std::path::PathBuf> {
 
 /// A git repository with a crew.toml: a lead and N read-only implementers, all the scripted
 /// "echo" scenario, which answers any task with text at once (no tool, so no permission).
-fn make_repo(root: &Path, teammates: usize, idle_secs: u64) -> anyhow::Result<TeamConfig> {
+pub fn make_repo(root: &Path, teammates: usize, idle_secs: u64) -> anyhow::Result<TeamConfig> {
     let model = r#"model = { provider = "scripted", scenario = "echo" }"#;
     let mut toml = format!(
         "# crew-bench team: every agent is the scripted simulator, not a model.\n\
@@ -186,7 +186,7 @@ fn measure(
 
 /// Waits (on events in `.crew/agents`, at most `SETTLE`) until every worker says IDLE with no
 /// task; fails at once, with the end of its log, if a worker process is gone.
-fn wait_all_idle(workspace: &Workspace, names: &[String], pids: &[u32]) -> anyhow::Result<()> {
+pub fn wait_all_idle(workspace: &Workspace, names: &[String], pids: &[u32]) -> anyhow::Result<()> {
     let agents = workspace.agents();
     let watcher = DirWatcher::new(&[&workspace.crew_dir().join("agents")])?;
     let deadline = Instant::now() + SETTLE;
@@ -309,7 +309,7 @@ fn watch_claims(
 }
 
 /// CPU (user + system) of the workers over `window`, as percent of one core for all together.
-fn idle_cpu(pids: &[u32], window: Duration) -> anyhow::Result<(f64, f64)> {
+pub fn idle_cpu(pids: &[u32], window: Duration) -> anyhow::Result<(f64, f64)> {
     // SAFETY: sysconf only reads a configuration value.
     let ticks_per_sec = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     if ticks_per_sec <= 0 {
