@@ -14,7 +14,9 @@ mod agent_support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_support::{Build, Repo, assert_completed, drain, eventually, policy, scenario};
+use agent_support::{
+    BUDGET, Build, Repo, assert_completed, drain, eventually_async, policy, scenario,
+};
 use crew::agent::{AgentEvent, EventSink, MailboxPrompter};
 use crew::store::MessageKind;
 use crew::store::{Mailboxes, RequestInfo, Roster, Workspace};
@@ -42,7 +44,7 @@ fn ask(repo: &Repo) -> PermissionAsk {
 /// Waits for alice's pending permission request to appear in the lead's inbox.
 async fn pending_request(boxes: &Mailboxes) -> RequestInfo {
     let mut found = None;
-    let seen = eventually(Duration::from_secs(20), || {
+    let seen = eventually_async(BUDGET, || {
         found = boxes
             .requests(DEFAULT_TIMEOUT)
             .unwrap()

@@ -13,8 +13,8 @@ mod agent_support;
 use std::time::Duration;
 
 use agent_support::{
-    Build, Repo, assert_completed, assert_normalised, drain, eventually, policy, rendered,
-    scenario, transcript, turn,
+    BUDGET, Build, Repo, assert_completed, assert_normalised, drain, eventually_async, policy,
+    rendered, scenario, transcript, turn,
 };
 use crew::agent::{AgentEvent, Limits, StopReason};
 use crew::tools::permissions::PermissionMode;
@@ -129,7 +129,7 @@ async fn cancelling_mid_tool_leaves_a_valid_normalised_transcript() {
     let (result, ()) = tokio::join!(
         agent.run_turn("wait a while".into(), cancel.clone()),
         async {
-            assert!(eventually(Duration::from_secs(20), || started.exists()).await);
+            assert!(eventually_async(BUDGET, || started.exists()).await);
             cancel.cancel();
         }
     );

@@ -16,6 +16,7 @@ mod team_support;
 use std::time::Duration;
 
 use common::crew_exe;
+use common::wait::BUDGET;
 use team_support::{Team, crew_toml};
 
 /// alice: a writing implementer (in her own worktree) whose every bash command is allowed by a
@@ -35,7 +36,7 @@ fn hostile_team() -> Team {
 
 fn attack(team: &Team, script: &str) -> String {
     team.repo.ok(&["task", "add", "attack", "--desc", script]);
-    let done = team.wait_task("task_1", "completed", Duration::from_secs(30));
+    let done = team.wait_task("task_1", "completed", BUDGET);
     done["result"].as_str().unwrap().to_string()
 }
 

@@ -14,10 +14,11 @@ mod team_support;
 
 use std::time::Duration;
 
+use common::wait::BUDGET;
 use serde_json::Value;
 use team_support::{Team, crew_toml, eventually};
 
-const WAIT: Duration = Duration::from_secs(20);
+const WAIT: Duration = BUDGET;
 
 fn budget_requests(team: &Team) -> Vec<Value> {
     team.requests()

@@ -18,10 +18,11 @@ mod team_support;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use common::wait::BUDGET;
 use serde_json::Value;
 use team_support::{Team, crew_toml, eventually};
 
-const WAIT: Duration = Duration::from_secs(30);
+const WAIT: Duration = BUDGET;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -14,6 +14,7 @@ mod team_support;
 
 use std::time::Duration;
 
+use common::wait::BUDGET;
 use team_support::{eventually, signal, slow_step_holder, slow_team};
 
 #[test]
@@ -32,7 +33,7 @@ fn a_killed_worker_is_declared_dead_its_task_goes_to_another_and_it_can_be_resta
     let pid = before["pid"].as_u64().unwrap() as u32;
     signal(pid, libc::SIGKILL);
 
-    let dead = team.wait_state(&victim, "DEAD", Duration::from_secs(15));
+    let dead = team.wait_state(&victim, "DEAD", BUDGET);
     assert_eq!(dead["pid"], pid, "{dead}");
     // What its bash was running did not outlive it.
     let slow: u32 = std::fs::read_to_string(team.repo.join(".crew/slow.pid"))
@@ -40,13 +41,11 @@ fn a_killed_worker_is_declared_dead_its_task_goes_to_another_and_it_can_be_resta
         .trim()
         .parse()
         .unwrap();
-    eventually(
-        "the dead worker's slow.sh to end",
-        Duration::from_secs(10),
-        || (!crew::store::pid_alive(slow)).then_some(()),
-    );
+    eventually("the dead worker's slow.sh to end", BUDGET, || {
+        (!crew::store::pid_alive(slow)).then_some(())
+    });
     // The other worker takes the task over and finishes it (slow.sh is quick the second time).
-    let done = team.wait_task("task_1", "completed", Duration::from_secs(20));
+    let done = team.wait_task("task_1", "completed", BUDGET);
     assert_eq!(done["owner"], other, "{done}");
     let notes: Vec<&str> = done["notes"]
         .as_array()
@@ -77,7 +76,7 @@ fn a_killed_worker_is_declared_dead_its_task_goes_to_another_and_it_can_be_resta
 
     let run = team.repo.crew(&["worker", "restart", &victim]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let back = eventually("the restarted worker", Duration::from_secs(15), || {
+    let back = eventually("the restarted worker", BUDGET, || {
         let s = team.status(&victim);
         (s["state"] == "IDLE" && s["pid"] != pid).then_some(s)
     });

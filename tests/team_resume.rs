@@ -15,6 +15,7 @@ mod team_support;
 
 use std::time::Duration;
 
+use common::wait::BUDGET;
 use team_support::{SLOW_SH, Team, crew_toml, eventually, signal};
 
 /// The assistant texts of `agent`'s conversation `key`, as kept on disk.
@@ -38,15 +39,11 @@ fn said(team: &Team, agent: &str, key: &str) -> Vec<String> {
 }
 
 fn wait_said(team: &Team, agent: &str, key: &str, needle: &str) -> String {
-    eventually(
-        &format!("{agent} to say {needle:?}"),
-        Duration::from_secs(20),
-        || {
-            said(team, agent, key)
-                .into_iter()
-                .find(|t| t.contains(needle))
-        },
-    )
+    eventually(&format!("{agent} to say {needle:?}"), BUDGET, || {
+        said(team, agent, key)
+            .into_iter()
+            .find(|t| t.contains(needle))
+    })
 }
 
 fn tell(team: &Team, to: &str, text: &str) {
@@ -126,16 +123,16 @@ fn a_killed_teammate_restarted_continues_its_task_conversation() {
         "up",
         &["up", "--headless", "--approve", "allow", "--until-done"],
     );
-    eventually("the slow step to start", Duration::from_secs(20), || {
+    eventually("the slow step to start", BUDGET, || {
         team.repo.join(".crew/slow-once").exists().then_some(())
     });
     let pid = team.status("alice")["pid"].as_u64().unwrap() as u32;
     signal(pid, libc::SIGKILL);
-    team.wait_state("alice", "DEAD", Duration::from_secs(15));
+    team.wait_state("alice", "DEAD", BUDGET);
 
     let run = team.repo.crew(&["worker", "restart", "alice"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let done = team.wait_task("task_1", "completed", Duration::from_secs(30));
+    let done = team.wait_task("task_1", "completed", BUDGET);
     // The restarted worker's first reply saw the call the kill cut, with its interrupted result.
     assert_eq!(
         done["result"], "Resumed after: tool call interrupted",
@@ -156,7 +153,7 @@ fn crew_interrupt_stops_a_long_tool_keeps_the_task_and_a_message_resumes_it() {
     let team = slow_alice();
     let mut alice = team.worker("alice");
     team.repo.ok(&["task", "add", "a slow task"]);
-    let slow: u32 = eventually("the slow step to start", Duration::from_secs(20), || {
+    let slow: u32 = eventually("the slow step to start", BUDGET, || {
         std::fs::read_to_string(team.repo.join(".crew/slow.pid"))
             .ok()?
             .trim()
@@ -165,7 +162,7 @@ fn crew_interrupt_stops_a_long_tool_keeps_the_task_and_a_message_resumes_it() {
     });
     let asked = std::time::Instant::now();
     team.repo.ok(&["interrupt", "alice"]);
-    let stopped = eventually("alice to stop", Duration::from_secs(10), || {
+    let stopped = eventually("alice to stop", BUDGET, || {
         let s = team.status("alice");
         (s["state"] == "IDLE").then_some(s)
     });
@@ -209,7 +206,7 @@ fn crew_interrupt_stops_a_long_tool_keeps_the_task_and_a_message_resumes_it() {
 
     // The next message continues the same conversation and finishes the task.
     tell(&team, "alice", "carry on");
-    let done = team.wait_task("task_1", "completed", Duration::from_secs(20));
+    let done = team.wait_task("task_1", "completed", BUDGET);
     let result = done["result"].as_str().unwrap();
     assert!(result.starts_with("Resumed after:"), "{done}");
     let said = said(&team, "alice", "task_1");

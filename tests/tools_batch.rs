@@ -13,13 +13,12 @@ mod tools_support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
 use crew::tools::permissions::PermissionMode;
 use crew::tools::{Pipeline, Tool, ToolContext, ToolError, ToolKind, ToolOutput, ToolRegistry};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
-use tools_support::{Fixture, call, eventually, policy};
+use tools_support::{BUDGET, Fixture, call, eventually_async, policy};
 
 /// A test tool. Input `{"mode": ...}`: "ok", "fail", "hang" (until cancelled),
 /// "meet" (waits until `meet_target` calls are inside at once: proves parallelism),
@@ -66,10 +65,9 @@ impl Tool for Probe {
                     Err(ToolError::Cancelled)
                 }
                 "meet" => {
-                    let met = eventually(Duration::from_secs(10), || {
-                        probe.max_inside.load(Ordering::SeqCst) >= 2
-                    })
-                    .await;
+                    let met =
+                        eventually_async(BUDGET, || probe.max_inside.load(Ordering::SeqCst) >= 2)
+                            .await;
                     Ok(if met {
                         ToolOutput::ok("met")
                     } else {
@@ -172,13 +170,7 @@ async fn cancelling_the_batch_answers_every_call() {
     let watcher = {
         let probe = Arc::clone(&probe);
         tokio::spawn(async move {
-            assert!(
-                eventually(Duration::from_secs(10), || probe
-                    .started
-                    .load(Ordering::SeqCst)
-                    == 2)
-                .await
-            );
+            assert!(eventually_async(BUDGET, || probe.started.load(Ordering::SeqCst) == 2).await);
             cancel.cancel();
         })
     };

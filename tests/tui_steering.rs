@@ -10,8 +10,8 @@
 )]
 
 mod tui_support;
-
-use std::time::{Duration, Instant};
+#[path = "common/wait.rs"]
+mod wait;
 
 use crew::agent::transcript::Row;
 use crew::store::MessageKind;
@@ -21,6 +21,7 @@ use crew::tui::data::Change;
 use crew::tui::event::Event;
 use ratatui::crossterm::event::{KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use tui_support::{Harness, inbox, workspace};
+use wait::poll;
 
 fn add(ws: &Workspace, subject: &str, blocked_by: &[&str]) -> String {
     ws.tasks()
@@ -49,17 +50,6 @@ fn clear_field(h: &mut Harness) {
     for _ in 0..40 {
         h.press(&["backspace"]);
     }
-}
-
-fn poll<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let until = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < until {
-        if let Some(v) = f() {
-            return v;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("timed out waiting for {what}");
 }
 
 #[test]

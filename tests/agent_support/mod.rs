@@ -22,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 #[path = "../tools_support/mod.rs"]
 mod tools_support;
-pub use tools_support::{eventually, policy};
+pub use tools_support::{BUDGET, eventually_async, policy};
 
 /// A temporary repository root; the agent works in it directly.
 pub struct Repo {

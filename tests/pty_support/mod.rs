@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use portable_pty::{Child, CommandBuilder, PtySize, native_pty_system};
 
-pub const TIMEOUT: Duration = Duration::from_secs(20);
+pub const TIMEOUT: Duration = wait::BUDGET;
 
 pub struct Screen {
     parser: vt100::Parser,
@@ -126,14 +126,7 @@ impl Screen {
     }
 }
 
-/// Polls `check` until it gives a value; fails after `TIMEOUT`.
-pub fn poll<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + TIMEOUT;
-    loop {
-        if let Some(v) = check() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(25));
-    }
-}
+#[path = "../common/wait.rs"]
+mod wait;
+#[allow(unused_imports)] // not every crate that uses the screen waits on anything else
+pub use wait::poll;

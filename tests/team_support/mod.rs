@@ -6,23 +6,13 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::common::{Repo, crew_exe};
 
-/// Polls `f` every 50 ms until it gives a value; panics naming `what` after `timeout`.
-pub fn eventually<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
-    let until = Instant::now() + timeout;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < until, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
+pub use crate::common::wait::{BUDGET, eventually};
 
 /// A `crew` process started by the test. A thread reaps it as soon as it exits, so it never
 /// lingers as a zombie that `kill(pid, 0)` (and so crew's liveness check) still sees.
@@ -278,7 +268,7 @@ pub fn slow_team() -> Team {
 
 /// Waits until some worker runs the slow step of `task`; returns its name.
 pub fn slow_step_holder(team: &Team, task: &str) -> String {
-    eventually("the slow step to start", Duration::from_secs(20), || {
+    eventually("the slow step to start", BUDGET, || {
         let t = team.task(task);
         let owner = t["owner"].as_str()?.to_string();
         (t["status"] == "in_progress" && team.repo.join(".crew/slow-once").exists())
