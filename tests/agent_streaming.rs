@@ -18,12 +18,10 @@ use agent_support::{Build, Repo, assert_completed, drain, policy, scenario, turn
 use crew::agent::{Agent, AgentEvent};
 use crew::model::{ModelError, ModelProvider, ModelRequest, StreamEvent};
 use crew::tools::permissions::PermissionMode;
-use crew::tools::tool::{Subject, Tool, ToolError, ToolKind, ToolOutput};
-use crew::tools::{Pipeline, ToolContext, ToolRegistry};
+use crew::tools::tool::{ToolKind, ToolOutput};
+use crew::tools::{Pipeline, ToolContext, ToolFuture, ToolRegistry, TypedTool};
 use futures::StreamExt;
-use futures::future::BoxFuture;
 use futures::stream::BoxStream;
-use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -38,36 +36,23 @@ struct ProbeLog {
 
 struct Probe(Arc<ProbeLog>);
 
-impl Tool for Probe {
-    fn name(&self) -> &str {
-        "probe"
-    }
+/// Takes any object.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct ProbeInput {}
+
+impl TypedTool for Probe {
+    type Input = ProbeInput;
+    const NAME: &'static str = "probe";
+    const KIND: ToolKind = ToolKind::Read;
+    const RESULT_BUDGET: Option<usize> = None;
+
     fn description(&self) -> &str {
         "Records that it ran."
     }
-    fn input_schema(&self) -> Value {
-        json!({"type": "object"})
-    }
-    fn kind(&self) -> ToolKind {
-        ToolKind::Read
-    }
-    fn validate(&self, _: &Value, _: &ToolContext) -> Result<(), String> {
-        Ok(())
-    }
-    fn is_concurrency_safe(&self, _: &Value) -> bool {
+    fn is_concurrency_safe(&self, _: &ProbeInput) -> bool {
         true
     }
-    fn result_budget(&self) -> Option<usize> {
-        None
-    }
-    fn permission_subject(&self, _: &Value) -> Subject {
-        Subject::None
-    }
-    fn call(
-        &self,
-        _: Value,
-        ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+    fn run(&self, _: ProbeInput, ctx: ToolContext) -> ToolFuture {
         let log = &self.0;
         if ctx.workspace.join("first.txt").exists() {
             log.saw_first_file.store(true, Ordering::SeqCst);

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use crew::tools::builtin::BashTool;
 use crew::tools::sandbox::{Readiness, Sandbox, SandboxMode, readiness};
-use crew::tools::{Tool, ToolContext, ToolOutput};
+use crew::tools::{ToolContext, ToolJson, ToolOutput};
 use serde_json::json;
 use team_support::git;
 
@@ -84,7 +84,7 @@ impl Scene {
 
     async fn run_with(&self, command: &str, network: bool) -> ToolOutput {
         BashTool::default()
-            .call(json!({ "command": command }), self.ctx(network))
+            .call_json(&json!({ "command": command }), self.ctx(network))
             .await
             .unwrap()
     }
@@ -231,8 +231,8 @@ async fn a_git_folder_inside_the_worktree_stays_read_only() {
     let config = ctx_ws.join(".git/config");
     let before = std::fs::read(&config).unwrap();
     let out = BashTool::default()
-        .call(
-            json!({"command": "echo '[core]fsmonitor=x' >> .git/config"}),
+        .call_json(
+            &json!({"command": "echo '[core]fsmonitor=x' >> .git/config"}),
             ctx.clone(),
         )
         .await
@@ -244,7 +244,7 @@ async fn a_git_folder_inside_the_worktree_stays_read_only() {
     );
     assert_eq!(std::fs::read(&config).unwrap(), before);
     let out = BashTool::default()
-        .call(json!({"command": "echo fine > file.txt"}), ctx)
+        .call_json(&json!({"command": "echo fine > file.txt"}), ctx)
         .await
         .unwrap();
     assert!(!out.is_error, "{}", out.content);
@@ -493,7 +493,7 @@ async fn a_reader_writes_nothing_but_its_temp_folder() {
     ctx.workspace = scene.root.clone();
     ctx.sandbox.workspace_writable = false;
     let out = BashTool::default()
-        .call(json!({"command": "echo x > new.txt"}), ctx.clone())
+        .call_json(&json!({"command": "echo x > new.txt"}), ctx.clone())
         .await
         .unwrap();
     assert!(
@@ -503,8 +503,8 @@ async fn a_reader_writes_nothing_but_its_temp_folder() {
     );
     assert!(!scene.root.join("new.txt").exists());
     let out = BashTool::default()
-        .call(
-            json!({"command": "echo x > $TMPDIR/t && cat README.md"}),
+        .call_json(
+            &json!({"command": "echo x > $TMPDIR/t && cat README.md"}),
             ctx,
         )
         .await

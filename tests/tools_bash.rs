@@ -11,7 +11,7 @@
 mod tools_support;
 
 use crew::tools::builtin::BashTool;
-use crew::tools::{Tool, ToolError};
+use crew::tools::{ToolError, ToolJson};
 use serde_json::json;
 use tools_support::{BUDGET, Fixture, eventually_async, process_alive};
 
@@ -19,13 +19,13 @@ use tools_support::{BUDGET, Fixture, eventually_async, process_alive};
 async fn runs_in_the_workspace_and_reports_exit_codes() {
     let fx = Fixture::new();
     let out = BashTool::default()
-        .call(json!({"command": "pwd; echo err >&2"}), fx.ctx.clone())
+        .call_json(&json!({"command": "pwd; echo err >&2"}), fx.ctx.clone())
         .await
         .unwrap();
     assert!(!out.is_error);
     assert_eq!(out.content, format!("{}\nerr\n", fx.ws().display()));
     let failed = BashTool::default()
-        .call(json!({"command": "echo nope; exit 3"}), fx.ctx.clone())
+        .call_json(&json!({"command": "echo nope; exit 3"}), fx.ctx.clone())
         .await
         .unwrap();
     assert!(failed.is_error);
@@ -42,7 +42,7 @@ async fn timeout_kills_the_whole_process_group() {
     let pid_file = fx.ws().join("child.pid");
     let input = json!({"command": sleeper(&pid_file), "timeout_ms": 500});
     let out = BashTool::default()
-        .call(input, fx.ctx.clone())
+        .call_json(&input, fx.ctx.clone())
         .await
         .unwrap();
     assert!(out.is_error);
@@ -59,7 +59,7 @@ async fn cancellation_kills_the_process_group() {
     let fx = Fixture::new();
     let pid_file = fx.ws().join("child.pid");
     let (input, ctx) = (json!({"command": sleeper(&pid_file)}), fx.ctx.clone());
-    let running = tokio::spawn(async move { BashTool::default().call(input, ctx).await });
+    let running = tokio::spawn(async move { BashTool::default().call_json(&input, ctx).await });
     let started = || std::fs::read_to_string(&pid_file).is_ok_and(|s| s.ends_with('\n'));
     assert!(eventually_async(BUDGET, started).await);
     fx.ctx.cancel.cancel();
@@ -102,7 +102,7 @@ async fn secrets_never_reach_the_command() {
         .push(("ANTHROPIC_BASE_URL".into(), "http://leak".into()));
     fx.ctx.env.push(("CREW_TEST_VISIBLE".into(), "fine".into()));
     let out = BashTool::default()
-        .call(json!({"command": "env"}), fx.ctx.clone())
+        .call_json(&json!({"command": "env"}), fx.ctx.clone())
         .await
         .unwrap();
     assert!(
@@ -119,8 +119,8 @@ async fn secrets_never_reach_the_command() {
 async fn output_is_capped() {
     let fx = Fixture::new();
     let out = BashTool::with_output_cap(1000)
-        .call(
-            json!({"command": "head -c 5000 /dev/zero | tr '\\0' a"}),
+        .call_json(
+            &json!({"command": "head -c 5000 /dev/zero | tr '\\0' a"}),
             fx.ctx.clone(),
         )
         .await
@@ -136,7 +136,7 @@ async fn output_is_capped() {
 #[test]
 fn concurrency_safety_is_decided_by_the_input() {
     let bash = BashTool::default();
-    let safe = |command: &str| bash.is_concurrency_safe(&json!({"command": command}));
+    let safe = |command: &str| bash.is_concurrency_safe_json(&json!({"command": command}));
     for command in [
         "ls -la",
         "cat a | grep x | wc -l",
@@ -165,7 +165,7 @@ fn concurrency_safety_is_decided_by_the_input() {
         assert!(!safe(command), "{command} should be unsafe");
     }
     assert!(
-        !bash.is_concurrency_safe(&json!({"cmd": "ls"})),
+        !bash.is_concurrency_safe_json(&json!({"cmd": "ls"})),
         "missing field counts as unsafe"
     );
 }
@@ -180,7 +180,8 @@ async fn a_process_that_escapes_the_group_does_not_hang_the_call() {
         "setsid sh -c 'echo $$ > {f}; exec sleep 300' & while [ ! -s {f} ]; do sleep 0.01; done; echo done"
     );
     // Bounded by the test, not by bash's own 300 s default: a regression fails, not hangs.
-    let call = BashTool::default().call(json!({"command": command}), fx.ctx.clone());
+    let input = json!({"command": command});
+    let call = BashTool::default().call_json(&input, fx.ctx.clone());
     let out = tokio::time::timeout(BUDGET, call)
         .await
         .expect("the call waited for a process outside its group")

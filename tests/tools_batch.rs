@@ -15,9 +15,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crew::tools::permissions::PermissionMode;
-use crew::tools::{Pipeline, Tool, ToolContext, ToolError, ToolKind, ToolOutput, ToolRegistry};
-use futures::future::BoxFuture;
-use serde_json::{Value, json};
+use crew::tools::{
+    Pipeline, ToolContext, ToolError, ToolFuture, ToolKind, ToolOutput, ToolRegistry, TypedTool,
+};
+use serde_json::json;
 use tools_support::{BUDGET, Fixture, call, eventually_async, policy};
 
 /// A test tool. Input `{"mode": ...}`: "ok", "fail", "hang" (until cancelled),
@@ -32,33 +33,30 @@ struct ProbeState {
 
 struct Probe(Arc<ProbeState>);
 
-impl Tool for Probe {
-    fn name(&self) -> &str {
-        "probe"
-    }
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct ProbeInput {
+    mode: String,
+    safe: Option<bool>,
+}
+
+impl TypedTool for Probe {
+    type Input = ProbeInput;
+    const NAME: &'static str = "probe";
+    const KIND: ToolKind = ToolKind::Read;
+
     fn description(&self) -> &str {
         "test probe"
     }
-    fn input_schema(&self) -> Value {
-        json!({"type": "object", "properties": {"mode": {"type": "string"}, "safe": {"type": "boolean"}}, "required": ["mode"]})
+    fn is_concurrency_safe(&self, input: &ProbeInput) -> bool {
+        input.safe.unwrap_or(true)
     }
-    fn kind(&self) -> ToolKind {
-        ToolKind::Read
-    }
-    fn is_concurrency_safe(&self, input: &Value) -> bool {
-        input.get("safe").and_then(Value::as_bool).unwrap_or(true)
-    }
-    fn call(
-        &self,
-        input: Value,
-        ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+    fn run(&self, input: ProbeInput, ctx: ToolContext) -> ToolFuture {
         let probe = Arc::clone(&self.0);
         Box::pin(async move {
             probe.started.fetch_add(1, Ordering::SeqCst);
             let now = probe.inside.fetch_add(1, Ordering::SeqCst) + 1;
             probe.max_inside.fetch_max(now, Ordering::SeqCst);
-            let result = match input["mode"].as_str().unwrap_or("ok") {
+            let result = match input.mode.as_str() {
                 "fail" => Ok(ToolOutput::error("boom")),
                 "hang" => {
                     ctx.cancel.cancelled().await;

@@ -10,13 +10,13 @@
 mod tools_support;
 
 use crew::tools::builtin::{EditTool, GlobTool, GrepTool, ReadTool, WriteTool};
-use crew::tools::{Tool, ToolContext, ToolError, ToolOutput};
+use crew::tools::{Tool, ToolContext, ToolError, ToolJson, ToolOutput};
 use serde_json::{Value, json};
 use tools_support::Fixture;
 
 async fn run(tool: &dyn Tool, input: Value, ctx: &ToolContext) -> Result<ToolOutput, String> {
-    tool.validate(&input, ctx)?;
-    tool.call(input, ctx.clone())
+    tool.validate_json(&input, ctx)?;
+    tool.call_json(&input, ctx.clone())
         .await
         .map_err(|e: ToolError| e.to_string())
 }
@@ -126,9 +126,12 @@ async fn write_refuses_changes_made_between_validation_and_call() {
         .await
         .unwrap();
     let input = json!({"path": "a.txt", "content": "two\n"});
-    WriteTool.validate(&input, &fx.ctx).unwrap();
+    WriteTool.validate_json(&input, &fx.ctx).unwrap();
     fx.write("a.txt", "someone else\n");
-    let err = WriteTool.call(input, fx.ctx.clone()).await.unwrap_err();
+    let err = WriteTool
+        .call_json(&input, fx.ctx.clone())
+        .await
+        .unwrap_err();
     assert!(
         err.to_string().contains("changed since it was last read"),
         "{err}"
@@ -221,8 +224,8 @@ async fn paths_outside_the_workspace_are_refused() {
     );
     // The call itself re-checks, for callers that skip validation.
     let err = WriteTool
-        .call(
-            json!({"path": "../outside/x", "content": "x"}),
+        .call_json(
+            &json!({"path": "../outside/x", "content": "x"}),
             fx.ctx.clone(),
         )
         .await
@@ -283,9 +286,9 @@ async fn edit_refuses_changes_made_between_validation_and_call() {
         .await
         .unwrap();
     let edit = json!({"path": "f.txt", "old_string": "1", "new_string": "2"});
-    EditTool.validate(&edit, &fx.ctx).unwrap();
+    EditTool.validate_json(&edit, &fx.ctx).unwrap();
     std::fs::write(&path, "x = 11\n").unwrap();
-    let err = EditTool.call(edit, fx.ctx.clone()).await.unwrap_err();
+    let err = EditTool.call_json(&edit, fx.ctx.clone()).await.unwrap_err();
     assert!(err.to_string().contains("changed since"), "{err}");
 }
 

@@ -96,11 +96,7 @@ pub(crate) async fn receive(
                     input: input.clone(),
                 });
                 let tool_call = ToolCall { id, name, input };
-                let early = !unsafe_seen
-                    && pipeline
-                        .registry
-                        .get(&tool_call.name)
-                        .is_some_and(|tool| tool.is_concurrency_safe(&tool_call.input));
+                let early = !unsafe_seen && pipeline.is_concurrency_safe(&tool_call);
                 unsafe_seen |= !early;
                 emitter.emit(AgentEvent::ToolUse {
                     id: tool_call.id.clone(),

@@ -1,9 +1,10 @@
 //! One agent's own checklist (its `todo_write` tool), as its status file carries it to the
 //! screen.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TodoStatus {
     Pending,
@@ -11,10 +12,13 @@ pub enum TodoStatus {
     Completed,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+// Also the `todo_write` tool's input, hence the schema; its doc comments are read by the model.
+/// One step of the checklist.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TodoItem {
     /// What is to be done, in the imperative ("Run the tests").
+    #[schemars(length(min = 1))]
     pub content: String,
     pub status: TodoStatus,
 }

@@ -10,6 +10,7 @@ use futures::stream::FuturesUnordered;
 
 use crate::tools::context::ToolContext;
 use crate::tools::pipeline::{Pipeline, ToolCall, ToolCallOutcome};
+use crate::tools::tool::ToolJson;
 
 const INTERRUPTED: &str = "cancelled: the batch was interrupted";
 
@@ -18,7 +19,10 @@ impl Pipeline {
         let mut outcomes = Vec::with_capacity(calls.len());
         let mut rest = calls.as_slice();
         while !rest.is_empty() {
-            let safe = rest.iter().take_while(|c| self.is_safe(c)).count();
+            let safe = rest
+                .iter()
+                .take_while(|c| self.is_concurrency_safe(c))
+                .count();
             let (group, tail) = rest.split_at(safe.max(1));
             if ctx.cancel.is_cancelled() {
                 outcomes.extend(
@@ -36,10 +40,11 @@ impl Pipeline {
         outcomes
     }
 
-    fn is_safe(&self, call: &ToolCall) -> bool {
+    /// Whether `call` may run beside other safe calls; an unknown tool's is not.
+    pub fn is_concurrency_safe(&self, call: &ToolCall) -> bool {
         self.registry
             .get(&call.name)
-            .is_some_and(|tool| tool.is_concurrency_safe(&call.input))
+            .is_some_and(|tool| tool.is_concurrency_safe_json(&call.input))
     }
 
     async fn run_parallel(&self, group: &[ToolCall], ctx: &ToolContext) -> Vec<ToolCallOutcome> {

@@ -18,6 +18,7 @@ pub mod schema;
 pub mod spill;
 pub mod todo;
 pub mod tool;
+pub mod typed;
 
 pub use context::{ReadState, ToolContext, scrub_env};
 pub use hooks::{HookEvent, HookRun, HookSpec, Hooks, StopDecision, StopGuard};
@@ -28,4 +29,7 @@ pub use prompter::{AllowWhatRulesAllow, DenyAll, PermissionAnswer, PermissionAsk
 pub use registry::ToolRegistry;
 pub use sandbox::{Sandbox, SandboxMode};
 pub use todo::{TodoList, todo_tools};
-pub use tool::{Subject, Tool, ToolError, ToolKind, ToolOutput};
+pub use tool::{
+    PreparedCall, Subject, Tool, ToolError, ToolFuture, ToolJson, ToolKind, ToolOutput,
+};
+pub use typed::{NoInput, TypedTool};

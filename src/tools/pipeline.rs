@@ -1,5 +1,5 @@
 //! The governed path of one tool call, in this order:
-//! find → schema → validate → PreToolUse hooks → permission → sandbox → call →
+//! find → schema → deserialise → validate → PreToolUse hooks → permission → sandbox → call →
 //! PostToolUse / PostToolUseFailure hooks → result budget.
 //! Every failure becomes an error result the model sees; `run` itself never fails.
 
@@ -19,7 +19,7 @@ use crate::tools::prompter::{PermissionAnswer, PermissionAsk, Prompter};
 use crate::tools::registry::ToolRegistry;
 use crate::tools::sandbox::SandboxPlan;
 use crate::tools::spill::apply_budget;
-use crate::tools::tool::{Tool, ToolError, ToolKind, ToolOutput};
+use crate::tools::tool::{PreparedCall, Subject, Tool, ToolError, ToolKind, ToolOutput};
 
 /// The Notification type (and matcher value) for a permission request.
 const PERMISSION_PROMPT: &str = "permission_prompt";
@@ -118,9 +118,10 @@ impl Pipeline {
                 call.name
             ));
         };
-        if let Err(message) = self.check(tool.as_ref(), &call.input, ctx) {
-            return outcome.fail(message);
-        }
+        let mut prepared = match self.prepare(tool.as_ref(), &call.input, ctx) {
+            Ok(prepared) => prepared,
+            Err(message) => return outcome.fail(message),
+        };
 
         let pre = self
             .hooks
@@ -133,16 +134,25 @@ impl Pipeline {
         }
         if let Some(updated) = pre.updated_input {
             // The rewritten input gets the same checks as the model's.
-            if let Err(message) = self.check(tool.as_ref(), &updated, ctx) {
-                return outcome.fail(format!(
-                    "input rewritten by a PreToolUse hook is invalid: {message}"
-                ));
-            }
+            prepared = match self.prepare(tool.as_ref(), &updated, ctx) {
+                Ok(prepared) => prepared,
+                Err(message) => {
+                    return outcome.fail(format!(
+                        "input rewritten by a PreToolUse hook is invalid: {message}"
+                    ));
+                }
+            };
             outcome.effective_input = updated;
         }
 
         let decision = self
-            .permission(tool.as_ref(), &outcome.effective_input, ctx, pre.permission)
+            .permission(
+                tool.as_ref(),
+                prepared.permission_subject(),
+                &outcome.effective_input,
+                ctx,
+                pre.permission,
+            )
             .await;
         outcome.decision = Some(decision.clone());
         if let Decision::Deny(reason) = decision.decision {
@@ -160,7 +170,7 @@ impl Pipeline {
         let result = tokio::select! {
             biased;
             _ = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
-            result = tool.call(outcome.effective_input.clone(), ctx.clone()) => result,
+            result = prepared.call(ctx.clone()) => result,
         };
         let output = result.unwrap_or_else(|e| ToolOutput::error(e.to_string()));
 
@@ -213,23 +223,35 @@ impl Pipeline {
         }
     }
 
-    /// Schema, then the tool's own semantic validation.
-    fn check(&self, tool: &dyn Tool, input: &Value, ctx: &ToolContext) -> Result<(), String> {
+    /// The one place a model's input is checked and made typed: the schema (every problem at
+    /// once, each naming its field), deserialisation into the tool's input, then the tool's own
+    /// semantic validation.
+    fn prepare<'t>(
+        &self,
+        tool: &'t dyn Tool,
+        input: &Value,
+        ctx: &ToolContext,
+    ) -> Result<Box<dyn PreparedCall + 't>, String> {
+        let invalid =
+            |problems: String| format!("invalid input for `{}`:\n{problems}", tool.name());
         if let Some(Err(problems)) = self.registry.check_input(tool.name(), input) {
-            return Err(format!("invalid input for `{}`:\n{problems}", tool.name()));
+            return Err(invalid(problems));
         }
-        tool.validate(input, ctx)
-            .map_err(|reason| format!("`{}` refused the input: {reason}", tool.name()))
+        let prepared = tool.prepare(input).map_err(invalid)?;
+        prepared
+            .validate(ctx)
+            .map_err(|reason| format!("`{}` refused the input: {reason}", tool.name()))?;
+        Ok(prepared)
     }
 
     async fn permission(
         &self,
         tool: &dyn Tool,
+        subject: Subject,
         input: &Value,
         ctx: &ToolContext,
         hook: Option<crate::tools::permissions::HookPermission>,
     ) -> PermissionOutcome {
-        let subject = tool.permission_subject(input);
         let read_roots = ctx.read_roots();
         let write_roots = ctx.write_roots();
         let roots: &[&Path] = if tool.kind() == ToolKind::Read {

@@ -4,13 +4,13 @@
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use futures::future::BoxFuture;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 use crate::store::{TodoItem, TodoStatus, render_todos};
 use crate::tools::context::ToolContext;
-use crate::tools::tool::{Tool, ToolError, ToolKind, ToolOutput};
+use crate::tools::tool::{Tool, ToolKind, ToolOutput};
+use crate::tools::{NoInput, ToolFuture, TypedTool};
 
 type Watcher = Arc<dyn Fn(&[TodoItem]) + Send + Sync>;
 
@@ -62,16 +62,17 @@ pub fn todo_tools() -> Vec<Arc<dyn Tool>> {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TodoWriteTool;
 
-#[derive(Deserialize)]
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct TodoWriteInput {
-    todos: Vec<TodoItem>,
+pub struct TodoWriteInput {
+    pub todos: Vec<TodoItem>,
 }
 
-impl Tool for TodoWriteTool {
-    fn name(&self) -> &str {
-        "todo_write"
-    }
+impl TypedTool for TodoWriteTool {
+    type Input = TodoWriteInput;
+    const NAME: &'static str = "todo_write";
+    // It changes only the agent's own list: nothing a mode or rule guards.
+    const KIND: ToolKind = ToolKind::Read;
 
     fn description(&self) -> &str {
         "Replace your own checklist for this job (the whole list each time). Use it for work of \
@@ -79,37 +80,8 @@ impl Tool for TodoWriteTool {
          completed as soon as it is done. Only you see it (and the person watching)."
     }
 
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "todos": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "content": {"type": "string", "minLength": 1},
-                            "status": {"enum": ["pending", "in_progress", "completed"]}
-                        },
-                        "required": ["content", "status"],
-                        "additionalProperties": false
-                    }
-                }
-            },
-            "required": ["todos"],
-            "additionalProperties": false
-        })
-    }
-
-    fn kind(&self) -> ToolKind {
-        // It changes only the agent's own list: nothing a mode or rule guards.
-        ToolKind::Read
-    }
-
-    fn validate(&self, input: &Value, _ctx: &ToolContext) -> Result<(), String> {
-        let parsed: TodoWriteInput =
-            serde_json::from_value(input.clone()).map_err(|e| e.to_string())?;
-        let doing = parsed
+    fn validate(&self, input: &TodoWriteInput, _ctx: &ToolContext) -> Result<(), String> {
+        let doing = input
             .todos
             .iter()
             .filter(|t| t.status == TodoStatus::InProgress)
@@ -122,22 +94,16 @@ impl Tool for TodoWriteTool {
         Ok(())
     }
 
-    fn call(
-        &self,
-        input: Value,
-        ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+    fn run(&self, input: TodoWriteInput, ctx: ToolContext) -> ToolFuture {
         Box::pin(async move {
-            let parsed: TodoWriteInput = serde_json::from_value(input)
-                .map_err(|e| ToolError::InvalidInput(e.to_string()))?;
-            let done = parsed
+            let done = input
                 .todos
                 .iter()
                 .filter(|t| t.status == TodoStatus::Completed)
                 .count();
-            let total = parsed.todos.len();
-            let text = render_todos(&parsed.todos);
-            ctx.todos.replace(parsed.todos);
+            let total = input.todos.len();
+            let text = render_todos(&input.todos);
+            ctx.todos.replace(input.todos);
             Ok(ToolOutput::ok(format!(
                 "checklist updated ({done} of {total} done):\n{text}"
             )))
@@ -148,32 +114,20 @@ impl Tool for TodoWriteTool {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TodoReadTool;
 
-impl Tool for TodoReadTool {
-    fn name(&self) -> &str {
-        "todo_read"
-    }
+impl TypedTool for TodoReadTool {
+    type Input = NoInput;
+    const NAME: &'static str = "todo_read";
+    const KIND: ToolKind = ToolKind::Read;
 
     fn description(&self) -> &str {
         "Show your own checklist as you last wrote it with todo_write."
     }
 
-    fn input_schema(&self) -> Value {
-        json!({"type": "object", "properties": {}, "additionalProperties": false})
-    }
-
-    fn kind(&self) -> ToolKind {
-        ToolKind::Read
-    }
-
-    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+    fn is_concurrency_safe(&self, _input: &NoInput) -> bool {
         true
     }
 
-    fn call(
-        &self,
-        _input: Value,
-        ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+    fn run(&self, _input: NoInput, ctx: ToolContext) -> ToolFuture {
         Box::pin(async move {
             let items = ctx.todos.items();
             Ok(ToolOutput::ok(if items.is_empty() {

@@ -1,4 +1,5 @@
-//! The `Tool` trait every tool implements, and the values a call takes and returns.
+//! The `Tool` trait the registry and the pipeline see (tools implement `TypedTool`, which
+//! provides it), and the values a call takes and returns.
 
 use std::path::PathBuf;
 
@@ -83,47 +84,62 @@ impl ToolError {
     }
 }
 
-/// A tool the model can call. Dyn-compatible: the registry holds `Arc<dyn Tool>`.
+/// The future a tool call returns.
+pub type ToolFuture = BoxFuture<'static, Result<ToolOutput, ToolError>>;
+
+/// A tool the model can call, as the registry and the pipeline see it. Dyn-compatible: the
+/// registry holds `Arc<dyn Tool>`. Tools implement [`TypedTool`](crate::tools::TypedTool),
+/// which provides this.
 pub trait Tool: Send + Sync {
     fn name(&self) -> &str;
     fn description(&self) -> &str;
-    /// JSON schema of the input; checked by the pipeline before `validate`.
+    /// JSON schema of the input, sent to the model and checked by the pipeline first.
     fn input_schema(&self) -> Value;
     fn kind(&self) -> ToolKind;
-    /// Semantic check after the schema check (paths inside the workspace, non-empty command…).
-    fn validate(&self, _input: &Value, _ctx: &ToolContext) -> Result<(), String> {
-        Ok(())
-    }
-    /// Whether this particular call may run in parallel with other safe calls.
-    /// Anything that cannot be understood must answer `false`, hence the default.
-    fn is_concurrency_safe(&self, _input: &Value) -> bool {
-        false
-    }
     /// Result size in bytes above which the output is spilled to a file; `None` = never spilled.
-    fn result_budget(&self) -> Option<usize> {
-        Some(DEFAULT_RESULT_BUDGET)
-    }
-    /// What permission rules match for this call; by default only the tool name.
-    fn permission_subject(&self, _input: &Value) -> Subject {
-        Subject::None
-    }
-    fn call(
-        &self,
-        input: Value,
-        ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>>;
+    fn result_budget(&self) -> Option<usize>;
+    /// Deserialises the model's JSON into the tool's input, once per call; the error names
+    /// the field that does not fit.
+    fn prepare<'a>(&'a self, input: &Value) -> Result<Box<dyn PreparedCall + 'a>, String>;
+}
+
+/// One call of a tool with its input deserialised: what every later step works on.
+pub trait PreparedCall: Send {
+    /// Semantic check after the schema check (paths inside the workspace, non-empty command…).
+    fn validate(&self, ctx: &ToolContext) -> Result<(), String>;
+    /// Whether this call may run in parallel with other safe calls.
+    fn is_concurrency_safe(&self) -> bool;
+    /// What permission rules match for this call.
+    fn permission_subject(&self) -> Subject;
+    fn call(self: Box<Self>, ctx: ToolContext)
+    -> BoxFuture<'static, Result<ToolOutput, ToolError>>;
 }
 
 /// Default result budget for tools that produce unbounded text (bytes).
 pub const DEFAULT_RESULT_BUDGET: usize = 30_000;
 
-/// Reads an optional string field of a tool input.
-pub fn str_field<'a>(input: &'a Value, field: &str) -> Option<&'a str> {
-    input.get(field).and_then(Value::as_str)
+/// Calling a tool with the model's JSON directly, outside the pipeline (no schema check,
+/// hooks, permission or result budget): for deciding concurrency, benchmarks and tests.
+pub trait ToolJson: Tool {
+    /// Deserialises `input` and runs the tool's own validation.
+    fn validate_json(&self, input: &Value, ctx: &ToolContext) -> Result<(), String> {
+        self.prepare(input)?.validate(ctx)
+    }
+
+    /// Whether a call with `input` may run beside other safe calls; an input that does not fit
+    /// the tool cannot be understood, so it is not safe.
+    fn is_concurrency_safe_json(&self, input: &Value) -> bool {
+        self.prepare(input)
+            .is_ok_and(|prepared| prepared.is_concurrency_safe())
+    }
+
+    /// Deserialises `input` and calls the tool, without validating it first.
+    fn call_json(&self, input: &Value, ctx: ToolContext) -> ToolFuture {
+        match self.prepare(input) {
+            Ok(prepared) => prepared.call(ctx),
+            Err(problem) => Box::pin(async move { Err(ToolError::InvalidInput(problem)) }),
+        }
+    }
 }
 
-/// Reads a required string field; the schema check normally guarantees it exists.
-pub fn required_str<'a>(input: &'a Value, field: &str) -> Result<&'a str, ToolError> {
-    str_field(input, field)
-        .ok_or_else(|| ToolError::InvalidInput(format!("missing string field `{field}`")))
-}
+impl<T: Tool + ?Sized> ToolJson for T {}

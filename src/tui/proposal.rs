@@ -10,6 +10,11 @@ use serde_json::Value;
 
 use crate::git::{FileDiff, proposed_change};
 use crate::store::Message;
+use crate::tools::TypedTool;
+use crate::tools::builtin::edit::EditInput;
+use crate::tools::builtin::write::WriteInput;
+use crate::tools::builtin::{EditTool, WriteTool};
+use crate::tools::schema::parse_input;
 use crate::tui::ask;
 
 /// Files larger than this are not previewed.
@@ -17,42 +22,44 @@ const MAX_PREVIEW: u64 = 1 << 20;
 
 /// Whether `request` asks to write or edit a named file (so a diff can be shown for it).
 pub fn applies(request: &Message) -> bool {
-    matches!(ask::tool(request), Some("write" | "edit"))
+    matches!(ask::tool(request), Some(WriteTool::NAME | EditTool::NAME))
         && ask::input(request)
             .and_then(|i| i.get("path"))
             .is_some_and(Value::is_string)
 }
 
-/// The diff the request would make, or why there is none to show.
+/// The diff the request would make, or why there is none to show. The input is read as the
+/// tool itself reads it.
 pub fn prepare(root: &Path, request: &Message) -> Result<FileDiff, String> {
     let input = ask::input(request).ok_or("the request has no input")?;
-    let text = |key: &str| input.get(key).and_then(Value::as_str);
-    let path = text("path").ok_or("the request names no path")?;
+    let tool = ask::tool(request).unwrap_or_default();
+    let unfit = |problem: String| format!("the request's input does not fit {tool}: {problem}");
+    if tool == WriteTool::NAME {
+        let write: WriteInput = parse_input(input).map_err(unfit)?;
+        let file = ask::workspace(request).unwrap_or(root).join(&write.path);
+        let current = read(&file)?;
+        return proposed_change(&write.path, current.as_deref(), &write.content)
+            .map_err(|e| e.to_string());
+    }
+    let edit: EditInput = parse_input(input).map_err(unfit)?;
+    let path = edit.path.as_str();
     let file = ask::workspace(request).unwrap_or(root).join(path);
     let current = read(&file)?;
-    let new = match ask::tool(request) {
-        Some("write") => text("content")
-            .ok_or("the request has no content")?
-            .to_string(),
-        _ => {
-            let (old, new) = match (text("old_string"), text("new_string")) {
-                (Some(old), Some(new)) if !old.is_empty() => (old, new),
-                _ => return Err("the edit has no old_string/new_string".into()),
-            };
-            let now = current
-                .as_deref()
-                .ok_or_else(|| format!("{path} does not exist"))?;
-            if !now.contains(old) {
-                return Err(format!(
-                    "old_string is not in {path} as it is now (the edit would fail)"
-                ));
-            }
-            if input.get("replace_all").and_then(Value::as_bool) == Some(true) {
-                now.replace(old, new)
-            } else {
-                now.replacen(old, new, 1)
-            }
-        }
+    if edit.old_string.is_empty() {
+        return Err("the edit has an empty old_string".into());
+    }
+    let now = current
+        .as_deref()
+        .ok_or_else(|| format!("{path} does not exist"))?;
+    if !now.contains(&edit.old_string) {
+        return Err(format!(
+            "old_string is not in {path} as it is now (the edit would fail)"
+        ));
+    }
+    let new = if edit.replace_all {
+        now.replace(&edit.old_string, &edit.new_string)
+    } else {
+        now.replacen(&edit.old_string, &edit.new_string, 1)
     };
     proposed_change(path, current.as_deref(), &new).map_err(|e| e.to_string())
 }
@@ -151,5 +158,13 @@ mod tests {
         );
         let bash = request(root, "bash", json!({"command": "ls"}));
         assert!(!applies(&bash));
+
+        let confused = request(root, "edit", json!({"path": "src/a.sh", "old_string": 3}));
+        assert!(applies(&confused));
+        let why = prepare(root, &confused).unwrap_err();
+        assert!(
+            why.starts_with("the request's input does not fit edit: field `old_string`"),
+            "{why}"
+        );
     }
 }

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use crew::store::RequestState;
 use crew::team::tools::{RequestPlanApproval, RequestShutdown, ReviewPlan, SendMessage};
-use crew::tools::Tool;
+use crew::tools::ToolJson;
 use serde_json::json;
 
 use crate::support::{Team, ok_json, refusal};
@@ -63,7 +63,7 @@ async fn recipients_are_checked() {
     assert!(bad_type.contains("field `type`"), "{bad_type}");
     // The call checks again, for a caller that skipped validation.
     let direct = send
-        .call(json!({"to": "user", "text": "x"}), ctx.clone())
+        .call_json(&json!({"to": "user", "text": "x"}), ctx.clone())
         .await
         .unwrap();
     assert!(direct.is_error);
@@ -207,8 +207,8 @@ async fn only_the_lead_it_was_sent_to_can_review_a_plan() {
 fn messaging_tools_are_not_concurrency_safe() {
     let team = Team::new();
     let input = json!({"to": "bob", "text": "x"});
-    assert!(!SendMessage::new(team.env("lead")).is_concurrency_safe(&input));
-    assert!(!RequestShutdown::new(team.env("lead")).is_concurrency_safe(&input));
-    assert!(!RequestPlanApproval::new(team.env("alice")).is_concurrency_safe(&input));
-    assert!(!ReviewPlan::new(team.env("lead")).is_concurrency_safe(&input));
+    assert!(!SendMessage::new(team.env("lead")).is_concurrency_safe_json(&input));
+    assert!(!RequestShutdown::new(team.env("lead")).is_concurrency_safe_json(&input));
+    assert!(!RequestPlanApproval::new(team.env("alice")).is_concurrency_safe_json(&input));
+    assert!(!ReviewPlan::new(team.env("lead")).is_concurrency_safe_json(&input));
 }

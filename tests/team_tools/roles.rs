@@ -1,7 +1,7 @@
 //! Each role's toolset, and the read-only bash the non-writing roles get.
 
 use crew::team::roles::toolset;
-use crew::tools::ToolRegistry;
+use crew::tools::{ToolJson, ToolRegistry};
 use serde_json::json;
 
 use crate::support::{Team, run};
@@ -161,7 +161,9 @@ async fn a_reviewers_bash_runs_only_reading_commands_and_the_test_command() {
         let out = run(bash.as_ref(), json!({"command": command}), &ctx).await;
         assert!(out.is_error, "{command}");
         assert_eq!(out.content, reason, "{command}");
-        let direct = bash.call(json!({"command": command}), ctx.clone()).await;
+        let direct = bash
+            .call_json(&json!({"command": command}), ctx.clone())
+            .await;
         assert!(direct.is_err(), "the call itself refuses too: {command}");
     }
     for command in [
@@ -172,7 +174,7 @@ async fn a_reviewers_bash_runs_only_reading_commands_and_the_test_command() {
         "cargo test --lib team 2>&1",
     ] {
         assert_eq!(
-            bash.validate(&json!({"command": command}), &ctx),
+            bash.validate_json(&json!({"command": command}), &ctx),
             Ok(()),
             "{command}"
         );
@@ -185,7 +187,7 @@ async fn a_reviewers_bash_runs_only_reading_commands_and_the_test_command() {
     let without_extra = tools_of(&team, "reviewer", false, true);
     let plain = without_extra.get("bash").unwrap();
     assert_eq!(
-        plain.validate(&json!({"command": "cargo test"}), &ctx),
+        plain.validate_json(&json!({"command": "cargo test"}), &ctx),
         Err("read-only bash: `cargo test` is not a read-only command".to_string())
     );
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use crew::store::{Entry, Message, Roster, Teammate, Workspace};
 use crew::team::tools::TeamEnv;
 use crew::tools::schema::InputSchema;
-use crew::tools::{Tool, ToolContext, ToolOutput};
+use crew::tools::{Tool, ToolContext, ToolJson, ToolOutput};
 use serde_json::Value;
 
 pub struct Team {
@@ -75,10 +75,10 @@ pub async fn run(tool: &dyn Tool, input: Value, ctx: &ToolContext) -> ToolOutput
     if let Err(problems) = schema.check(&input) {
         return ToolOutput::error(problems);
     }
-    if let Err(reason) = tool.validate(&input, ctx) {
+    if let Err(reason) = tool.validate_json(&input, ctx) {
         return ToolOutput::error(reason);
     }
-    tool.call(input, ctx.clone())
+    tool.call_json(&input, ctx.clone())
         .await
         .unwrap_or_else(|e| ToolOutput::error(e.to_string()))
 }

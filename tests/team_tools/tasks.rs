@@ -2,7 +2,7 @@
 
 use crew::store::{Status, TaskId};
 use crew::team::tools::{ClaimTask, TaskCreate, TaskGet, TaskList, TaskUpdate};
-use crew::tools::Tool;
+use crew::tools::ToolJson;
 use serde_json::json;
 
 use crate::support::{Team, ok_json, refusal, run};
@@ -41,7 +41,7 @@ async fn list_and_get_show_each_task_state() {
     assert_eq!(run(&list, json!({}), &ctx).await.content, "no tasks yet");
     three_tasks(&team).await;
     ClaimTask::new(team.env("bob"))
-        .call(json!({"id": "task_3"}), ctx.clone())
+        .call_json(&json!({"id": "task_3"}), ctx.clone())
         .await
         .unwrap();
     assert_eq!(
@@ -290,11 +290,11 @@ fn only_the_reading_tools_are_concurrency_safe() {
     let team = Team::new();
     let env = team.env("lead");
     let input = json!({"id": "task_1"});
-    assert!(TaskList::new(env.clone()).is_concurrency_safe(&json!({})));
-    assert!(TaskGet::new(env.clone()).is_concurrency_safe(&input));
-    assert!(!TaskCreate::new(env.clone()).is_concurrency_safe(&input));
-    assert!(!TaskUpdate::new(env.clone()).is_concurrency_safe(&input));
-    assert!(!ClaimTask::new(env).is_concurrency_safe(&input));
+    assert!(TaskList::new(env.clone()).is_concurrency_safe_json(&json!({})));
+    assert!(TaskGet::new(env.clone()).is_concurrency_safe_json(&input));
+    assert!(!TaskCreate::new(env.clone()).is_concurrency_safe_json(&input));
+    assert!(!TaskUpdate::new(env.clone()).is_concurrency_safe_json(&input));
+    assert!(!ClaimTask::new(env).is_concurrency_safe_json(&input));
 }
 
 #[tokio::test]

@@ -6,8 +6,9 @@ use std::time::Instant;
 
 use anyhow::{Context, anyhow};
 use crew::tools::builtin::BashTool;
+use crew::tools::builtin::bash::BashInput;
 use crew::tools::sandbox::{Readiness, Sandbox, SandboxMode, readiness};
-use crew::tools::{Tool, ToolContext};
+use crew::tools::{ToolContext, TypedTool};
 use serde_json::json;
 
 use crate::stats::{percentile, round3};
@@ -63,7 +64,11 @@ async fn measure(workspace: PathBuf, sandbox: Sandbox, runs: usize) -> anyhow::R
     let mut times = Vec::with_capacity(runs);
     for _ in 0..runs {
         let start = Instant::now();
-        let out = bash.call(json!({"command": "true"}), ctx.clone()).await?;
+        let input = BashInput {
+            command: "true".to_string(),
+            timeout_ms: None,
+        };
+        let out = bash.run(input, ctx.clone()).await?;
         times.push(start.elapsed().as_secs_f64() * 1000.0);
         if out.is_error {
             return Err(anyhow!("`true` failed: {}", out.content));

@@ -1,20 +1,27 @@
 //! `claim_task`: take a task atomically, by id or the oldest claimable one for my role.
 
-use futures::future::BoxFuture;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
 
 use super::run_store;
-use super::task_read::parse_id;
+use super::task_read::task_id;
 use super::view::detail_output;
 use crate::store::Claimant;
-use crate::tools::{Tool, ToolContext, ToolError, ToolKind, ToolOutput};
+use crate::tools::{ToolContext, ToolFuture, ToolKind, TypedTool};
 
 team_tool!(ClaimTask);
 
-impl Tool for ClaimTask {
-    fn name(&self) -> &str {
-        "claim_task"
-    }
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClaimTaskInput {
+    /// task_<n>; omit for the next claimable one
+    pub id: Option<String>,
+}
+
+impl TypedTool for ClaimTask {
+    type Input = ClaimTaskInput;
+    const NAME: &'static str = "claim_task";
+    const KIND: ToolKind = ToolKind::Other;
 
     fn description(&self) -> &str {
         "Claim a task so you own it and it is in progress. Without an id, claims the oldest \
@@ -22,40 +29,23 @@ impl Tool for ClaimTask {
          or meant for another role."
     }
 
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {"id": {"type": "string", "description": "task_<n>; omit for the next claimable one"}},
-            "additionalProperties": false
-        })
-    }
-
-    fn kind(&self) -> ToolKind {
-        ToolKind::Other
-    }
-
-    fn validate(&self, input: &Value, _ctx: &ToolContext) -> Result<(), String> {
-        if input.get("id").is_some() {
-            parse_id(input).map_err(|e| e.to_string())?;
+    fn validate(&self, input: &ClaimTaskInput, _ctx: &ToolContext) -> Result<(), String> {
+        if let Some(id) = &input.id {
+            task_id(id).map_err(|e| e.to_string())?;
         }
         Ok(())
     }
 
-    fn call(
-        &self,
-        input: Value,
-        _ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+    fn run(&self, input: ClaimTaskInput, _ctx: ToolContext) -> ToolFuture {
         run_store(&self.env, move |env| {
             let store = env.workspace.tasks();
             let who = Claimant {
                 name: &env.me,
                 role: Some(&env.role),
             };
-            let task = if input.get("id").is_some() {
-                store.claim(parse_id(&input)?, who)?
-            } else {
-                store.claim_next(who)?
+            let task = match &input.id {
+                Some(id) => store.claim(task_id(id)?, who)?,
+                None => store.claim_next(who)?,
             };
             detail_output(&store, &task)
         })

@@ -1,18 +1,49 @@
 //! `send_message`: a typed message to a teammate's inbox.
 
-use futures::future::BoxFuture;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
 
-use super::{json_output, recipient, require_text, run_store, text_field, validate_recipient};
+use super::{CallError, json_output, recipient, required_text, run_store};
 use crate::store::{Draft, MessageKind};
-use crate::tools::{Tool, ToolContext, ToolError, ToolKind, ToolOutput};
+use crate::tools::{ToolContext, ToolFuture, ToolKind, TypedTool};
 
 team_tool!(SendMessage);
 
-impl Tool for SendMessage {
-    fn name(&self) -> &str {
-        "send_message"
+/// The types an agent may send freely; requests and responses have their own tools.
+#[derive(Debug, Clone, Copy, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FreeMessageKind {
+    #[default]
+    Message,
+    TaskAssignment,
+    StatusUpdate,
+}
+
+impl From<FreeMessageKind> for MessageKind {
+    fn from(kind: FreeMessageKind) -> Self {
+        match kind {
+            FreeMessageKind::Message => MessageKind::Message,
+            FreeMessageKind::TaskAssignment => MessageKind::TaskAssignment,
+            FreeMessageKind::StatusUpdate => MessageKind::StatusUpdate,
+        }
     }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SendMessageInput {
+    /// A teammate's name
+    pub to: String,
+    #[serde(rename = "type")]
+    pub kind: Option<FreeMessageKind>,
+    pub text: String,
+}
+
+impl TypedTool for SendMessage {
+    type Input = SendMessageInput;
+    const NAME: &'static str = "send_message";
+    const KIND: ToolKind = ToolKind::Other;
 
     fn description(&self) -> &str {
         "Send a message to a teammate's inbox. type: message (default), task_assignment or \
@@ -20,47 +51,24 @@ impl Tool for SendMessage {
          lead's conversation."
     }
 
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "to": {"type": "string", "description": "A teammate's name"},
-                // Requests and responses have their own tools.
-                "type": {"type": "string", "enum": MessageKind::INFORMATIONAL.iter().map(MessageKind::as_str).collect::<Vec<_>>()},
-                "text": {"type": "string"}
-            },
-            "required": ["to", "text"],
-            "additionalProperties": false
-        })
+    fn validate(&self, input: &SendMessageInput, _ctx: &ToolContext) -> Result<(), String> {
+        required_text("text", &input.text)?;
+        recipient(&self.env, &input.to)
+            .map(drop)
+            .map_err(|e| e.to_string())
     }
 
-    fn kind(&self) -> ToolKind {
-        ToolKind::Other
-    }
-
-    fn validate(&self, input: &Value, _ctx: &ToolContext) -> Result<(), String> {
-        require_text(input, "text")?;
-        validate_recipient(&self.env, input)
-    }
-
-    fn call(
-        &self,
-        input: Value,
-        _ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+    fn run(&self, input: SendMessageInput, _ctx: ToolContext) -> ToolFuture {
         run_store(&self.env, move |env| {
-            let to = recipient(env, &input)?;
-            let kind = input
-                .get("type")
-                .and_then(Value::as_str)
-                .map_or(MessageKind::Message, MessageKind::from);
+            let to = recipient(env, &input.to)?;
+            let text = required_text("text", &input.text).map_err(CallError::Input)?;
             let sent = env.workspace.mailboxes().send(
                 &env.roster,
                 Draft {
                     from: env.me.clone(),
                     to,
-                    kind,
-                    text: Some(text_field(&input, "text")?),
+                    kind: input.kind.unwrap_or_default().into(),
+                    text: Some(text),
                     ..Draft::default()
                 },
             )?;

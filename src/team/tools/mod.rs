@@ -110,40 +110,21 @@ where
     })
 }
 
-/// A required, non-blank string field.
-fn text_field(input: &Value, field: &str) -> Result<String, CallError> {
-    optional_text(input, field)
-        .ok_or_else(|| CallError::Input(format!("`{field}` must be a non-empty string")))
-}
-
-/// An optional string field; blank counts as absent.
-fn optional_text(input: &Value, field: &str) -> Option<String> {
-    input
-        .get(field)
-        .and_then(Value::as_str)
-        .map(str::trim)
+/// A text field as the tools use it: trimmed, and `None` when blank.
+fn trimmed(value: &str) -> Option<String> {
+    Some(value.trim())
         .filter(|s| !s.is_empty())
         .map(str::to_string)
 }
 
-/// Checks a required, non-blank string field without extracting it (for `validate`).
-fn require_text(input: &Value, field: &str) -> Result<(), String> {
-    optional_text(input, field)
-        .map(|_| ())
-        .ok_or_else(|| format!("`{field}` must not be empty"))
+/// A required text field, trimmed; a blank one is refused, naming the field.
+fn required_text(field: &str, value: &str) -> Result<String, String> {
+    trimmed(value).ok_or_else(|| format!("`{field}` must not be empty"))
 }
 
-/// The `to` field, for `validate`: see [`check_recipient`].
-fn validate_recipient(env: &TeamEnv, input: &Value) -> Result<(), String> {
-    check_recipient(
-        env,
-        input.get("to").and_then(Value::as_str).unwrap_or_default(),
-    )
-}
-
-/// The `to` field, checked again at call time for a caller that skipped validation.
-fn recipient(env: &TeamEnv, input: &Value) -> Result<String, CallError> {
-    let to = text_field(input, "to")?;
+/// The `to` field: a recipient this agent may address (see [`check_recipient`]).
+fn recipient(env: &TeamEnv, to: &str) -> Result<String, CallError> {
+    let to = required_text("to", to).map_err(CallError::Input)?;
     check_recipient(env, &to).map_err(CallError::Refused)?;
     Ok(to)
 }

@@ -1,15 +1,13 @@
 //! The request/response protocols as tools: `request_shutdown` and `request_plan_approval`
 //! send a request carrying a `request_id`; `review_plan` is the lead's answer to a plan.
 
-use futures::future::BoxFuture;
-use serde_json::{Map, Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Map, json};
 
-use super::{
-    CallError, TeamEnv, json_output, optional_text, recipient, require_text, run_store, text_field,
-    validate_recipient,
-};
+use super::{CallError, TeamEnv, json_output, recipient, required_text, run_store, trimmed};
 use crate::store::{Draft, Message, MessageKind, Refusal, StoreError};
-use crate::tools::{Tool, ToolContext, ToolError, ToolKind, ToolOutput};
+use crate::tools::{ToolContext, ToolFuture, ToolKind, ToolOutput, TypedTool};
 
 /// Sends a request to `to`; it carries the timeout so every reader derives the same expiry.
 fn send_request(
@@ -50,49 +48,34 @@ team_tool! {
     RequestShutdown
 }
 
-impl Tool for RequestShutdown {
-    fn name(&self) -> &str {
-        "request_shutdown"
-    }
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RequestShutdownInput {
+    pub to: String,
+    pub reason: Option<String>,
+}
+
+impl TypedTool for RequestShutdown {
+    type Input = RequestShutdownInput;
+    const NAME: &'static str = "request_shutdown";
+    const KIND: ToolKind = ToolKind::Other;
 
     fn description(&self) -> &str {
         "Ask a teammate to shut down. Returns a request_id; the teammate answers with a \
          shutdown_response carrying it (it may refuse while mid-task)."
     }
 
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "to": {"type": "string"},
-                "reason": {"type": "string"}
-            },
-            "required": ["to"],
-            "additionalProperties": false
-        })
+    fn validate(&self, input: &RequestShutdownInput, _ctx: &ToolContext) -> Result<(), String> {
+        recipient(&self.env, &input.to)
+            .map(drop)
+            .map_err(|e| e.to_string())
     }
 
-    fn kind(&self) -> ToolKind {
-        ToolKind::Other
-    }
-
-    fn validate(&self, input: &Value, _ctx: &ToolContext) -> Result<(), String> {
-        validate_recipient(&self.env, input)
-    }
-
-    fn call(
-        &self,
-        input: Value,
-        _ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+    fn run(&self, input: RequestShutdownInput, _ctx: ToolContext) -> ToolFuture {
         run_store(&self.env, move |env| {
-            let to = recipient(env, &input)?;
-            let sent = send_request(
-                env,
-                to,
-                MessageKind::ShutdownRequest,
-                optional_text(&input, "reason"),
-            )?;
+            let to = recipient(env, &input.to)?;
+            let reason = input.reason.as_deref().and_then(trimmed);
+            let sent = send_request(env, to, MessageKind::ShutdownRequest, reason)?;
             Ok(request_output(&sent))
         })
     }
@@ -103,44 +86,34 @@ team_tool! {
     RequestPlanApproval
 }
 
-impl Tool for RequestPlanApproval {
-    fn name(&self) -> &str {
-        "request_plan_approval"
-    }
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RequestPlanApprovalInput {
+    /// The plan, in full
+    pub plan: String,
+}
+
+impl TypedTool for RequestPlanApproval {
+    type Input = RequestPlanApprovalInput;
+    const NAME: &'static str = "request_plan_approval";
+    const KIND: ToolKind = ToolKind::Other;
 
     fn description(&self) -> &str {
         "Send your plan to the lead for approval. Returns a request_id; the lead answers with a \
          plan_approval_response carrying it, approving or giving feedback."
     }
 
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {"plan": {"type": "string", "description": "The plan, in full"}},
-            "required": ["plan"],
-            "additionalProperties": false
-        })
-    }
-
-    fn kind(&self) -> ToolKind {
-        ToolKind::Other
-    }
-
-    fn validate(&self, input: &Value, _ctx: &ToolContext) -> Result<(), String> {
-        require_text(input, "plan")?;
+    fn validate(&self, input: &RequestPlanApprovalInput, _ctx: &ToolContext) -> Result<(), String> {
+        required_text("plan", &input.plan)?;
         if self.env.me == self.env.lead {
             return Err("the lead approves plans; it does not ask for approval".to_string());
         }
         Ok(())
     }
 
-    fn call(
-        &self,
-        input: Value,
-        _ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+    fn run(&self, input: RequestPlanApprovalInput, _ctx: ToolContext) -> ToolFuture {
         run_store(&self.env, move |env| {
-            let plan = text_field(&input, "plan")?;
+            let plan = required_text("plan", &input.plan).map_err(CallError::Input)?;
             let sent = send_request(
                 env,
                 env.lead.clone(),
@@ -157,48 +130,33 @@ team_tool! {
     ReviewPlan
 }
 
-impl Tool for ReviewPlan {
-    fn name(&self) -> &str {
-        "review_plan"
-    }
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReviewPlanInput {
+    pub request_id: String,
+    pub approve: bool,
+    pub feedback: Option<String>,
+}
+
+impl TypedTool for ReviewPlan {
+    type Input = ReviewPlanInput;
+    const NAME: &'static str = "review_plan";
+    const KIND: ToolKind = ToolKind::Other;
 
     fn description(&self) -> &str {
         "Answer a teammate's plan_approval_request: approve it, or reject it with feedback \
          saying what to change. Only a pending request can be answered."
     }
 
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "request_id": {"type": "string"},
-                "approve": {"type": "boolean"},
-                "feedback": {"type": "string"}
-            },
-            "required": ["request_id", "approve"],
-            "additionalProperties": false
-        })
+    fn validate(&self, input: &ReviewPlanInput, _ctx: &ToolContext) -> Result<(), String> {
+        required_text("request_id", &input.request_id).map(drop)
     }
 
-    fn kind(&self) -> ToolKind {
-        ToolKind::Other
-    }
-
-    fn validate(&self, input: &Value, _ctx: &ToolContext) -> Result<(), String> {
-        require_text(input, "request_id")
-    }
-
-    fn call(
-        &self,
-        input: Value,
-        _ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+    fn run(&self, input: ReviewPlanInput, _ctx: ToolContext) -> ToolFuture {
         run_store(&self.env, move |env| {
-            let request_id = text_field(&input, "request_id")?;
-            let approve = input
-                .get("approve")
-                .and_then(Value::as_bool)
-                .ok_or_else(|| CallError::Input("`approve` must be true or false".to_string()))?;
+            let request_id =
+                required_text("request_id", &input.request_id).map_err(CallError::Input)?;
+            let approve = input.approve;
             let mailboxes = env.workspace.mailboxes();
             let requests = mailboxes.requests(env.request_timeout)?;
             let Some(request) = requests.iter().find(|r| r.request_id == request_id) else {
@@ -216,7 +174,7 @@ impl Tool for ReviewPlan {
                 &request_id,
                 &env.me,
                 approve,
-                optional_text(&input, "feedback"),
+                input.feedback.as_deref().and_then(trimmed),
                 env.request_timeout,
             )?;
             Ok(json_output(&json!({

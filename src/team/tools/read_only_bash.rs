@@ -2,15 +2,12 @@
 //! the tools layer already counts as read-only, or start with one of the allowed prefixes
 //! (e.g. the project's test command), and nothing may be redirected into a file.
 
-use futures::future::BoxFuture;
-use serde_json::Value;
-
 use crate::tools::builtin::BashTool;
+use crate::tools::builtin::bash::BashInput;
 use crate::tools::permissions::bash_subject;
 use crate::tools::permissions::read_only::read_only_refusal;
 use crate::tools::permissions::rule::Rule;
-use crate::tools::tool::str_field;
-use crate::tools::{Subject, Tool, ToolContext, ToolError, ToolKind, ToolOutput};
+use crate::tools::{Subject, ToolContext, ToolError, ToolFuture, ToolKind, TypedTool};
 
 pub struct ReadOnlyBash {
     inner: BashTool,
@@ -64,49 +61,34 @@ impl ReadOnlyBash {
     }
 }
 
-impl Tool for ReadOnlyBash {
-    fn name(&self) -> &str {
-        "bash"
-    }
+impl TypedTool for ReadOnlyBash {
+    type Input = BashInput;
+    const NAME: &'static str = BashTool::NAME;
+    const KIND: ToolKind = BashTool::KIND;
+    const RESULT_BUDGET: Option<usize> = BashTool::RESULT_BUDGET;
 
     fn description(&self) -> &str {
         &self.description
     }
 
-    fn input_schema(&self) -> Value {
-        self.inner.input_schema()
-    }
-
-    fn kind(&self) -> ToolKind {
-        self.inner.kind()
-    }
-
-    fn validate(&self, input: &Value, ctx: &ToolContext) -> Result<(), String> {
+    fn validate(&self, input: &BashInput, ctx: &ToolContext) -> Result<(), String> {
         self.inner.validate(input, ctx)?;
-        self.check(str_field(input, "command").unwrap_or_default())
+        self.check(&input.command)
     }
 
-    fn is_concurrency_safe(&self, input: &Value) -> bool {
+    fn is_concurrency_safe(&self, input: &BashInput) -> bool {
         self.inner.is_concurrency_safe(input)
     }
 
-    fn result_budget(&self) -> Option<usize> {
-        self.inner.result_budget()
-    }
-
-    fn permission_subject(&self, input: &Value) -> Subject {
+    fn permission_subject(&self, input: &BashInput) -> Subject {
         self.inner.permission_subject(input)
     }
 
-    fn call(
-        &self,
-        input: Value,
-        ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+    fn run(&self, input: BashInput, ctx: ToolContext) -> ToolFuture {
         // Checked again here so a caller that skipped validation still cannot write.
-        if let Err(reason) = self.check(str_field(&input, "command").unwrap_or_default()) {
+        if let Err(reason) = self.check(&input.command) {
             return Box::pin(async move { Err(ToolError::Refused(reason)) });
         }
-        self.inner.call(input, ctx)
+        self.inner.run(input, ctx)
     }
 }

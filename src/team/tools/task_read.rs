@@ -1,46 +1,36 @@
 //! `task_list` and `task_get`: reading the task graph.
 
-use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::view::{detail_output, summary};
-use super::{CallError, json_output, run_store, text_field};
+use super::{CallError, json_output, run_store};
 use crate::store::TaskId;
 use crate::store::dag::Graph;
-use crate::tools::{Tool, ToolContext, ToolError, ToolKind, ToolOutput};
+
+use crate::tools::{NoInput, ToolContext, ToolFuture, ToolKind, ToolOutput, TypedTool};
 
 team_tool! {
     /// Every task with its state: done, running (owner), claimable, or blocked by what.
     TaskList
 }
 
-impl Tool for TaskList {
-    fn name(&self) -> &str {
-        "task_list"
-    }
+impl TypedTool for TaskList {
+    type Input = NoInput;
+    const NAME: &'static str = "task_list";
+    const KIND: ToolKind = ToolKind::Read;
 
     fn description(&self) -> &str {
         "List the team's tasks, oldest first, each with its state: done, failed, running (owner), \
          claimable, or blocked by the tasks it waits for. A task with a role only goes to that role."
     }
 
-    fn input_schema(&self) -> Value {
-        json!({"type": "object", "properties": {}, "additionalProperties": false})
-    }
-
-    fn kind(&self) -> ToolKind {
-        ToolKind::Read
-    }
-
-    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+    fn is_concurrency_safe(&self, _input: &NoInput) -> bool {
         true
     }
 
-    fn call(
-        &self,
-        _input: Value,
-        _ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+    fn run(&self, _input: NoInput, _ctx: ToolContext) -> ToolFuture {
         run_store(&self.env, move |env| {
             let store = env.workspace.tasks();
             let loaded = store.load_all()?;
@@ -64,52 +54,41 @@ team_tool! {
     TaskGet
 }
 
-impl Tool for TaskGet {
-    fn name(&self) -> &str {
-        "task_get"
-    }
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskGetInput {
+    /// task_<n> or <n>
+    pub id: String,
+}
+
+impl TypedTool for TaskGet {
+    type Input = TaskGetInput;
+    const NAME: &'static str = "task_get";
+    const KIND: ToolKind = ToolKind::Read;
 
     fn description(&self) -> &str {
         "Show one task in full: subject, description, status, state, owner, blockedBy, role and \
          result."
     }
 
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {"id": {"type": "string", "description": "task_<n> or <n>"}},
-            "required": ["id"],
-            "additionalProperties": false
-        })
+    fn validate(&self, input: &TaskGetInput, _ctx: &ToolContext) -> Result<(), String> {
+        task_id(&input.id).map(drop).map_err(|e| e.to_string())
     }
 
-    fn kind(&self) -> ToolKind {
-        ToolKind::Read
-    }
-
-    fn validate(&self, input: &Value, _ctx: &ToolContext) -> Result<(), String> {
-        parse_id(input).map(|_| ()).map_err(|e| e.to_string())
-    }
-
-    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+    fn is_concurrency_safe(&self, _input: &TaskGetInput) -> bool {
         true
     }
 
-    fn call(
-        &self,
-        input: Value,
-        _ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+    fn run(&self, input: TaskGetInput, _ctx: ToolContext) -> ToolFuture {
         run_store(&self.env, move |env| {
             let store = env.workspace.tasks();
-            let id = parse_id(&input)?;
-            let task = store.read(id)?;
+            let task = store.read(task_id(&input.id)?)?;
             detail_output(&store, &task)
         })
     }
 }
 
-/// The `id` field as a task id.
-pub(super) fn parse_id(input: &Value) -> Result<TaskId, CallError> {
-    Ok(TaskId::parse(&text_field(input, "id")?)?)
+/// A task id as the model wrote it (`task_<n>` or `<n>`, surrounding blanks ignored).
+pub(super) fn task_id(raw: &str) -> Result<TaskId, CallError> {
+    Ok(TaskId::parse(raw.trim())?)
 }

@@ -1,66 +1,62 @@
 //! `task_create` and `task_update`: changing the task graph. Status changes go through the
 //! store's owner-only transitions, as the calling agent.
 
-use futures::future::BoxFuture;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
 
-use super::task_read::parse_id;
+use super::task_read::task_id;
 use super::view::detail_output;
-use super::{CallError, TeamEnv, json_output, optional_text, require_text, run_store, text_field};
+use super::{CallError, TeamEnv, json_output, required_text, run_store, trimmed};
 use crate::config::ROLES;
 use crate::store::{Claimant, NewTask, StoreError, TaskId, TaskPatch};
-use crate::tools::{Tool, ToolContext, ToolError, ToolKind, ToolOutput};
+use crate::tools::{ToolContext, ToolFuture, ToolKind, ToolOutput, TypedTool};
 
 team_tool! {
     /// Adds a task to the graph.
     TaskCreate
 }
 
-impl Tool for TaskCreate {
-    fn name(&self) -> &str {
-        "task_create"
-    }
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskCreateInput {
+    /// One line: what is to be done
+    pub subject: String,
+    /// Details, scope, how to check it is done
+    pub description: Option<String>,
+    #[serde(default)]
+    pub blocked_by: Vec<String>,
+    #[schemars(extend("enum" = ROLES))]
+    pub role: Option<String>,
+}
+
+impl TypedTool for TaskCreate {
+    type Input = TaskCreateInput;
+    const NAME: &'static str = "task_create";
+    const KIND: ToolKind = ToolKind::Other;
 
     fn description(&self) -> &str {
         "Create a task. blocked_by lists the task ids that must be completed before it can start; \
          role (explorer, planner, reviewer, implementer) limits who may claim it."
     }
 
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "subject": {"type": "string", "description": "One line: what is to be done"},
-                "description": {"type": "string", "description": "Details, scope, how to check it is done"},
-                "blocked_by": {"type": "array", "items": {"type": "string"}},
-                "role": {"type": "string", "enum": ROLES}
-            },
-            "required": ["subject"],
-            "additionalProperties": false
-        })
+    fn validate(&self, input: &TaskCreateInput, _ctx: &ToolContext) -> Result<(), String> {
+        required_text("subject", &input.subject)?;
+        check_ids(&input.blocked_by)
     }
 
-    fn kind(&self) -> ToolKind {
-        ToolKind::Other
-    }
-
-    fn validate(&self, input: &Value, _ctx: &ToolContext) -> Result<(), String> {
-        require_text(input, "subject")?;
-        check_ids(input)
-    }
-
-    fn call(
-        &self,
-        input: Value,
-        _ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+    fn run(&self, input: TaskCreateInput, _ctx: ToolContext) -> ToolFuture {
         run_store(&self.env, move |env| {
             let store = env.workspace.tasks();
             let task = store.create(NewTask {
-                subject: text_field(&input, "subject")?,
-                description: optional_text(&input, "description").unwrap_or_default(),
-                blocked_by: id_list(&input).unwrap_or_default(),
-                role: optional_text(&input, "role"),
+                subject: required_text("subject", &input.subject).map_err(CallError::Input)?,
+                description: input
+                    .description
+                    .as_deref()
+                    .and_then(trimmed)
+                    .unwrap_or_default(),
+                blocked_by: input.blocked_by,
+                role: input.role.as_deref().and_then(trimmed),
             })?;
             Ok(json_output(&json!({
                 "created": task.id,
@@ -76,10 +72,33 @@ team_tool! {
     TaskUpdate
 }
 
-impl Tool for TaskUpdate {
-    fn name(&self) -> &str {
-        "task_update"
-    }
+/// Where an owner may move its task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StatusChange {
+    Completed,
+    Failed,
+    Pending,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskUpdateInput {
+    pub id: String,
+    pub subject: Option<String>,
+    pub description: Option<String>,
+    pub blocked_by: Option<Vec<String>>,
+    pub status: Option<StatusChange>,
+    /// What came of it, or why it failed
+    pub result: Option<String>,
+    /// Lead only: the teammate who alone may claim it; "" for anyone
+    pub assign_to: Option<String>,
+}
+
+impl TypedTool for TaskUpdate {
+    type Input = TaskUpdateInput;
+    const NAME: &'static str = "task_update";
+    const KIND: ToolKind = ToolKind::Other;
 
     fn description(&self) -> &str {
         "Change a task's subject, description or blocked_by, and/or its status: \"completed\" \
@@ -89,77 +108,48 @@ impl Tool for TaskUpdate {
          the pool)."
     }
 
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "id": {"type": "string"},
-                "subject": {"type": "string"},
-                "description": {"type": "string"},
-                "blocked_by": {"type": "array", "items": {"type": "string"}},
-                "status": {"type": "string", "enum": ["completed", "failed", "pending"]},
-                "result": {"type": "string", "description": "What came of it, or why it failed"},
-                "assign_to": {"type": "string", "description": "Lead only: the teammate who alone may claim it; \"\" for anyone"}
-            },
-            "required": ["id"],
-            "additionalProperties": false
-        })
-    }
-
-    fn kind(&self) -> ToolKind {
-        ToolKind::Other
-    }
-
-    fn validate(&self, input: &Value, _ctx: &ToolContext) -> Result<(), String> {
-        parse_id(input).map_err(|e| e.to_string())?;
-        check_ids(input)?;
-        if input.get("subject").is_some() {
-            require_text(input, "subject")?;
+    fn validate(&self, input: &TaskUpdateInput, _ctx: &ToolContext) -> Result<(), String> {
+        task_id(&input.id).map_err(|e| e.to_string())?;
+        check_ids(input.blocked_by.as_deref().unwrap_or_default())?;
+        if let Some(subject) = &input.subject {
+            required_text("subject", subject)?;
         }
-        let changes = [
-            "subject",
-            "description",
-            "blocked_by",
-            "status",
-            "assign_to",
-        ];
-        if !changes.iter().any(|f| input.get(f).is_some()) {
+        let changes = input.subject.is_some()
+            || input.description.is_some()
+            || input.blocked_by.is_some()
+            || input.status.is_some()
+            || input.assign_to.is_some();
+        if !changes {
             return Err(
                 "nothing to change: give subject, description, blocked_by, status or assign_to"
                     .to_string(),
             );
         }
-        if input.get("assign_to").is_some() && self.env.me != self.env.lead {
+        if input.assign_to.is_some() && self.env.me != self.env.lead {
             return Err(
                 "only the lead assigns tasks; claim_task takes one for yourself".to_string(),
             );
         }
-        let status = input.get("status").and_then(Value::as_str);
-        let result = optional_text(input, "result");
-        match (status, result) {
-            (Some("failed"), None) => Err("a failed task needs a result saying why".to_string()),
-            (Some("completed" | "failed"), _) | (_, None) => Ok(()),
+        let result = input.result.as_deref().and_then(trimmed);
+        match (input.status, result) {
+            (Some(StatusChange::Failed), None) => {
+                Err("a failed task needs a result saying why".to_string())
+            }
+            (Some(StatusChange::Completed | StatusChange::Failed), _) | (_, None) => Ok(()),
             (_, Some(_)) => {
                 Err("a result is recorded only with status completed or failed".to_string())
             }
         }
     }
 
-    fn call(
-        &self,
-        input: Value,
-        _ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+    fn run(&self, input: TaskUpdateInput, _ctx: ToolContext) -> ToolFuture {
         run_store(&self.env, move |env| {
             let store = env.workspace.tasks();
-            let id = parse_id(&input)?;
+            let id = task_id(&input.id)?;
             let patch = TaskPatch {
-                subject: optional_text(&input, "subject"),
-                description: input
-                    .get("description")
-                    .and_then(Value::as_str)
-                    .map(str::to_string),
-                blocked_by: id_list(&input),
+                subject: input.subject.as_deref().and_then(trimmed),
+                description: input.description,
+                blocked_by: input.blocked_by,
             };
             let patched = patch.subject.is_some()
                 || patch.description.is_some()
@@ -167,7 +157,7 @@ impl Tool for TaskUpdate {
             if patched {
                 store.update(id, patch)?;
             }
-            if let Some(to) = input.get("assign_to").and_then(Value::as_str) {
+            if let Some(to) = &input.assign_to {
                 // "" puts it back in the pool.
                 let who = (!to.is_empty())
                     .then(|| Claimant::teammate(&env.teammates, to))
@@ -175,9 +165,9 @@ impl Tool for TaskUpdate {
                     .map_err(StoreError::from)?;
                 store.assign(id, who, &env.me)?;
             }
-            let status = input.get("status").and_then(Value::as_str);
-            if let Some(status) = status
-                && let Err(e) = change_status(env, id, status, optional_text(&input, "result"))
+            if let Some(status) = input.status
+                && let Err(e) =
+                    change_status(env, id, status, input.result.as_deref().and_then(trimmed))
             {
                 // The edit above stands; say so, after the store's own words.
                 let text = if patched {
@@ -196,37 +186,23 @@ impl Tool for TaskUpdate {
 fn change_status(
     env: &TeamEnv,
     id: TaskId,
-    status: &str,
+    status: StatusChange,
     result: Option<String>,
 ) -> Result<(), CallError> {
     let store = env.workspace.tasks();
     let me = env.me.as_str();
     match status {
-        "completed" => store.complete(id, me, result)?,
-        "failed" => store.fail(id, me, result.unwrap_or_default())?,
-        "pending" => store.release(id, me)?,
-        other => return Err(CallError::Input(format!("unknown status `{other}`"))),
+        StatusChange::Completed => store.complete(id, me, result)?,
+        StatusChange::Failed => store.fail(id, me, result.unwrap_or_default())?,
+        StatusChange::Pending => store.release(id, me)?,
     };
     Ok(())
 }
 
-/// The `blocked_by` field, if given.
-fn id_list(input: &Value) -> Option<Vec<String>> {
-    input
-        .get("blocked_by")
-        .and_then(Value::as_array)
-        .map(|ids| {
-            ids.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-}
-
 /// Every id in `blocked_by` is a well-formed task id (existence is the store's check).
-fn check_ids(input: &Value) -> Result<(), String> {
-    for id in id_list(input).unwrap_or_default() {
-        TaskId::parse(&id).map_err(|e: StoreError| e.to_string())?;
+fn check_ids(ids: &[String]) -> Result<(), String> {
+    for id in ids {
+        TaskId::parse(id).map_err(|e: StoreError| e.to_string())?;
     }
     Ok(())
 }

@@ -4,16 +4,16 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
 
-use super::usize_field;
 use crate::tools::context::{ToolContext, scrub_env};
 use crate::tools::permissions::bash_subject;
 use crate::tools::permissions::read_only::read_only_refusal;
 use crate::tools::process::{ProcessEnd, ProcessSpec, run_process};
 use crate::tools::sandbox;
-use crate::tools::tool::{Subject, Tool, ToolError, ToolKind, ToolOutput, required_str, str_field};
+use crate::tools::tool::{Subject, ToolError, ToolKind, ToolOutput};
+use crate::tools::{ToolFuture, TypedTool};
 
 const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 const MAX_TIMEOUT_MS: u64 = 600_000;
@@ -52,10 +52,20 @@ fn shell() -> &'static str {
     })
 }
 
-impl Tool for BashTool {
-    fn name(&self) -> &str {
-        "bash"
-    }
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BashInput {
+    /// The command line
+    pub command: String,
+    /// Time limit in milliseconds (default 120000)
+    #[schemars(range(min = 1, max = MAX_TIMEOUT_MS))]
+    pub timeout_ms: Option<u64>,
+}
+
+impl TypedTool for BashTool {
+    type Input = BashInput;
+    const NAME: &'static str = "bash";
+    const KIND: ToolKind = ToolKind::Exec;
 
     fn description(&self) -> &str {
         "Run a shell command in the workspace. Secrets are removed from the environment. \
@@ -63,55 +73,29 @@ impl Tool for BashTool {
          started are killed. Prefer read/grep/glob for looking at files."
     }
 
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "command": {"type": "string", "description": "The command line"},
-                "timeout_ms": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS}
-            },
-            "required": ["command"],
-            "additionalProperties": false
-        })
-    }
-
-    fn kind(&self) -> ToolKind {
-        ToolKind::Exec
-    }
-
-    fn validate(&self, input: &Value, _ctx: &ToolContext) -> Result<(), String> {
-        if str_field(input, "command")
-            .unwrap_or_default()
-            .trim()
-            .is_empty()
-        {
+    fn validate(&self, input: &BashInput, _ctx: &ToolContext) -> Result<(), String> {
+        if input.command.trim().is_empty() {
             return Err("command is empty".to_string());
         }
         Ok(())
     }
 
-    fn is_concurrency_safe(&self, input: &Value) -> bool {
-        let Some(command) = str_field(input, "command") else {
-            return false;
-        };
+    fn is_concurrency_safe(&self, input: &BashInput) -> bool {
         // Only read-only lines run side by side; a line that cannot be parsed is not one.
-        read_only_refusal(&bash_subject::parse(command), &|_| false).is_none()
+        read_only_refusal(&bash_subject::parse(&input.command), &|_| false).is_none()
     }
 
-    fn permission_subject(&self, input: &Value) -> Subject {
-        Subject::Command(str_field(input, "command").unwrap_or_default().to_string())
+    fn permission_subject(&self, input: &BashInput) -> Subject {
+        Subject::Command(input.command.clone())
     }
 
-    fn call(
-        &self,
-        input: Value,
-        ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+    fn run(&self, input: BashInput, ctx: ToolContext) -> ToolFuture {
         let output_cap = self.output_cap;
         Box::pin(async move {
-            let command = required_str(&input, "command")?.to_string();
-            let timeout_ms = usize_field(&input, "timeout_ms")
-                .map_or(DEFAULT_TIMEOUT_MS, |ms| ms as u64)
+            let command = input.command;
+            let timeout_ms = input
+                .timeout_ms
+                .unwrap_or(DEFAULT_TIMEOUT_MS)
                 .min(MAX_TIMEOUT_MS);
             // Scrubbed again here so a hand-built context cannot leak a secret either.
             let env = scrub_env(ctx.env.iter().cloned());

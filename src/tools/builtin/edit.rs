@@ -1,76 +1,64 @@
 //! `edit`: exact string replacement in a file the agent has read and that has not changed
 //! since. Refusing stale edits keeps the model from overwriting changes it never saw.
 
-use futures::future::BoxFuture;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
 
 use super::write::record_written;
-use super::{display_path, ensure_fresh, path_subject, writable_arg};
+use super::{display_path, ensure_fresh, writable_path};
 use crate::tools::context::ToolContext;
-use crate::tools::tool::{Subject, Tool, ToolError, ToolKind, ToolOutput, required_str, str_field};
+use crate::tools::tool::{Subject, ToolError, ToolKind, ToolOutput};
+use crate::tools::{ToolFuture, TypedTool};
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct EditTool;
 
-impl Tool for EditTool {
-    fn name(&self) -> &str {
-        "edit"
-    }
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EditInput {
+    /// File path inside the workspace
+    pub path: String,
+    /// Exact text to replace
+    pub old_string: String,
+    /// Replacement text
+    pub new_string: String,
+    /// Replace every occurrence (default false)
+    #[serde(default)]
+    pub replace_all: bool,
+}
+
+impl TypedTool for EditTool {
+    type Input = EditInput;
+    const NAME: &'static str = "edit";
+    const KIND: ToolKind = ToolKind::Write;
 
     fn description(&self) -> &str {
         "Replace old_string with new_string in a file, exactly (whitespace included). Read the file \
          first. old_string must occur once, unless replace_all is true."
     }
 
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "File path inside the workspace"},
-                "old_string": {"type": "string", "description": "Exact text to replace"},
-                "new_string": {"type": "string", "description": "Replacement text"},
-                "replace_all": {"type": "boolean", "description": "Replace every occurrence (default false)"}
-            },
-            "required": ["path", "old_string", "new_string"],
-            "additionalProperties": false
-        })
-    }
-
-    fn kind(&self) -> ToolKind {
-        ToolKind::Write
-    }
-
-    fn validate(&self, input: &Value, ctx: &ToolContext) -> Result<(), String> {
-        let old = str_field(input, "old_string").unwrap_or_default();
-        if old.is_empty() {
+    fn validate(&self, input: &EditInput, ctx: &ToolContext) -> Result<(), String> {
+        if input.old_string.is_empty() {
             return Err("old_string is empty; use write to create a file".to_string());
         }
-        if Some(old) == str_field(input, "new_string") {
+        if input.old_string == input.new_string {
             return Err("old_string and new_string are the same".to_string());
         }
-        let path = writable_arg(ctx, input).map_err(|e| e.to_string())?;
+        let path = writable_path(ctx, &input.path).map_err(|e| e.to_string())?;
         let bytes =
             std::fs::read(&path).map_err(|e| format!("{}: {e}", display_path(ctx, &path)))?;
         ensure_fresh(ctx, &path, &bytes, "editing")
     }
 
-    fn permission_subject(&self, input: &Value) -> Subject {
-        path_subject(input, "")
+    fn permission_subject(&self, input: &EditInput) -> Subject {
+        Subject::Path(input.path.clone())
     }
 
-    fn call(
-        &self,
-        input: Value,
-        ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+    fn run(&self, input: EditInput, ctx: ToolContext) -> ToolFuture {
         Box::pin(async move {
-            let path = writable_arg(&ctx, &input)?;
-            let old = required_str(&input, "old_string")?;
-            let new = required_str(&input, "new_string")?;
-            let replace_all = input
-                .get("replace_all")
-                .and_then(Value::as_bool)
-                .unwrap_or(false);
+            let path = writable_path(&ctx, &input.path)?;
+            let (old, new) = (input.old_string.as_str(), input.new_string.as_str());
+            let replace_all = input.replace_all;
 
             let bytes = tokio::fs::read(&path)
                 .await

@@ -1,21 +1,31 @@
 //! `glob`: files matching a pattern, honouring `.gitignore`.
 
-use futures::future::BoxFuture;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
 
-use super::{display_path, file_glob, path_subject, search_root, visible_files};
+use super::{display_path, file_glob, search_root, search_subject, visible_files};
 use crate::tools::context::ToolContext;
-use crate::tools::tool::{Subject, Tool, ToolError, ToolKind, ToolOutput, required_str, str_field};
+use crate::tools::tool::{Subject, ToolError, ToolKind, ToolOutput};
+use crate::tools::{ToolFuture, TypedTool};
 
 const MAX_RESULTS: usize = 1_000;
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct GlobTool;
 
-impl Tool for GlobTool {
-    fn name(&self) -> &str {
-        "glob"
-    }
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GlobInput {
+    /// Glob pattern, relative to path
+    pub pattern: String,
+    /// Directory to search (default: the workspace)
+    pub path: Option<String>,
+}
+
+impl TypedTool for GlobTool {
+    type Input = GlobInput;
+    const NAME: &'static str = "glob";
+    const KIND: ToolKind = ToolKind::Read;
 
     fn description(&self) -> &str {
         "List files matching a glob pattern (e.g. \"**/*.rs\", \"src/*.toml\"; a pattern without / \
@@ -23,46 +33,25 @@ impl Tool for GlobTool {
          files are left out."
     }
 
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "pattern": {"type": "string", "description": "Glob pattern, relative to path"},
-                "path": {"type": "string", "description": "Directory to search (default: the workspace)"}
-            },
-            "required": ["pattern"],
-            "additionalProperties": false
-        })
-    }
-
-    fn kind(&self) -> ToolKind {
-        ToolKind::Read
-    }
-
-    fn validate(&self, input: &Value, ctx: &ToolContext) -> Result<(), String> {
-        file_glob(str_field(input, "pattern").unwrap_or_default())?;
-        search_root(ctx, input)
+    fn validate(&self, input: &GlobInput, ctx: &ToolContext) -> Result<(), String> {
+        file_glob(&input.pattern)?;
+        search_root(ctx, input.path.as_deref())
             .map(|_| ())
             .map_err(|e| e.to_string())
     }
 
-    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+    fn is_concurrency_safe(&self, _input: &GlobInput) -> bool {
         true
     }
 
-    fn permission_subject(&self, input: &Value) -> Subject {
-        path_subject(input, ".")
+    fn permission_subject(&self, input: &GlobInput) -> Subject {
+        search_subject(input.path.as_deref())
     }
 
-    fn call(
-        &self,
-        input: Value,
-        ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+    fn run(&self, input: GlobInput, ctx: ToolContext) -> ToolFuture {
         Box::pin(async move {
-            let root = search_root(&ctx, &input)?;
-            let glob =
-                file_glob(required_str(&input, "pattern")?).map_err(ToolError::InvalidInput)?;
+            let root = search_root(&ctx, input.path.as_deref())?;
+            let glob = file_glob(&input.pattern).map_err(ToolError::InvalidInput)?;
             let cancel = ctx.cancel.clone();
             let walk_root = root.clone();
             let mut found = tokio::task::spawn_blocking(move || {

@@ -1,15 +1,16 @@
 //! `grep`: lines matching a regex in the files under a path, honouring `.gitignore` and
 //! skipping binary files.
 
-use futures::future::BoxFuture;
 use regex::Regex;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
 
 use super::{
-    clip_line, display_path, file_glob, looks_binary, path_subject, search_root, visible_files,
+    clip_line, display_path, file_glob, looks_binary, search_root, search_subject, visible_files,
 };
 use crate::tools::context::ToolContext;
-use crate::tools::tool::{Subject, Tool, ToolError, ToolKind, ToolOutput, required_str, str_field};
+use crate::tools::tool::{Subject, ToolError, ToolKind, ToolOutput};
+use crate::tools::{ToolFuture, TypedTool};
 
 const MAX_MATCHES: usize = 1_000;
 const MAX_LINE_CHARS: usize = 500;
@@ -17,10 +18,21 @@ const MAX_LINE_CHARS: usize = 500;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct GrepTool;
 
-impl Tool for GrepTool {
-    fn name(&self) -> &str {
-        "grep"
-    }
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GrepInput {
+    /// Regular expression
+    pub pattern: String,
+    /// File or directory to search (default: the workspace)
+    pub path: Option<String>,
+    /// Only files matching this glob
+    pub glob: Option<String>,
+}
+
+impl TypedTool for GrepTool {
+    type Input = GrepInput;
+    const NAME: &'static str = "grep";
+    const KIND: ToolKind = ToolKind::Read;
 
     fn description(&self) -> &str {
         "Search file contents with a regular expression (Rust regex syntax). Output lines are \
@@ -28,52 +40,32 @@ impl Tool for GrepTool {
          are skipped."
     }
 
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "pattern": {"type": "string", "description": "Regular expression"},
-                "path": {"type": "string", "description": "File or directory to search (default: the workspace)"},
-                "glob": {"type": "string", "description": "Only files matching this glob"}
-            },
-            "required": ["pattern"],
-            "additionalProperties": false
-        })
-    }
-
-    fn kind(&self) -> ToolKind {
-        ToolKind::Read
-    }
-
-    fn validate(&self, input: &Value, ctx: &ToolContext) -> Result<(), String> {
-        Regex::new(str_field(input, "pattern").unwrap_or_default())
-            .map_err(|e| format!("bad regex: {e}"))?;
-        if let Some(glob) = str_field(input, "glob") {
+    fn validate(&self, input: &GrepInput, ctx: &ToolContext) -> Result<(), String> {
+        Regex::new(&input.pattern).map_err(|e| format!("bad regex: {e}"))?;
+        if let Some(glob) = &input.glob {
             file_glob(glob)?;
         }
-        search_root(ctx, input)
+        search_root(ctx, input.path.as_deref())
             .map(|_| ())
             .map_err(|e| e.to_string())
     }
 
-    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+    fn is_concurrency_safe(&self, _input: &GrepInput) -> bool {
         true
     }
 
-    fn permission_subject(&self, input: &Value) -> Subject {
-        path_subject(input, ".")
+    fn permission_subject(&self, input: &GrepInput) -> Subject {
+        search_subject(input.path.as_deref())
     }
 
-    fn call(
-        &self,
-        input: Value,
-        ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+    fn run(&self, input: GrepInput, ctx: ToolContext) -> ToolFuture {
         Box::pin(async move {
-            let root = search_root(&ctx, &input)?;
-            let regex = Regex::new(required_str(&input, "pattern")?)
+            let root = search_root(&ctx, input.path.as_deref())?;
+            let regex = Regex::new(&input.pattern)
                 .map_err(|e| ToolError::InvalidInput(format!("bad regex: {e}")))?;
-            let glob = str_field(&input, "glob")
+            let glob = input
+                .glob
+                .as_deref()
                 .map(file_glob)
                 .transpose()
                 .map_err(ToolError::InvalidInput)?;

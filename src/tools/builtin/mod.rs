@@ -3,12 +3,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde_json::Value;
-
 use crate::tools::context::ToolContext;
 use crate::tools::paths::{relative_to, resolve_within};
 use crate::tools::sandbox::policy::is_protected;
-use crate::tools::tool::{Subject, Tool, ToolError, required_str, str_field};
+use crate::tools::tool::{Subject, Tool, ToolError};
 
 pub mod bash;
 pub mod edit;
@@ -78,25 +76,18 @@ fn resolve_existing(path: &Path) -> PathBuf {
     path.to_path_buf()
 }
 
-/// The required `path` field, resolved for reading.
-fn readable_arg(ctx: &ToolContext, input: &Value) -> Result<PathBuf, ToolError> {
-    readable_path(ctx, required_str(input, "path")?)
+/// A search tool's optional `path`, or the workspace when it is absent.
+fn search_root(ctx: &ToolContext, path: Option<&str>) -> Result<PathBuf, ToolError> {
+    readable_path(ctx, path.unwrap_or(SEARCH_ROOT))
 }
 
-/// The required `path` field, resolved for writing.
-fn writable_arg(ctx: &ToolContext, input: &Value) -> Result<PathBuf, ToolError> {
-    writable_path(ctx, required_str(input, "path")?)
+/// What permission rules match for a search tool: its `path`, or the workspace.
+fn search_subject(path: Option<&str>) -> Subject {
+    Subject::Path(path.unwrap_or(SEARCH_ROOT).to_string())
 }
 
-/// The `path` field, or the workspace when it is absent (search tools).
-fn search_root(ctx: &ToolContext, input: &Value) -> Result<PathBuf, ToolError> {
-    readable_path(ctx, str_field(input, "path").unwrap_or("."))
-}
-
-/// Subject of tools whose `path` field is optional (default: the workspace).
-fn path_subject(input: &Value, default: &str) -> Subject {
-    Subject::Path(str_field(input, "path").unwrap_or(default).to_string())
-}
+/// Where the search tools look when no `path` is given: the workspace.
+const SEARCH_ROOT: &str = ".";
 
 /// How a path is shown to the model: relative to the workspace when inside it.
 fn display_path(ctx: &ToolContext, path: &Path) -> String {
@@ -125,14 +116,6 @@ fn ensure_fresh(ctx: &ToolContext, path: &Path, bytes: &[u8], verb: &str) -> Res
 /// Text files have no NUL byte in their first 8 KiB (the heuristic git and grep use).
 fn looks_binary(bytes: &[u8]) -> bool {
     bytes.iter().take(8192).any(|&b| b == 0)
-}
-
-/// An optional non-negative integer field.
-fn usize_field(input: &Value, field: &str) -> Option<usize> {
-    input
-        .get(field)
-        .and_then(Value::as_u64)
-        .and_then(|n| usize::try_from(n).ok())
 }
 
 /// Cuts `line` to `max` characters, marking the cut.

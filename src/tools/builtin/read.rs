@@ -1,11 +1,12 @@
 //! `read`: a file's lines with numbers, recording what was read so `edit` can check it.
 
-use futures::future::BoxFuture;
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Deserialize;
 
-use super::{clip_line, display_path, looks_binary, path_subject, readable_arg, usize_field};
+use super::{clip_line, display_path, looks_binary, readable_path};
 use crate::tools::context::{FileStamp, ToolContext};
-use crate::tools::tool::{Subject, Tool, ToolError, ToolKind, ToolOutput};
+use crate::tools::tool::{Subject, ToolError, ToolKind, ToolOutput};
+use crate::tools::{ToolFuture, TypedTool};
 
 const DEFAULT_LIMIT: usize = 2_000;
 const MAX_LINE_CHARS: usize = 2_000;
@@ -15,10 +16,26 @@ const MAX_OUTPUT_BYTES: usize = 100 * 1024;
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ReadTool;
 
-impl Tool for ReadTool {
-    fn name(&self) -> &str {
-        "read"
-    }
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadInput {
+    /// File path, relative to the workspace or absolute inside it
+    pub path: String,
+    /// First line to show (1-based)
+    #[schemars(range(min = 1))]
+    pub offset: Option<usize>,
+    /// Number of lines to show
+    #[schemars(range(min = 1))]
+    pub limit: Option<usize>,
+}
+
+impl TypedTool for ReadTool {
+    type Input = ReadInput;
+    const NAME: &'static str = "read";
+    const KIND: ToolKind = ToolKind::Read;
+    // Exempt: a spilled result is read back with this tool, which must never spill again.
+    // The line limit and line clipping bound the output instead.
+    const RESULT_BUDGET: Option<usize> = None;
 
     fn description(&self) -> &str {
         "Read a text file. Lines come numbered (cat -n style). Use offset (1-based line) and limit \
@@ -26,25 +43,8 @@ impl Tool for ReadTool {
          offset to continue from. A file must be read before it can be edited."
     }
 
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "File path, relative to the workspace or absolute inside it"},
-                "offset": {"type": "integer", "minimum": 1, "description": "First line to show (1-based)"},
-                "limit": {"type": "integer", "minimum": 1, "description": "Number of lines to show"}
-            },
-            "required": ["path"],
-            "additionalProperties": false
-        })
-    }
-
-    fn kind(&self) -> ToolKind {
-        ToolKind::Read
-    }
-
-    fn validate(&self, input: &Value, ctx: &ToolContext) -> Result<(), String> {
-        let path = readable_arg(ctx, input).map_err(|e| e.to_string())?;
+    fn validate(&self, input: &ReadInput, ctx: &ToolContext) -> Result<(), String> {
+        let path = readable_path(ctx, &input.path).map_err(|e| e.to_string())?;
         match std::fs::metadata(&path) {
             Ok(meta) if meta.is_dir() => Err(format!(
                 "{} is a directory; use glob to list files",
@@ -55,27 +55,17 @@ impl Tool for ReadTool {
         }
     }
 
-    fn is_concurrency_safe(&self, _input: &Value) -> bool {
+    fn is_concurrency_safe(&self, _input: &ReadInput) -> bool {
         true
     }
 
-    fn result_budget(&self) -> Option<usize> {
-        // Exempt: a spilled result is read back with this tool, which must never spill again.
-        // The line limit and line clipping bound the output instead.
-        None
+    fn permission_subject(&self, input: &ReadInput) -> Subject {
+        Subject::Path(input.path.clone())
     }
 
-    fn permission_subject(&self, input: &Value) -> Subject {
-        path_subject(input, "")
-    }
-
-    fn call(
-        &self,
-        input: Value,
-        ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+    fn run(&self, input: ReadInput, ctx: ToolContext) -> ToolFuture {
         Box::pin(async move {
-            let path = readable_arg(&ctx, &input)?;
+            let path = readable_path(&ctx, &input.path)?;
             let bytes = tokio::fs::read(&path)
                 .await
                 .map_err(|e| ToolError::io(&path, e))?;
@@ -90,8 +80,8 @@ impl Tool for ReadTool {
                 )));
             }
             ctx.read_state.record(&path, FileStamp::of(&bytes, &meta));
-            let offset = usize_field(&input, "offset").unwrap_or(1).max(1);
-            let limit = usize_field(&input, "limit").unwrap_or(DEFAULT_LIMIT).max(1);
+            let offset = input.offset.unwrap_or(1).max(1);
+            let limit = input.limit.unwrap_or(DEFAULT_LIMIT).max(1);
             Ok(ToolOutput::ok(numbered(
                 &String::from_utf8_lossy(&bytes),
                 offset,

@@ -2,62 +2,54 @@
 //! existing file is overwritten only when the agent read it and it has not changed since, as
 //! `edit` requires.
 
-use futures::future::BoxFuture;
-use serde_json::{Value, json};
+use std::path::Path;
 
-use super::{display_path, ensure_fresh, path_subject, writable_arg};
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+use super::{display_path, ensure_fresh, writable_path};
 use crate::tools::context::{FileStamp, ToolContext};
-use crate::tools::tool::{Subject, Tool, ToolError, ToolKind, ToolOutput, required_str};
+use crate::tools::tool::{Subject, ToolError, ToolKind, ToolOutput};
+use crate::tools::{ToolFuture, TypedTool};
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct WriteTool;
 
-impl Tool for WriteTool {
-    fn name(&self) -> &str {
-        "write"
-    }
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteInput {
+    /// File path inside the workspace
+    pub path: String,
+    /// The complete new content
+    pub content: String,
+}
+
+impl TypedTool for WriteTool {
+    type Input = WriteInput;
+    const NAME: &'static str = "write";
+    const KIND: ToolKind = ToolKind::Write;
 
     fn description(&self) -> &str {
         "Write a file (created or overwritten), creating missing directories. An existing file \
          must be read first. Prefer edit for changes to an existing file."
     }
 
-    fn input_schema(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "File path inside the workspace"},
-                "content": {"type": "string", "description": "The complete new content"}
-            },
-            "required": ["path", "content"],
-            "additionalProperties": false
-        })
-    }
-
-    fn kind(&self) -> ToolKind {
-        ToolKind::Write
-    }
-
-    fn validate(&self, input: &Value, ctx: &ToolContext) -> Result<(), String> {
-        let path = writable_arg(ctx, input).map_err(|e| e.to_string())?;
+    fn validate(&self, input: &WriteInput, ctx: &ToolContext) -> Result<(), String> {
+        let path = writable_path(ctx, &input.path).map_err(|e| e.to_string())?;
         if path.is_dir() {
             return Err(format!("{} is a directory", display_path(ctx, &path)));
         }
         existing_is_fresh(ctx, &path)
     }
 
-    fn permission_subject(&self, input: &Value) -> Subject {
-        path_subject(input, "")
+    fn permission_subject(&self, input: &WriteInput) -> Subject {
+        Subject::Path(input.path.clone())
     }
 
-    fn call(
-        &self,
-        input: Value,
-        ctx: ToolContext,
-    ) -> BoxFuture<'static, Result<ToolOutput, ToolError>> {
+    fn run(&self, input: WriteInput, ctx: ToolContext) -> ToolFuture {
         Box::pin(async move {
-            let path = writable_arg(&ctx, &input)?;
-            let content = required_str(&input, "content")?;
+            let path = writable_path(&ctx, &input.path)?;
+            let content = input.content;
             // Checked again: time passes between validation and the call (hooks, a person deciding).
             existing_is_fresh(&ctx, &path).map_err(ToolError::Refused)?;
             if let Some(parent) = path.parent() {
@@ -65,7 +57,7 @@ impl Tool for WriteTool {
                     .await
                     .map_err(|e| ToolError::io(parent, e))?;
             }
-            tokio::fs::write(&path, content)
+            tokio::fs::write(&path, &content)
                 .await
                 .map_err(|e| ToolError::io(&path, e))?;
             record_written(&ctx, &path, content.as_bytes()).await?;
@@ -79,7 +71,7 @@ impl Tool for WriteTool {
 }
 
 /// A new file needs no read; an existing one must have been read and be unchanged since.
-fn existing_is_fresh(ctx: &ToolContext, path: &std::path::Path) -> Result<(), String> {
+fn existing_is_fresh(ctx: &ToolContext, path: &Path) -> Result<(), String> {
     match std::fs::read(path) {
         Ok(bytes) => ensure_fresh(ctx, path, &bytes, "overwriting it"),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
@@ -90,7 +82,7 @@ fn existing_is_fresh(ctx: &ToolContext, path: &std::path::Path) -> Result<(), St
 /// After a tool wrote `bytes` to `path`, the agent knows the file: later edits need no re-read.
 pub(super) async fn record_written(
     ctx: &ToolContext,
-    path: &std::path::Path,
+    path: &Path,
     bytes: &[u8],
 ) -> Result<(), ToolError> {
     let meta = tokio::fs::metadata(path)
