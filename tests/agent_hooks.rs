@@ -1,12 +1,6 @@
 //! The hook events outside tool calls, through the loop: SessionStart and UserPromptSubmit
 //! (input, context, blocking), PreCompact, and `continue: false` ending the turn.
-// Tests may unwrap and panic (a failure is the report) and cast small test values.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod agent_support;
 

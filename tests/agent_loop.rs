@@ -1,12 +1,6 @@
 //! The bounded loop end to end with the scripted provider: results, limits, repeated
 //! actions, transcripts and the prefix fingerprint.
-// Tests may unwrap and panic (a failure is the report) and cast small test values.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod agent_support;
 

@@ -1,13 +1,7 @@
 //! The mailbox prompter: a permission request goes to the lead's inbox, the person answers,
 //! the asker wakes on the file event. Approve, reject, timeout, and the whole path through
 //! the agent loop.
-// Tests may unwrap and panic (a failure is the report) and cast small test values.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod agent_support;
 

@@ -1,12 +1,6 @@
 //! Recovery paths through the loop, each bounded, and a proof that two of them cannot keep
 //! triggering each other.
-// Tests may unwrap and panic (a failure is the report) and cast small test values.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod agent_support;
 

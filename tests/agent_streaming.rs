@@ -1,12 +1,6 @@
 //! Streaming tool execution: a call that is safe for its input starts while the reply is
 //! still streaming; anything behind an unsafe call waits for the reply and for that call.
-// Tests may unwrap and panic (a failure is the report) and cast small test values.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod agent_support;
 

@@ -1,13 +1,7 @@
 //! The agent's own checklist: `todo_write` / `todo_read` (typed input, one item in progress),
 //! a watcher sees every change, and the list is put back after a compaction folds away the
 //! turn that wrote it.
-// Tests may unwrap and panic (a failure is the report) and cast small test values.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod agent_support;
 

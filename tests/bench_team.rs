@@ -1,12 +1,6 @@
 //! `crew-bench team` with real `crew worker` processes: every task gets done and the team shuts
 //! down through the protocol. Numbers are reported by the bench, never asserted here.
-// Tests may unwrap and panic (a failure is the report) and cast small test values.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod common;
 

@@ -1,12 +1,6 @@
 //! Merging a worktree never loses work (invariant 6): fast-forward, real 3-way merge, conflicts
 //! that change nothing, dirty base checkouts, and the base branch checked out in a worktree.
-// Tests may unwrap and panic (a failure is the report) and cast small test values.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod git_support;
 

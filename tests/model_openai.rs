@@ -1,11 +1,5 @@
 //! The OpenAI-compatible provider against a loopback server speaking chat-completions chunks.
-// Tests may unwrap and panic (a failure is the report) and cast small test values.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod model_support;
 

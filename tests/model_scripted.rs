@@ -1,11 +1,5 @@
 //! The scripted provider: rule matching, budgets, errors, templates and scenario errors.
-// Tests may unwrap and panic (a failure is the report) and cast small test values.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 use std::path::Path;
 use std::time::Duration;

@@ -2,13 +2,7 @@
 //! description as a shell script) tries to act as the person and to leak a key into what crew
 //! writes. Each attempt must fail, and the task's result (the agent's report of what its
 //! commands printed) must say why.
-// Tests may unwrap and panic (a failure is the report) and cast small test values.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod common;
 mod team_support;

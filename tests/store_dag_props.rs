@@ -1,11 +1,5 @@
 //! Property tests: the DAG queries against a brute-force reference (transitive closure).
-// Tests may unwrap and panic (a failure is the report) and cast small test values.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 use crew::store::dag::{Graph, find_cycle};
 use crew::store::{Status, Task};

@@ -2,13 +2,7 @@
 //! under the rules `crew init` ships while nobody answers (every ask expires into a denial,
 //! as with `--approve deny`). No marker file appears, `victim/` survives, and the requests
 //! and the task result say why.
-// Tests may unwrap and panic (a failure is the report) and cast small test values.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod common;
 mod team_support;

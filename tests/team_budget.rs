@@ -1,13 +1,7 @@
 //! A team budget in crew.toml: once the team has spent it, a worker takes no new work and asks
 //! the person (a `budget_request`); approving raises it by its size once more, rejecting stops
 //! the worker.
-// Tests may unwrap and panic (a failure is the report) and cast small test values.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod common;
 mod team_support;

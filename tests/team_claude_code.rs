@@ -4,13 +4,7 @@
 //! the CLI, a follow-up message is another line to the same process, the transcript holds the
 //! CLI's events, and a CLI that is missing, of another version, speaking garbage or crashing
 //! fails the task with the reason while the worker carries on.
-// Tests may unwrap and panic (a failure is the report) and cast small test values.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod common;
 mod team_support;

@@ -1,13 +1,7 @@
 //! A worker killed with SIGKILL mid-task: the supervisor (`crew up --headless`) notices, gives
 //! its task back with a note, tells the lead and shows it DEAD; another worker finishes the
 //! task; `crew worker restart` brings the dead one back.
-// Tests may unwrap and panic (a failure is the report) and cast small test values.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod common;
 mod team_support;
@@ -30,7 +24,7 @@ fn a_killed_worker_is_declared_dead_its_task_goes_to_another_and_it_can_be_resta
     let before = team.status(&victim);
     assert_eq!(before["state"], "WORK", "{before}");
     assert_eq!(before["task"], "task_1", "{before}");
-    let pid = before["pid"].as_u64().unwrap() as u32;
+    let pid = u32::try_from(before["pid"].as_u64().unwrap()).unwrap();
     signal(pid, libc::SIGKILL);
 
     let dead = team.wait_state(&victim, "DEAD", BUDGET);

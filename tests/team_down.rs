@@ -1,13 +1,7 @@
 //! `crew down`: idle workers accept the shutdown request and end SHUTDOWN; a worker holding a
 //! task refuses (the refusal is a visible answer) and is ended after `--timeout`, its task
 //! given back.
-// Tests may unwrap and panic (a failure is the report) and cast small test values.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod common;
 mod team_support;

@@ -1,13 +1,7 @@
 //! Plan mode: a teammate with plan_mode_required sends its plan to the lead and gets no write
 //! tool until a plan of its is approved. The test answers as the lead (`crew respond --as
 //! lead`); only `crew worker --name alice` runs.
-// Tests may unwrap and panic (a failure is the report) and cast small test values.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod common;
 mod team_support;

@@ -2,13 +2,7 @@
 //! the plan it made earlier, also after the team is stopped and started again; a teammate killed with
 //! SIGKILL mid-task and restarted continues that task's conversation (the cut call gets its
 //! interrupted result).
-// Tests may unwrap and panic (a failure is the report) and cast small test values.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod common;
 mod team_support;
@@ -126,7 +120,7 @@ fn a_killed_teammate_restarted_continues_its_task_conversation() {
     eventually("the slow step to start", BUDGET, || {
         team.repo.join(".crew/slow-once").exists().then_some(())
     });
-    let pid = team.status("alice")["pid"].as_u64().unwrap() as u32;
+    let pid = u32::try_from(team.status("alice")["pid"].as_u64().unwrap()).unwrap();
     signal(pid, libc::SIGKILL);
     team.wait_state("alice", "DEAD", BUDGET);
 

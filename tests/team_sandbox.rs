@@ -4,13 +4,7 @@
 //! lacks a piece (forced here through the probe's test switch), every command asks instead,
 //! bypass or not. Needs Landlock and user namespaces: without them the first test fails and
 //! says which piece is missing.
-// Tests may unwrap and panic (a failure is the report) and cast small test values.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod common;
 mod team_support;

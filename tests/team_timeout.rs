@@ -1,12 +1,6 @@
 //! A permission request nobody answers (no policy, no screen) expires, and an expired request
 //! is a denial: the worker shows WAITING while it waits, then carries on without the command.
-// Tests may unwrap and panic (a failure is the report) and cast small test values.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod common;
 mod team_support;

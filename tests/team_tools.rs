@@ -1,11 +1,5 @@
 //! The team tools and role toolsets, against a temporary repository made with `store::Workspace`.
-// Tests may unwrap and panic (a failure is the report) and cast small test values.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 #[path = "team_tools/messages.rs"]
 mod messages;

@@ -1,12 +1,6 @@
 //! The worker lifecycle with a fake `Work` (the agent is tested on its own): claims, inbox
 //! priority, shutdown refused while busy and accepted after, idle shutdown, file-event wake-ups.
-// Tests may unwrap and panic (a failure is the report) and cast small test values.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{Receiver, Sender, channel};

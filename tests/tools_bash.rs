@@ -1,12 +1,6 @@
 //! The bash tool: output, exit codes, timeout killing the process group, cancellation,
 //! the scrubbed environment, the output cap, concurrency safety decided by the input.
-// Tests may unwrap and panic (a failure is the report) and cast small test values.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod tools_support;
 

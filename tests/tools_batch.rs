@@ -1,13 +1,7 @@
 //! Batches: consecutive safe calls in parallel, the rest one at a time, results in call order;
 //! a failure cancels its parallel siblings without ending the batch; cancelling the batch
 //! still gives every call a result.
-// Tests may unwrap and panic (a failure is the report) and cast small test values.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod tools_support;
 

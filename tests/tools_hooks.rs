@@ -1,12 +1,6 @@
 //! Hooks through the pipeline: permission decisions against deny rules, rewritten input,
 //! broken hooks skipped, exit code 2, post-tool notes, and the Stop-hook loop guard.
-// Tests may unwrap and panic (a failure is the report) and cast small test values.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod tools_support;
 

@@ -1,12 +1,6 @@
 //! Themes and keymaps: every shipped one parses cleanly; bad user files give warnings naming
 //! file and line and fall back to what they inherit.
-// Tests may unwrap and panic (a failure is the report) and cast small test values.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 use std::fs;
 

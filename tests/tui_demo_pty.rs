@@ -1,13 +1,7 @@
 //! `crew demo` with its screen, in a real pseudo-terminal: the person approves every permission
 //! request and merges every review from the approvals pane (reached with ctrl-r from the lead's
 //! text box), and the scripted team finishes the goal behind the screen.
-// Tests may unwrap and panic (a failure is the report) and cast small test values.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 use std::path::Path;
 use std::process::Command;

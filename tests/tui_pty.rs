@@ -1,12 +1,6 @@
 //! The built `crew ui` in a real pseudo-terminal (portable-pty), its screen read back with
 //! vt100. Every wait polls the screen or the store with a timeout; nothing sleeps blindly.
-// Tests may unwrap and panic (a failure is the report) and cast small test values.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod common;
 mod pty_support;

@@ -1,13 +1,7 @@
 //! Steering the team from the screen, in-process with key events against a real workspace:
 //! editing a task's dependencies, assigning it, asking a teammate to shut down, restarting a
 //! dead one (a real `crew worker` process), and unfolding the lead's tool calls.
-// Tests may unwrap and panic (a failure is the report) and cast small test values.
-#![allow(
-    clippy::unwrap_used,
-    clippy::expect_used,
-    clippy::panic,
-    clippy::cast_possible_truncation
-)]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod tui_support;
 #[path = "common/wait.rs"]
@@ -326,7 +320,8 @@ fn clicking_a_folded_call_unfolds_it_and_clicking_again_folds_it() {
     let row = screen
         .lines()
         .position(|l| l.contains("▸ ← bash"))
-        .expect("the folded result is on screen") as u16;
+        .expect("the folded result is on screen");
+    let row = u16::try_from(row).unwrap();
     let click = |h: &mut Harness| {
         h.feed(Event::Mouse(MouseEvent {
             kind: MouseEventKind::Down(MouseButton::Left),
@@ -370,7 +365,7 @@ fn a_zoomed_teammates_call_unfolds_with_a_click_too() {
     h.press(&["esc", "z"]);
     assert_eq!(h.state.focus, Pane::Teammates);
     let screen = tui_support::screen_text(&mut h.state, 60, 20);
-    let row = screen.lines().position(|l| l.contains("▸ ← bash")).unwrap() as u16;
+    let row = u16::try_from(screen.lines().position(|l| l.contains("▸ ← bash")).unwrap()).unwrap();
     h.feed(Event::Mouse(MouseEvent {
         kind: MouseEventKind::Down(MouseButton::Left),
         column: 6,

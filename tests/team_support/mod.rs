@@ -196,7 +196,7 @@ impl Team {
         dir.filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
             .filter_map(|t| serde_json::from_str::<Value>(&t).ok())
             .filter(|v| v["state"] != "SHUTDOWN" && v["state"] != "DEAD")
-            .filter_map(|v| v["pid"].as_u64().map(|p| p as u32))
+            .filter_map(|v| v["pid"].as_u64().and_then(|p| u32::try_from(p).ok()))
             .collect()
     }
 }
