@@ -5,10 +5,9 @@
 mod agent_support;
 
 use agent_support::{
-    Build, Repo, assert_completed, chatter, drain, policy, scenario, thresholds, turn,
+    Build, Repo, assert_completed, chatter, drain, policy, scenario, texts, thresholds, turn,
 };
 use crew::agent::{AgentEvent, StopReason};
-use crew::model::{ChatMessage, ContentBlock};
 use crew::tools::permissions::PermissionMode;
 use crew::tools::{HookEvent, HookSpec, Hooks, Note, Pipeline, ToolRegistry};
 use serde_json::Value;
@@ -36,17 +35,6 @@ fn payloads(path: &std::path::Path) -> Vec<Value> {
         .unwrap_or_default()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
-fn texts(message: &ChatMessage) -> Vec<&str> {
-    message
-        .content
-        .iter()
-        .filter_map(|b| match b {
-            ContentBlock::Text { text } => Some(text.as_str()),
-            _ => None,
-        })
         .collect()
 }
 

@@ -11,38 +11,10 @@ use agent_support::{Build, Repo, assert_completed, drain, rendered, turn};
 use crew::agent::{AgentEvent, RecoveryKind};
 use crew::model::anthropic::AnthropicProvider;
 use crew::model::{ApiKey, ModelProvider, ProviderSpec, provider_from_spec_with_env};
-use model_support::{Reply, Server, sse_events};
+use model_support::{Server, block, end, message_start, reply, text, tool_use, unmarked};
 use serde_json::{Value, json};
 
 const KEY: &str = "sk-ant-test-0123456789";
-
-fn message_start(cache_read: u64, cache_write: u64) -> (&'static str, Value) {
-    (
-        "message_start",
-        json!({"type": "message_start", "message": {"id": "msg", "type": "message",
-            "role": "assistant", "content": [], "model": "claude-x", "stop_reason": null,
-            "usage": {"input_tokens": 10, "output_tokens": 1,
-                "cache_creation_input_tokens": cache_write, "cache_read_input_tokens": cache_read}}}),
-    )
-}
-
-fn block(index: u64, start: Value, deltas: &[Value]) -> Vec<(&'static str, Value)> {
-    let mut events = vec![(
-        "content_block_start",
-        json!({"type": "content_block_start", "index": index, "content_block": start}),
-    )];
-    for delta in deltas {
-        events.push((
-            "content_block_delta",
-            json!({"type": "content_block_delta", "index": index, "delta": delta}),
-        ));
-    }
-    events.push((
-        "content_block_stop",
-        json!({"type": "content_block_stop", "index": index}),
-    ));
-    events
-}
 
 fn thinking(index: u64, parts: &[&str], signature: &str) -> Vec<(&'static str, Value)> {
     let mut deltas: Vec<Value> = parts
@@ -66,34 +38,7 @@ fn redacted(index: u64, data: &str) -> Vec<(&'static str, Value)> {
 }
 
 fn tool(index: u64, id: &str, input: &str) -> Vec<(&'static str, Value)> {
-    block(
-        index,
-        json!({"type": "tool_use", "id": id, "name": "read", "input": {}}),
-        &[json!({"type": "input_json_delta", "partial_json": input})],
-    )
-}
-
-fn text(index: u64, text: &str) -> Vec<(&'static str, Value)> {
-    block(
-        index,
-        json!({"type": "text", "text": ""}),
-        &[json!({"type": "text_delta", "text": text})],
-    )
-}
-
-fn end(reason: &str) -> Vec<(&'static str, Value)> {
-    vec![
-        (
-            "message_delta",
-            json!({"type": "message_delta", "delta": {"stop_reason": reason}, "usage": {"output_tokens": 5}}),
-        ),
-        ("message_stop", json!({"type": "message_stop"})),
-    ]
-}
-
-fn reply(parts: Vec<Vec<(&'static str, Value)>>) -> Reply {
-    let events: Vec<_> = parts.into_iter().flatten().collect();
-    Reply::sse(&[sse_events(&events)])
+    tool_use(index, id, "read", input)
 }
 
 fn overloaded() -> Vec<(&'static str, Value)> {
@@ -101,17 +46,6 @@ fn overloaded() -> Vec<(&'static str, Value)> {
         "error",
         json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
     )]
-}
-
-/// The request's messages with every `cache_control` removed.
-fn unmarked(body: &Value) -> Vec<Value> {
-    let mut messages = body["messages"].as_array().unwrap().clone();
-    for message in &mut messages {
-        for block in message["content"].as_array_mut().unwrap() {
-            block.as_object_mut().unwrap().remove("cache_control");
-        }
-    }
-    messages
 }
 
 /// Indexes of the messages whose last block carries a breakpoint.

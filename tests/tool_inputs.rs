@@ -278,3 +278,17 @@ async fn what_passes_the_schema_but_not_the_struct_is_refused_by_name() {
     assert!(text.contains("invalid input for `read`"), "{text}");
     assert!(text.contains("field `limit`"), "{text}");
 }
+
+/// The `agent` tool (offered by the agent runtime, so not among the tools above) has the same
+/// kind of schema: derived, self-contained, closed.
+#[test]
+fn the_agent_tools_schema_is_snapshotted() {
+    let schema = crew::tools::schema::derived_schema::<crew::agent::subagent::AgentInput>();
+    assert_eq!(schema["type"], "object");
+    assert_eq!(schema["additionalProperties"], false);
+    let text = schema.to_string();
+    for key in ["$schema", "$ref", "$defs", "definitions"] {
+        assert!(!text.contains(&format!("\"{key}\"")), "{key} in {text}");
+    }
+    insta::assert_json_snapshot!("schema_agent", schema);
+}

@@ -276,3 +276,46 @@ fn prompt_cache_tokens_show_per_agent_and_in_the_header() {
         "{text}"
     );
 }
+
+/// A teammate's subagents show nested under it in its box: the running one with the tool it is
+/// on, the finished ones with how they ended.
+#[test]
+fn subagents_nested_under_their_teammate() {
+    use crew::store::AgentStatus;
+    use crew::store::SubagentLine;
+    let mut state = fixture_state();
+    let mut alice: AgentStatus = state.agent("alice").unwrap().clone();
+    let line =
+        |id: &str, role: &str, description: &str, tool: Option<&str>, outcome: Option<&str>| {
+            SubagentLine {
+                id: id.into(),
+                role: role.into(),
+                description: description.into(),
+                tool: tool.map(str::to_string),
+                outcome: outcome.map(str::to_string),
+            }
+        };
+    alice.subagents = vec![
+        line(
+            "sub1",
+            "explore",
+            "find the parser's entry points",
+            Some("grep"),
+            Some("completed"),
+        ),
+        line(
+            "sub2",
+            "verify",
+            "check the off-by-one fix",
+            Some("bash"),
+            Some("completed, verdict pass"),
+        ),
+        line("sub3", "general", "update the docs", Some("edit"), None),
+    ];
+    update(
+        &mut state,
+        Event::Data(vec![Change::Agent("alice".into(), Some(alice))]),
+    );
+    state.focus = Pane::Teammates;
+    insta::assert_snapshot!("teammate_subagents", draw(&mut state, 100, 24));
+}

@@ -48,6 +48,16 @@ pub struct CompactionThresholds {
     pub keep_recent_messages: usize,
     /// `max_tokens` of the summarising model call (the last step).
     pub summary_max_tokens: u32,
+    /// After old turns were folded or summarised away, this many of the files read or written
+    /// most recently are put back as they are now…
+    pub reattach_files: usize,
+    /// …each cut at this many bytes…
+    pub reattach_file_bytes: usize,
+    /// …and all of them together at this many.
+    pub reattach_total_bytes: usize,
+    /// After a summary, a small model call checks the agent still knows its task; a failed
+    /// check puts back the history as it was before the summary.
+    pub probe: bool,
 }
 
 impl Default for CompactionThresholds {
@@ -57,6 +67,10 @@ impl Default for CompactionThresholds {
             spill_result_bytes: 20_000,
             keep_recent_messages: 8,
             summary_max_tokens: 4_096,
+            reattach_files: 5,
+            reattach_file_bytes: 8 * 1024,
+            reattach_total_bytes: 32 * 1024,
+            probe: true,
         }
     }
 }

@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::agent::result::TurnResult;
+use crate::agent::result::{StopReason, TurnResult};
+use crate::agent::subagent::{SubagentContext, SubagentRole};
 use crate::model::{self, Usage};
 use crate::tools::{HookEvent, Note, PermissionOutcome};
 
@@ -125,6 +126,13 @@ pub enum AgentEvent {
         tokens_before: u64,
         tokens_after: u64,
     },
+    /// After a summary: what the agent said it is working on, and whether that named its goal
+    /// (`expected`: the goal's words it was checked against). Failed: the summary was undone.
+    CompactionProbe {
+        passed: bool,
+        answer: String,
+        expected: Vec<String>,
+    },
     Recovery {
         kind: RecoveryKind,
         attempt: u32,
@@ -137,6 +145,31 @@ pub enum AgentEvent {
     },
     TurnEnd {
         result: TurnResult,
+    },
+    /// A subagent started (its own events are in `transcript`).
+    SubagentStart {
+        /// `sub<n>`, unique in this session.
+        id: String,
+        role: SubagentRole,
+        context: SubagentContext,
+        description: String,
+        transcript: PathBuf,
+    },
+    /// The subagent called a tool.
+    SubagentTool {
+        id: String,
+        tool: String,
+    },
+    /// The subagent ended; only its report went back to the model.
+    SubagentEnd {
+        id: String,
+        stop_reason: StopReason,
+        /// Its model calls.
+        calls: u32,
+        usage: Usage,
+        /// A verify subagent's verdict as shown (`pass`, `fail`, `partial`, `no verdict`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        verdict: Option<String>,
     },
 }
 

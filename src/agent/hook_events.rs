@@ -10,7 +10,7 @@ use crate::agent::result::StopReason;
 use crate::agent::runtime::Agent;
 use crate::agent::turn::Stop;
 use crate::model::{ChatMessage, ContentBlock, Role};
-use crate::tools::{HookEvent, HookRun, Note};
+use crate::tools::{HookEvent, HookRun, Note, StopDecision, StopGuard};
 
 impl Agent {
     /// Runs the SessionStart hooks (first turn of the session only) and the UserPromptSubmit
@@ -64,6 +64,34 @@ impl Agent {
             role: Role::User,
             content,
         })
+    }
+
+    /// Runs the hooks of the agent's end: `Stop`, or `SubagentStop` (matcher: the role) for
+    /// a subagent, whose payload also names it and its caller's transcript.
+    pub(crate) async fn stop_hooks(
+        &self,
+        guard: &mut StopGuard,
+        cancel: &CancellationToken,
+    ) -> (HookEvent, StopDecision) {
+        let hooks = &self.pipeline.hooks;
+        let Some(me) = &self.subagent else {
+            let decision = hooks.run_stop(guard, &self.workspace, cancel).await;
+            return (HookEvent::Stop, decision);
+        };
+        let fields = json!({
+            "agent": self.name,
+            "agent_id": me.id,
+            "agent_type": me.role,
+            "session_id": self.session(),
+            "transcript_path": self.transcript_path(),
+            "parent_transcript_path": me.parent_transcript,
+        });
+        let event = HookEvent::SubagentStop;
+        let role = me.role.as_str();
+        let decision = hooks
+            .run_stop_as(event, Some(role), fields, guard, &self.workspace, cancel)
+            .await;
+        (event, decision)
     }
 
     /// Runs the PreCompact hooks; the stop if one said not to continue.

@@ -6,20 +6,24 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::compaction::{Compacted, Ladder, tokens_of_bytes};
+use crate::agent::compaction::steps::FOLD_HEADER;
+use crate::agent::compaction::summary::reply_text;
+use crate::agent::compaction::{Compacted, Ladder, estimate_messages, probe, tokens_of_bytes};
 use crate::agent::config::{AgentConfig, CompactionThresholds, Limits};
 use crate::agent::context::{self, DEFAULT_RULES};
 use crate::agent::conversation::ConversationFile;
 use crate::agent::emitter::Emitter;
 use crate::agent::error::AgentError;
-use crate::agent::event::{CompactionTrigger, EventSink};
+use crate::agent::event::{AgentEvent, CompactionTrigger, EventSink};
 use crate::agent::instructions::{Instructions, user_instructions_file};
 use crate::agent::normalize::normalize;
 use crate::agent::observed::ObservedPrompter;
 use crate::agent::recovery::MAX_COMPACTION_FAILURES;
+use crate::agent::subagent::SubagentLink;
+use crate::agent::subagent::run::SubagentIdentity;
 use crate::agent::transcript::{TranscriptWriter, transcript_path};
 use crate::model::{
-    ChatMessage, ModelProvider, ModelRequest, RequestContext, Retrying, SystemPrompt,
+    ChatMessage, ModelProvider, ModelRequest, RequestContext, Retrying, Role, SystemPrompt,
     ToolDefinition,
 };
 use crate::store::message::new_id;
@@ -59,6 +63,14 @@ pub struct Agent {
     pub(crate) conversation: Option<ConversationFile>,
     /// Instruction files for the prompt: the user's, the project's, subfolders' as found.
     pub(crate) instructions: Instructions,
+    /// Set when this agent may start subagents: what it sent last, for a fork to start from,
+    /// and what its subagents spent.
+    pub(crate) subagent_link: Option<Arc<SubagentLink>>,
+    /// A fork's requests keep the system prompt, tools, model and output limit of the
+    /// caller's request it was forked from, so the caller's prefix is reused byte for byte.
+    pub(crate) fork_template: Option<ModelRequest>,
+    /// Set when this agent is a subagent.
+    pub(crate) subagent: Option<SubagentIdentity>,
 }
 
 impl Agent {
@@ -68,6 +80,20 @@ impl Agent {
         validate_name("agent name", &config.name)?;
         let session = new_id("session");
         let transcript = transcript_path(&config.repo_root, &config.name, &session);
+        let model: Arc<dyn ModelProvider> =
+            Arc::new(Retrying::new(Arc::clone(&config.model), config.retry));
+        Self::assemble(config, model, sink, session, transcript)
+    }
+
+    /// Sets an agent up with `model` as given (`config.model` and `config.retry` unused) and its
+    /// transcript at `transcript`.
+    pub(crate) fn assemble(
+        config: AgentConfig,
+        model: Arc<dyn ModelProvider>,
+        sink: EventSink,
+        session: String,
+        transcript: PathBuf,
+    ) -> Result<Self, AgentError> {
         let emitter = Arc::new(Emitter::new(
             sink,
             TranscriptWriter::open(transcript.clone())?,
@@ -84,12 +110,11 @@ impl Agent {
             config.repo_root.join(".crew/tool-results"),
         );
         tool_ctx.sandbox = config.sandbox.clone();
-        let tools = pipeline.registry.definitions();
         let mut agent = Self {
             name: config.name,
             role: config.role,
             model_name: config.model_name,
-            model: Arc::new(Retrying::new(config.model, config.retry)),
+            model,
             pipeline: Arc::new(pipeline),
             tool_ctx,
             workspace: config.workspace,
@@ -98,8 +123,8 @@ impl Agent {
             compaction: config.compaction,
             emitter,
             history: Vec::new(),
-            tools_tokens: tokens_of_bytes(serde_json::to_string(&tools).map_or(0, |s| s.len())),
-            tools,
+            tools_tokens: 0,
+            tools: Vec::new(),
             rules: DEFAULT_RULES.to_string(),
             static_prefix: String::new(),
             team_facts: Vec::new(),
@@ -112,9 +137,20 @@ impl Agent {
             transcript,
             conversation: None,
             instructions: Instructions::new(user_instructions_file()),
+            subagent_link: None,
+            fork_template: None,
+            subagent: None,
         };
-        agent.refresh_prefix();
+        agent.refresh_tools();
         Ok(agent)
+    }
+
+    /// Takes the tool list from the pipeline (and with it the prefix).
+    pub(crate) fn refresh_tools(&mut self) {
+        self.tools = self.pipeline.registry.definitions();
+        self.tools_tokens =
+            tokens_of_bytes(serde_json::to_string(&self.tools).map_or(0, |s| s.len()));
+        self.refresh_prefix();
     }
 
     pub fn name(&self) -> &str {
@@ -174,20 +210,31 @@ impl Agent {
 
     /// The request for the current history.
     pub(crate) fn request(&self, suffix: &str) -> ModelRequest {
+        let tools = match &self.fork_template {
+            Some(fork) => fork.tools.clone(),
+            None => self.tools.clone(),
+        };
         ModelRequest {
             messages: self.history.clone(),
-            tools: self.tools.clone(),
+            tools,
             ..self.template(suffix, self.limits.max_output_tokens)
         }
     }
 
     fn template(&self, suffix: &str, max_tokens: u32) -> ModelRequest {
+        let (model, system) = match &self.fork_template {
+            Some(fork) => (fork.model.clone(), fork.system.clone()),
+            None => (
+                self.model_name.clone(),
+                SystemPrompt {
+                    static_prefix: self.static_prefix.clone(),
+                    dynamic_suffix: suffix.to_string(),
+                },
+            ),
+        };
         ModelRequest {
-            model: self.model_name.clone(),
-            system: SystemPrompt {
-                static_prefix: self.static_prefix.clone(),
-                dynamic_suffix: suffix.to_string(),
-            },
+            model,
+            system,
             messages: Vec::new(),
             tools: Vec::new(),
             max_tokens,
@@ -204,7 +251,12 @@ impl Agent {
         self.compaction_failures < MAX_COMPACTION_FAILURES
     }
 
-    /// Runs the ladder towards `target` tokens; a change starts a new prefix lineage.
+    /// Runs the ladder towards `target` tokens; a change starts a new prefix lineage. When old
+    /// turns were folded or summarised away, the recent files and the checklist are put back;
+    /// after a summary the probe checks the agent still knows its goal, and if it does not,
+    /// the summary is discarded for the last good state: the history as the cheaper rungs
+    /// (spill, drop, fold) left it just before the summary, files and checklist put back if
+    /// it was folded. Not fitting then counts as a failed compaction.
     pub(crate) async fn compact(
         &mut self,
         suffix: &str,
@@ -214,6 +266,13 @@ impl Agent {
     ) -> Compacted {
         let template = self.template(suffix, self.compaction.summary_max_tokens);
         let spill_dir = self.tool_ctx.spill_dir.clone();
+        let goal = self.task.clone().or_else(|| {
+            self.history
+                .iter()
+                .find(|m| m.role == Role::User && m.tool_results().is_empty())
+                .map(ChatMessage::text)
+        });
+        let files = self.recent_files();
         let mut history = std::mem::take(&mut self.history);
         let ladder = Ladder {
             thresholds: self.compaction,
@@ -224,12 +283,25 @@ impl Agent {
             cancel,
             emitter: &self.emitter,
         };
-        let result = ladder
+        let mut result = ladder
             .run(&mut history, self.fixed_tokens(suffix), target, trigger)
             .await;
-        self.history = history;
         if result.rewrote_turns {
-            self.reattach_todos();
+            self.carry_over(&mut history, &files);
+        }
+        self.history = history;
+        if let Some(mut before) = result.before_summary.take()
+            && let Some(goal) = goal
+            && !self.probe(&goal, suffix, cancel).await
+        {
+            if before
+                .first()
+                .is_some_and(|m| m.text().starts_with(FOLD_HEADER))
+            {
+                self.carry_over(&mut before, &files);
+            }
+            self.history = before;
+            result.fits = self.fixed_tokens(suffix) + estimate_messages(&self.history) <= target;
         }
         if result.changed {
             self.epoch += 1;
@@ -241,6 +313,35 @@ impl Agent {
             self.compaction_failures += 1;
         }
         result
+    }
+
+    /// Asks the model what it is working on and checks the answer names `goal` (see
+    /// `compaction::probe`). True when it does, when the goal has nothing to check, or when
+    /// probing is off; the answer is recorded as an event.
+    async fn probe(&self, goal: &str, suffix: &str, cancel: &CancellationToken) -> bool {
+        let words = probe::key_words(goal);
+        if !self.compaction.probe || words.is_empty() {
+            return true;
+        }
+        let mut request = self.request(suffix);
+        request.max_tokens = probe::PROBE_MAX_TOKENS;
+        request
+            .messages
+            .push(ChatMessage::user_text(probe::PROBE_QUESTION));
+        let request = ModelRequest {
+            messages: normalize(&request.messages),
+            ..request
+        };
+        let (passed, answer) = match reply_text(self.model.as_ref(), request, cancel).await {
+            Ok(answer) => (probe::names_goal(&words, &answer), answer),
+            Err(reason) => (false, format!("(no answer: {reason})")),
+        };
+        self.emitter.emit(AgentEvent::CompactionProbe {
+            passed,
+            answer,
+            expected: words,
+        });
+        passed
     }
 
     pub(crate) fn dynamic_suffix(&self) -> String {

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::agent::event::AgentEvent;
+use crate::agent::subagent::SubagentContext;
 use crate::model;
 use crate::tools::Note;
 
@@ -311,11 +312,53 @@ fn render_event(event: AgentEvent) -> Vec<Piece> {
         } => text(format!(
             "~ compaction ({trigger:?}, {step:?}): {tokens_before} → {tokens_after} tokens\n"
         )),
+        AgentEvent::CompactionProbe {
+            passed,
+            answer,
+            expected,
+        } => text(format!(
+            "~ compaction check {}: {} (looked for: {})\n",
+            if passed {
+                "passed"
+            } else {
+                "failed, summary undone"
+            },
+            short(&answer, 200),
+            expected.join(", ")
+        )),
         AgentEvent::Recovery {
             kind,
             attempt,
             reason,
         } => text(format!("↻ recovery {kind:?} #{attempt}: {reason}\n")),
+        AgentEvent::SubagentStart {
+            id,
+            role,
+            context,
+            description,
+            transcript,
+        } => text(format!(
+            "⤷ subagent {id} ({role}, {}): {description} — transcript {}\n",
+            match context {
+                SubagentContext::Fresh => "fresh",
+                SubagentContext::Fork => "fork",
+            },
+            transcript.display()
+        )),
+        AgentEvent::SubagentTool { id, tool } => text(format!("  ⤷ {id} → {tool}\n")),
+        AgentEvent::SubagentEnd {
+            id,
+            stop_reason,
+            calls,
+            usage,
+            verdict,
+        } => text(format!(
+            "⤶ subagent {id} ended: {stop_reason:?} after {calls} call(s), {} tokens{}\n",
+            usage.total(),
+            verdict
+                .map(|v| format!(", verdict {v}"))
+                .unwrap_or_default()
+        )),
         AgentEvent::HookNotes { event, notes } => notes
             .iter()
             .map(|note| {
@@ -349,6 +392,41 @@ mod tests {
             event,
         })
         .unwrap()
+    }
+
+    #[test]
+    fn a_subagent_shows_nested_in_its_callers_transcript() {
+        use crate::agent::subagent::{SubagentContext, SubagentRole};
+        let text = [
+            line(AgentEvent::SubagentStart {
+                id: "sub1".into(),
+                role: SubagentRole::Verify,
+                context: SubagentContext::Fork,
+                description: "check the fix".into(),
+                transcript: PathBuf::from(".crew/transcripts/alice/s.sub1.jsonl"),
+            }),
+            line(AgentEvent::SubagentTool {
+                id: "sub1".into(),
+                tool: "bash".into(),
+            }),
+            line(AgentEvent::SubagentEnd {
+                id: "sub1".into(),
+                stop_reason: crate::agent::StopReason::Completed,
+                calls: 2,
+                usage: model::Usage::default(),
+                verdict: Some("pass".into()),
+            }),
+        ]
+        .join("\n");
+        let shown = render(text.as_bytes()).unwrap();
+        assert!(
+            shown.contains(
+                "⤷ subagent sub1 (verify, fork): check the fix — transcript \
+                 .crew/transcripts/alice/s.sub1.jsonl\n  ⤷ sub1 → bash\n\
+                 ⤶ subagent sub1 ended: Completed after 2 call(s), 0 tokens, verdict pass"
+            ),
+            "{shown}"
+        );
     }
 
     #[test]

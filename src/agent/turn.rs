@@ -17,9 +17,7 @@ use crate::agent::result::{PermissionDenial, StopReason, ToolUseRecord, TurnResu
 use crate::agent::runtime::Agent;
 use crate::agent::stream::{self, Reply};
 use crate::model::{self, ChatMessage, ContentBlock, ModelError, Usage};
-use crate::tools::{
-    Decision, HookEvent, Note, StopDecision, StopGuard, ToolCallOutcome, ToolContext,
-};
+use crate::tools::{Decision, Note, StopDecision, StopGuard, ToolCallOutcome, ToolContext};
 
 /// Sent after a reply cut at `max_tokens`.
 pub const CONTINUE_PROMPT: &str =
@@ -155,6 +153,9 @@ impl Agent {
                 ..self.tool_ctx.clone()
             };
             let request = self.request(&suffix);
+            if let Some(link) = &self.subagent_link {
+                link.record_request(&request);
+            }
             let stream = self.model.stream(request);
             let reply = stream::receive(
                 stream,
@@ -221,11 +222,18 @@ impl Agent {
             st.recovery.progress();
         }
         let text = message.text();
+        if let Some(link) = &self.subagent_link {
+            link.record_reply(&message);
+        }
         self.history.push(message);
         self.persist();
         if !calls.is_empty() {
             st.output.clear();
             let outcomes = stream::finish(calls, &self.pipeline, ctx).await;
+            if let Some(link) = &self.subagent_link {
+                // Subagents spend within the caller's turn and its budget.
+                st.usage += link.take_spent();
+            }
             self.record_results(st, &outcomes);
             self.persist();
             if cancel.is_cancelled() {
@@ -265,14 +273,10 @@ impl Agent {
             self.history.push(ChatMessage::user_text(CONTINUE_PROMPT));
             return None;
         }
-        match self
-            .pipeline
-            .hooks
-            .run_stop(&mut st.stop_guard, &self.workspace, cancel)
-            .await
-        {
+        let (event, decision) = self.stop_hooks(&mut st.stop_guard, cancel).await;
+        match decision {
             StopDecision::Stop { notes, halt } => {
-                self.hook_notes(HookEvent::Stop, notes);
+                self.hook_notes(event, notes);
                 if let Some(reason) = halt {
                     return Some(halted(&reason));
                 }
@@ -282,10 +286,10 @@ impl Agent {
                 ))
             }
             StopDecision::Continue { reason, notes } => {
-                self.hook_notes(HookEvent::Stop, notes);
+                self.hook_notes(event, notes);
                 self.recovery_event(RecoveryKind::StopHook, 1, &reason);
                 self.history.push(ChatMessage::user_text(format!(
-                    "A Stop hook asks you to continue: {reason}"
+                    "A {event:?} hook asks you to continue: {reason}"
                 )));
                 st.output.clear();
                 None

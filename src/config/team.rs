@@ -34,10 +34,17 @@ pub struct TeamConfig {
     #[serde(default)]
     pub limits: crate::store::Limits,
     /// `[[hooks]]`: external commands run at the agent's events (PreToolUse, PostToolUse,
-    /// PostToolUseFailure, Stop, UserPromptSubmit, SessionStart, PreCompact, Notification),
-    /// JSON in on stdin and out on stdout.
+    /// PostToolUseFailure, Stop, SubagentStop, UserPromptSubmit, SessionStart, PreCompact,
+    /// Notification), JSON in on stdin and out on stdout.
     #[serde(default)]
     pub hooks: Vec<crate::tools::HookSpec>,
+    /// `[subagents]`: the `agent` tool every agent gets (on by default), its turn bound and
+    /// the roles it offers.
+    #[serde(default)]
+    pub subagents: crate::agent::SubagentSettings,
+    /// `[compaction]`: what comes back after old turns are summarised or folded away.
+    #[serde(default)]
+    pub compaction: CompactionConfig,
     /// `[budget]`: what the whole team may spend before new work pauses for the person.
     #[serde(default)]
     pub budget: Budget,
@@ -51,6 +58,41 @@ pub struct TeamConfig {
     /// Where this was read from, for messages.
     #[serde(skip)]
     pub path: PathBuf,
+}
+
+/// `[compaction]`; see `agent::CompactionThresholds` for each field.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CompactionConfig {
+    pub reattach_files: usize,
+    pub reattach_file_bytes: usize,
+    pub reattach_total_bytes: usize,
+    pub probe: bool,
+}
+
+impl Default for CompactionConfig {
+    fn default() -> Self {
+        let d = crate::agent::CompactionThresholds::default();
+        Self {
+            reattach_files: d.reattach_files,
+            reattach_file_bytes: d.reattach_file_bytes,
+            reattach_total_bytes: d.reattach_total_bytes,
+            probe: d.probe,
+        }
+    }
+}
+
+impl CompactionConfig {
+    /// The agent's thresholds with these settings.
+    pub fn thresholds(&self) -> crate::agent::CompactionThresholds {
+        crate::agent::CompactionThresholds {
+            reattach_files: self.reattach_files,
+            reattach_file_bytes: self.reattach_file_bytes,
+            reattach_total_bytes: self.reattach_total_bytes,
+            probe: self.probe,
+            ..Default::default()
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]

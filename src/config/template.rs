@@ -77,11 +77,29 @@ sandbox = "auto"
 # ({{"continue": false}}); its allow never overrides a deny or ask rule.
 # [[hooks]]
 # event = "PreToolUse"        # PreToolUse | PostToolUse | PostToolUseFailure | Stop |
-#                             # UserPromptSubmit | SessionStart | PreCompact | Notification
+#                             # SubagentStop | UserPromptSubmit | SessionStart | PreCompact |
+#                             # Notification
 # matcher = "bash"            # a regex over the tool name (SessionStart: source, PreCompact:
-#                             # trigger, Notification: type)
+#                             # trigger, Notification: type, SubagentStop: the role)
 # command = "./scripts/check-command.sh"
 # timeout_secs = 10
+
+# Subagents: every agent has an `agent` tool that runs a subagent for one piece of work and
+# gets back only its report: explore (read-only), verify (runs checks, ends with a VERDICT),
+# general. It starts fresh or as a fork of the caller's conversation (sharing its prompt cache).
+# [subagents]
+# enabled = true
+# max_turns = 20              # model calls per subagent
+# roles = ["explore", "verify", "general"]
+
+# After old turns are summarised or folded away, the files read or changed last come back
+# (bounded), and a small model call checks the agent still knows its task (else the summary
+# is undone).
+# [compaction]
+# reattach_files = 5
+# reattach_file_bytes = 8192
+# reattach_total_bytes = 32768
+# probe = true
 
 # Budget: once the whole team has spent this much, workers take no new work and ask you (in the
 # approvals pane) to raise it or stop. `budget = {{ ... }}` on one agent limits that agent alone;
@@ -158,6 +176,40 @@ mod tests {
             .to_string();
         assert!(err.starts_with("crew.toml:"), "{err}");
         assert!(err.contains("Sometimes"), "{err}");
+    }
+
+    #[test]
+    fn subagents_and_compaction_are_read_from_crew_toml_and_bad_values_named() {
+        use crate::agent::{SubagentRole, SubagentSettings};
+        let template = init_template("web", "main");
+        let config = TeamConfig::parse(Path::new("crew.toml"), &template).unwrap();
+        assert_eq!(config.subagents, SubagentSettings::default());
+        assert!(config.compaction.probe);
+        // Uncommenting the template's sections gives the defaults it shows.
+        let on = template
+            .replace("# [subagents]", "[subagents]")
+            .replace("# enabled = true", "enabled = true")
+            .replace("# max_turns = 20 ", "max_turns = 20 ")
+            .replace("# roles = [", "roles = [")
+            .replace("# [compaction]", "[compaction]")
+            .replace("# reattach_files = 5", "reattach_files = 5")
+            .replace("# probe = true", "probe = false");
+        let config = TeamConfig::parse(Path::new("crew.toml"), &on).unwrap();
+        assert_eq!(config.subagents.roles, SubagentRole::ALL);
+        assert_eq!(config.subagents.max_turns.get(), 20);
+        assert!(!config.compaction.thresholds().probe);
+        for (bad, named) in [
+            ("roles = [\"explore\", \"deploy\"]", "deploy"),
+            ("max_turns = 0", "expected a nonzero"),
+            ("turns = 3", "turns"),
+        ] {
+            let text = format!("{template}\n[subagents]\n{bad}\n");
+            let err = TeamConfig::parse(Path::new("crew.toml"), &text)
+                .unwrap_err()
+                .to_string();
+            assert!(err.starts_with("crew.toml:"), "{err}");
+            assert!(err.contains(named), "{err}");
+        }
     }
 
     #[test]

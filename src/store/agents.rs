@@ -61,7 +61,30 @@ pub struct AgentStatus {
     /// Its own checklist (`todo_write`), as it last wrote it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub todos: Vec<crate::store::TodoItem>,
+    /// The subagents it started in its current job, the latest last.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subagents: Vec<SubagentLine>,
 }
+
+/// A subagent as its caller's pane shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubagentLine {
+    /// `sub<n>` in the caller's session.
+    pub id: String,
+    pub role: String,
+    /// The caller's few words about it.
+    pub description: String,
+    /// While it runs, the last tool it called; `None` before the first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// How it ended (`completed`, `max_turns_reached`, …, and a verify subagent's verdict);
+    /// `None` while it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+}
+
+/// Subagent lines kept in a status: the running ones and the latest that ended.
+pub const SUBAGENT_LINES: usize = 4;
 
 impl AgentStatus {
     pub fn new(name: &str, state: AgentState) -> Self {
@@ -80,6 +103,7 @@ impl AgentStatus {
             cache: CacheTokens::default(),
             note: None,
             todos: Vec::new(),
+            subagents: Vec::new(),
         }
     }
 

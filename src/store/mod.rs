@@ -22,7 +22,9 @@ pub mod todo;
 pub mod watch;
 pub mod workspace;
 
-pub use agents::{AgentStatus, AgentStatuses, CacheTokens, pid_alive};
+pub use agents::{
+    AgentStatus, AgentStatuses, CacheTokens, SUBAGENT_LINES, SubagentLine, pid_alive,
+};
 pub use claim::{Attempt, Claimant};
 pub use error::{Refusal, StoreError};
 pub use limits::Limits;

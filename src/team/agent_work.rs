@@ -25,7 +25,8 @@ use crate::store::MessageKind;
 use crate::store::requests::RequestState;
 use crate::store::review::review_notes;
 use crate::store::{
-    AgentState, CacheTokens, Draft, Message, ReviewerVerdict, Status, Task, TaskId, Workspace,
+    AgentState, CacheTokens, Draft, Message, ReviewerVerdict, SUBAGENT_LINES, Status, SubagentLine,
+    Task, TaskId, Workspace,
 };
 use crate::team::review;
 use crate::team::role_prompt;
@@ -343,13 +344,14 @@ impl AgentWork {
                 repo_root: self.workspace.root().to_path_buf(),
                 limits: self.limits(),
                 retry: RetryPolicy::default(),
-                compaction: Default::default(),
+                compaction: self.config.compaction.thresholds(),
                 sandbox: self.sandbox.clone(),
             },
             sink,
         )
         .map_err(|e| e.to_string())?;
         agent.set_rules(self.instructions.clone());
+        agent.enable_subagents(self.config.subagents.clone());
         agent.set_team_facts(self.team_facts(&workdir));
         show_todos(&agent, status);
         Ok(agent)
@@ -357,7 +359,7 @@ impl AgentWork {
 }
 
 /// The agent's checklist goes into its status (the screen shows it in its pane); a new agent
-/// starts with an empty one.
+/// starts with an empty one, and with no subagents shown.
 fn show_todos(agent: &Agent, status: &StatusHandle) {
     let write = |status: &StatusHandle, items: &[crate::store::TodoItem]| {
         if let Err(e) = status.update(|s| s.todos = items.to_vec()) {
@@ -365,6 +367,9 @@ fn show_todos(agent: &Agent, status: &StatusHandle) {
         }
     };
     write(status, &[]);
+    if let Err(e) = status.update(|s| s.subagents.clear()) {
+        tracing::warn!("status not written: {e}");
+    }
     let status = status.clone();
     agent.todos().watch(move |items| write(&status, items));
 }
@@ -380,6 +385,49 @@ pub(crate) fn status_sink(status: StatusHandle) -> EventSink {
             AgentEvent::PermissionAnswered { .. } => status.update(|s| {
                 s.state = AgentState::Work;
                 s.waiting_on = None;
+            }),
+            AgentEvent::SubagentStart {
+                id,
+                role,
+                description,
+                ..
+            } => status.update(|s| {
+                s.subagents.push(SubagentLine {
+                    id: id.clone(),
+                    role: role.to_string(),
+                    description: description.clone(),
+                    tool: None,
+                    outcome: None,
+                });
+                // Running ones stay; the oldest that ended go first.
+                while s.subagents.len() > SUBAGENT_LINES {
+                    let Some(at) = s.subagents.iter().position(|l| l.outcome.is_some()) else {
+                        break;
+                    };
+                    s.subagents.remove(at);
+                }
+            }),
+            AgentEvent::SubagentTool { id, tool } => status.update(|s| {
+                if let Some(line) = s.subagents.iter_mut().find(|l| &l.id == id) {
+                    line.tool = Some(tool.clone());
+                }
+            }),
+            AgentEvent::SubagentEnd {
+                id,
+                stop_reason,
+                verdict,
+                ..
+            } => status.update(|s| {
+                if let Some(line) = s.subagents.iter_mut().find(|l| &l.id == id) {
+                    let reason = serde_json::to_value(stop_reason)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_default();
+                    line.outcome = Some(match verdict {
+                        Some(verdict) => format!("{reason}, verdict {verdict}"),
+                        None => reason,
+                    });
+                }
             }),
             _ => Ok(()),
         };

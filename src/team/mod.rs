@@ -15,5 +15,6 @@ pub mod supervisor;
 mod task_branch;
 pub mod teammate_work;
 pub mod tools;
-pub mod verdict;
+// The rule for what a report counts as lives with the agent, whose `verify` subagents are judged by it too.
+pub use crate::agent::verdict;
 pub mod worker;

@@ -119,6 +119,14 @@ impl ReadState {
         self.lock().get(path).copied()
     }
 
+    /// A separate tracker starting with what this one knows now (a forked subagent knows the
+    /// files its caller read; what it reads later is its own).
+    pub fn snapshot(&self) -> ReadState {
+        ReadState {
+            inner: Arc::new(Mutex::new(self.lock().clone())),
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, FileStamp>> {
         // A poisoned map still holds valid stamps: a panic elsewhere cannot corrupt a HashMap insert.
         self.inner

@@ -80,7 +80,9 @@ impl ToolCallOutcome {
 /// The tools, the permission policy, the hooks and who to ask.
 pub struct Pipeline {
     pub registry: ToolRegistry,
-    pub permissions: PermissionPolicy,
+    /// Shared with the agent's subagents, which stay under the same policy (its plan approval
+    /// and the rules the person remembered included).
+    pub permissions: Arc<PermissionPolicy>,
     pub hooks: Hooks,
     /// `None`: every ask is denied.
     pub prompter: Option<Arc<dyn Prompter>>,
@@ -90,7 +92,7 @@ impl Pipeline {
     pub fn new(registry: ToolRegistry, permissions: PermissionPolicy) -> Self {
         Self {
             registry,
-            permissions,
+            permissions: Arc::new(permissions),
             hooks: Hooks::default(),
             prompter: None,
         }

@@ -299,6 +299,22 @@ mod tests {
     }
 
     #[test]
+    fn a_subagents_side_transcript_stays_out_of_its_callers_pane() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = dir.path().join(".crew/transcripts/alice");
+        let side = folder.join("session_1/sub1.jsonl");
+        fs::create_dir_all(side.parent().unwrap()).unwrap();
+        append(&folder.join("session_1.jsonl"), &[&delta("mine")]);
+        append(&side, &[&delta("the subagent's")]);
+        let mut loader = Loader::new(dir.path());
+        let mut model = WorkspaceView::default();
+        model.apply(loader.load_all(), SystemTime::now());
+        assert_eq!(model.transcripts["alice"].texts(), ["assistant: mine"]);
+        let changes = loader.changed(&[side.clone(), side.parent().unwrap().to_path_buf()]);
+        assert!(changes.is_empty(), "{changes:?}");
+    }
+
+    #[test]
     fn a_reply_streamed_over_several_reads_stays_one_line() {
         let dir = tempfile::tempdir().unwrap();
         let folder = dir.path().join(".crew/transcripts/alice");

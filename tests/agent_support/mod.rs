@@ -219,6 +219,7 @@ pub fn thresholds(compact_at_tokens: u64, keep_recent_messages: usize) -> Compac
         spill_result_bytes: 10_000,
         keep_recent_messages,
         summary_max_tokens: 512,
+        ..CompactionThresholds::default()
     }
 }
 
@@ -230,6 +231,18 @@ pub fn chatter(n: usize) -> Vec<ChatMessage> {
                 ChatMessage::user_text(format!("note {n}: {}", "blah ".repeat(400))),
                 ChatMessage::assistant_text(format!("noted {n}")),
             ]
+        })
+        .collect()
+}
+
+/// The text blocks of `message`, in order.
+pub fn texts(message: &ChatMessage) -> Vec<&str> {
+    message
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text { text } => Some(text.as_str()),
+            _ => None,
         })
         .collect()
 }

@@ -104,20 +104,37 @@ pub struct Server {
 impl Server {
     /// Serves `replies` in order, one per connection; later connections get a 500.
     pub async fn start(replies: Vec<Reply>) -> Self {
+        let mut replies = replies.into_iter();
+        Self::start_with(move |_, _| {
+            replies.next().unwrap_or_else(|| {
+                Reply::error(500, json!({"error": {"message": "no more canned replies"}}))
+            })
+        })
+        .await
+    }
+
+    /// Answers each request with `respond(request, earlier requests)`, one per connection.
+    pub async fn start_with(
+        mut respond: impl FnMut(&Recorded, &[Recorded]) -> Reply + Send + 'static,
+    ) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base_url = format!("http://{}", listener.local_addr().unwrap());
         let recorded = Arc::new(Mutex::new(Vec::new()));
         let log = Arc::clone(&recorded);
         let task = tokio::spawn(async move {
-            let mut replies = replies.into_iter();
             loop {
-                let Ok((socket, _)) = listener.accept().await else {
+                let Ok((mut socket, _)) = listener.accept().await else {
                     return;
                 };
-                let reply = replies.next().unwrap_or_else(|| {
-                    Reply::error(500, json!({"error": {"message": "no more canned replies"}}))
-                });
-                serve(socket, reply, &log).await;
+                let Some(request) = read_request(&mut socket).await else {
+                    continue;
+                };
+                let reply = {
+                    let earlier = log.lock().unwrap().clone();
+                    respond(&request, &earlier)
+                };
+                log.lock().unwrap().push(request);
+                serve(socket, reply).await;
             }
         });
         Self {
@@ -138,11 +155,7 @@ impl Drop for Server {
     }
 }
 
-async fn serve(mut socket: TcpStream, reply: Reply, log: &Mutex<Vec<Recorded>>) {
-    let Some(request) = read_request(&mut socket).await else {
-        return;
-    };
-    log.lock().unwrap().push(request);
+async fn serve(mut socket: TcpStream, reply: Reply) {
     let mut head = format!(
         "HTTP/1.1 {} Canned\r\ntransfer-encoding: chunked\r\nconnection: close\r\n",
         reply.status
@@ -294,4 +307,77 @@ pub fn sample_request() -> ModelRequest {
             task: Some("3".into()),
         },
     }
+}
+
+// Anthropic Messages API stream pieces, for loopback servers.
+
+pub fn message_start(cache_read: u64, cache_write: u64) -> (&'static str, Value) {
+    (
+        "message_start",
+        json!({"type": "message_start", "message": {"id": "msg", "type": "message",
+            "role": "assistant", "content": [], "model": "claude-x", "stop_reason": null,
+            "usage": {"input_tokens": 10, "output_tokens": 1,
+                "cache_creation_input_tokens": cache_write, "cache_read_input_tokens": cache_read}}}),
+    )
+}
+
+pub fn block(index: u64, start: Value, deltas: &[Value]) -> Vec<(&'static str, Value)> {
+    let mut events = vec![(
+        "content_block_start",
+        json!({"type": "content_block_start", "index": index, "content_block": start}),
+    )];
+    for delta in deltas {
+        events.push((
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": index, "delta": delta}),
+        ));
+    }
+    events.push((
+        "content_block_stop",
+        json!({"type": "content_block_stop", "index": index}),
+    ));
+    events
+}
+
+pub fn text(index: u64, text: &str) -> Vec<(&'static str, Value)> {
+    block(
+        index,
+        json!({"type": "text", "text": ""}),
+        &[json!({"type": "text_delta", "text": text})],
+    )
+}
+
+pub fn end(reason: &str) -> Vec<(&'static str, Value)> {
+    vec![
+        (
+            "message_delta",
+            json!({"type": "message_delta", "delta": {"stop_reason": reason}, "usage": {"output_tokens": 5}}),
+        ),
+        ("message_stop", json!({"type": "message_stop"})),
+    ]
+}
+
+pub fn reply(parts: Vec<Vec<(&'static str, Value)>>) -> Reply {
+    let events: Vec<_> = parts.into_iter().flatten().collect();
+    Reply::sse(&[sse_events(&events)])
+}
+
+/// A `tool_use` block calling `name` with `input` (JSON text), streamed as one delta.
+pub fn tool_use(index: u64, id: &str, name: &str, input: &str) -> Vec<(&'static str, Value)> {
+    block(
+        index,
+        json!({"type": "tool_use", "id": id, "name": name, "input": {}}),
+        &[json!({"type": "input_json_delta", "partial_json": input})],
+    )
+}
+
+/// The request's messages with every `cache_control` removed.
+pub fn unmarked(body: &Value) -> Vec<Value> {
+    let mut messages = body["messages"].as_array().unwrap().clone();
+    for message in &mut messages {
+        for block in message["content"].as_array_mut().unwrap() {
+            block.as_object_mut().unwrap().remove("cache_control");
+        }
+    }
+    messages
 }

@@ -2,6 +2,7 @@
 //! over its target: (1) spill oversized tool results, (2) drop stale tool payloads, (3) fold
 //! old turns into a record, (4) summarise with the model.
 
+pub mod probe;
 pub mod steps;
 pub mod summary;
 
@@ -80,7 +81,7 @@ pub(crate) struct Ladder<'a> {
 }
 
 /// The ladder's result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub(crate) struct Compacted {
     /// Some rung changed the history.
     pub changed: bool,
@@ -89,6 +90,8 @@ pub(crate) struct Compacted {
     pub rewrote_turns: bool,
     /// The context is now at or under the target.
     pub fits: bool,
+    /// When the model summarised: the history as the cheaper rungs left it just before.
+    pub before_summary: Option<Vec<ChatMessage>>,
 }
 
 impl Ladder<'_> {
@@ -104,6 +107,7 @@ impl Ladder<'_> {
         let mut tokens = fixed_tokens + estimate_messages(history);
         let mut changed = false;
         let mut rewrote_turns = false;
+        let mut before_summary = None;
         let keep = self.thresholds.keep_recent_messages;
         for step in [
             CompactionStep::Spill,
@@ -122,7 +126,13 @@ impl Ladder<'_> {
                 CompactionStep::DropStale => steps::drop_stale(history, keep) > 0,
                 CompactionStep::Fold => steps::fold(history, keep),
                 CompactionStep::Summarise => {
-                    summary::summarise(history, self.model, self.template, self.cancel).await
+                    let before = history.clone();
+                    let done =
+                        summary::summarise(history, self.model, self.template, self.cancel).await;
+                    if done {
+                        before_summary = Some(before);
+                    }
+                    done
                 }
             };
             if !stepped {
@@ -144,6 +154,7 @@ impl Ladder<'_> {
             changed,
             rewrote_turns,
             fits: tokens <= target,
+            before_summary,
         }
     }
 }

@@ -43,30 +43,13 @@ pub async fn summarise(
         tools: Vec::new(),
         ..template.clone()
     };
-    let mut stream = model.stream(request);
-    let mut text = String::new();
-    loop {
-        let item = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => return false,
-            item = stream.next() => item,
-        };
-        match item {
-            Some(Ok(StreamEvent::TextDelta(delta))) => text.push_str(&delta),
-            // The provider is retrying: the summary starts again.
-            Some(Ok(StreamEvent::Restart { .. })) => text.clear(),
-            Some(Ok(StreamEvent::Stop { .. })) => break,
-            Some(Ok(_)) => {}
-            Some(Err(error)) => {
-                tracing::warn!(%error, "summarising compaction failed");
-                return false;
-            }
-            None => {
-                tracing::warn!("summarising compaction: the reply ended early");
-                return false;
-            }
+    let text = match reply_text(model, request, cancel).await {
+        Ok(text) => text,
+        Err(reason) => {
+            tracing::warn!("summarising compaction failed: {reason}");
+            return false;
         }
-    }
+    };
     if text.trim().is_empty() {
         return false;
     }
@@ -78,6 +61,33 @@ pub async fn summarise(
         ))],
     );
     true
+}
+
+/// The text of the model's reply to `request` (tool calls ignored); `Err` says why there is
+/// none (cancelled, an error, a reply that ended early).
+pub(crate) async fn reply_text(
+    model: &dyn ModelProvider,
+    request: ModelRequest,
+    cancel: &CancellationToken,
+) -> Result<String, String> {
+    let mut stream = model.stream(request);
+    let mut text = String::new();
+    loop {
+        let item = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return Err("cancelled".to_string()),
+            item = stream.next() => item,
+        };
+        match item {
+            Some(Ok(StreamEvent::TextDelta(delta))) => text.push_str(&delta),
+            // The provider is retrying: the reply starts again.
+            Some(Ok(StreamEvent::Restart { .. })) => text.clear(),
+            Some(Ok(StreamEvent::Stop { .. })) => return Ok(text),
+            Some(Ok(_)) => {}
+            Some(Err(error)) => return Err(error.to_string()),
+            None => return Err("the reply ended early".to_string()),
+        }
+    }
 }
 
 /// The conversation as plain text, tool results shortened.

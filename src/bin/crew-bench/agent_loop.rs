@@ -83,27 +83,7 @@ async fn measure(turns: usize, history: usize, resumed: bool) -> anyhow::Result<
         inner: Arc::new(ScriptedProvider::echo()?),
         nanos: Arc::clone(&provider_nanos),
     };
-    let policy = PermissionPolicy::new(
-        PermissionMode::WorkspaceWrite,
-        &RuleSet::default(),
-        BypassSwitches::default(),
-    )?;
-    let mut agent = Agent::new(
-        AgentConfig {
-            name: "bench".into(),
-            role: "coder".into(),
-            model: Arc::new(model),
-            model_name: String::new(),
-            pipeline: Pipeline::new(ToolRegistry::core_tools()?, policy),
-            workspace: dir.path().to_path_buf(),
-            repo_root: dir.path().to_path_buf(),
-            limits: Limits::default(),
-            retry: RetryPolicy::default(),
-            compaction: CompactionThresholds::default(),
-            sandbox: Sandbox::off(),
-        },
-        EventSink::discard(),
-    )?;
+    let mut agent = bench_agent(dir.path(), Arc::new(model), EventSink::discard())?;
     let seed = seed_history(history);
     // The seed as a conversation file, copied fresh before each turn so its size stays fixed.
     let seed_file = dir.path().join("seed.jsonl");
@@ -141,8 +121,37 @@ async fn measure(turns: usize, history: usize, resumed: bool) -> anyhow::Result<
     })
 }
 
+/// The agent benchmarks run: `bench`, core tools, workspace-write, no sandbox, working in `dir`.
+pub(crate) fn bench_agent(
+    dir: &std::path::Path,
+    model: Arc<dyn ModelProvider>,
+    sink: EventSink,
+) -> anyhow::Result<Agent> {
+    let policy = PermissionPolicy::new(
+        PermissionMode::WorkspaceWrite,
+        &RuleSet::default(),
+        BypassSwitches::default(),
+    )?;
+    Ok(Agent::new(
+        AgentConfig {
+            name: "bench".into(),
+            role: "coder".into(),
+            model,
+            model_name: String::new(),
+            pipeline: Pipeline::new(ToolRegistry::core_tools()?, policy),
+            workspace: dir.to_path_buf(),
+            repo_root: dir.to_path_buf(),
+            limits: Limits::default(),
+            retry: RetryPolicy::default(),
+            compaction: CompactionThresholds::default(),
+            sandbox: Sandbox::off(),
+        },
+        sink,
+    )?)
+}
+
 /// A history of `len` messages: chat turns with a tool round trip every other turn.
-fn seed_history(len: usize) -> Vec<ChatMessage> {
+pub(crate) fn seed_history(len: usize) -> Vec<ChatMessage> {
     let mut messages = Vec::with_capacity(len + 3);
     let mut n = 0;
     while messages.len() < len {

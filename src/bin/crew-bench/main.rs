@@ -11,6 +11,7 @@ mod proc;
 mod render;
 mod sandbox;
 mod stats;
+mod subagents;
 mod team;
 mod wake;
 
@@ -63,6 +64,17 @@ enum Command {
         history: usize,
         #[arg(long)]
         resumed: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Subagents: the share of a fork's and a fresh subagent's first prompt read from a
+    /// simulated prompt cache, and a subagent's start latency.
+    Subagents {
+        #[arg(long, default_value_t = 50)]
+        rounds: usize,
+        /// Messages in the caller's history.
+        #[arg(long, default_value_t = 200)]
+        history: usize,
         #[arg(long)]
         json: bool,
     },
@@ -178,6 +190,11 @@ fn main() -> ExitCode {
             json,
         } => agent_loop::run(turns, history, resumed, json),
         Command::Interrupt { runs, json } => interrupt::run(runs, json),
+        Command::Subagents {
+            rounds,
+            history,
+            json,
+        } => subagents::run(rounds, history, json),
         Command::Render {
             teammates,
             tasks,

@@ -34,6 +34,9 @@ pub enum HookEvent {
     PreCompact,
     /// The agent needs the person (matcher: the notification type, `permission_prompt`).
     Notification,
+    /// A subagent is about to finish (matcher: its role); may send it back to work once, as
+    /// `Stop` does for an agent.
+    SubagentStop,
 }
 
 fn default_timeout_secs() -> u64 {
@@ -46,8 +49,8 @@ fn default_timeout_secs() -> u64 {
 pub struct HookSpec {
     pub event: HookEvent,
     /// Regex matched in full against the tool name (for UserPromptSubmit nothing; for
-    /// SessionStart the source, PreCompact the trigger, Notification the type); absent,
-    /// empty or `*` = everything.
+    /// SessionStart the source, PreCompact the trigger, Notification the type, SubagentStop
+    /// the subagent's role); absent, empty or `*` = everything.
     #[serde(default)]
     pub matcher: Option<String>,
     pub command: String,
@@ -247,29 +250,50 @@ impl Hooks {
         cwd: &Path,
         cancel: &CancellationToken,
     ) -> StopDecision {
-        let payload = json!({
-            "hook_event_name": HookEvent::Stop,
+        let fields = json!({
             "tool_name": Value::Null,
             "tool_input": Value::Null,
             "tool_response": Value::Null,
+        });
+        self.run_stop_as(HookEvent::Stop, None, fields, guard, cwd, cancel)
+            .await
+    }
+
+    /// [`Hooks::run_stop`] for `event` (`Stop`, or `SubagentStop` for a subagent, whose
+    /// matcher sees `target`), `fields` (a JSON object) added to the payload.
+    pub async fn run_stop_as(
+        &self,
+        event: HookEvent,
+        target: Option<&str>,
+        fields: Value,
+        guard: &mut StopGuard,
+        cwd: &Path,
+        cancel: &CancellationToken,
+    ) -> StopDecision {
+        let mut payload = json!({
+            "hook_event_name": event,
             "cwd": cwd,
             "stop_hook_active": guard.forced,
         });
+        if let (Some(payload), Value::Object(fields)) = (payload.as_object_mut(), fields) {
+            payload.extend(fields);
+        }
         let HookRun {
             halt,
             blocks: reasons,
             mut notes,
-        } = self
-            .collect(HookEvent::Stop, None, &payload, cwd, cancel)
-            .await;
+        } = self.collect(event, target, &payload, cwd, cancel).await;
         if reasons.is_empty() || halt.is_some() {
             return StopDecision::Stop { notes, halt };
         }
         if guard.forced {
-            tracing::warn!("Stop hook blocked again after a forced continuation; stopping anyway");
+            tracing::warn!(
+                ?event,
+                "stop hook blocked again after a forced continuation; stopping anyway"
+            );
             notes.push(Note::Warning {
                 text: format!(
-                    "a Stop hook blocked again ({}); ignored: at most one forced continuation per turn",
+                    "a {event:?} hook blocked again ({}); ignored: at most one forced continuation per turn",
                     reasons.join("; ")
                 ),
             });

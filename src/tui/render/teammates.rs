@@ -154,6 +154,7 @@ fn body(
         .unwrap_or_else(|| "no task".to_string());
     let mut lines = vec![plain(theme.style("task.in_progress"), task)];
     lines.extend(todo_lines(state, status, width));
+    lines.extend(subagent_lines(state, status, width));
     let pending = state.workspace.pending();
     let asks = pending.iter().filter(|r| r.from == name).count();
     let plans = pending
@@ -237,6 +238,34 @@ fn todo_lines(state: &AppState, status: Option<&AgentStatus>, width: usize) -> V
         ));
     }
     lines
+}
+
+/// The agent's subagents, nested under it: role, what for, and the tool it is on or how it
+/// ended.
+fn subagent_lines(
+    state: &AppState,
+    status: Option<&AgentStatus>,
+    width: usize,
+) -> Vec<Line<'static>> {
+    let theme = &state.theme;
+    let subagents = status.map(|s| s.subagents.as_slice()).unwrap_or_default();
+    subagents
+        .iter()
+        .map(|sub| {
+            let (style, now) = match (&sub.outcome, &sub.tool) {
+                (Some(outcome), _) => ("dim", outcome.clone()),
+                (None, Some(tool)) => ("task.in_progress", format!("running: {tool}")),
+                (None, None) => ("task.in_progress", "starting".to_string()),
+            };
+            plain(
+                theme.style(style),
+                one_line(
+                    &format!("  ↳ {} {}: {} — {now}", sub.id, sub.role, sub.description),
+                    width,
+                ),
+            )
+        })
+        .collect()
 }
 
 /// Where the zoomed teammate's transcript is drawn in the teammates pane at `area`.
