@@ -91,20 +91,6 @@ fn control_responses(log: &Path) -> Vec<Value> {
         .collect()
 }
 
-/// Every event of alice's transcripts.
-fn transcript_events(team: &Team) -> Vec<Value> {
-    let dir = team.repo.join(".crew/transcripts/alice");
-    let mut events = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
-        events.extend(
-            text.lines()
-                .map(|l| serde_json::from_str::<Value>(l).unwrap()["event"].clone()),
-        );
-    }
-    events
-}
-
 #[test]
 fn a_permission_goes_to_the_person_and_back_and_a_denial_reaches_the_cli() {
     let team = fake_team();
@@ -194,7 +180,7 @@ fn a_permission_goes_to_the_person_and_back_and_a_denial_reaches_the_cli() {
     );
 
     // The transcript holds the CLI's work as crew events, the denial as the CLI reported it.
-    let events = transcript_events(&team);
+    let events = team.transcript_events("alice");
     let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
     for kind in [
         "turn_start",
@@ -261,7 +247,8 @@ fn a_follow_up_message_is_another_line_to_the_same_process() {
     team.repo
         .ok(&["send", "--from", "lead", "--to", "alice", "second message"]);
     eventually("the second turn's events", WAIT, || {
-        let ends = transcript_events(&team)
+        let ends = team
+            .transcript_events("alice")
             .into_iter()
             .filter(|e| e["type"] == "turn_end")
             .count();
@@ -275,7 +262,7 @@ fn a_follow_up_message_is_another_line_to_the_same_process() {
     let second = users[1]["in"]["message"]["content"].as_str().unwrap();
     assert!(second.contains("second message"), "{second}");
     assert!(second.contains("lead"), "the sender is named: {second}");
-    let events = transcript_events(&team);
+    let events = team.transcript_events("alice");
     assert!(
         events
             .iter()
@@ -312,7 +299,7 @@ fn a_crash_mid_stream_fails_the_task_with_the_reason_and_the_next_task_gets_a_ne
             .contains("exited mid-turn"),
         "{status}"
     );
-    let events = transcript_events(&team);
+    let events = team.transcript_events("alice");
     let end = events.iter().rfind(|e| e["type"] == "turn_end").unwrap();
     assert_eq!(end["result"]["stop_reason"], "error", "{end}");
 
@@ -551,7 +538,7 @@ fn crew_interrupt_sends_the_clis_interrupt_keeps_the_task_and_a_message_continue
         .collect();
     assert_eq!(sent.len(), 1, "{sent:?}");
     assert_eq!(sent[0]["in"]["request"]["subtype"], "interrupt");
-    let events = transcript_events(&team);
+    let events = team.transcript_events("alice");
     let end = events.iter().rfind(|e| e["type"] == "turn_end").unwrap();
     assert_eq!(end["result"]["stop_reason"], "interrupted", "{end}");
     assert_eq!(

@@ -10,13 +10,13 @@ mod tools_support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crew::store::{Roster, Workspace};
+use crew::store::{Roster, Teammate, Workspace};
 use crew::team::tools::{ReadOnlyBash, TeamEnv, team_tools};
 use crew::tools::builtin::core_tools;
 use crew::tools::builtin::read::ReadInput;
 use crew::tools::permissions::PermissionMode;
 use crew::tools::schema::parse_input;
-use crew::tools::{Pipeline, Tool, ToolRegistry, todo_tools};
+use crew::tools::{Pipeline, Tool, ToolJson, ToolRegistry, todo_tools};
 use serde_json::{Map, Value, json};
 use tools_support::{Fixture, call, pipeline, policy};
 
@@ -28,7 +28,7 @@ fn every_tool(dir: &std::path::Path) -> Vec<Arc<dyn Tool>> {
         me: "lead".to_string(),
         role: "lead".to_string(),
         lead: "lead".to_string(),
-        teammates: vec![crew::store::Teammate {
+        teammates: vec![Teammate {
             name: "alice".to_string(),
             role: Some("implementer".to_string()),
         }],
@@ -291,4 +291,18 @@ fn the_agent_tools_schema_is_snapshotted() {
         assert!(!text.contains(&format!("\"{key}\"")), "{key} in {text}");
     }
     insta::assert_json_snapshot!("schema_agent", schema);
+}
+
+/// A message kind outside `send_message`'s enum deserialises (unknown kinds are kept raw), so
+/// the tool refuses it itself too: a caller that skips the schema cannot send a request.
+#[tokio::test]
+async fn send_message_refuses_a_request_kind_even_without_the_schema() {
+    let fx = Fixture::new();
+    let tools = every_tool(fx.ws());
+    let send = tools.iter().find(|t| t.name() == "send_message").unwrap();
+    let input = json!({"to": "alice", "type": "shutdown_request", "text": "stop"});
+    let why = send.validate_json(&input, &fx.ctx).unwrap_err();
+    assert!(why.contains("`shutdown_request` cannot be sent"), "{why}");
+    let err = send.call_json(&input, fx.ctx.clone()).await.unwrap_err();
+    assert!(err.to_string().contains("cannot be sent"), "{err}");
 }

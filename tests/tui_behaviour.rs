@@ -77,6 +77,21 @@ fn approve_answers_with_the_same_request_id() {
     assert!(h.state.workspace.pending().is_empty());
 }
 
+/// A crew.toml broken while the screen is open is a warning, not a wall: answers go on with the
+/// last good configuration.
+#[test]
+fn a_broken_crew_toml_does_not_block_an_approval() {
+    let dir = workspace();
+    let id = ask(dir.path(), "cargo test");
+    let mut h = Harness::new(dir.path());
+    fs::write(dir.path().join("crew.toml"), "[team\nname = ").unwrap();
+    h.changed(&["crew.toml"]);
+    assert!(h.state.workspace.config_error.is_some());
+    h.press(&["esc", "5", "a"]);
+    assert_eq!(answer_in_alices_inbox(dir.path(), &id).approve, Some(true));
+    assert!(h.status().contains("approved"), "{}", h.status());
+}
+
 #[test]
 fn an_edit_request_is_shown_as_the_diff_it_would_make_then_approved() {
     let dir = workspace();

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 mod pty_support;
 
-use pty_support::Screen;
+use pty_support::{DaemonGuard, Screen};
 
 /// Generous: the team's workers are separate processes on a shared machine.
 const DEMO_TIMEOUT: Duration = Duration::from_secs(120);
@@ -56,6 +56,7 @@ fn the_demo_team_finishes_as_the_person_approves_from_the_screen() {
         160,
         45,
     );
+    let _daemon = DaemonGuard { root: dir.clone() };
     screen.wait_until("a permission request", DEMO_TIMEOUT, |t| {
         t.contains("asks for bash")
     });
@@ -124,9 +125,17 @@ fn the_demo_team_finishes_as_the_person_approves_from_the_screen() {
     );
     assert!(screen.text().contains("approvals (0) · reviews (0)"));
     assert_eq!(task_states(&dir), vec!["completed"; TASKS]);
+    // `q` detaches: the team keeps running until it is stopped.
     screen.keys("q");
     screen.wait_exit();
     screen.assert_restored();
+    let down = Command::new(env!("CARGO_BIN_EXE_crew"))
+        .args(["-C", dir.to_str().unwrap(), "down"])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&down.stdout);
+    assert!(down.status.success(), "{said}");
+    assert!(said.contains("the team stopped"), "{said}");
     let tests = Command::new("sh")
         .arg("test.sh")
         .current_dir(&dir)

@@ -58,6 +58,9 @@ pub enum Command {
     Review(ReviewCommand),
     /// Open the full-screen workbench.
     Ui(UiArgs),
+    /// Open the workbench on another tool's agent team, read-mostly.
+    #[command(subcommand)]
+    Attach(AttachCommand),
     /// Run the team: the lead here, one process per teammate.
     Up(UpArgs),
     /// Run one teammate (the supervisor starts these), or `restart NAME` a dead one.
@@ -120,6 +123,9 @@ pub struct UpArgs {
     /// Allow the `bypass` permission mode (crew.toml must allow it too).
     #[arg(long)]
     pub dangerously_bypass: bool,
+    /// Internal: be the team's daemon (`crew up` starts it detached from the terminal).
+    #[arg(long, hide = true, conflicts_with = "headless")]
+    pub daemon: bool,
 }
 
 #[derive(Debug, Args)]
@@ -231,6 +237,19 @@ pub struct UiArgs {
     /// Keymap: default, vim, or a file in $XDG_CONFIG_HOME/crew/keymaps.
     #[arg(long, default_value = "default")]
     pub keymap: String,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AttachCommand {
+    /// A Claude Code agent team (~/.claude/teams/TEAM, ~/.claude/tasks/TEAM): members as
+    /// teammates, tasks as the graph, every inbox message kept in crew's own log, teammates'
+    /// permission requests answerable from the approvals pane.
+    Claude {
+        /// The team (a folder of ~/.claude/teams); default: the only one.
+        team: Option<String>,
+        #[command(flatten)]
+        ui: UiArgs,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -38,8 +38,22 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     let config = Arc::new(TeamConfig::load(&dir.join(FILE_NAME))?);
     crate::cli::logging::start(&dir);
     if !args.headless {
-        crate::cli::run_team::with_screen(workspace, config, Some(demo::GOAL), false)?;
-        println!("the demo repository is kept at {}", dir.display());
+        crate::cli::attach::start_and_attach(
+            &workspace,
+            &config,
+            Some(demo::GOAL),
+            false,
+            crate::tui::Options::default(),
+        )?;
+        let hint = if crate::team::daemon::running(&workspace).is_some() {
+            format!(
+                ": `crew -C {0}` attaches again, `crew -C {0} down` stops its team",
+                dir.display()
+            )
+        } else {
+            String::new()
+        };
+        println!("the demo repository is {}{hint}", dir.display());
         return Ok(());
     }
     let (policy, approve) = match args.approve {

@@ -56,24 +56,6 @@ pub fn run(start: &Path, args: InitArgs) -> anyhow::Result<()> {
 
 /// The folder name, lowercased, with anything not allowed in a name replaced by `-`.
 fn team_name_from(root: &Path) -> String {
-    let raw = root
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("team")
-        .to_lowercase();
-    let mut name: String = raw
-        .chars()
-        .map(|c| {
-            if c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-' {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    if !name.starts_with(|c: char| c.is_ascii_lowercase()) {
-        name.insert_str(0, "team-");
-    }
-    name.truncate(32);
-    name
+    let raw = root.file_name().and_then(|n| n.to_str()).unwrap_or("team");
+    crate::store::names::name_from(raw, "team-")
 }

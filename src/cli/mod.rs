@@ -4,6 +4,8 @@
 //! (with one line saying exactly why); 1 anything else.
 
 mod args;
+mod attach;
+mod attach_claude;
 mod demo;
 mod exit;
 mod graph_text;
@@ -72,6 +74,7 @@ fn only_prints(command: Option<&Command>) -> bool {
                 | Command::Worker(_)
                 | Command::Demo(_)
                 | Command::Ui(_)
+                | Command::Attach(_)
                 | Command::SandboxExec(_)
         )
     )
@@ -111,12 +114,16 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 args.command
             )
         }
-        Command::Ui(args) => crate::tui::run(
-            project::Project::find(&start)?.workspace.root(),
+        Command::Ui(args) => run_team::ui(
+            project::Project::find(&start)?,
             crate::tui::Options {
                 theme: args.theme,
                 keymap: args.keymap,
+                attached: None,
             },
         ),
+        Command::Attach(args::AttachCommand::Claude { team, ui }) => {
+            attach_claude::claude(team.as_deref(), ui)
+        }
     }
 }

@@ -61,5 +61,7 @@ fn acts_for_the_team(command: Option<&Command>) -> Option<&'static str> {
         Command::Worker(_) => Some("worker"),
         Command::Demo(_) => Some("demo"),
         Command::Ui(_) => Some("ui"),
+        // Answers teammates' permission requests for the person.
+        Command::Attach(_) => Some("attach"),
     }
 }

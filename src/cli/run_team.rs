@@ -10,8 +10,8 @@ use crate::cli::args::{ApprovePolicy, MergeArg, UpArgs, WorkerAction, WorkerArgs
 use crate::cli::exit::CliError;
 use crate::cli::project::Project;
 use crate::cli::team::{print_event, supervisor};
-use crate::config::TeamConfig;
-use crate::store::{DirWatcher, Workspace};
+use crate::store::DirWatcher;
+use crate::team::daemon::TeamLock;
 use crate::team::headless::{Happening, MergePolicy, Policy, TeamRun, settings_for};
 use crate::team::supervisor::SupervisorError;
 use crate::team::teammate_work::work_for;
@@ -47,8 +47,27 @@ fn run_worker(project: Project, name: &str, bypass: bool) -> anyhow::Result<()> 
     Ok(())
 }
 
-/// Starts a worker again in the background; refused while one is alive.
+/// Starts a worker again in the background; refused while one is alive. With a team daemon
+/// running, the daemon starts it, so it lives in the team's session rather than this terminal's.
 fn restart(project: &Project, name: &str) -> anyhow::Result<()> {
+    if crate::team::daemon::running(&project.workspace).is_some_and(|t| !t.headless) {
+        let request = crate::team::daemon::Request::Restart {
+            name: name.to_string(),
+        };
+        return match crate::team::daemon::control::ask(&project.workspace, &request) {
+            Ok(team) => {
+                println!(
+                    "restarted {name} in the team (pid {}); its output goes to .crew/logs/{name}.log",
+                    team.pid
+                );
+                Ok(())
+            }
+            Err(crate::team::daemon::control::ControlError::Refused(why)) => {
+                Err(CliError::Refused(why).into())
+            }
+            Err(e) => Err(e.into()),
+        };
+    }
     let mut sup = supervisor(project)?;
     let pid = match sup.restart(&project.config, name) {
         Ok(pid) => pid,
@@ -67,14 +86,32 @@ pub fn up(project: Project, args: UpArgs) -> anyhow::Result<()> {
         eprintln!("crew: warning: {warning}");
         tracing::warn!("{warning}");
     }
-    if !args.headless {
-        return with_screen(
+    if args.daemon {
+        return crate::cli::attach::run_daemon(
             project.workspace,
             Arc::new(project.config),
             args.goal.as_deref(),
             args.dangerously_bypass,
         );
     }
+    if !args.headless {
+        return crate::cli::attach::start_and_attach(
+            &project.workspace,
+            &project.config,
+            args.goal.as_deref(),
+            args.dangerously_bypass,
+            crate::tui::Options::default(),
+        );
+    }
+    // One team per repository: the lock is held until this process ends.
+    let Some(_lock) = TeamLock::take(&project.workspace, true)? else {
+        let root = project.workspace.root().to_path_buf();
+        return Err(match crate::team::daemon::running(&project.workspace) {
+            Some(team) => crate::cli::attach::refuse_second_team(&root, &team),
+            None => CliError::Refused(format!("the team of {} is starting", root.display())),
+        }
+        .into());
+    };
     let policy = args.approve.map(|p| match p {
         ApprovePolicy::Allow => Policy::Allow,
         ApprovePolicy::Deny => Policy::Deny,
@@ -136,7 +173,7 @@ pub fn all_done(workspace: &crate::store::Workspace) -> anyhow::Result<bool> {
             .all(|t| matches!(t.status, Status::Completed | Status::Failed)))
 }
 
-fn print_happenings(happenings: &[Happening]) {
+pub fn print_happenings(happenings: &[Happening]) {
     for h in happenings {
         match h {
             Happening::Team(e) => print_event(e),
@@ -155,7 +192,7 @@ fn print_happenings(happenings: &[Happening]) {
 }
 
 /// Ctrl-C (and SIGTERM) ask the loop to stop and shut the team down cleanly.
-fn signal_stop(stop: Arc<AtomicBool>) -> anyhow::Result<()> {
+pub fn signal_stop(stop: Arc<AtomicBool>) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -185,42 +222,8 @@ pub fn replay(path: &std::path::Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// The team runs in the background while the workbench is open; the person answers permission
-/// requests in the approvals pane (no policy answers for them). Quitting the screen shuts the
-/// team down through the shutdown protocol.
-pub fn with_screen(
-    workspace: Workspace,
-    config: Arc<TeamConfig>,
-    goal: Option<&str>,
-    bypass: bool,
-) -> anyhow::Result<()> {
-    let mut team = TeamRun::start(
-        workspace.clone(),
-        config,
-        std::env::current_exe()?,
-        None,
-        MergePolicy::Manual,
-        bypass,
-    )?;
-    if let Some(goal) = goal {
-        team.give_goal(goal)?;
-    }
-    let quit = Arc::new(AtomicBool::new(false));
-    let watching = quit.clone();
-    let root = workspace.root().to_path_buf();
-    let supervise = std::thread::spawn(move || -> anyhow::Result<TeamRun> {
-        let watcher = DirWatcher::new(&[&workspace.mailboxes_dir(), &workspace.tasks_dir()])?;
-        while !watching.load(Ordering::Relaxed) {
-            team.tick()?;
-            team.wait(&watcher, Duration::from_millis(300));
-        }
-        Ok(team)
-    });
-    let shown = crate::tui::run(&root, crate::tui::Options::default());
-    quit.store(true, Ordering::Relaxed);
-    let team = supervise
-        .join()
-        .map_err(|_| anyhow::anyhow!("the supervising thread panicked"))??;
-    team.stop(Duration::from_secs(10))?;
-    shown
+/// `crew ui`: a screen on the repository, attached to its team when one runs (without one it
+/// shows the store as it is; `crew up` starts the team).
+pub fn ui(project: Project, options: crate::tui::Options) -> anyhow::Result<()> {
+    crate::tui::run(project.workspace.root(), options)
 }

@@ -7,6 +7,7 @@ use serde_json::json;
 use crate::cli::output;
 use crate::cli::project::Project;
 use crate::store::AgentState;
+use crate::team::daemon::{self, Request};
 use crate::team::supervisor::{Supervisor, TeamEvent};
 
 /// A status is only as good as its heartbeat: past this, a live state is shown as DEAD.
@@ -46,12 +47,40 @@ pub fn status(project: &Project, as_json: bool) -> anyhow::Result<()> {
         .filter(|t| t.status == crate::store::Status::Review)
         .count();
     let verdicts = crate::team::verdict::of_reviews(&tasks);
+    let team = daemon::running(&project.workspace);
+    // Screens attached: only a daemon knows (a headless team has no screens of its own).
+    let screens = team
+        .as_ref()
+        .filter(|t| !t.headless)
+        .and_then(|_| daemon::control::ask(&project.workspace, &Request::Status).ok())
+        .map(|s| s.screens);
     if as_json {
         return output::json(&json!({
+            "team": team.as_ref().map(|t| json!({
+                "running": true,
+                "pid": t.pid,
+                "since": humantime::format_rfc3339_seconds(t.started()).to_string(),
+                "headless": t.headless,
+                "screens": screens,
+            })).unwrap_or(json!({ "running": false })),
             "agents": rows,
             "reviews_waiting": waiting,
             "verdicts": verdicts,
         }));
+    }
+    match &team {
+        Some(t) => println!(
+            "team: running {} (pid {}, since {}){}",
+            if t.headless {
+                "in the foreground (crew up --headless)"
+            } else {
+                "as a daemon"
+            },
+            t.pid,
+            humantime::format_rfc3339_seconds(t.started()),
+            screens.map_or(String::new(), |n| format!(", {n} screen(s) attached"))
+        ),
+        None => println!("team: not running (`crew up` starts it)"),
     }
     for r in rows {
         let field = |k: &str| {
@@ -98,6 +127,9 @@ pub fn supervisor(project: &Project) -> anyhow::Result<Supervisor> {
 pub fn print_event(event: &TeamEvent) {
     match event {
         TeamEvent::Started { name, pid } => println!("started {name} (pid {pid})"),
+        TeamEvent::Adopted { name, pid } => {
+            println!("{name} still runs (pid {pid}); watching it again")
+        }
         TeamEvent::Exited { name, code } => match code {
             Some(0) => println!("{name} stopped"),
             Some(code) => println!("{name} exited with code {code}"),
@@ -120,6 +152,13 @@ pub fn print_event(event: &TeamEvent) {
 }
 
 pub fn down(project: &Project, timeout: u64, as_json: bool) -> anyhow::Result<()> {
+    if let Some(team) = daemon::running(&project.workspace) {
+        crate::cli::attach::down(&project.workspace, &team, Duration::from_secs(timeout))?;
+        if as_json {
+            return output::json(&json!({ "stopped": team.pid }));
+        }
+        return Ok(());
+    }
     let mut sup = supervisor(project)?;
     let events = sup.shut_down(
         &project.config.teammate_names(),

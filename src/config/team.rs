@@ -174,6 +174,10 @@ pub struct ModelChoice {
     /// `claude-code`: the CLI to run (default `claude` from `PATH`).
     #[serde(default)]
     pub bin: Option<String>,
+    /// `command`: the program and its arguments; `{prompt}` in an argument is replaced by the
+    /// job's text, which otherwise goes to its stdin.
+    #[serde(default)]
+    pub cmd: Vec<String>,
 }
 
 /// An `api_key_env` name the tools' environment scrubber removes; any other would hand the key
@@ -418,6 +422,15 @@ impl TeamConfig {
                 }
             }
         }
+        if self.lead.model.provider == "command" {
+            return Err(err(
+                self.lead.name.span(),
+                format!(
+                    "lead {:?}: provider \"command\" runs teammates only (a lead needs crew's team tools, which a command cannot call)",
+                    self.lead.name.get_ref()
+                ),
+            ));
+        }
         if self.lead.model.provider == "claude-code" {
             return Err(err(
                 self.lead.name.span(),
@@ -443,14 +456,15 @@ impl TeamConfig {
             ));
         }
         if let Some(by) = &self.worktree.review_by
-            && self
+            && let Some(provider) = self
                 .agent(by.get_ref())
-                .is_some_and(|a| a.model.provider == "claude-code")
+                .map(|a| a.model.provider.as_str())
+                .filter(|p| matches!(*p, "claude-code" | "command"))
         {
             return Err(err(
                 by.span(),
                 format!(
-                    "review_by = {:?} is a claude-code teammate; reviews run on crew's own runtime for now (it reviews the merged code in a folder of its own)",
+                    "review_by = {:?} is a {provider} teammate; reviews run on crew's own runtime for now (it reviews the merged code in a folder of its own)",
                     by.get_ref()
                 ),
             ));
@@ -484,6 +498,26 @@ impl TeamConfig {
                     agent.name.span(),
                     format!(
                         "{}: model `bin` and `args` are for provider \"claude-code\", not {:?}",
+                        agent.name.get_ref(),
+                        model.provider
+                    ),
+                ));
+            }
+            let command = model.provider == "command";
+            if command && model.cmd.first().is_none_or(|p| p.trim().is_empty()) {
+                return Err(err(
+                    agent.name.span(),
+                    format!(
+                        "{}: provider \"command\" needs `cmd`, the program and its arguments, e.g. cmd = [\"aider\", \"--yes\", \"--message\", \"{{prompt}}\"]",
+                        agent.name.get_ref()
+                    ),
+                ));
+            }
+            if !command && !model.cmd.is_empty() {
+                return Err(err(
+                    agent.name.span(),
+                    format!(
+                        "{}: model `cmd` is for provider \"command\", not {:?}",
                         agent.name.get_ref(),
                         model.provider
                     ),

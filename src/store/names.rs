@@ -28,6 +28,27 @@ pub fn validate_name(what: &'static str, value: &str) -> Result<(), StoreError> 
     }
 }
 
+/// A valid name made from `raw`: lowercased, anything not allowed replaced by `-`, `prefix`
+/// put first when it does not start with a letter, cut to 32 characters.
+pub fn name_from(raw: &str, prefix: &str) -> String {
+    let mut name: String = raw
+        .to_lowercase()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    if !name.starts_with(|c: char| c.is_ascii_lowercase()) {
+        name.insert_str(0, prefix);
+    }
+    name.truncate(32);
+    name
+}
+
 /// A task id, `task_<n>`; `n` comes from the store's high-water mark and is never reused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct TaskId(pub u64);

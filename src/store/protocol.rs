@@ -52,6 +52,13 @@ const KNOWN: &[(MessageKind, &str)] = &[
 ];
 
 impl MessageKind {
+    /// The kinds an agent may send with the `send_message` tool: plain information, no request.
+    pub const INFORMATIONAL: [MessageKind; 3] = [
+        MessageKind::Message,
+        MessageKind::TaskAssignment,
+        MessageKind::StatusUpdate,
+    ];
+
     /// The wire name, as written in the `type` field.
     pub fn as_str(&self) -> &str {
         match self {

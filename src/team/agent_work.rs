@@ -321,14 +321,8 @@ impl AgentWork {
         let policy =
             PermissionPolicy::new(mode, &self.rules, self.bypass).map_err(|e| e.to_string())?;
         let sink = status_sink(status.clone());
-        let prompter = MailboxPrompter::new(
-            self.workspace.mailboxes(),
-            self.config.roster(),
-            self.name.clone(),
-            self.config.lead_name().to_string(),
-            self.config.request_timeout(),
-        )
-        .with_events(sink.clone());
+        let prompter =
+            person_prompter(&self.workspace, &self.config, &self.name).with_events(sink.clone());
         let hooks = Hooks::new(self.config.hooks.clone()).map_err(|e| e.to_string())?;
         let pipeline = Pipeline::new(registry, policy)
             .with_hooks(hooks)
@@ -372,6 +366,21 @@ fn show_todos(agent: &Agent, status: &StatusHandle) {
     }
     let status = status.clone();
     agent.todos().watch(move |items| write(&status, items));
+}
+
+/// How agent `name` asks the person: requests through the lead's inbox, answered in time.
+pub(crate) fn person_prompter(
+    workspace: &Workspace,
+    config: &TeamConfig,
+    name: &str,
+) -> MailboxPrompter {
+    MailboxPrompter::new(
+        workspace.mailboxes(),
+        config.roster(),
+        name.to_string(),
+        config.lead_name().to_string(),
+        config.request_timeout(),
+    )
 }
 
 /// WAITING while a permission request is out, WORK again when it is answered.

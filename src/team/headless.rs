@@ -125,6 +125,16 @@ impl TeamRun {
         };
         for mate in &config.teammates {
             let name = mate.name.get_ref();
+            if let Some(status) = workspace.agents().read(name)?
+                && !status.state.is_final()
+                && crate::store::pid_alive(status.pid)
+            {
+                events.push(Happening::Team(TeamEvent::Adopted {
+                    name: name.clone(),
+                    pid: status.pid,
+                }));
+                continue;
+            }
             let pid = supervisor.start(name, &extra)?;
             events.push(Happening::Team(TeamEvent::Started {
                 name: name.clone(),
@@ -274,17 +284,42 @@ impl TeamRun {
 
     /// Shuts every teammate down through the shutdown protocol (bounded by `grace`), then the
     /// lead.
-    pub fn stop(mut self, grace: Duration) -> Result<Vec<Happening>, StoreError> {
+    pub fn stop(self, grace: Duration) -> Result<Vec<Happening>, StoreError> {
+        self.stop_watched(grace, &mut |_, _| false)
+    }
+
+    /// As [`TeamRun::stop`], telling `watch` who is still running and the time left (see
+    /// [`Supervisor::shut_down_watched`]); the lead is asked once the teammates are done.
+    pub fn stop_watched(
+        mut self,
+        grace: Duration,
+        watch: &mut dyn FnMut(&[String], Duration) -> bool,
+    ) -> Result<Vec<Happening>, StoreError> {
         let teammates = self.teammates();
         let mut out: Vec<Happening> = self
             .supervisor
-            .shut_down(&teammates, grace)?
+            .shut_down_watched(&teammates, grace, watch)?
             .into_iter()
             .map(Happening::Team)
             .collect();
         if let Some(lead) = self.lead.take() {
             if !lead.is_finished() {
                 self.ask_lead_to_stop()?;
+            }
+            // The lead finishes the job in hand first; only a forced stop leaves it behind (the
+            // process ends, and with it the thread).
+            let lead_name = [self.config.lead_name().to_string()];
+            let deadline = std::time::Instant::now() + grace;
+            while !lead.is_finished() {
+                if watch(
+                    &lead_name,
+                    deadline.saturating_duration_since(std::time::Instant::now()),
+                ) {
+                    tracing::warn!("the stop was forced while the lead was still busy");
+                    self.events.extend(out.iter().cloned());
+                    return Ok(out);
+                }
+                std::thread::sleep(Duration::from_millis(50));
             }
             match lead.join() {
                 Ok(Ok(_)) => out.push(Happening::Team(TeamEvent::Exited {

@@ -4,6 +4,9 @@
 pub mod agent_work;
 pub mod budget;
 pub mod claude_code;
+pub mod claude_team;
+pub mod command_work;
+pub mod daemon;
 pub mod demo;
 pub mod headless;
 pub mod interrupt;

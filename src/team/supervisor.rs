@@ -19,6 +19,12 @@ pub enum TeamEvent {
         name: String,
         pid: u32,
     },
+    /// Found still running, left by a team process that died (a killed daemon): watched
+    /// through its status file rather than started twice.
+    Adopted {
+        name: String,
+        pid: u32,
+    },
     /// Found dead (process gone or heartbeat stale); its tasks went back to pending.
     Died {
         name: String,
@@ -236,6 +242,17 @@ impl Supervisor {
         teammates: &[String],
         grace: Duration,
     ) -> Result<Vec<TeamEvent>, StoreError> {
+        self.shut_down_watched(teammates, grace, &mut |_, _| false)
+    }
+
+    /// As [`Supervisor::shut_down`], calling `watch` with the teammates still running and the
+    /// time left while it waits; `watch` returning true ends the wait at once (forced).
+    pub fn shut_down_watched(
+        &mut self,
+        teammates: &[String],
+        grace: Duration,
+        watch: &mut dyn FnMut(&[String], Duration) -> bool,
+    ) -> Result<Vec<TeamEvent>, StoreError> {
         let mut asked = Vec::new();
         for name in teammates {
             let Some(status) = self.workspace.agents().read(name)? else {
@@ -258,21 +275,37 @@ impl Supervisor {
             asked.push((name.clone(), status.pid));
         }
         let deadline = Instant::now() + grace;
+        let mut forced = false;
+        loop {
+            let running: Vec<String> = asked
+                .iter()
+                .filter(|(name, pid)| pid_alive(*pid) && !self.has_exited(name))
+                .map(|(name, _)| name.clone())
+                .collect();
+            let left = deadline.saturating_duration_since(Instant::now());
+            if running.is_empty() || left.is_zero() {
+                break;
+            }
+            if watch(&running, left) {
+                forced = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let why = if forced {
+            "ended when the person forced the stop".to_string()
+        } else {
+            format!("did not stop within {}s", grace.as_secs())
+        };
         let mut events = Vec::new();
         for (name, pid) in asked {
-            while Instant::now() < deadline && pid_alive(pid) && !self.has_exited(&name) {
-                std::thread::sleep(Duration::from_millis(50));
-            }
             if pid_alive(pid) && !self.has_exited(&name) {
                 terminate(pid);
                 if let Some(mut child) = self.children.remove(&name) {
                     let _ = child.wait();
                 }
                 if let Some(status) = self.workspace.agents().read(&name)? {
-                    events.push(self.declare_dead(
-                        status,
-                        format!("did not stop within {}s", grace.as_secs()),
-                    )?);
+                    events.push(self.declare_dead(status, why.clone())?);
                 }
             } else if let Some(mut child) = self.children.remove(&name) {
                 let code = child.wait().ok().and_then(|s| s.code());

@@ -6,7 +6,7 @@ use crate::git::{Author, MergeOutcome, Worktrees};
 
 use crate::store::{Draft, MessageKind, Task, TaskCommits, TaskId, Workspace};
 use crate::team::review;
-use crate::team::worker::JobOutcome;
+use crate::team::worker::{Job, JobOutcome};
 
 /// Teammate `name`'s branch in `workspace`.
 pub(crate) struct TaskBranch<'a> {
@@ -18,6 +18,36 @@ pub(crate) struct TaskBranch<'a> {
 impl TaskBranch<'_> {
     fn author(&self) -> Author {
         Author::crew(self.name)
+    }
+
+    /// After a CLI agent's job: the task it worked on (its own, or the one the person
+    /// interrupted, which their message continues) is kept in `interrupted` when this job was
+    /// interrupted too, and otherwise committed when the agent writes.
+    pub fn settle(
+        &self,
+        job: &Job,
+        interrupted: &mut Option<Task>,
+        writes: bool,
+        outcome: &mut JobOutcome,
+    ) {
+        let worked_on = match job {
+            Job::Task(task) => Some(task.clone()),
+            Job::Message(_) => interrupted.take().and_then(|t| self.still_mine(t)),
+        };
+        if outcome.interrupted {
+            *interrupted = worked_on;
+        } else if let (Some(task), true) = (worked_on, writes) {
+            self.commit(&task, outcome);
+        }
+    }
+
+    /// `task` as it is now, if it is still in progress under this teammate (the person may
+    /// have released or reassigned it after the interrupt).
+    fn still_mine(&self, task: Task) -> Option<Task> {
+        let id = TaskId::parse(&task.id).ok()?;
+        let now = self.workspace.tasks().read(id).ok()?;
+        (now.status == crate::store::Status::InProgress && now.owner.as_deref() == Some(self.name))
+            .then_some(now)
     }
 
     /// Before a writer's task: its worktree is brought up to date with the base branch (so it

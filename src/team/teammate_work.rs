@@ -6,6 +6,7 @@ use crate::config::TeamConfig;
 use crate::store::Workspace;
 use crate::team::agent_work::{AgentWork, SetupError};
 use crate::team::claude_code::ClaudeCodeWork;
+use crate::team::command_work::CommandWork;
 use crate::team::worker::Work;
 
 /// The work of agent `name`, by its model's provider.
@@ -16,9 +17,9 @@ pub fn work_for(
     bypass: bool,
 ) -> Result<Box<dyn Work>, SetupError> {
     let provider = config.agent(name).map(|a| a.model.provider.as_str());
-    Ok(if provider == Some("claude-code") {
-        Box::new(ClaudeCodeWork::new(workspace, config, name, bypass)?)
-    } else {
-        Box::new(AgentWork::new(workspace, config, name, bypass)?)
+    Ok(match provider {
+        Some("claude-code") => Box::new(ClaudeCodeWork::new(workspace, config, name, bypass)?),
+        Some("command") => Box::new(CommandWork::new(workspace, config, name)?),
+        _ => Box::new(AgentWork::new(workspace, config, name, bypass)?),
     })
 }

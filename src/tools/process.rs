@@ -63,9 +63,21 @@ impl Drop for GroupGuard {
     }
 }
 
+/// Receives the output of a running process as it comes, both streams, up to the cap.
+pub type OutputSink = Arc<dyn Fn(&[u8]) + Send + Sync>;
+
 pub async fn run_process(
     spec: ProcessSpec,
     cancel: &CancellationToken,
+) -> std::io::Result<ProcessResult> {
+    run_process_streaming(spec, cancel, Arc::new(|_: &[u8]| {})).await
+}
+
+/// As [`run_process`], handing each piece of output to `sink` as it arrives.
+pub async fn run_process_streaming(
+    spec: ProcessSpec,
+    cancel: &CancellationToken,
+    sink: OutputSink,
 ) -> std::io::Result<ProcessResult> {
     let mut command = Command::new(&spec.program);
     command
@@ -97,8 +109,13 @@ pub async fn run_process(
     let cap = spec.output_cap;
     let stdout = Arc::new(Mutex::new(Capture::default()));
     let stderr = Arc::new(Mutex::new(Capture::default()));
-    let mut out_pump = tokio::spawn(pump(child.stdout.take(), Arc::clone(&stdout), cap));
-    let mut err_pump = tokio::spawn(pump(child.stderr.take(), Arc::clone(&stderr), cap));
+    let mut out_pump = tokio::spawn(pump(
+        child.stdout.take(),
+        Arc::clone(&stdout),
+        cap,
+        Arc::clone(&sink),
+    ));
+    let mut err_pump = tokio::spawn(pump(child.stderr.take(), Arc::clone(&stderr), cap, sink));
 
     let end = tokio::select! {
         biased;
@@ -151,7 +168,12 @@ fn take(capture: &Mutex<Capture>) -> (Vec<u8>, u64) {
     (std::mem::take(&mut capture.kept), capture.dropped)
 }
 
-async fn pump<R: AsyncRead + Unpin>(reader: Option<R>, sink: Arc<Mutex<Capture>>, cap: usize) {
+async fn pump<R: AsyncRead + Unpin>(
+    reader: Option<R>,
+    capture: Arc<Mutex<Capture>>,
+    cap: usize,
+    sink: OutputSink,
+) {
     let Some(mut reader) = reader else {
         return;
     };
@@ -160,10 +182,13 @@ async fn pump<R: AsyncRead + Unpin>(reader: Option<R>, sink: Arc<Mutex<Capture>>
         match reader.read(&mut buf).await {
             Ok(0) | Err(_) => break,
             Ok(n) => {
-                let mut capture = sink.lock().unwrap_or_else(PoisonError::into_inner);
+                let mut capture = capture.lock().unwrap_or_else(PoisonError::into_inner);
                 let room = cap.saturating_sub(capture.kept.len()).min(n);
                 capture.kept.extend_from_slice(&buf[..room]);
                 capture.dropped += (n - room) as u64;
+                if room > 0 {
+                    sink(&buf[..room]);
+                }
             }
         }
     }

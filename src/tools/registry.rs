@@ -22,10 +22,12 @@ pub enum RegistryError {
 #[derive(Clone)]
 struct Entry {
     tool: Arc<dyn Tool>,
+    /// The input schema as the model is sent it, derived once.
+    input_schema: Value,
     schema: Arc<InputSchema>,
 }
 
-/// Tools in insertion order, each with its compiled input schema.
+/// Tools in insertion order, each with its input schema, compiled.
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
     entries: Vec<Entry>,
@@ -59,10 +61,12 @@ impl ToolRegistry {
         if self.get(&name).is_some() {
             return Err(RegistryError::Duplicate(name));
         }
-        let schema = InputSchema::compile(&tool.input_schema())
+        let input_schema = tool.input_schema();
+        let schema = InputSchema::compile(&input_schema)
             .map_err(|reason| RegistryError::BadSchema { tool: name, reason })?;
         self.entries.push(Entry {
             tool,
+            input_schema,
             schema: Arc::new(schema),
         });
         Ok(())
@@ -102,7 +106,7 @@ impl ToolRegistry {
             .map(|e| ToolDefinition {
                 name: e.tool.name().to_string(),
                 description: e.tool.description().to_string(),
-                input_schema: e.tool.input_schema(),
+                input_schema: e.input_schema.clone(),
             })
             .collect()
     }

@@ -111,8 +111,7 @@ pub trait PreparedCall: Send {
     fn is_concurrency_safe(&self) -> bool;
     /// What permission rules match for this call.
     fn permission_subject(&self) -> Subject;
-    fn call(self: Box<Self>, ctx: ToolContext)
-    -> BoxFuture<'static, Result<ToolOutput, ToolError>>;
+    fn call(self: Box<Self>, ctx: ToolContext) -> ToolFuture;
 }
 
 /// Default result budget for tools that produce unbounded text (bytes).

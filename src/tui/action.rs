@@ -52,11 +52,13 @@ pub enum Action {
     EditDeps,
     Assign,
     Interrupt,
+    StopTeam,
 }
 
 /// (name in keymap files, action, help text)
 pub const ACTIONS: &[(&str, Action, &str)] = &[
-    ("quit", Action::Quit, "quit crew"),
+    ("quit", Action::Quit, "detach (the team keeps running)"),
+    ("stop_team", Action::StopTeam, "stop the team (asks first)"),
     ("help", Action::Help, "show or hide this help"),
     ("focus_next", Action::FocusNext, "focus the next pane"),
     ("focus_prev", Action::FocusPrev, "focus the previous pane"),

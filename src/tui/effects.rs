@@ -1,27 +1,80 @@
 //! Carrying out effects against the store, crew.toml and git. Called on worker threads by the
 //! runtime, and directly by tests; each returns the event that reports how it went.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
+use std::time::SystemTime;
 
 use crate::config::TeamConfig;
 use crate::git::{Author, Worktrees};
 use crate::store::{Claimant, Draft, StoreError, TaskId, TaskPatch, Workspace};
 use crate::store::{MessageKind, USER};
+use crate::team::daemon::{self, Request, control};
 use crate::team::review;
 use crate::team::supervisor::Supervisor;
 use crate::tui::event::{Effect, Event};
 use crate::tui::highlight::Highlighter;
 use crate::tui::uiconfig;
 
-/// Runs a store or git effect. Highlighting, the bell and notifications are not handled here.
-pub fn execute(root: &Path, effect: Effect) -> Option<Event> {
+/// Carries out store and git effects for one thread of the runtime, with crew.toml read once
+/// and again only when it changes. A crew.toml broken meanwhile does not block answers: the last
+/// good one is used (the screen shows the error as a warning).
+pub struct Effects {
+    root: PathBuf,
+    config: Option<(Stamp, TeamConfig)>,
+}
+
+/// What says crew.toml changed: its modification time and size.
+type Stamp = Option<(SystemTime, u64)>;
+
+impl Effects {
+    /// Reads crew.toml now, so that one broken later still leaves a good one to answer with.
+    pub fn new(root: &Path) -> Effects {
+        let mut effects = Effects {
+            root: root.to_path_buf(),
+            config: None,
+        };
+        let _ = effects.config();
+        effects
+    }
+
+    fn config(&mut self) -> Result<TeamConfig, String> {
+        let path = self.root.join(crate::config::FILE_NAME);
+        let stamp = std::fs::metadata(&path)
+            .ok()
+            .and_then(|m| Some((m.modified().ok()?, m.len())));
+        match &self.config {
+            Some((seen, config)) if *seen == stamp => return Ok(config.clone()),
+            _ => {}
+        }
+        match uiconfig::load(&self.root) {
+            Ok((team, _)) => {
+                self.config = Some((stamp, team.clone()));
+                Ok(team)
+            }
+            Err(e) => match &self.config {
+                Some((_, last_good)) => {
+                    tracing::warn!("crew.toml: {e}; using the last good one");
+                    Ok(last_good.clone())
+                }
+                None => Err(format!("cannot read crew.toml: {e}")),
+            },
+        }
+    }
+
+    /// Runs a store or git effect. Highlighting, the bell and notifications are not handled
+    /// here.
+    pub fn execute(&mut self, effect: Effect) -> Option<Event> {
+        match self.config() {
+            Ok(team) => execute(&self.root, &team, effect),
+            Err(e) => Some(Event::Done(Err(e))),
+        }
+    }
+}
+
+fn execute(root: &Path, team: &TeamConfig, effect: Effect) -> Option<Event> {
     let failed = |e: String| Some(Event::Done(Err(e)));
-    let (team, _) = match uiconfig::load(root) {
-        Ok(loaded) => loaded,
-        Err(e) => return failed(format!("cannot read crew.toml: {e}")),
-    };
     let ws = Workspace::new(root).with_limits(team.limits);
     let roster = team.roster();
     let timeout = team.request_timeout();
@@ -93,7 +146,7 @@ pub fn execute(root: &Path, effect: Effect) -> Option<Event> {
                 .map_err(|e| e.to_string()),
         )),
         Effect::Assign { id, to } => Some(Event::Done(
-            assign(&ws, &team, &id, to.as_deref())
+            assign(&ws, team, &id, to.as_deref())
                 .map(|t| match &t.owner {
                     Some(owner) => format!("{} assigned to {owner}", t.id),
                     None => format!("{} is back in the pool", t.id),
@@ -126,6 +179,30 @@ pub fn execute(root: &Path, effect: Effect) -> Option<Event> {
                 })
                 .map_err(|e| e.to_string()),
         )),
+        Effect::StopTeam => Some(Event::Done(
+            control::ask(
+                &ws,
+                &Request::Stop {
+                    grace_secs: daemon::DEFAULT_GRACE.as_secs(),
+                },
+            )
+            .map(|_| "stopping the team".to_string())
+            .map_err(|e| e.to_string()),
+        )),
+        Effect::ForceStop => Some(Event::Done(
+            control::ask(&ws, &Request::Force)
+                .map(|_| "ending what still runs".to_string())
+                .map_err(|e| e.to_string()),
+        )),
+        // Restarted by the daemon, so the worker lives in the team's session, not this
+        // terminal's.
+        Effect::Restart { name, .. } if daemon::running(&ws).is_some_and(|t| !t.headless) => {
+            Some(Event::Done(
+                control::ask(&ws, &Request::Restart { name: name.clone() })
+                    .map(|_| format!("restarted {name}; log in .crew/logs/{name}.log"))
+                    .map_err(|e| e.to_string()),
+            ))
+        }
         Effect::Restart { name, exe } => {
             let mut sup = Supervisor::new(
                 ws.clone(),
@@ -134,7 +211,7 @@ pub fn execute(root: &Path, effect: Effect) -> Option<Event> {
                 exe,
                 Duration::from_secs(team.worker.heartbeat_secs),
             );
-            let started = sup.restart(&team, &name);
+            let started = sup.restart(team, &name);
             sup.reap_in_background();
             Some(Event::Done(
                 started
@@ -157,23 +234,23 @@ pub fn execute(root: &Path, effect: Effect) -> Option<Event> {
         } => Some(Event::Diff {
             result: TaskId::parse(&id)
                 .map_err(|e| e.to_string())
-                .and_then(|tid| review::diff(&ws, &team, tid).map_err(|e| e.to_string())),
+                .and_then(|tid| review::diff(&ws, team, tid).map_err(|e| e.to_string())),
             name,
             task: Some(id),
         }),
         Effect::LoadReviews => Some(Event::Reviews(
-            review::list(&ws, &team).map_err(|e| e.to_string()),
+            review::list(&ws, team).map_err(|e| e.to_string()),
         )),
         Effect::MergeReview { id } => Some(Event::Done(
             TaskId::parse(&id)
                 .map_err(|e| e.to_string())
-                .and_then(|tid| review::merge(&ws, &team, tid, USER).map_err(|e| e.to_string())),
+                .and_then(|tid| review::merge(&ws, team, tid, USER).map_err(|e| e.to_string())),
         )),
         Effect::SendBackReview { id, note } => Some(Event::Done(
             TaskId::parse(&id)
                 .map_err(|e| e.to_string())
                 .and_then(|tid| {
-                    review::send_back(&ws, &team, tid, USER, &note).map_err(|e| e.to_string())
+                    review::send_back(&ws, team, tid, USER, &note).map_err(|e| e.to_string())
                 })
                 .map(|t| {
                     format!(
@@ -187,7 +264,7 @@ pub fn execute(root: &Path, effect: Effect) -> Option<Event> {
             TaskId::parse(&id)
                 .map_err(|e| e.to_string())
                 .and_then(|tid| {
-                    review::discard(&ws, &team, tid, USER, &reason).map_err(|e| e.to_string())
+                    review::discard(&ws, team, tid, USER, &reason).map_err(|e| e.to_string())
                 })
                 .map(|t| format!("{} discarded: its changes were taken back out", t.id)),
         )),

@@ -7,6 +7,7 @@ use ratatui::crossterm::event::{KeyEvent, MouseEvent};
 
 use crate::git::{FileDiff, MergeOutcome, WorktreeDiff};
 use crate::store::{Message, NewTask, RequestInfo};
+use crate::team::daemon::DaemonStatus;
 use crate::team::review::Review;
 use crate::tui::data::Change;
 use crate::tui::highlight::Segments;
@@ -18,6 +19,8 @@ pub enum Event {
     Resize(u16, u16),
     Tick(SystemTime),
     Data(Vec<Change>),
+    /// What the team's daemon says about itself; `None` once it is gone.
+    Daemon(Option<DaemonStatus>),
     Diff {
         name: String,
         /// The task whose commits these are, for a review's diff.
@@ -88,6 +91,10 @@ pub enum Effect {
     RequestShutdown {
         name: String,
     },
+    /// Ask the team's daemon to stop the team (through the shutdown protocol).
+    StopTeam,
+    /// End what still runs of a stopping team now.
+    ForceStop,
     /// Start a dead or shut-down teammate again with `exe worker --name NAME`.
     Restart {
         name: String,

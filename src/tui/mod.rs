@@ -22,6 +22,7 @@ pub mod proposal;
 pub mod render;
 pub mod review;
 pub mod runtime;
+pub mod since;
 pub mod state;
 pub mod steer;
 pub mod submit;

@@ -1,9 +1,12 @@
-//! The event loop: input, file-system changes, ticks and finished work arrive on one channel;
-//! store/git work and highlighting run on their own threads so input never waits; bursts of
-//! events are folded into one redraw.
+//! The event loop: input, file-system changes, ticks, the team daemon's state and finished work
+//! arrive on one channel; store work, git work and highlighting run on their own threads so
+//! input never waits (an answer never waits behind a merge; a diff or the review queue asked
+//! for again replaces the one still queued, and a result overtaken by a newer request is
+//! dropped, as gitui's asyncgit does); bursts of events are folded into one redraw.
 
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, SystemTime};
 
@@ -11,12 +14,14 @@ use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 use ratatui::crossterm::event::{self as term_event, Event as TermEvent};
 use tracing::warn;
 
+use crate::team::daemon;
 use crate::tui::data::Loader;
-use crate::tui::effects;
+use crate::tui::effects::{self, Effects};
 use crate::tui::event::{Effect, Event};
 use crate::tui::highlight::Highlighter;
 use crate::tui::keymap::Keymap;
 use crate::tui::render::render;
+use crate::tui::since::LastSeen;
 use crate::tui::state::{AppState, SandboxState};
 use crate::tui::terminal::Session;
 use crate::tui::theme::Theme;
@@ -27,6 +32,9 @@ use crate::tui::uiconfig;
 pub struct Options {
     pub theme: String,
     pub keymap: String,
+    /// Watching another tool's team (`crew attach`): what the header says it is. Only answers
+    /// to requests are carried out; the rest is refused as read-only.
+    pub attached: Option<String>,
 }
 
 impl Default for Options {
@@ -34,6 +42,7 @@ impl Default for Options {
         Options {
             theme: "default".into(),
             keymap: "default".into(),
+            attached: None,
         }
     }
 }
@@ -66,18 +75,31 @@ pub fn run(root: &Path, options: Options) -> anyhow::Result<()> {
     uiconfig::load(root)?;
     let mut state = initial_state(root, &options, SystemTime::now());
     state.sandbox = sandbox_state(root);
+    state.attached = options.attached.clone();
+    state.since = LastSeen::read(root);
     let (tx, rx) = channel::<Event>();
     let _watcher = spawn_loader(root, tx.clone())?;
     let jobs = spawn_worker(root.to_path_buf(), tx.clone());
     let git_jobs = spawn_worker(root.to_path_buf(), tx.clone());
+    let diffs = Latest::spawn(root.to_path_buf(), tx.clone());
+    let reviews = Latest::spawn(root.to_path_buf(), tx.clone());
     let highlights = spawn_highlighter(tx.clone());
+    spawn_daemon_link(root, tx.clone());
     spawn_ticker(tx.clone());
     spawn_input(tx);
 
     let mut session = Session::start()?;
     let size = session.terminal.size()?;
     state.size = (size.width, size.height);
+    let mut marked = SystemTime::UNIX_EPOCH;
     loop {
+        // Refreshed while attached, so a terminal killed without a goodbye leaves a recent one.
+        if state.workspace.loaded
+            && state.now.duration_since(marked).unwrap_or_default() >= MARK_EVERY
+        {
+            LastSeen::write(root, state.now);
+            marked = state.now;
+        }
         session.terminal.draw(|frame| render(&state, frame))?;
         let Ok(first) = rx.recv() else { break };
         let mut effects = crate::tui::update::update(&mut state, first);
@@ -86,6 +108,16 @@ pub fn run(root: &Path, options: Options) -> anyhow::Result<()> {
             effects.extend(crate::tui::update::update(&mut state, next));
         }
         for effect in effects {
+            if state.attached.is_some() && !attached_may(&effect) {
+                // Nothing to review in another tool's team; the rest is said to be read-only.
+                if !matches!(effect, Effect::LoadReviews) {
+                    let refused = Event::Done(Err(
+                        "read-only: attached to another tool's team, only its requests can be answered here".into(),
+                    ));
+                    let _ = crate::tui::update::update(&mut state, refused);
+                }
+                continue;
+            }
             let queue = match lane(&effect) {
                 Lane::Terminal => {
                     match &effect {
@@ -96,6 +128,14 @@ pub fn run(root: &Path, options: Options) -> anyhow::Result<()> {
                 }
                 Lane::Highlight => &highlights,
                 Lane::Git => &git_jobs,
+                Lane::Diff => {
+                    diffs.submit(effect);
+                    continue;
+                }
+                Lane::Reviews => {
+                    reviews.submit(effect);
+                    continue;
+                }
                 Lane::Store => &jobs,
             };
             let _ = queue.send(effect);
@@ -104,8 +144,109 @@ pub fn run(root: &Path, options: Options) -> anyhow::Result<()> {
             break;
         }
     }
+    // Detaching is leaving: nothing is waited for (the team runs on in its daemon).
     drop(session);
+    if state.workspace.loaded {
+        LastSeen::write(root, SystemTime::now());
+    }
     Ok(())
+}
+
+/// What the screen may do on a team it is attached to: answer once, show, ring.
+fn attached_may(effect: &Effect) -> bool {
+    matches!(
+        effect,
+        Effect::Respond { .. }
+            | Effect::HighlightFile { .. }
+            | Effect::HighlightCommand { .. }
+            | Effect::PrepareProposal { .. }
+            | Effect::HighlightProposal { .. }
+            | Effect::Bell
+            | Effect::DesktopNotify { .. }
+            | Effect::Notify { .. }
+    )
+}
+
+/// How often an attached screen refreshes its last-seen marker.
+const MARK_EVERY: Duration = Duration::from_secs(5);
+
+/// While a team daemon runs here: one connection stays open as this screen's attachment, and
+/// the daemon's state is asked for often enough that a stop's progress counts down smoothly.
+/// `Event::Daemon(None)` says the team is gone.
+fn spawn_daemon_link(root: &Path, tx: Sender<Event>) {
+    let ws = crate::store::Workspace::new(root);
+    if daemon::running(&ws).is_none_or(|t| t.headless) {
+        return;
+    }
+    thread::spawn(move || {
+        let Ok(attachment) = daemon::control::connect(&ws, &daemon::Request::Attach) else {
+            return;
+        };
+        let mut last = daemon::control::read_reply(&attachment).ok();
+        loop {
+            if tx.send(Event::Daemon(last.clone())).is_err() || last.is_none() {
+                return;
+            }
+            let every = if last.as_ref().is_some_and(|s| s.stopping.is_some()) {
+                Duration::from_millis(200)
+            } else {
+                Duration::from_secs(1)
+            };
+            thread::sleep(every);
+            let now = daemon::control::ask(&ws, &daemon::Request::Status).ok();
+            if now == last {
+                continue;
+            }
+            last = now;
+        }
+    });
+}
+
+/// A lane where only the newest job counts: a job submitted while another waits replaces it,
+/// and a result that a newer submission overtook is dropped rather than shown.
+struct Latest {
+    slot: Arc<Slot>,
+}
+
+/// The generation of the newest submission, and the job waiting to run (if any).
+type Slot = (Mutex<(u64, Option<Effect>)>, Condvar);
+
+impl Latest {
+    fn spawn(root: PathBuf, tx: Sender<Event>) -> Latest {
+        let slot: Arc<Slot> = Arc::default();
+        let shared = slot.clone();
+        thread::spawn(move || {
+            let mut effects = Effects::new(&root);
+            let (lock, ready) = &*shared;
+            loop {
+                let (generation, effect) = {
+                    let mut guard = lock.lock().unwrap_or_else(PoisonError::into_inner);
+                    loop {
+                        if let Some(effect) = guard.1.take() {
+                            break (guard.0, effect);
+                        }
+                        guard = ready.wait(guard).unwrap_or_else(PoisonError::into_inner);
+                    }
+                };
+                let Some(event) = effects.execute(effect) else {
+                    continue;
+                };
+                let current = lock.lock().unwrap_or_else(PoisonError::into_inner).0;
+                if current == generation && tx.send(event).is_err() {
+                    return;
+                }
+            }
+        });
+        Latest { slot }
+    }
+
+    fn submit(&self, effect: Effect) {
+        let (lock, ready) = &*self.slot;
+        let mut guard = lock.lock().unwrap_or_else(PoisonError::into_inner);
+        guard.0 += 1;
+        guard.1 = Some(effect);
+        ready.notify_one();
+    }
 }
 
 /// Watches the store, the runtime folder and crew.toml; a loader thread turns each burst of
@@ -163,7 +304,11 @@ pub fn spawn_loader(root: &Path, tx: Sender<Event>) -> anyhow::Result<Recommende
 enum Lane {
     Terminal,
     Highlight,
+    /// What changes git, in order.
     Git,
+    /// Reads only the newest request of which matters.
+    Diff,
+    Reviews,
     Store,
 }
 
@@ -173,10 +318,10 @@ fn lane(effect: &Effect) -> Lane {
         Effect::HighlightFile { .. }
         | Effect::HighlightCommand { .. }
         | Effect::HighlightProposal { .. } => Lane::Highlight,
-        Effect::LoadDiff { .. }
-        | Effect::Merge { .. }
+        Effect::LoadDiff { .. } => Lane::Diff,
+        Effect::LoadReviews => Lane::Reviews,
+        Effect::Merge { .. }
         | Effect::Discard { .. }
-        | Effect::LoadReviews
         | Effect::MergeReview { .. }
         | Effect::SendBackReview { .. }
         | Effect::DiscardReview { .. } => Lane::Git,
@@ -187,8 +332,9 @@ fn lane(effect: &Effect) -> Lane {
 fn spawn_worker(root: PathBuf, tx: Sender<Event>) -> Sender<Effect> {
     let (jobs, job_rx) = channel::<Effect>();
     thread::spawn(move || {
+        let mut effects = Effects::new(&root);
         for effect in job_rx {
-            if let Some(event) = effects::execute(&root, effect)
+            if let Some(event) = effects.execute(effect)
                 && tx.send(event).is_err()
             {
                 return;
@@ -245,17 +391,56 @@ fn spawn_input(tx: Sender<Event>) {
 mod tests {
     use super::*;
 
+    /// Diffs asked for faster than they are worked out: the last one asked for always arrives,
+    /// and nothing older ever arrives after something newer.
+    #[test]
+    fn a_newer_diff_replaces_the_queued_one_and_stale_results_are_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join(crate::config::FILE_NAME),
+            "[team]\nname = \"t\"\nbase_branch = \"main\"\n\n[lead]\nname = \"lead\"\n\
+             model = { provider = \"scripted\", scenario = \"s.toml\" }\n",
+        )
+        .unwrap();
+        let (tx, rx) = channel();
+        let lane = Latest::spawn(dir.path().to_path_buf(), tx);
+        let asked = 50;
+        for n in 0..asked {
+            lane.submit(Effect::LoadDiff {
+                name: format!("t{n}"),
+                task: None,
+            });
+        }
+        let mut seen = Vec::new();
+        while let Ok(event) = rx.recv_timeout(Duration::from_secs(20)) {
+            let Event::Diff { name, .. } = event else {
+                panic!("not a diff: {event:?}");
+            };
+            let n: usize = name[1..].parse().unwrap();
+            seen.push(n);
+            if n == asked - 1 {
+                break;
+            }
+        }
+        assert_eq!(seen.last(), Some(&(asked - 1)), "{seen:?}");
+        assert!(seen.windows(2).all(|w| w[0] < w[1]), "{seen:?}");
+        assert!(rx.recv_timeout(Duration::from_millis(200)).is_err());
+    }
+
     #[test]
     fn git_work_and_answers_to_requests_go_to_different_threads() {
         let name = || "alice".to_string();
-        for git in [
-            Effect::LoadDiff {
+        assert_eq!(
+            lane(&Effect::LoadDiff {
                 name: name(),
                 task: None,
-            },
+            }),
+            Lane::Diff
+        );
+        assert_eq!(lane(&Effect::LoadReviews), Lane::Reviews);
+        for git in [
             Effect::Merge { name: name() },
             Effect::Discard { name: name() },
-            Effect::LoadReviews,
             Effect::MergeReview {
                 id: "task_1".into(),
             },

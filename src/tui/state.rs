@@ -9,6 +9,7 @@ use ratatui_textarea::TextArea;
 
 use crate::git::FileDiff;
 use crate::store::AgentStatus;
+use crate::team::daemon::{DaemonStatus, StopProgress};
 use crate::team::review::Review;
 use crate::tui::diffview::DiffView;
 use crate::tui::highlight::Segments;
@@ -119,6 +120,8 @@ pub enum Confirm {
     Shutdown {
         name: String,
     },
+    /// Stop the whole team (not only this screen).
+    StopTeam,
     /// After a second interrupt: give the agent's task back to the pool.
     ReleaseTask {
         name: String,
@@ -174,6 +177,12 @@ pub struct AppState {
     pub last_interrupt: Option<(String, SystemTime)>,
     /// The tasks waiting for review, with what each would bring (loaded off the input path).
     pub reviews: Vec<Review>,
+    /// Watching another tool's team (`crew attach`): what it is, for the header.
+    pub attached: Option<String>,
+    /// The team's daemon as it last answered, while this screen is attached to one.
+    pub daemon: Option<DaemonStatus>,
+    /// What changed since this person's screen was last attached, shown once the store is read.
+    pub since: Option<crate::tui::since::LastSeen>,
     pub quit: bool,
 }
 
@@ -206,6 +215,9 @@ impl AppState {
             commands: HashMap::new(),
             last_interrupt: None,
             reviews: Vec::new(),
+            attached: None,
+            daemon: None,
+            since: None,
             quit: false,
         }
     }
@@ -224,9 +236,16 @@ impl AppState {
             Some(Overlay::Help { .. }) => Mode::Help,
             Some(Overlay::Prompt(_)) => Mode::Prompt,
             Some(Overlay::Confirm(_)) => Mode::Confirm,
+            // The stop's progress view: confirming forces the stop.
+            None if self.stopping().is_some() => Mode::Confirm,
             None if self.diff.is_some() => Mode::Diff,
             None => self.focus.mode(),
         }
+    }
+
+    /// Where the team's stop has got to, once one was asked for.
+    pub fn stopping(&self) -> Option<&StopProgress> {
+        self.daemon.as_ref().and_then(|d| d.stopping.as_ref())
     }
 
     pub fn set_status(&mut self, level: Level, text: impl Into<String>) {

@@ -124,6 +124,7 @@ fn ids(text: &str) -> Vec<String> {
 pub fn confirm(state: &mut AppState, what: Confirm) -> Vec<Effect> {
     match what {
         Confirm::Shutdown { name } => vec![Effect::RequestShutdown { name }],
+        Confirm::StopTeam => vec![Effect::StopTeam],
         Confirm::ReleaseTask { id, .. } => vec![Effect::Assign { id, to: None }],
         Confirm::Always { request_id, rule } => {
             vec![Effect::AllowAndApprove { request_id, rule }]

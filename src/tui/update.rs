@@ -36,6 +36,14 @@ pub fn update(state: &mut AppState, event: Event) -> Vec<Effect> {
             Vec::new()
         }
         Event::Data(changes) => on_data(state, changes),
+        Event::Daemon(status) => {
+            // The team went away (stopped from here, another screen or `crew down`).
+            if status.is_none() && state.daemon.is_some() {
+                state.quit = true;
+            }
+            state.daemon = status;
+            Vec::new()
+        }
         Event::Reviews(result) => {
             match result {
                 Ok(reviews) => state.reviews = reviews,
@@ -107,6 +115,10 @@ pub fn update(state: &mut AppState, event: Event) -> Vec<Effect> {
 fn on_data(state: &mut AppState, changes: Vec<crate::tui::data::Change>) -> Vec<Effect> {
     let first = !state.workspace.loaded;
     let applied = state.workspace.apply(changes, state.now);
+    if first && let Some(seen) = state.since.take() {
+        let summary = seen.summary(&state.workspace, state.now);
+        state.set_status(Level::Info, summary);
+    }
     let mut effects = Vec::new();
     if applied.reviews_changed {
         // An empty queue needs no git: it is known from the tasks alone.
@@ -213,11 +225,26 @@ fn act(state: &mut AppState, action: Action) -> Vec<Effect> {
     if let Some(overlay) = state.overlay.take() {
         return act_overlay(state, overlay, action);
     }
+    if state.stopping().is_some() {
+        match action {
+            Action::Quit => state.quit = true,
+            Action::Confirm => return vec![Effect::ForceStop],
+            _ => {}
+        }
+        return Vec::new();
+    }
     if state.diff.is_some() {
         return act_diff(state, action);
     }
     match action {
         Action::Quit => state.quit = true,
+        Action::StopTeam if state.daemon.is_some() => {
+            state.overlay = Some(Overlay::Confirm(Confirm::StopTeam))
+        }
+        Action::StopTeam => state.set_status(
+            Level::Warning,
+            "no team daemon runs here: nothing to stop from this screen (`crew down`)",
+        ),
         Action::Help => state.overlay = Some(Overlay::Help { scroll: 0 }),
         Action::FocusNext => state.focus = focus_step(state.focus, 1),
         Action::FocusPrev => state.focus = focus_step(state.focus, -1),

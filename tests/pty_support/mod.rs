@@ -22,6 +22,17 @@ pub struct Screen {
 impl Screen {
     /// Runs `crew ARGS` in `dir` on a `cols`×`rows` terminal.
     pub fn start(dir: &Path, args: &[&str], cols: u16, rows: u16) -> Screen {
+        Self::start_with_env(dir, args, &[], cols, rows)
+    }
+
+    /// As [`Screen::start`], with these variables set.
+    pub fn start_with_env(
+        dir: &Path,
+        args: &[&str],
+        env: &[(&str, &Path)],
+        cols: u16,
+        rows: u16,
+    ) -> Screen {
         let pair = native_pty_system()
             .openpty(PtySize {
                 rows,
@@ -35,6 +46,9 @@ impl Screen {
         cmd.cwd(dir);
         cmd.env("TERM", "xterm-256color");
         cmd.env("XDG_CONFIG_HOME", dir.join(".no-config"));
+        for (name, value) in env {
+            cmd.env(name, value);
+        }
         let child = pair.slave.spawn_command(cmd).unwrap();
         drop(pair.slave);
         let mut reader = pair.master.try_clone_reader().unwrap();
@@ -56,6 +70,27 @@ impl Screen {
             writer,
             child,
             raw: Vec::new(),
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.process_id().unwrap()
+    }
+
+    /// Whether the process has ended (reaping it if so).
+    pub fn exited(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_some()
+    }
+
+    /// As a closed terminal or a dropped ssh session does: SIGHUP to the screen's process, and
+    /// waits for it to end.
+    pub fn hang_up(&mut self) {
+        // SAFETY: a plain signal to the process this test started.
+        unsafe { libc::kill(self.pid() as libc::pid_t, libc::SIGHUP) };
+        let deadline = Instant::now() + TIMEOUT;
+        while !self.exited() {
+            assert!(Instant::now() < deadline, "the screen outlived SIGHUP");
+            self.pump(Duration::from_millis(20));
         }
     }
 
@@ -130,3 +165,31 @@ impl Screen {
 mod wait;
 #[allow(unused_imports)] // not every crate that uses the screen waits on anything else
 pub use wait::poll;
+
+/// Ends the team daemon of the repository at `root` (and its whole process group: the workers
+/// it started) when the test ends, however it ends: CI runs many tests at once, and a daemon
+/// left behind would run on.
+pub struct DaemonGuard {
+    pub root: std::path::PathBuf,
+}
+
+impl DaemonGuard {
+    /// The pid in `.crew/daemon.json`, while the file is there.
+    pub fn pid(&self) -> Option<u32> {
+        let text = std::fs::read_to_string(self.root.join(".crew/daemon.json")).ok()?;
+        let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+        v["pid"].as_u64().and_then(|p| u32::try_from(p).ok())
+    }
+}
+
+impl Drop for DaemonGuard {
+    fn drop(&mut self) {
+        if let Some(pid) = self.pid() {
+            // SAFETY: plain signals to the daemon this test started and its process group.
+            unsafe {
+                libc::kill(-(pid as libc::pid_t), libc::SIGKILL);
+                libc::kill(pid as libc::pid_t, libc::SIGKILL);
+            }
+        }
+    }
+}

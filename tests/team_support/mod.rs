@@ -140,6 +140,20 @@ impl Team {
             .unwrap_or_else(|| panic!("{name} is not in crew status: {all}"))
     }
 
+    /// Every event of `name`'s transcripts.
+    pub fn transcript_events(&self, name: &str) -> Vec<Value> {
+        let dir = self.repo.join(&format!(".crew/transcripts/{name}"));
+        let mut events = Vec::new();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+            events.extend(
+                text.lines()
+                    .map(|l| serde_json::from_str::<Value>(l).unwrap()["event"].clone()),
+            );
+        }
+        events
+    }
+
     pub fn state(&self, name: &str) -> String {
         self.status(name)["state"].as_str().unwrap().to_string()
     }

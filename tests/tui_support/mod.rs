@@ -273,6 +273,8 @@ pub struct Harness {
     pub state: AppState,
     pub effects: Vec<Effect>,
     loader: Loader,
+    /// Carries effects out as the runtime's threads do (crew.toml read once, again on change).
+    runner: effects::Effects,
 }
 
 impl Harness {
@@ -282,6 +284,7 @@ impl Harness {
             state: state_at(root),
             effects: Vec::new(),
             loader: Loader::new(root),
+            runner: effects::Effects::new(root),
         };
         h.state.size = (120, 40);
         h.reload();
@@ -308,7 +311,7 @@ impl Harness {
         let effects = update(&mut self.state, event);
         for effect in effects {
             self.effects.push(effect.clone());
-            if let Some(next) = effects::execute(&self.root, effect) {
+            if let Some(next) = self.runner.execute(effect) {
                 self.feed(next);
             }
         }

@@ -2,6 +2,7 @@
 //! Numbers go in reports, never in test assertions.
 
 mod agent_loop;
+mod attach;
 mod bash_rules;
 mod claims;
 mod git;
@@ -140,6 +141,16 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// `crew attach claude`: Claude Code inbox versions deleted after each lifetime (ms),
+    /// how many reach crew's log and how soon.
+    Attach {
+        #[arg(long, default_value_t = 200)]
+        messages: usize,
+        #[arg(long, value_delimiter = ',', default_value = "0,1,5,20")]
+        lifetimes: Vec<u64>,
+        #[arg(long)]
+        json: bool,
+    },
     /// Internal: one claiming process (waits for "go" on stdin).
     #[command(hide = true)]
     ClaimWorker {
@@ -216,6 +227,11 @@ fn main() -> ExitCode {
         Command::Git(bench) => git::run(bench),
         Command::Bash { rounds, json } => bash_rules::run(rounds, json),
         Command::Sandbox { runs, json } => sandbox::run(runs, json),
+        Command::Attach {
+            messages,
+            lifetimes,
+            json,
+        } => attach::run(messages, &lifetimes, json),
         Command::ClaimWorker { dir, name } => claims::worker(&dir, &name),
         Command::AppendWorker {
             dir,

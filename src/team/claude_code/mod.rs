@@ -28,7 +28,8 @@ use crate::config::TeamConfig;
 use crate::store::message::new_id;
 use crate::store::{Task, Workspace};
 use crate::team::agent_work::{
-    SetupError, cache_tokens, permission_setup, status_sink, task_packet, working_dir,
+    SetupError, cache_tokens, permission_setup, person_prompter, status_sink, task_packet,
+    working_dir,
 };
 use crate::team::status::StatusHandle;
 use crate::team::task_branch::TaskBranch;
@@ -144,16 +145,6 @@ impl ClaudeCodeWork {
         })
     }
 
-    /// `task` as it is now, if it is still in progress under this teammate (the person may
-    /// have released or reassigned it after the interrupt).
-    fn still_mine(&self, task: Task) -> Option<Task> {
-        let id = crate::store::TaskId::parse(&task.id).ok()?;
-        let now = self.workspace.tasks().read(id).ok()?;
-        (now.status == crate::store::Status::InProgress
-            && now.owner.as_deref() == Some(self.name.as_str()))
-        .then_some(now)
-    }
-
     fn branch(&self) -> TaskBranch<'_> {
         TaskBranch {
             workspace: &self.workspace,
@@ -213,13 +204,7 @@ impl ClaudeCodeWork {
     /// person interrupts, the CLI is sent its own `interrupt` request and the turn ends with the
     /// `result` that follows.
     fn turn(&mut self, input: &str, cancel: &CancellationToken) -> Result<TurnEnd, ClaudeError> {
-        let prompter = MailboxPrompter::new(
-            self.workspace.mailboxes(),
-            self.config.roster(),
-            self.name.clone(),
-            self.config.lead_name().to_string(),
-            self.config.request_timeout(),
-        );
+        let prompter = person_prompter(&self.workspace, &self.config, &self.name);
         let session_file = self.session_file();
         let Some(session) = self.session.as_mut() else {
             return Err(ClaudeError::NotStarted);
@@ -468,20 +453,10 @@ impl Work for ClaudeCodeWork {
             // A broken conversation is not reused: the next job starts a fresh process.
             self.session = None;
         }
-        // The task this job worked on: its own, or the one the person interrupted, which their
-        // message continues in the same session. An interrupted one is committed when it ends.
-        let worked_on = match job {
-            Job::Task(task) => Some(task.clone()),
-            Job::Message(_) => self
-                .interrupted_task
-                .take()
-                .and_then(|t| self.still_mine(t)),
-        };
-        if outcome.interrupted {
-            self.interrupted_task = worked_on;
-        } else if let (Some(task), true) = (worked_on, self.writes) {
-            self.branch().commit(&task, &mut outcome);
-        }
+        let mut interrupted = self.interrupted_task.take();
+        self.branch()
+            .settle(job, &mut interrupted, self.writes, &mut outcome);
+        self.interrupted_task = interrupted;
         outcome
     }
 }

@@ -1,6 +1,6 @@
 //! `send_message`: a typed message to a teammate's inbox.
 
-use schemars::JsonSchema;
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -10,33 +10,15 @@ use crate::tools::{ToolContext, ToolFuture, ToolKind, TypedTool};
 
 team_tool!(SendMessage);
 
-/// The types an agent may send freely; requests and responses have their own tools.
-#[derive(Debug, Clone, Copy, Default, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum FreeMessageKind {
-    #[default]
-    Message,
-    TaskAssignment,
-    StatusUpdate,
-}
-
-impl From<FreeMessageKind> for MessageKind {
-    fn from(kind: FreeMessageKind) -> Self {
-        match kind {
-            FreeMessageKind::Message => MessageKind::Message,
-            FreeMessageKind::TaskAssignment => MessageKind::TaskAssignment,
-            FreeMessageKind::StatusUpdate => MessageKind::StatusUpdate,
-        }
-    }
-}
-
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SendMessageInput {
     /// A teammate's name
     pub to: String,
-    #[serde(rename = "type")]
-    pub kind: Option<FreeMessageKind>,
+    /// Requests and responses have their own tools.
+    #[serde(rename = "type", default)]
+    #[schemars(schema_with = "informational_kind")]
+    pub kind: MessageKind,
     pub text: String,
 }
 
@@ -52,6 +34,7 @@ impl TypedTool for SendMessage {
     }
 
     fn validate(&self, input: &SendMessageInput, _ctx: &ToolContext) -> Result<(), String> {
+        informational(&input.kind)?;
         required_text("text", &input.text)?;
         recipient(&self.env, &input.to)
             .map(drop)
@@ -61,13 +44,14 @@ impl TypedTool for SendMessage {
     fn run(&self, input: SendMessageInput, _ctx: ToolContext) -> ToolFuture {
         run_store(&self.env, move |env| {
             let to = recipient(env, &input.to)?;
+            informational(&input.kind).map_err(CallError::Input)?;
             let text = required_text("text", &input.text).map_err(CallError::Input)?;
             let sent = env.workspace.mailboxes().send(
                 &env.roster,
                 Draft {
                     from: env.me.clone(),
                     to,
-                    kind: input.kind.unwrap_or_default().into(),
+                    kind: input.kind,
                     text: Some(text),
                     ..Draft::default()
                 },
@@ -76,5 +60,25 @@ impl TypedTool for SendMessage {
                 &json!({"sent": sent.id, "to": sent.to, "type": sent.kind}),
             ))
         })
+    }
+}
+
+/// The kinds `send_message` offers: plain information, no request.
+fn informational_kind(_: &mut SchemaGenerator) -> Schema {
+    let names: Vec<&str> = MessageKind::INFORMATIONAL
+        .iter()
+        .map(MessageKind::as_str)
+        .collect();
+    json_schema!({"type": "string", "enum": names})
+}
+
+/// Checked again here for a caller that skipped the schema: requests have their own tools.
+fn informational(kind: &MessageKind) -> Result<(), String> {
+    if MessageKind::INFORMATIONAL.contains(kind) {
+        Ok(())
+    } else {
+        Err(format!(
+            "a `{kind}` cannot be sent with send_message; requests and responses have their own tools"
+        ))
     }
 }

@@ -17,15 +17,22 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     let names: Vec<String> = std::iter::once(model.lead_name().to_string())
         .chain(model.teammates())
         .collect();
-    let mut spans = vec![Span::styled(
-        format!(
+    let place = match &state.attached {
+        Some(what) => format!(" crew · {what} │ "),
+        None => format!(
             " crew · {} · {} · base {} │ ",
             model.team_name(),
             state.root.display(),
             model.base_branch()
         ),
-        style,
-    )];
+    };
+    let mut spans = vec![Span::styled(place, style)];
+    if let Some(daemon) = &state.daemon {
+        spans.push(Span::styled(
+            format!("daemon {} · {} screen(s) │ ", daemon.pid, daemon.screens),
+            style,
+        ));
+    }
     // First, so a narrow screen cuts anything but this.
     if let SandboxState::Unconfined(warning) = &state.sandbox {
         spans.insert(
@@ -96,6 +103,7 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     if state.sandbox == SandboxState::Confined {
         spans.push(Span::styled("│ sandboxed ", style));
     }
+
     frame.render_widget(Paragraph::new(Line::from(spans)).style(style), area);
 }
 

@@ -122,6 +122,11 @@ fn render_status(state: &AppState, frame: &mut Frame, area: Rect) {
             };
             Line::from(Span::styled(text.clone(), theme.style(key)))
         }
+        // A broken crew.toml blocks nothing: answers go on with the last good configuration.
+        (None, _) if let Some(e) = &state.workspace.config_error => Line::from(Span::styled(
+            format!("crew.toml: {e} (answers still work with the last good one)"),
+            theme.style("status.warning"),
+        )),
         (None, Some(w)) => Line::from(vec![
             Span::styled(
                 format!("{} warning(s): ", state.warnings.len()),

@@ -5,6 +5,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
+use crate::team::daemon::StopProgress;
 use crate::tui::action::Action;
 use crate::tui::keymap::{MODES, Mode};
 use crate::tui::keys::sequence_text;
@@ -13,6 +14,9 @@ use crate::tui::render::plain;
 use crate::tui::state::{AppState, Confirm, Overlay, Prompt, PromptKind};
 
 pub fn render(state: &AppState, frame: &mut Frame, body: Rect) {
+    if let Some(progress) = state.stopping() {
+        return stopping(state, progress, frame, body);
+    }
     match &state.overlay {
         None => {}
         Some(Overlay::Help { scroll }) => help(state, *scroll, frame, body),
@@ -156,6 +160,11 @@ fn confirm(state: &AppState, what: &Confirm, frame: &mut Frame, body: Rect) {
         Confirm::Shutdown { name } => format!(
             "Ask {name} to shut down? It stops when it is not holding a task (it refuses while busy)."
         ),
+        Confirm::StopTeam => {
+            "Stop the whole team? Teammates are asked to shut down; a busy one is \
+            ended after the grace period. (To leave it running, detach instead.)"
+                .to_string()
+        }
         Confirm::ReleaseTask { name, id } => format!(
             "{name} was interrupted and keeps {id}. Release {id} back to the pool for anyone to claim?"
         ),
@@ -178,6 +187,58 @@ fn confirm(state: &AppState, what: &Confirm, frame: &mut Frame, body: Rect) {
         ])
         .wrap(Wrap { trim: false })
         .block(popup(state, " confirm ".into())),
+        area,
+    );
+}
+
+/// The stop's progress: who is still busy and with what, the time left, and the key to force.
+fn stopping(state: &AppState, progress: &StopProgress, frame: &mut Frame, body: Rect) {
+    let theme = &state.theme;
+    let mut lines = vec![plain(
+        theme.style("text"),
+        if progress.forced {
+            "Ending what still runs...".to_string()
+        } else if progress.busy.is_empty() {
+            "Asking the team to shut down...".to_string()
+        } else {
+            format!(
+                "Waiting for the team to shut down: {}s left of {}s, then they are ended.",
+                progress.secs_left, progress.grace_secs
+            )
+        },
+    )];
+    lines.push(Line::default());
+    for busy in &progress.busy {
+        let what = match (&busy.waiting_on, &busy.task) {
+            (Some(request), _) => format!("waits on {}", request.as_str()),
+            (None, Some(task)) => format!("works on {task}"),
+            (None, None) => "finishing".to_string(),
+        };
+        lines.push(plain(
+            theme.style("text"),
+            format!("  {:<12} {:<8} {what}", busy.name, busy.state_text()),
+        ));
+    }
+    let force = state
+        .keymap
+        .key_for(Mode::Confirm, Action::Confirm)
+        .unwrap_or_default();
+    let detach = state
+        .keymap
+        .key_for(Mode::Global, Action::Quit)
+        .unwrap_or_default();
+    lines.push(Line::default());
+    lines.push(plain(
+        theme.style("dim"),
+        format!("{force} force the stop now · {detach} detach (the stop goes on)"),
+    ));
+    let height = u16::try_from(lines.len() + 2).unwrap_or(u16::MAX);
+    let area = centered(body, 72, height);
+    frame.render_widget(Clear, area);
+    frame.render_widget(
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .block(popup(state, " stopping the team ".into())),
         area,
     );
 }

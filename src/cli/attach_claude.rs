@@ -1,0 +1,28 @@
+//! `crew attach claude [TEAM]`: the workbench on a Claude Code agent team.
+
+use crate::cli::args::UiArgs;
+use crate::team::claude_team::{self, AttachError, Mirror};
+
+pub fn claude(team: Option<&str>, ui: UiArgs) -> anyhow::Result<()> {
+    let home = claude_team::claude_home().ok_or(AttachError::NoClaudeHome)?;
+    let team = claude_team::choose_team(&home, team)?;
+    let root = claude_team::mirror_root(&team)?;
+    let mut mirror = Mirror::open(&home, &team, &root)?;
+    mirror.sync()?;
+    let version = mirror
+        .version()
+        .unwrap_or_else(|| "version unknown".to_string());
+    let header = format!(
+        "Claude Code {version} team {team} · answers only · log {}",
+        root.display()
+    );
+    let _watcher = mirror.watch()?;
+    crate::tui::run(
+        &root,
+        crate::tui::Options {
+            theme: ui.theme,
+            keymap: ui.keymap,
+            attached: Some(header),
+        },
+    )
+}
