@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use common::wait::BUDGET;
 use serde_json::Value;
-use team_support::{Team, crew_toml, eventually};
+use team_support::{Team, crew_toml, eventually, json_lines};
 
 const WAIT: Duration = BUDGET;
 
@@ -67,24 +67,9 @@ fn start_alice(team: &Team, sample: &str, env: &[(&str, &str)]) -> (team_support
     (bg, log)
 }
 
-/// Why task `id` failed, once it has.
-fn failure(team: &Team, id: &str) -> String {
-    let failed = team.wait_task(id, "failed", WAIT);
-    failed["result"].as_str().unwrap().to_string()
-}
-
-/// Every line the fake logged.
-fn logged(log: &Path) -> Vec<Value> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 /// The control responses crew sent, in order.
 fn control_responses(log: &Path) -> Vec<Value> {
-    logged(log)
+    json_lines(log)
         .into_iter()
         .filter(|l| l["in"]["type"] == "control_response")
         .map(|l| l["in"]["response"].clone())
@@ -155,7 +140,7 @@ fn a_permission_goes_to_the_person_and_back_and_a_denial_reaches_the_cli() {
     );
 
     // The process ran with the protocol flags and the configured ones, in alice's worktree.
-    let start = &logged(&log)[0];
+    let start = &json_lines(&log)[0];
     let argv: Vec<&str> = start["argv"]
         .as_array()
         .unwrap()
@@ -230,7 +215,7 @@ fn a_permission_goes_to_the_person_and_back_and_a_denial_reaches_the_cli() {
     assert_eq!(down.code, 0, "{}", down.stderr);
     assert_eq!(alice.wait(Duration::from_secs(15)), Some(0));
     assert!(
-        logged(&log).iter().any(|l| l["eof"] == true),
+        json_lines(&log).iter().any(|l| l["eof"] == true),
         "the CLI saw its stdin closed when the worker stopped"
     );
 }
@@ -254,7 +239,7 @@ fn a_follow_up_message_is_another_line_to_the_same_process() {
             .count();
         (ends == 2).then_some(())
     });
-    let lines = logged(&log);
+    let lines = json_lines(&log);
     let starts = lines.iter().filter(|l| l.get("argv").is_some()).count();
     assert_eq!(starts, 1, "one process for the conversation: {lines:?}");
     let users: Vec<&Value> = lines.iter().filter(|l| l["in"]["type"] == "user").collect();
@@ -288,7 +273,7 @@ fn a_crash_mid_stream_fails_the_task_with_the_reason_and_the_next_task_gets_a_ne
         &[("FAKE_CLAUDE_CRASH_AFTER", "1")],
     );
     team.repo.ok(&["task", "add", "first message"]);
-    let reason = failure(&team, "task_1");
+    let reason = team.failure("task_1", WAIT);
     assert!(reason.contains("Claude Code exited mid-turn"), "{reason}");
     assert!(reason.contains("crashed on purpose"), "{reason}");
     let status = team.wait_state("alice", "IDLE", WAIT);
@@ -305,7 +290,7 @@ fn a_crash_mid_stream_fails_the_task_with_the_reason_and_the_next_task_gets_a_ne
 
     team.repo.ok(&["task", "add", "again"]);
     team.wait_task("task_2", "failed", WAIT);
-    let starts = logged(&log)
+    let starts = json_lines(&log)
         .iter()
         .filter(|l| l.get("argv").is_some())
         .count();
@@ -317,7 +302,7 @@ fn a_missing_binary_a_wrong_version_and_a_line_that_is_not_json_each_fail_clearl
     let missing = claude_team("/nonexistent/claude");
     let (_alice, _) = start_alice(&missing, "run1.transcript.jsonl", &[]);
     missing.repo.ok(&["task", "add", "anything"]);
-    let reason = failure(&missing, "task_1");
+    let reason = missing.failure("task_1", WAIT);
     assert!(
         reason.contains("cannot start Claude Code `/nonexistent/claude`"),
         "{reason}"
@@ -331,7 +316,7 @@ fn a_missing_binary_a_wrong_version_and_a_line_that_is_not_json_each_fail_clearl
         &[("FAKE_CLAUDE_VERSION", "1.0.3")],
     );
     old.repo.ok(&["task", "add", "anything"]);
-    let reason = failure(&old, "task_1");
+    let reason = old.failure("task_1", WAIT);
     assert!(
         reason.contains("Claude Code 1.0.3 is not supported"),
         "{reason}"
@@ -344,7 +329,7 @@ fn a_missing_binary_a_wrong_version_and_a_line_that_is_not_json_each_fail_clearl
         &[("FAKE_CLAUDE_GARBAGE_AFTER", "1")],
     );
     garbled.repo.ok(&["task", "add", "anything"]);
-    let reason = failure(&garbled, "task_1");
+    let reason = garbled.failure("task_1", WAIT);
     assert!(reason.contains("not JSON"), "{reason}");
     assert!(reason.contains("this is not json"), "{reason}");
 }
@@ -356,16 +341,21 @@ fn crew_toml_says_where_claude_code_settings_do_not_belong() {
             .map(|_| ())
             .map_err(|e| e.to_string())
     };
+    // A Claude Code lead plans through `crew mcp`; one that would write files is refused.
     let lead = "[team]\nname = \"web\"\n\n[lead]\nname = \"lead\"\nmodel = { provider = \"claude-code\" }\n";
-    let message = parse(lead).unwrap_err();
+    parse(lead).unwrap();
+    let writing_lead = lead.replace("[lead]\n", "[lead]\nwrites = true\n");
+    let message = parse(&writing_lead).unwrap_err();
     assert!(
-        message.starts_with("/repo/crew.toml:5:") && message.contains("teammates only"),
+        message.starts_with("/repo/crew.toml:6:") && message.contains("does not change files"),
         "{message}"
     );
     let misplaced = "[team]\nname = \"web\"\n\n[lead]\nname = \"lead\"\nmodel = { provider = \"anthropic\", bin = \"claude\" }\n";
     let message = parse(misplaced).unwrap_err();
     assert!(
-        message.contains("`bin` and `args` are for provider \"claude-code\", not \"anthropic\""),
+        message.contains(
+            "`bin` and `args` are for provider \"claude-code\" or \"codex\", not \"anthropic\""
+        ),
         "{message}"
     );
     let teammate = format!(
@@ -420,14 +410,14 @@ fn the_headless_policy_answers_the_cli_and_the_run_ends_when_its_task_is_done() 
         "{requests:?}"
     );
     assert!(
-        logged(&log).iter().any(|l| l["eof"] == true),
+        json_lines(&log).iter().any(|l| l["eof"] == true),
         "the CLI was closed when the team stopped"
     );
 }
 
 /// The argv of each process the fake was started as, in order.
 fn starts(log: &Path) -> Vec<Vec<String>> {
-    logged(log)
+    json_lines(log)
         .iter()
         .filter_map(|l| l["argv"].as_array().cloned())
         .map(|argv| {
@@ -461,7 +451,7 @@ fn a_restarted_worker_resumes_the_cli_session_and_forgets_one_the_cli_cannot_res
         &[("FAKE_CLAUDE_CRASH_AFTER", "0")],
     );
     team.repo.ok(&["task", "add", "second"]);
-    let reason = failure(&team, "task_2");
+    let reason = team.failure("task_2", WAIT);
     assert!(reason.contains("exited mid-turn"), "{reason}");
     team.repo.ok(&["task", "add", "third"]);
     team.wait_task("task_3", "failed", WAIT);
@@ -494,7 +484,7 @@ fn the_cli_gets_its_own_credentials_and_no_others() {
     );
     team.repo.ok(&["task", "add", "first message"]);
     team.wait_task("task_1", "completed", WAIT);
-    let env = logged(&log)[0]["env"].clone();
+    let env = json_lines(&log)[0]["env"].clone();
     assert_eq!(env["ANTHROPIC_API_KEY"], "sk-ant-test-0123456789", "{env}");
     assert_eq!(env["ANTHROPIC_BASE_URL"], "http://127.0.0.1:9", "{env}");
     assert_eq!(
@@ -532,7 +522,7 @@ fn crew_interrupt_sends_the_clis_interrupt_keeps_the_task_and_a_message_continue
     let task = team.task("task_3");
     assert_eq!(task["status"], "in_progress", "{task}");
     assert_eq!(task["owner"], "alice", "{task}");
-    let sent: Vec<Value> = logged(&log)
+    let sent: Vec<Value> = json_lines(&log)
         .into_iter()
         .filter(|l| l["in"]["type"] == "control_request")
         .collect();
@@ -550,7 +540,7 @@ fn crew_interrupt_sends_the_clis_interrupt_keeps_the_task_and_a_message_continue
     team.repo
         .ok(&["send", "--from", "user", "--to", "alice", "go on, quickly"]);
     team.wait_task("task_3", "completed", WAIT);
-    let starts = logged(&log)
+    let starts = json_lines(&log)
         .iter()
         .filter(|l| l.get("argv").is_some())
         .count();

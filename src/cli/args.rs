@@ -58,6 +58,8 @@ pub enum Command {
     Review(ReviewCommand),
     /// Open the full-screen workbench.
     Ui(UiArgs),
+    /// Serve an agent's team tools over MCP on stdin/stdout (for Claude Code or any MCP client).
+    Mcp(McpArgs),
     /// Open the workbench on another tool's agent team, read-mostly.
     #[command(subcommand)]
     Attach(AttachCommand),
@@ -126,6 +128,13 @@ pub struct UpArgs {
     /// Internal: be the team's daemon (`crew up` starts it detached from the terminal).
     #[arg(long, hide = true, conflicts_with = "headless")]
     pub daemon: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// The agent of crew.toml the client speaks as; its role decides the tools.
+    #[arg(long = "as", value_name = "NAME")]
+    pub name: String,
 }
 
 #[derive(Debug, Args)]

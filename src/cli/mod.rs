@@ -11,6 +11,7 @@ mod exit;
 mod graph_text;
 mod init;
 pub(crate) mod logging;
+mod mcp;
 mod messages;
 mod output;
 mod person;
@@ -74,6 +75,7 @@ fn only_prints(command: Option<&Command>) -> bool {
                 | Command::Worker(_)
                 | Command::Demo(_)
                 | Command::Ui(_)
+                | Command::Mcp(_)
                 | Command::Attach(_)
                 | Command::SandboxExec(_)
         )
@@ -107,6 +109,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Worker(args) => run_team::worker(project::Project::find(&start)?, args),
         Command::Replay { file } => run_team::replay(&file),
         Command::Demo(args) => demo::run(args),
+        Command::Mcp(args) => mcp::run(project::Project::find(&start)?, &args.name),
         Command::SandboxExec(args) => {
             // Handled in `main` before anything else runs; here only for completeness.
             anyhow::bail!(

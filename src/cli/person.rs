@@ -61,6 +61,9 @@ fn acts_for_the_team(command: Option<&Command>) -> Option<&'static str> {
         Command::Worker(_) => Some("worker"),
         Command::Demo(_) => Some("demo"),
         Command::Ui(_) => Some("ui"),
+        // An agent's CLI starts its own `crew mcp`: `cli::mcp` lets a tool process speak only as
+        // the agent that owns it.
+        Command::Mcp(_) => None,
         // Answers teammates' permission requests for the person.
         Command::Attach(_) => Some("attach"),
     }

@@ -168,10 +168,10 @@ pub struct ModelChoice {
     pub fallback_model: Option<Spanned<ModelName>>,
     #[serde(default)]
     pub fallback_after: Option<OverloadCount>,
-    /// `claude-code`: extra arguments for the CLI, after crew's own.
+    /// `claude-code`, `codex`: extra arguments for the CLI, after crew's own.
     #[serde(default)]
     pub args: Vec<String>,
-    /// `claude-code`: the CLI to run (default `claude` from `PATH`).
+    /// `claude-code`, `codex`: the CLI to run (default `claude` / `codex` from `PATH`).
     #[serde(default)]
     pub bin: Option<String>,
     /// `command`: the program and its arguments; `{prompt}` in an argument is replaced by the
@@ -300,6 +300,11 @@ pub struct WorktreeConfig {
 fn default_base_branch() -> String {
     "main".into()
 }
+/// Providers that run a coding-agent CLI (its own loop and tools) instead of crew's agent loop.
+pub fn is_cli(provider: &str) -> bool {
+    matches!(provider, "claude-code" | "codex")
+}
+
 fn default_provider() -> String {
     "scripted".into()
 }
@@ -431,11 +436,22 @@ impl TeamConfig {
                 ),
             ));
         }
-        if self.lead.model.provider == "claude-code" {
+        if self.lead.model.provider == "codex" {
             return Err(err(
                 self.lead.name.span(),
                 format!(
-                    "lead {:?}: provider \"claude-code\" runs teammates only for now (a lead needs crew's team tools, which Claude Code cannot call until `crew mcp` exists)",
+                    "lead {:?}: provider \"codex\" runs teammates only for now (crew hands its team tools, through `crew mcp`, to a Claude Code lead only)",
+                    self.lead.name.get_ref()
+                ),
+            ));
+        }
+        // A Claude Code lead plans through `crew mcp`; it runs in the repository's own checkout,
+        // where the person works, so it must not change files there.
+        if self.lead.model.provider == "claude-code" && self.lead.writes {
+            return Err(err(
+                self.lead.name.span(),
+                format!(
+                    "lead {:?}: a claude-code lead plans and does not change files (it runs in the repository's own checkout); remove `writes = true`",
                     self.lead.name.get_ref()
                 ),
             ));
@@ -459,7 +475,7 @@ impl TeamConfig {
             && let Some(provider) = self
                 .agent(by.get_ref())
                 .map(|a| a.model.provider.as_str())
-                .filter(|p| matches!(*p, "claude-code" | "command"))
+                .filter(|p| is_cli(p) || *p == "command")
         {
             return Err(err(
                 by.span(),
@@ -493,11 +509,11 @@ impl TeamConfig {
                     ),
                 ));
             }
-            if (model.bin.is_some() || !model.args.is_empty()) && model.provider != "claude-code" {
+            if (model.bin.is_some() || !model.args.is_empty()) && !is_cli(&model.provider) {
                 return Err(err(
                     agent.name.span(),
                     format!(
-                        "{}: model `bin` and `args` are for provider \"claude-code\", not {:?}",
+                        "{}: model `bin` and `args` are for provider \"claude-code\" or \"codex\", not {:?}",
                         agent.name.get_ref(),
                         model.provider
                     ),

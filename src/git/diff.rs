@@ -175,6 +175,25 @@ fn file_diff(
     Ok(Some(file))
 }
 
+/// A change that arrives as unified-diff hunks for `path` (as Codex proposes its edits), in the
+/// same shape as a worktree diff (None when it changes nothing). A text that is not a diff is an
+/// error.
+pub fn patched_change(path: &str, hunks: &str) -> Result<Option<FileDiff>, GitError> {
+    let text = if hunks.starts_with("diff --git") {
+        hunks.to_string()
+    } else if hunks.starts_with("--- ") {
+        format!("diff --git a/{path} b/{path}\n{hunks}")
+    } else {
+        format!("diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n{hunks}")
+    };
+    let diff = git2::Diff::from_buffer(text.as_bytes())
+        .context(|| format!("reading the proposed diff of {path}"))?;
+    Ok(collect(&diff, &format!("the proposed {path}"))?
+        .files
+        .into_iter()
+        .next())
+}
+
 /// What writing `new` over `old` (None: the file does not exist yet) would change in `path`, in
 /// the same shape as a worktree diff: a write or edit shown before it is allowed.
 pub fn proposed_change(path: &str, old: Option<&str>, new: &str) -> Result<FileDiff, GitError> {

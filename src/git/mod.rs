@@ -18,7 +18,8 @@ mod worktree;
 use serde::{Deserialize, Serialize};
 
 pub use diff::{
-    DiffLine, DiffTotals, FileDiff, FileStatus, Hunk, LineKind, WorktreeDiff, proposed_change,
+    DiffLine, DiffTotals, FileDiff, FileStatus, Hunk, LineKind, WorktreeDiff, patched_change,
+    proposed_change,
 };
 pub use error::{BlockedFile, BlockedFiles, GitError};
 pub use inline::{InlineChanges, inline_changes};

@@ -52,6 +52,7 @@ const TEAM_TOOLS: &[&str] = &[
     "request_shutdown",
     "request_plan_approval",
     "review_plan",
+    "read_inbox",
 ];
 
 /// How a reviewer ends a report; without the line the review has no verdict and is not a pass.
@@ -298,15 +299,12 @@ impl AgentWork {
     }
 
     fn build_agent(&self, workdir: PathBuf, status: &StatusHandle) -> Result<Agent, String> {
-        let env = Arc::new(TeamEnv {
-            workspace: self.workspace.clone(),
-            roster: self.config.roster(),
-            me: self.name.clone(),
-            role: self.role.clone(),
-            lead: self.config.lead_name().to_string(),
-            teammates: self.config.teammate_roles(),
-            request_timeout: self.config.request_timeout(),
-        });
+        let env = Arc::new(TeamEnv::of(
+            self.workspace.clone(),
+            &self.config,
+            &self.name,
+            &self.role,
+        ));
         let extra: Vec<String> = self.config.team.test_command.iter().cloned().collect();
         let plan_approved = self.plan_approved();
         let registry = toolset(&self.role, self.writes, plan_approved, env, &extra)

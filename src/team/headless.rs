@@ -12,9 +12,10 @@ use crate::config::TeamConfig;
 use crate::store::requests::RequestState;
 use crate::store::{Draft, StoreError, TaskId, Workspace};
 use crate::store::{MessageKind, USER};
-use crate::team::agent_work::{AgentWork, SetupError};
+use crate::team::agent_work::SetupError;
 use crate::team::review;
 use crate::team::supervisor::{Supervisor, SupervisorError, TeamEvent};
+use crate::team::teammate_work::work_for;
 use crate::team::worker::{ExitReason, Worker, WorkerSettings};
 
 /// What answers permission requests when no person is at a screen.
@@ -108,7 +109,8 @@ impl TeamRun {
             Duration::from_secs(config.worker.heartbeat_secs),
         );
         let lead_name = config.lead_name().to_string();
-        let mut work = AgentWork::new(workspace.clone(), config.clone(), &lead_name, bypass)?;
+        // crew's own runtime, or a CLI (Claude Code) that reaches the team through `crew mcp`.
+        let mut work = work_for(workspace.clone(), config.clone(), &lead_name, bypass)?;
         let worker = Worker::new(
             workspace.clone(),
             config.roster(),
@@ -116,7 +118,7 @@ impl TeamRun {
         )?;
         // The lead stops like every teammate, through a shutdown request in its inbox: a file
         // event wakes it at once, where a flag would wait for its next idle poll.
-        let lead = std::thread::spawn(move || worker.run(&mut work, &AtomicBool::new(false)));
+        let lead = std::thread::spawn(move || worker.run(work.as_mut(), &AtomicBool::new(false)));
         let mut events = Vec::new();
         let extra: Vec<String> = if bypass {
             vec!["--dangerously-bypass".into()]

@@ -71,8 +71,24 @@ pub fn toolset(
             .into_iter()
             .filter(|t| team.contains(&t.name())),
     );
-    // Names are distinct and schemas are constants, so this fails only on a programming slip,
-    // which the role tests (they register every toolset) catch.
+    registry_of(tools)
+}
+
+/// The team tools of `role` alone, plus `read_inbox`: what `crew mcp` serves to an agent whose
+/// own CLI brings the file tools and whose messages may not be pushed to it.
+pub fn team_toolset(role: &str, env: Arc<TeamEnv>) -> Result<ToolRegistry, RegistryError> {
+    let team = if role == "lead" { LEAD } else { TEAMMATE };
+    registry_of(
+        team_tools(env)
+            .into_iter()
+            .filter(|t| team.contains(&t.name()) || t.name() == "read_inbox")
+            .collect(),
+    )
+}
+
+/// Names are distinct and schemas are constants, so this fails only on a programming slip,
+/// which the role tests (they register every toolset) catch.
+fn registry_of(tools: Vec<Arc<dyn Tool>>) -> Result<ToolRegistry, RegistryError> {
     let mut registry = ToolRegistry::new();
     for tool in tools {
         registry.register(tool)?;

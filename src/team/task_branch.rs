@@ -43,7 +43,7 @@ impl TaskBranch<'_> {
 
     /// `task` as it is now, if it is still in progress under this teammate (the person may
     /// have released or reassigned it after the interrupt).
-    fn still_mine(&self, task: Task) -> Option<Task> {
+    pub fn still_mine(&self, task: Task) -> Option<Task> {
         let id = TaskId::parse(&task.id).ok()?;
         let now = self.workspace.tasks().read(id).ok()?;
         (now.status == crate::store::Status::InProgress && now.owner.as_deref() == Some(self.name))

@@ -6,6 +6,7 @@ use crate::config::TeamConfig;
 use crate::store::Workspace;
 use crate::team::agent_work::{AgentWork, SetupError};
 use crate::team::claude_code::ClaudeCodeWork;
+use crate::team::codex::CodexWork;
 use crate::team::command_work::CommandWork;
 use crate::team::worker::Work;
 
@@ -15,11 +16,12 @@ pub fn work_for(
     config: Arc<TeamConfig>,
     name: &str,
     bypass: bool,
-) -> Result<Box<dyn Work>, SetupError> {
+) -> Result<Box<dyn Work + Send>, SetupError> {
     let provider = config.agent(name).map(|a| a.model.provider.as_str());
     Ok(match provider {
         Some("claude-code") => Box::new(ClaudeCodeWork::new(workspace, config, name, bypass)?),
         Some("command") => Box::new(CommandWork::new(workspace, config, name)?),
+        Some("codex") => Box::new(CodexWork::new(workspace, config, name, bypass)?),
         _ => Box::new(AgentWork::new(workspace, config, name, bypass)?),
     })
 }

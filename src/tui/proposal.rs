@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::git::{FileDiff, proposed_change};
+use crate::git::{FileDiff, patched_change, proposed_change};
 use crate::store::Message;
 use crate::tools::TypedTool;
 use crate::tools::builtin::edit::EditInput;
@@ -33,6 +33,13 @@ pub fn applies(request: &Message) -> bool {
 pub fn prepare(root: &Path, request: &Message) -> Result<FileDiff, String> {
     let input = ask::input(request).ok_or("the request has no input")?;
     let tool = ask::tool(request).unwrap_or_default();
+    let text = |key: &str| input.get(key).and_then(Value::as_str);
+    // A CLI that proposes its edit as a diff (Codex): shown as it is.
+    if let (true, Some(path), Some(hunks)) = (tool == EditTool::NAME, text("path"), text("diff")) {
+        return patched_change(path, hunks)
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| format!("the proposed diff of {path} changes nothing"));
+    }
     let unfit = |problem: String| format!("the request's input does not fit {tool}: {problem}");
     if tool == WriteTool::NAME {
         let write: WriteInput = parse_input(input).map_err(unfit)?;
@@ -166,5 +173,26 @@ mod tests {
             why.starts_with("the request's input does not fit edit: field `old_string`"),
             "{why}"
         );
+    }
+
+    #[test]
+    fn an_edit_proposed_as_a_diff_is_shown_as_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let hunks = "@@ -1,3 +1,3 @@\n one\n-two\n+2\n three\n";
+        let codex = request(
+            dir.path(),
+            "edit",
+            json!({"path": "src/a.sh", "diff": hunks}),
+        );
+        assert!(applies(&codex));
+        let diff = prepare(dir.path(), &codex).unwrap();
+        assert_eq!(diff.path, "src/a.sh");
+        assert_eq!(changed(&diff), ["-two", "+2"]);
+        let garbage = request(
+            dir.path(),
+            "edit",
+            json!({"path": "src/a.sh", "diff": "not a diff"}),
+        );
+        assert!(prepare(dir.path(), &garbage).is_err());
     }
 }

@@ -14,6 +14,15 @@ use crate::common::{Repo, crew_exe};
 
 pub use crate::common::wait::{BUDGET, eventually};
 
+/// Every line of a JSON-lines file (a fake CLI's log), none while it does not exist yet.
+pub fn json_lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 /// A `crew` process started by the test. A thread reaps it as soon as it exits, so it never
 /// lingers as a zombie that `kill(pid, 0)` (and so crew's liveness check) still sees.
 pub struct Bg {
@@ -200,6 +209,12 @@ impl Team {
     pub fn requests(&self) -> Vec<Value> {
         let v = self.repo.json(&["requests", "--json"]);
         v["requests"].as_array().unwrap().clone()
+    }
+
+    /// Why task `id` failed, once it has.
+    pub fn failure(&self, id: &str, timeout: Duration) -> String {
+        let failed = self.wait_task(id, "failed", timeout);
+        failed["result"].as_str().unwrap().to_string()
     }
 
     /// The process ids in `.crew/agents/*.json`.

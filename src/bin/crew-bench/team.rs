@@ -49,29 +49,9 @@ pub fn run(teammates: usize, tasks: usize, idle_secs: u64, as_json: bool) -> any
     let workspace = Workspace::new(root);
     let (gate, ids) = make_tasks(&workspace, tasks)?;
 
-    let exe = crew_exe()?;
-    let mut supervisor = Supervisor::new(
-        workspace.clone(),
-        config.roster(),
-        LEAD,
-        exe,
-        Duration::from_secs(HEARTBEAT_SECS),
-    );
-    let names: Vec<String> = (0..teammates).map(|k| format!("w{k}")).collect();
-    let mut pids = Vec::new();
-    let mut started = Ok(());
-    for name in &names {
-        match supervisor.start(name, &[]) {
-            Ok(pid) => pids.push(pid),
-            Err(e) => {
-                started = Err(e);
-                break;
-            }
-        }
-    }
-    let measured = started
-        .map_err(anyhow::Error::from)
-        .and_then(|()| measure(&workspace, &names, &pids, gate, &ids, idle_secs));
+    let (mut supervisor, names, started) = start_workers(&workspace, &config, teammates)?;
+    let measured =
+        started.and_then(|pids| measure(&workspace, &names, &pids, gate, &ids, idle_secs));
     // Always through the protocol, even when the measurement failed: no worker is left behind.
     let events = supervisor.shut_down(&names, Duration::from_secs(15))?;
     let m = measured?;
@@ -83,6 +63,31 @@ pub fn run(teammates: usize, tasks: usize, idle_secs: u64, as_json: bool) -> any
         })
         .collect();
     report(teammates, tasks, &m, &killed, as_json)
+}
+
+/// A supervisor with teammates `w0`… started, their names, and their pids — or why one did not
+/// start (shut the supervisor's workers down either way).
+pub fn start_workers(
+    workspace: &Workspace,
+    config: &TeamConfig,
+    teammates: usize,
+) -> anyhow::Result<(Supervisor, Vec<String>, anyhow::Result<Vec<u32>>)> {
+    let mut supervisor = Supervisor::new(
+        workspace.clone(),
+        config.roster(),
+        LEAD,
+        crew_exe()?,
+        Duration::from_secs(HEARTBEAT_SECS),
+    );
+    let names: Vec<String> = (0..teammates).map(|k| format!("w{k}")).collect();
+    let mut pids = Vec::new();
+    for name in &names {
+        match supervisor.start(name, &[]) {
+            Ok(pid) => pids.push(pid),
+            Err(e) => return Ok((supervisor, names, Err(e.into()))),
+        }
+    }
+    Ok((supervisor, names, Ok(pids)))
 }
 
 /// The `crew` executable built beside this one (workers are started from it).

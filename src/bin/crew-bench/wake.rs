@@ -11,13 +11,10 @@ use anyhow::{Context, bail};
 use serde_json::json;
 
 use crew::store::{DirWatcher, NewTask, Status, TaskId, Workspace};
-use crew::team::supervisor::Supervisor;
 
 use crate::stats::{percentile, round3};
-use crate::team::{crew_exe, idle_cpu, make_repo, wait_all_idle};
+use crate::team::{idle_cpu, make_repo, start_workers, wait_all_idle};
 
-const LEAD: &str = "lead";
-const HEARTBEAT_SECS: u64 = 2;
 /// Longest one task may stay unclaimed before the bench gives up on the run.
 const UNCLAIMED: Duration = Duration::from_secs(30);
 
@@ -26,28 +23,8 @@ pub fn run(teammates: usize, rounds: usize, idle_secs: u64, as_json: bool) -> an
     let root = dir.path();
     let config = make_repo(root, teammates, idle_secs)?;
     let workspace = Workspace::new(root);
-    let mut supervisor = Supervisor::new(
-        workspace.clone(),
-        config.roster(),
-        LEAD,
-        crew_exe()?,
-        Duration::from_secs(HEARTBEAT_SECS),
-    );
-    let names: Vec<String> = (0..teammates).map(|k| format!("w{k}")).collect();
-    let mut pids = Vec::new();
-    let mut started = Ok(());
-    for name in &names {
-        match supervisor.start(name, &[]) {
-            Ok(pid) => pids.push(pid),
-            Err(e) => {
-                started = Err(e);
-                break;
-            }
-        }
-    }
-    let measured = started
-        .map_err(anyhow::Error::from)
-        .and_then(|()| measure(&workspace, &names, &pids, rounds, idle_secs));
+    let (mut supervisor, names, started) = start_workers(&workspace, &config, teammates)?;
+    let measured = started.and_then(|pids| measure(&workspace, &names, &pids, rounds, idle_secs));
     // Always through the protocol, even when the measurement failed: no worker is left behind.
     supervisor.shut_down(&names, Duration::from_secs(15))?;
     let (mut claim_ms, idle_cpu_percent) = measured?;

@@ -11,8 +11,7 @@
 //! JSON or dies ends the job as failed with the reason; the next job starts a new process, which
 //! resumes the CLI's session (also after the worker restarts).
 
-mod permission;
-mod process;
+pub(crate) mod permission;
 mod stream;
 
 use std::path::PathBuf;
@@ -23,28 +22,31 @@ use serde_json::{Value, json};
 
 use crate::agent::emitter::Emitter;
 use crate::agent::transcript::{TranscriptWriter, transcript_path};
-use crate::agent::{AgentEvent, EventSink, MailboxPrompter, StopReason, TurnResult};
+use crate::agent::{AgentEvent, EventSink, MailboxPrompter};
 use crate::config::TeamConfig;
 use crate::store::message::new_id;
 use crate::store::{Task, Workspace};
-use crate::team::agent_work::{
-    SetupError, cache_tokens, permission_setup, person_prompter, status_sink, task_packet,
-    working_dir,
-};
+use crate::team::agent_work::{SetupError, person_prompter, status_sink, task_packet, working_dir};
 use crate::team::status::StatusHandle;
 use crate::team::task_branch::TaskBranch;
-use crate::team::verdict;
-use crate::team::worker::{INTERRUPTED_BY_PERSON, Job, JobOutcome, Work};
+use crate::team::worker::{Job, JobOutcome, Work};
+use crate::team::{mcp, role_prompt};
 use crate::tools::{
-    Decision, PermissionAnswer, PermissionAsk, PermissionPolicy, Prompter, SandboxMode,
+    Decision, PermissionAnswer, PermissionAsk, PermissionPolicy, Prompter, SandboxMode, ToolKind,
 };
 
+use crate::team::cli_agent::{self, TurnEnding};
+use crate::team::cli_process::{CliProcess, Line, StdinClosed};
 use permission::{CrewView, control_response, unsupported};
-use process::{ClaudeProcess, Line};
 use stream::{Translator, TurnEnd};
 
 /// The major version whose protocol crew speaks (recorded from Claude Code 2.1.197).
 const SUPPORTED_MAJOR: &str = "2";
+
+/// How the role's instructions name crew's team tools for a CLI that sees them through MCP.
+const MCP_NOTE: &str = "crew's team tools named above (task_create, task_list, send_message, …) \
+     are your MCP tools `mcp__crew__<name>` (e.g. `mcp__crew__task_create`); `mcp__crew__read_inbox` \
+     shows your inbox. They act as you; crew checks every call as for any agent of the team.";
 
 /// How often a turn waiting on the CLI looks whether the person interrupted it.
 const INTERRUPT_POLL: std::time::Duration = std::time::Duration::from_millis(100);
@@ -56,7 +58,7 @@ pub enum ClaudeError {
     )]
     Start { bin: String, source: std::io::Error },
     #[error("Claude Code stopped reading its input")]
-    StdinClosed,
+    StdinClosed(#[from] StdinClosed),
     #[error(
         "Claude Code {0} is not supported: crew speaks the stream-json protocol of Claude Code {SUPPORTED_MAJOR}.x"
     )]
@@ -71,9 +73,21 @@ pub enum ClaudeError {
     Io(#[from] std::io::Error),
 }
 
+/// The flags that make `claude` a two-way stream-json peer that asks crew before each tool.
+pub const PROTOCOL_ARGS: &[&str] = &[
+    "-p",
+    "--input-format",
+    "stream-json",
+    "--output-format",
+    "stream-json",
+    "--verbose",
+    "--permission-prompt-tool",
+    "stdio",
+];
+
 /// The live conversation: the process, its transcript, and what spans turns.
 struct Session {
-    process: ClaudeProcess,
+    process: CliProcess,
     emitter: Arc<Emitter>,
     translator: Translator,
     workdir: PathBuf,
@@ -94,6 +108,8 @@ pub struct ClaudeCodeWork {
     args: Vec<String>,
     policy: PermissionPolicy,
     sandbox: SandboxMode,
+    /// The role's instructions, appended to the CLI's own system prompt.
+    instructions: String,
     runtime: tokio::runtime::Runtime,
     session: Option<Session>,
     /// A task whose turn the person interrupted: their next message continues it.
@@ -110,23 +126,24 @@ impl ClaudeCodeWork {
         let entry = config
             .agent(name)
             .ok_or_else(|| SetupError::UnknownAgent(name.to_string()))?;
-        let (mode, rules, bypass) = permission_setup(&config, name, bypass_flag)?;
-        let policy =
-            PermissionPolicy::new(mode, &rules, bypass).map_err(|e| SetupError::Permissions {
-                name: name.to_string(),
-                message: e.to_string(),
-            })?;
+        let (_, policy, runtime) = cli_agent::permissions(&config, name, bypass_flag)?;
         let mut args = Vec::new();
         if let Some(model) = &entry.model.model {
             args.extend(["--model".to_string(), model.clone()]);
         }
         args.extend(entry.model.args.iter().cloned());
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(SetupError::Runtime)?;
+        let role = config.role_of(name).unwrap_or("lead").to_string();
+        role_prompt::check(&config, workspace.root())?;
+        let instructions = format!(
+            "{}\n\n{MCP_NOTE}",
+            role_prompt::assemble(
+                &role,
+                &role_prompt::duties(&config, workspace.root(), &role)?
+            )
+        );
         Ok(Self {
-            role: config.role_of(name).unwrap_or("lead").to_string(),
+            role,
+            instructions,
             writes: entry.writes,
             bin: entry
                 .model
@@ -161,16 +178,6 @@ impl ClaudeCodeWork {
             .join(format!("{}.session", self.name))
     }
 
-    /// The CLI session to resume: the last one this teammate's CLI reported, if it looks like one.
-    fn saved_session(&self) -> Option<String> {
-        let text = std::fs::read_to_string(self.session_file()).ok()?;
-        let id = text.trim();
-        let plausible = !id.is_empty()
-            && id.len() <= 128
-            && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
-        plausible.then(|| id.to_string())
-    }
-
     /// The live session, started (in the teammate's working folder) when there is none.
     fn session(&mut self, status: &StatusHandle) -> Result<&mut Session, String> {
         let session = if let Some(session) = self.session.take() {
@@ -178,12 +185,28 @@ impl ClaudeCodeWork {
         } else {
             let workdir = working_dir(&self.workspace, &self.config, &self.name, self.writes)
                 .map_err(|e| format!("no worktree: {e}"))?;
-            let mut args = self.args.clone();
-            if let Some(id) = self.saved_session() {
+            let mut args: Vec<String> = PROTOCOL_ARGS.iter().map(|a| a.to_string()).collect();
+            args.extend(
+                self.crew_args()
+                    .map_err(|e| format!("crew mcp not set up: {e}"))?,
+            );
+            args.extend(self.args.iter().cloned());
+            if let Some(id) = cli_agent::saved_id(&self.session_file()) {
                 args.extend(["--resume".to_string(), id]);
             }
-            let process = ClaudeProcess::spawn(&self.bin, &args, &workdir, &cli_credentials())
-                .map_err(|e| e.to_string())?;
+            let process = CliProcess::spawn(
+                &self.bin,
+                &args,
+                &workdir,
+                &cli_agent::credentials(&["ANTHROPIC_", "CLAUDE_"]),
+            )
+            .map_err(|source| {
+                ClaudeError::Start {
+                    bin: self.bin.clone(),
+                    source,
+                }
+                .to_string()
+            })?;
             let path = transcript_path(self.workspace.root(), &self.name, &new_id("session"));
             let writer = TranscriptWriter::open(path).map_err(|e| e.to_string())?;
             Session {
@@ -197,6 +220,19 @@ impl ClaudeCodeWork {
             }
         };
         Ok(self.session.insert(session))
+    }
+
+    /// What crew adds to the CLI's arguments: its team tools as the MCP server `crew`
+    /// (`crew mcp --as NAME`, this very binary) and the role's instructions.
+    fn crew_args(&self) -> std::io::Result<Vec<String>> {
+        let exe = std::env::current_exe()?;
+        let config = mcp::write_client_config(self.workspace.root(), &self.name, &exe)?;
+        Ok(vec![
+            "--mcp-config".to_string(),
+            config.display().to_string(),
+            "--append-system-prompt".to_string(),
+            self.instructions.clone(),
+        ])
     }
 
     /// Sends `input` and follows the stream to the turn's `result`.
@@ -245,7 +281,7 @@ impl ClaudeCodeWork {
                     }
                     session.initialised = true;
                     if let Some(id) = line["session_id"].as_str() {
-                        save_session(&session_file, id);
+                        cli_agent::save_id(&session_file, id);
                     }
                 }
                 Some("assistant" | "user") => {
@@ -258,15 +294,20 @@ impl ClaudeCodeWork {
                     let request = &line["request"];
                     let reply = match request["subtype"].as_str().unwrap_or_default() {
                         "can_use_tool" => {
-                            let verdict = decide(
-                                &self.policy,
-                                self.sandbox,
-                                &session.workdir,
-                                request,
-                                &prompter,
-                                &self.runtime,
-                                &session.emitter,
+                            let gate = PermissionGate {
+                                writes: self.writes,
+                                policy: &self.policy,
+                                sandbox: self.sandbox,
+                                workdir: &session.workdir,
+                                prompter: &prompter,
+                                runtime: &self.runtime,
+                                emitter: &session.emitter,
+                            };
+                            let view = CrewView::of(
+                                request["tool_name"].as_str().unwrap_or_default(),
+                                &request["input"],
                             );
+                            let verdict = gate.decide(view, &request["input"]);
                             control_response(
                                 request_id,
                                 &request["input"],
@@ -291,52 +332,79 @@ impl ClaudeCodeWork {
     }
 }
 
-/// crew's answer to one `can_use_tool` request: its policy first, then the person.
-fn decide(
-    policy: &PermissionPolicy,
-    sandbox: SandboxMode,
-    workdir: &std::path::Path,
-    request: &Value,
-    prompter: &MailboxPrompter,
-    runtime: &tokio::runtime::Runtime,
-    emitter: &Emitter,
-) -> Result<(), String> {
-    let tool_name = request["tool_name"].as_str().unwrap_or_default();
-    let input = &request["input"];
-    let view = CrewView::of(tool_name, input);
-    let outcome = view.decide(policy, sandbox, workdir);
-    let reason = match outcome.decision {
-        Decision::Allow => return Ok(()),
-        Decision::Deny(reason) => return Err(reason),
-        Decision::Ask(reason) => reason,
-    };
-    emitter.emit(AgentEvent::PermissionAsked {
-        tool: view.tool.clone(),
-        input: input.clone(),
-        reason: reason.clone(),
-    });
-    let answer = runtime.block_on(prompter.ask(PermissionAsk {
-        tool: view.tool.clone(),
-        input: input.clone(),
-        subject: view.subject.clone(),
-        reason,
-        workspace: workdir.to_path_buf(),
-    }));
-    let verdict = match answer {
-        PermissionAnswer::Allow => Ok(()),
-        PermissionAnswer::AllowAlways(rule) => {
-            // "Always" is a crew rule for this session, never a Claude Code one.
-            policy.remember_written(&rule);
-            Ok(())
+/// The refusal of a file-changing tool for an agent that does not write (crew's own such agents
+/// have no write tools at all).
+fn refuse_writes(writes: bool, view: &CrewView) -> Option<String> {
+    (!writes && view.kind == ToolKind::Write).then(|| {
+        format!(
+            "{} is not allowed: this agent does not change files (no `writes = true` in crew.toml)",
+            view.tool
+        )
+    })
+}
+
+/// What answers a CLI's permission requests (Claude Code's `can_use_tool`, Codex's approvals):
+/// crew's policy for the teammate's working folder, then the person through the mailbox.
+pub(crate) struct PermissionGate<'a> {
+    /// Whether the agent may change files at all (`writes` in crew.toml).
+    pub writes: bool,
+    pub policy: &'a PermissionPolicy,
+    pub sandbox: SandboxMode,
+    pub workdir: &'a std::path::Path,
+    pub prompter: &'a MailboxPrompter,
+    pub runtime: &'a tokio::runtime::Runtime,
+    pub emitter: &'a Emitter,
+}
+
+impl PermissionGate<'_> {
+    /// crew's answer to one request for `view`; `input` is what the person is shown.
+    pub fn decide(&self, view: CrewView, input: &Value) -> Result<(), String> {
+        if let Some(refusal) = refuse_writes(self.writes, &view) {
+            return Err(refusal);
         }
-        PermissionAnswer::Deny(reason) => Err(reason),
-    };
-    emitter.emit(AgentEvent::PermissionAnswered {
-        tool: view.tool,
-        allowed: verdict.is_ok(),
-        detail: verdict.clone().err().unwrap_or_default(),
-    });
-    verdict
+        let PermissionGate {
+            writes: _,
+            policy,
+            sandbox,
+            workdir,
+            prompter,
+            runtime,
+            emitter,
+        } = self;
+        let outcome = view.decide(policy, *sandbox, workdir);
+        let reason = match outcome.decision {
+            Decision::Allow => return Ok(()),
+            Decision::Deny(reason) => return Err(reason),
+            Decision::Ask(reason) => reason,
+        };
+        emitter.emit(AgentEvent::PermissionAsked {
+            tool: view.tool.clone(),
+            input: input.clone(),
+            reason: reason.clone(),
+        });
+        let answer = runtime.block_on(prompter.ask(PermissionAsk {
+            tool: view.tool.clone(),
+            input: input.clone(),
+            subject: view.subject.clone(),
+            reason,
+            workspace: workdir.to_path_buf(),
+        }));
+        let verdict = match answer {
+            PermissionAnswer::Allow => Ok(()),
+            PermissionAnswer::AllowAlways(rule) => {
+                // "Always" is a crew rule for this session, never one of the CLI's.
+                policy.remember_written(&rule);
+                Ok(())
+            }
+            PermissionAnswer::Deny(reason) => Err(reason),
+        };
+        emitter.emit(AgentEvent::PermissionAnswered {
+            tool: view.tool,
+            allowed: verdict.is_ok(),
+            detail: verdict.clone().err().unwrap_or_default(),
+        });
+        verdict
+    }
 }
 
 impl Work for ClaudeCodeWork {
@@ -347,96 +415,44 @@ impl Work for ClaudeCodeWork {
     fn run(&mut self, job: &Job, status: &StatusHandle, cancel: &CancellationToken) -> JobOutcome {
         let (input, _) = task_packet(job);
         let started = self.session(status).map(|_| ());
-        let prepared = match (job, self.writes) {
-            (Job::Task(task), true) => started.and_then(|()| self.branch().prepare(task)),
-            _ => started,
+        let branch = TaskBranch {
+            workspace: &self.workspace,
+            config: &self.config,
+            name: &self.name,
         };
-        let session = prepared.and_then(|()| {
-            self.session
+        let started = started.and_then(|()| {
+            let session = self
+                .session
                 .as_mut()
-                .ok_or_else(|| ClaudeError::NotStarted.to_string())
+                .ok_or_else(|| ClaudeError::NotStarted.to_string())?;
+            Ok((&*session.emitter, &mut session.turns))
         });
-        match session {
-            Ok(session) => {
-                session.turns += 1;
-                session.emitter.set_turn(session.turns);
-                session.emitter.emit(AgentEvent::TurnStart {
-                    turn: session.turns,
-                    input: input.clone(),
-                    prefix_fingerprint: String::new(),
-                });
-            }
-            Err(e) => {
-                if let Err(note) = status.update(|s| s.note = Some(e.clone())) {
-                    tracing::warn!("status not written: {note}");
-                }
-                return JobOutcome::failed(e);
-            }
+        if let Some(failed) = cli_agent::begin(&branch, self.writes, job, started, &input, status) {
+            return failed;
         }
         let ended = self.turn(&input, cancel);
         let broken = ended.is_err();
         let Some(session) = self.session.as_mut() else {
             return JobOutcome::failed(ClaudeError::NotStarted.to_string());
         };
-        let (mut outcome, result) = match ended {
-            Ok(end) => {
-                let reviewer = self.role == "reviewer" && matches!(job, Job::Task(_));
-                let (success, no_verdict) = verdict::judge(reviewer, end.success, &end.text);
-                let cost = end.total_cost_usd.map(|total| {
-                    let spent = (total - session.cost_so_far).max(0.0);
-                    session.cost_so_far = total;
-                    crate::model::types::micros_of_dollars(spent)
-                });
-                let outcome = JobOutcome {
-                    success,
-                    summary: no_verdict.unwrap_or_else(|| end.text.trim().to_string()),
-                    turns: u64::from(end.turns),
-                    tokens: end.usage.input_tokens + end.usage.output_tokens,
-                    cost_micros: cost,
-                    cache: cache_tokens(&end.usage),
-                    commits: None,
-                    interrupted: end.interrupted,
-                };
-                let result = TurnResult {
-                    input: input.clone(),
-                    output: end.text.clone(),
-                    tools_used: Vec::new(),
-                    permission_denials: Vec::new(),
-                    usage: end.usage,
-                    stop_reason: match (end.interrupted, end.success) {
-                        (true, _) => StopReason::Interrupted,
-                        (false, true) => StopReason::Completed,
-                        (false, false) => StopReason::Error,
-                    },
-                    turns: end.turns,
-                    reason: if end.interrupted {
-                        INTERRUPTED_BY_PERSON.to_string()
-                    } else {
-                        String::new()
-                    },
-                    prefix_fingerprint: String::new(),
-                };
-                (outcome, result)
+        let ended = ended.map_err(|e| e.to_string()).map(|end| {
+            let cost_micros = end.total_cost_usd.map(|total| {
+                let spent = (total - session.cost_so_far).max(0.0);
+                session.cost_so_far = total;
+                crate::model::types::micros_of_dollars(spent)
+            });
+            TurnEnding {
+                success: end.success,
+                interrupted: end.interrupted,
+                text: end.text,
+                turns: end.turns,
+                usage: end.usage,
+                cost_micros,
             }
-            Err(error) => {
-                let reason = format!("{}: {error}", self.name);
-                let result = TurnResult {
-                    input: input.clone(),
-                    output: String::new(),
-                    tools_used: Vec::new(),
-                    permission_denials: Vec::new(),
-                    usage: Default::default(),
-                    stop_reason: StopReason::Error,
-                    turns: 0,
-                    reason: reason.clone(),
-                    prefix_fingerprint: String::new(),
-                };
-                if let Err(note) = status.update(|s| s.note = Some(reason.clone())) {
-                    tracing::warn!("status not written: {note}");
-                }
-                (JobOutcome::failed(reason), result)
-            }
-        };
+        });
+        let reviewer = self.role == "reviewer" && matches!(job, Job::Task(_));
+        let (mut outcome, result) =
+            cli_agent::conclude(&self.name, reviewer, &input, ended, status);
         session.emitter.emit(AgentEvent::TurnEnd { result });
         if broken {
             // A process that died before `init` may have been refused the session it was to
@@ -461,26 +477,28 @@ impl Work for ClaudeCodeWork {
     }
 }
 
-/// Keeps the CLI's session id (a failure only costs the resume after a restart).
-fn save_session(path: &std::path::Path, id: &str) {
-    let saved = path
-        .parent()
-        .map_or(Ok(()), std::fs::create_dir_all)
-        .and_then(|()| crate::store::atomic::write_atomic(path, id.as_bytes()));
-    if let Err(e) = saved {
-        tracing::warn!("Claude Code session id not kept in {}: {e}", path.display());
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// The credentials crew took out of its environment (see `secret::seal_process`) that the CLI
-/// needs to reach its API: `ANTHROPIC_*` (key, auth token, base URL) and `CLAUDE_*` (its OAuth
-/// token, provider switches). Only the CLI gets them, not the commands of crew's own tools; their
-/// values are redacted from transcripts like crew's own keys.
-fn cli_credentials() -> Vec<(String, String)> {
-    crate::model::secret::sealed_vars()
-        .iter()
-        .filter(|(name, _)| name.starts_with("ANTHROPIC_") || name.starts_with("CLAUDE_"))
-        .inspect(|(_, value)| crate::store::secrets::register(value))
-        .cloned()
-        .collect()
+    #[test]
+    fn an_agent_that_does_not_write_is_refused_file_changes_only() {
+        let input = json!({"file_path": "src/a.rs"});
+        for tool in ["Write", "Edit", "MultiEdit"] {
+            let view = CrewView::of(tool, &input);
+            let refusal = refuse_writes(false, &view).unwrap_or_default();
+            assert!(
+                refusal.contains("does not change files"),
+                "{tool}: {refusal}"
+            );
+            assert_eq!(refuse_writes(true, &view), None);
+        }
+        for tool in ["Read", "Grep", "Bash", "mcp__crew__task_create"] {
+            assert_eq!(
+                refuse_writes(false, &CrewView::of(tool, &input)),
+                None,
+                "{tool}"
+            );
+        }
+    }
 }

@@ -8,6 +8,9 @@ use serde_json::{Value, json};
 use crate::tools::permissions::{DecidedBy, PermissionQuery};
 use crate::tools::{Decision, PermissionOutcome, PermissionPolicy, SandboxMode, Subject, ToolKind};
 
+/// How Claude Code names the tools of crew's MCP server (`crew mcp`, server `crew`).
+const MCP_PREFIX: &str = "mcp__crew__";
+
 /// A Claude Code tool under crew's name, kind and subject, so crew's rules
 /// (`bash(cargo test:*)`, `write(src/**)`) apply to it as to crew's own tools.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,6 +36,16 @@ impl CrewView {
             "Read" => ("read", ToolKind::Read, path_or_none("file_path")),
             "Glob" => ("glob", ToolKind::Read, path_or_none("path")),
             "Grep" => ("grep", ToolKind::Read, path_or_none("path")),
+            // crew's own team tools through `crew mcp`: under crew's names, so the team-tool
+            // rules crew's own agents have apply (allowed, unless a deny rule names them).
+            other if other.starts_with(MCP_PREFIX) => {
+                let tool = &other[MCP_PREFIX.len()..];
+                return Self {
+                    tool: tool.to_string(),
+                    kind: ToolKind::Other,
+                    subject: Subject::None,
+                };
+            }
             // Anything else (web, MCP, agents, plan mode) is matched by its own name only.
             other => {
                 return Self {
@@ -50,7 +63,7 @@ impl CrewView {
     }
 
     /// crew's decision before anyone is asked: deny rules, the workspace boundary, ask and allow
-    /// rules, the mode. Claude Code runs its commands itself, outside crew's sandbox, so a
+    /// rules, the mode. The CLI runs its commands itself, outside crew's sandbox, so a
     /// command that only the mode would allow (the mode counts on the sandbox) asks instead,
     /// unless the person turned the sandbox off; an explicit allow rule still allows it.
     pub fn decide(
@@ -74,7 +87,7 @@ impl CrewView {
         {
             return PermissionOutcome::new(
                 Decision::Ask(
-                    "Claude Code runs this command itself, outside crew's sandbox".to_string(),
+                    "the CLI runs this command itself, outside crew's sandbox".to_string(),
                 ),
                 outcome.decided_by,
             );
@@ -144,6 +157,25 @@ mod tests {
                 .decision,
             Decision::Allow
         );
+    }
+
+    #[test]
+    fn crews_mcp_tools_meet_the_team_tool_rules_and_other_mcp_tools_do_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let create = CrewView::of("mcp__crew__task_create", &json!({"subject": "x"}));
+        assert_eq!(create.tool, "task_create");
+        let team = policy(PermissionMode::Ask, &["task_create"], &[]);
+        let decide = |view: &CrewView, policy| view.decide(policy, SandboxMode::Auto, dir.path());
+        assert_eq!(decide(&create, &team).decision, Decision::Allow);
+        let denied = policy(PermissionMode::Ask, &["task_create"], &["task_create"]);
+        assert!(matches!(
+            decide(&create, &denied).decision,
+            Decision::Deny(_)
+        ));
+        // Another server's tool of the same name is not crew's: matched by its full name.
+        let other = CrewView::of("mcp__other__task_create", &json!({}));
+        assert_eq!(other.tool, "mcp__other__task_create");
+        assert!(matches!(decide(&other, &team).decision, Decision::Ask(_)));
     }
 
     #[test]

@@ -21,6 +21,7 @@ macro_rules! team_tool {
 }
 
 mod claim;
+mod inbox;
 mod message;
 mod protocols;
 mod read_only_bash;
@@ -39,6 +40,7 @@ use crate::store::{Roster, StoreError, Workspace};
 use crate::tools::{Tool, ToolError, ToolOutput};
 
 pub use claim::ClaimTask;
+pub use inbox::ReadInbox;
 pub use message::SendMessage;
 pub use protocols::{RequestPlanApproval, RequestShutdown, ReviewPlan};
 pub use read_only_bash::ReadOnlyBash;
@@ -62,6 +64,26 @@ pub struct TeamEnv {
     pub request_timeout: Duration,
 }
 
+impl TeamEnv {
+    /// The environment of agent `name` (role `role`) of the team `config` describes.
+    pub fn of(
+        workspace: Workspace,
+        config: &crate::config::TeamConfig,
+        name: &str,
+        role: &str,
+    ) -> Self {
+        Self {
+            workspace,
+            roster: config.roster(),
+            me: name.to_string(),
+            role: role.to_string(),
+            lead: config.lead_name().to_string(),
+            teammates: config.teammate_roles(),
+            request_timeout: config.request_timeout(),
+        }
+    }
+}
+
 /// Every team tool, in prompt order; roles pick from these by name.
 pub fn team_tools(env: Arc<TeamEnv>) -> Vec<Arc<dyn Tool>> {
     vec![
@@ -73,7 +95,8 @@ pub fn team_tools(env: Arc<TeamEnv>) -> Vec<Arc<dyn Tool>> {
         Arc::new(SendMessage::new(Arc::clone(&env))),
         Arc::new(RequestShutdown::new(Arc::clone(&env))),
         Arc::new(RequestPlanApproval::new(Arc::clone(&env))),
-        Arc::new(ReviewPlan::new(env)),
+        Arc::new(ReviewPlan::new(Arc::clone(&env))),
+        Arc::new(ReadInbox::new(env)),
     ]
 }
 

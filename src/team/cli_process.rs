@@ -1,6 +1,6 @@
-//! The `claude` process of one conversation: stream-json lines in on stdin, out on stdout (read
-//! by a thread, so a person answering a permission never blocks the pipe), stderr kept for the
-//! message when it dies.
+//! The process of a coding-agent CLI (Claude Code, Codex) for one conversation: JSON lines in on
+//! stdin, out on stdout (read by a thread, so a person answering a permission never blocks the
+//! pipe), stderr kept for the message when it dies.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
@@ -11,20 +11,6 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-
-use crate::team::claude_code::ClaudeError;
-
-/// The flags that make `claude` a two-way stream-json peer that asks crew before each tool.
-pub const PROTOCOL_ARGS: &[&str] = &[
-    "-p",
-    "--input-format",
-    "stream-json",
-    "--output-format",
-    "stream-json",
-    "--verbose",
-    "--permission-prompt-tool",
-    "stdio",
-];
 
 /// Most of stderr kept for an error message (its end, where the reason is).
 const STDERR_KEPT: usize = 4096;
@@ -42,39 +28,43 @@ pub enum Line {
     Closed,
 }
 
-pub struct ClaudeProcess {
+/// The CLI no longer reads its stdin (it exited or closed it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the CLI stopped reading its input")]
+pub struct StdinClosed;
+
+pub struct CliProcess {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: Receiver<Line>,
     stderr: Arc<Mutex<String>>,
 }
 
-impl ClaudeProcess {
-    /// Starts `bin` with the protocol flags, `args`, in `cwd`, with `env` added.
-    pub fn spawn(
+impl CliProcess {
+    /// Starts `bin` with `args`, in `cwd`, with `env` added.
+    pub fn spawn<S: AsRef<std::ffi::OsStr>>(
         bin: &str,
-        args: &[String],
+        args: &[S],
         cwd: &Path,
         env: &[(String, String)],
-    ) -> Result<Self, ClaudeError> {
+    ) -> std::io::Result<Self> {
         let mut child = Command::new(bin)
-            .args(PROTOCOL_ARGS)
             .args(args)
             .envs(env.iter().map(|(k, v)| (k, v)))
+            // The CLI and all it starts (its commands, its `crew mcp`) are this agent's tool
+            // processes: crew refuses them the person's commands, and ends them if it dies.
+            .env(
+                crate::tools::orphans::OWNER_ENV,
+                crate::tools::orphans::owner_tag(),
+            )
             .current_dir(cwd)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|source| ClaudeError::Start {
-                bin: bin.to_string(),
-                source,
-            })?;
+            .spawn()?;
         let stdin = child.stdin.take();
-        let unpiped = |what: &str| ClaudeError::Start {
-            bin: bin.to_string(),
-            source: std::io::Error::other(format!("its {what} is not a pipe")),
-        };
+        let unpiped =
+            |what: &str| std::io::Error::other(format!("{bin}: its {what} is not a pipe"));
         let stdout = child.stdout.take().ok_or_else(|| unpiped("stdout"))?;
         let mut stderr_pipe = child.stderr.take().ok_or_else(|| unpiped("stderr"))?;
         let (tx, lines) = channel();
@@ -119,15 +109,15 @@ impl ClaudeProcess {
         })
     }
 
-    /// Writes one JSON line to the CLI.
-    pub fn send(&mut self, line: &Value) -> Result<(), ClaudeError> {
-        let stdin = self.stdin.as_mut().ok_or(ClaudeError::StdinClosed)?;
-        let mut bytes = serde_json::to_vec(line).map_err(std::io::Error::other)?;
+    /// Writes one JSON line to the CLI; an error means it stopped reading its input.
+    pub fn send(&mut self, line: &Value) -> Result<(), StdinClosed> {
+        let stdin = self.stdin.as_mut().ok_or(StdinClosed)?;
+        let mut bytes = serde_json::to_vec(line).map_err(|_| StdinClosed)?;
         bytes.push(b'\n');
         stdin
             .write_all(&bytes)
             .and_then(|()| stdin.flush())
-            .map_err(|_| ClaudeError::StdinClosed)
+            .map_err(|_| StdinClosed)
     }
 
     /// The next line from stdout, or `None` when none came within `wait` (so the caller can
@@ -172,7 +162,7 @@ impl ClaudeProcess {
     }
 }
 
-impl Drop for ClaudeProcess {
+impl Drop for CliProcess {
     /// Closing stdin ends the CLI cleanly (exit 0); one that does not is killed.
     fn drop(&mut self) {
         self.stdin = None;
