@@ -148,6 +148,10 @@ const CONFIG_FIXTURES: &[(&str, &str)] = &[
         "5:8: \"user\" is reserved for the person at the screen",
     ),
     (
+        "team_reserved",
+        "5:8: \"team\" is reserved: .crew/memory/team/ holds the whole team's memories",
+    ),
+    (
         "bad_mode",
         "8:8: unknown permission mode `yolo`; expected read-only, workspace-write, ask, accept-edits, bypass, plan or dont-ask",
     ),

@@ -16,7 +16,7 @@ use crew::tools::builtin::core_tools;
 use crew::tools::builtin::read::ReadInput;
 use crew::tools::permissions::PermissionMode;
 use crew::tools::schema::parse_input;
-use crew::tools::{Pipeline, Tool, ToolJson, ToolRegistry, todo_tools};
+use crew::tools::{Pipeline, Tool, ToolJson, ToolRegistry, memory_tools, skill_tools, todo_tools};
 use serde_json::{Map, Value, json};
 use tools_support::{Fixture, call, pipeline, policy};
 
@@ -36,6 +36,8 @@ fn every_tool(dir: &std::path::Path) -> Vec<Arc<dyn Tool>> {
     });
     let mut tools = core_tools();
     tools.extend(todo_tools());
+    tools.extend(memory_tools());
+    tools.extend(skill_tools());
     tools.extend(team_tools(env));
     tools.push(Arc::new(ReadOnlyBash::new(&[])));
     tools

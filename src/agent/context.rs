@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use crate::model::ToolDefinition;
+use crate::store::{MemoryBook, MemoryScope};
 
 /// Instruction files collected from the working directory up to the repository root.
 pub const INSTRUCTION_FILES: [&str; 2] = ["AGENTS.md", "CLAUDE.md"];
@@ -23,6 +24,37 @@ pub const DEFAULT_RULES: &str = "\
 - Permission denials are final for that call; do not try to get around them.
 - Never print, log or commit secrets (API keys, tokens, passwords).
 - The conversation is compacted automatically near the context limit; work does not need to be rushed.";
+
+/// How an agent with the memory tools uses its memory (part of the static prefix).
+pub const MEMORY_RULES: &str = "\
+# Memory
+You have a memory that lasts between conversations: your own and the team's, indexed under \
+\"# Memory index\" below. When a memory's description fits what you are doing, read its body \
+with memory_read. A memory says what was true when it was written: before you act on one that \
+names a file, function or flag, check that it still exists (read, grep or glob). An index line \
+marked STALE names a path that is gone. When a memory is wrong, correct it with memory_write or \
+drop it with memory_forget. Keep (memory_write) only what will matter in later conversations and \
+cannot be read from the code or git history: the person and how they work (user), corrections \
+and confirmed approaches with why (feedback), decisions and constraints behind the work \
+(project), where to look things up (reference).";
+
+/// Lines and bytes of one scope's memory index in the prompt; older memories are cut first.
+const MEMORY_INDEX_LINES: usize = 100;
+const MEMORY_INDEX_BYTES: usize = 8 * 1024;
+
+/// The memory index for the dynamic suffix: the agent's scope, then the team's, newest first,
+/// each bounded, stale memories marked against `workspace`.
+pub fn memory_index(book: &MemoryBook, workspace: &Path) -> String {
+    let mut out = String::from("# Memory index");
+    for (title, scope) in [
+        (format!("Yours ({})", book.agent()), MemoryScope::Agent),
+        ("The team's".to_string(), MemoryScope::Team),
+    ] {
+        let index = book.prompt_index(scope, workspace, MEMORY_INDEX_LINES, MEMORY_INDEX_BYTES);
+        out.push_str(&format!("\n## {title}\n{}", index.trim_end()));
+    }
+    out
+}
 
 /// Identity, rules and the tool list. Identical inputs give identical bytes.
 pub fn static_prefix(name: &str, role: &str, rules: &str, tools: &[ToolDefinition]) -> String {

@@ -10,6 +10,7 @@ use crate::agent::result::StopReason;
 use crate::agent::runtime::Agent;
 use crate::agent::turn::Stop;
 use crate::model::{ChatMessage, ContentBlock, Role};
+use crate::tools::memory::keep_hook_memories;
 use crate::tools::{HookEvent, HookRun, Note, StopDecision, StopGuard};
 
 impl Agent {
@@ -145,8 +146,10 @@ impl Agent {
         run
     }
 
-    /// Puts hook notes in the transcript (and the caller's event stream).
-    pub(crate) fn hook_notes(&self, event: HookEvent, notes: Vec<Note>) {
+    /// Keeps the memories hooks asked for, then puts hook notes in the transcript (and the
+    /// caller's event stream).
+    pub(crate) fn hook_notes(&self, event: HookEvent, mut notes: Vec<Note>) {
+        keep_hook_memories(self.tool_ctx.memory.as_ref(), &mut notes);
         if !notes.is_empty() {
             self.emitter.emit(AgentEvent::HookNotes { event, notes });
         }

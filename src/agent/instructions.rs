@@ -11,7 +11,12 @@ use crate::agent::context::instruction_files;
 
 /// The person's own instruction file, wherever their configuration lives.
 pub fn user_instructions_file() -> Option<PathBuf> {
-    user_instructions_in(
+    user_crew_dir().map(|dir| dir.join("AGENTS.md"))
+}
+
+/// The person's crew configuration folder (instructions, skills).
+pub fn user_crew_dir() -> Option<PathBuf> {
+    user_crew_dir_in(
         std::env::var_os("XDG_CONFIG_HOME"),
         std::env::var_os("HOME"),
     )
@@ -23,11 +28,19 @@ pub fn user_instructions_in(
     xdg_config_home: Option<OsString>,
     home: Option<OsString>,
 ) -> Option<PathBuf> {
+    user_crew_dir_in(xdg_config_home, home).map(|dir| dir.join("AGENTS.md"))
+}
+
+/// `$XDG_CONFIG_HOME/crew` when that variable is an absolute path, else `$HOME/.config/crew`.
+pub fn user_crew_dir_in(
+    xdg_config_home: Option<OsString>,
+    home: Option<OsString>,
+) -> Option<PathBuf> {
     let config = xdg_config_home
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
         .or_else(|| home.map(|h| PathBuf::from(h).join(".config")))?;
-    Some(config.join("crew").join("AGENTS.md"))
+    Some(config.join("crew"))
 }
 
 /// The files of one agent session.

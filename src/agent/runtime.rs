@@ -15,7 +15,7 @@ use crate::agent::conversation::ConversationFile;
 use crate::agent::emitter::Emitter;
 use crate::agent::error::AgentError;
 use crate::agent::event::{AgentEvent, CompactionTrigger, EventSink};
-use crate::agent::instructions::{Instructions, user_instructions_file};
+use crate::agent::instructions::{Instructions, user_crew_dir, user_instructions_file};
 use crate::agent::normalize::normalize;
 use crate::agent::observed::ObservedPrompter;
 use crate::agent::recovery::MAX_COMPACTION_FAILURES;
@@ -28,7 +28,9 @@ use crate::model::{
 };
 use crate::store::message::new_id;
 use crate::store::names::validate_name;
-use crate::tools::{Pipeline, ToolContext};
+use crate::store::{Limits as StoreLimits, MemoryBook};
+use crate::tools::memory::has_memory_tools;
+use crate::tools::{Pipeline, SkillCatalogue, ToolContext};
 
 pub struct Agent {
     pub(crate) name: String,
@@ -110,6 +112,15 @@ impl Agent {
             config.repo_root.join(".crew/tool-results"),
         );
         tool_ctx.sandbox = config.sandbox.clone();
+        tool_ctx.memory = Some(MemoryBook::new(
+            &config.repo_root.join(".crew"),
+            &config.name,
+        ));
+        // Found once: the catalogue is part of the static prefix, which must not change.
+        tool_ctx.skills = Arc::new(SkillCatalogue::discover(&SkillCatalogue::folders(
+            &config.repo_root,
+            user_crew_dir().as_deref(),
+        )));
         let mut agent = Self {
             name: config.name,
             role: config.role,
@@ -176,6 +187,11 @@ impl Agent {
         &self.transcript
     }
 
+    /// The static part of the system prompt (what providers cache).
+    pub fn static_prefix(&self) -> &str {
+        &self.static_prefix
+    }
+
     /// The fingerprint of the cacheable prefix as it stands now.
     pub fn prefix_fingerprint(&self) -> &str {
         &self.fingerprint
@@ -192,14 +208,46 @@ impl Agent {
         self.team_facts = facts;
     }
 
+    /// Bounds the agent's memories by crew.toml's `[limits]`.
+    pub fn set_memory_limits(&mut self, limits: StoreLimits) {
+        self.tool_ctx.memory = self.tool_ctx.memory.take().map(|b| b.with_limits(limits));
+    }
+
+    /// The agent's memory folders.
+    pub fn memory(&self) -> Option<&MemoryBook> {
+        self.tool_ctx.memory.as_ref()
+    }
+
+    /// The skills the agent was offered when it started.
+    pub fn skills(&self) -> &SkillCatalogue {
+        &self.tool_ctx.skills
+    }
+
+    fn tool_names(&self) -> Vec<&str> {
+        self.tools.iter().map(|t| t.name.as_str()).collect()
+    }
+
     /// The task the agent works on (sent as request context).
     pub fn set_task(&mut self, task: Option<String>) {
         self.task = task;
     }
 
+    /// The static prefix: the rules, then (with their tools) how memory works and the skills'
+    /// catalogue, then the tool list.
     fn refresh_prefix(&mut self) {
-        self.static_prefix =
-            context::static_prefix(&self.name, &self.role, &self.rules, &self.tools);
+        let mut rules = self.rules.clone();
+        let names = self.tool_names();
+        if has_memory_tools(&names) {
+            rules.push_str("\n\n");
+            rules.push_str(context::MEMORY_RULES);
+        }
+        if names.contains(&"skill_load")
+            && let Some(catalogue) = self.tool_ctx.skills.prompt_section()
+        {
+            rules.push_str("\n\n");
+            rules.push_str(&catalogue);
+        }
+        self.static_prefix = context::static_prefix(&self.name, &self.role, &rules, &self.tools);
         self.fingerprint = context::fingerprint(&self.static_prefix, &self.tools, self.epoch);
     }
 
@@ -346,6 +394,18 @@ impl Agent {
 
     pub(crate) fn dynamic_suffix(&self) -> String {
         let files = self.instructions.files(&self.workspace, &self.repo_root);
-        context::dynamic_suffix_with(&self.workspace, &self.repo_root, &files, &self.team_facts)
+        let mut suffix = context::dynamic_suffix_with(
+            &self.workspace,
+            &self.repo_root,
+            &files,
+            &self.team_facts,
+        );
+        if let Some(book) = &self.tool_ctx.memory
+            && has_memory_tools(&self.tool_names())
+        {
+            suffix.push_str("\n\n");
+            suffix.push_str(&context::memory_index(book, &self.workspace));
+        }
+        suffix
     }
 }

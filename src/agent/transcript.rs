@@ -367,6 +367,7 @@ fn render_event(event: AgentEvent) -> Vec<Piece> {
                     Note::SystemMessage { text, .. } => ("message", text),
                     Note::HookFeedback { text, .. } => ("feedback", text),
                     Note::Warning { text } => ("warning", text),
+                    Note::Remember { memory, .. } => ("memory", &memory.name),
                 };
                 Piece::Text(format!("⚑ {event:?} hook {kind}: {}\n", short(body, 300)))
             })

@@ -56,6 +56,12 @@ pub enum Command {
     /// Tasks waiting for review: list, show, diff, merge, send back with a note, discard.
     #[command(subcommand)]
     Review(ReviewCommand),
+    /// The skills agents are offered (.crew/skills, .claude/skills, the user's folder).
+    #[command(subcommand)]
+    Skills(SkillsCommand),
+    /// The agents' memories (.crew/memory/NAME/ and the team's .crew/memory/team/).
+    #[command(subcommand)]
+    Memory(MemoryCommand),
     /// Open the full-screen workbench.
     Ui(UiArgs),
     /// Serve an agent's team tools over MCP on stdin/stdout (for Claude Code or any MCP client).
@@ -192,6 +198,33 @@ pub enum WorktreeCommand {
         /// Don't ask.
         #[arg(long)]
         yes: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SkillsCommand {
+    /// Every skill with where it came from; on a name clash, which one wins.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MemoryCommand {
+    /// An agent's memories and the team's, stale ones marked (against the repository root).
+    List {
+        /// Whose memories, besides the team's (default: the lead).
+        #[arg(long)]
+        agent: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// One memory's body (the agent's own first, then the team's).
+    Show {
+        name: String,
+        #[arg(long)]
+        agent: Option<String>,
     },
 }
 

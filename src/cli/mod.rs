@@ -12,6 +12,7 @@ mod graph_text;
 mod init;
 pub(crate) mod logging;
 mod mcp;
+mod memory;
 mod messages;
 mod output;
 mod person;
@@ -19,6 +20,7 @@ mod project;
 mod review;
 mod run_team;
 mod sandbox_exec;
+mod skills;
 mod tasks;
 mod team;
 mod worktrees;
@@ -108,6 +110,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Up(args) => run_team::up(project::Project::find(&start)?, args),
         Command::Worker(args) => run_team::worker(project::Project::find(&start)?, args),
         Command::Replay { file } => run_team::replay(&file),
+        Command::Skills(cmd) => skills::run(&project::Project::find(&start)?, cmd),
+        Command::Memory(cmd) => memory::run(&project::Project::find(&start)?, cmd),
         Command::Demo(args) => demo::run(args),
         Command::Mcp(args) => mcp::run(project::Project::find(&start)?, &args.name),
         Command::SandboxExec(args) => {

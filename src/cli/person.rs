@@ -38,6 +38,8 @@ fn acts_for_the_team(command: Option<&Command>) -> Option<&'static str> {
         | Command::Requests(_)
         | Command::Status { .. }
         | Command::Replay { .. }
+        | Command::Skills(_)
+        | Command::Memory(_)
         | Command::SandboxExec(_) => None,
         Command::Inbox(InboxArgs { peek: true, .. }) => None,
         // Reading without --peek moves the owner's cursor: the owner would miss messages.

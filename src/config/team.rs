@@ -30,7 +30,7 @@ pub struct TeamConfig {
     pub worker: WorkerConfig,
     #[serde(default)]
     pub worktree: WorktreeConfig,
-    /// `[limits]`: how big subjects, descriptions and messages may be.
+    /// `[limits]`: how big subjects, descriptions, messages and memories may be.
     #[serde(default)]
     pub limits: crate::store::Limits,
     /// `[[hooks]]`: external commands run at the agent's events (PreToolUse, PostToolUse,
@@ -393,6 +393,13 @@ impl TeamConfig {
                 return Err(err(
                     agent.name.span(),
                     "\"user\" is reserved for the person at the screen".into(),
+                ));
+            }
+            if name == crate::store::memory::TEAM_FOLDER {
+                return Err(err(
+                    agent.name.span(),
+                    "\"team\" is reserved: .crew/memory/team/ holds the whole team's memories"
+                        .into(),
                 ));
             }
             if !seen.insert(name.clone()) {

@@ -115,6 +115,19 @@ sandbox = "auto"
 # [roles]
 # implementer = "docs/implementer.md"
 
+# Memory: every agent keeps typed memories (user, feedback, project, reference) with its
+# memory_write, memory_read and memory_forget tools, in .crew/memory/<agent>/ and the team's
+# .crew/memory/team/; an index is in its prompt, stale ones (naming a path that is gone) marked.
+# See them with `crew memory list --agent NAME` or M on the screen. A Stop or PostToolUseFailure
+# hook keeps one by printing {{"memory": {{"name": …, "type": …, "description": …, "body": …}}}}.
+# deny = ["memory_write"] above keeps agents from writing any.
+# Skills: SKILL.md folders in .crew/skills/, .claude/skills/ (Claude Code's work unchanged) and
+# ~/.config/crew/skills/; their names and descriptions are in every agent's prompt and skill_load
+# loads one. `crew skills list` shows them and which one wins a name clash.
+# [limits]
+# memory_bytes = 16384        # one memory's body
+# memories_per_scope = 200    # memories of one agent, and of the team
+
 [worker]
 # An idle worker looks at its inbox and the tasks when files change, and at least this often.
 idle_poll_secs = 5
@@ -156,6 +169,16 @@ mod tests {
         assert_eq!(names, ["lead", "alice", "bob", "carol"]);
         assert_eq!(config.role_of("carol"), Some("reviewer"));
         assert_eq!(config.worker.idle_timeout_secs, 60);
+        let text = init_template("web", "main");
+        for mentioned in [
+            "memory_write",
+            "SKILL.md",
+            "crew skills list",
+            "plan",
+            "dont-ask",
+        ] {
+            assert!(text.contains(mentioned), "{mentioned}");
+        }
     }
 
     #[test]

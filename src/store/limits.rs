@@ -17,6 +17,10 @@ pub struct Limits {
     pub description_bytes: usize,
     /// A message's text, in bytes.
     pub message_bytes: usize,
+    /// A memory's body (`memory_write`), in bytes.
+    pub memory_bytes: usize,
+    /// Memories kept in one scope (an agent's, or the team's).
+    pub memories_per_scope: usize,
 }
 
 impl Default for Limits {
@@ -25,6 +29,8 @@ impl Default for Limits {
             subject_chars: 200,
             description_bytes: 64 * 1024,
             message_bytes: 256 * 1024,
+            memory_bytes: 16 * 1024,
+            memories_per_scope: 200,
         }
     }
 }
@@ -60,6 +66,10 @@ impl Limits {
 
     pub fn check_message(&self, text: &str) -> Result<(), Refusal> {
         check_bytes("message text", text, self.message_bytes, "message_bytes")
+    }
+
+    pub fn check_memory(&self, body: &str) -> Result<(), Refusal> {
+        check_bytes("memory body", body, self.memory_bytes, "memory_bytes")
     }
 }
 

@@ -343,6 +343,7 @@ impl AgentWork {
         )
         .map_err(|e| e.to_string())?;
         agent.set_rules(self.instructions.clone());
+        agent.set_memory_limits(self.config.limits);
         agent.enable_subagents(self.config.subagents.clone());
         agent.set_team_facts(self.team_facts(&workdir));
         show_todos(&agent, status);

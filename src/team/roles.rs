@@ -6,7 +6,7 @@ use std::sync::Arc;
 use crate::team::tools::{ReadOnlyBash, TeamEnv, team_tools};
 use crate::tools::builtin;
 use crate::tools::registry::RegistryError;
-use crate::tools::{Tool, ToolRegistry, todo_tools};
+use crate::tools::{Tool, ToolRegistry, memory_tools, skill_tools, todo_tools};
 
 /// The lead plans and coordinates; it reads but does not change files itself.
 const LEAD: &[&str] = &[
@@ -64,8 +64,10 @@ pub fn toolset(
     if read_only_bash {
         tools.push(Arc::new(ReadOnlyBash::new(extra_bash_allow)));
     }
-    // Every agent keeps its own checklist.
+    // Every agent keeps its own checklist and memory, and may load skills.
     tools.extend(todo_tools());
+    tools.extend(memory_tools());
+    tools.extend(skill_tools());
     tools.extend(
         team_tools(env)
             .into_iter()

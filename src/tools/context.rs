@@ -1,5 +1,5 @@
 //! What every tool call gets: where it works, where big results go, what it has read,
-//! how to stop, the environment its commands see, and its own checklist.
+//! how to stop, the environment its commands see, its own checklist, its memory and skills.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -10,7 +10,9 @@ use std::time::SystemTime;
 use tokio_util::sync::CancellationToken;
 
 use crate::model::secret::is_secret_name;
+use crate::store::MemoryBook;
 use crate::tools::sandbox::Sandbox;
+use crate::tools::skills::SkillCatalogue;
 use crate::tools::todo::TodoList;
 
 /// Per-call context. Cloning shares the read-state tracker and the cancellation token.
@@ -27,6 +29,10 @@ pub struct ToolContext {
     pub sandbox: Sandbox,
     /// The agent's own checklist (`todo_write`), shared like the read state.
     pub todos: TodoList,
+    /// The agent's memory folders (`memory_*` tools, hooks' memories); none outside an agent.
+    pub memory: Option<MemoryBook>,
+    /// The skills `skill_load` may load (found once, when the agent starts).
+    pub skills: Arc<SkillCatalogue>,
 }
 
 impl ToolContext {
@@ -41,6 +47,8 @@ impl ToolContext {
             env: scrub_env(std::env::vars()),
             sandbox: Sandbox::off(),
             todos: TodoList::default(),
+            memory: None,
+            skills: Arc::default(),
         }
     }
 

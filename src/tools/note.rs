@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::store::MemoryDraft;
 use crate::tools::hooks::HookEvent;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -15,4 +16,10 @@ pub enum Note {
     HookFeedback { event: HookEvent, text: String },
     /// Something the person should know (e.g. the sandbox fell back).
     Warning { text: String },
+    /// A `Stop` / `PostToolUseFailure` hook's `memory`: kept by the agent (see
+    /// `tools::memory::keep_hook_memories`), which replaces this note by what happened.
+    Remember {
+        event: HookEvent,
+        memory: MemoryDraft,
+    },
 }

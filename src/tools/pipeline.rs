@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use crate::tools::context::ToolContext;
 use crate::tools::hooks::{HookEvent, HookRun, Hooks};
+use crate::tools::memory::keep_hook_memories;
 use crate::tools::note::Note;
 use crate::tools::permissions::{
     DecidedBy, Decision, PermissionOutcome, PermissionPolicy, PermissionQuery,
@@ -187,6 +188,7 @@ impl Pipeline {
             )
             .await;
         outcome.notes.extend(post.notes);
+        keep_hook_memories(ctx.memory.as_ref(), &mut outcome.notes);
         outcome.halt = post.halt;
 
         let (output, spilled) =

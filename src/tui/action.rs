@@ -52,6 +52,7 @@ pub enum Action {
     EditDeps,
     Assign,
     Interrupt,
+    Memories,
     StopTeam,
 }
 
@@ -143,6 +144,11 @@ pub const ACTIONS: &[(&str, Action, &str)] = &[
         "interrupt",
         Action::Interrupt,
         "interrupt the agent; twice: release its task",
+    ),
+    (
+        "memories",
+        Action::Memories,
+        "show the agent's memories (read-only)",
     ),
 ];
 

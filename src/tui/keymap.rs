@@ -30,6 +30,7 @@ pub enum Mode {
     Prompt,
     Confirm,
     Help,
+    Memory,
 }
 
 pub const MODES: &[(&str, Mode)] = &[
@@ -43,6 +44,7 @@ pub const MODES: &[(&str, Mode)] = &[
     ("prompt", Mode::Prompt),
     ("confirm", Mode::Confirm),
     ("help", Mode::Help),
+    ("memory", Mode::Memory),
 ];
 
 impl Mode {
@@ -98,10 +100,11 @@ pub struct KeymapFile {
     prompt: Table,
     confirm: Table,
     help: Table,
+    memory: Table,
 }
 
 impl KeymapFile {
-    fn tables(&self) -> [(Mode, &Table); 10] {
+    fn tables(&self) -> [(Mode, &Table); 11] {
         [
             (Mode::Global, &self.global),
             (Mode::Lead, &self.lead),
@@ -113,6 +116,7 @@ impl KeymapFile {
             (Mode::Prompt, &self.prompt),
             (Mode::Confirm, &self.confirm),
             (Mode::Help, &self.help),
+            (Mode::Memory, &self.memory),
         ]
     }
 }
@@ -147,8 +151,11 @@ impl Keymap {
         if mode.types_text() && keys.first().is_some_and(Chord::edits_text) {
             return Lookup::None;
         }
-        // Help and dialogs are modal: only their own keys and quit-like globals apply.
-        if matches!(mode, Mode::Prompt | Mode::Confirm | Mode::Help) {
+        // Help, memories and dialogs are modal: only their own keys and quit-like globals apply.
+        if matches!(
+            mode,
+            Mode::Prompt | Mode::Confirm | Mode::Help | Mode::Memory
+        ) {
             return Lookup::None;
         }
         lookup_in(self.bindings(Mode::Global), keys)
@@ -171,7 +178,7 @@ impl Keymap {
             let mut against: Vec<&Binding> = bindings.iter().collect();
             if !matches!(
                 mode,
-                Mode::Global | Mode::Prompt | Mode::Confirm | Mode::Help
+                Mode::Global | Mode::Prompt | Mode::Confirm | Mode::Help | Mode::Memory
             ) {
                 against.extend(self.bindings(Mode::Global));
             }

@@ -16,6 +16,7 @@ pub mod highlight;
 pub mod keymap;
 pub mod keys;
 pub mod layout;
+pub mod memories;
 pub mod navigate;
 pub mod presets;
 pub mod proposal;

@@ -15,6 +15,7 @@ use crate::tui::diffview::DiffView;
 use crate::tui::highlight::Segments;
 use crate::tui::keymap::{Keymap, Mode};
 use crate::tui::keys::Chord;
+use crate::tui::memories::MemoryView;
 use crate::tui::theme::Theme;
 use crate::tui::warning::Warning;
 use crate::tui::workspace_view::WorkspaceView;
@@ -130,9 +131,13 @@ pub enum Confirm {
 }
 
 pub enum Overlay {
-    Help { scroll: u16 },
+    Help {
+        scroll: u16,
+    },
     Prompt(Prompt),
     Confirm(Confirm),
+    /// An agent's memories, read-only.
+    Memories(MemoryView),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -236,6 +241,7 @@ impl AppState {
             Some(Overlay::Help { .. }) => Mode::Help,
             Some(Overlay::Prompt(_)) => Mode::Prompt,
             Some(Overlay::Confirm(_)) => Mode::Confirm,
+            Some(Overlay::Memories(_)) => Mode::Memory,
             // The stop's progress view: confirming forces the stop.
             None if self.stopping().is_some() => Mode::Confirm,
             None if self.diff.is_some() => Mode::Diff,

@@ -12,6 +12,7 @@ use crate::tui::folds;
 use crate::tui::keymap::Lookup;
 use crate::tui::keys::Chord;
 use crate::tui::layout::{areas, tab_cells};
+use crate::tui::memories;
 use crate::tui::navigate::{focus_step, move_selection};
 use crate::tui::proposal;
 use crate::tui::render::tab_labels;
@@ -318,6 +319,7 @@ fn act(state: &mut AppState, action: Action) -> Vec<Effect> {
         Action::Interrupt => return steer::interrupt(state),
         Action::Restart => return steer::restart(state),
         Action::Diff => return open_diff(state),
+        Action::Memories => memories::open(state),
         Action::Message => {
             if let Some(name) = state.selected_teammate() {
                 open_prompt(state, PromptKind::Message { to: name });
@@ -354,6 +356,10 @@ fn act_overlay(state: &mut AppState, overlay: Overlay, action: Action) -> Vec<Ef
                 Vec::new()
             }
         },
+        Overlay::Memories(view) => {
+            memories::act(state, view, action);
+            Vec::new()
+        }
         Overlay::Confirm(what) => match action {
             Action::Confirm => confirm(state, what),
             Action::Cancel | Action::Back => Vec::new(),

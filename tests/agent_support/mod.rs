@@ -2,7 +2,7 @@
 #![allow(dead_code, unused_imports)] // each test binary uses a different part of this module
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::json;
@@ -13,9 +13,13 @@ use crew::agent::{
     TurnResult, normalize,
 };
 use crew::model::scripted::ScriptedProvider;
-use crew::model::{ChatMessage, ContentBlock, ModelProvider, RetryPolicy, Role};
+use crew::model::{
+    ChatMessage, ContentBlock, ModelError, ModelProvider, ModelRequest, RetryPolicy, Role,
+    StreamEvent,
+};
 use crew::tools::permissions::PermissionMode;
 use crew::tools::{Pipeline, Sandbox, ToolRegistry};
+use futures::stream::BoxStream;
 use tempfile::TempDir;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::CancellationToken;
@@ -135,6 +139,43 @@ impl Build {
         )
         .unwrap();
         (agent, rx)
+    }
+}
+
+/// The system prompt of each request a [`Recording`] model saw: (static prefix, dynamic suffix).
+pub type Prompts = Arc<Mutex<Vec<(String, String)>>>;
+
+/// A provider that remembers each request's system prompt and lets `inner` answer it.
+pub struct Recording {
+    pub inner: Arc<dyn ModelProvider>,
+    pub prompts: Prompts,
+}
+
+impl Recording {
+    /// `inner`, recording; the prompts seen so far are in the second value.
+    pub fn wrap(inner: Arc<dyn ModelProvider>) -> (Arc<dyn ModelProvider>, Prompts) {
+        let prompts = Prompts::default();
+        let model = Arc::new(Recording {
+            inner,
+            prompts: Arc::clone(&prompts),
+        });
+        (model, prompts)
+    }
+}
+
+impl ModelProvider for Recording {
+    fn name(&self) -> &str {
+        "recording"
+    }
+    fn is_simulated(&self) -> bool {
+        true
+    }
+    fn stream(&self, req: ModelRequest) -> BoxStream<'static, Result<StreamEvent, ModelError>> {
+        self.prompts.lock().unwrap().push((
+            req.system.static_prefix.clone(),
+            req.system.dynamic_suffix.clone(),
+        ));
+        self.inner.stream(req)
     }
 }
 

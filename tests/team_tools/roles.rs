@@ -6,9 +6,13 @@ use serde_json::json;
 
 use crate::support::{Team, run};
 
-const TEAMMATE_TOOLS: [&str; 8] = [
+const TEAMMATE_TOOLS: [&str; 12] = [
     "todo_write",
     "todo_read",
+    "memory_write",
+    "memory_read",
+    "memory_forget",
+    "skill_load",
     "task_list",
     "task_get",
     "task_update",
@@ -44,6 +48,10 @@ fn each_role_gets_exactly_its_tools_in_a_stable_order() {
             "grep",
             "todo_write",
             "todo_read",
+            "memory_write",
+            "memory_read",
+            "memory_forget",
+            "skill_load",
             "task_create",
             "task_list",
             "task_get",

@@ -15,7 +15,9 @@ use std::num::NonZeroU32;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::tools::{Tool, ToolKind};
+use crate::tools::memory::{MemoryForgetTool, MemoryWriteTool};
+use crate::tools::todo::TodoWriteTool;
+use crate::tools::{Tool, ToolKind, TypedTool};
 
 pub use fork::FORK_PLACEHOLDER;
 pub(crate) use fork::SubagentLink;
@@ -53,9 +55,17 @@ impl SubagentRole {
         if tool.name() == AGENT_TOOL {
             return false;
         }
+        // Read-kind by permission (no mode guards them), but they change what the caller and
+        // later conversations know: an explore or verify subagent only looks.
+        let keeps_state = [
+            MemoryWriteTool::NAME,
+            MemoryForgetTool::NAME,
+            TodoWriteTool::NAME,
+        ]
+        .contains(&tool.name());
         match self {
-            Self::Explore => tool.kind() == ToolKind::Read,
-            Self::Verify => matches!(tool.kind(), ToolKind::Read | ToolKind::Exec),
+            Self::Explore => tool.kind() == ToolKind::Read && !keeps_state,
+            Self::Verify => matches!(tool.kind(), ToolKind::Read | ToolKind::Exec) && !keeps_state,
             Self::General => tool.kind() != ToolKind::Other,
         }
     }
@@ -116,5 +126,28 @@ impl Default for SubagentSettings {
             max_turns: NonZeroU32::MIN.saturating_add(19), // 20
             roles: SubagentRole::ALL.to_vec(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::memory::memory_tools;
+    use crate::tools::todo::todo_tools;
+
+    #[test]
+    fn looking_subagents_may_read_memories_and_todos_but_not_change_them() {
+        let tools: Vec<_> = memory_tools().into_iter().chain(todo_tools()).collect();
+        let allowed = |role: SubagentRole| -> Vec<String> {
+            tools
+                .iter()
+                .filter(|t| role.allows(t.as_ref()))
+                .map(|t| t.name().to_string())
+                .collect()
+        };
+        for role in [SubagentRole::Explore, SubagentRole::Verify] {
+            assert_eq!(allowed(role), ["memory_read", "todo_read"], "{role:?}");
+        }
+        assert_eq!(allowed(SubagentRole::General).len(), tools.len());
     }
 }

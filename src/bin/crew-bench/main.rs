@@ -8,6 +8,7 @@ mod claims;
 mod git;
 mod interrupt;
 mod mailbox;
+mod memory;
 mod proc;
 mod render;
 mod sandbox;
@@ -141,6 +142,18 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Long-term memory: the prompt's index of full scopes (rebuilt every model call) and a
+    /// memory_write (which rewrites MEMORY.md).
+    Memory {
+        #[arg(long, default_value_t = 200)]
+        memories: usize,
+        #[arg(long, default_value_t = 2048)]
+        body_bytes: usize,
+        #[arg(long, default_value_t = 100)]
+        rounds: usize,
+        #[arg(long)]
+        json: bool,
+    },
     /// `crew attach claude`: Claude Code inbox versions deleted after each lifetime (ms),
     /// how many reach crew's log and how soon.
     Attach {
@@ -227,6 +240,12 @@ fn main() -> ExitCode {
         Command::Git(bench) => git::run(bench),
         Command::Bash { rounds, json } => bash_rules::run(rounds, json),
         Command::Sandbox { runs, json } => sandbox::run(runs, json),
+        Command::Memory {
+            memories,
+            body_bytes,
+            rounds,
+            json,
+        } => memory::run(memories, body_bytes, rounds, json),
         Command::Attach {
             messages,
             lifetimes,

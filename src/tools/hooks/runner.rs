@@ -36,6 +36,8 @@ pub(super) struct HookOutput {
     pub(super) updated_input: Option<Value>,
     additional_context: Option<String>,
     system_message: Option<String>,
+    /// A memory to keep (`Stop` and `PostToolUseFailure` only): the fields of `memory_write`.
+    memory: Option<Value>,
     /// Claude-Code-style nesting of the same fields; top-level values win.
     hook_specific_output: Option<Box<HookOutput>>,
 }
@@ -56,6 +58,7 @@ impl HookOutput {
             self.updated_input = self.updated_input.or(inner.updated_input);
             self.additional_context = self.additional_context.or(inner.additional_context);
             self.system_message = self.system_message.or(inner.system_message);
+            self.memory = self.memory.or(inner.memory);
         }
         self
     }
@@ -94,7 +97,28 @@ impl HookOutput {
                 event,
                 text: t.clone(),
             });
-        context.chain(message).collect()
+        context
+            .chain(message)
+            .chain(self.memory_note(event))
+            .collect()
+    }
+
+    /// The hook's `memory`, to be kept by the agent, or why it cannot be.
+    fn memory_note(&self, event: HookEvent) -> Option<Note> {
+        let memory = self.memory.as_ref()?;
+        if !matches!(event, HookEvent::Stop | HookEvent::PostToolUseFailure) {
+            return Some(Note::Warning {
+                text: format!(
+                    "a {event:?} hook cannot keep a memory (only Stop and PostToolUseFailure hooks can); ignored"
+                ),
+            });
+        }
+        Some(match serde_json::from_value(memory.clone()) {
+            Ok(memory) => Note::Remember { event, memory },
+            Err(e) => Note::Warning {
+                text: format!("a {event:?} hook's memory is invalid ({e}); ignored"),
+            },
+        })
     }
 }
 

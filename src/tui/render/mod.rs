@@ -7,6 +7,7 @@ pub(crate) mod diff;
 mod header;
 pub(crate) mod lead;
 mod mailboxes;
+pub(crate) mod memories;
 pub(crate) mod overlay;
 mod tasks;
 pub(crate) mod teammates;

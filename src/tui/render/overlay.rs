@@ -1,4 +1,5 @@
-//! Dialogs over the panes: help (generated from the active keymap), prompts, confirmations.
+//! Dialogs over the panes: help (generated from the active keymap), prompts, confirmations,
+//! an agent's memories (see `memories`).
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -22,10 +23,13 @@ pub fn render(state: &AppState, frame: &mut Frame, body: Rect) {
         Some(Overlay::Help { scroll }) => help(state, *scroll, frame, body),
         Some(Overlay::Prompt(prompt)) => render_prompt(state, prompt, frame, body),
         Some(Overlay::Confirm(what)) => confirm(state, what, frame, body),
+        Some(Overlay::Memories(view)) => {
+            crate::tui::render::memories::render(state, view, frame, body)
+        }
     }
 }
 
-fn centered(body: Rect, width: u16, height: u16) -> Rect {
+pub(crate) fn centered(body: Rect, width: u16, height: u16) -> Rect {
     let w = width.min(body.width);
     let h = height.min(body.height);
     Rect::new(
@@ -36,7 +40,7 @@ fn centered(body: Rect, width: u16, height: u16) -> Rect {
     )
 }
 
-fn popup<'a>(state: &AppState, title: String) -> Block<'a> {
+pub(crate) fn popup<'a>(state: &AppState, title: String) -> Block<'a> {
     Block::default()
         .borders(Borders::ALL)
         .border_style(state.theme.style("border.focus"))

@@ -1,0 +1,80 @@
+//! `crew memory list | show`: what agents remember, for the person (read-only).
+
+use serde_json::json;
+
+use crate::cli::args::MemoryCommand;
+use crate::cli::exit::CliError;
+use crate::cli::output;
+use crate::cli::project::Project;
+use crate::store::{MemoryBook, MemoryScope};
+
+pub fn run(project: &Project, cmd: MemoryCommand) -> anyhow::Result<()> {
+    match cmd {
+        MemoryCommand::List { agent, json } => list(project, agent.as_deref(), json),
+        MemoryCommand::Show { name, agent } => show(project, agent.as_deref(), &name),
+    }
+}
+
+/// The memory book of `agent` (the lead by default), which must be on the team.
+fn book(project: &Project, agent: Option<&str>) -> anyhow::Result<MemoryBook> {
+    let name = agent.unwrap_or_else(|| project.config.lead_name());
+    if project.config.agent(name).is_none() {
+        return Err(CliError::Usage(format!(
+            "no agent named {:?} in crew.toml",
+            output::one_line(name)
+        ))
+        .into());
+    }
+    Ok(MemoryBook::new(&project.workspace.crew_dir(), name).with_limits(project.config.limits))
+}
+
+fn list(project: &Project, agent: Option<&str>, as_json: bool) -> anyhow::Result<()> {
+    let book = book(project, agent)?;
+    let root = project.workspace.root();
+    let scopes = [MemoryScope::Agent, MemoryScope::Team];
+    if as_json {
+        let mut memories = Vec::new();
+        let mut broken = Vec::new();
+        for scope in scopes {
+            let (found, bad) = book.list(scope);
+            memories.extend(found.iter().map(|m| {
+                json!({
+                    "scope": scope,
+                    "name": m.name,
+                    "type": m.kind,
+                    "description": m.description,
+                    "path": m.path,
+                    "missing_paths": m.missing_paths(root),
+                })
+            }));
+            broken.extend(bad.iter().map(|e| e.to_string()));
+        }
+        return output::json(&json!({"memories": memories, "broken": broken}));
+    }
+    for scope in scopes {
+        println!(
+            "{} ({})",
+            book.scope_label(scope),
+            book.scope_dir(scope).display()
+        );
+        print!(
+            "{}",
+            output::block(&book.prompt_index(scope, root, usize::MAX, usize::MAX))
+        );
+    }
+    Ok(())
+}
+
+fn show(project: &Project, agent: Option<&str>, name: &str) -> anyhow::Result<()> {
+    let book = book(project, agent)?;
+    let memory = book
+        .read(None, name)
+        .map_err(|e| CliError::Refused(e.to_string()))?;
+    println!(
+        "{}",
+        output::one_line(&memory.index_line(Some(project.workspace.root())))
+    );
+    println!("{}\n", memory.path.display());
+    println!("{}", output::block(&memory.body));
+    Ok(())
+}
