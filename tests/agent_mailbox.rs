@@ -1,13 +1,16 @@
 //! The mailbox prompter: a permission request goes to the lead's inbox, the person answers,
 //! the asker wakes on the file event. Approve, reject, timeout, and the whole path through
 //! the agent loop.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod agent_support;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_support::{Build, Repo, assert_completed, drain, eventually, policy, scenario};
+use agent_support::{
+    BUDGET, Build, Repo, assert_completed, drain, eventually_async, policy, scenario,
+};
 use crew::agent::{AgentEvent, EventSink, MailboxPrompter};
 use crew::store::MessageKind;
 use crew::store::{Mailboxes, RequestInfo, Roster, Workspace};
@@ -35,7 +38,7 @@ fn ask(repo: &Repo) -> PermissionAsk {
 /// Waits for alice's pending permission request to appear in the lead's inbox.
 async fn pending_request(boxes: &Mailboxes) -> RequestInfo {
     let mut found = None;
-    let seen = eventually(Duration::from_secs(20), || {
+    let seen = eventually_async(BUDGET, || {
         found = boxes
             .requests(DEFAULT_TIMEOUT)
             .unwrap()
@@ -138,7 +141,7 @@ async fn through_the_loop_an_ask_waits_for_the_person_and_the_tool_then_runs() {
     let boxes = Workspace::new(&repo.root).mailboxes();
     let prompter = MailboxPrompter::new(boxes.clone(), roster(), "alice", "lead", DEFAULT_TIMEOUT);
     let pipeline = Pipeline::new(
-        ToolRegistry::core_tools(),
+        ToolRegistry::core_tools().unwrap(),
         policy(PermissionMode::Ask, &[], &[], &[]),
     )
     .with_prompter(Arc::new(prompter));

@@ -1,13 +1,14 @@
 //! Tool calls through the loop: hooks against deny rules, rewritten input, cancellation
 //! mid-tool, the wall-time limit and huge outputs.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod agent_support;
 
 use std::time::Duration;
 
 use agent_support::{
-    Build, Repo, assert_completed, assert_normalised, drain, eventually, policy, rendered,
-    scenario, transcript, turn,
+    BUDGET, Build, Repo, assert_completed, assert_normalised, drain, eventually_async, policy,
+    rendered, scenario, transcript, turn,
 };
 use crew::agent::{AgentEvent, Limits, StopReason};
 use crew::tools::permissions::PermissionMode;
@@ -34,7 +35,7 @@ async fn a_hook_allow_loses_to_a_deny_rule() {
         r#"cat >/dev/null; echo '{"hookSpecificOutput":{"permissionDecision":"allow"}}'"#,
     );
     let pipeline = Pipeline::new(
-        ToolRegistry::core_tools(),
+        ToolRegistry::core_tools().unwrap(),
         policy(PermissionMode::Ask, &[], &[], &["bash(rm:*)"]),
     )
     .with_hooks(pre_tool_use_hook(hook.clone()));
@@ -56,7 +57,7 @@ async fn a_hook_allow_loses_to_a_deny_rule() {
     // Control: without the deny rule the same hook's allow does open the call (Ask mode would
     // otherwise refuse it, as nobody is there to ask).
     let pipeline = Pipeline::new(
-        ToolRegistry::core_tools(),
+        ToolRegistry::core_tools().unwrap(),
         policy(PermissionMode::Ask, &[], &[], &[]),
     )
     .with_hooks(pre_tool_use_hook(hook));
@@ -80,7 +81,7 @@ async fn the_tool_gets_the_hooks_input_while_history_and_transcript_keep_the_mod
         r#"cat >/dev/null; echo '{"hookSpecificOutput":{"updatedInput":{"command":"echo rewritten"}}}'"#,
     );
     let pipeline = Pipeline::new(
-        ToolRegistry::core_tools(),
+        ToolRegistry::core_tools().unwrap(),
         policy(PermissionMode::WorkspaceWrite, &[], &[], &[]),
     )
     .with_hooks(pre_tool_use_hook(hook));
@@ -122,7 +123,7 @@ async fn cancelling_mid_tool_leaves_a_valid_normalised_transcript() {
     let (result, ()) = tokio::join!(
         agent.run_turn("wait a while".into(), cancel.clone()),
         async {
-            assert!(eventually(Duration::from_secs(20), || started.exists()).await);
+            assert!(eventually_async(BUDGET, || started.exists()).await);
             cancel.cancel();
         }
     );
@@ -223,7 +224,7 @@ async fn a_blocking_stop_hook_forces_one_continuation_only() {
     }])
     .unwrap();
     let pipeline = Pipeline::new(
-        ToolRegistry::core_tools(),
+        ToolRegistry::core_tools().unwrap(),
         policy(PermissionMode::WorkspaceWrite, &[], &[], &[]),
     )
     .with_hooks(hooks);

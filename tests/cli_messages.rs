@@ -1,4 +1,5 @@
 //! `crew send`, `inbox`, `requests`, `respond` end to end.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod common;
 
@@ -7,6 +8,7 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use common::wait::poll;
 use common::{Repo, crew_exe};
 use serde_json::Value;
 
@@ -198,7 +200,7 @@ fn permission_requests_are_answered_by_the_person_only_and_expire() {
     ]);
     let quick = quick.trim();
     // A zero-second timeout has passed as soon as the clock moves on.
-    let state = poll(|| {
+    let state = poll("the request's state", || {
         let all = repo.json(&["requests", "--json"]);
         let r = all["requests"]
             .as_array()
@@ -266,14 +268,4 @@ fn follow_streams_new_messages_as_they_arrive() {
         last.is_some(),
         "the message sent while following never showed"
     );
-}
-
-fn poll<T>(mut f: impl FnMut() -> Option<T>) -> T {
-    for _ in 0..200 {
-        if let Some(v) = f() {
-            return v;
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
-    panic!("condition not reached in time");
 }

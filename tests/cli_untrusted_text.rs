@@ -1,5 +1,6 @@
 //! Text agents write reaches a person's terminal through the CLI: escape sequences are shown
 //! escaped, a line break cannot fake a line, and sizes are limited with a clear refusal.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod common;
 

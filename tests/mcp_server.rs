@@ -2,6 +2,7 @@
 //! tools of each role, every tool call, refusals), and by the lines the real Claude Code client
 //! sent to an MCP server (`tests/fixtures/claude-code/permission-mcp.traffic.jsonl`, recorded
 //! from Claude Code 2.1.197), replayed byte for byte.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod common;
 

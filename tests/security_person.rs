@@ -2,6 +2,7 @@
 //! description as a shell script) tries to act as the person and to leak a key into what crew
 //! writes. Each attempt must fail, and the task's result (the agent's report of what its
 //! commands printed) must say why.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod common;
 mod team_support;
@@ -9,6 +10,7 @@ mod team_support;
 use std::time::Duration;
 
 use common::crew_exe;
+use common::wait::BUDGET;
 use team_support::{Team, crew_toml};
 
 /// alice: a writing implementer (in her own worktree) whose every bash command is allowed by a
@@ -28,7 +30,7 @@ fn hostile_team() -> Team {
 
 fn attack(team: &Team, script: &str) -> String {
     team.repo.ok(&["task", "add", "attack", "--desc", script]);
-    let done = team.wait_task("task_1", "completed", Duration::from_secs(30));
+    let done = team.wait_task("task_1", "completed", BUDGET);
     done["result"].as_str().unwrap().to_string()
 }
 

@@ -1,5 +1,6 @@
 //! Invariant 2: processes killed with SIGKILL at random instants while writing leave every
 //! task file and every inbox line parseable, and no task half-written.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod common;
 

@@ -1,16 +1,18 @@
 //! A team budget in crew.toml: once the team has spent it, a worker takes no new work and asks
 //! the person (a `budget_request`); approving raises it by its size once more, rejecting stops
 //! the worker.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod common;
 mod team_support;
 
 use std::time::Duration;
 
+use common::wait::BUDGET;
 use serde_json::Value;
 use team_support::{Team, crew_toml, eventually};
 
-const WAIT: Duration = Duration::from_secs(20);
+const WAIT: Duration = BUDGET;
 
 fn budget_requests(team: &Team) -> Vec<Value> {
     team.requests()

@@ -4,6 +4,7 @@
 //! the CLI, a follow-up message is another line to the same process, the transcript holds the
 //! CLI's events, and a CLI that is missing, of another version, speaking garbage or crashing
 //! fails the task with the reason while the worker carries on.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod common;
 mod team_support;
@@ -11,10 +12,11 @@ mod team_support;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use common::wait::BUDGET;
 use serde_json::Value;
 use team_support::{Team, crew_toml, eventually, json_lines};
 
-const WAIT: Duration = Duration::from_secs(30);
+const WAIT: Duration = BUDGET;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

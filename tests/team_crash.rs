@@ -1,12 +1,14 @@
 //! A worker killed with SIGKILL mid-task: the supervisor (`crew up --headless`) notices, gives
 //! its task back with a note, tells the lead and shows it DEAD; another worker finishes the
 //! task; `crew worker restart` brings the dead one back.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod common;
 mod team_support;
 
 use std::time::Duration;
 
+use common::wait::BUDGET;
 use team_support::{eventually, signal, slow_step_holder, slow_team};
 
 #[test]
@@ -22,10 +24,10 @@ fn a_killed_worker_is_declared_dead_its_task_goes_to_another_and_it_can_be_resta
     let before = team.status(&victim);
     assert_eq!(before["state"], "WORK", "{before}");
     assert_eq!(before["task"], "task_1", "{before}");
-    let pid = before["pid"].as_u64().unwrap() as u32;
+    let pid = u32::try_from(before["pid"].as_u64().unwrap()).unwrap();
     signal(pid, libc::SIGKILL);
 
-    let dead = team.wait_state(&victim, "DEAD", Duration::from_secs(15));
+    let dead = team.wait_state(&victim, "DEAD", BUDGET);
     assert_eq!(dead["pid"], pid, "{dead}");
     // What its bash was running did not outlive it.
     let slow: u32 = std::fs::read_to_string(team.repo.join(".crew/slow.pid"))
@@ -33,13 +35,11 @@ fn a_killed_worker_is_declared_dead_its_task_goes_to_another_and_it_can_be_resta
         .trim()
         .parse()
         .unwrap();
-    eventually(
-        "the dead worker's slow.sh to end",
-        Duration::from_secs(10),
-        || (!crew::store::pid_alive(slow)).then_some(()),
-    );
+    eventually("the dead worker's slow.sh to end", BUDGET, || {
+        (!crew::store::pid_alive(slow)).then_some(())
+    });
     // The other worker takes the task over and finishes it (slow.sh is quick the second time).
-    let done = team.wait_task("task_1", "completed", Duration::from_secs(20));
+    let done = team.wait_task("task_1", "completed", BUDGET);
     assert_eq!(done["owner"], other, "{done}");
     let notes: Vec<&str> = done["notes"]
         .as_array()
@@ -70,7 +70,7 @@ fn a_killed_worker_is_declared_dead_its_task_goes_to_another_and_it_can_be_resta
 
     let run = team.repo.crew(&["worker", "restart", &victim]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let back = eventually("the restarted worker", Duration::from_secs(15), || {
+    let back = eventually("the restarted worker", BUDGET, || {
         let s = team.status(&victim);
         (s["state"] == "IDLE" && s["pid"] != pid).then_some(s)
     });

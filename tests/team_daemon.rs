@@ -2,6 +2,7 @@
 //! and attaches a screen; the screen can go (detach, a closed terminal) and come back, two can
 //! watch at once, `crew down` and the screen's stop end it through the shutdown protocol with
 //! its progress shown, and a killed daemon is taken over by the next `crew up`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod common;
 mod pty_support;
@@ -280,9 +281,12 @@ fn a_killed_daemon_is_taken_over_by_the_next_up() {
     let team = asking_team();
     let (mut screen, guard) = up(&team);
     let old = guard.pid().unwrap();
-    let alice = team.wait_state("alice", "IDLE", LONG)["pid"]
-        .as_u64()
-        .unwrap() as u32;
+    let alice = u32::try_from(
+        team.wait_state("alice", "IDLE", LONG)["pid"]
+            .as_u64()
+            .unwrap(),
+    )
+    .unwrap();
     signal(old, libc::SIGKILL);
     // The screen sees its team gone and ends.
     screen.wait_exit();
@@ -324,9 +328,12 @@ fn a_restarted_worker_belongs_to_the_daemon_not_the_terminal() {
     let team = asking_team();
     let (mut screen, guard) = up(&team);
     let daemon = guard.pid().unwrap();
-    let first = team.wait_state("alice", "IDLE", LONG)["pid"]
-        .as_u64()
-        .unwrap() as u32;
+    let first = u32::try_from(
+        team.wait_state("alice", "IDLE", LONG)["pid"]
+            .as_u64()
+            .unwrap(),
+    )
+    .unwrap();
     signal(first, libc::SIGKILL);
     team.wait_state("alice", "DEAD", LONG);
 
@@ -337,7 +344,7 @@ fn a_restarted_worker_belongs_to_the_daemon_not_the_terminal() {
     );
     let second = eventually("alice running again", LONG, || {
         let s = team.status("alice");
-        let pid = s["pid"].as_u64()? as u32;
+        let pid = u32::try_from(s["pid"].as_u64()?).ok()?;
         (s["state"] == "IDLE" && pid != first).then_some(pid)
     });
     assert_eq!(parent_of(second), Some(daemon));

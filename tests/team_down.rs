@@ -1,12 +1,14 @@
 //! `crew down`: idle workers accept the shutdown request and end SHUTDOWN; a worker holding a
 //! task refuses (the refusal is a visible answer) and is ended after `--timeout`, its task
 //! given back.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod common;
 mod team_support;
 
 use std::time::Duration;
 
+use common::wait::BUDGET;
 use team_support::{slow_step_holder, slow_team};
 
 #[test]
@@ -21,7 +23,7 @@ fn down_shuts_idle_workers_and_ends_a_busy_one_after_the_timeout() {
     } else {
         ("alice", alice, bob)
     };
-    team.wait_state(idle, "IDLE", Duration::from_secs(10));
+    team.wait_state(idle, "IDLE", BUDGET);
 
     let down = team.repo.crew(&["down", "--timeout", "3"]);
     assert_eq!(down.code, 0, "{}", down.stderr);

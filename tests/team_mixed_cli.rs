@@ -3,6 +3,7 @@
 //! `tests/fixtures/*/demo.transcript.jsonl`) completes the demo goal. Each CLI's permission
 //! prompts are answered through the store as the approvals pane does, both CLIs' diffs are
 //! reviewed and merged, and crew's reviewer runs the project's tests on the merged code.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod common;
 mod team_support;

@@ -1,6 +1,7 @@
 //! Plan mode: a teammate with plan_mode_required sends its plan to the lead and gets no write
 //! tool until a plan of its is approved. The test answers as the lead (`crew respond --as
 //! lead`); only `crew worker --name alice` runs.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod common;
 mod team_support;
@@ -9,6 +10,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use common::wait::BUDGET;
 use team_support::{Team, crew_toml, eventually};
 
 const REJECTION: &str = "rejected: write second, not first";
@@ -33,16 +35,12 @@ fn plan_team(teammate_extra: &str, mode: &str) -> (Team, team_support::Bg) {
 
 /// The `n`th (1-based) plan approval request alice sent.
 fn plan_request(team: &Team, n: usize) -> Value {
-    eventually(
-        &format!("plan request {n}"),
-        Duration::from_secs(20),
-        || {
-            team.requests()
-                .into_iter()
-                .filter(|r| r["type"] == "plan_approval_request" && r["from"] == "alice")
-                .nth(n - 1)
-        },
-    )
+    eventually(&format!("plan request {n}"), BUDGET, || {
+        team.requests()
+            .into_iter()
+            .filter(|r| r["type"] == "plan_approval_request" && r["from"] == "alice")
+            .nth(n - 1)
+    })
 }
 
 fn id(request: &Value) -> String {
@@ -53,7 +51,7 @@ fn id(request: &Value) -> String {
 fn told_lead(team: &Team, prefix: &str) -> String {
     eventually(
         &format!("alice to tell the lead {prefix:?}"),
-        Duration::from_secs(20),
+        BUDGET,
         || {
             team.inbox("lead").into_iter().find_map(|m| {
                 let text = m["text"].as_str()?;
@@ -88,7 +86,7 @@ fn plan_then_write((team, mut alice): (Team, team_support::Bg)) {
         first["text"].as_str().unwrap().ends_with("first"),
         "{first}"
     );
-    team.wait_task("task_1", "completed", Duration::from_secs(20));
+    team.wait_task("task_1", "completed", BUDGET);
 
     // Before any approval there is no write tool at all.
     tell_alice(&team, "go ahead and write");

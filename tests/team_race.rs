@@ -1,11 +1,13 @@
 //! Two `crew worker` processes, both idle and watching, wake on the same new task: exactly one
 //! claims it and does it, every time.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod common;
 mod team_support;
 
 use std::time::Duration;
 
+use common::wait::BUDGET;
 use team_support::{Team, crew_toml};
 
 #[test]
@@ -20,15 +22,15 @@ fn two_idle_workers_racing_for_each_new_task_do_it_exactly_once() {
     let mut alice = team.worker("alice");
     let mut bob = team.worker("bob");
     for round in 1..=3 {
-        team.wait_state("alice", "IDLE", Duration::from_secs(20));
-        team.wait_state("bob", "IDLE", Duration::from_secs(20));
+        team.wait_state("alice", "IDLE", BUDGET);
+        team.wait_state("bob", "IDLE", BUDGET);
         team.repo.ok(&["task", "add", &format!("race {round}")]);
         let id = format!("task_{round}");
-        let done = team.wait_task(&id, "completed", Duration::from_secs(20));
+        let done = team.wait_task(&id, "completed", BUDGET);
         let owner = done["owner"].as_str().unwrap();
         assert_eq!(done["result"], format!("{owner} did it"), "{done}");
         // The worker tells the lead once it has finished; wait for that before counting.
-        let reports = team_support::eventually("the report", Duration::from_secs(10), || {
+        let reports = team_support::eventually("the report", BUDGET, || {
             let reports: Vec<_> = team
                 .inbox("lead")
                 .into_iter()

@@ -2,12 +2,14 @@
 //! the plan it made earlier, also after the team is stopped and started again; a teammate killed with
 //! SIGKILL mid-task and restarted continues that task's conversation (the cut call gets its
 //! interrupted result).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod common;
 mod team_support;
 
 use std::time::Duration;
 
+use common::wait::BUDGET;
 use team_support::{SLOW_SH, Team, crew_toml, eventually, signal};
 
 /// The assistant texts of `agent`'s conversation `key`, as kept on disk.
@@ -31,15 +33,11 @@ fn said(team: &Team, agent: &str, key: &str) -> Vec<String> {
 }
 
 fn wait_said(team: &Team, agent: &str, key: &str, needle: &str) -> String {
-    eventually(
-        &format!("{agent} to say {needle:?}"),
-        Duration::from_secs(20),
-        || {
-            said(team, agent, key)
-                .into_iter()
-                .find(|t| t.contains(needle))
-        },
-    )
+    eventually(&format!("{agent} to say {needle:?}"), BUDGET, || {
+        said(team, agent, key)
+            .into_iter()
+            .find(|t| t.contains(needle))
+    })
 }
 
 fn tell(team: &Team, to: &str, text: &str) {
@@ -119,16 +117,16 @@ fn a_killed_teammate_restarted_continues_its_task_conversation() {
         "up",
         &["up", "--headless", "--approve", "allow", "--until-done"],
     );
-    eventually("the slow step to start", Duration::from_secs(20), || {
+    eventually("the slow step to start", BUDGET, || {
         team.repo.join(".crew/slow-once").exists().then_some(())
     });
-    let pid = team.status("alice")["pid"].as_u64().unwrap() as u32;
+    let pid = u32::try_from(team.status("alice")["pid"].as_u64().unwrap()).unwrap();
     signal(pid, libc::SIGKILL);
-    team.wait_state("alice", "DEAD", Duration::from_secs(15));
+    team.wait_state("alice", "DEAD", BUDGET);
 
     let run = team.repo.crew(&["worker", "restart", "alice"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let done = team.wait_task("task_1", "completed", Duration::from_secs(30));
+    let done = team.wait_task("task_1", "completed", BUDGET);
     // The restarted worker's first reply saw the call the kill cut, with its interrupted result.
     assert_eq!(
         done["result"], "Resumed after: tool call interrupted",
@@ -149,7 +147,7 @@ fn crew_interrupt_stops_a_long_tool_keeps_the_task_and_a_message_resumes_it() {
     let team = slow_alice();
     let mut alice = team.worker("alice");
     team.repo.ok(&["task", "add", "a slow task"]);
-    let slow: u32 = eventually("the slow step to start", Duration::from_secs(20), || {
+    let slow: u32 = eventually("the slow step to start", BUDGET, || {
         std::fs::read_to_string(team.repo.join(".crew/slow.pid"))
             .ok()?
             .trim()
@@ -158,7 +156,7 @@ fn crew_interrupt_stops_a_long_tool_keeps_the_task_and_a_message_resumes_it() {
     });
     let asked = std::time::Instant::now();
     team.repo.ok(&["interrupt", "alice"]);
-    let stopped = eventually("alice to stop", Duration::from_secs(10), || {
+    let stopped = eventually("alice to stop", BUDGET, || {
         let s = team.status("alice");
         (s["state"] == "IDLE").then_some(s)
     });
@@ -202,7 +200,7 @@ fn crew_interrupt_stops_a_long_tool_keeps_the_task_and_a_message_resumes_it() {
 
     // The next message continues the same conversation and finishes the task.
     tell(&team, "alice", "carry on");
-    let done = team.wait_task("task_1", "completed", Duration::from_secs(20));
+    let done = team.wait_task("task_1", "completed", BUDGET);
     let result = done["result"].as_str().unwrap();
     assert!(result.starts_with("Resumed after:"), "{done}");
     let said = said(&team, "alice", "task_1");

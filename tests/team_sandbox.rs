@@ -4,6 +4,7 @@
 //! lacks a piece (forced here through the probe's test switch), every command asks instead,
 //! bypass or not. Needs Landlock and user namespaces: without them the first test fails and
 //! says which piece is missing.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod common;
 mod team_support;
@@ -12,6 +13,7 @@ use std::io::ErrorKind;
 use std::net::TcpListener;
 use std::time::Duration;
 
+use common::wait::BUDGET;
 use crew::tools::sandbox::{Readiness, TEST_MISSING_ENV, readiness};
 use team_support::{Team, crew_toml};
 
@@ -156,13 +158,13 @@ fn without_a_full_sandbox_every_command_asks_even_in_bypass_mode() {
         &[(TEST_MISSING_ENV, "landlock")],
     );
     team.repo.ok(&["task", "add", "touch a file"]);
-    let (_, asked) = team.waiting_request("alice", Duration::from_secs(20));
+    let (_, asked) = team.waiting_request("alice", BUDGET);
     let text = asked.to_string();
     assert!(text.contains("the sandbox is unavailable here"), "{text}");
     assert!(text.contains("Landlock"), "names the missing piece: {text}");
 
     // Nobody answers: the request expires into a denial and the command never ran.
-    let done = team.wait_task("task_1", "completed", Duration::from_secs(20));
+    let done = team.wait_task("task_1", "completed", BUDGET);
     assert!(
         done["result"]
             .as_str()

@@ -1,11 +1,13 @@
 //! A permission request nobody answers (no policy, no screen) expires, and an expired request
 //! is a denial: the worker shows WAITING while it waits, then carries on without the command.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod common;
 mod team_support;
 
 use std::time::Duration;
 
+use common::wait::BUDGET;
 use team_support::{Team, crew_toml};
 
 #[test]
@@ -20,11 +22,11 @@ fn an_unanswered_permission_request_expires_into_a_denial() {
     let mut alice = team.worker("alice");
     team.repo.ok(&["task", "add", "touch a file"]);
 
-    let (request_id, asked) = team.waiting_request("alice", Duration::from_secs(20));
+    let (request_id, asked) = team.waiting_request("alice", BUDGET);
     assert_eq!(team.status("alice")["task"], "task_1");
     assert_eq!(asked["type"], "permission_request", "{asked}");
 
-    let done = team.wait_task("task_1", "completed", Duration::from_secs(20));
+    let done = team.wait_task("task_1", "completed", BUDGET);
     let result = done["result"].as_str().unwrap();
     // The tool result the agent saw: a denial naming the request that went unanswered.
     assert!(result.starts_with("Could not create it"), "{done}");
@@ -45,7 +47,7 @@ fn an_unanswered_permission_request_expires_into_a_denial() {
         .unwrap();
     assert_eq!(request["state"], "expired", "{request}");
     assert!(request["answered_by"].is_null(), "{request}");
-    team.wait_state("alice", "IDLE", Duration::from_secs(10));
+    team.wait_state("alice", "IDLE", BUDGET);
 
     let down = team.repo.crew(&["down", "--timeout", "10"]);
     assert_eq!(down.code, 0, "{}", down.stderr);
@@ -66,7 +68,7 @@ fn dont_ask_denies_without_making_a_request() {
     let mut alice = team.worker("alice");
     team.repo.ok(&["task", "add", "touch a file"]);
 
-    let done = team.wait_task("task_1", "completed", Duration::from_secs(20));
+    let done = team.wait_task("task_1", "completed", BUDGET);
     let result = done["result"].as_str().unwrap();
     assert!(result.starts_with("Could not create it"), "{done}");
     assert!(result.contains("dont-ask mode denies"), "{done}");

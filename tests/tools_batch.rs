@@ -1,19 +1,19 @@
 //! Batches: consecutive safe calls in parallel, the rest one at a time, results in call order;
 //! a failure cancels its parallel siblings without ending the batch; cancelling the batch
 //! still gives every call a result.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod tools_support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
 use crew::tools::permissions::PermissionMode;
 use crew::tools::{
     Pipeline, ToolContext, ToolError, ToolFuture, ToolKind, ToolOutput, ToolRegistry, TypedTool,
 };
 use serde_json::json;
-use tools_support::{Fixture, call, eventually, policy};
+use tools_support::{BUDGET, Fixture, call, eventually_async, policy};
 
 /// A test tool. Input `{"mode": ...}`: "ok", "fail", "hang" (until cancelled),
 /// "meet" (waits until `meet_target` calls are inside at once: proves parallelism),
@@ -57,10 +57,9 @@ impl TypedTool for Probe {
                     Err(ToolError::Cancelled)
                 }
                 "meet" => {
-                    let met = eventually(Duration::from_secs(10), || {
-                        probe.max_inside.load(Ordering::SeqCst) >= 2
-                    })
-                    .await;
+                    let met =
+                        eventually_async(BUDGET, || probe.max_inside.load(Ordering::SeqCst) >= 2)
+                            .await;
                     Ok(if met {
                         ToolOutput::ok("met")
                     } else {
@@ -163,13 +162,7 @@ async fn cancelling_the_batch_answers_every_call() {
     let watcher = {
         let probe = Arc::clone(&probe);
         tokio::spawn(async move {
-            assert!(
-                eventually(Duration::from_secs(10), || probe
-                    .started
-                    .load(Ordering::SeqCst)
-                    == 2)
-                .await
-            );
+            assert!(eventually_async(BUDGET, || probe.started.load(Ordering::SeqCst) == 2).await);
             cancel.cancel();
         })
     };

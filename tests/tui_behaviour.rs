@@ -1,7 +1,10 @@
 //! The screen driven by key events in-process against a real workspace: every answer lands in
 //! the store exactly as the protocol expects.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod tui_support;
+#[path = "common/wait.rs"]
+mod wait;
 
 use std::fs;
 use std::path::Path;
@@ -14,6 +17,7 @@ use crew::tui::{Effect, Pane};
 use git2::{IndexAddOption, Repository, RepositoryInitOptions, Signature};
 use serde_json::json;
 use tui_support::{Harness, inbox, workspace};
+use wait::poll;
 
 fn roster() -> Roster {
     Roster::new(["lead", "alice", "bob", "carol"].map(String::from))
@@ -157,14 +161,11 @@ fn a_new_request_rings_the_bell_and_runs_the_notify_command() {
     h.changed(&[".mailboxes/user.jsonl"]);
     assert!(h.effects.iter().any(|e| matches!(e, Effect::Bell)));
     let notified = dir.path().join("notified.txt");
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !fs::read_to_string(&notified).is_ok_and(|t| t.contains(id.as_str())) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "notify_command never ran"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    poll("notify_command to run", || {
+        fs::read_to_string(&notified)
+            .is_ok_and(|t| t.contains(id.as_str()))
+            .then_some(())
+    });
 }
 
 #[test]

@@ -1,11 +1,13 @@
 //! `crew demo` with its screen, in a real pseudo-terminal: the person approves every permission
 //! request and merges every review from the approvals pane (reached with ctrl-r from the lead's
 //! text box), and the scripted team finishes the goal behind the screen.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+mod common;
 mod pty_support;
 
 use pty_support::{DaemonGuard, Screen};

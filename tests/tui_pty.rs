@@ -1,5 +1,6 @@
 //! The built `crew ui` in a real pseudo-terminal (portable-pty), its screen read back with
 //! vt100. Every wait polls the screen or the store with a timeout; nothing sleeps blindly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod common;
 mod pty_support;

@@ -1,4 +1,5 @@
 //! Snapshots of the whole screen and of every pane, from a fixed workspace at a fixed "now".
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod tui_support;
 

@@ -1,10 +1,11 @@
 //! Steering the team from the screen, in-process with key events against a real workspace:
 //! editing a task's dependencies, assigning it, asking a teammate to shut down, restarting a
 //! dead one (a real `crew worker` process), and unfolding the lead's tool calls.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 mod tui_support;
-
-use std::time::{Duration, Instant};
+#[path = "common/wait.rs"]
+mod wait;
 
 use crew::agent::transcript::Row;
 use crew::store::MessageKind;
@@ -14,6 +15,7 @@ use crew::tui::data::Change;
 use crew::tui::event::Event;
 use ratatui::crossterm::event::{KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use tui_support::{Harness, inbox, workspace};
+use wait::poll;
 
 fn add(ws: &Workspace, subject: &str, blocked_by: &[&str]) -> String {
     ws.tasks()
@@ -42,17 +44,6 @@ fn clear_field(h: &mut Harness) {
     for _ in 0..40 {
         h.press(&["backspace"]);
     }
-}
-
-fn poll<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let until = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < until {
-        if let Some(v) = f() {
-            return v;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("timed out waiting for {what}");
 }
 
 #[test]
@@ -329,7 +320,8 @@ fn clicking_a_folded_call_unfolds_it_and_clicking_again_folds_it() {
     let row = screen
         .lines()
         .position(|l| l.contains("▸ ← bash"))
-        .expect("the folded result is on screen") as u16;
+        .expect("the folded result is on screen");
+    let row = u16::try_from(row).unwrap();
     let click = |h: &mut Harness| {
         h.feed(Event::Mouse(MouseEvent {
             kind: MouseEventKind::Down(MouseButton::Left),
@@ -373,7 +365,7 @@ fn a_zoomed_teammates_call_unfolds_with_a_click_too() {
     h.press(&["esc", "z"]);
     assert_eq!(h.state.focus, Pane::Teammates);
     let screen = tui_support::screen_text(&mut h.state, 60, 20);
-    let row = screen.lines().position(|l| l.contains("▸ ← bash")).unwrap() as u16;
+    let row = u16::try_from(screen.lines().position(|l| l.contains("▸ ← bash")).unwrap()).unwrap();
     h.feed(Event::Mouse(MouseEvent {
         kind: MouseEventKind::Down(MouseButton::Left),
         column: 6,

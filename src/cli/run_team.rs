@@ -199,11 +199,11 @@ pub fn signal_stop(stop: Arc<AtomicBool>) -> anyhow::Result<()> {
         .context("starting the signal listener")?;
     std::thread::spawn(move || {
         runtime.block_on(async {
-            let mut term =
-                match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                    Ok(s) => s,
-                    Err(_) => return,
-                };
+            let Ok(mut term) =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            else {
+                return;
+            };
             tokio::select! {
                 _ = tokio::signal::ctrl_c() => {}
                 _ = term.recv() => {}

@@ -226,6 +226,10 @@ impl<'de> Deserialize<'de> for Dollars {
 impl Price {
     /// The cost of these token counts in millionths of a dollar: a price per million tokens
     /// is exactly millionths of a dollar per token.
+    #[allow(
+        clippy::cast_possible_truncation,
+        reason = "a float-to-int `as` saturates (NaN is 0): the right end for a cost"
+    )]
     pub fn micros(&self, input: u64, output: u64, cache_read: u64, cache_write: u64) -> u64 {
         let read = self.cache_read.unwrap_or(self.input).0;
         let write = self.cache_write.unwrap_or(self.input).0;

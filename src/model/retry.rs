@@ -189,7 +189,7 @@ impl<P: ModelProvider> Attempts<P> {
         tracing::warn!(
             provider = self.inner.name(),
             attempt = self.attempt,
-            wait_ms = wait.as_millis() as u64,
+            wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
             %error,
             "model call failed, retrying"
         );

@@ -268,6 +268,15 @@ pub struct ModelRequest {
     pub context: RequestContext,
 }
 
+/// Dollars as millionths of a dollar, rounded.
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "a float-to-int `as` saturates (NaN is 0): the right end for a cost"
+)]
+pub fn micros_of_dollars(dollars: f64) -> u64 {
+    (dollars * 1e6).round() as u64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -211,7 +211,7 @@ mod tests {
         while !writer.is_finished() {
             let bytes = read_consistent(&path).unwrap();
             let value: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
-            let v = value["v"].as_u64().unwrap() as usize;
+            let v = usize::try_from(value["v"].as_u64().unwrap()).unwrap();
             assert_eq!(bytes, version(v).as_bytes());
         }
         writer.join().unwrap();

@@ -100,7 +100,7 @@ impl DirWatcher {
                 },
             ];
             // Rounded up: a timeout under a millisecond must still wait, not spin.
-            let ms = left.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
+            let ms = i32::try_from(left.as_micros().div_ceil(1000)).unwrap_or(i32::MAX);
             // SAFETY: `fds` is a live array of two pollfd and its length is passed with it.
             let ready = unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) };
             if ready > 0 {

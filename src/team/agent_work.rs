@@ -307,7 +307,8 @@ impl AgentWork {
         ));
         let extra: Vec<String> = self.config.team.test_command.iter().cloned().collect();
         let plan_approved = self.plan_approved();
-        let registry = toolset(&self.role, self.writes, plan_approved, env, &extra);
+        let registry = toolset(&self.role, self.writes, plan_approved, env, &extra)
+            .map_err(|e| e.to_string())?;
         // Until its plan is approved an agent is in plan mode whatever the configured mode, so
         // no tool (whatever its toolset) writes or runs commands; then `plan` gives way.
         let mode = if plan_approved {

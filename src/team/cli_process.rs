@@ -63,8 +63,10 @@ impl CliProcess {
             .stderr(Stdio::piped())
             .spawn()?;
         let stdin = child.stdin.take();
-        let stdout = child.stdout.take().expect("stdout is piped");
-        let mut stderr_pipe = child.stderr.take().expect("stderr is piped");
+        let unpiped =
+            |what: &str| std::io::Error::other(format!("{bin}: its {what} is not a pipe"));
+        let stdout = child.stdout.take().ok_or_else(|| unpiped("stdout"))?;
+        let mut stderr_pipe = child.stderr.take().ok_or_else(|| unpiped("stderr"))?;
         let (tx, lines) = channel();
         thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {

@@ -96,12 +96,14 @@ impl CommandWork {
     }
 
     fn emitter(&mut self, status: &StatusHandle) -> Result<Arc<Emitter>, String> {
-        if self.emitter.is_none() {
-            let path = transcript_path(self.workspace.root(), &self.name, &new_id("session"));
-            let writer = TranscriptWriter::open(path).map_err(|e| e.to_string())?;
-            self.emitter = Some(Arc::new(Emitter::new(status_sink(status.clone()), writer)));
+        if let Some(emitter) = &self.emitter {
+            return Ok(Arc::clone(emitter));
         }
-        Ok(Arc::clone(self.emitter.as_ref().expect("opened above")))
+        let path = transcript_path(self.workspace.root(), &self.name, &new_id("session"));
+        let writer = TranscriptWriter::open(path).map_err(|e| e.to_string())?;
+        let emitter = Arc::new(Emitter::new(status_sink(status.clone()), writer));
+        self.emitter = Some(Arc::clone(&emitter));
+        Ok(emitter)
     }
 
     /// One run of `cmd` for `input` in `workdir`, its output streamed to `emitter`.

@@ -42,6 +42,8 @@ pub enum McpError {
     Unknown(String, StoreError),
     #[error("the MCP session on stdio failed: {0}")]
     Session(String),
+    #[error("the team tools did not register: {0}")]
+    Tools(#[from] crate::tools::registry::RegistryError),
 }
 
 /// One agent's team tools over MCP.
@@ -73,7 +75,7 @@ impl TeamMcpServer {
             .collect();
         let root = workspace.root();
         Ok(Self {
-            tools: team_toolset(&role, env),
+            tools: team_toolset(&role, env)?,
             all,
             ctx: ToolContext::new(root, root.join(".crew/tool-results")),
             name: name.to_string(),
@@ -165,7 +167,9 @@ impl ServerHandler for TeamMcpServer {
             tracing::warn!(agent = %self.name, tool = name, "crew mcp refused: {}", refusal.message);
             return Err(refusal);
         }
-        let tool = self.tools.get(name).expect("checked by refuse");
+        let Some(tool) = self.tools.get(name) else {
+            return Err(ErrorData::invalid_params(format!("no tool {name}"), None));
+        };
         let failed =
             |text: String| Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
         // The pipeline's own steps, without hooks and permission: the client asked for the call

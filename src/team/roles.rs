@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::team::tools::{ReadOnlyBash, TeamEnv, team_tools};
 use crate::tools::builtin;
+use crate::tools::registry::RegistryError;
 use crate::tools::{Tool, ToolRegistry, memory_tools, skill_tools, todo_tools};
 
 /// The lead plans and coordinates; it reads but does not change files itself.
@@ -45,7 +46,7 @@ pub fn toolset(
     plan_approved: bool,
     env: Arc<TeamEnv>,
     extra_bash_allow: &[String],
-) -> ToolRegistry {
+) -> Result<ToolRegistry, RegistryError> {
     // (file tools from the core set, whether a read-only bash is added, team tools)
     let (files, read_only_bash, team): (&[&str], bool, &[&str]) = match role {
         "lead" => (READING, false, LEAD),
@@ -77,7 +78,7 @@ pub fn toolset(
 
 /// The team tools of `role` alone, plus `read_inbox`: what `crew mcp` serves to an agent whose
 /// own CLI brings the file tools and whose messages may not be pushed to it.
-pub fn team_toolset(role: &str, env: Arc<TeamEnv>) -> ToolRegistry {
+pub fn team_toolset(role: &str, env: Arc<TeamEnv>) -> Result<ToolRegistry, RegistryError> {
     let team = if role == "lead" { LEAD } else { TEAMMATE };
     registry_of(
         team_tools(env)
@@ -87,13 +88,12 @@ pub fn team_toolset(role: &str, env: Arc<TeamEnv>) -> ToolRegistry {
     )
 }
 
-fn registry_of(tools: Vec<Arc<dyn Tool>>) -> ToolRegistry {
+/// Names are distinct and schemas are constants, so this fails only on a programming slip,
+/// which the role tests (they register every toolset) catch.
+fn registry_of(tools: Vec<Arc<dyn Tool>>) -> Result<ToolRegistry, RegistryError> {
     let mut registry = ToolRegistry::new();
     for tool in tools {
-        // Names are distinct and schemas are constants; the role tests register every toolset.
-        registry
-            .register(tool)
-            .expect("role toolsets register cleanly");
+        registry.register(tool)?;
     }
-    registry
+    Ok(registry)
 }

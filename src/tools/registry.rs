@@ -45,16 +45,14 @@ impl ToolRegistry {
     }
 
     /// The built-in tools: read, write, edit, glob, grep, bash.
-    pub fn core_tools() -> Self {
+    /// Fails only on a programming slip (a duplicate name or a bad constant schema), which the
+    /// tests below catch.
+    pub fn core_tools() -> Result<Self, RegistryError> {
         let mut registry = Self::new();
         for tool in builtin::core_tools() {
-            // The built-in schemas are derived the same way every time and snapshotted by tests,
-            // and their names are distinct.
-            registry
-                .register(tool)
-                .expect("built-in tools register cleanly");
+            registry.register(tool)?;
         }
-        registry
+        Ok(registry)
     }
 
     /// Adds a tool at the end; its schema must compile and its name must be new.
@@ -124,19 +122,19 @@ mod tests {
 
     #[test]
     fn core_tools_in_stable_order() {
-        let registry = ToolRegistry::core_tools();
+        let registry = ToolRegistry::core_tools().unwrap();
         assert_eq!(
             registry.names(),
             ["read", "write", "edit", "glob", "grep", "bash"]
         );
         let defs = registry.definitions();
         assert_eq!(defs.len(), 6);
-        assert_eq!(defs, ToolRegistry::core_tools().definitions());
+        assert_eq!(defs, ToolRegistry::core_tools().unwrap().definitions());
     }
 
     #[test]
     fn subset_keeps_registry_order_and_refuses_unknown_names() {
-        let registry = ToolRegistry::core_tools();
+        let registry = ToolRegistry::core_tools().unwrap();
         let sub = registry.subset(&["grep", "read"]).unwrap();
         assert_eq!(sub.names(), ["read", "grep"]);
         assert_eq!(
@@ -147,7 +145,7 @@ mod tests {
 
     #[test]
     fn duplicates_are_refused() {
-        let mut registry = ToolRegistry::core_tools();
+        let mut registry = ToolRegistry::core_tools().unwrap();
         let again = builtin::core_tools().remove(0);
         assert_eq!(
             registry.register(again).unwrap_err(),

@@ -205,7 +205,11 @@ impl Loader {
         let offset = self.transcript_offsets.get(path).copied().unwrap_or(0);
         let bytes = fs::read(path).ok()?;
         let reset = (bytes.len() as u64) < offset;
-        let start = if reset { 0 } else { offset as usize };
+        let start = if reset {
+            0
+        } else {
+            usize::try_from(offset).unwrap_or(bytes.len())
+        };
         let complete = bytes[start..]
             .iter()
             .rposition(|&b| b == b'\n')

@@ -89,9 +89,17 @@ pub fn tab_cells(tabs: Rect, labels: &[String]) -> Vec<(Pane, Rect)> {
     let mut x = tabs.x;
     let mut out = Vec::new();
     for (pane, label) in PANES.iter().zip(labels) {
-        let w = (label.chars().count() as u16 + 2).min(tabs.right().saturating_sub(x));
+        let w = cells(label.chars().count())
+            .saturating_add(2)
+            .min(tabs.right().saturating_sub(x));
         out.push((*pane, Rect::new(x, tabs.y, w, 1)));
         x = x.saturating_add(w + 1);
     }
     out
+}
+
+/// A count of rows or columns as terminal cells, capped at what a terminal can have (a cast
+/// would wrap a huge count round to a small one).
+pub fn cells(n: usize) -> u16 {
+    u16::try_from(n).unwrap_or(u16::MAX)
 }

@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 #[path = "../tools_support/mod.rs"]
 mod tools_support;
-pub use tools_support::{eventually, policy};
+pub use tools_support::{BUDGET, eventually_async, policy};
 
 /// A temporary repository root; the agent works in it directly.
 pub struct Repo {
@@ -62,7 +62,7 @@ pub fn scenario(name: &str) -> Arc<dyn ModelProvider> {
 /// Core tools, workspace-write mode, no hooks, no prompter.
 pub fn core_pipeline() -> Pipeline {
     Pipeline::new(
-        ToolRegistry::core_tools(),
+        ToolRegistry::core_tools().unwrap(),
         policy(PermissionMode::WorkspaceWrite, &[], &[], &[]),
     )
 }

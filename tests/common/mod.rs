@@ -1,6 +1,8 @@
 //! Helpers for tests that drive the built `crew` binary in a scratch git repository.
 #![allow(dead_code)] // each test file uses its own subset of these helpers
 
+pub mod wait;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

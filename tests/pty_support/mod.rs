@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use portable_pty::{Child, CommandBuilder, PtySize, native_pty_system};
 
-pub const TIMEOUT: Duration = Duration::from_secs(20);
+pub const TIMEOUT: Duration = wait::BUDGET;
 
 pub struct Screen {
     parser: vt100::Parser,
@@ -161,17 +161,10 @@ impl Screen {
     }
 }
 
-/// Polls `check` until it gives a value; fails after `TIMEOUT`.
-pub fn poll<T>(what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + TIMEOUT;
-    loop {
-        if let Some(v) = check() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(25));
-    }
-}
+// Every crate with the screen has `mod common` too: one copy of the wait helper.
+use crate::common::wait;
+#[allow(unused_imports)] // not every crate that uses the screen waits on anything else
+pub use crate::common::wait::poll;
 
 /// Ends the team daemon of the repository at `root` (and its whole process group: the workers
 /// it started) when the test ends, however it ends: CI runs many tests at once, and a daemon
@@ -185,7 +178,7 @@ impl DaemonGuard {
     pub fn pid(&self) -> Option<u32> {
         let text = std::fs::read_to_string(self.root.join(".crew/daemon.json")).ok()?;
         let v: serde_json::Value = serde_json::from_str(&text).ok()?;
-        v["pid"].as_u64().map(|p| p as u32)
+        v["pid"].as_u64().and_then(|p| u32::try_from(p).ok())
     }
 }
 

@@ -6,11 +6,13 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::common::{Repo, crew_exe};
+
+pub use crate::common::wait::{BUDGET, eventually};
 
 /// Every line of a JSON-lines file (a fake CLI's log), none while it does not exist yet.
 pub fn json_lines(path: &Path) -> Vec<Value> {
@@ -19,18 +21,6 @@ pub fn json_lines(path: &Path) -> Vec<Value> {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
-}
-
-/// Polls `f` every 50 ms until it gives a value; panics naming `what` after `timeout`.
-pub fn eventually<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) -> T {
-    let until = Instant::now() + timeout;
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < until, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// A `crew` process started by the test. A thread reaps it as soon as it exits, so it never
@@ -235,7 +225,7 @@ impl Team {
         dir.filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
             .filter_map(|t| serde_json::from_str::<Value>(&t).ok())
             .filter(|v| v["state"] != "SHUTDOWN" && v["state"] != "DEAD")
-            .filter_map(|v| v["pid"].as_u64().map(|p| p as u32))
+            .filter_map(|v| v["pid"].as_u64().and_then(|p| u32::try_from(p).ok()))
             .collect()
     }
 }
@@ -307,7 +297,7 @@ pub fn slow_team() -> Team {
 
 /// Waits until some worker runs the slow step of `task`; returns its name.
 pub fn slow_step_holder(team: &Team, task: &str) -> String {
-    eventually("the slow step to start", Duration::from_secs(20), || {
+    eventually("the slow step to start", BUDGET, || {
         let t = team.task(task);
         let owner = t["owner"].as_str()?.to_string();
         (t["status"] == "in_progress" && team.repo.join(".crew/slow-once").exists())

@@ -22,7 +22,7 @@ const TEAMMATE_TOOLS: [&str; 12] = [
 ];
 
 fn tools_of(team: &Team, role: &str, writes: bool, plan_approved: bool) -> ToolRegistry {
-    toolset(role, writes, plan_approved, team.env("alice"), &[])
+    toolset(role, writes, plan_approved, team.env("alice"), &[]).unwrap()
 }
 
 fn names(registry: &ToolRegistry) -> Vec<String> {
@@ -136,7 +136,7 @@ async fn a_reviewers_bash_runs_only_reading_commands_and_the_test_command() {
     let team = Team::new();
     let ctx = team.ctx();
     let extra = vec!["cargo test".to_string()];
-    let registry = toolset("reviewer", false, true, team.env("bob"), &extra);
+    let registry = toolset("reviewer", false, true, team.env("bob"), &extra).unwrap();
     let bash = registry.get("bash").unwrap();
     let refused = [
         (
@@ -214,7 +214,7 @@ async fn through_the_pipeline_a_refusal_reaches_the_model_with_the_stores_words(
     let policy =
         || PermissionPolicy::new(PermissionMode::Ask, &rules, BypassSwitches::default()).unwrap();
     let lead = Pipeline::new(
-        toolset("lead", false, true, team.env("lead"), &[]),
+        toolset("lead", false, true, team.env("lead"), &[]).unwrap(),
         policy(),
     );
     let call = |name: &str, input| ToolCall {
@@ -236,11 +236,11 @@ async fn through_the_pipeline_a_refusal_reaches_the_model_with_the_stores_words(
         "the lead has no claim_task"
     );
     let alice = Pipeline::new(
-        toolset("implementer", true, true, team.env("alice"), &[]),
+        toolset("implementer", true, true, team.env("alice"), &[]).unwrap(),
         policy(),
     );
     let bob = Pipeline::new(
-        toolset("reviewer", false, true, team.env("bob"), &[]),
+        toolset("reviewer", false, true, team.env("bob"), &[]).unwrap(),
         policy(),
     );
     assert!(!alice.run(claim.clone(), &ctx).await.output.is_error);

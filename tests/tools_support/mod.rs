@@ -2,7 +2,6 @@
 #![allow(dead_code)] // each test binary uses a different part of this module
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use crew::tools::permissions::{BypassSwitches, PermissionMode, PermissionPolicy, RuleSet};
 use crew::tools::{Pipeline, ToolCall, ToolContext, ToolRegistry};
@@ -66,7 +65,10 @@ pub fn policy(
 
 /// Core tools under `mode` with the given allow and deny rules, no hooks, no prompter.
 pub fn pipeline(mode: PermissionMode, allow: &[&str], deny: &[&str]) -> Pipeline {
-    Pipeline::new(ToolRegistry::core_tools(), policy(mode, allow, &[], deny))
+    Pipeline::new(
+        ToolRegistry::core_tools().unwrap(),
+        policy(mode, allow, &[], deny),
+    )
 }
 
 pub fn call(id: &str, name: &str, input: Value) -> ToolCall {
@@ -77,17 +79,10 @@ pub fn call(id: &str, name: &str, input: Value) -> ToolCall {
     }
 }
 
-/// Polls `condition` every 20 ms until it holds or `limit` passes.
-pub async fn eventually(limit: Duration, mut condition: impl FnMut() -> bool) -> bool {
-    let deadline = tokio::time::Instant::now() + limit;
-    while tokio::time::Instant::now() < deadline {
-        if condition() {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    condition()
-}
+#[path = "../common/wait.rs"]
+mod wait;
+#[allow(unused_imports)] // some crates that use the fixture wait on nothing
+pub use wait::{BUDGET, eventually_async};
 
 /// Whether a process id still names a live (non-zombie) process.
 pub fn process_alive(pid: i32) -> bool {

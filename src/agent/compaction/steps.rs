@@ -238,7 +238,7 @@ mod tests {
     #[tokio::test]
     async fn spilling_skips_the_read_tool() {
         let dir = tempfile::tempdir().unwrap();
-        let registry = ToolRegistry::core_tools();
+        let registry = ToolRegistry::core_tools().unwrap();
         let big = "y".repeat(5_000);
         let mut history: Vec<ChatMessage> = turn(0, "read", &big)
             .into_iter()

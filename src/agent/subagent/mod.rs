@@ -123,7 +123,7 @@ impl Default for SubagentSettings {
     fn default() -> Self {
         Self {
             enabled: true,
-            max_turns: NonZeroU32::new(20).expect("20 is not zero"),
+            max_turns: NonZeroU32::MIN.saturating_add(19), // 20
             roles: SubagentRole::ALL.to_vec(),
         }
     }

@@ -109,7 +109,7 @@ async fn measure(turns: usize, history: usize, resumed: bool) -> anyhow::Result<
         agent
             .run_turn(format!("ping {turn}"), CancellationToken::new())
             .await;
-        let total = start.elapsed().as_nanos() as u64;
+        let total = nanos(start.elapsed());
         let provider = provider_nanos.load(Ordering::Relaxed) - provider_before;
         if turn >= WARMUP {
             overhead.push(total.saturating_sub(provider) as f64 / 1_000.0);
@@ -121,7 +121,6 @@ async fn measure(turns: usize, history: usize, resumed: bool) -> anyhow::Result<
     })
 }
 
-/// A history of `len` messages: chat turns with a tool round trip every other turn.
 /// The agent benchmarks run: `bench`, core tools, workspace-write, no sandbox, working in `dir`.
 pub(crate) fn bench_agent(
     dir: &std::path::Path,
@@ -139,7 +138,7 @@ pub(crate) fn bench_agent(
             role: "coder".into(),
             model,
             model_name: String::new(),
-            pipeline: Pipeline::new(ToolRegistry::core_tools(), policy),
+            pipeline: Pipeline::new(ToolRegistry::core_tools()?, policy),
             workspace: dir.to_path_buf(),
             repo_root: dir.to_path_buf(),
             limits: Limits::default(),
@@ -151,6 +150,7 @@ pub(crate) fn bench_agent(
     )?)
 }
 
+/// A history of `len` messages: chat turns with a tool round trip every other turn.
 pub(crate) fn seed_history(len: usize) -> Vec<ChatMessage> {
     let mut messages = Vec::with_capacity(len + 3);
     let mut n = 0;
@@ -203,7 +203,7 @@ impl ModelProvider for Timed {
         let start = Instant::now();
         let inner = self.inner.stream(req);
         self.nanos
-            .fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            .fetch_add(nanos(start.elapsed()), Ordering::Relaxed);
         TimedStream {
             inner,
             nanos: Arc::clone(&self.nanos),
@@ -224,7 +224,12 @@ impl Stream for TimedStream {
         let start = Instant::now();
         let polled = self.inner.poll_next_unpin(cx);
         self.nanos
-            .fetch_add(start.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            .fetch_add(nanos(start.elapsed()), Ordering::Relaxed);
         polled
     }
+}
+
+/// A duration in nanoseconds; saturates after 584 years.
+fn nanos(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }

@@ -210,7 +210,7 @@ fn usage_from(value: &Value) -> Usage {
         cost_micros: value["cost"]
             .as_f64()
             .filter(|c| c.is_finite() && *c >= 0.0)
-            .map(|dollars| (dollars * 1e6).round() as u64),
+            .map(crate::model::types::micros_of_dollars),
     }
 }
 

@@ -19,8 +19,9 @@ pub use scenario::{Rule, Scenario, ScenarioError, ScriptedError, ScriptedStop, T
 
 /// The scenario used when a spec names none: echoes the latest user text.
 /// Scenarios shipped inside the binary, by name: `scenario = "demo"` in crew.toml needs no file.
+const ECHO: &str = include_str!("../../../assets/scenarios/echo.toml");
 const BUILTIN: &[(&str, &str)] = &[
-    ("echo", include_str!("../../../assets/scenarios/echo.toml")),
+    ("echo", ECHO),
     ("demo", include_str!("../../../assets/scenarios/demo.toml")),
 ];
 
@@ -52,8 +53,7 @@ impl ScriptedProvider {
 
     /// The built-in echo scenario (`assets/scenarios/echo.toml`).
     pub fn echo() -> Result<Self, ScenarioError> {
-        // "echo" is in BUILTIN, a constant table, so it is always found.
-        Self::builtin("echo").expect("echo is a built-in scenario")
+        Scenario::parse(ECHO, Path::new("assets/scenarios/echo.toml")).map(Self::new)
     }
 
     /// A scenario shipped inside the binary, if `name` is one (`echo`, `demo`).

@@ -67,6 +67,8 @@ pub enum ClaudeError {
     NotJson(String),
     #[error("Claude Code exited mid-turn ({0})")]
     Died(String),
+    #[error("Claude Code was not started")]
+    NotStarted,
     #[error(transparent)]
     Io(#[from] std::io::Error),
 }
@@ -178,7 +180,9 @@ impl ClaudeCodeWork {
 
     /// The live session, started (in the teammate's working folder) when there is none.
     fn session(&mut self, status: &StatusHandle) -> Result<&mut Session, String> {
-        if self.session.is_none() {
+        let session = if let Some(session) = self.session.take() {
+            session
+        } else {
             let workdir = working_dir(&self.workspace, &self.config, &self.name, self.writes)
                 .map_err(|e| format!("no worktree: {e}"))?;
             let mut args: Vec<String> = PROTOCOL_ARGS.iter().map(|a| a.to_string()).collect();
@@ -205,7 +209,7 @@ impl ClaudeCodeWork {
             })?;
             let path = transcript_path(self.workspace.root(), &self.name, &new_id("session"));
             let writer = TranscriptWriter::open(path).map_err(|e| e.to_string())?;
-            self.session = Some(Session {
+            Session {
                 process,
                 emitter: Arc::new(Emitter::new(status_sink(status.clone()), writer)),
                 translator: Translator::default(),
@@ -213,9 +217,9 @@ impl ClaudeCodeWork {
                 turns: 0,
                 cost_so_far: 0.0,
                 initialised: false,
-            });
-        }
-        Ok(self.session.as_mut().expect("just started"))
+            }
+        };
+        Ok(self.session.insert(session))
     }
 
     /// What crew adds to the CLI's arguments: its team tools as the MCP server `crew`
@@ -238,7 +242,9 @@ impl ClaudeCodeWork {
     fn turn(&mut self, input: &str, cancel: &CancellationToken) -> Result<TurnEnd, ClaudeError> {
         let prompter = person_prompter(&self.workspace, &self.config, &self.name);
         let session_file = self.session_file();
-        let session = self.session.as_mut().expect("started by run");
+        let Some(session) = self.session.as_mut() else {
+            return Err(ClaudeError::NotStarted);
+        };
         let events = Arc::clone(&session.emitter);
         let prompter = prompter.with_events(EventSink::new(move |e| events.emit(e)));
         let sent = session.process.send(&json!({
@@ -414,21 +420,26 @@ impl Work for ClaudeCodeWork {
             config: &self.config,
             name: &self.name,
         };
-        let started = started.map(|()| {
-            let session = self.session.as_mut().expect("started above");
-            (&*session.emitter, &mut session.turns)
+        let started = started.and_then(|()| {
+            let session = self
+                .session
+                .as_mut()
+                .ok_or_else(|| ClaudeError::NotStarted.to_string())?;
+            Ok((&*session.emitter, &mut session.turns))
         });
         if let Some(failed) = cli_agent::begin(&branch, self.writes, job, started, &input, status) {
             return failed;
         }
         let ended = self.turn(&input, cancel);
         let broken = ended.is_err();
-        let session = self.session.as_mut().expect("started above");
+        let Some(session) = self.session.as_mut() else {
+            return JobOutcome::failed(ClaudeError::NotStarted.to_string());
+        };
         let ended = ended.map_err(|e| e.to_string()).map(|end| {
             let cost_micros = end.total_cost_usd.map(|total| {
                 let spent = (total - session.cost_so_far).max(0.0);
                 session.cost_so_far = total;
-                (spent * 1_000_000.0).round() as u64
+                crate::model::types::micros_of_dollars(spent)
             });
             TurnEnding {
                 success: end.success,

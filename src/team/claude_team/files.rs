@@ -112,7 +112,7 @@ pub fn to_crew(message: &InboxMessage, to: &str, crew_name: &dyn Fn(&str) -> Str
         ts: message.timestamp.clone(),
         from: crew_name(&message.from),
         to: crew_name(to),
-        kind: "message".into(),
+        kind: MessageKind::Message,
         text: Some(message.text.clone()),
         request_id: None,
         approve: None,
@@ -124,10 +124,11 @@ pub fn to_crew(message: &InboxMessage, to: &str, crew_name: &dyn Fn(&str) -> Str
     let Some(kind) = protocol.get("type").and_then(Value::as_str) else {
         return crew;
     };
+    // Claude Code's protocol kinds are crew's own names (unknown ones stay `Other`).
     crew.kind = MessageKind::from(kind);
-    crew.text = Some(describe(kind, &protocol));
-    match kind {
-        "permission_request" => {
+    crew.text = Some(describe(&crew.kind, &protocol));
+    match crew.kind {
+        MessageKind::PermissionRequest => {
             crew.request_id = protocol
                 .get("request_id")
                 .and_then(Value::as_str)
@@ -143,7 +144,7 @@ pub fn to_crew(message: &InboxMessage, to: &str, crew_name: &dyn Fn(&str) -> Str
             crew.extra
                 .insert("timeout_secs".into(), json!(NO_EXPIRY_SECS));
         }
-        "permission_response" => {
+        MessageKind::PermissionResponse => {
             crew.request_id = protocol
                 .get("request_id")
                 .and_then(Value::as_str)
@@ -158,20 +159,22 @@ pub fn to_crew(message: &InboxMessage, to: &str, crew_name: &dyn Fn(&str) -> Str
 }
 
 /// A line for the mailboxes pane: the protocol message's gist, its raw JSON for unknown types.
-fn describe(kind: &str, protocol: &Map<String, Value>) -> String {
+fn describe(kind: &MessageKind, protocol: &Map<String, Value>) -> String {
     let field = |name: &str| protocol.get(name).and_then(Value::as_str).unwrap_or("");
     match kind {
-        "permission_request" => format!(
+        MessageKind::PermissionRequest => format!(
             "asks to use {}: {}",
             field("tool_name"),
             field("description")
         ),
-        "permission_response" => match field("subtype") {
+        MessageKind::PermissionResponse => match field("subtype") {
             "success" => "allowed".to_string(),
             other => format!("denied ({other}) {}", field("error")),
         },
-        "task_assignment" => format!("task {} assigned: {}", field("taskId"), field("subject")),
-        "idle_notification" => format!("idle ({})", field("idleReason")),
+        MessageKind::TaskAssignment => {
+            format!("task {} assigned: {}", field("taskId"), field("subject"))
+        }
+        MessageKind::IdleNotification => format!("idle ({})", field("idleReason")),
         _ => Value::Object(protocol.clone()).to_string(),
     }
 }

@@ -452,14 +452,18 @@ impl Mirror {
                 note: note.clone(),
                 ..AgentStatus::new(&crew, *state)
             };
-            let bytes = serde_json::to_vec_pretty(&status).expect("a status serialises");
+            let bytes = serde_json::to_vec_pretty(&status)
+                .map_err(std::io::Error::from)
+                .map_err(io(&path))?;
             if fs::read(&path).is_ok_and(|old| old == bytes) {
                 continue;
             }
             write_atomic(&path, &bytes).map_err(io(&path))?;
         }
         let members = self.root.join(MEMBERS_FILE);
-        let bytes = serde_json::to_vec(&self.members).expect("names serialise");
+        let bytes = serde_json::to_vec(&self.members)
+            .map_err(std::io::Error::from)
+            .map_err(io(&members))?;
         if !fs::read(&members).is_ok_and(|old| old == bytes) {
             write_atomic(&members, &bytes).map_err(io(&members))?;
         }
@@ -512,7 +516,9 @@ impl Mirror {
             .collect();
         for (id, task) in now {
             let path = tasks_dir.join(format!("{id}.json"));
-            let bytes = serde_json::to_vec_pretty(&task).expect("a task serialises");
+            let bytes = serde_json::to_vec_pretty(&task)
+                .map_err(std::io::Error::from)
+                .map_err(io(&path))?;
             if fs::read(&path).is_ok_and(|old| old == bytes) {
                 continue;
             }

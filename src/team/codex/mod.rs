@@ -70,6 +70,8 @@ pub enum CodexError {
     NoAnswer { method: String, secs: u64 },
     #[error("Codex refused `{method}`: {message}")]
     Refused { method: String, message: String },
+    #[error("Codex was not started")]
+    NotStarted,
 }
 
 /// The live conversation: the app-server, its thread, its transcript.
@@ -156,16 +158,17 @@ impl CodexWork {
 
     /// The live session, started (in the teammate's working folder) when there is none.
     fn session(&mut self, status: &StatusHandle) -> Result<&mut Session, String> {
-        if self.session.is_none() {
+        let session = if let Some(session) = self.session.take() {
+            session
+        } else {
             let workdir = working_dir(&self.workspace, &self.config, &self.name, self.writes)
                 .map_err(|e| format!("no worktree: {e}"))?;
             let path = transcript_path(self.workspace.root(), &self.name, &new_id("session"));
             let writer = TranscriptWriter::open(path).map_err(|e| e.to_string())?;
             let emitter = Arc::new(Emitter::new(status_sink(status.clone()), writer));
-            let session = self.start(workdir, emitter).map_err(|e| e.to_string())?;
-            self.session = Some(session);
-        }
-        Ok(self.session.as_mut().expect("just started"))
+            self.start(workdir, emitter).map_err(|e| e.to_string())?
+        };
+        Ok(self.session.insert(session))
     }
 
     /// Starts the app-server, checks its version and opens (or resumes) the thread.
@@ -249,7 +252,9 @@ impl CodexWork {
     /// `turn/completed` that follows.
     fn turn(&mut self, input: &str, cancel: &CancellationToken) -> Result<TurnEnd, CodexError> {
         let prompter = person_prompter(&self.workspace, &self.config, &self.name);
-        let session = self.session.as_mut().expect("started by run");
+        let Some(session) = self.session.as_mut() else {
+            return Err(CodexError::NotStarted);
+        };
         let events = Arc::clone(&session.emitter);
         let prompter = prompter.with_events(EventSink::new(move |e| events.emit(e)));
         let start = session.rpc.request(
@@ -367,9 +372,12 @@ impl Work for CodexWork {
             config: &self.config,
             name: &self.name,
         };
-        let started = started.map(|()| {
-            let session = self.session.as_mut().expect("started above");
-            (&*session.emitter, &mut session.turns)
+        let started = started.and_then(|()| {
+            let session = self
+                .session
+                .as_mut()
+                .ok_or_else(|| CodexError::NotStarted.to_string())?;
+            Ok((&*session.emitter, &mut session.turns))
         });
         if let Some(failed) = cli_agent::begin(&branch, self.writes, job, started, &input, status) {
             return failed;
@@ -396,7 +404,9 @@ impl Work for CodexWork {
         let reviewer = self.role == "reviewer" && matches!(job, Job::Task(_));
         let (mut outcome, result) =
             cli_agent::conclude(&self.name, reviewer, &input, ended, status);
-        let session = self.session.as_mut().expect("started above");
+        let Some(session) = self.session.as_mut() else {
+            return JobOutcome::failed(CodexError::NotStarted.to_string());
+        };
         session.emitter.emit(AgentEvent::TurnEnd { result });
         if broken {
             // A broken conversation is not reused: the next job starts a fresh process.

@@ -180,7 +180,8 @@ pub fn serve(
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = Some(StopProgress {
             grace_secs: grace.as_secs(),
-            secs_left: left.as_secs_f64().ceil() as u64,
+            // Whole seconds, rounded up.
+            secs_left: left.as_secs() + u64::from(left.subsec_nanos() > 0),
             busy,
             forced,
         });

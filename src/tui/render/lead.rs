@@ -5,6 +5,7 @@ use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
+use crate::tui::layout::cells;
 use crate::tui::render::{badge, conversation, pane_block, plain};
 use crate::tui::state::{AppState, Pane};
 
@@ -46,7 +47,8 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
 /// Where the conversation goes inside the lead pane at `area`, and where the input box goes.
 pub(crate) fn placement(state: &AppState, area: Rect) -> (conversation::Placement, Rect) {
     let inner = Block::default().borders(Borders::ALL).inner(area);
-    let input_rows = (state.input.lines().len() as u16 + 2)
+    let input_rows = cells(state.input.lines().len())
+        .saturating_add(2)
         .clamp(3, 8)
         .min(inner.height / 2);
     let parts = Layout::default()

@@ -81,7 +81,10 @@ pub fn render(state: &AppState, view: &MemoryView, frame: &mut Frame, body: Rect
             ),
         ));
     }
-    let height = area.height.saturating_sub(2 + view.broken.len() as u16) as usize;
+    let height = area
+        .height
+        .saturating_sub(2_u16.saturating_add(crate::tui::layout::cells(view.broken.len())))
+        as usize;
     let start = window_start(view.selected, height);
     for (i, entry) in view.entries.iter().enumerate().skip(start).take(height) {
         let style = if i == view.selected {

@@ -10,6 +10,7 @@ use crate::team::daemon::StopProgress;
 use crate::tui::action::Action;
 use crate::tui::keymap::{MODES, Mode};
 use crate::tui::keys::sequence_text;
+use crate::tui::layout::cells;
 use crate::tui::render::plain;
 use crate::tui::state::{AppState, Confirm, Overlay, Prompt, PromptKind};
 
@@ -111,14 +112,16 @@ fn render_prompt(state: &AppState, prompt: &Prompt, frame: &mut Frame, body: Rec
         PromptKind::ReviewSendBack { id } => format!(" send {id} back "),
         PromptKind::ReviewDiscard { id } => format!(" discard {id} "),
     };
-    let height = prompt.fields.len() as u16 * 2 + 3;
+    let height = cells(prompt.fields.len())
+        .saturating_mul(2)
+        .saturating_add(3);
     let area = centered(body, 64, height);
     frame.render_widget(Clear, area);
     let block = popup(state, title);
     let inner = block.inner(area);
     frame.render_widget(block, area);
     for (i, (label, field)) in prompt.fields.iter().enumerate() {
-        let y = inner.y + i as u16 * 2;
+        let y = inner.y.saturating_add(cells(i).saturating_mul(2));
         if y + 1 >= inner.bottom() {
             break;
         }

@@ -6,11 +6,10 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
-use crate::store::MessageKind;
-use crate::store::TodoStatus;
-use crate::store::{AgentState, AgentStatus};
+use crate::store::{AgentState, AgentStatus, MessageKind, TodoStatus};
 use crate::tui::action::Action;
 use crate::tui::keymap::Mode;
+use crate::tui::layout::cells;
 use crate::tui::render::header::tokens_text;
 use crate::tui::render::{badge, conversation, one_line, pane_block, plain};
 use crate::tui::state::{AppState, Pane};
@@ -40,11 +39,13 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     }
     // Each box gets an equal share, at least 3 rows; only the boxes that fit are drawn,
     // keeping the selected one in view.
-    let per = (inner.height / names.len() as u16).max(3);
+    let per = (inner.height / cells(names.len()).max(1)).max(3);
     let fit = (inner.height / per).max(1) as usize;
     let start = crate::tui::render::window_start(selected, fit);
     for (slot, name) in names.iter().enumerate().skip(start).take(fit) {
-        let y = inner.y + (slot - start) as u16 * per;
+        let y = inner
+            .y
+            .saturating_add(cells(slot - start).saturating_mul(per));
         let rect = Rect::new(inner.x, y, inner.width, per.min(inner.bottom() - y));
         render_one(state, name, slot == selected, frame, rect);
     }
@@ -112,7 +113,7 @@ fn render_one(state: &AppState, name: &str, selected: bool, frame: &mut Frame, a
         .title(Line::from(title));
     frame.render_widget(block, area);
     let (head, placed) = body(state, name, selected, area);
-    let head_area = Rect::new(area.x, area.y + 1, area.width, head.len() as u16);
+    let head_area = Rect::new(area.x, area.y + 1, area.width, cells(head.len()));
     frame.render_widget(Paragraph::new(head), head_area.intersection(area));
     let lines = conversation::window(
         state,
@@ -173,7 +174,7 @@ fn body(
             format!("{plans} plan(s) awaiting approval (the lead's, or yours in approvals)"),
         ));
     }
-    let head = (lines.len() as u16).min(inner.height);
+    let head = cells(lines.len()).min(inner.height);
     let placed = conversation::Placement {
         name: name.to_string(),
         area: Rect::new(inner.x, inner.y + head, inner.width, inner.height - head),

@@ -1,0 +1,46 @@
+//! The one way tests wait for something another thread or process does: poll a condition until
+//! it holds, failing with what was awaited once the budget is spent. A passing wait returns as
+//! soon as its condition holds, so the budget only bounds a failure; it is generous because a
+//! loaded 2-core CI box can stall a process for seconds.
+#![allow(dead_code)] // each test crate uses its own subset
+
+use std::time::{Duration, Instant};
+
+/// How long a wait may take before the test fails.
+pub const BUDGET: Duration = Duration::from_secs(60);
+
+/// How often the condition is checked.
+const EVERY: Duration = Duration::from_millis(25);
+
+/// Polls `check` until it gives a value; panics naming `what` after `budget`.
+pub fn eventually<T>(what: &str, budget: Duration, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + budget;
+    loop {
+        if let Some(v) = check() {
+            return v;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {budget:?} waiting for {what}"
+        );
+        std::thread::sleep(EVERY);
+    }
+}
+
+/// `eventually` with the default budget.
+pub fn poll<T>(what: &str, check: impl FnMut() -> Option<T>) -> T {
+    eventually(what, BUDGET, check)
+}
+
+/// For async tests: whether `check` holds within `budget`, yielding to the runtime between
+/// checks instead of blocking its thread (the caller asserts, or acts on a `false`).
+pub async fn eventually_async(budget: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let deadline = tokio::time::Instant::now() + budget;
+    while tokio::time::Instant::now() < deadline {
+        if check() {
+            return true;
+        }
+        tokio::time::sleep(EVERY).await;
+    }
+    check()
+}
