@@ -75,3 +75,49 @@ fn down_shuts_idle_workers_and_ends_a_busy_one_after_the_timeout() {
         "{task}"
     );
 }
+
+/// A teammate that refuses while busy ("ask again when it is done") is asked again once it is
+/// idle: it ends of its own accord, SHUTDOWN, long before the grace period — not killed at its
+/// end, as a stop that came while it was finishing a task used to be.
+#[test]
+fn a_teammate_that_refused_while_busy_is_asked_again_once_idle() {
+    let team = slow_team();
+    let alice = team.worker("alice");
+    let bob = team.worker("bob");
+    team.repo.ok(&["task", "add", "a slow task"]);
+    let busy = slow_step_holder(&team, "task_1");
+    let mut busy_proc = if busy == "alice" { alice } else { bob };
+
+    let mut down = team.spawn("down", &["down", "--timeout", "600"]);
+    let refused = common::wait::eventually("the busy teammate's refusal", BUDGET, || {
+        team.requests()
+            .into_iter()
+            .find(|r| r["to"] == busy.as_str() && r["state"] == "rejected")
+    });
+    assert!(
+        refused["note"]
+            .as_str()
+            .is_some_and(|n| n.contains("busy with task_1")),
+        "{refused}"
+    );
+    // The slow step ends now: the task completes and the teammate goes idle.
+    let sleeper = std::fs::read_to_string(team.repo.join(".crew/slow.pid")).unwrap();
+    std::process::Command::new("kill")
+        .arg(sleeper.trim())
+        .status()
+        .unwrap();
+
+    // A guard against a hang, not a timing: without asking again this would take 600 s.
+    assert_eq!(down.wait(BUDGET), Some(0));
+    assert_eq!(busy_proc.wait(BUDGET), Some(0));
+    let status = team.status(&busy);
+    assert_eq!(status["state"], "SHUTDOWN", "{status}");
+    assert_eq!(team.task("task_1")["status"], "completed");
+    let asked: Vec<_> = team
+        .requests()
+        .into_iter()
+        .filter(|r| r["type"] == "shutdown_request" && r["to"] == busy.as_str())
+        .map(|r| r["state"].clone())
+        .collect();
+    assert_eq!(asked, ["rejected", "approved"], "{asked:?}");
+}

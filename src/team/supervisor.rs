@@ -9,8 +9,14 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::config::TeamConfig;
-use crate::store::{AgentState, AgentStatus, Draft, Roster, StoreError, Workspace, pid_alive};
+use crate::store::{
+    AgentState, AgentStatus, Draft, RequestId, RequestState, Roster, StoreError, Workspace,
+    pid_alive,
+};
 use crate::store::{MessageKind, USER};
+
+/// How often a stop looks for teammates that refused while busy and are idle now.
+const ASK_AGAIN_EVERY: Duration = Duration::from_millis(250);
 
 /// Something the supervisor saw that the person should know about.
 #[derive(Debug, Clone, PartialEq)]
@@ -261,26 +267,23 @@ impl Supervisor {
             if status.state.is_final() || !pid_alive(status.pid) {
                 continue;
             }
-            self.workspace.mailboxes().send(
-                &self.roster,
-                Draft {
-                    from: self.lead.clone(),
-                    to: name.clone(),
-                    kind: MessageKind::ShutdownRequest,
-                    text: Some("the team is shutting down".into()),
-                    request: true,
-                    ..Draft::default()
-                },
-            )?;
-            asked.push((name.clone(), status.pid));
+            let request = self.ask_to_shut_down(name)?;
+            asked.push((name.clone(), status.pid, request));
         }
         let deadline = Instant::now() + grace;
         let mut forced = false;
+        let mut looked = Instant::now();
         loop {
+            // A teammate finishing a task refuses ("busy, ask again when it is done"); once it
+            // is idle it is asked again, rather than waiting out the grace period to be killed.
+            if looked.elapsed() >= ASK_AGAIN_EVERY {
+                looked = Instant::now();
+                self.ask_again_when_idle(&mut asked)?;
+            }
             let running: Vec<String> = asked
                 .iter()
-                .filter(|(name, pid)| pid_alive(*pid) && !self.has_exited(name))
-                .map(|(name, _)| name.clone())
+                .filter(|(name, pid, _)| pid_alive(*pid) && !self.has_exited(name))
+                .map(|(name, _, _)| name.clone())
                 .collect();
             let left = deadline.saturating_duration_since(Instant::now());
             if running.is_empty() || left.is_zero() {
@@ -298,7 +301,7 @@ impl Supervisor {
             format!("did not stop within {}s", grace.as_secs())
         };
         let mut events = Vec::new();
-        for (name, pid) in asked {
+        for (name, pid, _) in asked {
             if pid_alive(pid) && !self.has_exited(&name) {
                 terminate(pid);
                 if let Some(mut child) = self.children.remove(&name) {
@@ -315,6 +318,53 @@ impl Supervisor {
             }
         }
         Ok(events)
+    }
+
+    /// Sends `name` a shutdown request from the lead; its id.
+    fn ask_to_shut_down(&self, name: &str) -> Result<RequestId, StoreError> {
+        let sent = self.workspace.mailboxes().send(
+            &self.roster,
+            Draft {
+                from: self.lead.clone(),
+                to: name.to_string(),
+                kind: MessageKind::ShutdownRequest,
+                text: Some("the team is shutting down".into()),
+                request: true,
+                ..Draft::default()
+            },
+        )?;
+        Ok(sent.request_id.unwrap_or_default())
+    }
+
+    /// Asks again each teammate that refused its request while busy and is idle now.
+    fn ask_again_when_idle(
+        &self,
+        asked: &mut [(String, u32, RequestId)],
+    ) -> Result<(), StoreError> {
+        let idle = |name: &str| {
+            self.workspace
+                .agents()
+                .read(name)
+                .ok()
+                .flatten()
+                .is_some_and(|s| s.state == AgentState::Idle)
+        };
+        if !asked.iter().any(|(name, _, _)| idle(name)) {
+            return Ok(());
+        }
+        let requests = self
+            .workspace
+            .mailboxes()
+            .requests(Duration::from_secs(3600))?;
+        for (name, _, request) in asked.iter_mut() {
+            let refused = requests
+                .iter()
+                .any(|r| r.request_id == *request && r.state == RequestState::Rejected);
+            if refused && idle(name) {
+                *request = self.ask_to_shut_down(name)?;
+            }
+        }
+        Ok(())
     }
 
     fn has_exited(&mut self, name: &str) -> bool {
