@@ -2,18 +2,100 @@
 //! credentials only the CLI gets, the id of the conversation a restarted worker resumes, their
 //! permissions, and how a turn becomes the job's outcome and what happens to the task after.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::agent::emitter::Emitter;
 use crate::agent::{AgentEvent, StopReason, TurnResult};
 use crate::config::TeamConfig;
 use crate::model::Usage;
-use crate::team::agent_work::{SetupError, cache_tokens, permission_setup};
+use crate::store::{Task, Workspace};
+use crate::team::agent_work::{SetupError, cache_tokens, permission_setup, working_dir};
 use crate::team::status::StatusHandle;
 use crate::team::task_branch::TaskBranch;
 use crate::team::verdict;
 use crate::team::worker::{INTERRUPTED_BY_PERSON, Job, JobOutcome};
-use crate::tools::{PermissionMode, PermissionPolicy};
+use crate::tools::{PermissionMode, PermissionPolicy, SandboxMode};
+
+/// What every CLI teammate is besides its live process: who it is in crew.toml, crew's policy
+/// for it, and a task the person interrupted (their next message continues it).
+pub struct CliTeammate {
+    pub workspace: Workspace,
+    pub config: Arc<TeamConfig>,
+    pub name: String,
+    pub role: String,
+    pub writes: bool,
+    /// The CLI to run: crew.toml's `bin`, else the provider's own name on `PATH`.
+    pub bin: String,
+    pub mode: PermissionMode,
+    pub policy: PermissionPolicy,
+    pub sandbox: SandboxMode,
+    pub runtime: tokio::runtime::Runtime,
+    pub interrupted_task: Option<Task>,
+}
+
+impl CliTeammate {
+    pub fn new(
+        workspace: Workspace,
+        config: Arc<TeamConfig>,
+        name: &str,
+        bypass_flag: bool,
+        default_bin: &str,
+    ) -> Result<Self, SetupError> {
+        let entry = config
+            .agent(name)
+            .ok_or_else(|| SetupError::UnknownAgent(name.to_string()))?;
+        let (mode, policy, runtime) = permissions(&config, name, bypass_flag)?;
+        Ok(CliTeammate {
+            role: config.role_of(name).unwrap_or("lead").to_string(),
+            writes: entry.writes,
+            bin: entry
+                .model
+                .bin
+                .clone()
+                .unwrap_or_else(|| default_bin.to_string()),
+            sandbox: config.permissions.sandbox,
+            name: name.to_string(),
+            workspace,
+            config,
+            mode,
+            policy,
+            runtime,
+            interrupted_task: None,
+        })
+    }
+
+    pub fn branch(&self) -> TaskBranch<'_> {
+        TaskBranch {
+            workspace: &self.workspace,
+            config: &self.config,
+            name: &self.name,
+        }
+    }
+
+    /// The folder the CLI runs in: the teammate's worktree, or the repository for one that
+    /// does not write.
+    pub fn workdir(&self) -> Result<PathBuf, String> {
+        working_dir(&self.workspace, &self.config, &self.name, self.writes)
+            .map_err(|e| format!("no worktree: {e}"))
+    }
+
+    /// Where the CLI's conversation id is kept (`.crew/FOLDER/NAME.EXT`), so a restarted
+    /// worker resumes the conversation.
+    pub fn id_file(&self, folder: &str, ext: &str) -> PathBuf {
+        self.workspace
+            .root()
+            .join(".crew")
+            .join(folder)
+            .join(format!("{}.{ext}", self.name))
+    }
+
+    /// After a job: keeps the task the person interrupted, or commits a writer's task.
+    pub fn settle(&mut self, job: &Job, outcome: &mut JobOutcome) {
+        let held = self.interrupted_task.take();
+        self.interrupted_task = self.branch().settle(job, held, self.writes, outcome);
+    }
+}
 
 /// The credentials crew took out of its environment (see `secret::seal_process`) whose names
 /// start with one of `prefixes` (the CLI's own: `ANTHROPIC_`, `OPENAI_`, …). Only the CLI gets
@@ -167,7 +249,7 @@ pub fn begin(
 
 /// What every CLI teammate needs from crew.toml besides its model: its permission mode and
 /// policy, and a runtime for asking the person.
-pub fn permissions(
+fn permissions(
     config: &TeamConfig,
     name: &str,
     bypass_flag: bool,

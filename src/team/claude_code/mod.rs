@@ -26,16 +26,15 @@ use crate::agent::{AgentEvent, EventSink, MailboxPrompter};
 use crate::config::TeamConfig;
 use crate::store::message::new_id;
 use crate::store::{Task, Workspace};
-use crate::team::agent_work::{SetupError, person_prompter, status_sink, task_packet, working_dir};
+use crate::team::agent_work::{SetupError, person_prompter, status_sink, task_packet};
 use crate::team::status::StatusHandle;
-use crate::team::task_branch::TaskBranch;
 use crate::team::worker::{Job, JobOutcome, Work};
 use crate::team::{mcp, role_prompt};
 use crate::tools::{
     Decision, PermissionAnswer, PermissionAsk, PermissionPolicy, Prompter, SandboxMode, ToolKind,
 };
 
-use crate::team::cli_agent::{self, TurnEnding};
+use crate::team::cli_agent::{self, CliTeammate, TurnEnding};
 use crate::team::cli_process::{CliProcess, Line, StdinClosed};
 use permission::{CrewView, control_response, unsupported};
 use stream::{Translator, TurnEnd};
@@ -99,21 +98,11 @@ struct Session {
 }
 
 pub struct ClaudeCodeWork {
-    workspace: Workspace,
-    config: Arc<TeamConfig>,
-    name: String,
-    role: String,
-    writes: bool,
-    bin: String,
+    seat: CliTeammate,
     args: Vec<String>,
-    policy: PermissionPolicy,
-    sandbox: SandboxMode,
     /// The role's instructions, appended to the CLI's own system prompt.
     instructions: String,
-    runtime: tokio::runtime::Runtime,
     session: Option<Session>,
-    /// A task whose turn the person interrupted: their next message continues it.
-    interrupted_task: Option<Task>,
 }
 
 impl ClaudeCodeWork {
@@ -123,59 +112,37 @@ impl ClaudeCodeWork {
         name: &str,
         bypass_flag: bool,
     ) -> Result<Self, SetupError> {
-        let entry = config
+        let seat = CliTeammate::new(workspace, config, name, bypass_flag, "claude")?;
+        let model = &seat
+            .config
             .agent(name)
-            .ok_or_else(|| SetupError::UnknownAgent(name.to_string()))?;
-        let (_, policy, runtime) = cli_agent::permissions(&config, name, bypass_flag)?;
+            .ok_or_else(|| SetupError::UnknownAgent(name.to_string()))?
+            .model;
         let mut args = Vec::new();
-        if let Some(model) = &entry.model.model {
+        if let Some(model) = &model.model {
             args.extend(["--model".to_string(), model.clone()]);
         }
-        args.extend(entry.model.args.iter().cloned());
-        let role = config.role_of(name).unwrap_or("lead").to_string();
-        role_prompt::check(&config, workspace.root())?;
+        args.extend(model.args.iter().cloned());
+        let root = seat.workspace.root();
+        role_prompt::check(&seat.config, root)?;
         let instructions = format!(
             "{}\n\n{MCP_NOTE}",
             role_prompt::assemble(
-                &role,
-                &role_prompt::duties(&config, workspace.root(), &role)?
+                &seat.role,
+                &role_prompt::duties(&seat.config, root, &seat.role)?
             )
         );
         Ok(Self {
-            role,
-            instructions,
-            writes: entry.writes,
-            bin: entry
-                .model
-                .bin
-                .clone()
-                .unwrap_or_else(|| "claude".to_string()),
+            seat,
             args,
-            sandbox: config.permissions.sandbox,
-            name: name.to_string(),
-            workspace,
-            config,
-            policy,
-            runtime,
+            instructions,
             session: None,
-            interrupted_task: None,
         })
-    }
-
-    fn branch(&self) -> TaskBranch<'_> {
-        TaskBranch {
-            workspace: &self.workspace,
-            config: &self.config,
-            name: &self.name,
-        }
     }
 
     /// Where the CLI's session id is kept, so a restarted worker resumes the conversation.
     fn session_file(&self) -> PathBuf {
-        self.workspace
-            .root()
-            .join(".crew/claude-code")
-            .join(format!("{}.session", self.name))
+        self.seat.id_file("claude-code", "session")
     }
 
     /// The live session, started (in the teammate's working folder) when there is none.
@@ -183,8 +150,7 @@ impl ClaudeCodeWork {
         let session = if let Some(session) = self.session.take() {
             session
         } else {
-            let workdir = working_dir(&self.workspace, &self.config, &self.name, self.writes)
-                .map_err(|e| format!("no worktree: {e}"))?;
+            let workdir = self.seat.workdir()?;
             let mut args: Vec<String> = PROTOCOL_ARGS.iter().map(|a| a.to_string()).collect();
             args.extend(
                 self.crew_args()
@@ -195,19 +161,23 @@ impl ClaudeCodeWork {
                 args.extend(["--resume".to_string(), id]);
             }
             let process = CliProcess::spawn(
-                &self.bin,
+                &self.seat.bin,
                 &args,
                 &workdir,
                 &cli_agent::credentials(&["ANTHROPIC_", "CLAUDE_"]),
             )
             .map_err(|source| {
                 ClaudeError::Start {
-                    bin: self.bin.clone(),
+                    bin: self.seat.bin.clone(),
                     source,
                 }
                 .to_string()
             })?;
-            let path = transcript_path(self.workspace.root(), &self.name, &new_id("session"));
+            let path = transcript_path(
+                self.seat.workspace.root(),
+                &self.seat.name,
+                &new_id("session"),
+            );
             let writer = TranscriptWriter::open(path).map_err(|e| e.to_string())?;
             Session {
                 process,
@@ -226,7 +196,7 @@ impl ClaudeCodeWork {
     /// (`crew mcp --as NAME`, this very binary) and the role's instructions.
     fn crew_args(&self) -> std::io::Result<Vec<String>> {
         let exe = std::env::current_exe()?;
-        let config = mcp::write_client_config(self.workspace.root(), &self.name, &exe)?;
+        let config = mcp::write_client_config(self.seat.workspace.root(), &self.seat.name, &exe)?;
         Ok(vec![
             "--mcp-config".to_string(),
             config.display().to_string(),
@@ -240,7 +210,7 @@ impl ClaudeCodeWork {
     /// person interrupts, the CLI is sent its own `interrupt` request and the turn ends with the
     /// `result` that follows.
     fn turn(&mut self, input: &str, cancel: &CancellationToken) -> Result<TurnEnd, ClaudeError> {
-        let prompter = person_prompter(&self.workspace, &self.config, &self.name);
+        let prompter = person_prompter(&self.seat.workspace, &self.seat.config, &self.seat.name);
         let session_file = self.session_file();
         let Some(session) = self.session.as_mut() else {
             return Err(ClaudeError::NotStarted);
@@ -295,12 +265,12 @@ impl ClaudeCodeWork {
                     let reply = match request["subtype"].as_str().unwrap_or_default() {
                         "can_use_tool" => {
                             let gate = PermissionGate {
-                                writes: self.writes,
-                                policy: &self.policy,
-                                sandbox: self.sandbox,
+                                writes: self.seat.writes,
+                                policy: &self.seat.policy,
+                                sandbox: self.seat.sandbox,
                                 workdir: &session.workdir,
                                 prompter: &prompter,
-                                runtime: &self.runtime,
+                                runtime: &self.seat.runtime,
                                 emitter: &session.emitter,
                             };
                             let view = CrewView::of(
@@ -409,17 +379,13 @@ impl PermissionGate<'_> {
 
 impl Work for ClaudeCodeWork {
     fn entered_review(&mut self, task: &Task) {
-        self.branch().ask_for_review(task);
+        self.seat.branch().ask_for_review(task);
     }
 
     fn run(&mut self, job: &Job, status: &StatusHandle, cancel: &CancellationToken) -> JobOutcome {
         let (input, _) = task_packet(job);
         let started = self.session(status).map(|_| ());
-        let branch = TaskBranch {
-            workspace: &self.workspace,
-            config: &self.config,
-            name: &self.name,
-        };
+        let branch = self.seat.branch();
         let started = started.and_then(|()| {
             let session = self
                 .session
@@ -427,7 +393,9 @@ impl Work for ClaudeCodeWork {
                 .ok_or_else(|| ClaudeError::NotStarted.to_string())?;
             Ok((&*session.emitter, &mut session.turns))
         });
-        if let Some(failed) = cli_agent::begin(&branch, self.writes, job, started, &input, status) {
+        if let Some(failed) =
+            cli_agent::begin(&branch, self.seat.writes, job, started, &input, status)
+        {
             return failed;
         }
         let ended = self.turn(&input, cancel);
@@ -450,9 +418,9 @@ impl Work for ClaudeCodeWork {
                 cost_micros,
             }
         });
-        let reviewer = self.role == "reviewer" && matches!(job, Job::Task(_));
+        let reviewer = self.seat.role == "reviewer" && matches!(job, Job::Task(_));
         let (mut outcome, result) =
-            cli_agent::conclude(&self.name, reviewer, &input, ended, status);
+            cli_agent::conclude(&self.seat.name, reviewer, &input, ended, status);
         session.emitter.emit(AgentEvent::TurnEnd { result });
         if broken {
             // A process that died before `init` may have been refused the session it was to
@@ -463,14 +431,13 @@ impl Work for ClaudeCodeWork {
             {
                 tracing::warn!(
                     "{}: stale Claude Code session not forgotten: {e}",
-                    self.name
+                    self.seat.name
                 );
             }
             // A broken conversation is not reused: the next job starts a fresh process.
             self.session = None;
         }
-        let held = self.interrupted_task.take();
-        self.interrupted_task = self.branch().settle(job, held, self.writes, &mut outcome);
+        self.seat.settle(job, &mut outcome);
         outcome
     }
 }

@@ -28,14 +28,13 @@ use crate::agent::{AgentEvent, EventSink};
 use crate::config::TeamConfig;
 use crate::store::message::new_id;
 use crate::store::{Task, Workspace};
-use crate::team::agent_work::{SetupError, person_prompter, status_sink, task_packet, working_dir};
+use crate::team::agent_work::{SetupError, person_prompter, status_sink, task_packet};
 use crate::team::claude_code::PermissionGate;
-use crate::team::cli_agent::{self, TurnEnding};
+use crate::team::cli_agent::{self, CliTeammate, TurnEnding};
 use crate::team::cli_process::CliProcess;
 use crate::team::status::StatusHandle;
-use crate::team::task_branch::TaskBranch;
 use crate::team::worker::{Job, JobOutcome, Work};
-use crate::tools::{PermissionMode, PermissionPolicy, SandboxMode};
+use crate::tools::PermissionMode;
 
 use approval::{Approval, decision};
 use items::{Items, TurnEnd};
@@ -85,23 +84,13 @@ struct Session {
 }
 
 pub struct CodexWork {
-    workspace: Workspace,
-    config: Arc<TeamConfig>,
-    name: String,
-    role: String,
-    writes: bool,
-    bin: String,
+    seat: CliTeammate,
     args: Vec<String>,
     model: Option<String>,
-    policy: PermissionPolicy,
     /// Codex's own sandbox for its commands: writing in the worktree only when crew's mode lets
     /// commands write there anyway; otherwise read-only, so every write asks crew.
     codex_sandbox: &'static str,
-    sandbox: SandboxMode,
-    runtime: tokio::runtime::Runtime,
     session: Option<Session>,
-    /// A task whose turn the person interrupted: their next message continues it.
-    interrupted_task: Option<Task>,
 }
 
 impl CodexWork {
@@ -111,49 +100,28 @@ impl CodexWork {
         name: &str,
         bypass_flag: bool,
     ) -> Result<Self, SetupError> {
-        let entry = config
+        let seat = CliTeammate::new(workspace, config, name, bypass_flag, "codex")?;
+        let model = seat
+            .config
             .agent(name)
-            .ok_or_else(|| SetupError::UnknownAgent(name.to_string()))?;
-        let (mode, policy, runtime) = cli_agent::permissions(&config, name, bypass_flag)?;
+            .ok_or_else(|| SetupError::UnknownAgent(name.to_string()))?
+            .model
+            .clone();
         Ok(Self {
-            role: config.role_of(name).unwrap_or("lead").to_string(),
-            writes: entry.writes,
-            bin: entry
-                .model
-                .bin
-                .clone()
-                .unwrap_or_else(|| "codex".to_string()),
-            args: entry.model.args.clone(),
-            model: entry.model.model.clone(),
-            codex_sandbox: match mode {
+            args: model.args,
+            model: model.model,
+            codex_sandbox: match seat.mode {
                 PermissionMode::WorkspaceWrite | PermissionMode::Bypass => "workspace-write",
                 _ => "read-only",
             },
-            sandbox: config.permissions.sandbox,
-            name: name.to_string(),
-            workspace,
-            config,
-            policy,
-            runtime,
+            seat,
             session: None,
-            interrupted_task: None,
         })
-    }
-
-    fn branch(&self) -> TaskBranch<'_> {
-        TaskBranch {
-            workspace: &self.workspace,
-            config: &self.config,
-            name: &self.name,
-        }
     }
 
     /// Where the thread id is kept, so a restarted worker resumes the conversation.
     fn thread_file(&self) -> PathBuf {
-        self.workspace
-            .root()
-            .join(".crew/codex")
-            .join(format!("{}.thread", self.name))
+        self.seat.id_file("codex", "thread")
     }
 
     /// The live session, started (in the teammate's working folder) when there is none.
@@ -161,9 +129,12 @@ impl CodexWork {
         let session = if let Some(session) = self.session.take() {
             session
         } else {
-            let workdir = working_dir(&self.workspace, &self.config, &self.name, self.writes)
-                .map_err(|e| format!("no worktree: {e}"))?;
-            let path = transcript_path(self.workspace.root(), &self.name, &new_id("session"));
+            let workdir = self.seat.workdir()?;
+            let path = transcript_path(
+                self.seat.workspace.root(),
+                &self.seat.name,
+                &new_id("session"),
+            );
             let writer = TranscriptWriter::open(path).map_err(|e| e.to_string())?;
             let emitter = Arc::new(Emitter::new(status_sink(status.clone()), writer));
             self.start(workdir, emitter).map_err(|e| e.to_string())?
@@ -177,9 +148,9 @@ impl CodexWork {
         args.extend(self.args.iter().cloned());
         let credentials = cli_agent::credentials(&["OPENAI_", "CODEX_"]);
         let process =
-            CliProcess::spawn(&self.bin, &args, &workdir, &credentials).map_err(|source| {
+            CliProcess::spawn(&self.seat.bin, &args, &workdir, &credentials).map_err(|source| {
                 CodexError::Start {
-                    bin: self.bin.clone(),
+                    bin: self.seat.bin.clone(),
                     source,
                 }
             })?;
@@ -208,7 +179,10 @@ impl CodexWork {
                     Ok(_) => Some(id),
                     Err(message) => {
                         // A thread Codex no longer has: the teammate starts a new one.
-                        tracing::warn!("{}: Codex thread {id} not resumed: {message}", self.name);
+                        tracing::warn!(
+                            "{}: Codex thread {id} not resumed: {message}",
+                            self.seat.name
+                        );
                         None
                     }
                 }
@@ -251,7 +225,7 @@ impl CodexWork {
     /// the person interrupts, Codex is sent `turn/interrupt` and the turn ends with the
     /// `turn/completed` that follows.
     fn turn(&mut self, input: &str, cancel: &CancellationToken) -> Result<TurnEnd, CodexError> {
-        let prompter = person_prompter(&self.workspace, &self.config, &self.name);
+        let prompter = person_prompter(&self.seat.workspace, &self.seat.config, &self.seat.name);
         let Some(session) = self.session.as_mut() else {
             return Err(CodexError::NotStarted);
         };
@@ -307,22 +281,25 @@ impl CodexWork {
                         continue;
                     };
                     let gate = PermissionGate {
-                        writes: self.writes,
-                        policy: &self.policy,
-                        sandbox: self.sandbox,
+                        writes: self.seat.writes,
+                        policy: &self.seat.policy,
+                        sandbox: self.seat.sandbox,
                         workdir: &session.workdir,
                         prompter: &prompter,
-                        runtime: &self.runtime,
+                        runtime: &self.seat.runtime,
                         emitter: &session.emitter,
                     };
-                    let verdict =
-                        match approval.precheck(&self.policy, self.sandbox, &session.workdir) {
-                            Err(reason) => Err(reason),
-                            Ok(None) => Ok(()),
-                            Ok(Some(view)) => gate.decide(view, &approval.input),
-                        };
+                    let verdict = match approval.precheck(
+                        &self.seat.policy,
+                        self.seat.sandbox,
+                        &session.workdir,
+                    ) {
+                        Err(reason) => Err(reason),
+                        Ok(None) => Ok(()),
+                        Ok(Some(view)) => gate.decide(view, &approval.input),
+                    };
                     if let Err(reason) = &verdict {
-                        tracing::info!("{}: Codex's {method} refused: {reason}", self.name);
+                        tracing::info!("{}: Codex's {method} refused: {reason}", self.seat.name);
                     }
                     let cancelled = cancel.is_cancelled() && !interrupted;
                     // `cancel` interrupts the turn itself: no `turn/interrupt` after it.
@@ -361,17 +338,13 @@ fn refused(method: &str, message: String) -> CodexError {
 
 impl Work for CodexWork {
     fn entered_review(&mut self, task: &Task) {
-        self.branch().ask_for_review(task);
+        self.seat.branch().ask_for_review(task);
     }
 
     fn run(&mut self, job: &Job, status: &StatusHandle, cancel: &CancellationToken) -> JobOutcome {
         let (input, _) = task_packet(job);
         let started = self.session(status).map(|_| ());
-        let branch = TaskBranch {
-            workspace: &self.workspace,
-            config: &self.config,
-            name: &self.name,
-        };
+        let branch = self.seat.branch();
         let started = started.and_then(|()| {
             let session = self
                 .session
@@ -379,12 +352,18 @@ impl Work for CodexWork {
                 .ok_or_else(|| CodexError::NotStarted.to_string())?;
             Ok((&*session.emitter, &mut session.turns))
         });
-        if let Some(failed) = cli_agent::begin(&branch, self.writes, job, started, &input, status) {
+        if let Some(failed) =
+            cli_agent::begin(&branch, self.seat.writes, job, started, &input, status)
+        {
             return failed;
         }
         let ended = self.turn(&input, cancel);
         let broken = ended.is_err();
-        let price = self.config.agent(&self.name).and_then(|a| a.model.price);
+        let price = self
+            .seat
+            .config
+            .agent(&self.seat.name)
+            .and_then(|a| a.model.price);
         let ended = ended.map_err(|e| e.to_string()).map(|end| TurnEnding {
             success: end.status == "completed",
             interrupted: end.status == "interrupted",
@@ -401,9 +380,9 @@ impl Work for CodexWork {
             }),
             usage: end.usage,
         });
-        let reviewer = self.role == "reviewer" && matches!(job, Job::Task(_));
+        let reviewer = self.seat.role == "reviewer" && matches!(job, Job::Task(_));
         let (mut outcome, result) =
-            cli_agent::conclude(&self.name, reviewer, &input, ended, status);
+            cli_agent::conclude(&self.seat.name, reviewer, &input, ended, status);
         let Some(session) = self.session.as_mut() else {
             return JobOutcome::failed(CodexError::NotStarted.to_string());
         };
@@ -412,8 +391,7 @@ impl Work for CodexWork {
             // A broken conversation is not reused: the next job starts a fresh process.
             self.session = None;
         }
-        let held = self.interrupted_task.take();
-        self.interrupted_task = self.branch().settle(job, held, self.writes, &mut outcome);
+        self.seat.settle(job, &mut outcome);
         outcome
     }
 }
