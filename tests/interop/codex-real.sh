@@ -88,6 +88,7 @@ unshare --net bash -c '
 set -euo pipefail
 ip link set lo up
 python3 "$HERE/mock_openai.py" 8766 "$WORK/log" "$HERE/codex-real.json" >"$WORK/log/mock.out" 2>&1 &
+MOCK=$!; trap "kill $MOCK 2>/dev/null" EXIT
 for i in $(seq 50); do (exec 3<>/dev/tcp/127.0.0.1/8766) 2>/dev/null && break; sleep 0.1; done
 cd "$REPO"
 export HOME="$WORK/home" CODEX_HOME="$WORK/home/.codex" OPENAI_API_KEY=sk-test RUST_LOG=warn
