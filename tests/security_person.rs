@@ -178,3 +178,67 @@ fn collect_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
         }
     }
 }
+
+/// alice may open sockets (`network = true`), so she tries the team daemon's control socket:
+/// she writes stop, force and restart requests to it herself, and runs `crew down` without
+/// crew's owner mark. The daemon knows her by her process's ancestry,
+/// which she cannot shed: each is refused, and the team runs on until the person stops it.
+#[test]
+fn a_tool_process_cannot_stop_or_restart_the_team_through_the_daemon_socket() {
+    let toml = crew_toml(
+        "",
+        &[
+            ("alice", "implementer", "writes = true\nnetwork = true"),
+            ("bob", "explorer", ""),
+        ],
+        "mode = \"ask\"\nallow = [\"bash\"]",
+        "idle_poll_secs = 1\nidle_timeout_secs = 120\nheartbeat_secs = 1",
+    );
+    let team = Team::new(&toml, "test_attack.toml", &[]);
+    let mut daemon = team.spawn("daemon", &["up", "--daemon"]);
+    team.wait_state("alice", "IDLE", BUDGET);
+    let bob_pid = team.status("bob")["pid"].clone();
+
+    // Straight to the socket, as crew's own CLI would if it could see the daemon from inside
+    // the sandbox (its PID namespace hides it, so `crew down` there finds no team at all).
+    let socket = team.repo.path().join(".crew/daemon.sock");
+    let script = r#"for op in '{"op":"stop","grace_secs":1}' '{"op":"force"}' '{"op":"restart","name":"bob"}'; do
+python3 -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(sys.argv[2].encode() + b"\n")
+print(s.recv(65536).decode())' SOCKET "$op"
+done
+"#
+    .replace("SOCKET", &socket.display().to_string());
+    let crew = crew_exe();
+    let script = format!("{script}env -u CREW_TOOL_OWNER {crew} down --timeout 1\n");
+    // For alice: bob, an explorer, does not take an implementer's task.
+    team.repo.ok(&[
+        "task",
+        "add",
+        "attack",
+        "--desc",
+        &script,
+        "--role",
+        "implementer",
+    ]);
+    let done = team.wait_task("task_1", "completed", BUDGET);
+    let result = done["result"].as_str().unwrap();
+    assert_eq!(
+        result
+            .matches("only the person stops or restarts the team")
+            .count(),
+        3,
+        "the daemon refuses each, saying why: {result}"
+    );
+
+    let running = team.repo.json(&["status", "--json"])["team"].clone();
+    assert_eq!(running["running"], true, "{running}");
+    assert_eq!(team.state("bob"), "IDLE");
+    assert_eq!(team.status("bob")["pid"], bob_pid, "bob was not restarted");
+
+    // The person still can.
+    assert_eq!(team.repo.crew(&["down", "--timeout", "10"]).code, 0);
+    assert_eq!(daemon.wait(BUDGET), Some(0));
+}

@@ -218,6 +218,21 @@ fn answer(shared: &Shared, stream: UnixStream) {
             return;
         }
     };
+    let acts = matches!(
+        request,
+        Request::Stop { .. } | Request::Force | Request::Restart { .. }
+    );
+    if acts && from_the_team(shared, &stream) {
+        reply(
+            &stream,
+            Reply::Error {
+                message: "refused: this connection comes from a process of the team (an \
+                          agent's tool); only the person stops or restarts the team"
+                    .to_string(),
+            },
+        );
+        return;
+    }
     match request {
         Request::Status => {}
         Request::Stop { grace_secs } => shared.ask_stop(Duration::from_secs(grace_secs)),
@@ -258,4 +273,94 @@ fn answer(shared: &Shared, stream: UnixStream) {
         }
     }
     reply(&stream, Reply::Status(shared.status()));
+}
+
+/// Whether the peer of `stream` is the daemon's own process tree or a worker's: an agent's
+/// tool, however it got rid of crew's owner mark. Ancestry, unlike the environment, is not the
+/// peer's to choose. A peer that cannot be identified counts as the team.
+fn from_the_team(shared: &Shared, stream: &UnixStream) -> bool {
+    let Some(peer) = peer_pid(stream) else {
+        return true;
+    };
+    let mut roots = vec![std::process::id()];
+    let agents = shared.workspace.agents();
+    roots.extend(
+        shared
+            .config
+            .agents()
+            .filter_map(|a| agents.read(a.name.get_ref()).ok().flatten())
+            .map(|status| status.pid)
+            .filter(|pid| *pid > 1),
+    );
+    descends_from(peer, &roots)
+}
+
+/// The pid of the process at the other end of a Unix socket (`SO_PEERCRED`), in ours.
+fn peer_pid(stream: &UnixStream) -> Option<u32> {
+    use std::os::fd::AsRawFd;
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = libc::socklen_t::try_from(std::mem::size_of::<libc::ucred>()).ok()?;
+    // SAFETY: `cred` and `len` are live and sized for SO_PEERCRED's answer.
+    let ok = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&raw mut cred).cast(),
+            &raw mut len,
+        )
+    } == 0;
+    u32::try_from(cred.pid).ok().filter(|pid| ok && *pid > 0)
+}
+
+/// Whether `pid` is one of `roots` or a descendant of one (parents from `/proc`).
+fn descends_from(mut pid: u32, roots: &[u32]) -> bool {
+    // Bounded: a parent chain is short, and a race with exiting processes must not loop.
+    for _ in 0..256 {
+        if roots.contains(&pid) {
+            return true;
+        }
+        match parent_of(pid) {
+            Some(parent) if parent > 0 && parent != pid => pid = parent,
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// The parent pid from `/proc/PID/stat` (field 4, counted after the command's last `)`).
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_process_descends_from_its_parent_and_not_the_other_way_round() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let me = std::process::id();
+        assert!(descends_from(child.id(), &[me]));
+        assert!(descends_from(me, &[me]));
+        assert!(!descends_from(me, &[child.id()]));
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
+    #[test]
+    fn the_peer_of_a_socket_is_the_process_at_its_other_end() {
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        assert_eq!(peer_pid(&ours), Some(std::process::id()));
+        drop(theirs);
+    }
 }
