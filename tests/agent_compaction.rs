@@ -8,11 +8,11 @@ use agent_support::{
     Build, Repo, assert_completed, assert_normalised, chatter, core_pipeline, drain, no_tools,
     scenario, texts, thresholds, tool_turns, turn,
 };
-use crew::agent::compaction::steps::{DROPPED, FOLD_HEADER};
-use crew::agent::compaction::summary::SUMMARY_HEADER;
-use crew::agent::{AgentEvent, CompactionStep, CompactionTrigger, FILES_HEADER, TODOS_HEADER};
-use crew::model::{ChatMessage, ContentBlock, Role};
-use crew::store::{TodoItem, TodoStatus};
+use crew_agent::compaction::steps::{DROPPED, FOLD_HEADER};
+use crew_agent::compaction::summary::SUMMARY_HEADER;
+use crew_agent::{AgentEvent, CompactionStep, CompactionTrigger, FILES_HEADER, TODOS_HEADER};
+use crew_model::{ChatMessage, ContentBlock, Role};
+use crew_store::{TodoItem, TodoStatus};
 use serde_json::json;
 use tokio::sync::mpsc::UnboundedReceiver;
 
@@ -184,7 +184,7 @@ fn probes(events: &[AgentEvent]) -> Vec<bool> {
         .collect()
 }
 
-fn checklist(agent: &crew::agent::Agent) {
+fn checklist(agent: &crew_agent::Agent) {
     agent.todos().replace(vec![
         TodoItem {
             content: "Fix the parser".into(),

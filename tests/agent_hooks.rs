@@ -7,9 +7,9 @@ mod agent_support;
 use agent_support::{
     Build, Repo, assert_completed, chatter, drain, policy, scenario, texts, thresholds, turn,
 };
-use crew::agent::{AgentEvent, StopReason};
-use crew::tools::permissions::PermissionMode;
-use crew::tools::{HookEvent, HookSpec, Hooks, Note, Pipeline, ToolRegistry};
+use crew_agent::{AgentEvent, StopReason};
+use crew_tools::permissions::PermissionMode;
+use crew_tools::{HookEvent, HookSpec, Hooks, Note, Pipeline, ToolRegistry};
 use serde_json::Value;
 
 fn with_hooks(specs: Vec<(HookEvent, Option<&str>, String)>) -> Pipeline {

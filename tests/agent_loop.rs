@@ -8,11 +8,11 @@ use agent_support::{
     Build, Repo, assert_completed, assert_normalised, drain, no_tools, rendered, scenario,
     transcript, turn,
 };
-use crew::agent::{
+use crew_agent::{
     AgentConfig, AgentError, AgentEvent, CompactionThresholds, EventSink, Limits, StopReason,
     TurnResult,
 };
-use crew::model::{ContentBlock, Role};
+use crew_model::{ContentBlock, Role};
 use tokio_util::sync::CancellationToken;
 
 #[tokio::test]
@@ -241,9 +241,9 @@ async fn names_that_could_escape_the_transcript_folder_are_refused() {
         limits: Limits::default(),
         retry: agent_support::fast_retry(),
         compaction: CompactionThresholds::default(),
-        sandbox: crew::tools::Sandbox::off(),
+        sandbox: crew_tools::Sandbox::off(),
     };
-    let err = crew::agent::Agent::new(config, EventSink::discard())
+    let err = crew_agent::Agent::new(config, EventSink::discard())
         .err()
         .unwrap();
     assert!(matches!(err, AgentError::Name(_)), "{err}");

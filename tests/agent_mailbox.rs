@@ -11,11 +11,11 @@ use std::time::Duration;
 use agent_support::{
     BUDGET, Build, Repo, assert_completed, drain, eventually_async, policy, scenario,
 };
-use crew::agent::{AgentEvent, EventSink, MailboxPrompter};
-use crew::store::MessageKind;
-use crew::store::{Mailboxes, RequestInfo, Roster, Workspace};
-use crew::tools::permissions::PermissionMode;
-use crew::tools::{PermissionAnswer, PermissionAsk, Pipeline, Prompter, Subject, ToolRegistry};
+use crew_agent::{AgentEvent, EventSink, MailboxPrompter};
+use crew_store::MessageKind;
+use crew_store::{Mailboxes, RequestInfo, Roster, Workspace};
+use crew_tools::permissions::PermissionMode;
+use crew_tools::{PermissionAnswer, PermissionAsk, Pipeline, Prompter, Subject, ToolRegistry};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 

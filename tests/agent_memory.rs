@@ -12,11 +12,11 @@ use std::sync::Arc;
 use agent_support::{
     Build, Prompts, Recording, Repo, assert_completed, drain, policy, scenario, turn,
 };
-use crew::agent::{Agent, AgentEvent};
-use crew::model::ModelProvider;
-use crew::store::{MemoryScope, MemoryType};
-use crew::tools::permissions::PermissionMode;
-use crew::tools::{
+use crew_agent::{Agent, AgentEvent};
+use crew_model::ModelProvider;
+use crew_store::{MemoryScope, MemoryType};
+use crew_tools::permissions::PermissionMode;
+use crew_tools::{
     HookEvent, HookSpec, Hooks, Note, Pipeline, ToolRegistry, memory_tools, skill_tools,
 };
 

@@ -8,9 +8,9 @@ mod model_support;
 use std::sync::Arc;
 
 use agent_support::{Build, Repo, assert_completed, drain, rendered, turn};
-use crew::agent::{AgentEvent, RecoveryKind};
-use crew::model::anthropic::AnthropicProvider;
-use crew::model::{ApiKey, ModelProvider, ProviderSpec, provider_from_spec_with_env};
+use crew_agent::{AgentEvent, RecoveryKind};
+use crew_model::anthropic::AnthropicProvider;
+use crew_model::{ApiKey, ModelProvider, ProviderSpec, provider_from_spec_with_env};
 use model_support::{Server, block, end, message_start, reply, text, tool_use, unmarked};
 use serde_json::{Value, json};
 

@@ -7,7 +7,7 @@ mod agent_support;
 use agent_support::{
     Build, Repo, assert_completed, assert_normalised, drain, scenario, tool_turns, turn,
 };
-use crew::agent::{
+use crew_agent::{
     AgentEvent, CONTINUE_PROMPT, CompactionStep, CompactionThresholds, CompactionTrigger,
     RecoveryKind, StopReason,
 };

@@ -6,8 +6,8 @@
 mod agent_support;
 
 use agent_support::{Build, Repo, assert_completed, policy, scenario, turn};
-use crew::tools::permissions::PermissionMode;
-use crew::tools::{Pipeline, SkillCatalogue, ToolRegistry, memory_tools, skill_tools};
+use crew_tools::permissions::PermissionMode;
+use crew_tools::{Pipeline, SkillCatalogue, ToolRegistry, memory_tools, skill_tools};
 
 fn pipeline() -> Pipeline {
     let mut registry = ToolRegistry::core_tools().unwrap();
@@ -34,7 +34,7 @@ fn claude_skill(repo: &Repo) {
     std::fs::write(repo.root.join(".claude/secret.txt"), "TOP SECRET").unwrap();
 }
 
-fn last_result(agent: &crew::agent::Agent) -> (String, bool) {
+fn last_result(agent: &crew_agent::Agent) -> (String, bool) {
     let message = agent.history().last().unwrap();
     let history = agent.history();
     let results = history
@@ -113,9 +113,9 @@ async fn a_link_out_of_the_skill_folder_is_refused() {
     )
     .unwrap();
     let folders = SkillCatalogue::folders(&repo.root, None);
-    let ctx = crew::tools::ToolContext {
+    let ctx = crew_tools::ToolContext {
         skills: std::sync::Arc::new(SkillCatalogue::discover(&folders)),
-        ..crew::tools::ToolContext::new(&repo.root, repo.root.join(".crew/tool-results"))
+        ..crew_tools::ToolContext::new(&repo.root, repo.root.join(".crew/tool-results"))
     };
     let outcome =
         agent_pipeline_run(&ctx, serde_json::json!({"name": "pdf", "file": "notes.md"})).await;
@@ -129,12 +129,12 @@ async fn a_link_out_of_the_skill_folder_is_refused() {
 }
 
 async fn agent_pipeline_run(
-    ctx: &crew::tools::ToolContext,
+    ctx: &crew_tools::ToolContext,
     input: serde_json::Value,
 ) -> (bool, String) {
     let outcome = pipeline()
         .run(
-            crew::tools::ToolCall {
+            crew_tools::ToolCall {
                 id: "t".into(),
                 name: "skill_load".into(),
                 input,

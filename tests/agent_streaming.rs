@@ -9,11 +9,11 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use agent_support::{Build, Repo, assert_completed, drain, policy, scenario, turn};
-use crew::agent::{Agent, AgentEvent};
-use crew::model::{ModelError, ModelProvider, ModelRequest, StreamEvent};
-use crew::tools::permissions::PermissionMode;
-use crew::tools::tool::{ToolKind, ToolOutput};
-use crew::tools::{Pipeline, ToolContext, ToolFuture, ToolRegistry, TypedTool};
+use crew_agent::{Agent, AgentEvent};
+use crew_model::{ModelError, ModelProvider, ModelRequest, StreamEvent};
+use crew_tools::permissions::PermissionMode;
+use crew_tools::tool::{ToolKind, ToolOutput};
+use crew_tools::{Pipeline, ToolContext, ToolFuture, ToolRegistry, TypedTool};
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use tokio::sync::Notify;

@@ -10,12 +10,12 @@ mod model_support;
 use std::sync::Arc;
 
 use agent_support::{Build, Repo, assert_completed, drain, policy, turn};
-use crew::agent::transcript::TranscriptLine;
-use crew::agent::{AgentEvent, SubagentSettings};
-use crew::model::anthropic::AnthropicProvider;
-use crew::model::{ApiKey, ChatMessage, ContentBlock};
-use crew::tools::permissions::PermissionMode;
-use crew::tools::{HookEvent, HookSpec, Hooks, Pipeline, ToolRegistry};
+use crew_agent::transcript::TranscriptLine;
+use crew_agent::{AgentEvent, SubagentSettings};
+use crew_model::anthropic::AnthropicProvider;
+use crew_model::{ApiKey, ChatMessage, ContentBlock};
+use crew_tools::permissions::PermissionMode;
+use crew_tools::{HookEvent, HookSpec, Hooks, Pipeline, ToolRegistry};
 use model_support::{Recorded, Reply, Server, end, message_start, reply, text, tool_use, unmarked};
 use serde_json::{Value, json};
 
@@ -297,7 +297,7 @@ fn first_call_cache_read(transcript: &std::path::Path) -> u64 {
 }
 
 /// The side transcript and the usage of subagent `id`, from the caller's events.
-fn subagent_events(events: &[AgentEvent], id: &str) -> (std::path::PathBuf, crew::model::Usage) {
+fn subagent_events(events: &[AgentEvent], id: &str) -> (std::path::PathBuf, crew_model::Usage) {
     let transcript = events
         .iter()
         .find_map(|e| match e {

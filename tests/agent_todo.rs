@@ -6,11 +6,11 @@
 mod agent_support;
 
 use agent_support::{Build, Repo, assert_completed, chatter, policy, scenario, thresholds, turn};
-use crew::agent::TODOS_HEADER;
-use crew::model::ContentBlock;
-use crew::store::{TodoItem, TodoStatus};
-use crew::tools::permissions::PermissionMode;
-use crew::tools::{Pipeline, ToolRegistry, todo_tools};
+use crew_agent::TODOS_HEADER;
+use crew_model::ContentBlock;
+use crew_store::{TodoItem, TodoStatus};
+use crew_tools::permissions::PermissionMode;
+use crew_tools::{Pipeline, ToolRegistry, todo_tools};
 use std::sync::{Arc, Mutex};
 
 fn pipeline_with_todos(mode: PermissionMode) -> Pipeline {
@@ -57,11 +57,11 @@ async fn todo_write_replaces_the_list_and_the_watcher_sees_it() {
 
 #[tokio::test]
 async fn bad_checklists_are_refused_with_the_reason() {
-    use crew::tools::ToolCall;
+    use crew_tools::ToolCall;
     use serde_json::json;
     let repo = Repo::new();
     let p = pipeline_with_todos(PermissionMode::WorkspaceWrite);
-    let ctx = crew::tools::ToolContext::new(&repo.root, repo.root.join(".crew/tool-results"));
+    let ctx = crew_tools::ToolContext::new(&repo.root, repo.root.join(".crew/tool-results"));
     let run = |input| {
         p.run(
             ToolCall {

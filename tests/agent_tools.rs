@@ -10,9 +10,9 @@ use agent_support::{
     BUDGET, Build, Repo, assert_completed, assert_normalised, drain, eventually_async, policy,
     rendered, scenario, transcript, turn,
 };
-use crew::agent::{AgentEvent, Limits, StopReason};
-use crew::tools::permissions::PermissionMode;
-use crew::tools::{HookEvent, HookSpec, Hooks, Pipeline, ToolRegistry};
+use crew_agent::{AgentEvent, Limits, StopReason};
+use crew_tools::permissions::PermissionMode;
+use crew_tools::{HookEvent, HookSpec, Hooks, Pipeline, ToolRegistry};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 

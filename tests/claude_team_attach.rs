@@ -13,8 +13,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crew::team::claude_team::{self, Mirror};
-use crew::tui::Pane;
+use crew_team::claude_team::{self, Mirror};
+use crew_tui::Pane;
 use serde_json::Value;
 use tui_support::{Harness, screen_text};
 

@@ -4,7 +4,7 @@
 
 mod git_support;
 
-use crew::git::{FileDiff, FileStatus, LineKind, Worktrees};
+use crew_git::{FileDiff, FileStatus, LineKind, Worktrees};
 use git_support::{TestRepo, commit_all, write, write_bytes};
 
 fn file<'a>(files: &'a [FileDiff], path: &str) -> &'a FileDiff {

@@ -6,7 +6,7 @@ mod git_support;
 
 use std::path::Path;
 
-use crew::git::{GitError, MergeOutcome, Worktrees};
+use crew_git::{GitError, MergeOutcome, Worktrees};
 use git_support::{TestRepo, commit_all, dirty_paths, read, teammate, write};
 use git2::{Repository, WorktreeAddOptions};
 

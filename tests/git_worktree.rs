@@ -5,7 +5,7 @@ mod git_support;
 
 use std::fs;
 
-use crew::git::{Author, GitError, Worktrees};
+use crew_git::{Author, GitError, Worktrees};
 use git_support::{TestRepo, commit_all, read, write};
 
 fn none() -> Vec<String> {

@@ -5,7 +5,7 @@
 
 mod git_support;
 
-use crew::git::{MergeOutcome, Worktrees};
+use crew_git::{MergeOutcome, Worktrees};
 use git_support::{git_cli, git_path, rich_repo, rich_repo_with_checked_worktree, teammate};
 
 #[test]

@@ -5,8 +5,8 @@ mod model_support;
 
 use std::time::Duration;
 
-use crew::model::anthropic::AnthropicProvider;
-use crew::model::{
+use crew_model::anthropic::AnthropicProvider;
+use crew_model::{
     ApiKey, FinishReason, ModelError, ModelProvider, RetryPolicy, Retrying, StreamEvent, Usage,
 };
 use futures::StreamExt;

@@ -5,8 +5,8 @@ mod model_support;
 
 use std::time::Duration;
 
-use crew::model::openai::OpenAiProvider;
-use crew::model::{
+use crew_model::openai::OpenAiProvider;
+use crew_model::{
     ApiKey, FinishReason, ModelError, ModelProvider, ProviderSpec, RetryPolicy, Retrying,
     StreamEvent, Usage, provider_from_spec_with_env,
 };

@@ -4,8 +4,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crew::model::scripted::{Scenario, ScenarioError, ScriptedProvider};
-use crew::model::{
+use crew_model::scripted::{Scenario, ScenarioError, ScriptedProvider};
+use crew_model::{
     ChatMessage, ContentBlock, FinishReason, ModelError, ModelProvider, ModelRequest, ProviderSpec,
     RequestContext, RetryPolicy, Retrying, Role, StreamEvent, SystemPrompt, provider_from_spec,
 };

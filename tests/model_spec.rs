@@ -6,8 +6,8 @@ mod model_support;
 use std::collections::HashMap;
 use std::path::Path;
 
-use crew::config::TeamConfig;
-use crew::model::{ModelError, ProviderSpec, StreamEvent, provider_from_spec_with_env};
+use crew_config::TeamConfig;
+use crew_model::{ModelError, ProviderSpec, StreamEvent, provider_from_spec_with_env};
 use model_support::{Reply, Server, collect, sample_request};
 use serde_json::json;
 
@@ -33,7 +33,7 @@ fn env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
     move |name| vars.get(name).cloned()
 }
 
-fn config_error(result: Result<Box<dyn crew::model::ModelProvider>, ModelError>) -> String {
+fn config_error(result: Result<Box<dyn crew_model::ModelProvider>, ModelError>) -> String {
     match result {
         Err(ModelError::Config { message }) => message,
         Err(other) => panic!("not a config error: {other:?}"),

@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::bench_exe;
-use crew::store::{Entry, Status, Workspace};
+use crew_store::{Entry, Status, Workspace};
 use proptest::prelude::RngExt;
 use proptest::test_runner::{Config, TestRunner};
 

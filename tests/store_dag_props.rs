@@ -1,8 +1,8 @@
 //! Property tests: the DAG queries against a brute-force reference (transitive closure).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-use crew::store::dag::{Graph, find_cycle};
-use crew::store::{Status, Task};
+use crew_store::dag::{Graph, find_cycle};
+use crew_store::{Status, Task};
 use proptest::prelude::*;
 
 fn task(i: usize, status: Status, owner: bool, blockers: &[usize]) -> Task {

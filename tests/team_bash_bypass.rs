@@ -9,7 +9,7 @@ mod team_support;
 
 use std::time::Duration;
 
-use crew::config::init_template;
+use crew_config::init_template;
 use team_support::{Team, crew_toml};
 
 /// The `[permissions]` lines of the template, comments dropped.

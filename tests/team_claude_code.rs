@@ -337,7 +337,7 @@ fn a_missing_binary_a_wrong_version_and_a_line_that_is_not_json_each_fail_clearl
 #[test]
 fn crew_toml_says_where_claude_code_settings_do_not_belong() {
     let parse = |text: &str| {
-        crew::config::TeamConfig::parse(Path::new("/repo/crew.toml"), text)
+        crew_config::TeamConfig::parse(Path::new("/repo/crew.toml"), text)
             .map(|_| ())
             .map_err(|e| e.to_string())
     };

@@ -531,7 +531,7 @@ fn a_missing_binary_an_old_version_and_a_line_that_is_not_json_each_fail_clearly
 #[test]
 fn crew_toml_takes_codex_for_teammates_only() {
     let parse = |text: &str| {
-        crew::config::TeamConfig::parse(Path::new("/repo/crew.toml"), text)
+        crew_config::TeamConfig::parse(Path::new("/repo/crew.toml"), text)
             .map(|_| ())
             .map_err(|e| e.to_string())
     };

@@ -231,7 +231,7 @@ fn without_a_sandbox_the_person_decides_whether_the_command_runs_unconfined() {
     let alice = team.spawn_with_env(
         "alice",
         &["worker", "--name", "alice"],
-        &[(crew::tools::sandbox::TEST_MISSING_ENV, "landlock")],
+        &[(crew_sandbox::TEST_MISSING_ENV, "landlock")],
     );
     team.repo.ok(&["task", "add", "write it unconfined"]);
     let (first, asked) = team.waiting_request("alice", WAIT);

@@ -36,7 +36,7 @@ fn a_killed_worker_is_declared_dead_its_task_goes_to_another_and_it_can_be_resta
         .parse()
         .unwrap();
     eventually("the dead worker's slow.sh to end", BUDGET, || {
-        (!crew::store::pid_alive(slow)).then_some(())
+        (!crew_store::pid_alive(slow)).then_some(())
     });
     // The other worker takes the task over and finishes it (slow.sh is quick the second time).
     let done = team.wait_task("task_1", "completed", BUDGET);

@@ -112,7 +112,7 @@ fn a_lead_with_a_claude_code_and_a_codex_teammate_completes_the_demo_goal() {
         "user",
         "--to",
         "lead",
-        &format!("Goal: {}", crew::team::demo::GOAL),
+        &format!("Goal: {}", crew_team::demo::GOAL),
     ]);
     let _lead = team.spawn_with_env("lead", &["worker", "--name", "lead"], &env);
     eventually("the lead's plan", WAIT, || {
@@ -188,7 +188,7 @@ fn a_lead_with_a_claude_code_and_a_codex_teammate_completes_the_demo_goal() {
         readme.contains("`sub a b`") && readme.contains("`mul a b`"),
         "{readme}"
     );
-    let (pass, output) = crew::team::demo::tests_pass(root);
+    let (pass, output) = crew_team::demo::tests_pass(root);
     assert!(pass, "{output}");
     assert!(output.ends_with(" 0 failed"), "{output}");
     let verdict = team.task("task_4")["result"].as_str().unwrap().to_string();

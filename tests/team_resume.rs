@@ -178,7 +178,7 @@ fn crew_interrupt_stops_a_long_tool_keeps_the_task_and_a_message_resumes_it() {
         || {
             // SAFETY: signal 0 only asks whether a process of the group exists.
             let group = unsafe { libc::kill(-(slow as libc::pid_t), 0) };
-            (!crew::store::pid_alive(slow) && group == -1).then_some(())
+            (!crew_store::pid_alive(slow) && group == -1).then_some(())
         },
     );
     let task = team.task("task_1");

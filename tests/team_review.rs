@@ -430,7 +430,7 @@ fn review_by_must_name_a_teammate() {
 fn the_demo_goal_headless_with_manual_merges_ends_merged_with_six_passing_tests() {
     let scratch = tempfile::tempdir().unwrap();
     let dir = scratch.path().join("demo");
-    crew::team::demo::build(&dir).unwrap();
+    crew_team::demo::build(&dir).unwrap();
     let crew = |args: &[&str]| {
         Command::new(common::crew_exe())
             .args(args)
@@ -448,7 +448,7 @@ fn the_demo_goal_headless_with_manual_merges_ends_merged_with_six_passing_tests(
             "manual",
             "--until-done",
         ])
-        .args(["--goal", crew::team::demo::GOAL])
+        .args(["--goal", crew_team::demo::GOAL])
         .current_dir(&dir)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())

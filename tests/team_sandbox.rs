@@ -14,7 +14,7 @@ use std::net::TcpListener;
 use std::time::Duration;
 
 use common::wait::BUDGET;
-use crew::tools::sandbox::{Readiness, TEST_MISSING_ENV, readiness};
+use crew_sandbox::{Readiness, TEST_MISSING_ENV, readiness};
 use team_support::{Team, crew_toml};
 
 const CANARY: &str = "sk-canary-0123456789";

@@ -11,13 +11,13 @@ use std::time::Duration;
 mod wait;
 use wait::poll;
 
-use crew::store::MessageKind;
-use crew::store::requests::RequestState;
-use crew::store::{
+use crew_store::MessageKind;
+use crew_store::requests::RequestState;
+use crew_store::{
     AgentState, Claimant, Draft, NewTask, RequestId, Roster, Status, TaskId, Workspace,
 };
-use crew::team::status::StatusHandle;
-use crew::team::worker::{ExitReason, Job, JobOutcome, Work, Worker, WorkerSettings};
+use crew_team::status::StatusHandle;
+use crew_team::worker::{ExitReason, Job, JobOutcome, Work, Worker, WorkerSettings};
 
 fn settings(name: &str, idle_timeout: Duration) -> WorkerSettings {
     WorkerSettings {
@@ -70,7 +70,7 @@ impl Work for Fake {
             turns: 1,
             tokens: 10,
             cost_micros: Some(250),
-            cache: crew::store::CacheTokens {
+            cache: crew_store::CacheTokens {
                 read: 40,
                 written: 8,
             },
@@ -173,7 +173,7 @@ fn claims_a_task_finishes_it_and_tells_the_lead_then_shuts_down_when_asked() {
         .entries
         .iter()
         .filter_map(|e| match e {
-            crew::store::Entry::Message { message, .. } => Some(format!(
+            crew_store::Entry::Message { message, .. } => Some(format!(
                 "{} {}",
                 message.kind,
                 message.text.clone().unwrap_or_default()
@@ -288,7 +288,7 @@ fn a_task_reassigned_while_its_worker_is_on_it_is_reported_not_recorded_and_the_
         .entries
         .into_iter()
         .filter_map(|e| match e {
-            crew::store::Entry::Message { message, .. } => message.text,
+            crew_store::Entry::Message { message, .. } => message.text,
             _ => None,
         })
         .collect();
@@ -385,7 +385,7 @@ fn an_idle_worker_tells_the_lead_and_shuts_down_and_wakes_on_new_tasks_before_th
     assert_eq!(exit, ExitReason::IdleTimeout);
     let lead = ws.mailboxes().read_from("lead", 0).unwrap();
     let last = match lead.entries.last().unwrap() {
-        crew::store::Entry::Message { message, .. } => message.clone(),
+        crew_store::Entry::Message { message, .. } => message.clone(),
         other => panic!("{other:?}"),
     };
     assert_eq!(last.kind, MessageKind::IdleNotification);

@@ -10,13 +10,13 @@ mod tools_support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crew::store::{Roster, Teammate, Workspace};
-use crew::team::tools::{ReadOnlyBash, TeamEnv, team_tools};
-use crew::tools::builtin::core_tools;
-use crew::tools::builtin::read::ReadInput;
-use crew::tools::permissions::PermissionMode;
-use crew::tools::schema::parse_input;
-use crew::tools::{Pipeline, Tool, ToolJson, ToolRegistry, memory_tools, skill_tools, todo_tools};
+use crew_store::{Roster, Teammate, Workspace};
+use crew_team::tools::{ReadOnlyBash, TeamEnv, team_tools};
+use crew_tools::builtin::core_tools;
+use crew_tools::builtin::read::ReadInput;
+use crew_tools::permissions::PermissionMode;
+use crew_tools::schema::parse_input;
+use crew_tools::{Pipeline, Tool, ToolJson, ToolRegistry, memory_tools, skill_tools, todo_tools};
 use serde_json::{Map, Value, json};
 use tools_support::{Fixture, call, pipeline, policy};
 
@@ -285,7 +285,7 @@ async fn what_passes_the_schema_but_not_the_struct_is_refused_by_name() {
 /// kind of schema: derived, self-contained, closed.
 #[test]
 fn the_agent_tools_schema_is_snapshotted() {
-    let schema = crew::tools::schema::derived_schema::<crew::agent::subagent::AgentInput>();
+    let schema = crew_tools::schema::derived_schema::<crew_agent::subagent::AgentInput>();
     assert_eq!(schema["type"], "object");
     assert_eq!(schema["additionalProperties"], false);
     let text = schema.to_string();

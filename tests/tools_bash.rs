@@ -4,8 +4,8 @@
 
 mod tools_support;
 
-use crew::tools::builtin::BashTool;
-use crew::tools::{ToolError, ToolJson};
+use crew_tools::builtin::BashTool;
+use crew_tools::{ToolError, ToolJson};
 use serde_json::json;
 use tools_support::{BUDGET, Fixture, eventually_async, process_alive};
 

@@ -5,13 +5,13 @@
 
 use std::path::Path;
 
-use crew::config::{TeamConfig, init_template};
-use crew::tools::permissions::bash_subject::parse;
-use crew::tools::permissions::read_only::read_only_refusal;
-use crew::tools::permissions::{
+use crew_config::{TeamConfig, init_template};
+use crew_tools::permissions::bash_subject::parse;
+use crew_tools::permissions::read_only::read_only_refusal;
+use crew_tools::permissions::{
     BypassSwitches, DecidedBy, Decision, PermissionMode, PermissionPolicy, PermissionQuery, RuleSet,
 };
-use crew::tools::{Subject, ToolKind};
+use crew_tools::{Subject, ToolKind};
 use proptest::prelude::*;
 
 fn policy(mode: PermissionMode, allow: &[&str], deny: &[&str]) -> PermissionPolicy {

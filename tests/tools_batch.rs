@@ -8,8 +8,8 @@ mod tools_support;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crew::tools::permissions::PermissionMode;
-use crew::tools::{
+use crew_tools::permissions::PermissionMode;
+use crew_tools::{
     Pipeline, ToolContext, ToolError, ToolFuture, ToolKind, ToolOutput, ToolRegistry, TypedTool,
 };
 use serde_json::json;
@@ -88,7 +88,7 @@ fn setup() -> (Fixture, Arc<ProbeState>, Pipeline) {
     (Fixture::new(), probe, pipeline)
 }
 
-fn contents(outcomes: &[crew::tools::ToolCallOutcome]) -> Vec<(String, String, bool)> {
+fn contents(outcomes: &[crew_tools::ToolCallOutcome]) -> Vec<(String, String, bool)> {
     outcomes
         .iter()
         .map(|o| (o.id.clone(), o.output.content.clone(), o.output.is_error))

@@ -3,8 +3,8 @@
 
 mod tools_support;
 
-use crew::tools::builtin::{EditTool, GlobTool, GrepTool, ReadTool, WriteTool};
-use crew::tools::{Tool, ToolContext, ToolError, ToolJson, ToolOutput};
+use crew_tools::builtin::{EditTool, GlobTool, GrepTool, ReadTool, WriteTool};
+use crew_tools::{Tool, ToolContext, ToolError, ToolJson, ToolOutput};
 use serde_json::{Value, json};
 use tools_support::Fixture;
 

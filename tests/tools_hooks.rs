@@ -4,9 +4,9 @@
 
 mod tools_support;
 
-use crew::tools::Note;
-use crew::tools::hooks::{HookEvent, HookSpec, Hooks, StopDecision, StopGuard};
-use crew::tools::permissions::{DecidedBy, PermissionMode};
+use crew_tools::Note;
+use crew_tools::hooks::{HookEvent, HookSpec, Hooks, StopDecision, StopGuard};
+use crew_tools::permissions::{DecidedBy, PermissionMode};
 use serde_json::{Value, json};
 use tools_support::{Fixture, call, pipeline};
 
@@ -245,7 +245,7 @@ async fn a_notification_hook_runs_before_a_permission_request() {
     assert!(!seen.exists(), "nobody to ask, nobody to notify");
     let p = pipeline(PermissionMode::Ask, &[], &[])
         .with_hooks(hooks)
-        .with_prompter(std::sync::Arc::new(crew::tools::prompter::DenyAll));
+        .with_prompter(std::sync::Arc::new(crew_tools::prompter::DenyAll));
     let out = p
         .run(call("t2", "bash", json!({"command": "touch x"})), &fx.ctx)
         .await;

@@ -5,12 +5,12 @@ mod tools_support;
 
 use std::path::Path;
 
-use crew::tools::permissions::bash_subject::{ParseError, parse};
-use crew::tools::permissions::{
+use crew_tools::permissions::bash_subject::{ParseError, parse};
+use crew_tools::permissions::{
     BypassSwitches, DecidedBy, Decision, HookPermission, PermissionMode, PermissionPolicy,
     PermissionQuery, PolicyError, RuleSet,
 };
-use crew::tools::{Subject, ToolKind};
+use crew_tools::{Subject, ToolKind};
 use tools_support::{Fixture, policy};
 
 fn commands(line: &str) -> Vec<String> {

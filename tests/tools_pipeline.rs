@@ -7,8 +7,8 @@ mod tools_support;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crew::tools::permissions::{DecidedBy, Decision, PermissionMode};
-use crew::tools::{DenyAll, Note, PermissionAnswer, PermissionAsk, Prompter};
+use crew_tools::permissions::{DecidedBy, Decision, PermissionMode};
+use crew_tools::{DenyAll, Note, PermissionAnswer, PermissionAsk, Prompter};
 use futures::future::BoxFuture;
 use serde_json::json;
 use tools_support::{Fixture, call, pipeline};
@@ -187,9 +187,9 @@ async fn without_a_working_sandbox_no_rule_or_mode_runs_a_command_unasked() {
     // The only test of this binary that probes: the helper is missing, so the sandbox is
     // unavailable for this whole process.
     let mut fx = Fixture::new();
-    fx.ctx.sandbox = crew::tools::Sandbox {
+    fx.ctx.sandbox = crew_tools::Sandbox {
         helper: fx.root().join("no-such-crew"),
-        ..crew::tools::Sandbox::new(crew::tools::SandboxMode::Auto, false, true)
+        ..crew_tools::Sandbox::new(crew_tools::SandboxMode::Auto, false, true)
     };
     let p = pipeline(PermissionMode::WorkspaceWrite, &["bash(touch made)"], &[]);
     let denied = p

@@ -10,10 +10,10 @@ use std::fs;
 use std::path::Path;
 use std::time::Duration;
 
-use crew::git::Worktrees;
-use crew::store::{AgentState, Draft, Message, MessageKind, NewTask, RequestId, Roster, Workspace};
-use crew::tui::event::Event;
-use crew::tui::{Effect, Pane};
+use crew_git::Worktrees;
+use crew_store::{AgentState, Draft, Message, MessageKind, NewTask, RequestId, Roster, Workspace};
+use crew_tui::event::Event;
+use crew_tui::{Effect, Pane};
 use git2::{IndexAddOption, Repository, RepositoryInitOptions, Signature};
 use serde_json::json;
 use tui_support::{Harness, inbox, workspace};
@@ -141,7 +141,7 @@ fn always_asks_first_then_writes_the_rule_keeping_comments_and_approves() {
     assert!(text.contains("\"bash(cargo test --all)\""), "{text}");
     assert!(text.contains("# Deny beats everything (hooks included)"));
     assert!(text.contains("# bypass mode also needs --dangerously-bypass"));
-    let (team, _) = crew::tui::uiconfig::load(dir.path()).unwrap();
+    let (team, _) = crew_tui::uiconfig::load(dir.path()).unwrap();
     assert!(
         team.permissions
             .allow
@@ -231,11 +231,11 @@ fn add_a_task_with_a_dependency_and_release_a_claimed_one() {
     assert_eq!(row.blocked_by, vec![first.id.clone()]);
     assert!(!row.claimable);
 
-    let id = crew::store::TaskId::parse(&first.id).unwrap();
+    let id = crew_store::TaskId::parse(&first.id).unwrap();
     ws.tasks()
         .claim(
             id,
-            crew::store::Claimant {
+            crew_store::Claimant {
                 name: "alice",
                 role: Some("implementer"),
             },
@@ -361,7 +361,7 @@ fn mouse_click_focuses_and_resize_switches_to_tabs() {
 fn a_key_sequence_from_the_vim_keymap() {
     let dir = workspace();
     let mut h = Harness::new(dir.path());
-    h.state.keymap = crew::tui::Keymap::load_from("vim", None).0;
+    h.state.keymap = crew_tui::Keymap::load_from("vim", None).0;
     for n in 0..5 {
         Workspace::new(dir.path())
             .tasks()
@@ -384,14 +384,14 @@ fn a_key_sequence_from_the_vim_keymap() {
 fn changes_made_by_anyone_reach_the_screen_through_the_watcher() {
     let dir = workspace();
     let (tx, rx) = std::sync::mpsc::channel();
-    let _watcher = crew::tui::runtime::spawn_loader(dir.path(), tx).unwrap();
+    let _watcher = crew_tui::runtime::spawn_loader(dir.path(), tx).unwrap();
     let mut state = tui_support::state_at(dir.path());
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    let pump = |state: &mut crew::tui::AppState, done: &dyn Fn(&crew::tui::AppState) -> bool| {
+    let pump = |state: &mut crew_tui::AppState, done: &dyn Fn(&crew_tui::AppState) -> bool| {
         while !done(state) {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
             let event = rx.recv_timeout(left).expect("the change never arrived");
-            crew::tui::update(state, event);
+            crew_tui::update(state, event);
         }
     };
     pump(&mut state, &|s| s.workspace.loaded);
@@ -433,7 +433,7 @@ fn changes_made_by_anyone_reach_the_screen_through_the_watcher() {
 /// done, in progress and pending, each with its mark.
 #[test]
 fn a_teammates_checklist_shows_in_its_box() {
-    use crew::store::{AgentState, AgentStatus, AgentStatuses, TodoItem, TodoStatus};
+    use crew_store::{AgentState, AgentStatus, AgentStatuses, TodoItem, TodoStatus};
     let dir = workspace();
     let mut status = AgentStatus::new("alice", AgentState::Work);
     status.todos = [

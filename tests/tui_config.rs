@@ -4,18 +4,18 @@
 
 use std::fs;
 
-use crew::tui::keymap::{Lookup, Mode};
-use crew::tui::keys::parse_sequence;
-use crew::tui::{Keymap, Theme};
+use crew_tui::keymap::{Lookup, Mode};
+use crew_tui::keys::parse_sequence;
+use crew_tui::{Keymap, Theme};
 
 #[test]
 fn every_shipped_theme_and_keymap_parses_without_warnings() {
-    for (name, _) in crew::tui::theme::BUILTIN {
+    for (name, _) in crew_tui::theme::BUILTIN {
         let (theme, warnings) = Theme::load_from(name, None);
         assert!(warnings.is_empty(), "theme {name}: {warnings:?}");
         assert_eq!(theme.name, *name);
     }
-    for (name, _) in crew::tui::keymap::BUILTIN {
+    for (name, _) in crew_tui::keymap::BUILTIN {
         let (keymap, warnings) = Keymap::load_from(name, None);
         assert!(warnings.is_empty(), "keymap {name}: {warnings:?}");
         assert!(!keymap.bindings(Mode::Approvals).is_empty());
@@ -149,8 +149,8 @@ fn help_is_generated_from_the_active_keymap() {
     let theme = Theme::load_from("default", None).0;
     let vim = Keymap::load_from("vim", None).0;
     let state =
-        crew::tui::AppState::new(root.into(), theme, vim, std::time::SystemTime::UNIX_EPOCH);
-    let text: String = crew::tui::render::help_lines(&state)
+        crew_tui::AppState::new(root.into(), theme, vim, std::time::SystemTime::UNIX_EPOCH);
+    let text: String = crew_tui::render::help_lines(&state)
         .iter()
         .map(|l| l.to_string() + "\n")
         .collect();

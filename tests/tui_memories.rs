@@ -4,9 +4,9 @@
 
 mod tui_support;
 
-use crew::tui::event::Event;
-use crew::tui::state::Overlay;
-use crew::tui::{Pane, update};
+use crew_tui::event::Event;
+use crew_tui::state::Overlay;
+use crew_tui::{Pane, update};
 use tui_support::{draw, fixture_changes, key, screen_text, state_at};
 
 fn memory(

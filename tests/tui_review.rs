@@ -7,12 +7,12 @@ mod tui_support;
 
 use std::path::{Path, PathBuf};
 
-use crew::config::init_template;
-use crew::git::{Author, Worktrees, exclude_from_git, init_with_files};
-use crew::store::workspace::RUNTIME_FOLDERS;
-use crew::store::{Claimant, NewTask, Status, TaskId, Workspace};
-use crew::tui::Pane;
-use crew::tui::event::Effect;
+use crew_config::init_template;
+use crew_git::{Author, Worktrees, exclude_from_git, init_with_files};
+use crew_store::workspace::RUNTIME_FOLDERS;
+use crew_store::{Claimant, NewTask, Status, TaskId, Workspace};
+use crew_tui::Pane;
+use crew_tui::event::Effect;
 use tui_support::{Harness, draw};
 
 /// A repository whose alice has task_1 ("Add a parser") in review: one commit adding parser.rs.
@@ -245,7 +245,7 @@ fn a_task_entering_review_rings_the_bell_and_sends_a_desktop_notification() {
 
 #[test]
 fn a_desktop_notification_carries_no_escape_sequence_from_agent_text() {
-    let osc = crew::tui::terminal::desktop_notification("task_1 \x1b]0;pwned\x07; done\n");
+    let osc = crew_tui::terminal::desktop_notification("task_1 \x1b]0;pwned\x07; done\n");
     assert_eq!(
         osc,
         "\x1b]9;task_1  ]0 pwned   done \x07\x1b]777;notify;crew;task_1  ]0 pwned   done \x07"
@@ -265,9 +265,9 @@ fn discard_reverts_in_the_worktree_of_the_commits_branch_after_the_task_changed_
     task["owner"] = "bob".into();
     std::fs::write(&path, task.to_string()).unwrap();
     let config =
-        crew::config::TeamConfig::parse(Path::new("crew.toml"), &init_template("web", "main"))
+        crew_config::TeamConfig::parse(Path::new("crew.toml"), &init_template("web", "main"))
             .unwrap();
-    crew::team::review::discard(&ws, &config, TaskId(1), "user", "not needed").unwrap();
+    crew_team::review::discard(&ws, &config, TaskId(1), "user", "not needed").unwrap();
     assert_eq!(status_of(root, 1).0, Status::Failed);
     assert!(!root.join(".worktrees/alice/parser.rs").exists());
 }
@@ -300,8 +300,8 @@ fn a_review_warns_about_a_renamed_crew_toml() {
         .submit_for_review(TaskId(1), "alice", "renamed".into(), *commits)
         .unwrap();
     let config =
-        crew::config::TeamConfig::parse(Path::new("crew.toml"), &init_template("web", "main"))
+        crew_config::TeamConfig::parse(Path::new("crew.toml"), &init_template("web", "main"))
             .unwrap();
-    let review = crew::team::review::show(&ws, &config, TaskId(1)).unwrap();
+    let review = crew_team::review::show(&ws, &config, TaskId(1)).unwrap();
     assert_eq!(review.protected, ["crew.toml"], "{review:?}");
 }

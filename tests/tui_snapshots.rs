@@ -3,11 +3,11 @@
 
 mod tui_support;
 
-use crew::git::proposed_change;
-use crew::store::Entry;
-use crew::tui::data::Change;
-use crew::tui::event::Event;
-use crew::tui::{Pane, update};
+use crew_git::proposed_change;
+use crew_store::Entry;
+use crew_tui::data::Change;
+use crew_tui::event::Event;
+use crew_tui::{Pane, update};
 use serde_json::json;
 use tui_support::{draw, fixture_state, key, msg};
 
@@ -120,8 +120,8 @@ fn too_small_shows_a_message() {
     insta::assert_snapshot!(draw(&mut state, 50, 10));
 }
 
-fn sample_diff() -> crew::git::WorktreeDiff {
-    use crew::git::{DiffLine, DiffTotals, FileDiff, FileStatus, Hunk, LineKind, WorktreeDiff};
+fn sample_diff() -> crew_git::WorktreeDiff {
+    use crew_git::{DiffLine, DiffTotals, FileDiff, FileStatus, Hunk, LineKind, WorktreeDiff};
     let line = |kind, old: Option<u32>, new: Option<u32>, text: &str| DiffLine {
         kind,
         old_lineno: old,
@@ -180,7 +180,7 @@ fn diff_view_unified_and_side_by_side() {
     state.focus = Pane::Teammates;
     let effects = update(&mut state, Event::Key(key("d")));
     assert!(
-        matches!(&effects[..], [crew::tui::Effect::LoadDiff { name, task: None }] if name == "alice")
+        matches!(&effects[..], [crew_tui::Effect::LoadDiff { name, task: None }] if name == "alice")
     );
     insta::assert_snapshot!("diff_loading", draw(&mut state, 100, 24));
     let effects = update(
@@ -194,7 +194,7 @@ fn diff_view_unified_and_side_by_side() {
     assert!(
         matches!(
             &effects[..],
-            [crew::tui::Effect::HighlightFile { file: 0, .. }]
+            [crew_tui::Effect::HighlightFile { file: 0, .. }]
         ),
         "the shown file is highlighted off the input path"
     );
@@ -230,7 +230,7 @@ fn task_rows_in_a_narrow_pane_end_with_whole_ids_or_say_how_many_are_left_out() 
 
 #[test]
 fn the_header_says_how_commands_run() {
-    use crew::tui::state::SandboxState;
+    use crew_tui::state::SandboxState;
     let header = |sandbox: SandboxState| {
         let mut state = fixture_state();
         state.sandbox = sandbox;
@@ -260,7 +260,7 @@ fn the_header_says_how_commands_run() {
 fn prompt_cache_tokens_show_per_agent_and_in_the_header() {
     let mut state = fixture_state();
     let mut alice = state.agent("alice").unwrap().clone();
-    alice.cache = crew::store::CacheTokens {
+    alice.cache = crew_store::CacheTokens {
         read: 12_000,
         written: 3_000,
     };
@@ -281,8 +281,8 @@ fn prompt_cache_tokens_show_per_agent_and_in_the_header() {
 /// on, the finished ones with how they ended.
 #[test]
 fn subagents_nested_under_their_teammate() {
-    use crew::store::AgentStatus;
-    use crew::store::SubagentLine;
+    use crew_store::AgentStatus;
+    use crew_store::SubagentLine;
     let mut state = fixture_state();
     let mut alice: AgentStatus = state.agent("alice").unwrap().clone();
     let line =

@@ -7,12 +7,12 @@ mod tui_support;
 #[path = "common/wait.rs"]
 mod wait;
 
-use crew::agent::transcript::Row;
-use crew::store::MessageKind;
-use crew::store::{AgentState, AgentStatus, NewTask, Status, TaskId, Workspace};
-use crew::tui::Pane;
-use crew::tui::data::Change;
-use crew::tui::event::Event;
+use crew_agent::transcript::Row;
+use crew_store::MessageKind;
+use crew_store::{AgentState, AgentStatus, NewTask, Status, TaskId, Workspace};
+use crew_tui::Pane;
+use crew_tui::data::Change;
+use crew_tui::event::Event;
 use ratatui::crossterm::event::{KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use tui_support::{Harness, inbox, workspace};
 use wait::poll;
@@ -115,7 +115,7 @@ fn assign_a_task_reassign_it_from_its_owner_and_put_it_back_in_the_pool() {
     ws.tasks()
         .claim(
             id,
-            crew::store::Claimant {
+            crew_store::Claimant {
                 name: "bob",
                 role: Some("implementer"),
             },
@@ -382,7 +382,7 @@ fn ctrl_c_interrupts_the_focused_agent_without_quitting_and_twice_offers_to_rele
     let dir = workspace();
     let ws = Workspace::new(dir.path());
     let id = add(&ws, "slow", &[]);
-    let claimant = crew::store::Claimant {
+    let claimant = crew_store::Claimant {
         name: "alice",
         role: None,
     };

@@ -415,7 +415,7 @@ pub struct SendArgs {
     pub to: String,
     /// message, task_assignment, status_update, shutdown_request, ... (default: message)
     #[arg(long = "type", default_value_t)]
-    pub kind: crate::store::MessageKind,
+    pub kind: crew_store::MessageKind,
     /// Needs an answer: gives the message a new request id and prints it.
     #[arg(long)]
     pub request: bool,

@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, anyhow};
 
 use crate::cli::exit::CliError;
-use crate::config::TeamConfig;
-use crate::store::{Draft, Workspace, pid_alive};
-use crate::team::daemon::{self, DaemonStatus, Request, TeamProcess};
+use crew_config::TeamConfig;
+use crew_store::{Draft, Workspace, pid_alive};
+use crew_team::daemon::{self, DaemonStatus, Request, TeamProcess};
 
 /// How long a starting daemon may take to answer on its socket.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -54,7 +54,7 @@ pub fn start_and_attach(
     config: &TeamConfig,
     goal: Option<&str>,
     bypass: bool,
-    options: crate::tui::Options,
+    options: crew_tui::Options,
 ) -> anyhow::Result<()> {
     match daemon::running(workspace) {
         Some(team) if team.headless => {
@@ -68,7 +68,7 @@ pub fn start_and_attach(
         Some(_) => send_goal(workspace, config, goal)?,
         None => start(workspace, goal, bypass)?,
     }
-    crate::tui::run(workspace.root(), options).context(
+    crew_tui::run(workspace.root(), options).context(
         "the screen could not open; the team runs on in the background (`crew status`, `crew down`)",
     )?;
     match daemon::running(workspace) {
@@ -87,9 +87,9 @@ fn send_goal(workspace: &Workspace, config: &TeamConfig, goal: Option<&str>) -> 
         workspace.mailboxes().send(
             &config.roster(),
             Draft {
-                from: crate::store::USER.into(),
+                from: crew_store::USER.into(),
                 to: config.lead_name().to_string(),
-                kind: crate::store::MessageKind::Message,
+                kind: crew_store::MessageKind::Message,
                 text: Some(format!("Goal: {goal}")),
                 ..Draft::default()
             },
@@ -117,7 +117,7 @@ fn start(workspace: &Workspace, goal: Option<&str>, bypass: bool) -> anyhow::Res
         .args(["up", "--daemon"])
         .current_dir(root)
         // Sealed out of our own environment: handed to the team explicitly.
-        .envs(crate::model::secret::sealed_vars().iter().cloned())
+        .envs(crew_model::secret::sealed_vars().iter().cloned())
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log);

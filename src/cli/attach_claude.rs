@@ -1,7 +1,7 @@
 //! `crew attach claude [TEAM]`: the workbench on a Claude Code agent team.
 
 use crate::cli::args::UiArgs;
-use crate::team::claude_team::{self, AttachError, Mirror};
+use crew_team::claude_team::{self, AttachError, Mirror};
 
 pub fn claude(team: Option<&str>, ui: UiArgs) -> anyhow::Result<()> {
     let home = claude_team::claude_home().ok_or(AttachError::NoClaudeHome)?;
@@ -17,9 +17,9 @@ pub fn claude(team: Option<&str>, ui: UiArgs) -> anyhow::Result<()> {
         root.display()
     );
     let _watcher = mirror.watch()?;
-    crate::tui::run(
+    crew_tui::run(
         &root,
-        crate::tui::Options {
+        crew_tui::Options {
             theme: ui.theme,
             keymap: ui.keymap,
             attached: Some(header),

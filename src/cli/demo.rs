@@ -8,10 +8,10 @@ use anyhow::{Context, anyhow};
 use crate::cli::args::{ApprovePolicy, DemoArgs};
 use crate::cli::output;
 use crate::cli::run_team::all_done;
-use crate::config::{FILE_NAME, TeamConfig};
-use crate::store::{DirWatcher, Workspace};
-use crate::team::demo;
-use crate::team::headless::{MergePolicy, Policy, TeamRun};
+use crew_config::{FILE_NAME, TeamConfig};
+use crew_store::{DirWatcher, Workspace};
+use crew_team::demo;
+use crew_team::headless::{MergePolicy, Policy, TeamRun};
 
 /// The whole demo should take seconds; this only stops a broken run from hanging.
 const DEADLINE: Duration = Duration::from_secs(180);
@@ -43,9 +43,9 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
             &config,
             Some(demo::GOAL),
             false,
-            crate::tui::Options::default(),
+            crew_tui::Options::default(),
         )?;
-        let hint = if crate::team::daemon::running(&workspace).is_some() {
+        let hint = if crew_team::daemon::running(&workspace).is_some() {
             format!(
                 ": `crew -C {0}` attaches again, `crew -C {0} down` stops its team",
                 dir.display()

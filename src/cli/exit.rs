@@ -1,8 +1,8 @@
 //! From errors to exit codes and one-line messages.
 
-use crate::config::ConfigError;
-use crate::git::GitError;
-use crate::store::StoreError;
+use crew_config::ConfigError;
+use crew_git::GitError;
+use crew_store::StoreError;
 
 /// Errors the CLI itself raises, beyond those of the layers below.
 #[derive(Debug, thiserror::Error)]

@@ -6,8 +6,8 @@ use std::fmt::Write;
 use serde_json::{Value, json};
 
 use crate::cli::output;
-use crate::store::dag::Graph;
-use crate::store::{Status, Task};
+use crew_store::dag::Graph;
+use crew_store::{Status, Task};
 
 /// One word (and detail) for where a task stands.
 pub fn state(graph: &Graph<'_>, task: &Task) -> (&'static str, String) {

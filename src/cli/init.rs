@@ -7,10 +7,10 @@ use anyhow::{Context, anyhow};
 
 use crate::cli::args::InitArgs;
 use crate::cli::project::find_upwards;
-use crate::config::{FILE_NAME, TeamConfig, init_template};
-use crate::git::{current_branch, exclude_from_git};
-use crate::store::names::validate_name;
-use crate::store::workspace::RUNTIME_FOLDERS;
+use crew_config::{FILE_NAME, TeamConfig, init_template};
+use crew_git::{current_branch, exclude_from_git};
+use crew_store::names::validate_name;
+use crew_store::workspace::RUNTIME_FOLDERS;
 
 pub fn run(start: &Path, args: InitArgs) -> anyhow::Result<()> {
     let root = find_upwards(start, ".git").ok_or_else(|| {
@@ -57,5 +57,5 @@ pub fn run(start: &Path, args: InitArgs) -> anyhow::Result<()> {
 /// The folder name, lowercased, with anything not allowed in a name replaced by `-`.
 fn team_name_from(root: &Path) -> String {
     let raw = root.file_name().and_then(|n| n.to_str()).unwrap_or("team");
-    crate::store::names::name_from(raw, "team-")
+    crew_store::names::name_from(raw, "team-")
 }

@@ -38,7 +38,7 @@ struct RedactedLog(std::fs::File);
 impl std::io::Write for RedactedLog {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         self.0
-            .write_all(&crate::store::secrets::redact_bytes(buf))
+            .write_all(&crew_store::secrets::redact_bytes(buf))
             .map(|()| buf.len())
     }
 

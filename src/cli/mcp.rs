@@ -3,8 +3,8 @@
 
 use crate::cli::exit::CliError;
 use crate::cli::project::Project;
-use crate::team::mcp::TeamMcpServer;
-use crate::tools::orphans::OWNER_ENV;
+use crew_team::mcp::TeamMcpServer;
+use crew_tools::orphans::OWNER_ENV;
 
 pub fn run(project: Project, name: &str) -> anyhow::Result<()> {
     check_owner(&project, name)?;

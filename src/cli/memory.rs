@@ -6,7 +6,7 @@ use crate::cli::args::MemoryCommand;
 use crate::cli::exit::CliError;
 use crate::cli::output;
 use crate::cli::project::Project;
-use crate::store::{MemoryBook, MemoryScope};
+use crew_store::{MemoryBook, MemoryScope};
 
 pub fn run(project: &Project, cmd: MemoryCommand) -> anyhow::Result<()> {
     match cmd {

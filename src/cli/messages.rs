@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use crate::cli::args::{Answer, InboxArgs, RequestsArgs, RespondArgs, SendArgs};
 use crate::cli::output;
 use crate::cli::project::Project;
-use crate::store::{DirWatcher, Draft, Entry, Message, RequestState};
+use crew_store::{DirWatcher, Draft, Entry, Message, RequestState};
 
 pub fn send(project: &Project, args: SendArgs) -> anyhow::Result<()> {
     let mut extra = serde_json::Map::new();
@@ -37,7 +37,7 @@ pub fn send(project: &Project, args: SendArgs) -> anyhow::Result<()> {
 
 /// `crew interrupt NAME`: the request goes through NAME's inbox; its worker acts on it.
 pub fn interrupt(project: &Project, name: &str) -> anyhow::Result<()> {
-    crate::team::interrupt::interrupt(&project.workspace, &project.roster, name)?;
+    crew_team::interrupt::interrupt(&project.workspace, &project.roster, name)?;
     println!("asked {name} to stop; it keeps its task and waits for your next message");
     Ok(())
 }
@@ -46,7 +46,7 @@ pub fn inbox(project: &Project, args: InboxArgs) -> anyhow::Result<()> {
     project
         .roster
         .check("inbox owner", &args.name)
-        .map_err(crate::store::StoreError::from)?;
+        .map_err(crew_store::StoreError::from)?;
     let boxes = project.workspace.mailboxes();
     let advance = !args.peek;
     let mut offset = if args.all {

@@ -19,7 +19,6 @@ mod person;
 mod project;
 mod review;
 mod run_team;
-mod sandbox_exec;
 mod skills;
 mod tasks;
 mod team;
@@ -31,7 +30,7 @@ use clap::Parser;
 
 pub use args::Cli;
 use args::Command;
-pub use exit::{CliError, exit_code};
+pub use exit::exit_code;
 
 /// Parses the command line, runs the command, prints errors to stderr and returns the exit code.
 pub fn main() -> ExitCode {
@@ -44,12 +43,14 @@ pub fn main() -> ExitCode {
         }
     };
     let cli = match cli.command {
-        Some(Command::SandboxExec(args)) => return sandbox_exec::run(args),
+        Some(Command::SandboxExec(args)) => {
+            return crew_sandbox::exec::run(&args.policy, args.probe, &args.command);
+        }
         command => Cli { command, ..cli },
     };
     // Before any thread starts: the keys leave the environment, and no process of ours can be
     // read through /proc (environ, mem) by a tool's process.
-    crate::model::secret::seal_process();
+    crew_model::secret::seal_process();
     if only_prints(cli.command.as_ref()) {
         // `crew review diff X | head` ends quietly when the reader goes, as other commands
         // do (Rust ignores SIGPIPE, so println! would panic). The team's own processes keep
@@ -123,7 +124,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Ui(args) => run_team::ui(
             project::Project::find(&start)?,
-            crate::tui::Options {
+            crew_tui::Options {
                 theme: args.theme,
                 keymap: args.keymap,
                 attached: None,

@@ -7,7 +7,7 @@
 
 use crate::cli::args::{Command, InboxArgs, ReviewCommand, TaskCommand, WorktreeCommand};
 use crate::cli::exit::CliError;
-use crate::tools::orphans::OWNER_ENV;
+use crew_tools::orphans::OWNER_ENV;
 
 /// Refuses `command` when this process was started by an agent's tool and the command acts
 /// for the team (exit 3, saying why).

@@ -4,8 +4,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
 
-use crate::config::{FILE_NAME, TeamConfig};
-use crate::store::{Claimant, Roster, Workspace};
+use crew_config::{FILE_NAME, TeamConfig};
+use crew_store::{Claimant, Roster, Workspace};
 
 pub struct Project {
     pub config: TeamConfig,
@@ -40,7 +40,7 @@ impl Project {
     ) -> anyhow::Result<Claimant<'a>> {
         self.roster
             .check("agent", name)
-            .map_err(crate::store::StoreError::from)?;
+            .map_err(crew_store::StoreError::from)?;
         Ok(Claimant {
             name,
             role: role.or_else(|| self.config.role_of(name)),
@@ -54,10 +54,10 @@ fn register_key_values(config: &TeamConfig) {
     for agent in config.agents() {
         let model = &agent.model;
         if let Some(value) =
-            crate::model::spec::key_variable(&model.provider, model.api_key_env.as_deref())
-                .and_then(|var| crate::model::secret::env_var(&var))
+            crew_model::spec::key_variable(&model.provider, model.api_key_env.as_deref())
+                .and_then(|var| crew_model::secret::env_var(&var))
         {
-            crate::store::secrets::register(&value);
+            crew_store::secrets::register(&value);
         }
     }
 }

@@ -8,8 +8,8 @@ use crate::cli::exit::CliError;
 use crate::cli::output;
 use crate::cli::project::Project;
 use crate::cli::worktrees::print_diff;
-use crate::store::{TaskId, USER};
-use crate::team::review::{self, Review, ReviewError};
+use crew_store::{TaskId, USER};
+use crew_team::review::{self, Review, ReviewError};
 
 pub fn run(project: &Project, cmd: ReviewCommand) -> anyhow::Result<()> {
     let (ws, config) = (&project.workspace, &project.config);

@@ -10,12 +10,12 @@ use crate::cli::args::{ApprovePolicy, MergeArg, UpArgs, WorkerAction, WorkerArgs
 use crate::cli::exit::CliError;
 use crate::cli::project::Project;
 use crate::cli::team::{print_event, supervisor};
-use crate::store::DirWatcher;
-use crate::team::daemon::TeamLock;
-use crate::team::headless::{Happening, MergePolicy, Policy, TeamRun, settings_for};
-use crate::team::supervisor::SupervisorError;
-use crate::team::teammate_work::work_for;
-use crate::team::worker::{ExitReason, Worker};
+use crew_store::DirWatcher;
+use crew_team::daemon::TeamLock;
+use crew_team::headless::{Happening, MergePolicy, Policy, TeamRun, settings_for};
+use crew_team::supervisor::SupervisorError;
+use crew_team::teammate_work::work_for;
+use crew_team::worker::{ExitReason, Worker};
 
 pub fn worker(project: Project, args: WorkerArgs) -> anyhow::Result<()> {
     match (args.action, args.name) {
@@ -29,7 +29,7 @@ fn run_worker(project: Project, name: &str, bypass: bool) -> anyhow::Result<()> 
     project
         .roster
         .check("agent", name)
-        .map_err(crate::store::StoreError::from)?;
+        .map_err(crew_store::StoreError::from)?;
     let config = Arc::new(project.config);
     let mut work = work_for(project.workspace.clone(), config.clone(), name, bypass)?;
     let worker = Worker::new(
@@ -50,11 +50,11 @@ fn run_worker(project: Project, name: &str, bypass: bool) -> anyhow::Result<()> 
 /// Starts a worker again in the background; refused while one is alive. With a team daemon
 /// running, the daemon starts it, so it lives in the team's session rather than this terminal's.
 fn restart(project: &Project, name: &str) -> anyhow::Result<()> {
-    if crate::team::daemon::running(&project.workspace).is_some_and(|t| !t.headless) {
-        let request = crate::team::daemon::Request::Restart {
+    if crew_team::daemon::running(&project.workspace).is_some_and(|t| !t.headless) {
+        let request = crew_team::daemon::Request::Restart {
             name: name.to_string(),
         };
-        return match crate::team::daemon::control::ask(&project.workspace, &request) {
+        return match crew_team::daemon::control::ask(&project.workspace, &request) {
             Ok(team) => {
                 println!(
                     "restarted {name} in the team (pid {}); its output goes to .crew/logs/{name}.log",
@@ -62,7 +62,7 @@ fn restart(project: &Project, name: &str) -> anyhow::Result<()> {
                 );
                 Ok(())
             }
-            Err(crate::team::daemon::control::ControlError::Refused(why)) => {
+            Err(crew_team::daemon::control::ControlError::Refused(why)) => {
                 Err(CliError::Refused(why).into())
             }
             Err(e) => Err(e.into()),
@@ -81,7 +81,7 @@ fn restart(project: &Project, name: &str) -> anyhow::Result<()> {
 
 pub fn up(project: Project, args: UpArgs) -> anyhow::Result<()> {
     // Said before anything starts (the screen repeats it in its header; workers log it).
-    let sandbox = crate::tools::Sandbox::new(project.config.permissions.sandbox, false, true);
+    let sandbox = crew_tools::Sandbox::new(project.config.permissions.sandbox, false, true);
     if let Some(warning) = sandbox.warning() {
         eprintln!("crew: warning: {warning}");
         tracing::warn!("{warning}");
@@ -100,13 +100,13 @@ pub fn up(project: Project, args: UpArgs) -> anyhow::Result<()> {
             &project.config,
             args.goal.as_deref(),
             args.dangerously_bypass,
-            crate::tui::Options::default(),
+            crew_tui::Options::default(),
         );
     }
     // One team per repository: the lock is held until this process ends.
     let Some(_lock) = TeamLock::take(&project.workspace, true)? else {
         let root = project.workspace.root().to_path_buf();
-        return Err(match crate::team::daemon::running(&project.workspace) {
+        return Err(match crew_team::daemon::running(&project.workspace) {
             Some(team) => crate::cli::attach::refuse_second_team(&root, &team),
             None => CliError::Refused(format!("the team of {} is starting", root.display())),
         }
@@ -148,7 +148,7 @@ pub fn up(project: Project, args: UpArgs) -> anyhow::Result<()> {
     let tasks = workspace.tasks().load_all()?.tasks;
     let waiting: Vec<&str> = tasks
         .iter()
-        .filter(|t| t.status == crate::store::Status::Review)
+        .filter(|t| t.status == crew_store::Status::Review)
         .map(|t| t.id.as_str())
         .collect();
     if !waiting.is_empty() {
@@ -157,15 +157,15 @@ pub fn up(project: Project, args: UpArgs) -> anyhow::Result<()> {
             waiting.join(", ")
         );
     }
-    for (task, verdict) in crate::team::verdict::of_reviews(&tasks) {
+    for (task, verdict) in crew_team::verdict::of_reviews(&tasks) {
         println!("{task} verdict: {verdict}");
     }
     Ok(())
 }
 
 /// Every task completed or failed (and there is at least one): nothing runs and no review waits.
-pub fn all_done(workspace: &crate::store::Workspace) -> anyhow::Result<bool> {
-    use crate::store::Status;
+pub fn all_done(workspace: &crew_store::Workspace) -> anyhow::Result<bool> {
+    use crew_store::Status;
     let tasks = workspace.tasks().load_all()?.tasks;
     Ok(!tasks.is_empty()
         && tasks
@@ -216,7 +216,7 @@ pub fn signal_stop(stop: Arc<AtomicBool>) -> anyhow::Result<()> {
 
 pub fn replay(path: &std::path::Path) -> anyhow::Result<()> {
     let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let text = crate::agent::transcript::render(std::io::BufReader::new(file))
+    let text = crew_agent::transcript::render(std::io::BufReader::new(file))
         .with_context(|| format!("reading {}", path.display()))?;
     print!("{}", crate::cli::output::block(&text));
     Ok(())
@@ -224,6 +224,6 @@ pub fn replay(path: &std::path::Path) -> anyhow::Result<()> {
 
 /// `crew ui`: a screen on the repository, attached to its team when one runs (without one it
 /// shows the store as it is; `crew up` starts the team).
-pub fn ui(project: Project, options: crate::tui::Options) -> anyhow::Result<()> {
-    crate::tui::run(project.workspace.root(), options)
+pub fn ui(project: Project, options: crew_tui::Options) -> anyhow::Result<()> {
+    crew_tui::run(project.workspace.root(), options)
 }

@@ -3,13 +3,13 @@
 
 use serde_json::json;
 
-use crate::agent::instructions::user_crew_dir;
+use crew_agent::instructions::user_crew_dir;
 use crate::cli::args::SkillsCommand;
 use crate::cli::exit::CliError;
 use crate::cli::output;
 use crate::cli::project::Project;
-use crate::tools::SkillCatalogue;
-use crate::tools::skills::Skill;
+use crew_tools::SkillCatalogue;
+use crew_tools::skills::Skill;
 
 pub fn run(project: &Project, cmd: SkillsCommand) -> anyhow::Result<()> {
     match cmd {

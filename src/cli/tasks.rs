@@ -7,10 +7,10 @@ use crate::cli::exit::CliError;
 use crate::cli::graph_text;
 use crate::cli::output;
 use crate::cli::project::Project;
-use crate::config::ROLES;
-use crate::store::USER;
-use crate::store::dag::Graph;
-use crate::store::{Loaded, NewTask, Task, TaskId, TaskPatch};
+use crew_config::ROLES;
+use crew_store::USER;
+use crew_store::dag::Graph;
+use crew_store::{Loaded, NewTask, Task, TaskId, TaskPatch};
 
 pub fn run(project: &Project, cmd: TaskCommand) -> anyhow::Result<()> {
     let store = project.workspace.tasks();

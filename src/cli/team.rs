@@ -6,9 +6,9 @@ use serde_json::json;
 
 use crate::cli::output;
 use crate::cli::project::Project;
-use crate::store::AgentState;
-use crate::team::daemon::{self, Request};
-use crate::team::supervisor::{Supervisor, TeamEvent};
+use crew_store::AgentState;
+use crew_team::daemon::{self, Request};
+use crew_team::supervisor::{Supervisor, TeamEvent};
 
 /// A status is only as good as its heartbeat: past this, a live state is shown as DEAD.
 fn stale_after(project: &Project) -> Duration {
@@ -44,9 +44,9 @@ pub fn status(project: &Project, as_json: bool) -> anyhow::Result<()> {
     let tasks = project.workspace.tasks().load_all()?.tasks;
     let waiting = tasks
         .iter()
-        .filter(|t| t.status == crate::store::Status::Review)
+        .filter(|t| t.status == crew_store::Status::Review)
         .count();
-    let verdicts = crate::team::verdict::of_reviews(&tasks);
+    let verdicts = crew_team::verdict::of_reviews(&tasks);
     let team = daemon::running(&project.workspace);
     // Screens attached: only a daemon knows (a headless team has no screens of its own).
     let screens = team

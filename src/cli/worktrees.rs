@@ -8,7 +8,7 @@ use crate::cli::args::WorktreeCommand;
 use crate::cli::exit::CliError;
 use crate::cli::output;
 use crate::cli::project::Project;
-use crate::git::{Author, FileStatus, LineKind, MergeOutcome, WorktreeDiff, Worktrees};
+use crew_git::{Author, FileStatus, LineKind, MergeOutcome, WorktreeDiff, Worktrees};
 
 pub fn run(project: &Project, cmd: WorktreeCommand) -> anyhow::Result<()> {
     let trees = Worktrees::open(project.workspace.root())?;
@@ -47,7 +47,7 @@ pub fn run(project: &Project, cmd: WorktreeCommand) -> anyhow::Result<()> {
             project
                 .roster
                 .check("teammate", &name)
-                .map_err(crate::store::StoreError::from)?;
+                .map_err(crew_store::StoreError::from)?;
             let outcome = trees.merge(&name, &base, &Author::crew(&name))?;
             if json {
                 output::json(&outcome)?;

@@ -7,18 +7,18 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crew::agent::transcript::{TranscriptLine, render};
-use crew::agent::{
+use crew_agent::transcript::{TranscriptLine, render};
+use crew_agent::{
     Agent, AgentConfig, AgentEvent, CompactionThresholds, EventSink, Limits, StopReason,
     TurnResult, normalize,
 };
-use crew::model::scripted::ScriptedProvider;
-use crew::model::{
+use crew_model::scripted::ScriptedProvider;
+use crew_model::{
     ChatMessage, ContentBlock, ModelError, ModelProvider, ModelRequest, RetryPolicy, Role,
     StreamEvent,
 };
-use crew::tools::permissions::PermissionMode;
-use crew::tools::{Pipeline, Sandbox, ToolRegistry};
+use crew_tools::permissions::PermissionMode;
+use crew_tools::{Pipeline, Sandbox, ToolRegistry};
 use futures::stream::BoxStream;
 use tempfile::TempDir;
 use tokio::sync::mpsc::UnboundedReceiver;

@@ -4,7 +4,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crew::git::Author;
+use crew_git::Author;
 use git2::{IndexAddOption, Oid, Repository, RepositoryInitOptions, Signature};
 
 pub struct TestRepo {
@@ -206,9 +206,9 @@ pub fn git_path() -> Option<PathBuf> {
 /// branch `crew/alice`.
 pub fn rich_repo_with_checked_worktree(
     git: &Path,
-) -> (TestRepo, crew::git::Worktrees, crew::git::Worktree) {
+) -> (TestRepo, crew_git::Worktrees, crew_git::Worktree) {
     let t = rich_repo();
-    let wts = crew::git::Worktrees::open(t.root()).unwrap();
+    let wts = crew_git::Worktrees::open(t.root()).unwrap();
     let wt = wts.ensure("alice", "main", &[], &[]).unwrap();
     assert!(wt.created);
     assert_like_git_worktree_add(git, &t, "alice");

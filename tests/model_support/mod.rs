@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crew::model::{
+use crew_model::{
     ChatMessage, ContentBlock, ModelError, ModelProvider, ModelRequest, RequestContext, Role,
     StreamEvent, SystemPrompt, ToolDefinition,
 };

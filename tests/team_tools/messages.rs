@@ -2,13 +2,13 @@
 
 use std::time::Duration;
 
-use crew::store::RequestState;
-use crew::team::tools::{RequestPlanApproval, RequestShutdown, ReviewPlan, SendMessage};
-use crew::tools::ToolJson;
+use crew_store::RequestState;
+use crew_team::tools::{RequestPlanApproval, RequestShutdown, ReviewPlan, SendMessage};
+use crew_tools::ToolJson;
 use serde_json::json;
 
 use crate::support::{Team, ok_json, refusal};
-use crew::store::MessageKind;
+use crew_store::MessageKind;
 
 #[tokio::test]
 async fn a_typed_message_lands_in_the_recipients_inbox() {

@@ -1,7 +1,7 @@
 //! Each role's toolset, and the read-only bash the non-writing roles get.
 
-use crew::team::roles::toolset;
-use crew::tools::{ToolJson, ToolRegistry};
+use crew_team::roles::toolset;
+use crew_tools::{ToolJson, ToolRegistry};
 use serde_json::json;
 
 use crate::support::{Team, run};
@@ -202,8 +202,8 @@ async fn a_reviewers_bash_runs_only_reading_commands_and_the_test_command() {
 
 #[tokio::test]
 async fn through_the_pipeline_a_refusal_reaches_the_model_with_the_stores_words() {
-    use crew::tools::permissions::{BypassSwitches, RuleSet};
-    use crew::tools::{PermissionMode, PermissionPolicy, Pipeline, ToolCall};
+    use crew_tools::permissions::{BypassSwitches, RuleSet};
+    use crew_tools::{PermissionMode, PermissionPolicy, Pipeline, ToolCall};
 
     let team = Team::new();
     let ctx = team.ctx();

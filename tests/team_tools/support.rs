@@ -3,10 +3,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crew::store::{Entry, Message, Roster, Teammate, Workspace};
-use crew::team::tools::TeamEnv;
-use crew::tools::schema::InputSchema;
-use crew::tools::{Tool, ToolContext, ToolJson, ToolOutput};
+use crew_store::{Entry, Message, Roster, Teammate, Workspace};
+use crew_team::tools::TeamEnv;
+use crew_tools::schema::InputSchema;
+use crew_tools::{Tool, ToolContext, ToolJson, ToolOutput};
 use serde_json::Value;
 
 pub struct Team {

@@ -1,8 +1,8 @@
 //! task_create, task_list, task_get, task_update and claim_task.
 
-use crew::store::{Status, TaskId};
-use crew::team::tools::{ClaimTask, TaskCreate, TaskGet, TaskList, TaskUpdate};
-use crew::tools::ToolJson;
+use crew_store::{Status, TaskId};
+use crew_team::tools::{ClaimTask, TaskCreate, TaskGet, TaskList, TaskUpdate};
+use crew_tools::ToolJson;
 use serde_json::json;
 
 use crate::support::{Team, ok_json, refusal, run};

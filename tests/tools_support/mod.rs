@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crew::tools::permissions::{BypassSwitches, PermissionMode, PermissionPolicy, RuleSet};
-use crew::tools::{Pipeline, ToolCall, ToolContext, ToolRegistry};
+use crew_tools::permissions::{BypassSwitches, PermissionMode, PermissionPolicy, RuleSet};
+use crew_tools::{Pipeline, ToolCall, ToolContext, ToolRegistry};
 use serde_json::Value;
 use tempfile::TempDir;
 

@@ -4,15 +4,15 @@
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use crew::agent::transcript::Row;
-use crew::config::{TeamConfig, init_template};
-use crew::store::{AgentState, AgentStatus};
-use crew::store::{Entry, Message, Status, Task};
-use crew::tui::data::{Change, Loader};
-use crew::tui::effects;
-use crew::tui::event::{Effect, Event};
-use crew::tui::uiconfig::UiConfig;
-use crew::tui::{AppState, Keymap, Theme, render, update};
+use crew_agent::transcript::Row;
+use crew_config::{TeamConfig, init_template};
+use crew_store::{AgentState, AgentStatus};
+use crew_store::{Entry, Message, Status, Task};
+use crew_tui::data::{Change, Loader};
+use crew_tui::effects;
+use crew_tui::event::{Effect, Event};
+use crew_tui::uiconfig::UiConfig;
+use crew_tui::{AppState, Keymap, Theme, render, update};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -357,7 +357,7 @@ pub fn workspace() -> tempfile::TempDir {
 
 /// Every message in `name`'s inbox, oldest first.
 pub fn inbox(root: &Path, name: &str) -> Vec<Message> {
-    crew::store::Workspace::new(root)
+    crew_store::Workspace::new(root)
         .mailboxes()
         .read_from(name, 0)
         .unwrap()

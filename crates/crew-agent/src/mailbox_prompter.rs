@@ -1,0 +1,184 @@
+//! Asking the lead's side for permission through the mailboxes: a teammate's `ask` becomes a
+//! `permission_request` in the lead's inbox, and the answer (a `permission_response` from the
+//! person, same `request_id`) is awaited in the teammate's own inbox. No answer in time is a
+//! denial. Waking up is driven by file-system events on `.mailboxes`, not by polling.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use serde_json::{Map, Value, json};
+
+use crate::event::{AgentEvent, EventSink};
+use crew_store::MessageKind;
+use crew_protocol::USER;
+use crew_store::{DirWatcher, Draft, Entry, Mailboxes, Roster};
+use crew_tools::{PermissionAnswer, PermissionAsk, Prompter};
+
+/// How often a waiting thread looks whether its asker has gone away (answers themselves wake
+/// it at once through file events).
+const ABANDON_CHECK: Duration = Duration::from_millis(500);
+
+/// A `Prompter` for teammates: asks through the lead's inbox and waits for the person's answer.
+#[derive(Clone)]
+pub struct MailboxPrompter {
+    mailboxes: Mailboxes,
+    roster: Roster,
+    agent: String,
+    lead: String,
+    timeout: Duration,
+    events: Option<EventSink>,
+}
+
+impl MailboxPrompter {
+    /// `agent` asks, `lead` receives the request; both must be on `roster`.
+    pub fn new(
+        mailboxes: Mailboxes,
+        roster: Roster,
+        agent: impl Into<String>,
+        lead: impl Into<String>,
+        timeout: Duration,
+    ) -> Self {
+        Self {
+            mailboxes,
+            roster,
+            agent: agent.into(),
+            lead: lead.into(),
+            timeout,
+            events: None,
+        }
+    }
+
+    /// Also emits `PermissionWaiting` to `sink` while blocked (so a worker can show WAITING).
+    pub fn with_events(mut self, sink: EventSink) -> Self {
+        self.events = Some(sink);
+        self
+    }
+
+    /// Sends the request and blocks until the answer, the timeout, or `abandoned`.
+    fn wait_for_answer(&self, ask: PermissionAsk, abandoned: &AtomicBool) -> PermissionAnswer {
+        let deny = |why: String| PermissionAnswer::Deny(why);
+        // Watch before sending and note where the inbox ends, so no answer can slip past.
+        let watcher = match DirWatcher::new(&[self.mailboxes.dir()]) {
+            Ok(watcher) => watcher,
+            Err(e) => return deny(format!("cannot wait for an answer: {e}")),
+        };
+        let mut offset = match self.mailboxes.inbox_path(&self.agent) {
+            Ok(path) => std::fs::metadata(path).map_or(0, |m| m.len()),
+            Err(e) => return deny(format!("cannot wait for an answer: {e}")),
+        };
+        let sent = match self.mailboxes.send(&self.roster, self.draft(&ask)) {
+            Ok(sent) => sent,
+            Err(e) => return deny(format!("could not send the permission request: {e}")),
+        };
+        let Some(request_id) = sent.request_id else {
+            return deny("the permission request got no request id".to_string());
+        };
+        if let Some(events) = &self.events {
+            events.emit(AgentEvent::PermissionWaiting {
+                request_id: request_id.clone(),
+                to: self.lead.clone(),
+            });
+        }
+        let deadline = Instant::now() + self.timeout;
+        loop {
+            match self.mailboxes.read_from(&self.agent, offset) {
+                Ok(batch) => {
+                    offset = batch.end;
+                    if let Some(answer) = find_answer(&batch.entries, &request_id) {
+                        return answer;
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "reading the inbox for a permission answer failed")
+                }
+            }
+            if abandoned.load(Ordering::SeqCst) {
+                return deny("nobody waits for this answer any more".to_string());
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return deny(format!(
+                    "no answer to permission request {request_id} within {} s; denied",
+                    self.timeout.as_secs()
+                ));
+            }
+            watcher.wait((deadline - now).min(ABANDON_CHECK));
+        }
+    }
+
+    fn draft(&self, ask: &PermissionAsk) -> Draft {
+        let mut extra = Map::new();
+        extra.insert("tool".into(), json!(ask.tool));
+        extra.insert("input".into(), ask.input.clone());
+        extra.insert(
+            "subject".into(),
+            serde_json::to_value(&ask.subject).unwrap_or(Value::Null),
+        );
+        extra.insert("reason".into(), json!(ask.reason));
+        extra.insert("workspace".into(), json!(ask.workspace));
+        extra.insert("timeout_secs".into(), json!(self.timeout.as_secs()));
+        Draft {
+            from: self.agent.clone(),
+            to: self.lead.clone(),
+            kind: MessageKind::PermissionRequest,
+            text: Some(format!(
+                "{} asks to use {}: {}",
+                self.agent, ask.tool, ask.reason
+            )),
+            request: true,
+            extra,
+        }
+    }
+}
+
+/// The person's answer to `request_id` among `entries`, if there is one.
+fn find_answer(entries: &[Entry], request_id: &str) -> Option<PermissionAnswer> {
+    entries.iter().find_map(|entry| {
+        let Entry::Message { message, .. } = entry else {
+            return None;
+        };
+        // Only the person answers permission requests (the store enforces it; checked again).
+        if message.request_id.as_deref() != Some(request_id) || message.from != USER {
+            return None;
+        }
+        message.approve.map(|approved| {
+            if approved {
+                PermissionAnswer::Allow
+            } else {
+                PermissionAnswer::Deny(
+                    message
+                        .text
+                        .clone()
+                        .unwrap_or_else(|| "rejected by the user".to_string()),
+                )
+            }
+        })
+    })
+}
+
+/// Tells the waiting thread when the asking future is dropped (e.g. the turn was cancelled).
+struct AbandonOnDrop(Arc<AtomicBool>);
+
+impl Drop for AbandonOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+impl Prompter for MailboxPrompter {
+    fn ask(&self, req: PermissionAsk) -> BoxFuture<'static, PermissionAnswer> {
+        let prompter = self.clone();
+        let abandoned = Arc::new(AtomicBool::new(false));
+        let guard = AbandonOnDrop(Arc::clone(&abandoned));
+        Box::pin(async move {
+            let _guard = guard;
+            tokio::task::spawn_blocking(move || prompter.wait_for_answer(req, &abandoned))
+                .await
+                .unwrap_or_else(|e| {
+                    PermissionAnswer::Deny(format!("the permission wait failed: {e}"))
+                })
+        })
+    }
+}

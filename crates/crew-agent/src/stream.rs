@@ -1,0 +1,192 @@
+//! Receiving one model reply. Text is streamed out as it arrives; a tool call that is safe to
+//! run concurrently for its input (and has no unsafe call before it) starts at once, before
+//! the reply ends; the rest wait for the reply to finish. A reply that breaks mid-way is
+//! returned as a failure: none of it enters the history, and its early tools are cancelled.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::emitter::Emitter;
+use crate::event::{AgentEvent, RecoveryKind};
+use crew_model::{self, ChatMessage, ContentBlock, ModelError, Role, StreamEvent, Usage};
+use crew_tools::{Pipeline, ToolCall, ToolCallOutcome, ToolContext};
+
+/// A tool call of a complete reply.
+pub(crate) enum PendingCall {
+    /// Already running since its `ToolUse` event arrived.
+    Early(ToolCall, JoinHandle<ToolCallOutcome>),
+    /// To run after the reply, in order.
+    Queued(ToolCall),
+}
+
+pub(crate) enum Reply {
+    Complete {
+        message: ChatMessage,
+        stop: crew_model::FinishReason,
+        usage: Usage,
+        calls: Vec<PendingCall>,
+    },
+    /// The call failed before or during the reply; `usage` is what was reported so far.
+    Failed {
+        error: ModelError,
+        usage: Usage,
+    },
+    Cancelled {
+        usage: Usage,
+    },
+}
+
+/// Reads `stream` to its end. Early tools run with `ctx` (whose token the caller owns; it is
+/// cancelled here when the reply is abandoned).
+pub(crate) async fn receive(
+    mut stream: BoxStream<'static, Result<StreamEvent, ModelError>>,
+    pipeline: &Arc<Pipeline>,
+    ctx: &ToolContext,
+    emitter: &Emitter,
+    call: u32,
+    cancel: &CancellationToken,
+) -> Reply {
+    let mut content: Vec<ContentBlock> = Vec::new();
+    let mut text = String::new();
+    let mut calls: Vec<PendingCall> = Vec::new();
+    let mut usage = Usage::default();
+    let mut unsafe_seen = false;
+    loop {
+        let item = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => {
+                abandon(calls, ctx).await;
+                return Reply::Cancelled { usage };
+            }
+            item = stream.next() => item,
+        };
+        let event = match item {
+            Some(Ok(event)) => event,
+            Some(Err(error)) => {
+                abandon(calls, ctx).await;
+                return Reply::Failed { error, usage };
+            }
+            None => {
+                abandon(calls, ctx).await;
+                return Reply::Failed {
+                    error: ModelError::stream("the reply ended before it was complete"),
+                    usage,
+                };
+            }
+        };
+        match event {
+            StreamEvent::MessageStart => emitter.emit(AgentEvent::MessageStart { call }),
+            StreamEvent::TextDelta(delta) => {
+                text.push_str(&delta);
+                emitter.emit(AgentEvent::MessageDelta { text: delta });
+            }
+            StreamEvent::ToolUse { id, name, input } => {
+                if !text.is_empty() {
+                    content.push(ContentBlock::Text {
+                        text: std::mem::take(&mut text),
+                    });
+                }
+                content.push(ContentBlock::ToolUse {
+                    id: id.clone(),
+                    name: name.clone(),
+                    input: input.clone(),
+                });
+                let tool_call = ToolCall { id, name, input };
+                let early = !unsafe_seen && pipeline.is_concurrency_safe(&tool_call);
+                unsafe_seen |= !early;
+                emitter.emit(AgentEvent::ToolUse {
+                    id: tool_call.id.clone(),
+                    name: tool_call.name.clone(),
+                    input: tool_call.input.clone(),
+                    early,
+                });
+                calls.push(if early {
+                    let (pipeline, ctx, call) =
+                        (Arc::clone(pipeline), ctx.clone(), tool_call.clone());
+                    let handle = tokio::spawn(async move { pipeline.run(call, &ctx).await });
+                    PendingCall::Early(tool_call, handle)
+                } else {
+                    PendingCall::Queued(tool_call)
+                });
+            }
+            StreamEvent::Thinking(block) => {
+                if !text.is_empty() {
+                    content.push(ContentBlock::Text {
+                        text: std::mem::take(&mut text),
+                    });
+                }
+                content.push(block.clone());
+                emitter.emit(AgentEvent::Thinking { block });
+            }
+            // The provider is retrying: what streamed so far (no tool call) is void.
+            StreamEvent::Restart { attempt, reason } => {
+                content.clear();
+                text.clear();
+                emitter.emit(AgentEvent::Recovery {
+                    kind: RecoveryKind::StreamError,
+                    attempt,
+                    reason: format!("partial reply discarded, retrying: {reason}"),
+                });
+            }
+            StreamEvent::Fallback { from, to, reason } => {
+                emitter.emit(AgentEvent::ModelFallback { from, to, reason })
+            }
+            StreamEvent::Usage(snapshot) => usage = snapshot,
+            StreamEvent::Stop {
+                reason,
+                usage: total,
+            } => {
+                if !text.is_empty() {
+                    content.push(ContentBlock::Text { text });
+                }
+                return Reply::Complete {
+                    message: ChatMessage {
+                        role: Role::Assistant,
+                        content,
+                    },
+                    stop: reason,
+                    usage: total,
+                    calls,
+                };
+            }
+        }
+    }
+}
+
+/// Cancels and waits for the early tools of an abandoned reply (their results are dropped:
+/// their calls never enter the history).
+async fn abandon(calls: Vec<PendingCall>, ctx: &ToolContext) {
+    ctx.cancel.cancel();
+    for call in calls {
+        if let PendingCall::Early(_, handle) = call {
+            // The outcome is discarded either way; a panicked task has nothing to clean up.
+            let _ = handle.await;
+        }
+    }
+}
+
+/// Runs what is left of a complete reply's calls and returns every outcome in call order:
+/// the early ones are awaited first (they all come before the first queued call), then the
+/// queued ones go through the batch runner.
+pub(crate) async fn finish(
+    calls: Vec<PendingCall>,
+    pipeline: &Pipeline,
+    ctx: &ToolContext,
+) -> Vec<ToolCallOutcome> {
+    let mut outcomes = Vec::with_capacity(calls.len());
+    let mut queued = Vec::new();
+    for call in calls {
+        match call {
+            PendingCall::Early(call, handle) => outcomes.push(handle.await.unwrap_or_else(|e| {
+                ToolCallOutcome::cancelled(&call, format!("the tool task failed: {e}"))
+            })),
+            PendingCall::Queued(call) => queued.push(call),
+        }
+    }
+    outcomes.extend(pipeline.run_batch(queued, ctx).await);
+    outcomes
+}

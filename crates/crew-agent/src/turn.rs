@@ -1,0 +1,438 @@
+//! One turn: the bounded query loop. Prepare (normalise, compact) → stream the reply
+//! (starting safe tools early) → recover from errors → run the tools and loop, until the
+//! model finishes or a limit, a recovery bound or the caller stops it.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::compaction::estimate_messages;
+use crate::event::{AgentEvent, CompactionTrigger, RecoveryKind};
+use crate::hook_events::halted;
+use crate::normalize::normalize_owned;
+use crate::recovery::{MAX_COMPACTION_FAILURES, MAX_CONTINUES, Recovery};
+use crate::repeat::RepeatTracker;
+use crate::result::{PermissionDenial, StopReason, ToolUseRecord, TurnResult};
+use crate::runtime::Agent;
+use crate::stream::{self, Reply};
+use crew_model::{self, ChatMessage, ContentBlock, ModelError, Usage};
+use crew_tools::{Decision, Note, StopDecision, StopGuard, ToolCallOutcome, ToolContext};
+
+/// Sent after a reply cut at `max_tokens`.
+pub const CONTINUE_PROMPT: &str =
+    "Your reply was cut off at the output limit. Continue exactly where you stopped.";
+
+/// What the turn has gathered so far.
+struct TurnState {
+    output: String,
+    tools_used: Vec<ToolUseRecord>,
+    denials: Vec<PermissionDenial>,
+    usage: Usage,
+    calls: u32,
+    recovery: Recovery,
+    repeats: RepeatTracker,
+    stop_guard: StopGuard,
+    /// A tool call reached a folder with instruction files not yet in the prompt.
+    new_instructions: bool,
+}
+
+pub(crate) type Stop = (StopReason, String);
+
+impl Agent {
+    /// Runs one turn on `input`. Never fails: whatever happens ends in a `TurnResult`, and the
+    /// history is left normalised (also when `cancel` fires at any moment).
+    pub async fn run_turn(&mut self, input: String, cancel: CancellationToken) -> TurnResult {
+        self.turns += 1;
+        self.emitter.set_turn(self.turns);
+        self.emitter.emit(AgentEvent::TurnStart {
+            turn: self.turns,
+            input: input.clone(),
+            prefix_fingerprint: self.fingerprint.clone(),
+        });
+        let turn_cancel = cancel.child_token();
+        let timed_out = Arc::new(AtomicBool::new(false));
+        let timer = {
+            let (token, flag, limit) = (
+                turn_cancel.clone(),
+                Arc::clone(&timed_out),
+                self.limits.wall_time,
+            );
+            tokio::spawn(async move {
+                tokio::time::sleep(limit).await;
+                flag.store(true, Ordering::SeqCst);
+                token.cancel();
+            })
+        };
+        let mut state = TurnState {
+            output: String::new(),
+            tools_used: Vec::new(),
+            denials: Vec::new(),
+            usage: Usage::default(),
+            calls: 0,
+            recovery: Recovery::default(),
+            repeats: RepeatTracker::default(),
+            stop_guard: StopGuard::new(),
+            new_instructions: false,
+        };
+        let (mut stop_reason, mut reason) = match self.opening_hooks(&input, &turn_cancel).await {
+            Ok(message) => {
+                self.history.push(message);
+                self.persist();
+                self.drive(&mut state, &turn_cancel).await
+            }
+            Err(stop) => stop,
+        };
+        timer.abort();
+        if stop_reason == StopReason::Interrupted && timed_out.load(Ordering::SeqCst) {
+            stop_reason = StopReason::MaxBudgetReached;
+            reason = format!(
+                "the wall-time limit of {:?} was reached",
+                self.limits.wall_time
+            );
+        }
+        self.history = normalize_owned(std::mem::take(&mut self.history));
+        self.persist();
+        let result = TurnResult {
+            input,
+            output: state.output,
+            tools_used: state.tools_used,
+            permission_denials: state.denials,
+            usage: state.usage,
+            stop_reason,
+            turns: state.calls,
+            reason,
+            prefix_fingerprint: self.fingerprint.clone(),
+        };
+        self.emitter.emit(AgentEvent::TurnEnd {
+            result: result.clone(),
+        });
+        result
+    }
+
+    async fn drive(&mut self, st: &mut TurnState, cancel: &CancellationToken) -> Stop {
+        let mut suffix = self.dynamic_suffix();
+        loop {
+            if cancel.is_cancelled() {
+                return interrupted();
+            }
+            if st.calls >= self.limits.max_turns {
+                let max = self.limits.max_turns;
+                return (
+                    StopReason::MaxTurnsReached,
+                    format!("reached max_turns ({max})"),
+                );
+            }
+            if st.usage.total() >= self.limits.max_tokens_budget {
+                let budget = self.limits.max_tokens_budget;
+                return (
+                    StopReason::MaxBudgetReached,
+                    format!(
+                        "the token budget of {budget} was used up ({} spent)",
+                        st.usage.total()
+                    ),
+                );
+            }
+            self.history = normalize_owned(std::mem::take(&mut self.history));
+            let threshold = self.compaction.compact_at_tokens;
+            if self.fixed_tokens(&suffix) + estimate_messages(&self.history) > threshold
+                && self.may_compact()
+            {
+                if let Some(stop) = self
+                    .pre_compact_hooks(CompactionTrigger::Proactive, cancel)
+                    .await
+                {
+                    return stop;
+                }
+                self.compact(&suffix, threshold, CompactionTrigger::Proactive, cancel)
+                    .await;
+            }
+            let attempt = cancel.child_token();
+            let ctx = ToolContext {
+                cancel: attempt.clone(),
+                ..self.tool_ctx.clone()
+            };
+            let request = self.request(&suffix);
+            if let Some(link) = &self.subagent_link {
+                link.record_request(&request);
+            }
+            let stream = self.model.stream(request);
+            let reply = stream::receive(
+                stream,
+                &self.pipeline,
+                &ctx,
+                &self.emitter,
+                st.calls + 1,
+                cancel,
+            )
+            .await;
+            let (message, stop, calls) = match reply {
+                Reply::Cancelled { usage } => {
+                    st.usage += usage;
+                    return interrupted();
+                }
+                Reply::Failed { error, usage } => {
+                    st.usage += usage;
+                    match self.recover(st, error, &suffix, cancel).await {
+                        Ok(()) => continue,
+                        Err(stop) => return stop,
+                    }
+                }
+                Reply::Complete {
+                    message,
+                    stop,
+                    usage,
+                    calls,
+                } => {
+                    st.calls += 1;
+                    st.usage += usage;
+                    self.emitter.emit(AgentEvent::MessageStop {
+                        stop_reason: stop.clone(),
+                        usage,
+                    });
+                    (message, stop, calls)
+                }
+            };
+            if let Some(stop) = self
+                .after_reply(st, message, stop, calls, &ctx, cancel)
+                .await
+            {
+                return stop;
+            }
+            if std::mem::take(&mut st.new_instructions) {
+                // A subfolder's instruction file joined: the next call carries it.
+                suffix = self.dynamic_suffix();
+            }
+        }
+    }
+
+    /// Takes a complete reply into the history and decides what comes next: `None` to call
+    /// the model again (tool results, a continuation, a Stop hook's request), or the stop.
+    async fn after_reply(
+        &mut self,
+        st: &mut TurnState,
+        message: ChatMessage,
+        stop: crew_model::FinishReason,
+        calls: Vec<stream::PendingCall>,
+        ctx: &ToolContext,
+        cancel: &CancellationToken,
+    ) -> Option<Stop> {
+        let truncated = stop == crew_model::FinishReason::MaxTokens;
+        if !truncated || !calls.is_empty() {
+            st.recovery.progress();
+        }
+        let text = message.text();
+        if let Some(link) = &self.subagent_link {
+            link.record_reply(&message);
+        }
+        self.history.push(message);
+        self.persist();
+        if !calls.is_empty() {
+            st.output.clear();
+            let outcomes = stream::finish(calls, &self.pipeline, ctx).await;
+            if let Some(link) = &self.subagent_link {
+                // Subagents spend within the caller's turn and its budget.
+                st.usage += link.take_spent();
+            }
+            self.record_results(st, &outcomes);
+            self.persist();
+            if cancel.is_cancelled() {
+                return Some(interrupted());
+            }
+            if let Some(reason) = outcomes.iter().find_map(|o| o.halt.as_deref()) {
+                return Some(halted(reason));
+            }
+            let run = st.repeats.observe(&outcomes);
+            if run >= self.limits.max_repeats {
+                let names: Vec<&str> = outcomes.iter().map(|o| o.name.as_str()).collect();
+                return Some((
+                    StopReason::RepeatedAction,
+                    format!(
+                        "the same call ({}) with the same input gave the same result {run} times in a row",
+                        names.join(", ")
+                    ),
+                ));
+            }
+            return None;
+        }
+        st.output.push_str(&text);
+        if truncated {
+            let Some(attempt) = st.recovery.take_continue() else {
+                return Some((
+                    StopReason::Error,
+                    format!(
+                        "the reply was still cut at max_tokens after {MAX_CONTINUES} continuations"
+                    ),
+                ));
+            };
+            self.recovery_event(
+                RecoveryKind::MaxTokens,
+                attempt,
+                "output cut at max_tokens; asking to continue",
+            );
+            self.history.push(ChatMessage::user_text(CONTINUE_PROMPT));
+            return None;
+        }
+        let (event, decision) = self.stop_hooks(&mut st.stop_guard, cancel).await;
+        match decision {
+            StopDecision::Stop { notes, halt } => {
+                self.hook_notes(event, notes);
+                if let Some(reason) = halt {
+                    return Some(halted(&reason));
+                }
+                Some((
+                    StopReason::Completed,
+                    "the model finished its answer".to_string(),
+                ))
+            }
+            StopDecision::Continue { reason, notes } => {
+                self.hook_notes(event, notes);
+                self.recovery_event(RecoveryKind::StopHook, 1, &reason);
+                self.history.push(ChatMessage::user_text(format!(
+                    "A {event:?} hook asks you to continue: {reason}"
+                )));
+                st.output.clear();
+                None
+            }
+        }
+    }
+
+    /// Decides what a failed model call leads to: `Ok` to try again, `Err` to stop.
+    async fn recover(
+        &mut self,
+        st: &mut TurnState,
+        error: ModelError,
+        suffix: &str,
+        cancel: &CancellationToken,
+    ) -> Result<(), Stop> {
+        if cancel.is_cancelled() {
+            return Err(interrupted());
+        }
+        match error {
+            ModelError::PromptTooLong { message } => {
+                if !self.may_compact() {
+                    return Err((
+                        StopReason::Error,
+                        format!(
+                            "prompt too long ({message}); compaction failed {MAX_COMPACTION_FAILURES} times in a row, not trying again"
+                        ),
+                    ));
+                }
+                if !st.recovery.take_reactive() {
+                    return Err((
+                        StopReason::Error,
+                        format!(
+                            "prompt still too long after this turn's reactive compaction ({message})"
+                        ),
+                    ));
+                }
+                self.recovery_event(RecoveryKind::PromptTooLong, 1, &message);
+                if let Some(stop) = self
+                    .pre_compact_hooks(CompactionTrigger::Reactive, cancel)
+                    .await
+                {
+                    return Err(stop);
+                }
+                // The estimate was evidently too low: aim for half of it.
+                let estimate = self.fixed_tokens(suffix) + estimate_messages(&self.history);
+                let compacted = self
+                    .compact(suffix, estimate / 2, CompactionTrigger::Reactive, cancel)
+                    .await;
+                if compacted.changed {
+                    Ok(())
+                } else {
+                    Err((
+                        StopReason::Error,
+                        format!("prompt too long ({message}) and nothing is left to compact"),
+                    ))
+                }
+            }
+            ModelError::Stream { message } => match st.recovery.take_stream_retry() {
+                Some(attempt) => {
+                    self.recovery_event(
+                        RecoveryKind::StreamError,
+                        attempt,
+                        &format!("partial reply discarded: {message}"),
+                    );
+                    Ok(())
+                }
+                None => Err((
+                    StopReason::Error,
+                    format!("the reply stream kept breaking: {message}"),
+                )),
+            },
+            other => Err((StopReason::Error, format!("model call failed: {other}"))),
+        }
+    }
+
+    fn recovery_event(&self, kind: RecoveryKind, attempt: u32, reason: &str) {
+        self.emitter.emit(AgentEvent::Recovery {
+            kind,
+            attempt,
+            reason: reason.to_string(),
+        });
+    }
+
+    /// Emits the results, records uses and denials, and appends the results message (with any
+    /// hook context for the model) to the history.
+    fn record_results(&mut self, st: &mut TurnState, outcomes: &[ToolCallOutcome]) {
+        let mut content = Vec::with_capacity(outcomes.len());
+        let mut context = Vec::new();
+        for outcome in outcomes {
+            if !outcome.output.is_error
+                && let Some(path) = outcome.effective_input.get("path").and_then(|p| p.as_str())
+            {
+                st.new_instructions |= self
+                    .instructions
+                    .touched(&self.workspace, std::path::Path::new(path));
+            }
+            st.tools_used.push(ToolUseRecord {
+                id: outcome.id.clone(),
+                name: outcome.name.clone(),
+                is_error: outcome.output.is_error,
+            });
+            if let Some(Decision::Deny(reason)) = outcome.decision.as_ref().map(|d| &d.decision) {
+                st.denials.push(PermissionDenial {
+                    tool_use_id: outcome.id.clone(),
+                    tool: outcome.name.clone(),
+                    reason: reason.clone(),
+                });
+            }
+            for note in &outcome.notes {
+                if let Note::AdditionalContext { text, .. } | Note::HookFeedback { text, .. } = note
+                {
+                    context.push(ContentBlock::Text {
+                        text: format!("[hook, on {} {}] {text}", outcome.name, outcome.id),
+                    });
+                }
+            }
+            content.push(ContentBlock::tool_result(
+                outcome.id.clone(),
+                outcome.output.content.clone(),
+                outcome.output.is_error,
+            ));
+            self.emitter.emit(AgentEvent::ToolResult {
+                id: outcome.id.clone(),
+                name: outcome.name.clone(),
+                content: outcome.output.content.clone(),
+                is_error: outcome.output.is_error,
+                rewritten_input: (outcome.effective_input != outcome.original_input)
+                    .then(|| outcome.effective_input.clone()),
+                spilled: outcome.spilled.clone(),
+                decision: outcome.decision.clone(),
+                notes: outcome.notes.clone(),
+            });
+        }
+        content.extend(context);
+        self.history.push(ChatMessage::user_tool_results(content));
+    }
+}
+
+/// The caller cancelled the turn; in crew only the person does (the wall-time limit is told
+/// apart in `run_turn`).
+fn interrupted() -> Stop {
+    (
+        StopReason::Interrupted,
+        "interrupted by the person".to_string(),
+    )
+}

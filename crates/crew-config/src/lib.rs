@@ -1,0 +1,15 @@
+//! `crew.toml`: the team, its permissions and worker timings. Errors name file, line and column.
+
+mod error;
+mod team;
+mod template;
+
+pub use error::ConfigError;
+pub use team::{
+    AgentEntry, Budget, Dollars, ModelChoice, PermissionsConfig, Price, ROLES, TeamConfig,
+    TeamSection, WorkerConfig,
+};
+pub use template::init_template;
+
+/// The file name crew looks for, from the current directory up to the filesystem root.
+pub const FILE_NAME: &str = crew_store::workspace::CONFIG_FILE;

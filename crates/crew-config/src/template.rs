@@ -1,0 +1,269 @@
+//! The commented `crew.toml` that `crew init` writes.
+
+/// A starting team for `team_name`, working on `base_branch`.
+pub fn init_template(team_name: &str, base_branch: &str) -> String {
+    format!(
+        r#"# crew.toml — the team that works on this repository. Commit it.
+# Names (team and agents) are lowercase: a-z first, then a-z 0-9 _ - (at most 32).
+
+[team]
+name = "{team_name}"
+# Worktrees branch from here and merges land here.
+base_branch = "{base_branch}"
+# The project's test command; reviewers may run it (their bash is otherwise read-only).
+# test_command = "cargo test"
+
+# The lead plans, hands out tasks and answers its teammates. It gets team tools and read-only tools.
+[lead]
+name = "lead"
+# provider: scripted (offline simulator; scenario: a built-in name or a file) | anthropic | openai (any chat-completions server)
+model = {{ provider = "scripted", scenario = "demo" }}
+
+# Teammates: role is explorer | planner | reviewer | implementer.
+# writes = true gives the teammate its own git worktree at .worktrees/<name>.
+[[teammate]]
+name = "alice"
+role = "implementer"
+writes = true
+model = {{ provider = "scripted", scenario = "demo" }}
+
+[[teammate]]
+name = "bob"
+role = "implementer"
+writes = true
+# Must send a plan and have it approved before it gets any write tool (mode = "plan" below
+# asks that of every teammate).
+plan_mode_required = false
+model = {{ provider = "scripted", scenario = "demo" }}
+
+[[teammate]]
+name = "carol"
+role = "reviewer"
+writes = false
+model = {{ provider = "scripted", scenario = "demo" }}
+# A real model instead: model = {{ provider = "anthropic", model = "claude-sonnet-4-5" }}
+# (the key comes from ANTHROPIC_API_KEY in the environment, never from this file).
+# With price = {{ input = 3.0, output = 15.0 }} (US dollars per million tokens) the screen shows
+# a cost for providers that do not report one.
+
+[permissions]
+# read-only | workspace-write | ask | accept-edits | bypass | plan | dont-ask
+# plan: teammates only read (and run read-only commands) until the lead approves their plan,
+#   then work as in accept-edits. dont-ask: for unattended runs; whatever would ask you is
+#   denied at once (allow rules still open what they name).
+mode = "ask"
+# Rules: "tool", "tool(exact input)", "tool(prefix:*)", or a path glob for file tools.
+# Deny beats everything (hooks included); then ask; then a hook's allow; then allow rules;
+# then the mode's default.
+# A bash allow rule grants only a line whose every command is plain words it covers: no
+# `VAR=…` before a command, no `>` into a file, no `$(…)`, `${{…}}`, `$((…))`, backticks, `<(…)`
+# or globs, and none of the program's escape hatches (for git: `-c`, `-C`, `--output`,
+# `--ext-diff`, `--no-index`, aliases…). Anything else asks, saying why.
+# Deny and ask rules match every command anywhere in the line however it is spelled
+# (`rm -fr`, `rm -r -f`, `/bin/rm --recursive --force`, inside `$(…)`, `sh -c`, `xargs`…).
+allow = ["read", "glob", "grep", "bash(git status)", "bash(git diff:*)", "bash(git log:*)", "bash(git show:*)"]
+ask = []
+deny = ["bash(rm -rf:*)", "bash(git push:*)"]
+# bypass mode also needs --dangerously-bypass on the command line.
+allow_bypass = false
+# "auto": every command runs confined (writes only in the teammate's worktree and a private
+# temp folder, .git and crew's files read-only, no network, no view of other processes); where
+# the kernel lacks a piece, every command asks you. "off" gives all of that up. Per agent,
+# `network = true` lets its commands use the network.
+sandbox = "auto"
+
+# Hooks: commands run at an agent's events, with the event as JSON on stdin. A hook may block
+# (exit 2, stderr the reason), ask, rewrite the input, add context or stop the agent
+# ({{"continue": false}}); its allow never overrides a deny or ask rule.
+# [[hooks]]
+# event = "PreToolUse"        # PreToolUse | PostToolUse | PostToolUseFailure | Stop |
+#                             # SubagentStop | UserPromptSubmit | SessionStart | PreCompact |
+#                             # Notification
+# matcher = "bash"            # a regex over the tool name (SessionStart: source, PreCompact:
+#                             # trigger, Notification: type, SubagentStop: the role)
+# command = "./scripts/check-command.sh"
+# timeout_secs = 10
+
+# Subagents: every agent has an `agent` tool that runs a subagent for one piece of work and
+# gets back only its report: explore (read-only), verify (runs checks, ends with a VERDICT),
+# general. It starts fresh or as a fork of the caller's conversation (sharing its prompt cache).
+# [subagents]
+# enabled = true
+# max_turns = 20              # model calls per subagent
+# roles = ["explore", "verify", "general"]
+
+# After old turns are summarised or folded away, the files read or changed last come back
+# (bounded), and a small model call checks the agent still knows its task (else the summary
+# is undone).
+# [compaction]
+# reattach_files = 5
+# reattach_file_bytes = 8192
+# reattach_total_bytes = 32768
+# probe = true
+
+# Budget: once the whole team has spent this much, workers take no new work and ask you (in the
+# approvals pane) to raise it or stop. `budget = {{ ... }}` on one agent limits that agent alone;
+# wall_secs bounds one job of an agent.
+# [budget]
+# max_turns = 500             # model calls
+# max_tokens = 5000000
+# max_usd = 20.0              # needs a provider that reports cost, or a price in `model`
+# wall_secs = 1800
+
+# Role instructions: each role's duties ship with crew; replace one with a file of yours (or put
+# it in .crew/roles/ROLE.md).
+# [roles]
+# implementer = "docs/implementer.md"
+
+# Memory: every agent keeps typed memories (user, feedback, project, reference) with its
+# memory_write, memory_read and memory_forget tools, in .crew/memory/<agent>/ and the team's
+# .crew/memory/team/; an index is in its prompt, stale ones (naming a path that is gone) marked.
+# See them with `crew memory list --agent NAME` or M on the screen. A Stop or PostToolUseFailure
+# hook keeps one by printing {{"memory": {{"name": …, "type": …, "description": …, "body": …}}}}.
+# deny = ["memory_write"] above keeps agents from writing any.
+# Skills: SKILL.md folders in .crew/skills/, .claude/skills/ (Claude Code's work unchanged) and
+# ~/.config/crew/skills/; their names and descriptions are in every agent's prompt and skill_load
+# loads one. `crew skills list` shows them and which one wins a name clash.
+# [limits]
+# memory_bytes = 16384        # one memory's body
+# memories_per_scope = 200    # memories of one agent, and of the team
+
+[worker]
+# An idle worker looks at its inbox and the tasks when files change, and at least this often.
+idle_poll_secs = 5
+# After this long with nothing to do, a worker shuts down and tells the lead.
+idle_timeout_secs = 60
+heartbeat_secs = 2
+# A request with no answer after this long is expired (a permission request: denied).
+request_timeout_secs = 300
+
+[worktree]
+# Copied from the main checkout into each writing teammate's worktree when it is made.
+copy = []
+# Linked (not copied) into each worktree, e.g. ["node_modules"].
+link = []
+# A writing teammate's finished task is committed as `task_N: <subject>` and waits in review
+# (`crew review`, or ctrl-r on the screen); its dependents start once it is merged.
+# Merge each task as soon as it is done instead (changes to crew.toml, .crew/, hook scripts or
+# CI files still wait for you).
+merge_when_done = false
+# A reviewer teammate that reviews (and tests) each task as it enters review, before you.
+# review_by = "carol"
+# Send a task the reviewer fails back to its teammate without waiting for you.
+auto_send_back_on_fail = false
+"#
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::TeamConfig;
+    use std::path::Path;
+
+    #[test]
+    fn the_template_parses_and_names_four_agents() {
+        let config =
+            TeamConfig::parse(Path::new("crew.toml"), &init_template("web", "main")).unwrap();
+        let names: Vec<_> = config.agents().map(|a| a.name.get_ref().clone()).collect();
+        assert_eq!(names, ["lead", "alice", "bob", "carol"]);
+        assert_eq!(config.role_of("carol"), Some("reviewer"));
+        assert_eq!(config.worker.idle_timeout_secs, 60);
+        let text = init_template("web", "main");
+        for mentioned in [
+            "memory_write",
+            "SKILL.md",
+            "crew skills list",
+            "plan",
+            "dont-ask",
+        ] {
+            assert!(text.contains(mentioned), "{mentioned}");
+        }
+    }
+
+    #[test]
+    fn hooks_are_read_from_crew_toml() {
+        let text = format!(
+            "{}\n[[hooks]]\nevent = \"PreToolUse\"\nmatcher = \"bash\"\ncommand = \"./check.sh\"\n",
+            init_template("web", "main")
+        );
+        let config = TeamConfig::parse(Path::new("crew.toml"), &text).unwrap();
+        assert_eq!(config.hooks.len(), 1);
+        assert_eq!(config.hooks[0].command, "./check.sh");
+        let bad = format!(
+            "{}\n[[hooks]]\nevent = \"Sometimes\"\ncommand = \"x\"\n",
+            init_template("web", "main")
+        );
+        let err = TeamConfig::parse(Path::new("crew.toml"), &bad)
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("crew.toml:"), "{err}");
+        assert!(err.contains("Sometimes"), "{err}");
+    }
+
+    #[test]
+    fn subagents_and_compaction_are_read_from_crew_toml_and_bad_values_named() {
+        use crew_agent::{SubagentRole, SubagentSettings};
+        let template = init_template("web", "main");
+        let config = TeamConfig::parse(Path::new("crew.toml"), &template).unwrap();
+        assert_eq!(config.subagents, SubagentSettings::default());
+        assert!(config.compaction.probe);
+        // Uncommenting the template's sections gives the defaults it shows.
+        let on = template
+            .replace("# [subagents]", "[subagents]")
+            .replace("# enabled = true", "enabled = true")
+            .replace("# max_turns = 20 ", "max_turns = 20 ")
+            .replace("# roles = [", "roles = [")
+            .replace("# [compaction]", "[compaction]")
+            .replace("# reattach_files = 5", "reattach_files = 5")
+            .replace("# probe = true", "probe = false");
+        let config = TeamConfig::parse(Path::new("crew.toml"), &on).unwrap();
+        assert_eq!(config.subagents.roles, SubagentRole::ALL);
+        assert_eq!(config.subagents.max_turns.get(), 20);
+        assert!(!config.compaction.thresholds().probe);
+        for (bad, named) in [
+            ("roles = [\"explore\", \"deploy\"]", "deploy"),
+            ("max_turns = 0", "expected a nonzero"),
+            ("turns = 3", "turns"),
+        ] {
+            let text = format!("{template}\n[subagents]\n{bad}\n");
+            let err = TeamConfig::parse(Path::new("crew.toml"), &text)
+                .unwrap_err()
+                .to_string();
+            assert!(err.starts_with("crew.toml:"), "{err}");
+            assert!(err.contains(named), "{err}");
+        }
+    }
+
+    #[test]
+    fn the_sandbox_is_on_by_default_and_its_setting_is_checked() {
+        use crew_tools::SandboxMode;
+        let template = init_template("web", "main");
+        let config = TeamConfig::parse(Path::new("crew.toml"), &template).unwrap();
+        assert_eq!(config.permissions.sandbox, SandboxMode::Auto);
+        assert!(config.agents().all(|a| !a.network));
+        let without = template.replace("sandbox = \"auto\"\n", "");
+        let config = TeamConfig::parse(Path::new("crew.toml"), &without).unwrap();
+        assert_eq!(config.permissions.sandbox, SandboxMode::Auto);
+        // The old opt-in value asked for confinement: it means the same as "auto".
+        let old = template.replace("sandbox = \"auto\"", "sandbox = \"namespaces\"");
+        let config = TeamConfig::parse(Path::new("crew.toml"), &old).unwrap();
+        assert_eq!(config.permissions.sandbox, SandboxMode::Auto);
+        let off = template.replace("sandbox = \"auto\"", "sandbox = \"off\"");
+        let config = TeamConfig::parse(Path::new("crew.toml"), &off).unwrap();
+        assert_eq!(config.permissions.sandbox, SandboxMode::Off);
+        let bad = template.replace("sandbox = \"auto\"", "sandbox = \"maybe\"");
+        let err = TeamConfig::parse(Path::new("crew.toml"), &bad)
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("crew.toml:"), "{err}");
+        assert!(err.contains("maybe") && err.contains("auto"), "{err}");
+        let network = template.replacen(
+            "role = \"reviewer\"",
+            "role = \"reviewer\"\nnetwork = true",
+            1,
+        );
+        let config = TeamConfig::parse(Path::new("crew.toml"), &network).unwrap();
+        assert!(config.agents().any(|a| a.network));
+    }
+}

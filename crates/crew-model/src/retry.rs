@@ -1,0 +1,413 @@
+//! Retrying transient failures with jittered, bounded exponential backoff.
+//!
+//! A retry is safe while no tool call of the failed attempt has been passed on (a tool may
+//! already be running). Text or thinking already passed on is voided first with a
+//! [`StreamEvent::Restart`], so errors that arrive inside the stream (`overloaded_error` after
+//! `message_start`, say) are retried like those before it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::stream::{self, BoxStream, StreamExt};
+
+use super::ModelProvider;
+use super::error::ModelError;
+use super::event::StreamEvent;
+use super::types::ModelRequest;
+
+/// How often and how patiently to retry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Attempts in total, the first included (1 = never retry).
+    pub max_attempts: u32,
+    /// Delay cap after the first failure; it doubles with each further failure.
+    pub base_delay: Duration,
+    /// No single wait is longer, a server's `retry-after` included.
+    pub max_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_attempts: 6,
+            base_delay: Duration::from_secs(1),
+            max_delay: Duration::from_secs(32),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The wait after failed attempt number `attempt` (1-based): the server's `retry-after` when
+    /// it gave one, else a random point in the upper half of the exponential cap. Never above
+    /// `max_delay`.
+    pub fn delay(&self, attempt: u32, error: &ModelError) -> Duration {
+        if let ModelError::RateLimited {
+            retry_after: Some(wait),
+            ..
+        } = error
+        {
+            return (*wait).min(self.max_delay);
+        }
+        self.backoff(attempt, fastrand::f64())
+    }
+
+    /// The jittered backoff for `attempt` given a uniform sample `unit` in `[0, 1)`.
+    fn backoff(&self, attempt: u32, unit: f64) -> Duration {
+        let doublings = attempt.saturating_sub(1).min(31);
+        let cap = self
+            .base_delay
+            .saturating_mul(1u32 << doublings)
+            .min(self.max_delay);
+        cap.mul_f64(0.5 + unit.clamp(0.0, 1.0) / 2.0)
+    }
+}
+
+/// A provider that retries another provider's retryable failures (rate limits, overload, 5xx,
+/// connection failures) as long as the failed attempt passed on no tool call.
+pub struct Retrying<P> {
+    inner: Arc<P>,
+    policy: RetryPolicy,
+}
+
+impl<P: ModelProvider + 'static> Retrying<P> {
+    pub fn new(inner: P, policy: RetryPolicy) -> Self {
+        Self {
+            inner: Arc::new(inner),
+            policy,
+        }
+    }
+
+    pub fn policy(&self) -> RetryPolicy {
+        self.policy
+    }
+}
+
+impl<P: ModelProvider + 'static> ModelProvider for Retrying<P> {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn is_simulated(&self) -> bool {
+        self.inner.is_simulated()
+    }
+
+    fn stream(&self, req: ModelRequest) -> BoxStream<'static, Result<StreamEvent, ModelError>> {
+        let attempts = Attempts {
+            current: self.inner.stream(req.clone()),
+            inner: Arc::clone(&self.inner),
+            req,
+            policy: self.policy,
+            attempt: 1,
+            emitted: Emitted::Nothing,
+            pending: None,
+            done: false,
+        };
+        stream::unfold(attempts, Attempts::next).boxed()
+    }
+}
+
+struct Attempts<P> {
+    inner: Arc<P>,
+    req: ModelRequest,
+    policy: RetryPolicy,
+    /// 1-based number of the attempt `current` belongs to.
+    attempt: u32,
+    current: BoxStream<'static, Result<StreamEvent, ModelError>>,
+    /// The most the current attempt has passed on.
+    emitted: Emitted,
+    /// A retry waiting until its `Restart` notice has gone out.
+    pending: Option<ModelError>,
+    done: bool,
+}
+
+/// What an attempt has passed on, in the order it matters for a retry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Emitted {
+    /// Nothing, or only events that carry no part of the reply.
+    Nothing,
+    /// Text or thinking: void it with a `Restart` before retrying.
+    Content,
+    /// A tool call (it may be running): no retry.
+    Tool,
+}
+
+impl Emitted {
+    fn of(event: &StreamEvent) -> Self {
+        match event {
+            StreamEvent::ToolUse { .. } => Self::Tool,
+            StreamEvent::TextDelta(_) | StreamEvent::Thinking(_) | StreamEvent::Stop { .. } => {
+                Self::Content
+            }
+            StreamEvent::MessageStart
+            | StreamEvent::Usage(_)
+            | StreamEvent::Restart { .. }
+            | StreamEvent::Fallback { .. } => Self::Nothing,
+        }
+    }
+}
+
+impl<P: ModelProvider> Attempts<P> {
+    async fn next(mut self) -> Option<(Result<StreamEvent, ModelError>, Self)> {
+        if self.done {
+            return None;
+        }
+        loop {
+            if let Some(error) = self.pending.take() {
+                self.retry(error).await;
+            }
+            match self.current.next().await? {
+                Ok(event) => {
+                    self.emitted = self.emitted.max(Emitted::of(&event));
+                    return Some((Ok(event), self));
+                }
+                Err(error)
+                    if self.emitted < Emitted::Tool
+                        && error.is_retryable()
+                        && self.attempt < self.policy.max_attempts =>
+                {
+                    if self.emitted == Emitted::Content {
+                        let restart = StreamEvent::Restart {
+                            attempt: self.attempt,
+                            reason: error.to_string(),
+                        };
+                        self.pending = Some(error);
+                        return Some((Ok(restart), self));
+                    }
+                    self.retry(error).await;
+                }
+                Err(error) => {
+                    self.done = true;
+                    return Some((Err(error), self));
+                }
+            }
+        }
+    }
+
+    /// Waits out the backoff for `error` and starts the next attempt.
+    async fn retry(&mut self, error: ModelError) {
+        let wait = self.policy.delay(self.attempt, &error);
+        tracing::warn!(
+            provider = self.inner.name(),
+            attempt = self.attempt,
+            wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+            %error,
+            "model call failed, retrying"
+        );
+        tokio::time::sleep(wait).await;
+        self.attempt += 1;
+        self.emitted = Emitted::Nothing;
+        self.current = self.inner.stream(self.req.clone());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{FinishReason, RequestContext, SystemPrompt, Usage};
+    use std::collections::VecDeque;
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    type Outcome = Vec<Result<StreamEvent, ModelError>>;
+
+    /// Replays one canned outcome per call and counts the calls.
+    struct Canned {
+        outcomes: Mutex<VecDeque<Outcome>>,
+        calls: AtomicU32,
+    }
+
+    impl Canned {
+        fn new(outcomes: Vec<Outcome>) -> Arc<Self> {
+            Arc::new(Self {
+                outcomes: Mutex::new(outcomes.into()),
+                calls: AtomicU32::new(0),
+            })
+        }
+    }
+
+    impl ModelProvider for Canned {
+        fn name(&self) -> &str {
+            "canned"
+        }
+        fn is_simulated(&self) -> bool {
+            true
+        }
+        fn stream(&self, _: ModelRequest) -> BoxStream<'static, Result<StreamEvent, ModelError>> {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            let next = self
+                .outcomes
+                .lock()
+                .unwrap()
+                .pop_front()
+                .unwrap_or_default();
+            stream::iter(next).boxed()
+        }
+    }
+
+    fn request() -> ModelRequest {
+        ModelRequest {
+            model: "m".into(),
+            system: SystemPrompt::default(),
+            messages: vec![],
+            tools: vec![],
+            max_tokens: 10,
+            context: RequestContext::default(),
+        }
+    }
+
+    fn success() -> Outcome {
+        vec![
+            Ok(StreamEvent::MessageStart),
+            Ok(StreamEvent::TextDelta("hi".into())),
+            Ok(StreamEvent::Stop {
+                reason: FinishReason::EndTurn,
+                usage: Usage::default(),
+            }),
+        ]
+    }
+
+    fn overloaded() -> ModelError {
+        ModelError::Overloaded {
+            message: "busy".into(),
+        }
+    }
+
+    fn policy(max_attempts: u32) -> RetryPolicy {
+        RetryPolicy {
+            max_attempts,
+            base_delay: Duration::from_secs(1),
+            max_delay: Duration::from_secs(30),
+        }
+    }
+
+    async fn run(canned: &Arc<Canned>, policy: RetryPolicy) -> Outcome {
+        Retrying::new(Arc::clone(canned), policy)
+            .stream(request())
+            .collect()
+            .await
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn rate_limit_waits_for_retry_after_then_succeeds() {
+        let limited = ModelError::RateLimited {
+            retry_after: Some(Duration::from_secs(7)),
+            message: "slow down".into(),
+        };
+        let canned = Canned::new(vec![vec![Err(limited)], success()]);
+        let start = tokio::time::Instant::now();
+        let items = run(&canned, policy(3)).await;
+        assert_eq!(items, success());
+        assert_eq!(canned.calls.load(Ordering::SeqCst), 2);
+        assert!(start.elapsed() >= Duration::from_secs(7));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn overload_and_server_errors_back_off_exponentially() {
+        let server = ModelError::Server {
+            status: 502,
+            message: "bad gateway".into(),
+        };
+        let canned = Canned::new(vec![vec![Err(overloaded())], vec![Err(server)], success()]);
+        let start = tokio::time::Instant::now();
+        let items = run(&canned, policy(5)).await;
+        assert_eq!(items, success());
+        assert_eq!(canned.calls.load(Ordering::SeqCst), 3);
+        // Waits of at least 0.5 s and 1 s (half of the 1 s and 2 s caps), at most 1 s + 2 s.
+        let waited = start.elapsed();
+        assert!(waited >= Duration::from_millis(1500), "{waited:?}");
+        assert!(waited <= Duration::from_secs(3), "{waited:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_error_after_message_start_is_retried_silently() {
+        let started = vec![
+            Ok(StreamEvent::MessageStart),
+            Ok(StreamEvent::Usage(Usage::default())),
+            Err(overloaded()),
+        ];
+        let canned = Canned::new(vec![started, success()]);
+        let items = run(&canned, policy(5)).await;
+        let mut expected = vec![
+            Ok(StreamEvent::MessageStart),
+            Ok(StreamEvent::Usage(Usage::default())),
+        ];
+        expected.extend(success());
+        assert_eq!(items, expected);
+        assert_eq!(canned.calls.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_error_after_text_voids_it_with_a_restart_then_retries() {
+        let half = vec![
+            Ok(StreamEvent::MessageStart),
+            Ok(StreamEvent::TextDelta("par".into())),
+            Err(overloaded()),
+        ];
+        let canned = Canned::new(vec![half, success()]);
+        let items = run(&canned, policy(5)).await;
+        let mut expected = vec![
+            Ok(StreamEvent::MessageStart),
+            Ok(StreamEvent::TextDelta("par".into())),
+            Ok(StreamEvent::Restart {
+                attempt: 1,
+                reason: overloaded().to_string(),
+            }),
+        ];
+        expected.extend(success());
+        assert_eq!(items, expected);
+        assert_eq!(canned.calls.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_error_after_a_tool_call_is_passed_on_not_retried() {
+        let half = vec![
+            Ok(StreamEvent::MessageStart),
+            Ok(StreamEvent::ToolUse {
+                id: "t".into(),
+                name: "read".into(),
+                input: serde_json::json!({}),
+            }),
+            Err(overloaded()),
+        ];
+        let canned = Canned::new(vec![half.clone(), success()]);
+        let items = run(&canned, policy(5)).await;
+        assert_eq!(items, half);
+        assert_eq!(canned.calls.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn non_retryable_errors_are_passed_on_at_once() {
+        let too_long = ModelError::PromptTooLong {
+            message: "big".into(),
+        };
+        let canned = Canned::new(vec![vec![Err(too_long.clone())], success()]);
+        assert_eq!(run(&canned, policy(5)).await, vec![Err(too_long)]);
+        assert_eq!(canned.calls.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn gives_up_after_max_attempts() {
+        let canned = Canned::new((0..10).map(|_| vec![Err(overloaded())]).collect());
+        assert_eq!(run(&canned, policy(4)).await, vec![Err(overloaded())]);
+        assert_eq!(canned.calls.load(Ordering::SeqCst), 4);
+    }
+
+    #[test]
+    fn backoff_doubles_jitters_and_stays_bounded() {
+        let p = policy(10);
+        assert_eq!(p.backoff(1, 0.0), Duration::from_millis(500));
+        assert_eq!(p.backoff(1, 0.999_999).as_millis(), 999);
+        assert_eq!(p.backoff(3, 0.0), Duration::from_secs(2));
+        assert_eq!(p.backoff(40, 0.999_999).as_secs(), 29);
+        for attempt in 1..50 {
+            let wait = p.delay(attempt, &overloaded());
+            assert!(wait <= p.max_delay);
+            assert!(wait >= p.base_delay / 2);
+        }
+        let huge = ModelError::RateLimited {
+            retry_after: Some(Duration::from_secs(3600)),
+            message: String::new(),
+        };
+        assert_eq!(p.delay(1, &huge), p.max_delay);
+    }
+}

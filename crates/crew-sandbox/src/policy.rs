@@ -1,0 +1,135 @@
+//! What one confined command may do: the folders it may write, the paths inside them that stay
+//! read-only, and whether it may use the network. Built by the parent, passed to
+//! `crew sandbox-exec` as JSON, enforced there.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crew_protocol::{CONFIG_FILE, RUNTIME_FOLDERS};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxPolicy {
+    /// Folders the command may write below (the workspace when the agent writes, and its
+    /// private temporary folder). Everything else is read-only.
+    pub writable: Vec<PathBuf>,
+    /// Paths inside `writable` that stay read-only (bind-mounted read-only over themselves):
+    /// git's metadata and crew's own files.
+    pub read_only: Vec<PathBuf>,
+    /// Whether sockets other than Unix ones may be opened.
+    pub network: bool,
+}
+
+impl SandboxPolicy {
+    /// The policy for a command run in `workspace` with `temp` as its private temporary folder.
+    /// A workspace that is not writable (a teammate that does not write works in the repository
+    /// itself) leaves only `temp` writable.
+    pub fn new(workspace: &Path, workspace_writable: bool, temp: &Path, network: bool) -> Self {
+        let mut writable = vec![temp.to_path_buf()];
+        if workspace_writable {
+            writable.push(canonical(workspace));
+        }
+        let read_only = writable
+            .iter()
+            .flat_map(|root| protected_inside(root, &writable))
+            .collect();
+        SandboxPolicy {
+            writable,
+            read_only,
+            network,
+        }
+    }
+}
+
+fn canonical(path: &Path) -> PathBuf {
+    path.canonicalize().unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// What must stay read-only inside the writable `root`: `.git` (folder or pointer file), the
+/// `gitdir:` a pointer file names when it lies inside a writable root too, and crew's own
+/// files. Only paths that exist can be mounted over; see the README for what that leaves.
+fn protected_inside(root: &Path, writable: &[PathBuf]) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let dot_git = root.join(".git");
+    if dot_git.is_file()
+        && let Some(gitdir) = gitdir_of(&dot_git)
+        && writable.iter().any(|w| gitdir.starts_with(w))
+    {
+        found.push(gitdir);
+    }
+    // Sorted, so the mounts come in the same order every time.
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(root)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| is_protected(root, path))
+        .collect();
+    entries.sort();
+    found.extend(entries);
+    found
+}
+
+/// crew's own files at a worktree's root: its configuration and runtime folders.
+fn crew_files() -> impl Iterator<Item = &'static str> {
+    RUNTIME_FOLDERS.iter().copied().chain([CONFIG_FILE])
+}
+
+/// Whether `path` is, or lies inside, something under `root` that only crew may change: `.git`
+/// (folder or pointer file) or one of crew's files. The sandbox mounts these read-only for
+/// commands; the write and edit tools, which run outside the sandbox, refuse them with this.
+pub fn is_protected(root: &Path, path: &Path) -> bool {
+    let Ok(inside) = path.strip_prefix(root) else {
+        return false;
+    };
+    let Some(first) = inside.components().next() else {
+        return false;
+    };
+    let first = first.as_os_str();
+    first == ".git" || crew_files().any(|name| first == name)
+}
+
+/// The folder a `.git` pointer file (`gitdir: PATH`) names, resolved against its folder.
+fn gitdir_of(pointer: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(pointer).ok()?;
+    let target = text.lines().next()?.strip_prefix("gitdir:")?.trim();
+    let base = pointer.parent()?;
+    let resolved = base.join(target);
+    resolved.canonicalize().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn git_metadata_and_crew_files_inside_the_workspace_stay_read_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let ws = root.join("wt");
+        let gitdir = ws.join("inner-gitdir");
+        std::fs::create_dir_all(&gitdir).unwrap();
+        std::fs::write(ws.join(".git"), "gitdir: inner-gitdir\n").unwrap();
+        std::fs::write(ws.join("crew.toml"), "").unwrap();
+        std::fs::create_dir(ws.join(".tasks")).unwrap();
+        let temp = root.join("tmp");
+        std::fs::create_dir(&temp).unwrap();
+
+        let policy = SandboxPolicy::new(&ws, true, &temp, false);
+        assert_eq!(policy.writable, [temp.clone(), ws.clone()]);
+        assert_eq!(
+            policy.read_only,
+            [
+                gitdir,
+                ws.join(".git"),
+                ws.join(".tasks"),
+                ws.join("crew.toml")
+            ]
+        );
+
+        let reader = SandboxPolicy::new(&ws, false, &temp, true);
+        assert_eq!(reader.writable, [temp]);
+        assert!(reader.read_only.is_empty());
+        assert!(reader.network);
+    }
+}

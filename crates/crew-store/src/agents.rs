@@ -1,0 +1,205 @@
+//! `.crew/agents/<name>.json`: each agent's state, pid, current task, heartbeat and usage,
+//! written atomically by the agent itself (the supervisor marks the dead).
+
+use std::fs;
+use std::io::ErrorKind;
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+
+use crate::StoreError;
+use crate::atomic::write_atomic;
+use crate::names::validate_name;
+use crew_protocol::AgentState;
+use crate::task::now_rfc3339;
+
+/// Prompt-cache input tokens: read from the cache (cheap) and written to it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheTokens {
+    pub read: u64,
+    pub written: u64,
+}
+
+impl CacheTokens {
+    pub fn is_empty(&self) -> bool {
+        self.read == 0 && self.written == 0
+    }
+
+    pub fn add(&mut self, other: CacheTokens) {
+        self.read += other.read;
+        self.written += other.written;
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AgentStatus {
+    pub name: String,
+    pub state: AgentState,
+    pub pid: u32,
+    #[serde(default)]
+    pub task: Option<String>,
+    /// The request it is waiting on, while WAITING.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_on: Option<crate::RequestId>,
+    pub heartbeat: String,
+    #[serde(default)]
+    pub started_at: String,
+    #[serde(default)]
+    pub turns: u64,
+    #[serde(default)]
+    pub tokens: u64,
+    /// What its model calls cost so far, in millionths of a US dollar, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_micros: Option<u64>,
+    /// Input tokens its model calls read from or wrote to the provider's prompt cache.
+    #[serde(default, skip_serializing_if = "CacheTokens::is_empty")]
+    pub cache: CacheTokens,
+    /// Why it is in this state, in a few words (e.g. why it shut down).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// Its own checklist (`todo_write`), as it last wrote it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub todos: Vec<crate::TodoItem>,
+    /// The subagents it started in its current job, the latest last.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subagents: Vec<SubagentLine>,
+}
+
+/// A subagent as its caller's pane shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubagentLine {
+    /// `sub<n>` in the caller's session.
+    pub id: String,
+    pub role: String,
+    /// The caller's few words about it.
+    pub description: String,
+    /// While it runs, the last tool it called; `None` before the first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// How it ended (`completed`, `max_turns_reached`, …, and a verify subagent's verdict);
+    /// `None` while it runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<String>,
+}
+
+/// Subagent lines kept in a status: the running ones and the latest that ended.
+pub const SUBAGENT_LINES: usize = 4;
+
+impl AgentStatus {
+    pub fn new(name: &str, state: AgentState) -> Self {
+        let now = now_rfc3339();
+        AgentStatus {
+            name: name.to_string(),
+            state,
+            pid: std::process::id(),
+            task: None,
+            waiting_on: None,
+            heartbeat: now.clone(),
+            started_at: now,
+            turns: 0,
+            tokens: 0,
+            cost_micros: None,
+            cache: CacheTokens::default(),
+            note: None,
+            todos: Vec::new(),
+            subagents: Vec::new(),
+        }
+    }
+
+    /// How long since the last heartbeat (zero if it is in the future or unreadable).
+    pub fn heartbeat_age(&self, now: SystemTime) -> Duration {
+        humantime::parse_rfc3339_weak(&self.heartbeat)
+            .ok()
+            .and_then(|t| now.duration_since(t).ok())
+            .unwrap_or_default()
+    }
+
+    /// A live state whose process is gone or whose heartbeat is older than `stale_after`.
+    pub fn looks_dead(&self, now: SystemTime, stale_after: Duration) -> bool {
+        !self.state.is_final() && (!pid_alive(self.pid) || self.heartbeat_age(now) > stale_after)
+    }
+}
+
+/// Whether a process with this pid exists (signal 0 probes without sending anything).
+pub fn pid_alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: kill with signal 0 only checks for existence and permission.
+    let rc = unsafe { libc::kill(pid, 0) };
+    let exists = rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+    exists && !zombie(pid)
+}
+
+/// A process that has exited but was not reaped yet (Linux; elsewhere never).
+fn zombie(pid: libc::pid_t) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let after = &stat[stat.rfind(')')? + 1..];
+            after.split_whitespace().next().map(|state| state == "Z")
+        })
+        .unwrap_or(false)
+}
+
+#[derive(Debug, Clone)]
+pub struct AgentStatuses {
+    dir: PathBuf,
+}
+
+impl AgentStatuses {
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        AgentStatuses { dir: dir.into() }
+    }
+
+    fn path(&self, name: &str) -> Result<PathBuf, StoreError> {
+        validate_name("agent name", name)?;
+        Ok(self.dir.join(format!("{name}.json")))
+    }
+
+    pub fn write(&self, status: &AgentStatus) -> Result<(), StoreError> {
+        let path = self.path(&status.name)?;
+        fs::create_dir_all(&self.dir).map_err(|e| StoreError::io(&self.dir, e))?;
+        let bytes = serde_json::to_vec_pretty(status)
+            .map_err(|e| StoreError::malformed(&path, e.to_string()))?;
+        write_atomic(&path, &bytes).map_err(|e| StoreError::io(&path, e))
+    }
+
+    pub fn read(&self, name: &str) -> Result<Option<AgentStatus>, StoreError> {
+        let path = self.path(name)?;
+        match fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map(Some)
+                .map_err(|e| StoreError::malformed(&path, format!("invalid agent status: {e}"))),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(StoreError::io(&path, e)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_exited_but_unreaped_child_is_not_alive() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        // Not waited for: it stays a zombie, which kill(pid, 0) still finds.
+        let mut alive = true;
+        for _ in 0..500 {
+            alive = pid_alive(pid);
+            if !alive {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(!alive, "a zombie counted as alive");
+        child.wait().unwrap();
+        assert!(pid_alive(std::process::id()));
+    }
+}

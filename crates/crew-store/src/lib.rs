@@ -1,0 +1,44 @@
+//! The `.tasks` DAG with atomic claim, `.mailboxes` with typed messages and requests.
+//! Knows nothing above it: no config, no terminal.
+
+pub mod agents;
+pub mod atomic;
+pub mod claim;
+pub mod dag;
+pub mod error;
+pub mod front_matter;
+pub mod limits;
+pub mod lock;
+pub mod mailbox;
+pub mod memory;
+pub mod message;
+pub mod names;
+
+pub mod requests;
+pub mod review;
+pub mod roster;
+pub mod secrets;
+pub mod task;
+pub mod tasks;
+pub mod todo;
+pub mod watch;
+pub mod workspace;
+
+pub use agents::{
+    AgentStatus, AgentStatuses, CacheTokens, SUBAGENT_LINES, SubagentLine, pid_alive,
+};
+pub use claim::{Attempt, Claimant};
+pub use error::{Refusal, StoreError};
+pub use limits::Limits;
+pub use mailbox::{Batch, Entry, Mailboxes};
+pub use memory::{Memory, MemoryBook, MemoryDraft, MemoryError, MemoryScope, MemoryType};
+pub use message::{Draft, Message};
+pub use names::TaskId;
+pub use crew_protocol::{AgentState, MessageKind, RequestId, USER};
+pub use requests::{RequestInfo, RequestState};
+pub use roster::{Roster, Teammate};
+pub use task::{ReviewerVerdict, Status, Task, TaskCommits};
+pub use tasks::{Loaded, NewTask, TaskPatch, TaskStore};
+pub use todo::{TodoItem, TodoStatus, render_todos};
+pub use watch::{DirWatcher, Waker};
+pub use workspace::Workspace;

@@ -1,0 +1,290 @@
+//! `.mailboxes/<name>.jsonl`: append-only inboxes, one JSON message per line (invariant 3).
+//!
+//! Writers append whole lines under an exclusive lock on the inbox itself (the file is never
+//! replaced, so locking it is sound). Readers take no lock: they only consume up to the last
+//! newline, so a line being written is never seen half-done. Each reader's cursor is a byte
+//! offset kept beside the inbox in `<name>.cursor`.
+
+use std::fs::{self, OpenOptions};
+use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use fd_lock::RwLock;
+use serde::{Deserialize, Serialize};
+
+use crate::atomic::write_atomic;
+use crate::message::{Draft, Message, new_id};
+use crate::names::validate_name;
+use crew_protocol::{MessageKind, RequestId};
+use crate::roster::Roster;
+use crate::task::now_rfc3339;
+use crate::{Limits, StoreError, secrets};
+
+#[derive(Debug, Clone)]
+pub struct Mailboxes {
+    dir: PathBuf,
+    limits: Limits,
+}
+
+/// One line of an inbox as read: a message, or a line that does not parse (shown in place).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Entry {
+    Message {
+        offset: u64,
+        message: Message,
+    },
+    Broken {
+        offset: u64,
+        raw: String,
+        error: String,
+    },
+}
+
+#[derive(Debug, Default)]
+pub struct Batch {
+    pub entries: Vec<Entry>,
+    /// Offset just past the last complete line read: where the next read starts.
+    pub end: u64,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Cursor {
+    offset: u64,
+}
+
+impl Mailboxes {
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Mailboxes {
+            dir: dir.into(),
+            limits: Limits::default(),
+        }
+    }
+
+    /// The same inboxes, checking message text against `limits`.
+    pub fn with_limits(self, limits: Limits) -> Self {
+        Mailboxes { limits, ..self }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn inbox_path(&self, name: &str) -> Result<PathBuf, StoreError> {
+        validate_name("inbox name", name)?;
+        Ok(self.dir.join(format!("{name}.jsonl")))
+    }
+
+    fn cursor_path(&self, name: &str) -> Result<PathBuf, StoreError> {
+        validate_name("inbox name", name)?;
+        Ok(self.dir.join(format!("{name}.cursor")))
+    }
+
+    /// Checks both names against the team, stamps the message and appends it to `to`'s inbox.
+    pub fn send(&self, roster: &Roster, draft: Draft) -> Result<Message, StoreError> {
+        validate_name("sender", &draft.from)?;
+        validate_name("recipient", &draft.to)?;
+        roster.check("sender", &draft.from)?;
+        roster.check("recipient", &draft.to)?;
+        if let Some(text) = &draft.text {
+            self.limits.check_message(text)?;
+        }
+        // A kind crew does not know still becomes part of a file name nowhere, but it is shown
+        // on screens: hold it to the same characters as a name.
+        let kind = match draft.kind {
+            MessageKind::Other(raw) if raw.is_empty() => MessageKind::Message,
+            MessageKind::Other(raw) => {
+                validate_name("message type", &raw)?;
+                MessageKind::Other(raw)
+            }
+            known => known,
+        };
+        let message = Message {
+            id: new_id("msg"),
+            ts: now_rfc3339(),
+            from: draft.from,
+            to: draft.to,
+            kind,
+            text: draft.text,
+            request_id: draft.request.then(RequestId::new),
+            approve: None,
+            extra: draft.extra,
+        };
+        self.append(&message)?;
+        Ok(message)
+    }
+
+    /// Appends one message as one line. Many processes may do this at once; none loses a line.
+    pub fn append(&self, message: &Message) -> Result<(), StoreError> {
+        let path = self.inbox_path(&message.to)?;
+        let mut line = serde_json::to_vec(message)
+            .map_err(|e| StoreError::malformed(&path, format!("cannot serialise message: {e}")))?;
+        line.push(b'\n');
+        fs::create_dir_all(&self.dir).map_err(|e| StoreError::io(&self.dir, e))?;
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(|e| StoreError::io(&path, e))?;
+        let mut lock = RwLock::new(file);
+        let mut guard = lock.write().map_err(|e| StoreError::io(&path, e))?;
+        guard
+            .write_all(&secrets::redact_bytes(&line))
+            .map_err(|e| StoreError::io(&path, e))
+    }
+
+    /// Complete lines from `offset` on. A cursor past the end (inbox removed and recreated)
+    /// starts again from the beginning rather than missing everything.
+    pub fn read_from(&self, name: &str, offset: u64) -> Result<Batch, StoreError> {
+        let path = self.inbox_path(name)?;
+        let mut file = match fs::File::open(&path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Batch::default()),
+            Err(e) => return Err(StoreError::io(&path, e)),
+        };
+        let len = file.metadata().map_err(|e| StoreError::io(&path, e))?.len();
+        let start = if offset > len { 0 } else { offset };
+        file.seek(SeekFrom::Start(start))
+            .map_err(|e| StoreError::io(&path, e))?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)
+            .map_err(|e| StoreError::io(&path, e))?;
+        let complete = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let mut entries = Vec::new();
+        let mut at = 0usize;
+        for line in bytes[..complete].split_inclusive(|&b| b == b'\n') {
+            let offset = start + at as u64;
+            at += line.len();
+            let body = line.strip_suffix(b"\n").unwrap_or(line);
+            let body = body.strip_suffix(b"\r").unwrap_or(body);
+            if body.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            entries.push(match serde_json::from_slice::<Message>(body) {
+                Ok(message) => Entry::Message { offset, message },
+                Err(e) => Entry::Broken {
+                    offset,
+                    raw: String::from_utf8_lossy(body).into_owned(),
+                    error: format!("{}: byte {offset}: {e}", path.display()),
+                },
+            });
+        }
+        Ok(Batch {
+            entries,
+            end: start + complete as u64,
+        })
+    }
+
+    pub fn cursor(&self, name: &str) -> Result<u64, StoreError> {
+        let path = self.cursor_path(name)?;
+        match fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice::<Cursor>(&bytes)
+                .map(|c| c.offset)
+                .map_err(|e| StoreError::malformed(&path, format!("invalid cursor: {e}"))),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(0),
+            Err(e) => Err(StoreError::io(&path, e)),
+        }
+    }
+
+    pub fn set_cursor(&self, name: &str, offset: u64) -> Result<(), StoreError> {
+        let path = self.cursor_path(name)?;
+        fs::create_dir_all(&self.dir).map_err(|e| StoreError::io(&self.dir, e))?;
+        let bytes = serde_json::to_vec(&Cursor { offset })
+            .map_err(|e| StoreError::malformed(&path, e.to_string()))?;
+        write_atomic(&path, &bytes).map_err(|e| StoreError::io(&path, e))
+    }
+
+    /// Names of every inbox that exists, sorted.
+    pub fn inboxes(&self) -> Result<Vec<String>, StoreError> {
+        let entries = match fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(StoreError::io(&self.dir, e)),
+        };
+        let mut names = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| StoreError::io(&self.dir, e))?;
+            if let Some(name) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.strip_suffix(".jsonl"))
+                && validate_name("inbox name", name).is_ok()
+            {
+                names.push(name.to_string());
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    /// Every entry of every inbox, inbox by inbox.
+    pub fn read_all(&self) -> Result<Vec<(String, Entry)>, StoreError> {
+        let mut all = Vec::new();
+        for name in self.inboxes()? {
+            for entry in self.read_from(&name, 0)?.entries {
+                all.push((name.clone(), entry));
+            }
+        }
+        Ok(all)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::USER;
+
+    #[test]
+    fn a_line_still_being_written_is_not_read_until_its_newline_arrives() {
+        let dir = tempfile::tempdir().unwrap();
+        let boxes = Mailboxes::new(dir.path());
+        let roster = Roster::new(["lead".to_string(), "alice".to_string()]);
+        let sent = boxes
+            .send(
+                &roster,
+                Draft {
+                    from: "lead".into(),
+                    to: "alice".into(),
+                    text: Some("hi".into()),
+                    ..Draft::default()
+                },
+            )
+            .unwrap();
+        let path = boxes.inbox_path("alice").unwrap();
+        let mut file = OpenOptions::new().append(true).open(&path).unwrap();
+        file.write_all(br#"{"id":"half","ts":"#).unwrap();
+        let batch = boxes.read_from("alice", 0).unwrap();
+        assert_eq!(batch.entries.len(), 1);
+        assert!(matches!(&batch.entries[0], Entry::Message { message, .. } if *message == sent));
+        file.write_all(
+            b"\"2026-01-01T00:00:00Z\",\"from\":\"lead\",\"to\":\"alice\",\"type\":\"message\"}\n",
+        )
+        .unwrap();
+        let rest = boxes.read_from("alice", batch.end).unwrap();
+        assert!(
+            matches!(&rest.entries[..], [Entry::Message { message, .. }] if message.id == "half")
+        );
+        assert_eq!(rest.end, std::fs::metadata(&path).unwrap().len());
+    }
+
+    #[test]
+    fn cursors_persist_and_a_cursor_past_the_end_starts_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let boxes = Mailboxes::new(dir.path());
+        assert_eq!(boxes.cursor("bob").unwrap(), 0);
+        boxes.set_cursor("bob", 42).unwrap();
+        assert_eq!(boxes.cursor("bob").unwrap(), 42);
+        let roster = Roster::new(["bob".to_string()]);
+        boxes
+            .send(
+                &roster,
+                Draft {
+                    from: USER.into(),
+                    to: "bob".into(),
+                    ..Draft::default()
+                },
+            )
+            .unwrap();
+        let batch = boxes.read_from("bob", 10_000).unwrap();
+        assert_eq!(batch.entries.len(), 1);
+    }
+}

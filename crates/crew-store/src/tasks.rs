@@ -1,0 +1,314 @@
+//! `.tasks/`: one JSON file per task, ids from a high-water mark, every write atomic.
+//!
+//! Locks: `.tasks/.lock` guards structure (creating tasks, changing `blockedBy`);
+//! `.tasks/.locks/task_<n>.lock` guards one task's state. Order is always structure, then task.
+
+use std::fs;
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+
+use crate::atomic::{read_consistent, replace_locked};
+use crate::dag::{find_cycle, order_key};
+use crate::lock::with_lock;
+use crate::names::{TaskId, validate_name};
+use crate::task::{Status, Task, now_rfc3339};
+use crate::{Limits, Refusal, StoreError, secrets};
+
+#[derive(Debug, Clone, Default)]
+pub struct NewTask {
+    pub subject: String,
+    pub description: String,
+    pub blocked_by: Vec<String>,
+    pub role: Option<String>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct TaskPatch {
+    pub subject: Option<String>,
+    pub description: Option<String>,
+    pub blocked_by: Option<Vec<String>>,
+}
+
+/// Every task that parsed, and a report for every file that did not.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub tasks: Vec<Task>,
+    pub problems: Vec<StoreError>,
+}
+
+#[derive(Debug, Clone)]
+pub struct TaskStore {
+    dir: PathBuf,
+    limits: Limits,
+}
+
+impl TaskStore {
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        TaskStore {
+            dir: dir.into(),
+            limits: Limits::default(),
+        }
+    }
+
+    /// The same store, checking subjects and descriptions against `limits`.
+    pub fn with_limits(self, limits: Limits) -> Self {
+        TaskStore { limits, ..self }
+    }
+
+    fn clean_subject(&self, subject: &str) -> Result<String, StoreError> {
+        let subject = subject.trim();
+        if subject.is_empty() {
+            return Err(StoreError::InvalidName {
+                what: "subject",
+                value: String::new(),
+                reason: "a task needs a subject".into(),
+            });
+        }
+        self.limits.check_subject(subject)?;
+        Ok(subject.to_string())
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn path(&self, id: TaskId) -> PathBuf {
+        self.dir.join(format!("{id}.json"))
+    }
+
+    pub(crate) fn lock_path(&self, id: TaskId) -> PathBuf {
+        self.dir.join(".locks").join(format!("{id}.lock"))
+    }
+
+    fn structure_lock(&self) -> PathBuf {
+        self.dir.join(".lock")
+    }
+
+    fn high_water_path(&self) -> PathBuf {
+        self.dir.join(".highwatermark")
+    }
+
+    pub fn read(&self, id: TaskId) -> Result<Task, StoreError> {
+        let path = self.path(id);
+        let bytes = match read_consistent(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                return Err(StoreError::NoSuchTask(id.to_string()));
+            }
+            Err(e) => return Err(StoreError::io(&path, e)),
+        };
+        parse_task(&path, id, &bytes)
+    }
+
+    /// Reads every `task_<n>.json`; a bad file is reported and skipped, the rest still load.
+    pub fn load_all(&self) -> Result<Loaded, StoreError> {
+        let mut loaded = Loaded::default();
+        let entries = match fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(loaded),
+            Err(e) => return Err(StoreError::io(&self.dir, e)),
+        };
+        for entry in entries {
+            let entry = entry.map_err(|e| StoreError::io(&self.dir, e))?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            let Some(stem) = name.strip_suffix(".json") else {
+                continue;
+            };
+            if !stem.starts_with("task_") {
+                continue;
+            }
+            let path = entry.path();
+            let result = TaskId::parse(stem)
+                .map_err(|e| StoreError::malformed(&path, format!("bad task file name: {e}")))
+                .and_then(|id| {
+                    let bytes = read_consistent(&path).map_err(|e| StoreError::io(&path, e))?;
+                    parse_task(&path, id, &bytes)
+                });
+            match result {
+                Ok(task) => loaded.tasks.push(task),
+                Err(e) => loaded.problems.push(e),
+            }
+        }
+        loaded
+            .tasks
+            .sort_by(|a, b| order_key(&a.id).cmp(&order_key(&b.id)));
+        loaded.problems.sort_by_key(|p| p.to_string());
+        Ok(loaded)
+    }
+
+    pub fn create(&self, new: NewTask) -> Result<Task, StoreError> {
+        let subject = self.clean_subject(&new.subject)?;
+        self.limits.check_description(&new.description)?;
+        if let Some(role) = &new.role {
+            validate_name("role", role)?;
+        }
+        let blockers = canonical_ids(&new.blocked_by)?;
+        fs::create_dir_all(&self.dir).map_err(|e| StoreError::io(&self.dir, e))?;
+        with_lock(&self.structure_lock(), || {
+            let next = self.next_id()?;
+            for b in &blockers {
+                let exists = TaskId::parse(b).is_ok_and(|id| self.path(id).exists());
+                if !exists {
+                    return Err(Refusal::UnknownBlocker {
+                        id: next.to_string(),
+                        unknown: b.clone(),
+                    }
+                    .into());
+                }
+            }
+            let now = now_rfc3339();
+            let task = Task {
+                id: next.to_string(),
+                subject,
+                description: new.description,
+                status: Status::Pending,
+                owner: None,
+                blocked_by: blockers,
+                created_at: now.clone(),
+                updated_at: now,
+                role: new.role,
+                worktree: None,
+                result: None,
+                commits: None,
+                review: None,
+                notes: Vec::new(),
+                extra: Default::default(),
+            };
+            // The task's lock file is made with it, so a claim never pays for creating one.
+            with_lock(&self.lock_path(next), || self.write(&task))?;
+            replace_locked(&self.high_water_path(), next.0.to_string().as_bytes())
+                .map_err(|e| StoreError::io(&self.high_water_path(), e))?;
+            Ok(task)
+        })
+    }
+
+    /// The id after the high-water mark. The recorded mark is trusted unless it is missing,
+    /// unreadable or behind the files on disk (hand edits), in which case the folder is scanned.
+    fn next_id(&self) -> Result<TaskId, StoreError> {
+        let path = self.high_water_path();
+        let recorded = match fs::read_to_string(&path) {
+            Ok(text) => text.trim().parse::<u64>().ok(),
+            Err(e) if e.kind() == ErrorKind::NotFound => None,
+            Err(e) => return Err(StoreError::io(&path, e)),
+        };
+        let mut next = match recorded {
+            Some(mark) => mark + 1,
+            None => self.highest_on_disk()? + 1,
+        };
+        while self.path(TaskId(next)).exists() {
+            next = self.highest_on_disk()?.max(next) + 1;
+        }
+        Ok(TaskId(next))
+    }
+
+    /// The largest task number among the file names in `.tasks/` (names only, nothing parsed).
+    fn highest_on_disk(&self) -> Result<u64, StoreError> {
+        let entries = match fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(StoreError::io(&self.dir, e)),
+        };
+        let mut highest = 0;
+        for entry in entries {
+            let entry = entry.map_err(|e| StoreError::io(&self.dir, e))?;
+            if let Some(id) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.strip_suffix(".json"))
+                .and_then(|stem| TaskId::parse(stem).ok())
+            {
+                highest = highest.max(id.0);
+            }
+        }
+        Ok(highest)
+    }
+
+    pub fn update(&self, id: TaskId, patch: TaskPatch) -> Result<Task, StoreError> {
+        let subject = patch
+            .subject
+            .as_deref()
+            .map(|s| self.clean_subject(s))
+            .transpose()?;
+        if let Some(description) = &patch.description {
+            self.limits.check_description(description)?;
+        }
+        let blockers = patch.blocked_by.as_deref().map(canonical_ids).transpose()?;
+        with_lock(&self.structure_lock(), || {
+            self.modify(id, |task| {
+                if let Some(blockers) = &blockers {
+                    let loaded = self.load_all()?;
+                    for b in blockers {
+                        if !loaded.tasks.iter().any(|t| &t.id == b) {
+                            return Err(Refusal::UnknownBlocker {
+                                id: task.id.clone(),
+                                unknown: b.clone(),
+                            }
+                            .into());
+                        }
+                    }
+                    if let Some(cycle) = find_cycle(&loaded.tasks, &task.id, blockers) {
+                        return Err(Refusal::WouldCycle { cycle }.into());
+                    }
+                    task.blocked_by = blockers.clone();
+                }
+                if let Some(subject) = &subject {
+                    task.subject = subject.clone();
+                }
+                if let Some(description) = &patch.description {
+                    task.description = description.clone();
+                }
+                Ok(())
+            })
+        })
+    }
+
+    /// Read-modify-write of one task under its lock; `change` sees the latest state.
+    pub(crate) fn modify(
+        &self,
+        id: TaskId,
+        change: impl FnOnce(&mut Task) -> Result<(), StoreError>,
+    ) -> Result<Task, StoreError> {
+        with_lock(&self.lock_path(id), || {
+            let mut task = self.read(id)?;
+            change(&mut task)?;
+            task.updated_at = now_rfc3339();
+            self.write(&task)?;
+            Ok(task)
+        })
+    }
+
+    /// Replaces the task's file; the caller holds that task's lock.
+    pub(crate) fn write(&self, task: &Task) -> Result<(), StoreError> {
+        let id = TaskId::parse(&task.id)?;
+        let path = self.path(id);
+        let mut bytes = serde_json::to_vec_pretty(task)
+            .map_err(|e| StoreError::malformed(&path, format!("cannot serialise: {e}")))?;
+        bytes.push(b'\n');
+        replace_locked(&path, &secrets::redact_bytes(&bytes)).map_err(|e| StoreError::io(&path, e))
+    }
+}
+
+fn parse_task(path: &Path, id: TaskId, bytes: &[u8]) -> Result<Task, StoreError> {
+    let task: Task = serde_json::from_slice(bytes)
+        .map_err(|e| StoreError::malformed(path, format!("invalid task JSON: {e}")))?;
+    if task.id != id.to_string() {
+        return Err(StoreError::malformed(
+            path,
+            format!("its id field says {:?} but the file is {id}.json", task.id),
+        ));
+    }
+    Ok(task)
+}
+
+/// `3` and `task_3` both name task_3; duplicates are dropped, order kept.
+fn canonical_ids(ids: &[String]) -> Result<Vec<String>, StoreError> {
+    let mut out: Vec<String> = Vec::new();
+    for id in ids {
+        let id = TaskId::parse(id)?.to_string();
+        if !out.contains(&id) {
+            out.push(id);
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,888 @@
+//! A worker's `Work` in production: the agent runtime, set up for the agent's role.
+//!
+//! Conversations last: the lead keeps one for the life of the team; a teammate keeps one per
+//! task (a message naming the task, or the task coming back, continues it; any other message
+//! continues its latest one). Each is kept on disk (`agent::conversation`), so a new worker
+//! process resumes it. The agent runs with the toolset of the role, in the teammate's worktree
+//! if it writes. A permission `ask` goes to the lead's inbox
+//! through the mailbox prompter; while it waits, the status says WAITING.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use crew_agent::conversation;
+use crew_agent::{
+    Agent, AgentConfig, AgentEvent, EventSink, Limits, MailboxPrompter, StopReason,
+};
+use crew_config::{AgentEntry, ModelChoice, TeamConfig};
+use crew_git::Worktrees;
+use crew_model::scripted::ScriptedProvider;
+use crew_model::{ModelProvider, ProviderSpec, RetryPolicy, provider_from_spec};
+
+use crew_store::MessageKind;
+use crew_store::requests::RequestState;
+use crew_store::review::review_notes;
+use crew_store::{
+    AgentState, CacheTokens, Draft, Message, ReviewerVerdict, SUBAGENT_LINES, Status, SubagentLine,
+    Task, TaskId, Workspace,
+};
+use crate::review;
+use crate::role_prompt;
+use crate::roles::toolset;
+use crate::status::StatusHandle;
+use crate::task_branch::TaskBranch;
+use crate::tools::TeamEnv;
+use crate::verdict::{self, Verdict};
+use crate::worker::{INTERRUPTED_BY_PERSON, Job, JobOutcome, Work};
+use crew_tools::permissions::{BypassSwitches, RuleSet};
+use crew_tools::spill::floor_char_boundary;
+use crew_tools::{Hooks, PermissionMode, PermissionPolicy, Pipeline, Sandbox};
+
+/// Team tools only coordinate (tasks and messages); asking a person for each would be noise.
+/// Deny rules still beat this.
+const TEAM_TOOLS: &[&str] = &[
+    "task_create",
+    "task_list",
+    "task_get",
+    "task_update",
+    "claim_task",
+    "send_message",
+    "request_shutdown",
+    "request_plan_approval",
+    "review_plan",
+    "read_inbox",
+];
+
+/// How a reviewer ends a report; without the line the review has no verdict and is not a pass.
+const REVIEWER_ENDING: &str = "As the reviewer: show each command you ran as a `$ command` line \
+     followed by its output, and end your report with exactly one line `VERDICT: PASS`, \
+     `VERDICT: FAIL` or `VERDICT: PARTIAL`. A report without that line counts as no verdict, \
+     never as a pass.";
+
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("no agent named {0:?} in crew.toml")]
+    UnknownAgent(String),
+    #[error("{name}: model: {message}")]
+    Model { name: String, message: String },
+    #[error("{name}: permissions: {message}")]
+    Permissions { name: String, message: String },
+    #[error("crew.toml [[hooks]]: {0}")]
+    Hooks(String),
+    #[error(transparent)]
+    Role(#[from] crate::role_prompt::RoleError),
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+}
+
+pub struct AgentWork {
+    workspace: Workspace,
+    config: Arc<TeamConfig>,
+    name: String,
+    role: String,
+    writes: bool,
+    plan_mode_required: bool,
+    model: Arc<dyn ModelProvider>,
+    model_name: String,
+    permissions: PermissionMode,
+    rules: RuleSet,
+    bypass: BypassSwitches,
+    sandbox: Sandbox,
+    /// The rules part of the static prompt: general rules, team protocol, the role's duties.
+    instructions: String,
+    runtime: tokio::runtime::Runtime,
+    /// The agent of the conversation last worked on, kept while jobs continue it.
+    current: Option<Current>,
+}
+
+struct Current {
+    key: String,
+    /// Whether its toolset was built with the plan approved (a change rebuilds the agent).
+    plan_approved: bool,
+    agent: Agent,
+}
+
+/// Which provider a `model = {...}` entry means. A scripted `scenario` is a file relative to the
+/// repository, or else the name of a scenario built into crew (`demo`, `echo`).
+pub fn provider_for(
+    entry: &ModelChoice,
+    repo_root: &std::path::Path,
+) -> Result<Arc<dyn ModelProvider>, String> {
+    if entry.provider == "scripted"
+        && let Some(scenario) = &entry.scenario
+    {
+        let path = repo_root.join(scenario);
+        if !path.exists()
+            && let Some(builtin) = ScriptedProvider::builtin(scenario)
+        {
+            return builtin
+                .map(|p| Arc::new(p) as Arc<dyn ModelProvider>)
+                .map_err(|e| e.to_string());
+        }
+    }
+    let spec = ProviderSpec {
+        kind: entry.provider.clone(),
+        model: entry.model.clone().unwrap_or_default(),
+        base_url: entry.base_url.clone(),
+        api_key_env: entry.api_key_env.clone(),
+        scenario: entry.scenario.as_ref().map(|s| repo_root.join(s)),
+        thinking: entry.thinking.as_ref().map(|t| *t.get_ref()),
+        fallback_model: entry.fallback_model.as_ref().map(|f| f.get_ref().clone()),
+        fallback_after: entry.fallback_after,
+    };
+    provider_from_spec(&spec)
+        .map(Arc::from)
+        .map_err(|e| e.to_string())
+}
+
+/// The mode, rules (team tools allowed) and bypass switches of agent `name`, checked once so a
+/// bad rule fails at start, not at the first tool call.
+pub(crate) fn permission_setup(
+    config: &TeamConfig,
+    name: &str,
+    bypass_flag: bool,
+) -> Result<(PermissionMode, RuleSet, BypassSwitches), SetupError> {
+    let perms = &config.permissions;
+    let invalid = |message: String| SetupError::Permissions {
+        name: name.to_string(),
+        message,
+    };
+    let permissions: PermissionMode = perms
+        .mode
+        .get_ref()
+        .parse()
+        .map_err(|e| invalid(format!("{e}")))?;
+    let mut allow = perms.allow.clone();
+    allow.extend(TEAM_TOOLS.iter().map(|t| t.to_string()));
+    let rules = RuleSet {
+        allow,
+        ask: perms.ask.clone(),
+        deny: perms.deny.clone(),
+    };
+    let bypass = BypassSwitches {
+        config_allows: perms.allow_bypass,
+        flag_given: bypass_flag,
+    };
+    PermissionPolicy::new(permissions, &rules, bypass).map_err(|e| invalid(e.to_string()))?;
+    Ok((permissions, rules, bypass))
+}
+
+/// The teammate's worktree if it writes (made on first need), else the repository root.
+pub(crate) fn working_dir(
+    workspace: &Workspace,
+    config: &TeamConfig,
+    name: &str,
+    writes: bool,
+) -> Result<PathBuf, String> {
+    if !writes {
+        return Ok(workspace.root().to_path_buf());
+    }
+    let trees = Worktrees::open(workspace.root()).map_err(|e| e.to_string())?;
+    let wt = &config.worktree;
+    trees
+        .ensure(name, &config.team.base_branch, &wt.copy, &wt.link)
+        .map(|w| w.path)
+        .map_err(|e| e.to_string())
+}
+
+impl AgentWork {
+    pub fn new(
+        workspace: Workspace,
+        config: Arc<TeamConfig>,
+        name: &str,
+        bypass_flag: bool,
+    ) -> Result<Self, SetupError> {
+        let entry: &AgentEntry = config
+            .agent(name)
+            .ok_or_else(|| SetupError::UnknownAgent(name.to_string()))?;
+        let role = config.role_of(name).unwrap_or("lead").to_string();
+        let model =
+            provider_for(&entry.model, workspace.root()).map_err(|message| SetupError::Model {
+                name: name.to_string(),
+                message,
+            })?;
+        let (permissions, rules, bypass) = permission_setup(&config, name, bypass_flag)?;
+        let perms = &config.permissions;
+        Hooks::new(config.hooks.clone()).map_err(|e| SetupError::Hooks(e.to_string()))?;
+        let sandbox = Sandbox::new(perms.sandbox, entry.network, entry.writes);
+        // Probed here, once, before the first command; said in this agent's log.
+        if let Some(warning) = sandbox.warning() {
+            tracing::warn!(agent = name, "{warning}");
+        }
+        role_prompt::check(&config, workspace.root())?;
+        let instructions = role_prompt::assemble(
+            &role,
+            &role_prompt::duties(&config, workspace.root(), &role)?,
+        );
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .map_err(SetupError::Runtime)?;
+        Ok(AgentWork {
+            writes: entry.writes,
+            // `plan` mode asks every teammate for a plan, as `plan_mode_required` asks one.
+            plan_mode_required: entry.plan_mode_required || permissions == PermissionMode::Plan,
+            model_name: entry.model.model.clone().unwrap_or_default(),
+            name: name.to_string(),
+            role,
+            workspace,
+            config,
+            model,
+            permissions,
+            rules,
+            bypass,
+            sandbox,
+            instructions,
+            runtime,
+            current: None,
+        })
+    }
+
+    /// A plan-mode teammate writes only once a plan of its was approved (read from the inboxes).
+    fn plan_approved(&self) -> bool {
+        if !self.plan_mode_required {
+            return true;
+        }
+        self.workspace
+            .mailboxes()
+            .requests(self.config.request_timeout())
+            .map(|all| {
+                all.iter().any(|r| {
+                    r.kind == MessageKind::PlanApprovalRequest
+                        && r.from == self.name
+                        && r.state == RequestState::Approved
+                })
+            })
+            .unwrap_or(false)
+    }
+
+    fn working_dir(&self) -> Result<PathBuf, String> {
+        working_dir(&self.workspace, &self.config, &self.name, self.writes)
+    }
+
+    fn team_facts(&self, workdir: &std::path::Path) -> Vec<String> {
+        let mates: Vec<String> = self
+            .config
+            .teammates
+            .iter()
+            .map(|t| {
+                let name = t.name.get_ref();
+                format!("{name} ({})", self.config.role_of(name).unwrap_or("?"))
+            })
+            .collect();
+        let mut facts = vec![
+            format!(
+                "You are {} ({}) on team {}. The lead is {}. Teammates: {}.",
+                self.name,
+                self.role,
+                self.config.team.name.get_ref(),
+                self.config.lead_name(),
+                mates.join(", ")
+            ),
+            format!("You work in {}.", workdir.display()),
+        ];
+        if self.role == "reviewer" {
+            facts.push(REVIEWER_ENDING.to_string());
+        }
+        facts
+    }
+
+    fn branch(&self) -> TaskBranch<'_> {
+        TaskBranch {
+            workspace: &self.workspace,
+            config: &self.config,
+            name: &self.name,
+        }
+    }
+
+    fn build_agent(&self, workdir: PathBuf, status: &StatusHandle) -> Result<Agent, String> {
+        let env = Arc::new(TeamEnv::of(
+            self.workspace.clone(),
+            &self.config,
+            &self.name,
+            &self.role,
+        ));
+        let extra: Vec<String> = self.config.team.test_command.iter().cloned().collect();
+        let plan_approved = self.plan_approved();
+        let registry = toolset(&self.role, self.writes, plan_approved, env, &extra)
+            .map_err(|e| e.to_string())?;
+        // Until its plan is approved an agent is in plan mode whatever the configured mode, so
+        // no tool (whatever its toolset) writes or runs commands; then `plan` gives way.
+        let mode = if plan_approved {
+            self.permissions.after_plan_approval()
+        } else {
+            PermissionMode::Plan
+        };
+        let policy =
+            PermissionPolicy::new(mode, &self.rules, self.bypass).map_err(|e| e.to_string())?;
+        let sink = status_sink(status.clone());
+        let prompter =
+            person_prompter(&self.workspace, &self.config, &self.name).with_events(sink.clone());
+        let hooks = Hooks::new(self.config.hooks.clone()).map_err(|e| e.to_string())?;
+        let pipeline = Pipeline::new(registry, policy)
+            .with_hooks(hooks)
+            .with_prompter(Arc::new(prompter));
+        let mut agent = Agent::new(
+            AgentConfig {
+                name: self.name.clone(),
+                role: self.role.clone(),
+                model: self.model.clone(),
+                model_name: self.model_name.clone(),
+                pipeline,
+                workspace: workdir.clone(),
+                repo_root: self.workspace.root().to_path_buf(),
+                limits: self.limits(),
+                retry: RetryPolicy::default(),
+                compaction: self.config.compaction.thresholds(),
+                sandbox: self.sandbox.clone(),
+            },
+            sink,
+        )
+        .map_err(|e| e.to_string())?;
+        agent.set_rules(self.instructions.clone());
+        agent.set_memory_limits(self.config.limits);
+        agent.enable_subagents(self.config.subagents.clone());
+        agent.set_team_facts(self.team_facts(&workdir));
+        show_todos(&agent, status);
+        Ok(agent)
+    }
+}
+
+/// The agent's checklist goes into its status (the screen shows it in its pane); a new agent
+/// starts with an empty one, and with no subagents shown.
+fn show_todos(agent: &Agent, status: &StatusHandle) {
+    let write = |status: &StatusHandle, items: &[crew_store::TodoItem]| {
+        if let Err(e) = status.update(|s| s.todos = items.to_vec()) {
+            tracing::warn!("status not written: {e}");
+        }
+    };
+    write(status, &[]);
+    if let Err(e) = status.update(|s| s.subagents.clear()) {
+        tracing::warn!("status not written: {e}");
+    }
+    let status = status.clone();
+    agent.todos().watch(move |items| write(&status, items));
+}
+
+/// How agent `name` asks the person: requests through the lead's inbox, answered in time.
+pub(crate) fn person_prompter(
+    workspace: &Workspace,
+    config: &TeamConfig,
+    name: &str,
+) -> MailboxPrompter {
+    MailboxPrompter::new(
+        workspace.mailboxes(),
+        config.roster(),
+        name.to_string(),
+        config.lead_name().to_string(),
+        config.request_timeout(),
+    )
+}
+
+/// WAITING while a permission request is out, WORK again when it is answered.
+pub(crate) fn status_sink(status: StatusHandle) -> EventSink {
+    EventSink::new(move |event| {
+        let result = match &event {
+            AgentEvent::PermissionWaiting { request_id, .. } => status.update(|s| {
+                s.state = AgentState::Waiting;
+                s.waiting_on = Some(request_id.clone());
+            }),
+            AgentEvent::PermissionAnswered { .. } => status.update(|s| {
+                s.state = AgentState::Work;
+                s.waiting_on = None;
+            }),
+            AgentEvent::SubagentStart {
+                id,
+                role,
+                description,
+                ..
+            } => status.update(|s| {
+                s.subagents.push(SubagentLine {
+                    id: id.clone(),
+                    role: role.to_string(),
+                    description: description.clone(),
+                    tool: None,
+                    outcome: None,
+                });
+                // Running ones stay; the oldest that ended go first.
+                while s.subagents.len() > SUBAGENT_LINES {
+                    let Some(at) = s.subagents.iter().position(|l| l.outcome.is_some()) else {
+                        break;
+                    };
+                    s.subagents.remove(at);
+                }
+            }),
+            AgentEvent::SubagentTool { id, tool } => status.update(|s| {
+                if let Some(line) = s.subagents.iter_mut().find(|l| &l.id == id) {
+                    line.tool = Some(tool.clone());
+                }
+            }),
+            AgentEvent::SubagentEnd {
+                id,
+                stop_reason,
+                verdict,
+                ..
+            } => status.update(|s| {
+                if let Some(line) = s.subagents.iter_mut().find(|l| &l.id == id) {
+                    let reason = serde_json::to_value(stop_reason)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_default();
+                    line.outcome = Some(match verdict {
+                        Some(verdict) => format!("{reason}, verdict {verdict}"),
+                        None => reason,
+                    });
+                }
+            }),
+            _ => Ok(()),
+        };
+        if let Err(e) = result {
+            tracing::warn!("status not written: {e}");
+        }
+    })
+}
+
+pub(crate) fn task_packet(job: &Job) -> (String, Option<String>) {
+    match job {
+        Job::Task(task) => {
+            let mut text = format!("Task {}: {}\n", task.id, task.subject);
+            if !task.description.is_empty() {
+                text.push_str(&format!("\n{}\n", task.description));
+            }
+            let notes = review_notes(task);
+            if !notes.is_empty() {
+                text.push_str(
+                    "\nYour earlier work on it is committed in your worktree; it was sent back \
+                     from review:\n",
+                );
+                for note in notes {
+                    text.push_str(&format!("- {note}\n"));
+                }
+            }
+            text.push_str(
+                "\nDo it and run its acceptance checks, then reply with a short summary of what you \
+                 did and how you checked it.",
+            );
+            (
+                text,
+                Some(format!(
+                    "{}: {}\n{}",
+                    task.id, task.subject, task.description
+                )),
+            )
+        }
+        Job::Message(m) => {
+            let answer = match m.approve {
+                Some(true) => ", approved",
+                Some(false) => ", rejected",
+                None => "",
+            };
+            (
+                format!(
+                    "Message from {} ({}{answer}): {}",
+                    m.from,
+                    m.kind,
+                    m.text.as_deref().unwrap_or("")
+                ),
+                None,
+            )
+        }
+    }
+}
+
+impl AgentWork {
+    /// The provider's own figure when it reports one, else the configured price, else unknown.
+    fn cost_micros(&self, usage: &crew_model::Usage) -> Option<u64> {
+        usage.cost_micros.or_else(|| {
+            let price = self.config.agent(&self.name)?.model.price?;
+            Some(price.micros(
+                usage.input_tokens,
+                usage.output_tokens,
+                usage.cache_read_input_tokens,
+                usage.cache_creation_input_tokens,
+            ))
+        })
+    }
+}
+
+impl AgentWork {
+    /// Which conversation a job continues: the lead's only one; a task's own; for a message,
+    /// the task it names (a `task` field), else the latest one, else [`FIRST_MESSAGES`].
+    fn conversation_key(&self, job: &Job) -> String {
+        if self.name == self.config.lead_name() {
+            return "lead".to_string();
+        }
+        match job {
+            Job::Task(task) => task.id.clone(),
+            Job::Message(m) => m
+                .extra
+                .get("task")
+                .and_then(|t| t.as_str())
+                .filter(|t| crew_store::TaskId::parse(t).is_ok())
+                .map(str::to_string)
+                .or_else(|| self.current.as_ref().map(|c| c.key.clone()))
+                .or_else(|| conversation::latest_key(self.workspace.root(), &self.name))
+                .unwrap_or_else(|| FIRST_MESSAGES.to_string()),
+        }
+    }
+
+    /// Makes `current` the agent for `key`: the one in memory when it is that conversation's,
+    /// else a new one resuming the conversation from its file.
+    fn ensure_agent(
+        &mut self,
+        key: String,
+        workdir: PathBuf,
+        status: &StatusHandle,
+    ) -> Result<(), String> {
+        let plan_approved = self.plan_approved();
+        let reuse = self
+            .current
+            .as_ref()
+            .is_some_and(|c| c.key == key && c.plan_approved == plan_approved);
+        if !reuse {
+            self.current = None;
+            let mut agent = self.build_agent(workdir, status)?;
+            let root = self.workspace.root();
+            let path = conversation::conversation_path(root, &self.name, &key)
+                .map_err(|e| e.to_string())?;
+            agent.resume_from(path).map_err(|e| e.to_string())?;
+            conversation::set_latest_key(root, &self.name, &key).map_err(|e| e.to_string())?;
+            self.current = Some(Current {
+                key,
+                plan_approved,
+                agent,
+            });
+        }
+        Ok(())
+    }
+}
+
+impl Work for AgentWork {
+    fn entered_review(&mut self, task: &Task) {
+        self.branch().ask_for_review(task);
+    }
+
+    fn run(&mut self, job: &Job, status: &StatusHandle, cancel: &CancellationToken) -> JobOutcome {
+        if let Job::Message(m) = job
+            && m.kind == MessageKind::ReviewRequest
+        {
+            return self.review_job(m, status, cancel);
+        }
+        let workdir = match self.working_dir() {
+            Ok(dir) => dir,
+            Err(e) => return JobOutcome::failed(format!("no worktree: {e}")),
+        };
+        if let (Job::Task(task), true) = (job, self.writes)
+            && let Err(e) = self.branch().prepare(task)
+        {
+            return JobOutcome::failed(e);
+        }
+        let key = self.conversation_key(job);
+        if let Err(e) = self.ensure_agent(key, workdir, status) {
+            return JobOutcome::failed(format!("agent not started: {e}"));
+        }
+        let Some(Current { agent, .. }) = self.current.as_mut() else {
+            return JobOutcome::failed("agent not started".to_string());
+        };
+        let (input, task) = task_packet(job);
+        if task.is_some() {
+            agent.set_task(task);
+        }
+        let result = self.runtime.block_on(agent.run_turn(input, cancel.clone()));
+        let interrupted = result.stop_reason == StopReason::Interrupted;
+        if interrupted {
+            agent.add_note(INTERRUPTED_BY_PERSON);
+        }
+        let completed = result.stop_reason == StopReason::Completed;
+        let reviewer = self.role == "reviewer" && matches!(job, Job::Task(_));
+        let (success, no_verdict) = verdict::judge(reviewer, completed, &result.output);
+        let summary = match no_verdict {
+            Some(summary) => summary,
+            None if completed => result.output.trim().to_string(),
+            None => format!("stopped ({:?}): {}", result.stop_reason, result.reason),
+        };
+        let mut outcome = JobOutcome {
+            success,
+            summary: truncate(&summary, 4000),
+            turns: u64::from(result.turns),
+            tokens: result.usage.input_tokens + result.usage.output_tokens,
+            cost_micros: self.cost_micros(&result.usage),
+            cache: cache_tokens(&result.usage),
+            commits: None,
+            interrupted,
+        };
+        // The task this job worked on: its own, or the one a message after an interrupt
+        // continues (its work is committed the same way).
+        let worked_on = match job {
+            Job::Task(task) => Some(task.clone()),
+            Job::Message(_) => self.continued_task(),
+        };
+        if let (Some(task), true, false) = (worked_on, self.writes, interrupted) {
+            self.branch().commit(&task, &mut outcome);
+        }
+        outcome
+    }
+}
+
+impl AgentWork {
+    /// One job's limits: the agent's `budget.wall_secs`, else the team's, else the default.
+    fn limits(&self) -> Limits {
+        let own = self
+            .config
+            .agent(&self.name)
+            .and_then(|a| a.budget.wall_secs);
+        match own.or(self.config.budget.wall_secs) {
+            Some(secs) => Limits {
+                wall_time: std::time::Duration::from_secs(secs),
+                ..Limits::default()
+            },
+            None => Limits::default(),
+        }
+    }
+
+    /// The task of the current conversation when it is still in progress under this agent (a
+    /// message continues a task the person interrupted).
+    fn continued_task(&self) -> Option<Task> {
+        let key = &self.current.as_ref()?.key;
+        let task = self.workspace.tasks().read(TaskId::parse(key).ok()?).ok()?;
+        (task.status == Status::InProgress && task.owner.as_deref() == Some(self.name.as_str()))
+            .then_some(task)
+    }
+
+    /// The reviewer's side: the base with the task's commits merged in, written to a temporary
+    /// folder, reviewed there (the team's `test_command` included); the verdict is recorded on
+    /// the task, told to the lead, and a FAIL sends the task back when the team asked for that.
+    fn review_job(
+        &self,
+        request: &Message,
+        status: &StatusHandle,
+        cancel: &CancellationToken,
+    ) -> JobOutcome {
+        let mut outcome = JobOutcome::failed(String::new());
+        let task = request
+            .extra
+            .get("task")
+            .and_then(|v| v.as_str())
+            .and_then(|id| TaskId::parse(id).ok())
+            .and_then(|id| Some((id, self.workspace.tasks().read(id).ok()?)));
+        let Some((id, task, commits)) = task
+            .filter(|(_, t)| t.status == Status::Review)
+            .and_then(|(id, t)| t.commits.clone().map(|c| (id, t, c)))
+        else {
+            outcome.success = true;
+            outcome.summary = "nothing to review: that task is not in review".into();
+            return outcome;
+        };
+        let dir = self
+            .workspace
+            .root()
+            .join(".crew/reviews")
+            .join(format!("{}-{}", task.id, self.name));
+        let _ = std::fs::remove_dir_all(&dir);
+        let base = &self.config.team.base_branch;
+        let exported = Worktrees::open(self.workspace.root())
+            .and_then(|t| t.export_merged(&commits.head, base, &dir));
+        let report = match exported {
+            Err(e) => format!("could not check out {base} with {}: {e}", task.id),
+            Ok(conflicts) if !conflicts.is_empty() => format!(
+                "{} does not merge into {base}: conflicts in {}\n\nVERDICT: FAIL",
+                task.id,
+                conflicts.join(", ")
+            ),
+            Ok(_) => self.run_review(&task, &dir, status, &mut outcome, cancel),
+        };
+        let _ = std::fs::remove_dir_all(&dir);
+        let verdict = verdict::parse(&report);
+        let label = verdict::label(verdict);
+        let recorded = self.workspace.tasks().record_verdict(
+            id,
+            ReviewerVerdict {
+                by: self.name.clone(),
+                verdict: label.to_string(),
+                head: commits.head.clone(),
+                report: truncate(&report, 4000),
+            },
+        );
+        let mut said = format!("{} reviewed {}: {label}", self.name, task.id);
+        if let Err(e) = recorded {
+            said.push_str(&format!(" (not recorded: {e})"));
+        } else if verdict == Some(Verdict::Fail)
+            && self.config.worktree.auto_send_back_on_fail
+            && auto_send_backs(&task, &self.name) >= MAX_AUTO_SEND_BACKS
+        {
+            said.push_str(&format!(
+                "; left for the person: sent back automatically {MAX_AUTO_SEND_BACKS} times already"
+            ));
+        } else if verdict == Some(Verdict::Fail) && self.config.worktree.auto_send_back_on_fail {
+            let note = format!(
+                "{} found it failing:\n{}",
+                self.name,
+                truncate(&report, 2000)
+            );
+            match review::send_back(&self.workspace, &self.config, id, &self.name, &note) {
+                Ok(_) => said.push_str("; sent back to its teammate (auto_send_back_on_fail)"),
+                Err(e) => said.push_str(&format!("; not sent back: {e}")),
+            }
+        }
+        let told = self.workspace.mailboxes().send(
+            &self.config.roster(),
+            Draft {
+                from: self.name.clone(),
+                to: self.config.lead_name().to_string(),
+                kind: MessageKind::StatusUpdate,
+                text: Some(said.clone()),
+                ..Draft::default()
+            },
+        );
+        if let Err(e) = told {
+            tracing::warn!("{}: review note not sent: {e}", self.name);
+        }
+        outcome.success = verdict.is_some();
+        outcome.summary = said;
+        outcome
+    }
+
+    fn run_review(
+        &self,
+        task: &Task,
+        dir: &std::path::Path,
+        status: &StatusHandle,
+        outcome: &mut JobOutcome,
+        cancel: &CancellationToken,
+    ) -> String {
+        let mut agent = match self.build_agent(dir.to_path_buf(), status) {
+            Ok(agent) => agent,
+            Err(e) => return format!("reviewer not started: {e}"),
+        };
+        let test = self
+            .config
+            .team
+            .test_command
+            .as_deref()
+            .map(|c| format!(" The team's test command is `{c}`: run it."))
+            .unwrap_or_default();
+        let input = format!(
+            "Review {}: {} (by {}). This folder holds {} with the task's commits merged in.{test} \
+             Look at what the task changed, then end with a VERDICT line.\n\nWhat its teammate \
+             said:\n{}",
+            task.id,
+            task.subject,
+            task.owner.as_deref().unwrap_or("?"),
+            self.config.team.base_branch,
+            task.result.as_deref().unwrap_or("")
+        );
+        agent.set_task(Some(format!("review of {}: {}", task.id, task.subject)));
+        let result = self.runtime.block_on(agent.run_turn(input, cancel.clone()));
+        outcome.interrupted = result.stop_reason == StopReason::Interrupted;
+        outcome.turns = u64::from(result.turns);
+        outcome.tokens = result.usage.input_tokens + result.usage.output_tokens;
+        outcome.cost_micros = self.cost_micros(&result.usage);
+        outcome.cache = cache_tokens(&result.usage);
+        if result.stop_reason == StopReason::Completed {
+            result.output.trim().to_string()
+        } else {
+            format!("stopped ({:?}): {}", result.stop_reason, result.reason)
+        }
+    }
+}
+
+/// The conversation of a teammate whose first job is a message (a valid conversation key: a
+/// generated id is longer than a name may be, and the job failed before it started).
+const FIRST_MESSAGES: &str = "messages";
+
+/// The prompt-cache part of a turn's input tokens.
+pub(crate) fn cache_tokens(usage: &crew_model::Usage) -> CacheTokens {
+    CacheTokens {
+        read: usage.cache_read_input_tokens,
+        written: usage.cache_creation_input_tokens,
+    }
+}
+
+/// A reviewer sends a failing task back on its own at most this often; then the person decides
+/// (a teammate that cannot fix it would otherwise bounce between the two for ever).
+const MAX_AUTO_SEND_BACKS: usize = 3;
+
+/// How often `reviewer` has already sent `task` back (its notes say so each time).
+fn auto_send_backs(task: &Task, reviewer: &str) -> usize {
+    let said = format!(": sent back by {reviewer}: ");
+    task.notes.iter().filter(|n| n.contains(&said)).count()
+}
+
+fn truncate(text: &str, max: usize) -> String {
+    let end = floor_char_boundary(text, max);
+    if end == text.len() {
+        text.to_string()
+    } else {
+        format!("{}…", &text[..end])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crew_model::Usage;
+
+    fn work(model: &str) -> AgentWork {
+        let text = format!("[team]\nname = \"web\"\n\n[lead]\nname = \"lead\"\nmodel = {model}\n");
+        let config = TeamConfig::parse(std::path::Path::new("crew.toml"), &text).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        AgentWork::new(Workspace::new(dir.path()), Arc::new(config), "lead", false).unwrap()
+    }
+
+    #[test]
+    fn cost_is_the_providers_figure_else_the_configured_price_else_unknown() {
+        let usage = Usage {
+            input_tokens: 1_000,
+            output_tokens: 200,
+            cache_read_input_tokens: 10_000,
+            cache_creation_input_tokens: 0,
+            cost_micros: None,
+        };
+        let priced = work(
+            r#"{ provider = "scripted", price = { input = 3.0, output = 15.0, cache_read = 0.3 } }"#,
+        );
+        // 1,000 × 3 + 200 × 15 + 10,000 × 0.3 millionths of a dollar.
+        assert_eq!(priced.cost_micros(&usage), Some(9_000));
+        let reported = Usage {
+            cost_micros: Some(42),
+            ..usage
+        };
+        assert_eq!(priced.cost_micros(&reported), Some(42));
+        let unpriced = work(r#"{ provider = "scripted" }"#);
+        assert_eq!(unpriced.cost_micros(&usage), None);
+    }
+
+    /// The whole static prompt of each role (what providers cache), and its fingerprint
+    /// unchanged across jobs, conversations and a new process.
+    #[test]
+    fn each_roles_static_prompt_is_assembled_in_order_and_stays_stable() {
+        let text = "[team]\nname = \"web\"\n\n[lead]\nname = \"lead\"\nmodel = { provider = \"scripted\" }\n";
+        let mut text = text.to_string();
+        for role in ["planner", "implementer", "reviewer", "explorer"] {
+            text.push_str(&format!(
+                "\n[[teammate]]\nname = \"{role}1\"\nrole = \"{role}\"\nmodel = {{ provider = \"scripted\" }}\n"
+            ));
+        }
+        let config = Arc::new(TeamConfig::parse(std::path::Path::new("crew.toml"), &text).unwrap());
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::new(dir.path());
+        for name in ["lead", "planner1", "implementer1", "reviewer1", "explorer1"] {
+            let work = AgentWork::new(ws.clone(), config.clone(), name, false).unwrap();
+            let status = StatusHandle::new(
+                ws.agents(),
+                crew_store::AgentStatus::new(name, AgentState::Idle),
+            )
+            .unwrap();
+            let agent = work.build_agent(dir.path().to_path_buf(), &status).unwrap();
+            insta::assert_snapshot!(format!("role_prompt_{}", work.role), agent.static_prefix());
+            let again = AgentWork::new(ws.clone(), config.clone(), name, false)
+                .unwrap()
+                .build_agent(dir.path().to_path_buf(), &status)
+                .unwrap();
+            assert_eq!(agent.prefix_fingerprint(), again.prefix_fingerprint());
+        }
+    }
+}

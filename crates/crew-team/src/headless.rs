@@ -1,0 +1,348 @@
+//! A team running without a screen: the teammates as processes, the lead in this process, and
+//! permission requests answered by an explicit policy (never by accident: no policy, no answer,
+//! and an unanswered request expires into a denial).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crew_config::TeamConfig;
+use crew_store::requests::RequestState;
+use crew_store::{Draft, StoreError, TaskId, Workspace};
+use crew_store::{MessageKind, USER};
+use crate::agent_work::SetupError;
+use crate::review;
+use crate::supervisor::{Supervisor, SupervisorError, TeamEvent};
+use crate::teammate_work::work_for;
+use crate::worker::{ExitReason, Worker, WorkerSettings};
+
+/// What answers permission requests when no person is at a screen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    Allow,
+    Deny,
+}
+
+/// What happens to a task that enters review when no person is at a screen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MergePolicy {
+    /// Merged at once (a conflict, or changes to what governs the team, still wait).
+    Auto,
+    /// Waits, like a permission request, for `crew review merge` from another terminal.
+    Manual,
+}
+
+/// Something that happened, for the caller to show.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Happening {
+    Team(TeamEvent),
+    Answered {
+        request_id: crew_store::RequestId,
+        from: String,
+        approved: bool,
+        what: String,
+    },
+    /// A review was merged (by the merge policy) or could not be: what was said about it.
+    Reviewed {
+        id: String,
+        text: String,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum HeadlessError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Supervisor(#[from] SupervisorError),
+    #[error(transparent)]
+    Setup(#[from] SetupError),
+}
+
+/// How a worker for `name` is set up from crew.toml.
+pub fn settings_for(config: &TeamConfig, name: &str) -> WorkerSettings {
+    let is_lead = name == config.lead_name();
+    let secs = Duration::from_secs;
+    WorkerSettings {
+        name: name.to_string(),
+        role: config.role_of(name).map(str::to_string),
+        lead: config.lead_name().to_string(),
+        claims: !is_lead,
+        idle_poll: secs(config.worker.idle_poll_secs),
+        idle_timeout: (!is_lead).then(|| secs(config.worker.idle_timeout_secs)),
+        heartbeat: secs(config.worker.heartbeat_secs),
+        request_timeout: config.request_timeout(),
+        team_budget: config.budget,
+        budget: config.agent(name).map(|a| a.budget).unwrap_or_default(),
+    }
+}
+
+pub struct TeamRun {
+    workspace: Workspace,
+    config: Arc<TeamConfig>,
+    supervisor: Supervisor,
+    policy: Option<Policy>,
+    merge: MergePolicy,
+    /// Reviews the merge policy could not merge, so each is reported once.
+    left_for_person: std::collections::HashSet<String>,
+    lead: Option<JoinHandle<Result<ExitReason, StoreError>>>,
+    pub events: Vec<Happening>,
+}
+
+impl TeamRun {
+    /// Starts every teammate as `exe worker --name NAME`, and the lead in a thread here.
+    pub fn start(
+        workspace: Workspace,
+        config: Arc<TeamConfig>,
+        exe: PathBuf,
+        policy: Option<Policy>,
+        merge: MergePolicy,
+        bypass: bool,
+    ) -> Result<TeamRun, HeadlessError> {
+        let mut supervisor = Supervisor::new(
+            workspace.clone(),
+            config.roster(),
+            config.lead_name(),
+            exe,
+            Duration::from_secs(config.worker.heartbeat_secs),
+        );
+        let lead_name = config.lead_name().to_string();
+        // crew's own runtime, or a CLI (Claude Code) that reaches the team through `crew mcp`.
+        let mut work = work_for(workspace.clone(), config.clone(), &lead_name, bypass)?;
+        let worker = Worker::new(
+            workspace.clone(),
+            config.roster(),
+            settings_for(&config, &lead_name),
+        )?;
+        // The lead stops like every teammate, through a shutdown request in its inbox: a file
+        // event wakes it at once, where a flag would wait for its next idle poll.
+        let lead = std::thread::spawn(move || worker.run(work.as_mut(), &AtomicBool::new(false)));
+        let mut events = Vec::new();
+        let extra: Vec<String> = if bypass {
+            vec!["--dangerously-bypass".into()]
+        } else {
+            Vec::new()
+        };
+        for mate in &config.teammates {
+            let name = mate.name.get_ref();
+            if let Some(status) = workspace.agents().read(name)?
+                && !status.state.is_final()
+                && crew_store::pid_alive(status.pid)
+            {
+                events.push(Happening::Team(TeamEvent::Adopted {
+                    name: name.clone(),
+                    pid: status.pid,
+                }));
+                continue;
+            }
+            let pid = supervisor.start(name, &extra)?;
+            events.push(Happening::Team(TeamEvent::Started {
+                name: name.clone(),
+                pid,
+            }));
+        }
+        Ok(TeamRun {
+            workspace,
+            config,
+            supervisor,
+            policy,
+            merge,
+            left_for_person: Default::default(),
+            lead: Some(lead),
+            events,
+        })
+    }
+
+    pub fn teammates(&self) -> Vec<String> {
+        self.config.teammate_names()
+    }
+
+    /// Sends the lead its goal, as a message from the person.
+    pub fn give_goal(&self, goal: &str) -> Result<(), StoreError> {
+        self.tell_lead(MessageKind::Message, format!("Goal: {goal}"), false)
+    }
+
+    /// A message (or a request) from the person to the lead.
+    fn tell_lead(&self, kind: MessageKind, text: String, request: bool) -> Result<(), StoreError> {
+        self.workspace
+            .mailboxes()
+            .send(
+                &self.config.roster(),
+                Draft {
+                    from: USER.into(),
+                    to: self.config.lead_name().to_string(),
+                    kind,
+                    text: Some(text),
+                    request,
+                    ..Draft::default()
+                },
+            )
+            .map(|_| ())
+    }
+
+    /// One look: dead or exited workers, and pending permission requests for the policy.
+    pub fn tick(&mut self) -> Result<Vec<Happening>, StoreError> {
+        let mut new: Vec<Happening> = self
+            .supervisor
+            .check(&self.teammates())?
+            .into_iter()
+            .map(Happening::Team)
+            .collect();
+        if let Some(policy) = self.policy {
+            new.extend(self.answer_pending(policy)?);
+        }
+        if self.merge == MergePolicy::Auto {
+            new.extend(self.merge_reviews());
+        }
+        self.events.extend(new.iter().cloned());
+        Ok(new)
+    }
+
+    fn answer_pending(&self, policy: Policy) -> Result<Vec<Happening>, StoreError> {
+        let boxes = self.workspace.mailboxes();
+        let approve = policy == Policy::Allow;
+        let mut answered = Vec::new();
+        for request in boxes.requests(self.config.request_timeout())? {
+            if request.state != RequestState::Pending
+                || request.kind != MessageKind::PermissionRequest
+            {
+                continue;
+            }
+            let note = format!(
+                "headless policy: --approve {}",
+                if approve { "allow" } else { "deny" }
+            );
+            match boxes.respond(
+                &self.config.roster(),
+                &request.request_id,
+                USER,
+                approve,
+                Some(note),
+                self.config.request_timeout(),
+            ) {
+                Ok(_) => answered.push(Happening::Answered {
+                    request_id: request.request_id.clone(),
+                    from: request.from.clone(),
+                    approved: approve,
+                    what: request.text.clone().unwrap_or_default(),
+                }),
+                // Answered or expired meanwhile: nothing to do.
+                Err(StoreError::Refused(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(answered)
+    }
+
+    /// `--merge auto`: every task in review is merged as the person would; one that cannot be
+    /// (a conflict, crew.toml or CI changed) waits for the person and is reported once.
+    fn merge_reviews(&mut self) -> Vec<Happening> {
+        let reviews = match review::list(&self.workspace, &self.config) {
+            Ok(reviews) => reviews,
+            Err(e) => {
+                tracing::warn!("reviews not read: {e}");
+                return Vec::new();
+            }
+        };
+        let mut out = Vec::new();
+        for r in reviews {
+            if self.left_for_person.contains(&r.id) {
+                continue;
+            }
+            if !r.protected.is_empty() {
+                self.left_for_person.insert(r.id.clone());
+                out.push(Happening::Reviewed {
+                    text: format!(
+                        "{} changes {}: not merged automatically, it waits for `crew review merge {}`",
+                        r.id,
+                        r.protected.join(", "),
+                        r.id
+                    ),
+                    id: r.id,
+                });
+                continue;
+            }
+            let Ok(id) = TaskId::parse(&r.id) else {
+                continue;
+            };
+            let text = match review::merge(&self.workspace, &self.config, id, USER) {
+                Ok(text) => format!("{text} (--merge auto)"),
+                Err(e) => {
+                    self.left_for_person.insert(r.id.clone());
+                    format!("{e}; it waits for the person")
+                }
+            };
+            out.push(Happening::Reviewed { id: r.id, text });
+        }
+        out
+    }
+
+    /// Waits for the next change in the inboxes or tasks, at most `max`.
+    pub fn wait(&self, watcher: &crew_store::DirWatcher, max: Duration) {
+        watcher.wait(max);
+    }
+
+    /// Shuts every teammate down through the shutdown protocol (bounded by `grace`), then the
+    /// lead.
+    pub fn stop(self, grace: Duration) -> Result<Vec<Happening>, StoreError> {
+        self.stop_watched(grace, &mut |_, _| false)
+    }
+
+    /// As [`TeamRun::stop`], telling `watch` who is still running and the time left (see
+    /// [`Supervisor::shut_down_watched`]); the lead is asked once the teammates are done.
+    pub fn stop_watched(
+        mut self,
+        grace: Duration,
+        watch: &mut dyn FnMut(&[String], Duration) -> bool,
+    ) -> Result<Vec<Happening>, StoreError> {
+        let teammates = self.teammates();
+        let mut out: Vec<Happening> = self
+            .supervisor
+            .shut_down_watched(&teammates, grace, watch)?
+            .into_iter()
+            .map(Happening::Team)
+            .collect();
+        if let Some(lead) = self.lead.take() {
+            if !lead.is_finished() {
+                self.ask_lead_to_stop()?;
+            }
+            // The lead finishes the job in hand first; only a forced stop leaves it behind (the
+            // process ends, and with it the thread).
+            let lead_name = [self.config.lead_name().to_string()];
+            let deadline = std::time::Instant::now() + grace;
+            while !lead.is_finished() {
+                if watch(
+                    &lead_name,
+                    deadline.saturating_duration_since(std::time::Instant::now()),
+                ) {
+                    tracing::warn!("the stop was forced while the lead was still busy");
+                    self.events.extend(out.iter().cloned());
+                    return Ok(out);
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            match lead.join() {
+                Ok(Ok(_)) => out.push(Happening::Team(TeamEvent::Exited {
+                    name: self.config.lead_name().to_string(),
+                    code: Some(0),
+                })),
+                Ok(Err(e)) => return Err(e),
+                Err(_) => tracing::error!("the lead's thread panicked"),
+            }
+        }
+        self.events.extend(out.iter().cloned());
+        Ok(out)
+    }
+
+    /// The person asks the lead to shut down; it answers and exits at its next look at its
+    /// inbox (at once when idle, after the job in hand when busy).
+    fn ask_lead_to_stop(&self) -> Result<(), StoreError> {
+        self.tell_lead(
+            MessageKind::ShutdownRequest,
+            "the team is shutting down".into(),
+            true,
+        )
+    }
+}

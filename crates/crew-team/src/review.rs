@@ -1,0 +1,400 @@
+//! Reviews: the tasks in `review`, what each would bring into the base branch, and the person's
+//! answers (merge, send back with a note, discard with a reason). The screen, the CLI and the
+//! headless runner all go through here, so a review means the same wherever it is answered.
+
+use std::time::SystemTime;
+
+use serde::Serialize;
+
+use crew_config::TeamConfig;
+use crew_git::{Author, GitError, MergeOutcome, WorktreeDiff, Worktrees};
+use crew_store::MessageKind;
+use crew_store::{Draft, Refusal, Status, StoreError, Task, TaskCommits, TaskId, Workspace};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReviewError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Git(#[from] GitError),
+    #[error("{id} does not merge into {base}: conflicts in {}; nothing was changed", files.join(", "))]
+    Conflicts {
+        id: String,
+        base: String,
+        files: Vec<String>,
+    },
+    #[error("{id} changes {}, which govern the team: only the person merges that", files.join(", "))]
+    Protected { id: String, files: Vec<String> },
+    #[error("{id} is in review but records no commits (edited by hand?)")]
+    NoCommits { id: String },
+}
+
+impl ReviewError {
+    /// The task is not in review, or its commits do not merge: the protocol said no (exit 3).
+    pub fn is_refusal(&self) -> bool {
+        matches!(
+            self,
+            ReviewError::Conflicts { .. }
+                | ReviewError::Protected { .. }
+                | ReviewError::Store(StoreError::Refused(_) | StoreError::NoSuchTask(_))
+        )
+    }
+}
+
+/// One task waiting for review, as a person needs to judge it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Review {
+    pub id: String,
+    pub subject: String,
+    pub owner: String,
+    pub branch: String,
+    pub head: String,
+    /// The teammate's summary of what it did.
+    pub summary: String,
+    pub files: Vec<String>,
+    pub additions: usize,
+    pub deletions: usize,
+    /// Files the merge would conflict in (empty: it merges cleanly).
+    pub conflicts: Vec<String>,
+    /// Changed files that govern the team (crew.toml, .crew/, hook scripts, CI): a warning.
+    pub protected: Vec<String>,
+    /// Seconds since it entered review.
+    pub age_secs: u64,
+    /// The reviewer agent's verdict on these commits (`carol: pass`), when one reviewed them.
+    pub verdict: Option<String>,
+    /// The reviewer's report with that verdict.
+    pub verdict_report: Option<String>,
+}
+
+/// Every task in review, oldest id first.
+pub fn list(workspace: &Workspace, config: &TeamConfig) -> Result<Vec<Review>, ReviewError> {
+    let trees = Worktrees::open(workspace.root())?;
+    workspace
+        .tasks()
+        .load_all()?
+        .tasks
+        .iter()
+        .filter(|t| t.status == Status::Review)
+        .map(|t| describe(&trees, config, t))
+        .collect()
+}
+
+/// The task `id` in review.
+pub fn show(workspace: &Workspace, config: &TeamConfig, id: TaskId) -> Result<Review, ReviewError> {
+    let trees = Worktrees::open(workspace.root())?;
+    describe(&trees, config, &in_review(workspace, id)?)
+}
+
+/// Only that task's commits, against the merge base.
+pub fn diff(
+    workspace: &Workspace,
+    config: &TeamConfig,
+    id: TaskId,
+) -> Result<WorktreeDiff, ReviewError> {
+    let task = in_review(workspace, id)?;
+    let commits = commits_of(&task)?;
+    let trees = Worktrees::open(workspace.root())?;
+    Ok(trees.commits_diff(&commits.start, &commits.head, &config.team.base_branch)?)
+}
+
+/// The person merges the task's commits: the task is `completed` (and so is any earlier task
+/// of the same branch whose commits came along), its dependents unblock, the lead is told.
+pub fn merge(
+    workspace: &Workspace,
+    config: &TeamConfig,
+    id: TaskId,
+    by: &str,
+) -> Result<String, ReviewError> {
+    let task = in_review(workspace, id)?;
+    let commits = commits_of(&task)?;
+    let how = merge_commits_unchecked(workspace, config, &task, &commits)?;
+    let base = &config.team.base_branch;
+    workspace.tasks().mark_merged(id, by, &how)?;
+    let also = mark_came_along(workspace, config, &task.id, by)?;
+    let mut text = format!("{} merged into {base} by {by} ({how})", task.id);
+    if !also.is_empty() {
+        text.push_str(&format!("; with it {}", also.join(", ")));
+    }
+    tell_lead(workspace, config, by, text.clone())?;
+    Ok(text)
+}
+
+/// Marks `completed` every task in review whose commits the base branch now holds (they came
+/// along with the merge of `merged`, an earlier task of the same branch); their ids.
+pub(crate) fn mark_came_along(
+    workspace: &Workspace,
+    config: &TeamConfig,
+    merged: &str,
+    by: &str,
+) -> Result<Vec<String>, ReviewError> {
+    let trees = Worktrees::open(workspace.root())?;
+    let mut also = Vec::new();
+    for other in workspace.tasks().load_all()?.tasks {
+        let Some(c) = other
+            .commits
+            .as_ref()
+            .filter(|_| other.status == Status::Review)
+        else {
+            continue;
+        };
+        if trees.base_contains(&config.team.base_branch, &c.head)? {
+            let other_id = TaskId::parse(&other.id)?;
+            workspace
+                .tasks()
+                .mark_merged(other_id, by, &format!("came along with {merged}"))?;
+            also.push(other.id.clone());
+        }
+    }
+    Ok(also)
+}
+
+/// Back to the same teammate with `note`: it takes the task again, its earlier commits kept.
+pub fn send_back(
+    workspace: &Workspace,
+    config: &TeamConfig,
+    id: TaskId,
+    by: &str,
+    note: &str,
+) -> Result<Task, ReviewError> {
+    let task = workspace.tasks().send_back(id, by, note)?;
+    tell_lead(
+        workspace,
+        config,
+        by,
+        format!(
+            "{} sent back to {} by {by}: {note}",
+            task.id,
+            task.owner.as_deref().unwrap_or("nobody")
+        ),
+    )?;
+    Ok(task)
+}
+
+/// The task's changes are taken back out of its teammate's branch (a revert commit: the
+/// commits stay in history) and the task is `failed` with `reason`.
+pub fn discard(
+    workspace: &Workspace,
+    config: &TeamConfig,
+    id: TaskId,
+    by: &str,
+    reason: &str,
+) -> Result<Task, ReviewError> {
+    let task = in_review(workspace, id)?;
+    let commits = commits_of(&task)?;
+    // The branch holds the commits; the owner may have changed since they were made.
+    let name = commits
+        .branch
+        .strip_prefix("crew/")
+        .unwrap_or(&commits.branch);
+    let trees = Worktrees::open(workspace.root())?;
+    let message = format!("{}: discarded by {by}\n\n{reason}\n", task.id);
+    let author = Author::crew(by);
+    if let MergeOutcome::Conflicts { files } =
+        trees.revert_commits(name, &commits.start, &commits.head, &message, &author)?
+    {
+        return Err(ReviewError::Conflicts {
+            id: task.id,
+            base: commits.branch,
+            files,
+        });
+    }
+    let task = workspace.tasks().discard_review(id, by, reason)?;
+    tell_lead(
+        workspace,
+        config,
+        by,
+        format!("{} discarded by {by}: {reason}", task.id),
+    )?;
+    Ok(task)
+}
+
+/// `merge_when_done`'s merge: refused for changes that govern the team.
+pub(crate) fn merge_commits(
+    workspace: &Workspace,
+    config: &TeamConfig,
+    task: &Task,
+    commits: &TaskCommits,
+) -> Result<String, ReviewError> {
+    let trees = Worktrees::open(workspace.root())?;
+    // The merge takes the whole branch, so earlier tasks' unmerged commits are checked too.
+    let files = trees.merge_paths(&commits.head, &config.team.base_branch)?;
+    let protected = protected_files(&files, config);
+    if !protected.is_empty() {
+        return Err(ReviewError::Protected {
+            id: task.id.clone(),
+            files: protected,
+        });
+    }
+    merge_commits_unchecked(workspace, config, task, commits)
+}
+
+fn merge_commits_unchecked(
+    workspace: &Workspace,
+    config: &TeamConfig,
+    task: &Task,
+    commits: &TaskCommits,
+) -> Result<String, ReviewError> {
+    let trees = Worktrees::open(workspace.root())?;
+    let base = &config.team.base_branch;
+    let owner = task.owner.as_deref().unwrap_or("crew");
+    let author = Author::crew(owner);
+    let label = format!("{} ({})", task.id, commits.branch);
+    match trees.merge_commits(&label, &commits.head, base, &author)? {
+        MergeOutcome::Conflicts { files } => Err(ReviewError::Conflicts {
+            id: task.id.clone(),
+            base: base.clone(),
+            files,
+        }),
+        MergeOutcome::FastForward { new_head } => Ok(format!(
+            "fast-forward to {}",
+            &new_head[..new_head.len().min(10)]
+        )),
+        MergeOutcome::Merged { commit } => {
+            Ok(format!("merge commit {}", &commit[..commit.len().min(10)]))
+        }
+        MergeOutcome::UpToDate => Ok("already in the base".to_string()),
+    }
+}
+
+/// The changed files among `paths` that govern the team: `crew.toml`, anything under `.crew/`,
+/// a script a hook in crew.toml runs, and CI configuration.
+pub fn protected_files(paths: &[String], config: &TeamConfig) -> Vec<String> {
+    let hook_words: Vec<&str> = config
+        .hooks
+        .iter()
+        .flat_map(|h| h.command.split_whitespace())
+        .map(|w| w.trim_start_matches("./"))
+        .collect();
+    paths
+        .iter()
+        .filter(|p| {
+            let p = p.as_str();
+            p == "crew.toml"
+                || p.starts_with(".crew/")
+                || p.starts_with(".github/")
+                || p.starts_with(".ci/")
+                || p.starts_with(".circleci/")
+                || p.starts_with(".buildkite/")
+                || p == ".gitlab-ci.yml"
+                || p == ".travis.yml"
+                || p == "Jenkinsfile"
+                || hook_words.contains(&p)
+        })
+        .cloned()
+        .collect()
+}
+
+fn describe(trees: &Worktrees, config: &TeamConfig, task: &Task) -> Result<Review, ReviewError> {
+    let commits = commits_of(task)?;
+    let base = &config.team.base_branch;
+    let diff = trees.commits_diff(&commits.start, &commits.head, base)?;
+    let files: Vec<String> = diff.files.iter().map(|f| f.path.clone()).collect();
+    // A rename moves a protected file away as much as an edit changes it.
+    let touched: Vec<String> = diff
+        .files
+        .iter()
+        .flat_map(|f| std::iter::once(&f.path).chain(&f.old_path))
+        .cloned()
+        .collect();
+    // A verdict on older commits (before a send-back) says nothing about these.
+    let current = task.review.as_ref().filter(|v| v.head == commits.head);
+    let age_secs = humantime::parse_rfc3339_weak(&task.updated_at)
+        .ok()
+        .and_then(|t| SystemTime::now().duration_since(t).ok())
+        .map_or(0, |d| d.as_secs());
+    Ok(Review {
+        id: task.id.clone(),
+        subject: task.subject.clone(),
+        owner: task.owner.clone().unwrap_or_default(),
+        branch: commits.branch.clone(),
+        head: commits.head.clone(),
+        summary: task.result.clone().unwrap_or_default(),
+        protected: protected_files(&touched, config),
+        conflicts: trees.merge_conflicts(&commits.head, base)?,
+        additions: diff.totals.additions,
+        deletions: diff.totals.deletions,
+        files,
+        age_secs,
+        verdict: current.as_ref().map(|v| format!("{}: {}", v.by, v.verdict)),
+        verdict_report: current.map(|v| v.report.clone()),
+    })
+}
+
+fn in_review(workspace: &Workspace, id: TaskId) -> Result<Task, ReviewError> {
+    let task = workspace.tasks().read(id)?;
+    if task.status != Status::Review {
+        return Err(StoreError::from(Refusal::NotInReview {
+            id: task.id,
+            status: task.status.to_string(),
+        })
+        .into());
+    }
+    Ok(task)
+}
+
+fn commits_of(task: &Task) -> Result<TaskCommits, ReviewError> {
+    task.commits
+        .as_deref()
+        .cloned()
+        .ok_or_else(|| ReviewError::NoCommits {
+            id: task.id.clone(),
+        })
+}
+
+fn tell_lead(
+    workspace: &Workspace,
+    config: &TeamConfig,
+    by: &str,
+    text: String,
+) -> Result<(), StoreError> {
+    workspace
+        .mailboxes()
+        .send(
+            &config.roster(),
+            Draft {
+                from: by.to_string(),
+                to: config.lead_name().to_string(),
+                kind: MessageKind::StatusUpdate,
+                text: Some(text),
+                ..Draft::default()
+            },
+        )
+        .map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::protected_files;
+    use crew_config::TeamConfig;
+
+    #[test]
+    fn crew_toml_crew_files_hook_scripts_and_ci_are_protected() {
+        let text = "[team]\nname = \"web\"\n\n[lead]\nname = \"lead\"\n\
+                    model = { provider = \"scripted\" }\n\n[[hooks]]\n\
+                    event = \"PreToolUse\"\ncommand = \"sh ./scripts/guard.sh --strict\"\n";
+        let config = TeamConfig::parse(std::path::Path::new("crew.toml"), text).unwrap();
+        let paths = [
+            "crew.toml",
+            ".crew/agents/x.json",
+            "scripts/guard.sh",
+            ".github/workflows/ci.yml",
+            ".ci/run",
+            ".gitlab-ci.yml",
+            "src/main.rs",
+            "scripts/other.sh",
+            "docs/crew.toml",
+        ]
+        .map(String::from);
+        assert_eq!(
+            protected_files(&paths, &config),
+            [
+                "crew.toml",
+                ".crew/agents/x.json",
+                "scripts/guard.sh",
+                ".github/workflows/ci.yml",
+                ".ci/run",
+                ".gitlab-ci.yml"
+            ]
+        );
+    }
+}

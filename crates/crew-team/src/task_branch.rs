@@ -1,0 +1,183 @@
+//! A writing teammate's task on its branch `crew/<name>`, whatever runs the work (crew's agent
+//! loop or a coding-agent CLI): brought up to date before, committed after, sent to review.
+
+use crew_config::TeamConfig;
+use crew_git::{Author, MergeOutcome, Worktrees};
+
+use crew_store::{Draft, MessageKind, Task, TaskCommits, TaskId, Workspace};
+use crate::review;
+use crate::worker::{Job, JobOutcome};
+
+/// Teammate `name`'s branch in `workspace`.
+pub(crate) struct TaskBranch<'a> {
+    pub workspace: &'a Workspace,
+    pub config: &'a TeamConfig,
+    pub name: &'a str,
+}
+
+impl TaskBranch<'_> {
+    fn author(&self) -> Author {
+        Author::crew(self.name)
+    }
+
+    /// After a CLI agent's job: the task it worked on (its own, or the one the person
+    /// interrupted, which their message continues) is kept when this job was interrupted too, and
+    /// otherwise committed when the agent writes.
+    /// Returns the task to keep for the person's next message (none when nothing was cut).
+    pub fn settle(
+        &self,
+        job: &Job,
+        interrupted: Option<Task>,
+        writes: bool,
+        outcome: &mut JobOutcome,
+    ) -> Option<Task> {
+        let worked_on = match job {
+            Job::Task(task) => Some(task.clone()),
+            Job::Message(_) => interrupted.and_then(|t| self.still_mine(t)),
+        };
+        if outcome.interrupted {
+            return worked_on;
+        }
+        if let (Some(task), true) = (worked_on, writes) {
+            self.commit(&task, outcome);
+        }
+        None
+    }
+
+    /// `task` as it is now, if it is still in progress under this teammate (the person may
+    /// have released or reassigned it after the interrupt).
+    pub fn still_mine(&self, task: Task) -> Option<Task> {
+        let id = TaskId::parse(&task.id).ok()?;
+        let now = self.workspace.tasks().read(id).ok()?;
+        (now.status == crew_store::Status::InProgress && now.owner.as_deref() == Some(self.name))
+            .then_some(now)
+    }
+
+    /// Before a writer's task: its worktree is brought up to date with the base branch (so it
+    /// starts from merged code), and where the task's commits start is recorded. A conflict
+    /// (or local changes in the way) changes nothing, and the task is not started.
+    pub fn prepare(&self, task: &Task) -> Result<(), String> {
+        let base = &self.config.team.base_branch;
+        let branch = format!("crew/{}", self.name);
+        let trees = Worktrees::open(self.workspace.root()).map_err(|e| e.to_string())?;
+        let not_started = |why: String| {
+            format!(
+                "not started: bringing {branch} up to date with {base} {why}; nothing was \
+                 changed. Resolve it in .worktrees/{}, then hand the task out again",
+                self.name
+            )
+        };
+        match trees.bring_up_to_date(self.name, base, &self.author()) {
+            Ok(MergeOutcome::Conflicts { files }) => {
+                return Err(not_started(format!("conflicts in {}", files.join(", "))));
+            }
+            Err(e) => return Err(not_started(format!("failed: {e}"))),
+            Ok(_) => {}
+        }
+        let head = trees.head_of(self.name).map_err(|e| e.to_string())?;
+        let id = TaskId::parse(&task.id).map_err(|e| e.to_string())?;
+        self.workspace
+            .tasks()
+            .record_start(id, &branch, &head)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    /// After a writer's task: everything it changed becomes the task's commit
+    /// (`task_N: <subject>`, the summary as its body, the teammate as author). Commits that are
+    /// not in the base branch yet go to review, or are merged at once with `merge_when_done`.
+    pub fn commit(&self, task: &Task, outcome: &mut JobOutcome) {
+        let committed = self.try_commit(task, outcome.success, &outcome.summary);
+        match committed {
+            Ok(commits) => outcome.commits = commits,
+            Err(e) => {
+                outcome.success = false;
+                outcome.summary = format!("{}\n[work not committed: {e}]", outcome.summary);
+            }
+        }
+        if self.config.worktree.merge_when_done && outcome.success {
+            self.merge_at_once(task, outcome);
+        }
+    }
+
+    fn try_commit(
+        &self,
+        task: &Task,
+        success: bool,
+        summary: &str,
+    ) -> Result<Option<TaskCommits>, String> {
+        let trees = Worktrees::open(self.workspace.root()).map_err(|e| e.to_string())?;
+        let unfinished = if success { "" } else { " (unfinished)" };
+        let message = format!("{}: {}{unfinished}\n\n{summary}\n", task.id, task.subject);
+        let head = trees
+            .commit_work(self.name, &message, &self.author())
+            .map_err(|e| e.to_string())?;
+        let id = TaskId::parse(&task.id).map_err(|e| e.to_string())?;
+        let recorded = self
+            .workspace
+            .tasks()
+            .read(id)
+            .map_err(|e| e.to_string())?
+            .commits;
+        Ok(recorded
+            .filter(|c| c.start != head)
+            .map(|c| TaskCommits { head, ..*c }))
+    }
+
+    /// `merge_when_done`: the task's commits go into the base branch now, unless they change
+    /// what governs the team (crew.toml, .crew/, hook scripts, CI files): those always wait for
+    /// the person. A conflict also leaves the task in review, where the person sees it.
+    fn merge_at_once(&self, task: &Task, outcome: &mut JobOutcome) {
+        let Some(commits) = outcome.commits.clone() else {
+            return;
+        };
+        let base = &self.config.team.base_branch;
+        let note = match review::merge_commits(self.workspace, self.config, task, &commits) {
+            Ok(how) => {
+                outcome.commits = None;
+                let mut note =
+                    format!("merged {} ({}) into {base}: {how}", task.id, commits.branch);
+                match review::mark_came_along(self.workspace, self.config, &task.id, self.name) {
+                    Ok(also) if !also.is_empty() => {
+                        note.push_str(&format!("; with it {}", also.join(", ")));
+                    }
+                    Ok(_) => {}
+                    Err(e) => note.push_str(&format!("; earlier tasks not marked merged: {e}")),
+                }
+                note
+            }
+            Err(e) => format!(
+                "{} not merged automatically: {e}; it waits for review",
+                task.id
+            ),
+        };
+        outcome.summary = format!("{}\n[{note}]", outcome.summary);
+    }
+
+    /// `review_by`: a review job is sent to the reviewer when a task enters review.
+    pub fn ask_for_review(&self, task: &Task) {
+        let Some(by) = &self.config.worktree.review_by else {
+            return;
+        };
+        let mut extra = serde_json::Map::new();
+        extra.insert("task".into(), task.id.clone().into());
+        let sent = self.workspace.mailboxes().send(
+            &self.config.roster(),
+            Draft {
+                from: self.name.to_string(),
+                to: by.get_ref().clone(),
+                kind: MessageKind::ReviewRequest,
+                text: Some(format!("Please review {}: {}", task.id, task.subject)),
+                extra,
+                ..Draft::default()
+            },
+        );
+        if let Err(e) = sent {
+            tracing::warn!(
+                "{}: review request for {} not sent: {e}",
+                self.name,
+                task.id
+            );
+        }
+    }
+}

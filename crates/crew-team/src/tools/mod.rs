@@ -1,0 +1,173 @@
+//! The team tools (tasks, messages, shutdown and plan protocols) over the store.
+//!
+//! Every tool works on the repository root's `.tasks` and `.mailboxes` (never the agent's
+//! worktree) as `env.me`. Store refusals come back as error results carrying the refusal's
+//! exact text, so the model reads the protocol's own reason.
+
+/// A tool holding the team environment it shares with the other team tools.
+macro_rules! team_tool {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        pub struct $name {
+            env: std::sync::Arc<$crate::tools::TeamEnv>,
+        }
+
+        impl $name {
+            pub fn new(env: std::sync::Arc<$crate::tools::TeamEnv>) -> Self {
+                Self { env }
+            }
+        }
+    };
+}
+
+mod claim;
+mod inbox;
+mod message;
+mod protocols;
+mod read_only_bash;
+mod task_read;
+mod task_write;
+mod view;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+use crew_protocol::USER;
+use crew_store::{Roster, StoreError, Workspace};
+use crew_tools::{Tool, ToolError, ToolOutput};
+
+pub use claim::ClaimTask;
+pub use inbox::ReadInbox;
+pub use message::SendMessage;
+pub use protocols::{RequestPlanApproval, RequestShutdown, ReviewPlan};
+pub use read_only_bash::ReadOnlyBash;
+pub use task_read::{TaskGet, TaskList};
+pub use task_write::{TaskCreate, TaskUpdate};
+
+/// What the team tools of one agent share.
+#[derive(Debug, Clone)]
+pub struct TeamEnv {
+    /// The repository root the team works on (not the agent's worktree).
+    pub workspace: Workspace,
+    pub roster: Roster,
+    /// The agent calling the tools.
+    pub me: String,
+    pub role: String,
+    /// The lead's name: plan approval requests go there.
+    pub lead: String,
+    /// Each teammate's name and role: whom the lead may assign a task to.
+    pub teammates: Vec<crew_store::Teammate>,
+    /// How long a request stays pending before it expires.
+    pub request_timeout: Duration,
+}
+
+impl TeamEnv {
+    /// The environment of agent `name` (role `role`) of the team `config` describes.
+    pub fn of(
+        workspace: Workspace,
+        config: &crew_config::TeamConfig,
+        name: &str,
+        role: &str,
+    ) -> Self {
+        Self {
+            workspace,
+            roster: config.roster(),
+            me: name.to_string(),
+            role: role.to_string(),
+            lead: config.lead_name().to_string(),
+            teammates: config.teammate_roles(),
+            request_timeout: config.request_timeout(),
+        }
+    }
+}
+
+/// Every team tool, in prompt order; roles pick from these by name.
+pub fn team_tools(env: Arc<TeamEnv>) -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(TaskCreate::new(Arc::clone(&env))),
+        Arc::new(TaskList::new(Arc::clone(&env))),
+        Arc::new(TaskGet::new(Arc::clone(&env))),
+        Arc::new(TaskUpdate::new(Arc::clone(&env))),
+        Arc::new(ClaimTask::new(Arc::clone(&env))),
+        Arc::new(SendMessage::new(Arc::clone(&env))),
+        Arc::new(RequestShutdown::new(Arc::clone(&env))),
+        Arc::new(RequestPlanApproval::new(Arc::clone(&env))),
+        Arc::new(ReviewPlan::new(Arc::clone(&env))),
+        Arc::new(ReadInbox::new(env)),
+    ]
+}
+
+/// Why a team tool call did not happen.
+#[derive(Debug, thiserror::Error)]
+enum CallError {
+    /// The store said no (or failed): shown to the model with the store's text.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A rule of the team tools themselves said no: shown to the model as is.
+    #[error("{0}")]
+    Refused(String),
+    #[error("{0}")]
+    Input(String),
+}
+
+/// Runs a store operation off the async runtime: the store waits on file locks.
+fn run_store<F>(env: &Arc<TeamEnv>, op: F) -> BoxFuture<'static, Result<ToolOutput, ToolError>>
+where
+    F: FnOnce(&TeamEnv) -> Result<ToolOutput, CallError> + Send + 'static,
+{
+    let env = Arc::clone(env);
+    Box::pin(async move {
+        match tokio::task::spawn_blocking(move || op(&env)).await {
+            Ok(Ok(output)) => Ok(output),
+            Ok(Err(e @ (CallError::Store(_) | CallError::Refused(_)))) => {
+                Ok(ToolOutput::error(e.to_string()))
+            }
+            Ok(Err(CallError::Input(reason))) => Err(ToolError::InvalidInput(reason)),
+            Err(e) => Err(ToolError::Refused(format!(
+                "the store operation did not finish: {e}"
+            ))),
+        }
+    })
+}
+
+/// A text field as the tools use it: trimmed, and `None` when blank.
+fn trimmed(value: &str) -> Option<String> {
+    Some(value.trim())
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
+
+/// A required text field, trimmed; a blank one is refused, naming the field.
+fn required_text(field: &str, value: &str) -> Result<String, String> {
+    trimmed(value).ok_or_else(|| format!("`{field}` must not be empty"))
+}
+
+/// The `to` field: a recipient this agent may address (see [`check_recipient`]).
+fn recipient(env: &TeamEnv, to: &str) -> Result<String, CallError> {
+    let to = required_text("to", to).map_err(CallError::Input)?;
+    check_recipient(env, &to).map_err(CallError::Refused)?;
+    Ok(to)
+}
+
+/// Who an agent may address: a teammate on the roster, never `user` and never itself.
+fn check_recipient(env: &TeamEnv, to: &str) -> Result<(), String> {
+    if to == USER {
+        return Err(format!(
+            "nobody may address `{USER}`: the person is reached through the lead's conversation"
+        ));
+    }
+    if to == env.me {
+        return Err(format!("{to} cannot address itself"));
+    }
+    env.roster
+        .check("recipient", to)
+        .map_err(|refusal| refusal.to_string())
+}
+
+/// Compact JSON for the model.
+fn json_output(value: &Value) -> ToolOutput {
+    ToolOutput::ok(value.to_string())
+}

@@ -1,0 +1,94 @@
+//! `task_list` and `task_get`: reading the task graph.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::view::{detail_output, summary};
+use super::{CallError, json_output, run_store};
+use crew_store::TaskId;
+use crew_store::dag::Graph;
+
+use crew_tools::{NoInput, ToolContext, ToolFuture, ToolKind, ToolOutput, TypedTool};
+
+team_tool! {
+    /// Every task with its state: done, running (owner), claimable, or blocked by what.
+    TaskList
+}
+
+impl TypedTool for TaskList {
+    type Input = NoInput;
+    const NAME: &'static str = "task_list";
+    const KIND: ToolKind = ToolKind::Read;
+
+    fn description(&self) -> &str {
+        "List the team's tasks, oldest first, each with its state: done, failed, running (owner), \
+         claimable, or blocked by the tasks it waits for. A task with a role only goes to that role."
+    }
+
+    fn is_concurrency_safe(&self, _input: &NoInput) -> bool {
+        true
+    }
+
+    fn run(&self, _input: NoInput, _ctx: ToolContext) -> ToolFuture {
+        run_store(&self.env, move |env| {
+            let store = env.workspace.tasks();
+            let loaded = store.load_all()?;
+            if loaded.tasks.is_empty() && loaded.problems.is_empty() {
+                return Ok(ToolOutput::ok("no tasks yet"));
+            }
+            let graph = Graph::new(&loaded.tasks);
+            let tasks: Vec<Value> = graph.tasks().iter().map(|t| summary(&graph, t)).collect();
+            let mut out = json!({"tasks": tasks});
+            if !loaded.problems.is_empty() {
+                let problems: Vec<String> = loaded.problems.iter().map(|p| p.to_string()).collect();
+                out["unreadable"] = json!(problems);
+            }
+            Ok(json_output(&out))
+        })
+    }
+}
+
+team_tool! {
+    /// One task in full: description, owner, blockers, result.
+    TaskGet
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskGetInput {
+    /// task_<n> or <n>
+    pub id: String,
+}
+
+impl TypedTool for TaskGet {
+    type Input = TaskGetInput;
+    const NAME: &'static str = "task_get";
+    const KIND: ToolKind = ToolKind::Read;
+
+    fn description(&self) -> &str {
+        "Show one task in full: subject, description, status, state, owner, blockedBy, role and \
+         result."
+    }
+
+    fn validate(&self, input: &TaskGetInput, _ctx: &ToolContext) -> Result<(), String> {
+        task_id(&input.id).map(drop).map_err(|e| e.to_string())
+    }
+
+    fn is_concurrency_safe(&self, _input: &TaskGetInput) -> bool {
+        true
+    }
+
+    fn run(&self, input: TaskGetInput, _ctx: ToolContext) -> ToolFuture {
+        run_store(&self.env, move |env| {
+            let store = env.workspace.tasks();
+            let task = store.read(task_id(&input.id)?)?;
+            detail_output(&store, &task)
+        })
+    }
+}
+
+/// A task id as the model wrote it (`task_<n>` or `<n>`, surrounding blanks ignored).
+pub(super) fn task_id(raw: &str) -> Result<TaskId, CallError> {
+    Ok(TaskId::parse(raw.trim())?)
+}

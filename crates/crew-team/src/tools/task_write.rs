@@ -1,0 +1,208 @@
+//! `task_create` and `task_update`: changing the task graph. Status changes go through the
+//! store's owner-only transitions, as the calling agent.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::task_read::task_id;
+use super::view::detail_output;
+use super::{CallError, TeamEnv, json_output, required_text, run_store, trimmed};
+use crew_config::ROLES;
+use crew_store::{Claimant, NewTask, StoreError, TaskId, TaskPatch};
+use crew_tools::{ToolContext, ToolFuture, ToolKind, ToolOutput, TypedTool};
+
+team_tool! {
+    /// Adds a task to the graph.
+    TaskCreate
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskCreateInput {
+    /// One line: what is to be done
+    pub subject: String,
+    /// Details, scope, how to check it is done
+    pub description: Option<String>,
+    #[serde(default)]
+    pub blocked_by: Vec<String>,
+    #[schemars(extend("enum" = ROLES))]
+    pub role: Option<String>,
+}
+
+impl TypedTool for TaskCreate {
+    type Input = TaskCreateInput;
+    const NAME: &'static str = "task_create";
+    const KIND: ToolKind = ToolKind::Other;
+
+    fn description(&self) -> &str {
+        "Create a task. blocked_by lists the task ids that must be completed before it can start; \
+         role (explorer, planner, reviewer, implementer) limits who may claim it."
+    }
+
+    fn validate(&self, input: &TaskCreateInput, _ctx: &ToolContext) -> Result<(), String> {
+        required_text("subject", &input.subject)?;
+        check_ids(&input.blocked_by)
+    }
+
+    fn run(&self, input: TaskCreateInput, _ctx: ToolContext) -> ToolFuture {
+        run_store(&self.env, move |env| {
+            let store = env.workspace.tasks();
+            let task = store.create(NewTask {
+                subject: required_text("subject", &input.subject).map_err(CallError::Input)?,
+                description: input
+                    .description
+                    .as_deref()
+                    .and_then(trimmed)
+                    .unwrap_or_default(),
+                blocked_by: input.blocked_by,
+                role: input.role.as_deref().and_then(trimmed),
+            })?;
+            Ok(json_output(&json!({
+                "created": task.id,
+                "subject": task.subject,
+                "blockedBy": task.blocked_by,
+            })))
+        })
+    }
+}
+
+team_tool! {
+    /// Edits a task and moves it out of `in_progress` (owner only).
+    TaskUpdate
+}
+
+/// Where an owner may move its task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum StatusChange {
+    Completed,
+    Failed,
+    Pending,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TaskUpdateInput {
+    pub id: String,
+    pub subject: Option<String>,
+    pub description: Option<String>,
+    pub blocked_by: Option<Vec<String>>,
+    pub status: Option<StatusChange>,
+    /// What came of it, or why it failed
+    pub result: Option<String>,
+    /// Lead only: the teammate who alone may claim it; "" for anyone
+    pub assign_to: Option<String>,
+}
+
+impl TypedTool for TaskUpdate {
+    type Input = TaskUpdateInput;
+    const NAME: &'static str = "task_update";
+    const KIND: ToolKind = ToolKind::Other;
+
+    fn description(&self) -> &str {
+        "Change a task's subject, description or blocked_by, and/or its status: \"completed\" \
+         (with an optional result), \"failed\" (result says why) or \"pending\" (give it back). \
+         Only the task's owner can change its status, and only while it is in progress. The lead \
+         can assign_to a teammate: only that teammate may then claim it (\"\" puts it back in \
+         the pool)."
+    }
+
+    fn validate(&self, input: &TaskUpdateInput, _ctx: &ToolContext) -> Result<(), String> {
+        task_id(&input.id).map_err(|e| e.to_string())?;
+        check_ids(input.blocked_by.as_deref().unwrap_or_default())?;
+        if let Some(subject) = &input.subject {
+            required_text("subject", subject)?;
+        }
+        let changes = input.subject.is_some()
+            || input.description.is_some()
+            || input.blocked_by.is_some()
+            || input.status.is_some()
+            || input.assign_to.is_some();
+        if !changes {
+            return Err(
+                "nothing to change: give subject, description, blocked_by, status or assign_to"
+                    .to_string(),
+            );
+        }
+        if input.assign_to.is_some() && self.env.me != self.env.lead {
+            return Err(
+                "only the lead assigns tasks; claim_task takes one for yourself".to_string(),
+            );
+        }
+        let result = input.result.as_deref().and_then(trimmed);
+        match (input.status, result) {
+            (Some(StatusChange::Failed), None) => {
+                Err("a failed task needs a result saying why".to_string())
+            }
+            (Some(StatusChange::Completed | StatusChange::Failed), _) | (_, None) => Ok(()),
+            (_, Some(_)) => {
+                Err("a result is recorded only with status completed or failed".to_string())
+            }
+        }
+    }
+
+    fn run(&self, input: TaskUpdateInput, _ctx: ToolContext) -> ToolFuture {
+        run_store(&self.env, move |env| {
+            let store = env.workspace.tasks();
+            let id = task_id(&input.id)?;
+            let patch = TaskPatch {
+                subject: input.subject.as_deref().and_then(trimmed),
+                description: input.description,
+                blocked_by: input.blocked_by,
+            };
+            let patched = patch.subject.is_some()
+                || patch.description.is_some()
+                || patch.blocked_by.is_some();
+            if patched {
+                store.update(id, patch)?;
+            }
+            if let Some(to) = &input.assign_to {
+                // "" puts it back in the pool.
+                let who = (!to.is_empty())
+                    .then(|| Claimant::teammate(&env.teammates, to))
+                    .transpose()
+                    .map_err(StoreError::from)?;
+                store.assign(id, who, &env.me)?;
+            }
+            if let Some(status) = input.status
+                && let Err(e) =
+                    change_status(env, id, status, input.result.as_deref().and_then(trimmed))
+            {
+                // The edit above stands; say so, after the store's own words.
+                let text = if patched {
+                    format!("{e}\n(the other changes were saved)")
+                } else {
+                    e.to_string()
+                };
+                return Ok(ToolOutput::error(text));
+            }
+            let task = store.read(id)?;
+            detail_output(&store, &task)
+        })
+    }
+}
+
+fn change_status(
+    env: &TeamEnv,
+    id: TaskId,
+    status: StatusChange,
+    result: Option<String>,
+) -> Result<(), CallError> {
+    let store = env.workspace.tasks();
+    let me = env.me.as_str();
+    match status {
+        StatusChange::Completed => store.complete(id, me, result)?,
+        StatusChange::Failed => store.fail(id, me, result.unwrap_or_default())?,
+        StatusChange::Pending => store.release(id, me)?,
+    };
+    Ok(())
+}
+
+/// Every id in `blocked_by` is a well-formed task id (existence is the store's check).
+fn check_ids(ids: &[String]) -> Result<(), String> {
+    for id in ids {
+        TaskId::parse(id).map_err(|e: StoreError| e.to_string())?;
+    }
+    Ok(())
+}

@@ -1,0 +1,370 @@
+//! Carrying out effects against the store, crew.toml and git. Called on worker threads by the
+//! runtime, and directly by tests; each returns the event that reports how it went.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+use std::time::SystemTime;
+
+use crew_config::TeamConfig;
+use crew_git::{Author, Worktrees};
+use crew_store::{Claimant, Draft, StoreError, TaskId, TaskPatch, Workspace};
+use crew_store::{MessageKind, USER};
+use crew_team::daemon::{self, Request, control};
+use crew_team::review;
+use crew_team::supervisor::Supervisor;
+use crate::event::{Effect, Event};
+use crate::highlight::Highlighter;
+use crate::uiconfig;
+
+/// Carries out store and git effects for one thread of the runtime, with crew.toml read once
+/// and again only when it changes. A crew.toml broken meanwhile does not block answers: the last
+/// good one is used (the screen shows the error as a warning).
+pub struct Effects {
+    root: PathBuf,
+    config: Option<(Stamp, TeamConfig)>,
+}
+
+/// What says crew.toml changed: its modification time and size.
+type Stamp = Option<(SystemTime, u64)>;
+
+impl Effects {
+    /// Reads crew.toml now, so that one broken later still leaves a good one to answer with.
+    pub fn new(root: &Path) -> Effects {
+        let mut effects = Effects {
+            root: root.to_path_buf(),
+            config: None,
+        };
+        let _ = effects.config();
+        effects
+    }
+
+    fn config(&mut self) -> Result<TeamConfig, String> {
+        let path = self.root.join(crew_config::FILE_NAME);
+        let stamp = std::fs::metadata(&path)
+            .ok()
+            .and_then(|m| Some((m.modified().ok()?, m.len())));
+        match &self.config {
+            Some((seen, config)) if *seen == stamp => return Ok(config.clone()),
+            _ => {}
+        }
+        match uiconfig::load(&self.root) {
+            Ok((team, _)) => {
+                self.config = Some((stamp, team.clone()));
+                Ok(team)
+            }
+            Err(e) => match &self.config {
+                Some((_, last_good)) => {
+                    tracing::warn!("crew.toml: {e}; using the last good one");
+                    Ok(last_good.clone())
+                }
+                None => Err(format!("cannot read crew.toml: {e}")),
+            },
+        }
+    }
+
+    /// Runs a store or git effect. Highlighting, the bell and notifications are not handled
+    /// here.
+    pub fn execute(&mut self, effect: Effect) -> Option<Event> {
+        match self.config() {
+            Ok(team) => execute(&self.root, &team, effect),
+            Err(e) => Some(Event::Done(Err(e))),
+        }
+    }
+}
+
+fn execute(root: &Path, team: &TeamConfig, effect: Effect) -> Option<Event> {
+    let failed = |e: String| Some(Event::Done(Err(e)));
+    let ws = Workspace::new(root).with_limits(team.limits);
+    let roster = team.roster();
+    let timeout = team.request_timeout();
+    match effect {
+        Effect::Respond {
+            request_id,
+            approve,
+        } => Some(Event::Done(
+            ws.mailboxes()
+                .respond(&roster, &request_id, USER, approve, None, timeout)
+                .map(|m| {
+                    let verb = if approve { "approved" } else { "denied" };
+                    format!("{verb} {request_id} ({} told)", m.to)
+                })
+                .map_err(|e| e.to_string()),
+        )),
+        Effect::AllowAndApprove { request_id, rule } => {
+            let added = match uiconfig::add_allow_rule(root, &rule) {
+                Ok(added) => added,
+                Err(e) => return failed(format!("cannot add rule {rule:?}: {e}")),
+            };
+            Some(Event::Done(
+                ws.mailboxes()
+                    .respond(&roster, &request_id, USER, true, None, timeout)
+                    .map(|_| {
+                        let how = if added { "added" } else { "already there" };
+                        format!("approved {request_id}; allow rule {rule:?} {how}")
+                    })
+                    .map_err(|e| format!("rule {rule:?} added, but answering failed: {e}")),
+            ))
+        }
+        Effect::Send { to, text } => Some(Event::Done(
+            ws.mailboxes()
+                .send(
+                    &roster,
+                    Draft {
+                        from: USER.into(),
+                        to: to.clone(),
+                        kind: MessageKind::Message,
+                        text: Some(text),
+                        ..Draft::default()
+                    },
+                )
+                .map(|_| format!("sent to {to}"))
+                .map_err(|e| e.to_string()),
+        )),
+        Effect::AddTask(new) => Some(Event::Done(
+            ws.tasks()
+                .create(new)
+                .map(|t| format!("added {}: {}", t.id, t.subject))
+                .map_err(|e| e.to_string()),
+        )),
+        Effect::SetDeps { id, blocked_by } => Some(Event::Done(
+            TaskId::parse(&id)
+                .and_then(|tid| {
+                    let patch = TaskPatch {
+                        blocked_by: Some(blocked_by),
+                        ..TaskPatch::default()
+                    };
+                    ws.tasks().update(tid, patch)
+                })
+                .map(|t| {
+                    if t.blocked_by.is_empty() {
+                        format!("{} waits for nothing", t.id)
+                    } else {
+                        format!("{} waits for {}", t.id, t.blocked_by.join(", "))
+                    }
+                })
+                .map_err(|e| e.to_string()),
+        )),
+        Effect::Assign { id, to } => Some(Event::Done(
+            assign(&ws, team, &id, to.as_deref())
+                .map(|t| match &t.owner {
+                    Some(owner) => format!("{} assigned to {owner}", t.id),
+                    None => format!("{} is back in the pool", t.id),
+                })
+                .map_err(|e| e.to_string()),
+        )),
+        Effect::Interrupt { name } => Some(Event::Done(
+            crew_team::interrupt::interrupt(&ws, &roster, &name)
+                .map(|_| {
+                    format!("interrupting {name}; it keeps its task and waits for your message")
+                })
+                .map_err(|e| e.to_string()),
+        )),
+        Effect::RequestShutdown { name } => Some(Event::Done(
+            ws.mailboxes()
+                .send(
+                    &roster,
+                    Draft {
+                        from: USER.into(),
+                        to: name.clone(),
+                        kind: MessageKind::ShutdownRequest,
+                        text: Some("the person at the screen asks you to shut down".into()),
+                        request: true,
+                        ..Draft::default()
+                    },
+                )
+                .map(|m| {
+                    let id = m.request_id.unwrap_or_default();
+                    format!("asked {name} to shut down ({id}); its answer comes to your inbox")
+                })
+                .map_err(|e| e.to_string()),
+        )),
+        Effect::StopTeam => Some(Event::Done(
+            control::ask(
+                &ws,
+                &Request::Stop {
+                    grace_secs: daemon::DEFAULT_GRACE.as_secs(),
+                },
+            )
+            .map(|_| "stopping the team".to_string())
+            .map_err(|e| e.to_string()),
+        )),
+        Effect::ForceStop => Some(Event::Done(
+            control::ask(&ws, &Request::Force)
+                .map(|_| "ending what still runs".to_string())
+                .map_err(|e| e.to_string()),
+        )),
+        // Restarted by the daemon, so the worker lives in the team's session, not this
+        // terminal's.
+        Effect::Restart { name, .. } if daemon::running(&ws).is_some_and(|t| !t.headless) => {
+            Some(Event::Done(
+                control::ask(&ws, &Request::Restart { name: name.clone() })
+                    .map(|_| format!("restarted {name}; log in .crew/logs/{name}.log"))
+                    .map_err(|e| e.to_string()),
+            ))
+        }
+        Effect::Restart { name, exe } => {
+            let mut sup = Supervisor::new(
+                ws.clone(),
+                roster,
+                team.lead_name(),
+                exe,
+                Duration::from_secs(team.worker.heartbeat_secs),
+            );
+            let started = sup.restart(team, &name);
+            sup.reap_in_background();
+            Some(Event::Done(
+                started
+                    .map(|pid| {
+                        format!("restarted {name} (pid {pid}); log in .crew/logs/{name}.log")
+                    })
+                    .map_err(|e| e.to_string()),
+            ))
+        }
+        Effect::LoadDiff { name, task: None } => Some(Event::Diff {
+            result: Worktrees::open(root)
+                .and_then(|w| w.diff(&name, &team.team.base_branch))
+                .map_err(|e| e.to_string()),
+            name,
+            task: None,
+        }),
+        Effect::LoadDiff {
+            name,
+            task: Some(id),
+        } => Some(Event::Diff {
+            result: TaskId::parse(&id)
+                .map_err(|e| e.to_string())
+                .and_then(|tid| review::diff(&ws, team, tid).map_err(|e| e.to_string())),
+            name,
+            task: Some(id),
+        }),
+        Effect::LoadReviews => Some(Event::Reviews(
+            review::list(&ws, team).map_err(|e| e.to_string()),
+        )),
+        Effect::MergeReview { id } => Some(Event::Done(
+            TaskId::parse(&id)
+                .map_err(|e| e.to_string())
+                .and_then(|tid| review::merge(&ws, team, tid, USER).map_err(|e| e.to_string())),
+        )),
+        Effect::SendBackReview { id, note } => Some(Event::Done(
+            TaskId::parse(&id)
+                .map_err(|e| e.to_string())
+                .and_then(|tid| {
+                    review::send_back(&ws, team, tid, USER, &note).map_err(|e| e.to_string())
+                })
+                .map(|t| {
+                    format!(
+                        "{} sent back to {}",
+                        t.id,
+                        t.owner.as_deref().unwrap_or("nobody")
+                    )
+                }),
+        )),
+        Effect::DiscardReview { id, reason } => Some(Event::Done(
+            TaskId::parse(&id)
+                .map_err(|e| e.to_string())
+                .and_then(|tid| {
+                    review::discard(&ws, team, tid, USER, &reason).map_err(|e| e.to_string())
+                })
+                .map(|t| format!("{} discarded: its changes were taken back out", t.id)),
+        )),
+        Effect::Merge { name } => {
+            let author = Author::crew(&name);
+            Some(Event::Merged {
+                result: Worktrees::open(root)
+                    .and_then(|w| w.merge(&name, &team.team.base_branch, &author))
+                    .map_err(|e| e.to_string()),
+                name,
+            })
+        }
+        Effect::Discard { name } => Some(Event::Discarded {
+            result: Worktrees::open(root)
+                .and_then(|w| w.discard(&name))
+                .map_err(|e| e.to_string()),
+            name,
+        }),
+        Effect::Notify { command, request } => {
+            // Fire and forget: a notifier that hangs must not hold anything up.
+            let spawned = Command::new("sh")
+                .arg("-c")
+                .arg(&command)
+                .current_dir(root)
+                .env("CREW_REQUEST_ID", request.request_id.as_str())
+                .env("CREW_REQUEST_FROM", &request.from)
+                .env("CREW_REQUEST_TYPE", request.kind.as_str())
+                .env("CREW_REQUEST_TEXT", request.text.as_deref().unwrap_or(""))
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn();
+            match spawned {
+                Ok(mut child) => {
+                    // Reaped on its own thread so it never lingers as a zombie.
+                    std::thread::spawn(move || child.wait());
+                    None
+                }
+                Err(e) => failed(format!("notify_command failed to start: {e}")),
+            }
+        }
+        Effect::PrepareProposal {
+            request_id,
+            request,
+        } => Some(Event::Proposal {
+            diff: crate::proposal::prepare(root, &request).map(Box::new),
+            request_id,
+        }),
+        Effect::HighlightFile { .. }
+        | Effect::HighlightCommand { .. }
+        | Effect::HighlightProposal { .. }
+        | Effect::Bell
+        | Effect::DesktopNotify { .. } => None,
+    }
+}
+
+/// Gives a task to a teammate of the team (with its role), or to nobody.
+fn assign(
+    ws: &Workspace,
+    team: &TeamConfig,
+    id: &str,
+    to: Option<&str>,
+) -> Result<crew_store::Task, StoreError> {
+    let id = TaskId::parse(id)?;
+    let teammates = team.teammate_roles();
+    let who = to
+        .map(|name| Claimant::teammate(&teammates, name))
+        .transpose()?;
+    ws.tasks().assign(id, who, USER)
+}
+
+/// Runs a highlighting effect.
+pub fn highlight(highlighter: &Highlighter, effect: Effect) -> Option<Event> {
+    match effect {
+        Effect::HighlightFile {
+            name,
+            file,
+            diff,
+            theme,
+        } => Some(Event::FileHighlighted {
+            hunks: highlighter.file(&diff, &theme),
+            name,
+            file,
+        }),
+        Effect::HighlightCommand {
+            request_id,
+            command,
+            theme,
+        } => Some(Event::CommandHighlighted {
+            segments: highlighter.text(&command, "sh", &theme),
+            request_id,
+        }),
+        Effect::HighlightProposal {
+            request_id,
+            diff,
+            theme,
+        } => Some(Event::ProposalHighlighted {
+            hunks: highlighter.file(&diff, &theme),
+            request_id,
+        }),
+        _ => None,
+    }
+}

@@ -1,0 +1,148 @@
+//! The header: a sandbox warning when commands run unconfined, then team, repository, base
+//! branch, agents by state, pending approvals, reviews, tokens, cost, spend against the team
+//! budget, and "sandboxed" when the team's commands are confined.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use crew_store::AgentState;
+use crate::state::{AppState, SandboxState};
+
+pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
+    let theme = &state.theme;
+    let model = &state.workspace;
+    let style = theme.style("header");
+    let names: Vec<String> = std::iter::once(model.lead_name().to_string())
+        .chain(model.teammates())
+        .collect();
+    let place = match &state.attached {
+        Some(what) => format!(" crew · {what} │ "),
+        None => format!(
+            " crew · {} · {} · base {} │ ",
+            model.team_name(),
+            state.root.display(),
+            model.base_branch()
+        ),
+    };
+    let mut spans = vec![Span::styled(place, style)];
+    if let Some(daemon) = &state.daemon {
+        spans.push(Span::styled(
+            format!("daemon {} · {} screen(s) │ ", daemon.pid, daemon.screens),
+            style,
+        ));
+    }
+    // First, so a narrow screen cuts anything but this.
+    if let SandboxState::Unconfined(warning) = &state.sandbox {
+        spans.insert(
+            0,
+            Span::styled(format!(" ⚠ {warning} │"), theme.style("status.warning")),
+        );
+    }
+    for s in AgentState::ALL {
+        let n = names
+            .iter()
+            .filter(|n| state.agent(n).is_some_and(|a| a.state == s))
+            .count();
+        if n > 0 {
+            spans.push(crate::render::badge(state, Some(s)));
+            spans.push(Span::styled(format!("{n} "), style));
+        }
+    }
+    let unknown = names.iter().filter(|n| state.agent(n).is_none()).count();
+    if unknown > 0 {
+        spans.push(Span::styled(format!("unknown {unknown} "), style));
+    }
+    let pending = model.pending().len();
+    let approvals = format!("│ approvals {pending} ");
+    spans.push(if pending > 0 {
+        Span::styled(approvals, theme.style("msg.pending"))
+    } else {
+        Span::styled(approvals, style)
+    });
+    // Counted only when some wait, so the header keeps its room for the rest.
+    if !state.reviews.is_empty() {
+        spans.push(Span::styled(
+            format!("│ reviews {} ", state.reviews.len()),
+            theme.style("msg.pending"),
+        ));
+    }
+    let tokens: u64 = model.agents.values().map(|a| a.tokens).sum();
+    let cached: u64 = model.agents.values().map(|a| a.cache.read).sum();
+    let cached = if cached > 0 {
+        format!("({} from cache) ", tokens_text(cached))
+    } else {
+        String::new()
+    };
+    spans.push(Span::styled(
+        format!("│ tokens {} {cached}", tokens_text(tokens)),
+        style,
+    ));
+    // Only agents whose provider reports a cost (or that have a price in crew.toml) count;
+    // a "+" says some agents' cost is unknown.
+    let costs: Vec<u64> = model
+        .agents
+        .values()
+        .filter_map(|a| a.cost_micros)
+        .collect();
+    if !costs.is_empty() {
+        let partial = if costs.len() < model.agents.len() {
+            "+"
+        } else {
+            ""
+        };
+        spans.push(Span::styled(
+            format!("│ ${:.2}{partial} ", costs.iter().sum::<u64>() as f64 / 1e6),
+            style,
+        ));
+    }
+    if let Some(text) = budget_text(state) {
+        spans.push(Span::styled(text, theme.style("msg.pending")));
+    }
+    if state.sandbox == SandboxState::Confined {
+        spans.push(Span::styled("│ sandboxed ", style));
+    }
+
+    frame.render_widget(Paragraph::new(Line::from(spans)).style(style), area);
+}
+
+/// The team's spend against `[budget]` (raised by each approved budget request), when set.
+fn budget_text(state: &AppState) -> Option<String> {
+    use crew_team::budget::{Scope, answers};
+    let model = &state.workspace;
+    let budget = model.config.as_ref()?.budget;
+    let times = answers(&model.requests, Scope::Team).raised + 1;
+    let agents = || model.agents.values();
+    let mut parts = Vec::new();
+    if let Some(max) = budget.max_turns {
+        let spent: u64 = agents().map(|a| a.turns).sum();
+        parts.push(format!("{spent}/{} calls", max.saturating_mul(times)));
+    }
+    if let Some(max) = budget.max_tokens {
+        let spent: u64 = agents().map(|a| a.tokens).sum();
+        parts.push(format!(
+            "{}/{} tokens",
+            tokens_text(spent),
+            tokens_text(max.saturating_mul(times))
+        ));
+    }
+    if let Some(max) = budget.max_usd {
+        let spent: u64 = agents().filter_map(|a| a.cost_micros).sum();
+        parts.push(format!(
+            "${:.2}/${:.2}",
+            spent as f64 / 1e6,
+            max * times as f64
+        ));
+    }
+    (!parts.is_empty()).then(|| format!("│ budget {} ", parts.join(" · ")))
+}
+
+/// A token count in a few characters: `950`, `12k`, `3M`.
+pub(crate) fn tokens_text(n: u64) -> String {
+    match n {
+        n if n < 10_000 => n.to_string(),
+        n if n < 10_000_000 => format!("{}k", n / 1000),
+        n => format!("{}M", n / 1_000_000),
+    }
+}

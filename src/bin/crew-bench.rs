@@ -1,0 +1,5 @@
+//! crew-bench: see the crew-bench crate.
+
+fn main() -> std::process::ExitCode {
+    crew_bench::main()
+}
