@@ -2,9 +2,7 @@
 //! nothing is lost, and the rest keeps working.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod common;
-
-use common::Repo;
+use crate::support::Repo;
 
 const TASK_FIXTURES: &[(&str, &str, &str)] = &[
     (
@@ -196,7 +194,7 @@ fn crew_toml_errors_name_file_line_and_column() {
 #[test]
 fn init_refuses_outside_git_and_over_an_existing_config_changing_nothing() {
     let plain = tempfile::tempdir().unwrap();
-    let run = std::process::Command::new(common::crew_exe())
+    let run = std::process::Command::new(crate::support::crew_exe())
         .arg("init")
         .current_dir(plain.path())
         .output()

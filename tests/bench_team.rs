@@ -2,11 +2,9 @@
 //! down through the protocol. Numbers are reported by the bench, never asserted here.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod common;
-
 use std::process::Command;
 
-use common::bench_exe;
+use crate::support::bench_exe;
 use serde_json::Value;
 
 #[test]

@@ -4,19 +4,16 @@
 //! the approvals pane reaches its inbox in the format Claude Code wrote; broken files are shown.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod common;
-mod pty_support;
-mod tui_support;
-
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crew_team::claude_team::{self, Mirror};
+use crew_test_support::tui::{Harness, screen_text};
+use crew_test_support::wait::poll;
 use crew_tui::Pane;
 use serde_json::Value;
-use tui_support::{Harness, screen_text};
 
 const TEAM: &str = "session-ef9e4dc5";
 
@@ -402,7 +399,7 @@ fn crew_attach_claude_in_a_terminal_shows_the_version_refuses_to_send_and_answer
     )
     .unwrap();
     let data = home.dir.path().join("data");
-    let mut screen = pty_support::Screen::start_with_env(
+    let mut screen = crate::support::pty::Screen::start_with_env(
         home.dir.path(),
         &["attach", "claude"],
         &[("HOME", home.dir.path()), ("XDG_DATA_HOME", &data)],
@@ -427,7 +424,7 @@ fn crew_attach_claude_in_a_terminal_shows_the_version_refuses_to_send_and_answer
     screen.keys("5");
     screen.wait_for("┏ approvals");
     screen.keys("a");
-    let said = pty_support::poll("the answer in worker1's inbox", || {
+    let said = poll("the answer in worker1's inbox", || {
         let bytes = fs::read(home.team().join("inboxes/worker1.json")).ok()?;
         let messages: Vec<Value> = serde_json::from_slice(&bytes).ok()?;
         let text = messages.last()?["text"].as_str()?.to_string();

@@ -1,15 +1,13 @@
 //! `crew send`, `inbox`, `requests`, `respond` end to end.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod common;
-
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use common::wait::poll;
-use common::{Repo, crew_exe};
+use crate::support::{Repo, crew_exe};
+use crew_test_support::wait::poll;
 use serde_json::Value;
 
 #[test]

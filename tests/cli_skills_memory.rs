@@ -2,11 +2,9 @@
 //! `crew memory list | show` (read-only, stale memories marked), from the person's terminal.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod common;
-
 use std::process::Command;
 
-use common::{Repo, Run, crew_exe};
+use crate::support::{Repo, Run, crew_exe};
 
 fn skill(root: &std::path::Path, folder: &str, text: &str) {
     let dir = root.join(folder);

@@ -1,9 +1,7 @@
 //! `crew task ...` end to end: ids, the DAG, claims, owners and exit codes.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod common;
-
-use common::Repo;
+use crate::support::Repo;
 
 #[test]
 fn add_prints_ids_from_a_high_water_mark_that_never_reuses() {

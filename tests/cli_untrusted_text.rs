@@ -2,9 +2,7 @@
 //! escaped, a line break cannot fake a line, and sizes are limited with a clear refusal.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod common;
-
-use common::Repo;
+use crate::support::Repo;
 
 const ESC_TITLE: &str = "\u{1b}]0;pwned\u{7}\u{1b}[2J";
 
@@ -144,7 +142,7 @@ fn a_reader_that_goes_away_ends_a_command_quietly() {
         repo.ok(&["task", "add", &format!("task number {n}")]);
     }
     // As `crew task list | head -0`: the pipe's reader is gone before crew writes.
-    let mut child = Command::new(common::crew_exe())
+    let mut child = Command::new(crate::support::crew_exe())
         .args(["task", "list"])
         .current_dir(repo.path())
         .stdout(Stdio::piped())

@@ -5,18 +5,15 @@
 //! machine lacks them the test says which piece on stdout and fails.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod common;
-mod team_support;
-
 use std::io::ErrorKind;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 
-use crew_tools::builtin::BashTool;
+use crate::support::team::git;
 use crew_sandbox::{Readiness, Sandbox, SandboxMode, readiness};
+use crew_tools::builtin::BashTool;
 use crew_tools::{ToolContext, ToolJson, ToolOutput};
 use serde_json::json;
-use team_support::git;
 
 /// A repository with crew's files at its root and a teammate worktree at `.worktrees/alice`.
 struct Scene {
@@ -95,7 +92,7 @@ fn sandbox(network: bool) -> Sandbox {
         mode: SandboxMode::Auto,
         network,
         workspace_writable: true,
-        helper: PathBuf::from(common::crew_exe()),
+        helper: PathBuf::from(crate::support::crew_exe()),
     };
     if let Readiness::Missing(missing) = readiness(&sandbox.helper) {
         println!("this machine cannot run the sandbox tests: {missing}");

@@ -4,14 +4,11 @@
 //! commands printed) must say why.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod common;
-mod team_support;
-
 use std::time::Duration;
 
-use common::crew_exe;
-use common::wait::BUDGET;
-use team_support::{Team, crew_toml};
+use crate::support::crew_exe;
+use crate::support::team::{Team, crew_toml};
+use crew_test_support::wait::BUDGET;
 
 /// alice: a writing implementer (in her own worktree) whose every bash command is allowed by a
 /// rule, so nothing but crew itself stands between the attack and the store.

@@ -2,12 +2,10 @@
 //! task file and every inbox line parseable, and no task half-written.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod common;
-
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::bench_exe;
+use crate::support::bench_exe;
 use crew_store::{Entry, Status, Workspace};
 use proptest::prelude::RngExt;
 use proptest::test_runner::{Config, TestRunner};

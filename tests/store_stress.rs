@@ -1,12 +1,10 @@
 //! Invariants 1 and 3 under real OS processes (not threads): claims and inbox appends racing.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod common;
-
 use std::collections::{HashMap, HashSet};
 use std::process::{Child, Command};
 
-use common::{Repo, bench_exe, crew_exe};
+use crate::support::{Repo, bench_exe, crew_exe};
 use serde_json::Value;
 
 fn bench(args: &[&str]) -> Value {

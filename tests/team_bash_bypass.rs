@@ -4,13 +4,10 @@
 //! and the task result say why.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod common;
-mod team_support;
-
 use std::time::Duration;
 
+use crate::support::team::{Team, crew_toml};
 use crew_config::init_template;
-use team_support::{Team, crew_toml};
 
 /// The `[permissions]` lines of the template, comments dropped.
 fn template_permissions() -> String {

@@ -3,14 +3,11 @@
 //! the worker.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod common;
-mod team_support;
-
 use std::time::Duration;
 
-use common::wait::BUDGET;
+use crate::support::team::{Team, crew_toml};
+use crew_test_support::wait::{BUDGET, eventually};
 use serde_json::Value;
-use team_support::{Team, crew_toml, eventually};
 
 const WAIT: Duration = BUDGET;
 

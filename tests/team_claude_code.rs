@@ -6,15 +6,12 @@
 //! fails the task with the reason while the worker carries on.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod common;
-mod team_support;
-
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::wait::BUDGET;
+use crate::support::team::{Team, crew_toml, json_lines};
+use crew_test_support::wait::{BUDGET, eventually};
 use serde_json::Value;
-use team_support::{Team, crew_toml, eventually, json_lines};
 
 const WAIT: Duration = BUDGET;
 
@@ -47,7 +44,11 @@ fn fake_team() -> Team {
 
 /// Starts alice with the fake replaying `sample`; the fake logs what it receives to the
 /// returned path.
-fn start_alice(team: &Team, sample: &str, env: &[(&str, &str)]) -> (team_support::Bg, PathBuf) {
+fn start_alice(
+    team: &Team,
+    sample: &str,
+    env: &[(&str, &str)],
+) -> (crate::support::team::Bg, PathBuf) {
     let log = team.repo.join(".crew/fake-claude.log");
     let sample = fixture(sample);
     let mut all = vec![

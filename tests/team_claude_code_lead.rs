@@ -5,15 +5,13 @@
 //! agents, a deny rule still denies); a crew teammate completes the tasks it created.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod common;
-mod team_support;
-
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use common::crew_exe;
+use crate::support::crew_exe;
+use crate::support::team::{Team, json_lines as logged, signal};
+use crew_test_support::wait::eventually;
 use serde_json::{Value, json};
-use team_support::{Team, eventually, json_lines as logged, signal};
 
 const WAIT: Duration = Duration::from_secs(40);
 

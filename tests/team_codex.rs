@@ -7,14 +7,12 @@
 //! with the reason while the worker carries on.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod common;
-mod team_support;
-
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::support::team::{Team, crew_toml, json_lines};
+use crew_test_support::wait::eventually;
 use serde_json::Value;
-use team_support::{Team, crew_toml, eventually, json_lines};
 
 const WAIT: Duration = Duration::from_secs(30);
 const THREAD: &str = "01a2313f-d7bd-7323-8169-40145767995b";
@@ -45,7 +43,11 @@ fn fake_team() -> Team {
 
 /// Starts carol with the fake replaying `sample`; the fake logs what it receives to the
 /// returned path.
-fn start_carol(team: &Team, sample: &str, env: &[(&str, &str)]) -> (team_support::Bg, PathBuf) {
+fn start_carol(
+    team: &Team,
+    sample: &str,
+    env: &[(&str, &str)],
+) -> (crate::support::team::Bg, PathBuf) {
     let log = team.repo.join(".crew/fake-codex.log");
     let sample = fixture(sample);
     let mut all = vec![

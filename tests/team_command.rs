@@ -6,13 +6,11 @@
 //! command that runs too long, and a missing program is a clear failure.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod common;
-mod team_support;
-
 use std::time::Duration;
 
+use crate::support::team::{Team, crew_toml};
+use crew_test_support::wait::eventually;
 use serde_json::Value;
-use team_support::{Team, crew_toml, eventually};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -47,7 +45,7 @@ fn command_team(cmd: &str, extra: &str, permissions: &str) -> Team {
     let script = team.repo.join("agent.sh");
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    team_support::git(team.repo.path(), &["commit", "-qam", "executable agent"]);
+    crate::support::team::git(team.repo.path(), &["commit", "-qam", "executable agent"]);
     team
 }
 
@@ -72,7 +70,7 @@ fn alive(pid: i32) -> bool {
     })
 }
 
-fn stop(team: &Team, mut worker: team_support::Bg) {
+fn stop(team: &Team, mut worker: crate::support::team::Bg) {
     assert_eq!(team.repo.crew(&["down", "--timeout", "10"]).code, 0);
     assert_eq!(worker.wait(WAIT), Some(0));
 }

@@ -3,13 +3,10 @@
 //! task; `crew worker restart` brings the dead one back.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod common;
-mod team_support;
-
 use std::time::Duration;
 
-use common::wait::BUDGET;
-use team_support::{eventually, signal, slow_step_holder, slow_team};
+use crate::support::team::{signal, slow_step_holder, slow_team};
+use crew_test_support::wait::{BUDGET, eventually};
 
 #[test]
 fn a_killed_worker_is_declared_dead_its_task_goes_to_another_and_it_can_be_restarted() {

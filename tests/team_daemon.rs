@@ -4,14 +4,11 @@
 //! its progress shown, and a killed daemon is taken over by the next `crew up`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod common;
-mod pty_support;
-mod team_support;
-
 use std::time::{Duration, Instant};
 
-use pty_support::{DaemonGuard, Screen};
-use team_support::{Team, crew_toml, eventually, signal, slow_step_holder, slow_team};
+use crate::support::pty::{DaemonGuard, Screen};
+use crate::support::team::{Team, crew_toml, signal, slow_step_holder, slow_team};
+use crew_test_support::wait::eventually;
 
 const COLS: u16 = 260;
 /// ctrl-q: detaches from anywhere, the lead's text box included (`q` does elsewhere).

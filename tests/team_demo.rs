@@ -3,13 +3,11 @@
 //! approving, and refusing.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod common;
-
 use std::process::Command;
 
 use serde_json::Value;
 
-use common::{Run, crew_exe};
+use crate::support::{Run, crew_exe};
 
 fn demo(dir: &std::path::Path, approve: &str) -> (Run, Value) {
     let run: Run = Command::new(crew_exe())

@@ -3,13 +3,10 @@
 //! given back.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod common;
-mod team_support;
-
 use std::time::Duration;
 
-use common::wait::BUDGET;
-use team_support::{slow_step_holder, slow_team};
+use crate::support::team::{slow_step_holder, slow_team};
+use crew_test_support::wait::BUDGET;
 
 #[test]
 fn down_shuts_idle_workers_and_ends_a_busy_one_after_the_timeout() {
@@ -89,11 +86,12 @@ fn a_teammate_that_refused_while_busy_is_asked_again_once_idle() {
     let mut busy_proc = if busy == "alice" { alice } else { bob };
 
     let mut down = team.spawn("down", &["down", "--timeout", "600"]);
-    let refused = common::wait::eventually("the busy teammate's refusal", BUDGET, || {
-        team.requests()
-            .into_iter()
-            .find(|r| r["to"] == busy.as_str() && r["state"] == "rejected")
-    });
+    let refused =
+        crew_test_support::wait::eventually("the busy teammate's refusal", BUDGET, || {
+            team.requests()
+                .into_iter()
+                .find(|r| r["to"] == busy.as_str() && r["state"] == "rejected")
+        });
     assert!(
         refused["note"]
             .as_str()

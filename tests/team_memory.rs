@@ -4,12 +4,9 @@
 //! memory after each turn.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod common;
-mod team_support;
-
 use std::time::Duration;
 
-use team_support::{Team, crew_toml};
+use crate::support::team::{Team, crew_toml};
 
 const WAIT: Duration = Duration::from_secs(30);
 

@@ -5,14 +5,12 @@
 //! reviewed and merged, and crew's reviewer runs the project's tests on the merged code.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod common;
-mod team_support;
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::support::team::{Team, json_lines};
+use crew_test_support::wait::eventually;
 use serde_json::Value;
-use team_support::{Team, eventually, json_lines};
 
 const WAIT: Duration = Duration::from_secs(60);
 

@@ -3,21 +3,18 @@
 //! lead`); only `crew worker --name alice` runs.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod common;
-mod team_support;
-
 use std::time::Duration;
 
 use serde_json::Value;
 
-use common::wait::BUDGET;
-use team_support::{Team, crew_toml, eventually};
+use crate::support::team::{Team, crew_toml};
+use crew_test_support::wait::{BUDGET, eventually};
 
 const REJECTION: &str = "rejected: write second, not first";
 
 /// alice in plan mode, either by her own `plan_mode_required` (`teammate_extra`) or by the
 /// team's `mode = "plan"` (`mode`).
-fn plan_team(teammate_extra: &str, mode: &str) -> (Team, team_support::Bg) {
+fn plan_team(teammate_extra: &str, mode: &str) -> (Team, crate::support::team::Bg) {
     let toml = crew_toml(
         "",
         &[(
@@ -78,7 +75,7 @@ fn the_plan_mode_holds_every_teammate_to_an_approved_plan() {
     plan_then_write(plan_team("", "plan"));
 }
 
-fn plan_then_write((team, mut alice): (Team, team_support::Bg)) {
+fn plan_then_write((team, mut alice): (Team, crate::support::team::Bg)) {
     team.repo.ok(&["task", "add", "Write plan.txt"]);
     let first = plan_request(&team, 1);
     assert_eq!(first["state"], "pending", "{first}");

@@ -2,13 +2,10 @@
 //! claims it and does it, every time.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod common;
-mod team_support;
-
 use std::time::Duration;
 
-use common::wait::BUDGET;
-use team_support::{Team, crew_toml};
+use crate::support::team::{Team, crew_toml};
+use crew_test_support::wait::BUDGET;
 
 #[test]
 fn two_idle_workers_racing_for_each_new_task_do_it_exactly_once() {
@@ -30,7 +27,7 @@ fn two_idle_workers_racing_for_each_new_task_do_it_exactly_once() {
         let owner = done["owner"].as_str().unwrap();
         assert_eq!(done["result"], format!("{owner} did it"), "{done}");
         // The worker tells the lead once it has finished; wait for that before counting.
-        let reports = team_support::eventually("the report", BUDGET, || {
+        let reports = crew_test_support::wait::eventually("the report", BUDGET, || {
             let reports: Vec<_> = team
                 .inbox("lead")
                 .into_iter()

@@ -4,13 +4,10 @@
 //! interrupted result).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod common;
-mod team_support;
-
 use std::time::Duration;
 
-use common::wait::BUDGET;
-use team_support::{SLOW_SH, Team, crew_toml, eventually, signal};
+use crate::support::team::{SLOW_SH, Team, crew_toml, signal};
+use crew_test_support::wait::{BUDGET, eventually};
 
 /// The assistant texts of `agent`'s conversation `key`, as kept on disk.
 fn said(team: &Team, agent: &str, key: &str) -> Vec<String> {

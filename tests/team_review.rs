@@ -3,15 +3,12 @@
 //! code, send-back, discard, conflicts that change nothing, verdicts that must be explicit.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod common;
-mod git_support;
-mod team_support;
-
 use std::process::Command;
 use std::time::Duration;
 
+use crate::support::team::{Team, crew_toml};
+use crew_test_support::wait::eventually;
 use serde_json::Value;
-use team_support::{Team, crew_toml, eventually};
 
 /// Generous: the workers are separate processes on a shared, sometimes busy machine.
 const WAIT: Duration = Duration::from_secs(60);
@@ -30,7 +27,7 @@ fn team(teammates: &[(&str, &str, &str)]) -> Team {
 
 /// `git ARGS` in `dir`, its output trimmed.
 fn git(dir: &std::path::Path, args: &[&str]) -> String {
-    git_support::git_cli(std::path::Path::new("git"), dir, args)
+    crew_test_support::git::git_cli(std::path::Path::new("git"), dir, args)
         .trim()
         .to_string()
 }
@@ -432,13 +429,13 @@ fn the_demo_goal_headless_with_manual_merges_ends_merged_with_six_passing_tests(
     let dir = scratch.path().join("demo");
     crew_team::demo::build(&dir).unwrap();
     let crew = |args: &[&str]| {
-        Command::new(common::crew_exe())
+        Command::new(crate::support::crew_exe())
             .args(args)
             .current_dir(&dir)
             .output()
             .unwrap()
     };
-    let mut up = Command::new(common::crew_exe())
+    let mut up = Command::new(crate::support::crew_exe())
         .args([
             "up",
             "--headless",

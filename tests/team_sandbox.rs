@@ -6,16 +6,13 @@
 //! says which piece is missing.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod common;
-mod team_support;
-
 use std::io::ErrorKind;
 use std::net::TcpListener;
 use std::time::Duration;
 
-use common::wait::BUDGET;
+use crate::support::team::{Team, crew_toml};
 use crew_sandbox::{Readiness, TEST_MISSING_ENV, readiness};
-use team_support::{Team, crew_toml};
+use crew_test_support::wait::BUDGET;
 
 const CANARY: &str = "sk-canary-0123456789";
 
@@ -55,7 +52,8 @@ fn transcript(team: &Team) -> String {
 
 #[test]
 fn a_hostile_teammate_cannot_escape_its_worktree() {
-    if let Readiness::Missing(missing) = readiness(std::path::Path::new(common::crew_exe())) {
+    if let Readiness::Missing(missing) = readiness(std::path::Path::new(crate::support::crew_exe()))
+    {
         println!("this machine cannot run the sandbox test: {missing}");
         panic!("sandbox unavailable: {missing}");
     }

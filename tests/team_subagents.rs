@@ -3,12 +3,9 @@
 //! result, and the worker's status (what the screen shows nested under it) lists it.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod common;
-mod team_support;
-
 use std::time::Duration;
 
-use team_support::{Team, crew_toml};
+use crate::support::team::{Team, crew_toml};
 
 #[test]
 fn a_teammates_explore_subagent_reports_back_and_shows_in_its_status() {

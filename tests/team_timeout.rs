@@ -2,13 +2,10 @@
 //! is a denial: the worker shows WAITING while it waits, then carries on without the command.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod common;
-mod team_support;
-
 use std::time::Duration;
 
-use common::wait::BUDGET;
-use team_support::{Team, crew_toml};
+use crate::support::team::{Team, crew_toml};
+use crew_test_support::wait::BUDGET;
 
 #[test]
 fn an_unanswered_permission_request_expires_into_a_denial() {

@@ -4,13 +4,10 @@
 //! the file event of its shutdown request.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod common;
-mod team_support;
-
 use std::time::Duration;
 
+use crate::support::team::{Team, crew_toml};
 use serde_json::Value;
-use team_support::{Team, crew_toml};
 
 #[test]
 fn a_one_task_run_ends_through_shutdown_requests_woken_by_file_events() {

@@ -7,10 +7,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-mod common;
-mod pty_support;
-
-use pty_support::{DaemonGuard, Screen};
+use crate::support::pty::{DaemonGuard, Screen};
 
 /// Generous: the team's workers are separate processes on a shared machine.
 const DEMO_TIMEOUT: Duration = Duration::from_secs(120);

@@ -2,11 +2,9 @@
 //! vt100. Every wait polls the screen or the store with a timeout; nothing sleeps blindly.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod common;
-mod pty_support;
-
-use common::Repo;
-use pty_support::{Screen, poll};
+use crate::support::Repo;
+use crate::support::pty::Screen;
+use crew_test_support::wait::poll;
 
 #[test]
 fn a_request_from_another_process_is_approved_from_the_screen() {

@@ -1,7 +1,9 @@
-//! Helpers for tests that drive the built `crew` binary in a scratch git repository.
-#![allow(dead_code)] // each test file uses its own subset of these helpers
+//! Helpers for tests that drive the built `crew` binary in a scratch git repository; `team`
+//! runs a team's processes, `pty` a screen in a pseudo-terminal.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // in a fixture a failure is the report
 
-pub mod wait;
+pub mod pty;
+pub mod team;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

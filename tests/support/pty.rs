@@ -1,12 +1,12 @@
 //! The built `crew` in a real pseudo-terminal (portable-pty), its screen read back with vt100.
-//! Every wait polls the screen with a timeout; nothing sleeps blindly.
-#![allow(dead_code)] // each PTY test file uses its own part of this module
+//! Every wait polls the screen through the one wait helper; nothing sleeps blindly.
 
 use std::io::{Read, Write};
 use std::path::Path;
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
+use crew_test_support::wait;
 use portable_pty::{Child, CommandBuilder, PtySize, native_pty_system};
 
 pub const TIMEOUT: Duration = wait::BUDGET;
@@ -160,11 +160,6 @@ impl Screen {
         );
     }
 }
-
-// Every crate with the screen has `mod common` too: one copy of the wait helper.
-use crate::common::wait;
-#[allow(unused_imports)] // not every crate that uses the screen waits on anything else
-pub use crate::common::wait::poll;
 
 /// Ends the team daemon of the repository at `root` (and its whole process group: the workers
 /// it started) when the test ends, however it ends: CI runs many tests at once, and a daemon

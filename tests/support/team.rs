@@ -1,7 +1,6 @@
 //! Helpers for the end-to-end team tests: a committed scratch repository with a crew.toml and a
 //! test scenario, `crew` processes in the background (reaped, and ended when the test ends), and
 //! polling with a timeout.
-#![allow(dead_code)] // each test file uses its own subset of these helpers
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -10,9 +9,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::common::{Repo, crew_exe};
+use crew_test_support::wait::{BUDGET, eventually};
 
-pub use crate::common::wait::{BUDGET, eventually};
+use super::{Repo, crew_exe};
 
 /// Every line of a JSON-lines file (a fake CLI's log), none while it does not exist yet.
 pub fn json_lines(path: &Path) -> Vec<Value> {

@@ -2,17 +2,15 @@
 //! context is still over the threshold.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod agent_support;
-
-use agent_support::{
-    Build, Repo, assert_completed, assert_normalised, chatter, core_pipeline, drain, no_tools,
-    scenario, texts, thresholds, tool_turns, turn,
-};
 use crew_agent::compaction::steps::{DROPPED, FOLD_HEADER};
 use crew_agent::compaction::summary::SUMMARY_HEADER;
 use crew_agent::{AgentEvent, CompactionStep, CompactionTrigger, FILES_HEADER, TODOS_HEADER};
 use crew_model::{ChatMessage, ContentBlock, Role};
 use crew_store::{TodoItem, TodoStatus};
+use crew_test_support::agent::{
+    Build, Repo, assert_completed, assert_normalised, chatter, core_pipeline, drain, no_tools,
+    scenario, texts, thresholds, tool_turns, turn,
+};
 use serde_json::json;
 use tokio::sync::mpsc::UnboundedReceiver;
 

@@ -2,12 +2,11 @@
 //! (input, context, blocking), PreCompact, and `continue: false` ending the turn.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod agent_support;
-
-use agent_support::{
-    Build, Repo, assert_completed, chatter, drain, policy, scenario, texts, thresholds, turn,
-};
 use crew_agent::{AgentEvent, StopReason};
+use crew_test_support::agent::{
+    Build, Repo, assert_completed, chatter, drain, scenario, texts, thresholds, turn,
+};
+use crew_test_support::tools::policy;
 use crew_tools::permissions::PermissionMode;
 use crew_tools::{HookEvent, HookSpec, Hooks, Note, Pipeline, ToolRegistry};
 use serde_json::Value;

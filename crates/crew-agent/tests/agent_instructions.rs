@@ -2,9 +2,7 @@
 //! call after the agent first reads under that folder, and stays, once.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod agent_support;
-
-use agent_support::{Build, Recording, Repo, assert_completed, scenario, turn};
+use crew_test_support::agent::{Build, Recording, Repo, assert_completed, scenario, turn};
 
 #[tokio::test]
 async fn a_subfolder_agents_md_joins_after_the_first_read_there_and_only_once() {

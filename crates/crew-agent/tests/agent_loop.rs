@@ -2,17 +2,15 @@
 //! actions, transcripts and the prefix fingerprint.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod agent_support;
-
-use agent_support::{
-    Build, Repo, assert_completed, assert_normalised, drain, no_tools, rendered, scenario,
-    transcript, turn,
-};
 use crew_agent::{
     AgentConfig, AgentError, AgentEvent, CompactionThresholds, EventSink, Limits, StopReason,
     TurnResult,
 };
 use crew_model::{ContentBlock, Role};
+use crew_test_support::agent::{
+    Build, Repo, assert_completed, assert_normalised, drain, no_tools, rendered, scenario,
+    transcript, turn,
+};
 use tokio_util::sync::CancellationToken;
 
 #[tokio::test]
@@ -239,7 +237,7 @@ async fn names_that_could_escape_the_transcript_folder_are_refused() {
         workspace: repo.root.clone(),
         repo_root: repo.root.clone(),
         limits: Limits::default(),
-        retry: agent_support::fast_retry(),
+        retry: crew_test_support::agent::fast_retry(),
         compaction: CompactionThresholds::default(),
         sandbox: crew_tools::Sandbox::off(),
     };

@@ -3,17 +3,15 @@
 //! the agent loop.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod agent_support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
-use agent_support::{
-    BUDGET, Build, Repo, assert_completed, drain, eventually_async, policy, scenario,
-};
 use crew_agent::{AgentEvent, EventSink, MailboxPrompter};
 use crew_store::MessageKind;
 use crew_store::{Mailboxes, RequestInfo, Roster, Workspace};
+use crew_test_support::agent::{Build, Repo, assert_completed, drain, scenario};
+use crew_test_support::tools::policy;
+use crew_test_support::wait::{BUDGET, eventually_async};
 use crew_tools::permissions::PermissionMode;
 use crew_tools::{PermissionAnswer, PermissionAsk, Pipeline, Prompter, Subject, ToolRegistry};
 use serde_json::json;

@@ -5,16 +5,15 @@
 //! trusted.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod agent_support;
-
 use std::sync::Arc;
 
-use agent_support::{
-    Build, Prompts, Recording, Repo, assert_completed, drain, policy, scenario, turn,
-};
 use crew_agent::{Agent, AgentEvent};
 use crew_model::ModelProvider;
 use crew_store::{MemoryScope, MemoryType};
+use crew_test_support::agent::{
+    Build, Prompts, Recording, Repo, assert_completed, drain, scenario, turn,
+};
+use crew_test_support::tools::policy;
 use crew_tools::permissions::PermissionMode;
 use crew_tools::{
     HookEvent, HookSpec, Hooks, Note, Pipeline, ToolRegistry, memory_tools, skill_tools,

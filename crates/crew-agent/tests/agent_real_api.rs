@@ -2,16 +2,15 @@
 //! conversation sends (cache breakpoints, thinking blocks) and how it rides out overloads.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod agent_support;
-mod model_support;
-
 use std::sync::Arc;
 
-use agent_support::{Build, Repo, assert_completed, drain, rendered, turn};
 use crew_agent::{AgentEvent, RecoveryKind};
 use crew_model::anthropic::AnthropicProvider;
 use crew_model::{ApiKey, ModelProvider, ProviderSpec, provider_from_spec_with_env};
-use model_support::{Server, block, end, message_start, reply, text, tool_use, unmarked};
+use crew_test_support::agent::{Build, Repo, assert_completed, drain, rendered, turn};
+use crew_test_support::model::{
+    Server, block, end, message_start, reply, text, tool_use, unmarked,
+};
 use serde_json::{Value, json};
 
 const KEY: &str = "sk-ant-test-0123456789";

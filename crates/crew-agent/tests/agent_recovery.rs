@@ -2,14 +2,12 @@
 //! triggering each other.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod agent_support;
-
-use agent_support::{
-    Build, Repo, assert_completed, assert_normalised, drain, scenario, tool_turns, turn,
-};
 use crew_agent::{
     AgentEvent, CONTINUE_PROMPT, CompactionStep, CompactionThresholds, CompactionTrigger,
     RecoveryKind, StopReason,
+};
+use crew_test_support::agent::{
+    Build, Repo, assert_completed, assert_normalised, drain, scenario, tool_turns, turn,
 };
 
 fn recoveries(events: &[AgentEvent]) -> Vec<RecoveryKind> {

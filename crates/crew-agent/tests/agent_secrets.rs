@@ -3,9 +3,7 @@
 //! (Its own test binary: it sets process environment variables.)
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod agent_support;
-
-use agent_support::{Build, Repo, assert_completed, scenario, turn};
+use crew_test_support::agent::{Build, Repo, assert_completed, scenario, turn};
 
 const SECRET: &str = "sk-test-never-in-a-transcript-0123456789";
 

@@ -3,9 +3,8 @@
 //! file on request, and refuses paths that leave the skill's folder.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod agent_support;
-
-use agent_support::{Build, Repo, assert_completed, policy, scenario, turn};
+use crew_test_support::agent::{Build, Repo, assert_completed, scenario, turn};
+use crew_test_support::tools::policy;
 use crew_tools::permissions::PermissionMode;
 use crew_tools::{Pipeline, SkillCatalogue, ToolRegistry, memory_tools, skill_tools};
 

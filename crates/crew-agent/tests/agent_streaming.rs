@@ -2,15 +2,14 @@
 //! still streaming; anything behind an unsafe call waits for the reply and for that call.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod agent_support;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use agent_support::{Build, Repo, assert_completed, drain, policy, scenario, turn};
 use crew_agent::{Agent, AgentEvent};
 use crew_model::{ModelError, ModelProvider, ModelRequest, StreamEvent};
+use crew_test_support::agent::{Build, Repo, assert_completed, drain, scenario, turn};
+use crew_test_support::tools::policy;
 use crew_tools::permissions::PermissionMode;
 use crew_tools::tool::{ToolKind, ToolOutput};
 use crew_tools::{Pipeline, ToolContext, ToolFuture, ToolRegistry, TypedTool};

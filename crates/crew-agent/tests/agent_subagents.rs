@@ -4,19 +4,19 @@
 //! the report goes back; SubagentStop hooks see the subagent end.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod agent_support;
-mod model_support;
-
 use std::sync::Arc;
 
-use agent_support::{Build, Repo, assert_completed, drain, policy, turn};
 use crew_agent::transcript::TranscriptLine;
 use crew_agent::{AgentEvent, SubagentSettings};
 use crew_model::anthropic::AnthropicProvider;
 use crew_model::{ApiKey, ChatMessage, ContentBlock};
+use crew_test_support::agent::{Build, Repo, assert_completed, drain, turn};
+use crew_test_support::model::{
+    Recorded, Reply, Server, end, message_start, reply, text, tool_use, unmarked,
+};
+use crew_test_support::tools::policy;
 use crew_tools::permissions::PermissionMode;
 use crew_tools::{HookEvent, HookSpec, Hooks, Pipeline, ToolRegistry};
-use model_support::{Recorded, Reply, Server, end, message_start, reply, text, tool_use, unmarked};
 use serde_json::{Value, json};
 
 const KEY: &str = "sk-ant-test-0123456789";
@@ -412,7 +412,7 @@ async fn a_verify_subagent_is_judged_by_its_verdict_and_subagent_stop_hooks_see_
         },
     ])
     .unwrap();
-    let pipeline = agent_support::core_pipeline().with_hooks(hooks);
+    let pipeline = crew_test_support::agent::core_pipeline().with_hooks(hooks);
     let (mut agent, _rx) = Build::new("alice", provider(&server))
         .pipeline(pipeline)
         .agent(&repo);

@@ -3,12 +3,13 @@
 //! turn that wrote it.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod agent_support;
-
-use agent_support::{Build, Repo, assert_completed, chatter, policy, scenario, thresholds, turn};
 use crew_agent::TODOS_HEADER;
 use crew_model::ContentBlock;
 use crew_store::{TodoItem, TodoStatus};
+use crew_test_support::agent::{
+    Build, Repo, assert_completed, chatter, scenario, thresholds, turn,
+};
+use crew_test_support::tools::policy;
 use crew_tools::permissions::PermissionMode;
 use crew_tools::{Pipeline, ToolRegistry, todo_tools};
 use std::sync::{Arc, Mutex};

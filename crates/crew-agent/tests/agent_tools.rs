@@ -2,15 +2,14 @@
 //! mid-tool, the wall-time limit and huge outputs.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod agent_support;
-
 use std::time::Duration;
 
-use agent_support::{
-    BUDGET, Build, Repo, assert_completed, assert_normalised, drain, eventually_async, policy,
-    rendered, scenario, transcript, turn,
-};
 use crew_agent::{AgentEvent, Limits, StopReason};
+use crew_test_support::agent::{
+    Build, Repo, assert_completed, assert_normalised, drain, rendered, scenario, transcript, turn,
+};
+use crew_test_support::tools::policy;
+use crew_test_support::wait::{BUDGET, eventually_async};
 use crew_tools::permissions::PermissionMode;
 use crew_tools::{HookEvent, HookSpec, Hooks, Pipeline, ToolRegistry};
 use serde_json::json;

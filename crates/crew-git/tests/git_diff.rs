@@ -2,10 +2,8 @@
 //! renamed and binary files, and exact +/- counts and line numbers.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod git_support;
-
 use crew_git::{FileDiff, FileStatus, LineKind, Worktrees};
-use git_support::{TestRepo, commit_all, write, write_bytes};
+use crew_test_support::git::{TestRepo, commit_all, write, write_bytes};
 
 fn file<'a>(files: &'a [FileDiff], path: &str) -> &'a FileDiff {
     files

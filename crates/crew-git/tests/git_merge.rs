@@ -2,12 +2,10 @@
 //! that change nothing, dirty base checkouts, and the base branch checked out in a worktree.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod git_support;
-
 use std::path::Path;
 
 use crew_git::{GitError, MergeOutcome, Worktrees};
-use git_support::{TestRepo, commit_all, dirty_paths, read, teammate, write};
+use crew_test_support::git::{TestRepo, commit_all, dirty_paths, read, teammate, write};
 use git2::{Repository, WorktreeAddOptions};
 
 fn commit_of(root: &Path, id: &str) -> (usize, String, String) {

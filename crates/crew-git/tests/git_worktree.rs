@@ -1,12 +1,10 @@
 //! Worktree lifecycle: ensure (create, reuse, repair), copy/link, list, discard, bad input.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod git_support;
-
 use std::fs;
 
 use crew_git::{Author, GitError, Worktrees};
-use git_support::{TestRepo, commit_all, read, write};
+use crew_test_support::git::{TestRepo, commit_all, read, write};
 
 fn none() -> Vec<String> {
     Vec::new()

@@ -3,10 +3,10 @@
 //! snapshot staged by the git CLI on a copy of the index) lands every kind of change.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod git_support;
-
 use crew_git::{MergeOutcome, Worktrees};
-use git_support::{git_cli, git_path, rich_repo, rich_repo_with_checked_worktree, teammate};
+use crew_test_support::git::{
+    git_cli, git_path, rich_repo, rich_repo_with_checked_worktree, teammate,
+};
 
 #[test]
 fn a_worktree_equals_git_worktree_add_and_merges_every_kind_of_change() {
@@ -18,8 +18,8 @@ fn a_worktree_equals_git_worktree_add_and_merges_every_kind_of_change() {
 
     // Edited, added in a new folder, deleted, made executable, relinked.
     use std::os::unix::fs::PermissionsExt;
-    git_support::write(&wt.path, "src/a/b/mid.rs", "fn mid() { edited() }\n");
-    git_support::write(&wt.path, "new/deeper/added.rs", "fn added() {}\n");
+    crew_test_support::git::write(&wt.path, "src/a/b/mid.rs", "fn mid() { edited() }\n");
+    crew_test_support::git::write(&wt.path, "new/deeper/added.rs", "fn added() {}\n");
     std::fs::remove_file(wt.path.join("docs/with space.md")).unwrap();
     let readme = wt.path.join("README.md");
     std::fs::set_permissions(&readme, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -62,7 +62,7 @@ fn a_refused_merge_leaves_the_worktree_index_as_it_was() {
     let t = rich_repo();
     let wts = Worktrees::open(t.root()).unwrap();
     let wt = wts.ensure("alice", "main", &[], &[]).unwrap();
-    git_support::write(&wt.path, "src/a/b/mid.rs", "fn mid() { theirs() }\n");
+    crew_test_support::git::write(&wt.path, "src/a/b/mid.rs", "fn mid() { theirs() }\n");
     // A local edit of the same file in the main checkout: the merge must refuse.
     t.write("src/a/b/mid.rs", "fn mid() { local() }\n");
     let index = t.path(".git/worktrees/alice/index");

@@ -3,10 +3,8 @@
 //! before PATH is emptied for this test process).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod git_support;
-
 use crew_git::MergeOutcome;
-use git_support::{git_cli, git_path, rich_repo_with_checked_worktree, teammate};
+use crew_test_support::git::{git_cli, git_path, rich_repo_with_checked_worktree, teammate};
 
 #[test]
 fn without_git_on_path_libgit2_makes_the_same_worktree_and_merges() {
@@ -18,8 +16,8 @@ fn without_git_on_path_libgit2_makes_the_same_worktree_and_merges() {
     unsafe { std::env::set_var("PATH", "") };
     let (t, wts, wt) = rich_repo_with_checked_worktree(&git);
 
-    git_support::write(&wt.path, "src/a/b/mid.rs", "fn mid() { edited() }\n");
-    git_support::write(&wt.path, "new/added.rs", "fn added() {}\n");
+    crew_test_support::git::write(&wt.path, "src/a/b/mid.rs", "fn mid() { edited() }\n");
+    crew_test_support::git::write(&wt.path, "new/added.rs", "fn added() {}\n");
     std::fs::remove_file(wt.path.join("empty.txt")).unwrap();
     let outcome = wts.merge("alice", "main", &teammate()).unwrap();
     assert!(

@@ -1,16 +1,14 @@
 //! The Anthropic provider against a loopback server speaking the Messages API stream format.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod model_support;
-
 use std::time::Duration;
 
 use crew_model::anthropic::AnthropicProvider;
 use crew_model::{
     ApiKey, FinishReason, ModelError, ModelProvider, RetryPolicy, Retrying, StreamEvent, Usage,
 };
+use crew_test_support::model::{Reply, Server, collect, sample_request, sse_events};
 use futures::StreamExt;
-use model_support::{Reply, Server, collect, sample_request, sse_events};
 use serde_json::{Value, json};
 
 const KEY: &str = "sk-ant-test-0123456789";

@@ -1,8 +1,6 @@
 //! The OpenAI-compatible provider against a loopback server speaking chat-completions chunks.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod model_support;
-
 use std::time::Duration;
 
 use crew_model::openai::OpenAiProvider;
@@ -10,8 +8,8 @@ use crew_model::{
     ApiKey, FinishReason, ModelError, ModelProvider, ProviderSpec, RetryPolicy, Retrying,
     StreamEvent, Usage, provider_from_spec_with_env,
 };
+use crew_test_support::model::{Reply, Server, collect, sample_request, sse_data};
 use futures::StreamExt;
-use model_support::{Reply, Server, collect, sample_request, sse_data};
 use serde_json::{Value, json};
 
 const KEY: &str = "sk-openai-test-987654321";

@@ -405,7 +405,7 @@ async fn shipped_echo_scenario_works_from_file_and_as_the_default() {
         model: String::new(),
         base_url: None,
         api_key_env: None,
-        scenario: Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("assets/scenarios/echo.toml")),
+        scenario: Some(crew_test_support::source_path("assets/scenarios/echo.toml")),
         ..ProviderSpec::default()
     })
     .unwrap();

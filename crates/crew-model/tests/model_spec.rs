@@ -1,14 +1,10 @@
 //! Building providers from a `ProviderSpec`: keys and base URLs from the environment.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod model_support;
-
 use std::collections::HashMap;
-use std::path::Path;
 
-use crew_config::TeamConfig;
 use crew_model::{ModelError, ProviderSpec, StreamEvent, provider_from_spec_with_env};
-use model_support::{Reply, Server, collect, sample_request};
+use crew_test_support::model::{Reply, Server, collect, sample_request};
 use serde_json::json;
 
 const SECRET: &str = "sk-very-secret-value-42";
@@ -160,58 +156,4 @@ fn thinking_and_fallback_read_from_a_spec() {
         message.contains("thinking") && message.contains("anthropic"),
         "{message}"
     );
-}
-
-/// The error crew.toml gets for `model` on the lead's line.
-fn crew_toml_error(model: &str) -> String {
-    let text = format!("[team]\nname = \"web\"\n\n[lead]\nname = \"lead\"\nmodel = {model}\n");
-    TeamConfig::parse(Path::new("/repo/crew.toml"), &text)
-        .unwrap_err()
-        .to_string()
-}
-
-#[test]
-fn bad_thinking_and_fallback_values_name_the_file_and_field() {
-    let cases = [
-        (
-            r#"{ provider = "anthropic", thinking = { budget_tokens = 100 } }"#,
-            "thinking.budget_tokens must be a whole number of tokens from 1024",
-        ),
-        (
-            r#"{ provider = "anthropic", thinking = { budget_tokens = -5 } }"#,
-            "not -5",
-        ),
-        (
-            r#"{ provider = "anthropic", thinking = { budget = 2048 } }"#,
-            "budget",
-        ),
-        (
-            r#"{ provider = "openai", thinking = { budget_tokens = 2048 } }"#,
-            "thinking is supported by provider \"anthropic\" only, not \"openai\"",
-        ),
-        (
-            r#"{ provider = "anthropic", fallback_model = "" }"#,
-            "fallback_model must name a model",
-        ),
-        (
-            r#"{ provider = "anthropic", fallback_model = "b", fallback_after = 0 }"#,
-            "fallback_after counts overloads in a row",
-        ),
-        (
-            r#"{ provider = "scripted", fallback_model = "b" }"#,
-            "fallback_model needs provider",
-        ),
-    ];
-    for (model, expected) in cases {
-        let message = crew_toml_error(model);
-        assert!(
-            message.starts_with("/repo/crew.toml:6:") && message.contains(expected),
-            "{model}: {message}"
-        );
-    }
-    let good = format!(
-        "[team]\nname = \"web\"\n\n[lead]\nname = \"lead\"\nmodel = {}\n",
-        r#"{ provider = "anthropic", thinking = { budget_tokens = 2048 }, fallback_model = "b" }"#
-    );
-    TeamConfig::parse(Path::new("/repo/crew.toml"), &good).unwrap();
 }

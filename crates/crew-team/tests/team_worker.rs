@@ -7,9 +7,7 @@ use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-#[path = "common/wait.rs"]
-mod wait;
-use wait::poll;
+use crew_test_support::wait::poll;
 
 use crew_store::MessageKind;
 use crew_store::requests::RequestState;

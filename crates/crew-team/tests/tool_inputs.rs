@@ -5,20 +5,18 @@
 //! every field of every tool.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod tools_support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
 use crew_store::{Roster, Teammate, Workspace};
 use crew_team::tools::{ReadOnlyBash, TeamEnv, team_tools};
+use crew_test_support::tools::{Fixture, call, pipeline, policy};
 use crew_tools::builtin::core_tools;
 use crew_tools::builtin::read::ReadInput;
 use crew_tools::permissions::PermissionMode;
 use crew_tools::schema::parse_input;
 use crew_tools::{Pipeline, Tool, ToolJson, ToolRegistry, memory_tools, skill_tools, todo_tools};
 use serde_json::{Map, Value, json};
-use tools_support::{Fixture, call, pipeline, policy};
 
 /// Every tool crew has; the team tools work on `dir`.
 fn every_tool(dir: &std::path::Path) -> Vec<Arc<dyn Tool>> {

@@ -1,7 +1,6 @@
 //! Helpers shared by the agent integration tests.
-#![allow(dead_code, unused_imports)] // each test binary uses a different part of this module
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -24,9 +23,7 @@ use tempfile::TempDir;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio_util::sync::CancellationToken;
 
-#[path = "../tools_support/mod.rs"]
-mod tools_support;
-pub use tools_support::{BUDGET, eventually_async, policy};
+use crate::tools::policy;
 
 /// A temporary repository root; the agent works in it directly.
 pub struct Repo {
@@ -53,9 +50,7 @@ impl Repo {
 
 /// The scripted provider playing `assets/scenarios/<name>.toml`.
 pub fn scenario(name: &str) -> Arc<dyn ModelProvider> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("assets/scenarios")
-        .join(format!("{name}.toml"));
+    let path = crate::source_path(&format!("assets/scenarios/{name}.toml"));
     Arc::new(ScriptedProvider::from_file(&path).unwrap())
 }
 

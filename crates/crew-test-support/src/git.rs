@@ -1,5 +1,4 @@
 //! Test repositories made with git2 in a tempdir (no network, no git binary).
-#![allow(dead_code)] // each test file uses a different part of this support module
 
 use std::fs;
 use std::path::{Path, PathBuf};

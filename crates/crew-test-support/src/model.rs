@@ -1,8 +1,6 @@
 //! A loopback HTTP/1.1 server for provider tests: serves canned responses (streamed with
 //! chunked encoding, optionally cut off or held at a gate) and records every request.
 
-#![allow(dead_code)] // Each test binary uses a different part of this helper.
-
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 

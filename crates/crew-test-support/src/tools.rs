@@ -1,5 +1,4 @@
 //! Helpers shared by the tools integration tests.
-#![allow(dead_code)] // each test binary uses a different part of this module
 
 use std::path::{Path, PathBuf};
 
@@ -78,11 +77,6 @@ pub fn call(id: &str, name: &str, input: Value) -> ToolCall {
         input,
     }
 }
-
-#[path = "../common/wait.rs"]
-mod wait;
-#[allow(unused_imports)] // some crates that use the fixture wait on nothing
-pub use wait::{BUDGET, eventually_async};
 
 /// Whether a process id still names a live (non-zombie) process.
 pub fn process_alive(pid: i32) -> bool {

@@ -1,5 +1,4 @@
 //! Fixed workspaces and a key-driven harness for the screen's tests.
-#![allow(dead_code)] // each tui test file uses its own part of this module
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;

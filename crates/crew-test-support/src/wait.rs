@@ -2,7 +2,6 @@
 //! it holds, failing with what was awaited once the budget is spent. A passing wait returns as
 //! soon as its condition holds, so the budget only bounds a failure; it is generous because a
 //! loaded 2-core CI box can stall a process for seconds.
-#![allow(dead_code)] // each test crate uses its own subset
 
 use std::time::{Duration, Instant};
 

@@ -33,8 +33,8 @@
 //!
 //! Enums (`#[serde(rename_all = "snake_case")]`) become string enums; `#[serde(default)]`
 //! fields are optional. `validate`, `is_concurrency_safe` and `permission_subject` default to
-//! "fine", "no" and "the tool name only". `tests/tool_inputs.rs` snapshots every schema and
-//! sends every field a misfit.
+//! "fine", "no" and "the tool name only". crew-team's `tests/tool_inputs.rs` snapshots every
+//! schema and sends every field a misfit.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -43,9 +43,7 @@ use serde_json::Value;
 
 use crate::context::ToolContext;
 use crate::schema::{derived_schema, parse_input};
-use crate::tool::{
-    DEFAULT_RESULT_BUDGET, PreparedCall, Subject, Tool, ToolFuture, ToolKind,
-};
+use crate::tool::{DEFAULT_RESULT_BUDGET, PreparedCall, Subject, Tool, ToolFuture, ToolKind};
 
 /// The input of a tool that takes none: an empty object.
 #[derive(Debug, Clone, Copy, Default, Deserialize, JsonSchema)]

@@ -2,12 +2,11 @@
 //! the scrubbed environment, the output cap, concurrency safety decided by the input.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod tools_support;
-
+use crew_test_support::tools::{Fixture, process_alive};
+use crew_test_support::wait::{BUDGET, eventually_async};
 use crew_tools::builtin::BashTool;
 use crew_tools::{ToolError, ToolJson};
 use serde_json::json;
-use tools_support::{BUDGET, Fixture, eventually_async, process_alive};
 
 #[tokio::test]
 async fn runs_in_the_workspace_and_reports_exit_codes() {

@@ -3,17 +3,16 @@
 //! still gives every call a result.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod tools_support;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crew_test_support::tools::{Fixture, call, policy};
+use crew_test_support::wait::{BUDGET, eventually_async};
 use crew_tools::permissions::PermissionMode;
 use crew_tools::{
     Pipeline, ToolContext, ToolError, ToolFuture, ToolKind, ToolOutput, ToolRegistry, TypedTool,
 };
 use serde_json::json;
-use tools_support::{BUDGET, Fixture, call, eventually_async, policy};
 
 /// A test tool. Input `{"mode": ...}`: "ok", "fail", "hang" (until cancelled),
 /// "meet" (waits until `meet_target` calls are inside at once: proves parallelism),

@@ -1,12 +1,10 @@
 //! The core file tools, called directly: read, write, edit, glob, grep, and path confinement.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod tools_support;
-
+use crew_test_support::tools::Fixture;
 use crew_tools::builtin::{EditTool, GlobTool, GrepTool, ReadTool, WriteTool};
 use crew_tools::{Tool, ToolContext, ToolError, ToolJson, ToolOutput};
 use serde_json::{Value, json};
-use tools_support::Fixture;
 
 async fn run(tool: &dyn Tool, input: Value, ctx: &ToolContext) -> Result<ToolOutput, String> {
     tool.validate_json(&input, ctx)?;

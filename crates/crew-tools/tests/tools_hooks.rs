@@ -2,13 +2,11 @@
 //! broken hooks skipped, exit code 2, post-tool notes, and the Stop-hook loop guard.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod tools_support;
-
+use crew_test_support::tools::{Fixture, call, pipeline};
 use crew_tools::Note;
 use crew_tools::hooks::{HookEvent, HookSpec, Hooks, StopDecision, StopGuard};
 use crew_tools::permissions::{DecidedBy, PermissionMode};
 use serde_json::{Value, json};
-use tools_support::{Fixture, call, pipeline};
 
 fn hook(event: HookEvent, matcher: Option<&str>, command: String, timeout_secs: u64) -> HookSpec {
     HookSpec {

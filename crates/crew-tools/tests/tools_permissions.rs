@@ -1,17 +1,15 @@
 //! Bash subject extraction, rule matching through the policy, decision order, modes, bypass.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod tools_support;
-
 use std::path::Path;
 
+use crew_test_support::tools::{Fixture, policy};
 use crew_tools::permissions::bash_subject::{ParseError, parse};
 use crew_tools::permissions::{
     BypassSwitches, DecidedBy, Decision, HookPermission, PermissionMode, PermissionPolicy,
     PermissionQuery, PolicyError, RuleSet,
 };
 use crew_tools::{Subject, ToolKind};
-use tools_support::{Fixture, policy};
 
 fn commands(line: &str) -> Vec<String> {
     parse(line)

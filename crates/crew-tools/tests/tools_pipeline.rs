@@ -2,16 +2,14 @@
 //! and the result budget (hooks are in tools_hooks.rs).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod tools_support;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crew_test_support::tools::{Fixture, call, pipeline};
 use crew_tools::permissions::{DecidedBy, Decision, PermissionMode};
 use crew_tools::{DenyAll, Note, PermissionAnswer, PermissionAsk, Prompter};
 use futures::future::BoxFuture;
 use serde_json::json;
-use tools_support::{Fixture, call, pipeline};
 
 #[tokio::test]
 async fn schema_errors_name_the_field_and_stop_the_call() {

@@ -3,17 +3,15 @@
 //! repository with a task in review.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-mod tui_support;
-
 use std::path::{Path, PathBuf};
 
 use crew_config::init_template;
 use crew_git::{Author, Worktrees, exclude_from_git, init_with_files};
 use crew_store::workspace::RUNTIME_FOLDERS;
 use crew_store::{Claimant, NewTask, Status, TaskId, Workspace};
+use crew_test_support::tui::{Harness, draw};
 use crew_tui::Pane;
 use crew_tui::event::Effect;
-use tui_support::{Harness, draw};
 
 /// A repository whose alice has task_1 ("Add a parser") in review: one commit adding parser.rs.
 fn repo_with_review() -> tempfile::TempDir {
@@ -86,7 +84,7 @@ fn stable_screen(h: &mut Harness) -> String {
     for r in &mut h.state.reviews {
         r.age_secs = 120;
     }
-    let text = tui_support::screen_text(&mut h.state, 120, 32);
+    let text = crew_test_support::tui::screen_text(&mut h.state, 120, 32);
     h.state.root = real;
     text
 }

@@ -1,21 +1,17 @@
 //! Steering the team from the screen, in-process with key events against a real workspace:
-//! editing a task's dependencies, assigning it, asking a teammate to shut down, restarting a
-//! dead one (a real `crew worker` process), and unfolding the lead's tool calls.
+//! editing a task's dependencies, assigning it, asking a teammate to shut down, and unfolding
+//! the lead's tool calls. Restarting a dead teammate starts a real `crew worker`, so that test
+//! is the root package's (`tests/tui_steering.rs`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
-
-mod tui_support;
-#[path = "common/wait.rs"]
-mod wait;
 
 use crew_agent::transcript::Row;
 use crew_store::MessageKind;
 use crew_store::{AgentState, AgentStatus, NewTask, Status, TaskId, Workspace};
+use crew_test_support::tui::{Harness, inbox, workspace};
 use crew_tui::Pane;
 use crew_tui::data::Change;
 use crew_tui::event::Event;
 use ratatui::crossterm::event::{KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
-use tui_support::{Harness, inbox, workspace};
-use wait::poll;
 
 fn add(ws: &Workspace, subject: &str, blocked_by: &[&str]) -> String {
     ws.tasks()
@@ -165,65 +161,6 @@ fn assign_a_task_reassign_it_from_its_owner_and_put_it_back_in_the_pool() {
     assert_eq!(h.status(), format!("{task} is not claimed or assigned"));
 }
 
-#[test]
-fn restart_a_dead_teammate_then_ask_it_to_shut_down() {
-    let dir = workspace();
-    let ws = Workspace::new(dir.path());
-    let mut dead = AgentStatus::new("carol", AgentState::Dead);
-    dead.pid = 1;
-    ws.agents().write(&dead).unwrap();
-    let mut h = Harness::new(dir.path());
-    h.state.worker_exe = env!("CARGO_BIN_EXE_crew").into();
-    h.press(&["esc", "2", "down", "down"]);
-    assert_eq!(h.state.selected_teammate().as_deref(), Some("carol"));
-
-    // Asking a dead teammate to shut down makes no sense: said so, nothing sent.
-    h.press(&["S"]);
-    assert_eq!(h.status(), "carol is not running (DEAD)");
-    assert!(h.state.overlay.is_none());
-
-    h.press(&["R"]);
-    assert!(
-        h.status().starts_with("restarted carol (pid "),
-        "{}",
-        h.status()
-    );
-    let running = poll("carol to run again", || {
-        let s = ws.agents().read("carol").unwrap()?;
-        (s.state == AgentState::Idle && s.pid != 1).then_some(s)
-    });
-    h.changed(&[".crew/agents/carol.json"]);
-    h.press(&["R"]);
-    assert_eq!(
-        h.status(),
-        "carol is running (IDLE); ask it to shut down first (S)"
-    );
-
-    h.press(&["S"]);
-    assert!(h.state.overlay.is_some(), "asks first");
-    h.press(&["y"]);
-    let asked = inbox(dir.path(), "carol");
-    assert_eq!(asked.len(), 1);
-    assert_eq!(
-        (asked[0].from.as_str(), asked[0].kind.as_str()),
-        ("user", "shutdown_request")
-    );
-    let request_id = asked[0].request_id.clone().unwrap();
-    let stopped = poll("carol to shut down", || {
-        let s = ws.agents().read("carol").unwrap()?;
-        (s.state == AgentState::Shutdown).then_some(s)
-    });
-    assert_eq!(stopped.pid, running.pid);
-    let answer = inbox(dir.path(), "user")
-        .into_iter()
-        .find(|m| m.request_id.as_deref() == Some(&request_id))
-        .unwrap();
-    assert_eq!(
-        (answer.kind.as_str(), answer.approve),
-        ("shutdown_response", Some(true))
-    );
-}
-
 fn lead_rows(h: &mut Harness) {
     let rows = vec![
         Row::plain("user: build it"),
@@ -250,7 +187,7 @@ fn lead_rows(h: &mut Harness) {
 
 fn lead_text(h: &mut Harness) -> String {
     h.state.zoom = true;
-    tui_support::screen_text(&mut h.state, 60, 20)
+    crew_test_support::tui::screen_text(&mut h.state, 60, 20)
 }
 
 #[test]
@@ -364,7 +301,7 @@ fn a_zoomed_teammates_call_unfolds_with_a_click_too() {
     }]));
     h.press(&["esc", "z"]);
     assert_eq!(h.state.focus, Pane::Teammates);
-    let screen = tui_support::screen_text(&mut h.state, 60, 20);
+    let screen = crew_test_support::tui::screen_text(&mut h.state, 60, 20);
     let row = u16::try_from(screen.lines().position(|l| l.contains("▸ ← bash")).unwrap()).unwrap();
     h.feed(Event::Mouse(MouseEvent {
         kind: MouseEventKind::Down(MouseButton::Left),
@@ -372,7 +309,7 @@ fn a_zoomed_teammates_call_unfolds_with_a_click_too() {
         row,
         modifiers: KeyModifiers::NONE,
     }));
-    let open = tui_support::screen_text(&mut h.state, 60, 20);
+    let open = crew_test_support::tui::screen_text(&mut h.state, 60, 20);
     assert!(open.contains("▾ ← bash: 2 passed"), "{open}");
     assert!(open.contains("    ok - two"), "{open}");
 }
@@ -439,7 +376,7 @@ fn the_header_shows_spend_against_the_team_budget() {
     busy.cost_micros = Some(400_000);
     ws.agents().write(&busy).unwrap();
     let mut h = Harness::new(dir.path());
-    let screen = tui_support::screen_text(&mut h.state, 200, 30);
+    let screen = crew_test_support::tui::screen_text(&mut h.state, 200, 30);
     assert!(
         screen.contains("budget 3/10 calls · $0.40/$2.00"),
         "{screen}"

@@ -7,7 +7,7 @@ use crew_team::tools::{RequestPlanApproval, RequestShutdown, ReviewPlan, SendMes
 use crew_tools::ToolJson;
 use serde_json::json;
 
-use crate::support::{Team, ok_json, refusal};
+use super::support::{Team, ok_json, refusal};
 use crew_store::MessageKind;
 
 #[tokio::test]

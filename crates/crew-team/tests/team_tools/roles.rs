@@ -4,7 +4,7 @@ use crew_team::roles::toolset;
 use crew_tools::{ToolJson, ToolRegistry};
 use serde_json::json;
 
-use crate::support::{Team, run};
+use super::support::{Team, run};
 
 const TEAMMATE_TOOLS: [&str; 12] = [
     "todo_write",

@@ -5,7 +5,7 @@ use crew_team::tools::{ClaimTask, TaskCreate, TaskGet, TaskList, TaskUpdate};
 use crew_tools::ToolJson;
 use serde_json::json;
 
-use crate::support::{Team, ok_json, refusal, run};
+use super::support::{Team, ok_json, refusal, run};
 
 /// task_1 "design", task_2 "build" blocked by task_1, task_3 "review" for reviewers.
 async fn three_tasks(team: &Team) {
