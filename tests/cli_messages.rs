@@ -234,36 +234,25 @@ fn follow_streams_new_messages_as_they_arrive() {
         }
     });
     // The follower may not be watching yet; keep sending until one arrives.
-    let mut got = None;
-    for i in 0..50 {
+    let mut sent = 0;
+    let line = poll("the follower to print a message", || {
         repo.ok(&[
             "send",
             "--from",
             "lead",
             "--to",
             "carol",
-            &format!("ping {i}"),
+            &format!("ping {sent}"),
         ]);
-        if let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
-            got = Some(line);
-            break;
-        }
-    }
-    let line = got.expect("the follower printed nothing");
+        sent += 1;
+        rx.recv_timeout(Duration::from_millis(200)).ok()
+    });
     let message: Value = serde_json::from_str(&line).unwrap();
     assert!(message["text"].as_str().unwrap().starts_with("ping "));
     repo.ok(&["send", "--from", "lead", "--to", "carol", "last"]);
-    let mut last = None;
-    while let Ok(line) = rx.recv_timeout(Duration::from_secs(10)) {
-        if line.contains("\"last\"") {
-            last = Some(line);
-            break;
-        }
-    }
+    poll("the message sent while following", || {
+        rx.try_iter().find(|line| line.contains("\"last\""))
+    });
     child.kill().unwrap();
     child.wait().unwrap();
-    assert!(
-        last.is_some(),
-        "the message sent while following never showed"
-    );
 }

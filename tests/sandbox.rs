@@ -408,7 +408,20 @@ async fn a_tmux_server_outside_cannot_run_commands_for_the_sandbox() {
         escaped.display()
     );
     let out = scene.run(&command).await;
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    // A tmux client returns once the server has run its command, so the server's own list
+    // says whether the window was made; a window that was made and already closed ran its
+    // `touch` first, which the file shows.
+    let windows = std::process::Command::new("tmux")
+        .arg("-S")
+        .arg(&socket)
+        .args(["list-windows", "-F", "#{window_index}"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&windows.stdout).lines().count(),
+        1,
+        "the tmux server made the sandbox's window"
+    );
     assert!(
         !escaped.exists(),
         "the tmux server ran the command unconfined"

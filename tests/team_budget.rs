@@ -52,15 +52,17 @@ fn a_reached_team_budget_pauses_work_and_the_person_raises_it_or_stops() {
             .is_some_and(|t| t.contains("the team's budget is reached (1 of 1 model calls)")),
         "{asked}"
     );
-    std::thread::sleep(Duration::from_secs(2));
-    assert_eq!(team.task("task_2")["status"], "pending");
-    let paused = team.status("alice");
-    assert!(
-        paused["note"]
+    // Paused: while the request is pending the worker takes no task (it checks its budget
+    // before every claim), so task_2 stays in the pool.
+    let paused = eventually("alice paused at the budget", WAIT, || {
+        let s = team.status("alice");
+        s["note"]
             .as_str()
-            .is_some_and(|n| n.starts_with("paused: budget reached")),
-        "{paused}"
-    );
+            .is_some_and(|n| n.starts_with("paused: budget reached"))
+            .then_some(s)
+    });
+    assert_eq!(paused["task"], serde_json::Value::Null, "{paused}");
+    assert_eq!(team.task("task_2")["status"], "pending");
     assert_eq!(budget_requests(&team).len(), 1, "asked once");
 
     // Raised: task_2 is done, and the doubled budget is reached again.
@@ -83,6 +85,8 @@ fn a_reached_team_budget_pauses_work_and_the_person_raises_it_or_stops() {
     let stopped = team.status("alice");
     assert_eq!(stopped["state"], "SHUTDOWN", "{stopped}");
     assert_eq!(team.task("task_3")["status"], "pending");
+    // Each pause asked the person once.
+    assert_eq!(budget_requests(&team).len(), 2, "asked once each time");
 }
 
 #[test]

@@ -6,10 +6,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::support::team::{Team, json_lines};
-use crew_test_support::wait::eventually;
+use crew_test_support::wait::{eventually, eventually_showing};
 use serde_json::Value;
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -124,17 +124,12 @@ fn a_lead_with_a_claude_code_and_a_codex_teammate_completes_the_demo_goal() {
         .collect();
 
     // The person at the approvals pane: approves what is asked, merges what waits for review.
-    let started = Instant::now();
     let mut approved: Vec<Value> = Vec::new();
     let mut merged: Vec<String> = Vec::new();
-    while team.task("task_4")["status"] != "completed" {
-        assert!(
-            started.elapsed() < Duration::from_secs(180),
-            "the team did not finish: {:?}",
-            (1..=4)
-                .map(|n| team.task(&format!("task_{n}")))
-                .collect::<Vec<_>>()
-        );
+    eventually_showing("the team to finish", 3 * WAIT, || {
+        if team.task("task_4")["status"] == "completed" {
+            return Ok(());
+        }
         for request in pending_permission_requests(&team) {
             let id = request["request_id"].as_str().unwrap();
             team.repo.ok(&["respond", id, "--as", "user", "approve"]);
@@ -149,8 +144,13 @@ fn a_lead_with_a_claude_code_and_a_codex_teammate_completes_the_demo_goal() {
                 merged.push(id);
             }
         }
-        std::thread::sleep(Duration::from_millis(200));
-    }
+        Err(format!(
+            "{:?}",
+            (1..=4)
+                .map(|n| team.task(&format!("task_{n}")))
+                .collect::<Vec<_>>()
+        ))
+    });
 
     // Each CLI asked before running the tests, and the person's answer went back to it.
     let asker = |name: &str| approved.iter().filter(|r| r["from"] == name).count();

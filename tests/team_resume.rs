@@ -151,15 +151,11 @@ fn crew_interrupt_stops_a_long_tool_keeps_the_task_and_a_message_resumes_it() {
             .parse()
             .ok()
     });
-    let asked = std::time::Instant::now();
     team.repo.ok(&["interrupt", "alice"]);
     let stopped = eventually("alice to stop", BUDGET, || {
         let s = team.status("alice");
         (s["state"] == "IDLE").then_some(s)
     });
-    let took = asked.elapsed();
-    // Generous for a loaded machine; the benchmark measures it properly.
-    assert!(took < Duration::from_secs(3), "took {took:?}");
     assert_eq!(stopped["task"], "task_1", "{stopped}");
     assert!(
         stopped["note"]
@@ -168,15 +164,15 @@ fn crew_interrupt_stops_a_long_tool_keeps_the_task_and_a_message_resumes_it() {
         "{stopped}"
     );
     // The tool's whole process group is gone (sh and its sleep; killed ones may take a moment
-    // to be reaped).
-    eventually(
-        "slow.sh and its sleep to end",
-        Duration::from_secs(3),
-        || {
-            // SAFETY: signal 0 only asks whether a process of the group exists.
-            let group = unsafe { libc::kill(-(slow as libc::pid_t), 0) };
-            (!crew_store::pid_alive(slow) && group == -1).then_some(())
-        },
+    // to be reaped), ended rather than finished: the sleep did not run to its end.
+    eventually("slow.sh and its sleep to end", BUDGET, || {
+        // SAFETY: signal 0 only asks whether a process of the group exists.
+        let group = unsafe { libc::kill(-(slow as libc::pid_t), 0) };
+        (!crew_store::pid_alive(slow) && group == -1).then_some(())
+    });
+    assert!(
+        !team.repo.join(".crew/slow-finished").exists(),
+        "the interrupt ended the slow step"
     );
     let task = team.task("task_1");
     assert_eq!(task["status"], "in_progress", "{task}");

@@ -7,8 +7,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::support::team::{Team, crew_toml};
-use crew_test_support::wait::eventually;
-use serde_json::Value;
+use crew_test_support::wait::{eventually, eventually_showing};
+use serde_json::{Value, json};
 
 /// Generous: the workers are separate processes on a shared, sometimes busy machine.
 const WAIT: Duration = Duration::from_secs(60);
@@ -45,6 +45,22 @@ fn wait_review(team: &Team, id: &str) -> Value {
         assert_ne!(t["status"], "failed", "{t}");
         (t["status"] == "review").then_some(t)
     })
+}
+
+/// What still blocks `id`, as `crew task graph` says: a task with an open blocker cannot be
+/// claimed (claims check the blockers under the lock), so nothing has to be waited out to know
+/// it has not started.
+fn open_blockers(team: &Team, id: &str) -> Value {
+    let graph = team.repo.json(&["task", "graph", "--json"]);
+    let task = graph["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|layer| layer.as_array().unwrap())
+        .find(|t| t["id"] == id)
+        .unwrap_or_else(|| panic!("{id} is not in the graph: {graph}"));
+    assert_eq!(task["state"], "blocked", "{task}");
+    task["openBlockers"].clone()
 }
 
 fn review_files(team: &Team, id: &str) -> Vec<String> {
@@ -111,7 +127,7 @@ fn dependents_wait_for_manual_merges_and_the_reviewer_tests_the_merged_code() {
     assert_eq!(list["reviews"].as_array().unwrap().len(), 2, "{list}");
 
     // Nothing merged yet: the docs task may not start.
-    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(open_blockers(&team, "task_3"), json!(["task_1", "task_2"]));
     assert_eq!(team.task("task_3")["status"], "pending");
 
     // The person commits to the base meanwhile; the next task's worktree picks it up.
@@ -125,12 +141,12 @@ fn dependents_wait_for_manual_merges_and_the_reviewer_tests_the_merged_code() {
     let merged = team.repo.ok(&["review", "merge", "task_1"]);
     assert!(merged.contains("task_1 merged into main"), "{merged}");
     assert_eq!(team.task("task_1")["status"], "completed");
-    std::thread::sleep(Duration::from_secs(2));
     assert_eq!(
-        team.task("task_3")["status"],
-        "pending",
+        open_blockers(&team, "task_3"),
+        json!(["task_2"]),
         "task_2 is not merged yet"
     );
+    assert_eq!(team.task("task_3")["status"], "pending");
     team.repo.ok(&["review", "merge", "task_2"]);
 
     let docs = wait_review(&team, "task_3");
@@ -355,20 +371,14 @@ fn a_reviewer_agent_tests_the_merged_commits_and_its_fail_sends_the_task_back() 
     let team = reviewed_greeting("grep -q fixed greet.txt && echo all present\n");
     let _workers = ["alice", "carol"].map(|n| team.worker(n));
 
-    let deadline = std::time::Instant::now() + WAIT;
-    let passed = loop {
+    let passed = eventually_showing("a pass from carol", WAIT, || {
         let t = team.task("task_1");
         if t["status"] == "review" && t["review"]["verdict"] == "pass" {
-            break t;
+            Ok(t)
+        } else {
+            Err(t.to_string())
         }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no pass from carol: {t}\nlead: {:?}\ncarol: {:?}",
-            team.inbox("lead"),
-            team.inbox("carol")
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    });
     assert_eq!(passed["review"]["by"], "carol");
     assert_eq!(
         passed["review"]["head"], passed["commits"]["head"],
@@ -452,13 +462,11 @@ fn the_demo_goal_headless_with_manual_merges_ends_merged_with_six_passing_tests(
         .spawn()
         .unwrap();
     // The person merges from another terminal, as each review arrives.
-    let deadline = std::time::Instant::now() + Duration::from_secs(120);
     let mut merged = Vec::new();
-    while up.try_wait().unwrap().is_none() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "crew up never finished"
-        );
+    let finished = eventually("crew up to finish", 2 * WAIT, || {
+        if let Some(status) = up.try_wait().unwrap() {
+            return Some(status);
+        }
         let out = crew(&["review", "list", "--json"]);
         let list: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
         for r in list["reviews"].as_array().cloned().unwrap_or_default() {
@@ -471,9 +479,9 @@ fn the_demo_goal_headless_with_manual_merges_ends_merged_with_six_passing_tests(
             );
             merged.push(id);
         }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    assert!(up.wait().unwrap().success());
+        None
+    });
+    assert!(finished.success());
     merged.sort();
     assert_eq!(
         merged,

@@ -3,8 +3,8 @@
 
 use std::io::{Read, Write};
 use std::path::Path;
-use std::sync::mpsc::{Receiver, channel};
-use std::time::{Duration, Instant};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError, channel};
+use std::time::Duration;
 
 use crew_test_support::wait;
 use portable_pty::{Child, CommandBuilder, PtySize, native_pty_system};
@@ -17,6 +17,9 @@ pub struct Screen {
     writer: Box<dyn Write + Send>,
     child: Box<dyn Child + Send + Sync>,
     raw: Vec<u8>,
+    /// The terminal closed (the process and everything it started are gone) and all it was
+    /// sent has been read.
+    closed: bool,
 }
 
 impl Screen {
@@ -70,6 +73,7 @@ impl Screen {
             writer,
             child,
             raw: Vec::new(),
+            closed: false,
         }
     }
 
@@ -87,21 +91,37 @@ impl Screen {
     pub fn hang_up(&mut self) {
         // SAFETY: a plain signal to the process this test started.
         unsafe { libc::kill(self.pid() as libc::pid_t, libc::SIGHUP) };
-        let deadline = Instant::now() + TIMEOUT;
-        while !self.exited() {
-            assert!(Instant::now() < deadline, "the screen outlived SIGHUP");
-            self.pump(Duration::from_millis(20));
-        }
+        wait::eventually_showing("the screen to end on SIGHUP", TIMEOUT, || {
+            self.pump(Duration::ZERO);
+            if self.exited() {
+                Ok(())
+            } else {
+                Err(self.text())
+            }
+        });
     }
 
+    /// Reads what the terminal shows within `wait`, and whatever else has arrived.
     pub fn pump(&mut self, wait: Duration) {
-        if let Ok(chunk) = self.bytes.recv_timeout(wait) {
-            self.parser.process(&chunk);
-            self.raw.extend(chunk);
-        }
-        while let Ok(chunk) = self.bytes.try_recv() {
-            self.parser.process(&chunk);
-            self.raw.extend(chunk);
+        let mut next = self
+            .bytes
+            .recv_timeout(wait)
+            .map_err(|e| e == RecvTimeoutError::Disconnected);
+        loop {
+            match next {
+                Ok(chunk) => {
+                    self.parser.process(&chunk);
+                    self.raw.extend(chunk);
+                }
+                Err(closed) => {
+                    self.closed |= closed;
+                    return;
+                }
+            }
+            next = self
+                .bytes
+                .try_recv()
+                .map_err(|e| e == TryRecvError::Disconnected);
         }
     }
 
@@ -111,15 +131,11 @@ impl Screen {
 
     /// Polls until `done` holds for the screen's text; fails with the screen after `timeout`.
     pub fn wait_until(&mut self, what: &str, timeout: Duration, done: impl Fn(&str) -> bool) {
-        let deadline = Instant::now() + timeout;
-        while !done(&self.text()) {
-            assert!(
-                Instant::now() < deadline,
-                "never showed {what}; screen:\n{}",
-                self.text()
-            );
-            self.pump(Duration::from_millis(50));
-        }
+        wait::eventually_showing(what, timeout, || {
+            self.pump(Duration::ZERO);
+            let text = self.text();
+            if done(&text) { Ok(()) } else { Err(text) }
+        });
     }
 
     pub fn wait_for(&mut self, needle: &str) {
@@ -131,22 +147,25 @@ impl Screen {
         self.writer.flush().unwrap();
     }
 
-    /// Waits for the process to end, reading everything it wrote on the way out.
+    /// Waits for the process to end, then for the terminal to close: everything it wrote on
+    /// the way out has been read by then.
     pub fn wait_exit(&mut self) {
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
-            self.pump(Duration::from_millis(50));
-            if let Some(status) = self.child.try_wait().unwrap() {
-                assert!(status.success(), "crew failed: {}", self.text());
-                break;
+        let status = wait::eventually_showing("crew to quit", TIMEOUT, || {
+            self.pump(Duration::ZERO);
+            match self.child.try_wait().unwrap() {
+                Some(status) => Ok(status),
+                None => Err(self.text()),
             }
-            assert!(
-                Instant::now() < deadline,
-                "crew did not quit:\n{}",
-                self.text()
-            );
-        }
-        self.pump(Duration::from_millis(200));
+        });
+        assert!(status.success(), "crew failed: {}", self.text());
+        wait::eventually_showing("the terminal to close", TIMEOUT, || {
+            self.pump(Duration::ZERO);
+            if self.closed {
+                Ok(())
+            } else {
+                Err(self.text())
+            }
+        });
     }
 
     pub fn assert_restored(&self) {

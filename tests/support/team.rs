@@ -277,8 +277,9 @@ pub fn crew_toml(
 
 /// Sleeps 30 s the first time it runs in this repository and returns at once afterwards: the
 /// first worker on the task is busy long enough to be killed or asked to stop, the next one
-/// finishes quickly.
-pub const SLOW_SH: &str = "if mkdir .crew/slow-once 2>/dev/null; then echo $$ > .crew/slow.pid; sleep 30; fi\necho finished\n";
+/// finishes quickly. A sleep that ran to its end leaves `.crew/slow-finished`: without it, a
+/// slow step that is gone was ended, however long that took.
+pub const SLOW_SH: &str = "if mkdir .crew/slow-once 2>/dev/null; then echo $$ > .crew/slow.pid; sleep 30; touch .crew/slow-finished; fi\necho finished\n";
 
 /// alice and bob (implementers that do not write, so both run in the repository root) playing
 /// test_slow.toml; `sh slow.sh` is allowed by a rule and is the test command their read-only

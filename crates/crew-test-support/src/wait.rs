@@ -13,14 +13,30 @@ const EVERY: Duration = Duration::from_millis(25);
 
 /// Polls `check` until it gives a value; panics naming `what` after `budget`.
 pub fn eventually<T>(what: &str, budget: Duration, mut check: impl FnMut() -> Option<T>) -> T {
+    eventually_showing(what, budget, || check().ok_or_else(String::new))
+}
+
+/// As [`eventually`], for a condition that can say what it saw instead (a screen, a task): the
+/// failure shows the last of those, which tells a slow run from a wrong one.
+pub fn eventually_showing<T>(
+    what: &str,
+    budget: Duration,
+    mut check: impl FnMut() -> Result<T, String>,
+) -> T {
     let deadline = Instant::now() + budget;
     loop {
-        if let Some(v) = check() {
-            return v;
-        }
+        let seen = match check() {
+            Ok(v) => return v,
+            Err(seen) => seen,
+        };
         assert!(
             Instant::now() < deadline,
-            "timed out after {budget:?} waiting for {what}"
+            "timed out after {budget:?} waiting for {what}{}",
+            if seen.is_empty() {
+                String::new()
+            } else {
+                format!("; last seen:\n{seen}")
+            }
         );
         std::thread::sleep(EVERY);
     }
@@ -33,6 +49,7 @@ pub fn poll<T>(what: &str, check: impl FnMut() -> Option<T>) -> T {
 
 /// For async tests: whether `check` holds within `budget`, yielding to the runtime between
 /// checks instead of blocking its thread (the caller asserts, or acts on a `false`).
+#[cfg(feature = "async")]
 pub async fn eventually_async(budget: Duration, mut check: impl FnMut() -> bool) -> bool {
     let deadline = tokio::time::Instant::now() + budget;
     while tokio::time::Instant::now() < deadline {

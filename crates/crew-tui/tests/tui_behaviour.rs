@@ -4,7 +4,6 @@
 
 use std::fs;
 use std::path::Path;
-use std::time::Duration;
 
 use crew_git::Worktrees;
 use crew_store::{AgentState, Draft, Message, MessageKind, NewTask, RequestId, Roster, Workspace};
@@ -382,13 +381,13 @@ fn changes_made_by_anyone_reach_the_screen_through_the_watcher() {
     let (tx, rx) = std::sync::mpsc::channel();
     let _watcher = crew_tui::runtime::spawn_loader(dir.path(), tx).unwrap();
     let mut state = crew_test_support::tui::state_at(dir.path());
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
     let pump = |state: &mut crew_tui::AppState, done: &dyn Fn(&crew_tui::AppState) -> bool| {
-        while !done(state) {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            let event = rx.recv_timeout(left).expect("the change never arrived");
-            crew_tui::update(state, event);
-        }
+        poll("the change to reach the screen", || {
+            while let Ok(event) = rx.try_recv() {
+                crew_tui::update(state, event);
+            }
+            done(state).then_some(())
+        });
     };
     pump(&mut state, &|s| s.workspace.loaded);
     Workspace::new(dir.path())
