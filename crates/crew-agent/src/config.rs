@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crew_model::{ModelProvider, RetryPolicy};
-use crew_tools::Pipeline;
 use crew_sandbox::Sandbox;
+use crew_tools::Pipeline;
 
 /// Hard gates on one `run_turn`. Normal work should never reach them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

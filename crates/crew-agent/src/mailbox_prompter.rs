@@ -11,8 +11,8 @@ use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
 
 use crate::event::{AgentEvent, EventSink};
-use crew_store::MessageKind;
 use crew_protocol::USER;
+use crew_store::MessageKind;
 use crew_store::{DirWatcher, Draft, Entry, Mailboxes, Roster};
 use crew_tools::{PermissionAnswer, PermissionAsk, Prompter};
 

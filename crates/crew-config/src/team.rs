@@ -10,8 +10,8 @@ use toml::Spanned;
 use crate::ConfigError;
 use crew_model::secret::{SECRET_NAME_RULE, is_secret_name};
 use crew_model::{ModelName, OverloadCount, ThinkingSpec};
-use crew_store::names::validate_name;
 use crew_protocol::USER;
+use crew_store::names::validate_name;
 use crew_store::{Roster, Teammate};
 use crew_tools::PermissionMode;
 

@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 use crate::StoreError;
 use crate::atomic::write_atomic;
 use crate::names::validate_name;
-use crew_protocol::AgentState;
 use crate::task::now_rfc3339;
+use crew_protocol::AgentState;
 
 /// Prompt-cache input tokens: read from the cache (cheap) and written to it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -15,10 +15,10 @@ use serde::{Deserialize, Serialize};
 use crate::atomic::write_atomic;
 use crate::message::{Draft, Message, new_id};
 use crate::names::validate_name;
-use crew_protocol::{MessageKind, RequestId};
 use crate::roster::Roster;
 use crate::task::now_rfc3339;
 use crate::{Limits, StoreError, secrets};
+use crew_protocol::{MessageKind, RequestId};
 
 #[derive(Debug, Clone)]
 pub struct Mailboxes {

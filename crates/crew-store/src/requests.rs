@@ -14,10 +14,10 @@ use serde_json::Value;
 use crate::lock::with_lock;
 use crate::mailbox::{Entry, Mailboxes};
 use crate::message::{Message, new_id};
-use crew_protocol::{MessageKind, RequestId, USER};
 use crate::roster::Roster;
 use crate::task::now_rfc3339;
 use crate::{Refusal, StoreError};
+use crew_protocol::{MessageKind, RequestId, USER};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -13,21 +13,12 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use crew_agent::conversation;
-use crew_agent::{
-    Agent, AgentConfig, AgentEvent, EventSink, Limits, MailboxPrompter, StopReason,
-};
+use crew_agent::{Agent, AgentConfig, AgentEvent, EventSink, Limits, MailboxPrompter, StopReason};
 use crew_config::{AgentEntry, ModelChoice, TeamConfig};
 use crew_git::Worktrees;
 use crew_model::scripted::ScriptedProvider;
 use crew_model::{ModelProvider, ProviderSpec, RetryPolicy, provider_from_spec};
 
-use crew_store::MessageKind;
-use crew_store::requests::RequestState;
-use crew_store::review::review_notes;
-use crew_store::{
-    AgentState, CacheTokens, Draft, Message, ReviewerVerdict, SUBAGENT_LINES, Status, SubagentLine,
-    Task, TaskId, Workspace,
-};
 use crate::review;
 use crate::role_prompt;
 use crate::roles::toolset;
@@ -36,6 +27,13 @@ use crate::task_branch::TaskBranch;
 use crate::tools::TeamEnv;
 use crate::verdict::{self, Verdict};
 use crate::worker::{INTERRUPTED_BY_PERSON, Job, JobOutcome, Work};
+use crew_store::MessageKind;
+use crew_store::requests::RequestState;
+use crew_store::review::review_notes;
+use crew_store::{
+    AgentState, CacheTokens, Draft, Message, ReviewerVerdict, SUBAGENT_LINES, Status, SubagentLine,
+    Task, TaskId, Workspace,
+};
 use crew_tools::permissions::{BypassSwitches, RuleSet};
 use crew_tools::spill::floor_char_boundary;
 use crew_tools::{Hooks, PermissionMode, PermissionPolicy, Pipeline, Sandbox};

@@ -16,19 +16,19 @@ use std::time::Duration;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crew_agent::emitter::Emitter;
-use crew_agent::transcript::{TranscriptWriter, transcript_path};
-use crew_agent::{AgentEvent, EventSink, Limits, StopReason, TurnResult};
-use crew_config::TeamConfig;
-use crew_store::message::new_id;
-use crew_store::{Task, Workspace};
 use crate::agent_work::{SetupError, person_prompter, status_sink, task_packet, working_dir};
 use crate::status::StatusHandle;
 use crate::task_branch::TaskBranch;
 use crate::verdict;
 use crate::worker::{INTERRUPTED_BY_PERSON, Job, JobOutcome, Work};
-use crew_tools::process::{ProcessEnd, ProcessSpec, run_process_streaming};
+use crew_agent::emitter::Emitter;
+use crew_agent::transcript::{TranscriptWriter, transcript_path};
+use crew_agent::{AgentEvent, EventSink, Limits, StopReason, TurnResult};
+use crew_config::TeamConfig;
 use crew_sandbox::SandboxPlan;
+use crew_store::message::new_id;
+use crew_store::{Task, Workspace};
+use crew_tools::process::{ProcessEnd, ProcessSpec, run_process_streaming};
 use crew_tools::{PermissionAnswer, PermissionAsk, Prompter, Sandbox, Subject, scrub_env};
 
 /// What `cmd` holds where the job's text goes.

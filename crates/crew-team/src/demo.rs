@@ -8,12 +8,12 @@ use std::process::Command;
 
 use serde::Serialize;
 
+use crate::verdict;
 use crew_git::{Author, GitError, exclude_from_git, init_with_files};
 use crew_store::MessageKind;
 use crew_store::requests::RequestState;
 use crew_store::workspace::RUNTIME_FOLDERS;
 use crew_store::{CacheTokens, StoreError, Workspace};
-use crate::verdict;
 
 pub const GOAL: &str = "Add `sub` and `mul` to the calc library with tests, document them in README.md, and have the reviewer run the project's tests.";
 
@@ -25,7 +25,10 @@ const PROJECT: &[(&str, &str)] = &[
         "README.md",
         include_str!("../../../assets/demo/project/README.md"),
     ),
-    ("test.sh", include_str!("../../../assets/demo/project/test.sh")),
+    (
+        "test.sh",
+        include_str!("../../../assets/demo/project/test.sh"),
+    ),
     (
         "lib/add.sh",
         include_str!("../../../assets/demo/project/lib/add.sh"),

@@ -8,15 +8,15 @@ use std::sync::atomic::AtomicBool;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crew_config::TeamConfig;
-use crew_store::requests::RequestState;
-use crew_store::{Draft, StoreError, TaskId, Workspace};
-use crew_store::{MessageKind, USER};
 use crate::agent_work::SetupError;
 use crate::review;
 use crate::supervisor::{Supervisor, SupervisorError, TeamEvent};
 use crate::teammate_work::work_for;
 use crate::worker::{ExitReason, Worker, WorkerSettings};
+use crew_config::TeamConfig;
+use crew_store::requests::RequestState;
+use crew_store::{Draft, StoreError, TaskId, Workspace};
+use crew_store::{MessageKind, USER};
 
 /// What answers permission requests when no person is at a screen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,8 +3,8 @@
 //! model call and the running tool's process group, keeps its task and waits for the person's
 //! next message (`team::worker`).
 
-use crew_store::MessageKind;
 use crew_protocol::USER;
+use crew_store::MessageKind;
 use crew_store::{Draft, Message, Refusal, Roster, StoreError, Workspace};
 
 /// Asks `name` to stop what it is doing now.

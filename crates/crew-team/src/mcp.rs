@@ -18,11 +18,11 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
+use crate::roles::team_toolset;
+use crate::tools::{TeamEnv, team_tools};
 use crew_config::TeamConfig;
 use crew_store::USER;
 use crew_store::{StoreError, Workspace};
-use crate::roles::team_toolset;
-use crate::tools::{TeamEnv, team_tools};
 use crew_tools::{ToolContext, ToolRegistry};
 
 /// The server's name in `--mcp-config`: Claude Code calls its tools `mcp__crew__<tool>`.

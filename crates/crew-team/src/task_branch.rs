@@ -4,9 +4,9 @@
 use crew_config::TeamConfig;
 use crew_git::{Author, MergeOutcome, Worktrees};
 
-use crew_store::{Draft, MessageKind, Task, TaskCommits, TaskId, Workspace};
 use crate::review;
 use crate::worker::{Job, JobOutcome};
+use crew_store::{Draft, MessageKind, Task, TaskCommits, TaskId, Workspace};
 
 /// Teammate `name`'s branch in `workspace`.
 pub(crate) struct TaskBranch<'a> {

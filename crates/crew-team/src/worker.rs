@@ -12,14 +12,14 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::budget::{self, Scope, Spend};
+use crate::status::StatusHandle;
 use crew_store::requests::RequestState;
 use crew_store::{
     AgentState, AgentStatus, CacheTokens, Claimant, DirWatcher, Draft, Entry, Message, Refusal,
     Roster, Status, StoreError, Task, TaskCommits, TaskId, Waker, Workspace,
 };
 use crew_store::{MessageKind, USER};
-use crate::budget::{self, Scope, Spend};
-use crate::status::StatusHandle;
 use tokio_util::sync::CancellationToken;
 
 type Fingerprint = (std::time::SystemTime, Option<u64>);

@@ -18,9 +18,9 @@ use crate::permissions::{
 };
 use crate::prompter::{PermissionAnswer, PermissionAsk, Prompter};
 use crate::registry::ToolRegistry;
-use crew_sandbox::SandboxPlan;
 use crate::spill::apply_budget;
 use crate::tool::{PreparedCall, Subject, Tool, ToolError, ToolKind, ToolOutput};
+use crew_sandbox::SandboxPlan;
 
 /// The Notification type (and matcher value) for a permission request.
 const PERMISSION_PROMPT: &str = "permission_prompt";

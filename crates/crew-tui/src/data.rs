@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 
 use tracing::debug;
 
+use crate::uiconfig::{self, UiConfig};
 use crew_agent::AgentEvent;
 use crew_agent::transcript::{Row, TranscriptLine};
 use crew_config::{FILE_NAME, TeamConfig};
 use crew_store::{AgentStatus, Entry, Task, TaskId, Workspace};
-use crate::uiconfig::{self, UiConfig};
 
 /// How many transcript rows are kept per agent: the panes show the last few, a zoomed teammate
 /// or the lead pane scrolls back through all of them (`crew replay` shows whole files).

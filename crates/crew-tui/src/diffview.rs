@@ -2,8 +2,8 @@
 
 use std::collections::HashMap;
 
-use crew_git::{FileDiff, WorktreeDiff};
 use crate::highlight::Segments;
+use crew_git::{FileDiff, WorktreeDiff};
 
 pub struct DiffView {
     pub name: String,

@@ -6,6 +6,9 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 use std::time::SystemTime;
 
+use crate::event::{Effect, Event};
+use crate::highlight::Highlighter;
+use crate::uiconfig;
 use crew_config::TeamConfig;
 use crew_git::{Author, Worktrees};
 use crew_store::{Claimant, Draft, StoreError, TaskId, TaskPatch, Workspace};
@@ -13,9 +16,6 @@ use crew_store::{MessageKind, USER};
 use crew_team::daemon::{self, Request, control};
 use crew_team::review;
 use crew_team::supervisor::Supervisor;
-use crate::event::{Effect, Event};
-use crate::highlight::Highlighter;
-use crate::uiconfig;
 
 /// Carries out store and git effects for one thread of the runtime, with crew.toml read once
 /// and again only when it changes. A crew.toml broken meanwhile does not block answers: the last

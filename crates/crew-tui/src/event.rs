@@ -5,12 +5,12 @@ use std::time::SystemTime;
 
 use ratatui::crossterm::event::{KeyEvent, MouseEvent};
 
+use crate::data::Change;
+use crate::highlight::Segments;
 use crew_git::{FileDiff, MergeOutcome, WorktreeDiff};
 use crew_store::{Message, NewTask, RequestInfo};
 use crew_team::daemon::DaemonStatus;
 use crew_team::review::Review;
-use crate::data::Change;
-use crate::highlight::Segments;
 
 #[derive(Debug)]
 pub enum Event {

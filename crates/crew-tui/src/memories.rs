@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
-use crew_store::{MemoryBook, MemoryScope};
 use crate::action::Action;
 use crate::state::{AppState, Level, Overlay, Pane};
+use crew_store::{MemoryBook, MemoryScope};
 
 /// One memory as the screen shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]

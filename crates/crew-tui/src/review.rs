@@ -1,12 +1,12 @@
 //! The diff review's reducer half: keys in the diff view, opening it, and what merge and
 //! discard results do to the screen.
 
-use crew_git::MergeOutcome;
 use crate::action::Action;
 use crate::diffview::DiffView;
 use crate::event::Effect;
 use crate::state::{AppState, Confirm, Level, Overlay, PromptKind};
 use crate::submit::open_prompt;
+use crew_git::MergeOutcome;
 
 pub fn merged(
     state: &mut AppState,

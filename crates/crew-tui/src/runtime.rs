@@ -14,7 +14,6 @@ use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 use ratatui::crossterm::event::{self as term_event, Event as TermEvent};
 use tracing::warn;
 
-use crew_team::daemon;
 use crate::data::Loader;
 use crate::effects::{self, Effects};
 use crate::event::{Effect, Event};
@@ -26,6 +25,7 @@ use crate::state::{AppState, SandboxState};
 use crate::terminal::Session;
 use crate::theme::Theme;
 use crate::uiconfig;
+use crew_team::daemon;
 
 /// `crew ui` options.
 #[derive(Debug, Clone)]

@@ -8,8 +8,8 @@ use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
-use crew_store::{Entry, RequestState, Status};
 use crate::workspace_view::WorkspaceView;
+use crew_store::{Entry, RequestState, Status};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LastSeen {

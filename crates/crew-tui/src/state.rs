@@ -7,10 +7,6 @@ use std::time::SystemTime;
 
 use ratatui_textarea::TextArea;
 
-use crew_git::FileDiff;
-use crew_store::AgentStatus;
-use crew_team::daemon::{DaemonStatus, StopProgress};
-use crew_team::review::Review;
 use crate::diffview::DiffView;
 use crate::highlight::Segments;
 use crate::keymap::{Keymap, Mode};
@@ -19,6 +15,10 @@ use crate::memories::MemoryView;
 use crate::theme::Theme;
 use crate::warning::Warning;
 use crate::workspace_view::WorkspaceView;
+use crew_git::FileDiff;
+use crew_store::AgentStatus;
+use crew_team::daemon::{DaemonStatus, StopProgress};
+use crew_team::review::Review;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Pane {

@@ -1,13 +1,13 @@
 //! Steering the team from the screen: a task's dependencies and owner, a teammate's shutdown
 //! and restart. Each opens a dialog or returns the effect that does it.
 
-use crew_store::AgentState;
-use crew_store::Status;
 use crate::action::Action;
 use crate::event::Effect;
 use crate::keymap::Mode;
 use crate::state::{AppState, Confirm, Level, Overlay, Pane, PromptKind};
 use crate::submit::open_prompt;
+use crew_store::AgentState;
+use crew_store::Status;
 
 /// A teammate whose process should be there (as opposed to SHUTDOWN, DEAD or never started).
 fn running(state: Option<AgentState>) -> bool {

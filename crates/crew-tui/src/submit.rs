@@ -1,8 +1,8 @@
 //! Dialogs: opening a prompt, and what submitting a prompt or confirming a question does.
 
-use crew_store::NewTask;
 use crate::event::Effect;
 use crate::state::{AppState, Confirm, Level, Overlay, Prompt, PromptKind, new_field};
+use crew_store::NewTask;
 
 pub fn open_prompt(state: &mut AppState, kind: PromptKind) {
     let task = |id: &str| state.workspace.tasks.iter().find(|t| t.id == id);

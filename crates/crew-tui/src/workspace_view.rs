@@ -4,14 +4,14 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::SystemTime;
 
+use crate::data::{Change, TRANSCRIPT_KEEP};
+use crate::uiconfig::UiConfig;
 use crew_agent::transcript::Row;
 use crew_config::TeamConfig;
 use crew_store::AgentStatus;
 use crew_store::dag::{Graph, order_key};
 use crew_store::requests::derive;
 use crew_store::{Entry, Message, RequestInfo, RequestState, Task};
-use crate::data::{Change, TRANSCRIPT_KEEP};
-use crate::uiconfig::UiConfig;
 
 /// One row of the task pane, precomputed so a frame only formats what is visible.
 #[derive(Debug, Clone, PartialEq)]

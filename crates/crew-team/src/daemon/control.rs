@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crew_store::{AgentState, RequestId, Workspace};
 use crate::daemon::socket_path;
+use crew_store::{AgentState, RequestId, Workspace};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]

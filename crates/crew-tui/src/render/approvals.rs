@@ -7,15 +7,15 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
-use crew_git::{FileDiff, FileStatus};
-use crew_store::MessageKind;
-use crew_store::RequestInfo;
 use crate::action::Action;
 use crate::ask;
 use crate::highlight::Segments;
 use crate::keymap::Mode;
 use crate::render::{age, diff, pane_block, plain};
 use crate::state::{AppState, Pane, Proposal};
+use crew_git::{FileDiff, FileStatus};
+use crew_store::MessageKind;
+use crew_store::RequestInfo;
 
 pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     let pending = state.workspace.pending();

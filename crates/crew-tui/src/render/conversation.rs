@@ -6,9 +6,9 @@ use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
-use crew_agent::transcript::Row;
 use crate::render::{one_line, plain};
 use crate::state::{AppState, Folds};
+use crew_agent::transcript::Row;
 
 /// How a transcript is laid out: its width, and whether long lines wrap (the lead pane and a
 /// zoomed teammate, to be read) or are cut (a teammate's small box, to be glanced at).

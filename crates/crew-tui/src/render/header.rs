@@ -7,8 +7,8 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use crew_store::AgentState;
 use crate::state::{AppState, SandboxState};
+use crew_store::AgentState;
 
 pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     let theme = &state.theme;

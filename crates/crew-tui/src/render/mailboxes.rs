@@ -8,10 +8,10 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use crew_store::{Entry, Message, RequestInfo, RequestState};
 use crate::navigate::inbox_names;
 use crate::render::{age, one_line, pane_block, plain};
 use crate::state::{AppState, Pane};
+use crew_store::{Entry, Message, RequestInfo, RequestState};
 
 pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     let names = inbox_names(state);

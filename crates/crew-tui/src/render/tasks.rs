@@ -6,10 +6,10 @@ use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 
-use crew_store::Status;
 use crate::render::{one_line, pane_block, plain, window_start};
 use crate::state::{AppState, Pane};
 use crate::workspace_view::TaskRow;
+use crew_store::Status;
 use unicode_width::UnicodeWidthStr;
 
 pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {

@@ -6,13 +6,13 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
-use crew_store::{AgentState, AgentStatus, MessageKind, TodoStatus};
 use crate::action::Action;
 use crate::keymap::Mode;
 use crate::layout::cells;
 use crate::render::header::tokens_text;
 use crate::render::{badge, conversation, one_line, pane_block, plain};
 use crate::state::{AppState, Pane};
+use crew_store::{AgentState, AgentStatus, MessageKind, TodoStatus};
 
 pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     let names = state.workspace.teammates();
