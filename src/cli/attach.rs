@@ -14,7 +14,7 @@ use anyhow::{Context, anyhow};
 use crate::cli::exit::CliError;
 use crew_config::TeamConfig;
 use crew_store::{Draft, Workspace, pid_alive};
-use crew_team::daemon::{self, DaemonStatus, Request, TeamProcess};
+use crew_team::run::daemon::{self, DaemonStatus, Request, TeamProcess};
 
 /// How long a starting daemon may take to answer on its socket.
 const START_TIMEOUT: Duration = Duration::from_secs(30);

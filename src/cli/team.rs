@@ -7,8 +7,8 @@ use serde_json::json;
 use crate::cli::output;
 use crate::cli::project::Project;
 use crew_store::AgentState;
-use crew_team::daemon::{self, Request};
-use crew_team::supervisor::{Supervisor, TeamEvent};
+use crew_team::run::daemon::{self, Request};
+use crew_team::run::supervisor::{Supervisor, TeamEvent};
 
 /// A status is only as good as its heartbeat: past this, a live state is shown as DEAD.
 fn stale_after(project: &Project) -> Duration {

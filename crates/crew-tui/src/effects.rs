@@ -13,9 +13,9 @@ use crew_config::TeamConfig;
 use crew_git::{Author, Worktrees};
 use crew_store::{Claimant, Draft, StoreError, TaskId, TaskPatch, Workspace};
 use crew_store::{MessageKind, USER};
-use crew_team::daemon::{self, Request, control};
 use crew_team::review;
-use crew_team::supervisor::Supervisor;
+use crew_team::run::daemon::{self, Request, control};
+use crew_team::run::supervisor::Supervisor;
 
 /// Carries out store and git effects for one thread of the runtime, with crew.toml read once
 /// and again only when it changes. A crew.toml broken meanwhile does not block answers: the last
@@ -154,7 +154,7 @@ fn execute(root: &Path, team: &TeamConfig, effect: Effect) -> Option<Event> {
                 .map_err(|e| e.to_string()),
         )),
         Effect::Interrupt { name } => Some(Event::Done(
-            crew_team::interrupt::interrupt(&ws, &roster, &name)
+            crew_team::run::interrupt::interrupt(&ws, &roster, &name)
                 .map(|_| {
                     format!("interrupting {name}; it keeps its task and waits for your message")
                 })

@@ -22,9 +22,11 @@ macro_rules! team_tool {
 
 mod claim;
 mod inbox;
+pub mod mcp;
 mod message;
 mod protocols;
 mod read_only_bash;
+pub mod roles;
 mod task_read;
 mod task_write;
 mod view;

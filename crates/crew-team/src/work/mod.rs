@@ -1,12 +1,22 @@
-//! Which `Work` runs an agent: crew's own agent loop, or a coding-agent CLI that runs its own.
+//! What runs an agent's jobs: crew's own agent loop (`agent`), or a coding-agent CLI that runs
+//! its own (`claude_code`, `codex`, any `command`); `work_for` picks one by the model's provider.
+
+pub mod agent;
+pub mod claude_code;
+mod cli_agent;
+mod cli_process;
+pub mod codex;
+pub mod command;
+pub mod role_prompt;
+mod task_branch;
 
 use std::sync::Arc;
 
-use crate::agent_work::{AgentWork, SetupError};
-use crate::claude_code::ClaudeCodeWork;
-use crate::codex::CodexWork;
-use crate::command_work::CommandWork;
-use crate::worker::Work;
+use crate::run::worker::Work;
+use crate::work::agent::{AgentWork, SetupError};
+use crate::work::claude_code::ClaudeCodeWork;
+use crate::work::codex::CodexWork;
+use crate::work::command::CommandWork;
 use crew_config::TeamConfig;
 use crew_store::Workspace;
 

@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::cli_process::{CliProcess, Line};
-use crate::codex::CodexError;
+use crate::work::cli_process::{CliProcess, Line};
+use crate::work::codex::CodexError;
 
 /// One message from the app-server.
 #[derive(Debug, Clone, PartialEq)]

@@ -5,7 +5,7 @@ use crew_config::TeamConfig;
 use crew_git::{Author, MergeOutcome, Worktrees};
 
 use crate::review;
-use crate::worker::{Job, JobOutcome};
+use crate::run::worker::{Job, JobOutcome};
 use crew_store::{Draft, MessageKind, Task, TaskCommits, TaskId, Workspace};
 
 /// Teammate `name`'s branch in `workspace`.

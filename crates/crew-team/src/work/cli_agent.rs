@@ -5,11 +5,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::agent_work::{SetupError, cache_tokens, permission_setup, working_dir};
-use crate::status::StatusHandle;
-use crate::task_branch::TaskBranch;
+use crate::run::status::StatusHandle;
+use crate::run::worker::{INTERRUPTED_BY_PERSON, Job, JobOutcome};
 use crate::verdict;
-use crate::worker::{INTERRUPTED_BY_PERSON, Job, JobOutcome};
+use crate::work::agent::{SetupError, cache_tokens, permission_setup, working_dir};
+use crate::work::task_branch::TaskBranch;
 use crew_agent::emitter::Emitter;
 use crew_agent::{AgentEvent, StopReason, TurnResult};
 use crew_config::TeamConfig;

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::claude_code::permission::CrewView;
+use crate::work::claude_code::permission::CrewView;
 use crew_tools::builtin::{BashTool, EditTool, WriteTool};
 use crew_tools::{Decision, PermissionPolicy, SandboxMode, Subject, ToolKind, TypedTool};
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::daemon::socket_path;
+use crate::run::daemon::socket_path;
 use crew_store::{AgentState, RequestId, Workspace};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -8,11 +8,11 @@ use std::sync::atomic::AtomicBool;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::agent_work::SetupError;
 use crate::review;
-use crate::supervisor::{Supervisor, SupervisorError, TeamEvent};
-use crate::teammate_work::work_for;
-use crate::worker::{ExitReason, Worker, WorkerSettings};
+use crate::run::supervisor::{Supervisor, SupervisorError, TeamEvent};
+use crate::run::worker::{ExitReason, Worker, WorkerSettings};
+use crate::work::agent::SetupError;
+use crate::work::work_for;
 use crew_config::TeamConfig;
 use crew_store::requests::RequestState;
 use crew_store::{Draft, StoreError, TaskId, Workspace};

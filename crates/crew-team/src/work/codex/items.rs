@@ -259,7 +259,7 @@ mod tests {
     use super::*;
 
     const RECORDED: &str = include_str!(
-        "../../../../tests/fixtures/codex/approvals-followup-interrupt.transcript.jsonl"
+        "../../../../../tests/fixtures/codex/approvals-followup-interrupt.transcript.jsonl"
     );
 
     /// The notifications of the recording, turn by turn, through one translator.

@@ -22,12 +22,12 @@ use std::time::Duration;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent_work::{SetupError, person_prompter, status_sink, task_packet};
-use crate::claude_code::PermissionGate;
-use crate::cli_agent::{self, CliTeammate, TurnEnding};
-use crate::cli_process::CliProcess;
-use crate::status::StatusHandle;
-use crate::worker::{Job, JobOutcome, Work};
+use crate::run::status::StatusHandle;
+use crate::run::worker::{Job, JobOutcome, Work};
+use crate::work::agent::{SetupError, person_prompter, status_sink, task_packet};
+use crate::work::claude_code::PermissionGate;
+use crate::work::cli_agent::{self, CliTeammate, TurnEnding};
+use crate::work::cli_process::CliProcess;
 use crew_agent::emitter::Emitter;
 use crew_agent::transcript::{TranscriptWriter, transcript_path};
 use crew_agent::{AgentEvent, EventSink};

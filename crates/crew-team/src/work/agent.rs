@@ -20,13 +20,13 @@ use crew_model::scripted::ScriptedProvider;
 use crew_model::{ModelProvider, ProviderSpec, RetryPolicy, provider_from_spec};
 
 use crate::review;
-use crate::role_prompt;
-use crate::roles::toolset;
-use crate::status::StatusHandle;
-use crate::task_branch::TaskBranch;
+use crate::run::status::StatusHandle;
+use crate::run::worker::{INTERRUPTED_BY_PERSON, Job, JobOutcome, Work};
 use crate::tools::TeamEnv;
+use crate::tools::roles::toolset;
 use crate::verdict::{self, Verdict};
-use crate::worker::{INTERRUPTED_BY_PERSON, Job, JobOutcome, Work};
+use crate::work::role_prompt;
+use crate::work::task_branch::TaskBranch;
 use crew_store::MessageKind;
 use crew_store::requests::RequestState;
 use crew_store::review::review_notes;
@@ -70,7 +70,7 @@ pub enum SetupError {
     #[error("crew.toml [[hooks]]: {0}")]
     Hooks(String),
     #[error(transparent)]
-    Role(#[from] crate::role_prompt::RoleError),
+    Role(#[from] crate::work::role_prompt::RoleError),
     #[error("cannot start the async runtime: {0}")]
     Runtime(#[source] std::io::Error),
 }

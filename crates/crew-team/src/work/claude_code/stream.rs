@@ -157,7 +157,8 @@ fn result_text(content: &Value) -> String {
 mod tests {
     use super::*;
 
-    const TOOLS: &str = include_str!("../../../../tests/fixtures/claude-code/tools.stream.jsonl");
+    const TOOLS: &str =
+        include_str!("../../../../../tests/fixtures/claude-code/tools.stream.jsonl");
 
     #[test]
     fn a_recorded_stream_becomes_messages_tool_calls_and_results() {

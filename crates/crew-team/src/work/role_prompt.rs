@@ -13,19 +13,22 @@ use crew_config::TeamConfig;
 
 /// The roles crew ships duties for.
 pub const ROLES: &[(&str, &str)] = &[
-    ("lead", include_str!("../../../assets/roles/lead.md")),
-    ("planner", include_str!("../../../assets/roles/planner.md")),
+    ("lead", include_str!("../../../../assets/roles/lead.md")),
+    (
+        "planner",
+        include_str!("../../../../assets/roles/planner.md"),
+    ),
     (
         "implementer",
-        include_str!("../../../assets/roles/implementer.md"),
+        include_str!("../../../../assets/roles/implementer.md"),
     ),
     (
         "reviewer",
-        include_str!("../../../assets/roles/reviewer.md"),
+        include_str!("../../../../assets/roles/reviewer.md"),
     ),
     (
         "explorer",
-        include_str!("../../../assets/roles/explorer.md"),
+        include_str!("../../../../assets/roles/explorer.md"),
     ),
 ];
 

@@ -20,10 +20,11 @@ use tokio_util::sync::CancellationToken;
 
 use serde_json::{Value, json};
 
-use crate::agent_work::{SetupError, person_prompter, status_sink, task_packet};
-use crate::status::StatusHandle;
-use crate::worker::{Job, JobOutcome, Work};
-use crate::{mcp, role_prompt};
+use crate::run::status::StatusHandle;
+use crate::run::worker::{Job, JobOutcome, Work};
+use crate::tools::mcp;
+use crate::work::agent::{SetupError, person_prompter, status_sink, task_packet};
+use crate::work::role_prompt;
 use crew_agent::emitter::Emitter;
 use crew_agent::transcript::{TranscriptWriter, transcript_path};
 use crew_agent::{AgentEvent, EventSink, MailboxPrompter};
@@ -34,8 +35,8 @@ use crew_tools::{
     Decision, PermissionAnswer, PermissionAsk, PermissionPolicy, Prompter, SandboxMode, ToolKind,
 };
 
-use crate::cli_agent::{self, CliTeammate, TurnEnding};
-use crate::cli_process::{CliProcess, Line, StdinClosed};
+use crate::work::cli_agent::{self, CliTeammate, TurnEnding};
+use crate::work::cli_process::{CliProcess, Line, StdinClosed};
 use permission::{CrewView, control_response, unsupported};
 use stream::{Translator, TurnEnd};
 

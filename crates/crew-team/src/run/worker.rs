@@ -12,8 +12,8 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::budget::{self, Scope, Spend};
-use crate::status::StatusHandle;
+use crate::run::budget::{self, Scope, Spend};
+use crate::run::status::StatusHandle;
 use crew_store::requests::RequestState;
 use crew_store::{
     AgentState, AgentStatus, CacheTokens, Claimant, DirWatcher, Draft, Entry, Message, Refusal,

@@ -8,12 +8,12 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use crate::daemon::control::{
+use crate::run::daemon::control::{
     BusyAgent, DaemonStatus, Reply, Request, StopProgress, with_short_path,
 };
-use crate::daemon::{TeamLock, TeamProcess, running, socket_path};
-use crate::headless::{Happening, HeadlessError, MergePolicy, TeamRun};
-use crate::supervisor::Supervisor;
+use crate::run::daemon::{TeamLock, TeamProcess, running, socket_path};
+use crate::run::headless::{Happening, HeadlessError, MergePolicy, TeamRun};
+use crate::run::supervisor::Supervisor;
 use crew_config::TeamConfig;
 use crew_store::{DirWatcher, StoreError, Waker, Workspace};
 

@@ -16,11 +16,11 @@ use std::time::Duration;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent_work::{SetupError, person_prompter, status_sink, task_packet, working_dir};
-use crate::status::StatusHandle;
-use crate::task_branch::TaskBranch;
+use crate::run::status::StatusHandle;
+use crate::run::worker::{INTERRUPTED_BY_PERSON, Job, JobOutcome, Work};
 use crate::verdict;
-use crate::worker::{INTERRUPTED_BY_PERSON, Job, JobOutcome, Work};
+use crate::work::agent::{SetupError, person_prompter, status_sink, task_packet, working_dir};
+use crate::work::task_branch::TaskBranch;
 use crew_agent::emitter::Emitter;
 use crew_agent::transcript::{TranscriptWriter, transcript_path};
 use crew_agent::{AgentEvent, EventSink, Limits, StopReason, TurnResult};

@@ -18,7 +18,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
-use crate::roles::team_toolset;
+use crate::tools::roles::team_toolset;
 use crate::tools::{TeamEnv, team_tools};
 use crew_config::TeamConfig;
 use crew_store::USER;
