@@ -17,7 +17,8 @@ use crew_store::{
     AgentState, Claimant, Draft, NewTask, RequestId, Roster, Status, TaskId, Workspace,
 };
 use crew_team::run::status::StatusHandle;
-use crew_team::run::worker::{ExitReason, Job, JobOutcome, Work, Worker, WorkerSettings};
+use crew_team::run::worker::{ExitReason, Worker, WorkerSettings};
+use crew_team::work::{Job, JobOutcome, Work};
 
 fn settings(name: &str, idle_timeout: Duration) -> WorkerSettings {
     WorkerSettings {

@@ -11,7 +11,7 @@ use std::time::Duration;
 use crate::review;
 use crate::run::supervisor::{Supervisor, SupervisorError, TeamEvent};
 use crate::run::worker::{ExitReason, Worker, WorkerSettings};
-use crate::work::agent::SetupError;
+use crate::work::SetupError;
 use crate::work::work_for;
 use crew_config::TeamConfig;
 use crew_store::requests::RequestState;

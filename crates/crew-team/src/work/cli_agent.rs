@@ -1,21 +1,180 @@
-//! What the coding-agent CLI teammates (Claude Code, Codex) share around their process: the
-//! credentials only the CLI gets, the id of the conversation a restarted worker resumes, their
-//! permissions, and how a turn becomes the job's outcome and what happens to the task after.
+//! What the coding-agent CLI teammates share. Claude Code and Codex are driven alike by
+//! [`CliWork`]: one conversation with the CLI at a time (started when a job needs one, resumed
+//! from the id kept before a restart, dropped when it breaks), a job a turn, and permission
+//! requests answered by crew's [`PermissionGate`]; an implementation of [`CliAgent`] says only how
+//! its CLI starts and how a turn goes. Any `command` shares how a turn begins and becomes the
+//! job's outcome ([`begin`], [`conclude`]), and what happens to the task after.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::run::status::StatusHandle;
-use crate::run::worker::{INTERRUPTED_BY_PERSON, Job, JobOutcome};
-use crate::verdict;
-use crate::work::agent::{SetupError, cache_tokens, permission_setup, working_dir};
-use crate::work::task_branch::TaskBranch;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
 use crew_agent::emitter::Emitter;
-use crew_agent::{AgentEvent, StopReason, TurnResult};
-use crew_config::TeamConfig;
+use crew_agent::{AgentEvent, EventSink, MailboxPrompter, StopReason, TurnResult};
+use crew_config::{ModelChoice, TeamConfig};
 use crew_model::Usage;
 use crew_store::{Task, Workspace};
-use crew_tools::{PermissionMode, PermissionPolicy, SandboxMode};
+use crew_tools::{
+    Decision, PermissionAnswer, PermissionAsk, PermissionMode, PermissionPolicy, Prompter,
+    SandboxMode, ToolKind,
+};
+
+use crate::run::status::StatusHandle;
+use crate::verdict;
+use crate::work::claude_code::permission::CrewView;
+use crate::work::task_branch::TaskBranch;
+use crate::work::{
+    INTERRUPTED_BY_PERSON, Job, JobOutcome, SetupError, Work, cache_tokens, open_transcript,
+    permission_setup, person_prompter, task_packet, working_dir,
+};
+
+/// What a coding-agent CLI adds to [`CliWork`]: how its conversation starts and how one turn
+/// goes. The rest is the same for every CLI teammate.
+pub(crate) trait CliAgent: Sized {
+    /// The CLI's name on `PATH`, run unless crew.toml's `bin` says otherwise.
+    const BIN: &'static str;
+    /// The CLI's side of a live conversation: its process and what spans turns.
+    type Session;
+    /// Why the CLI could not start, or why its conversation broke.
+    type Error: std::fmt::Display;
+
+    /// The CLI set up for `seat` (its arguments from the agent's model, say).
+    fn new(seat: &CliTeammate) -> Result<Self, SetupError>;
+
+    /// Starts the CLI in `workdir` for a conversation (the one kept from before a restart, if
+    /// it still has it).
+    fn start(&self, seat: &CliTeammate, workdir: &Path) -> Result<Self::Session, Self::Error>;
+
+    /// One turn: its input sent, the CLI's events to the transcript until the turn ends. When
+    /// the person interrupts, the CLI is asked to stop and the turn ends with what it says then.
+    fn turn(&self, session: &mut Self::Session, turn: &Turn<'_>)
+    -> Result<TurnEnding, Self::Error>;
+
+    /// After a turn that broke `session` (the next job starts a new one).
+    fn broken(&self, _seat: &CliTeammate, _session: &Self::Session) {}
+}
+
+/// What one turn of a CLI's conversation works with.
+pub(crate) struct Turn<'a> {
+    pub seat: &'a CliTeammate,
+    pub input: &'a str,
+    /// What answers the CLI's permission requests; its emitter is the transcript's.
+    pub gate: PermissionGate<'a>,
+    /// Fired when the person interrupts.
+    pub cancel: &'a CancellationToken,
+}
+
+/// A CLI teammate's [`Work`]: each job is one turn of the live conversation.
+pub(crate) struct CliWork<A: CliAgent> {
+    seat: CliTeammate,
+    agent: A,
+    conversation: Option<Conversation<A::Session>>,
+}
+
+/// A live conversation: the CLI's session, the transcript, the folder it runs in, its turns.
+struct Conversation<S> {
+    session: S,
+    emitter: Arc<Emitter>,
+    workdir: PathBuf,
+    turns: u64,
+}
+
+impl<A: CliAgent> CliWork<A> {
+    /// The work of teammate `name`, whose model is the CLI `A`.
+    pub fn new(
+        workspace: Workspace,
+        config: Arc<TeamConfig>,
+        name: &str,
+        bypass_flag: bool,
+    ) -> Result<Self, SetupError> {
+        let seat = CliTeammate::new(workspace, config, name, bypass_flag, A::BIN)?;
+        Ok(Self {
+            agent: A::new(&seat)?,
+            seat,
+            conversation: None,
+        })
+    }
+
+    /// The live conversation, started (in the teammate's working folder) when there is none.
+    fn conversation(&mut self, status: &StatusHandle) -> Result<Conversation<A::Session>, String> {
+        if let Some(conversation) = self.conversation.take() {
+            return Ok(conversation);
+        }
+        let workdir = self.seat.workdir()?;
+        let session = self
+            .agent
+            .start(&self.seat, &workdir)
+            .map_err(|e| e.to_string())?;
+        let emitter = open_transcript(&self.seat.workspace, &self.seat.name, status)?;
+        Ok(Conversation {
+            session,
+            emitter,
+            workdir,
+            turns: 0,
+        })
+    }
+}
+
+impl<A: CliAgent> Work for CliWork<A> {
+    fn entered_review(&mut self, task: &Task) {
+        self.seat.branch().ask_for_review(task);
+    }
+
+    fn run(&mut self, job: &Job, status: &StatusHandle, cancel: &CancellationToken) -> JobOutcome {
+        let (input, _) = task_packet(job);
+        let mut conversation = match self.conversation(status) {
+            Ok(conversation) => conversation,
+            Err(e) => return failed(status, e),
+        };
+        let begun = begin(
+            &self.seat.branch(),
+            self.seat.writes,
+            job,
+            &conversation.emitter,
+            &mut conversation.turns,
+            &input,
+        );
+        if let Err(e) = begun {
+            self.conversation = Some(conversation);
+            return failed(status, e);
+        }
+        let events = Arc::clone(&conversation.emitter);
+        let prompter = person_prompter(&self.seat.workspace, &self.seat.config, &self.seat.name)
+            .with_events(EventSink::new(move |e| events.emit(e)));
+        let turn = Turn {
+            seat: &self.seat,
+            input: &input,
+            gate: PermissionGate {
+                writes: self.seat.writes,
+                policy: &self.seat.policy,
+                sandbox: self.seat.sandbox,
+                workdir: &conversation.workdir,
+                prompter: &prompter,
+                runtime: &self.seat.runtime,
+                emitter: &conversation.emitter,
+            },
+            cancel,
+        };
+        let ended = self
+            .agent
+            .turn(&mut conversation.session, &turn)
+            .map_err(|e| e.to_string());
+        let broken = ended.is_err();
+        let reviewer = self.seat.role == "reviewer" && matches!(job, Job::Task(_));
+        let (mut outcome, result) = conclude(&self.seat.name, reviewer, &input, ended, status);
+        conversation.emitter.emit(AgentEvent::TurnEnd { result });
+        if broken {
+            // A broken conversation is not reused: the next job starts a fresh process.
+            self.agent.broken(&self.seat, &conversation.session);
+        } else {
+            self.conversation = Some(conversation);
+        }
+        self.seat.settle(job, &mut outcome);
+        outcome
+    }
+}
 
 /// What every CLI teammate is besides its live process: who it is in crew.toml, crew's policy
 /// for it, and a task the person interrupted (their next message continues it).
@@ -25,6 +184,8 @@ pub struct CliTeammate {
     pub name: String,
     pub role: String,
     pub writes: bool,
+    /// The agent's `model = {...}` in crew.toml.
+    pub model: ModelChoice,
     /// The CLI to run: crew.toml's `bin`, else the provider's own name on `PATH`.
     pub bin: String,
     pub mode: PermissionMode,
@@ -49,6 +210,7 @@ impl CliTeammate {
         Ok(CliTeammate {
             role: config.role_of(name).unwrap_or("lead").to_string(),
             writes: entry.writes,
+            model: entry.model.clone(),
             bin: entry
                 .model
                 .bin
@@ -214,37 +376,33 @@ pub fn note(status: &StatusHandle, reason: &str) {
     }
 }
 
-/// Before a job's turn, once the CLI's conversation is up (`started`: its transcript and turn
-/// count, or why it is not): a writer's task is brought up to date on its branch, and the turn's
-/// start goes to the transcript. `Some` is the job, failed with why (also the agent's note).
+/// Before a job's turn: a writer's task is brought up to date on its branch (`Err`: why it
+/// cannot start), and the turn's start goes to the transcript.
 pub fn begin(
     branch: &TaskBranch<'_>,
     writes: bool,
     job: &Job,
-    started: Result<(&Emitter, &mut u64), String>,
+    emitter: &Emitter,
+    turns: &mut u64,
     input: &str,
-    status: &StatusHandle,
-) -> Option<JobOutcome> {
-    let prepared = match (job, writes) {
-        (Job::Task(task), true) => started.and_then(|up| branch.prepare(task).map(|()| up)),
-        _ => started,
-    };
-    match prepared {
-        Ok((emitter, turns)) => {
-            *turns += 1;
-            emitter.set_turn(*turns);
-            emitter.emit(AgentEvent::TurnStart {
-                turn: *turns,
-                input: input.to_string(),
-                prefix_fingerprint: String::new(),
-            });
-            None
-        }
-        Err(e) => {
-            note(status, &e);
-            Some(JobOutcome::failed(e))
-        }
+) -> Result<(), String> {
+    if let (Job::Task(task), true) = (job, writes) {
+        branch.prepare(task)?;
     }
+    *turns += 1;
+    emitter.set_turn(*turns);
+    emitter.emit(AgentEvent::TurnStart {
+        turn: *turns,
+        input: input.to_string(),
+        prefix_fingerprint: String::new(),
+    });
+    Ok(())
+}
+
+/// A job that could not run, and why (also the agent's note).
+pub fn failed(status: &StatusHandle, why: String) -> JobOutcome {
+    note(status, &why);
+    JobOutcome::failed(why)
 }
 
 /// What every CLI teammate needs from crew.toml besides its model: its permission mode and
@@ -265,4 +423,107 @@ fn permissions(
         .build()
         .map_err(SetupError::Runtime)?;
     Ok((mode, policy, runtime))
+}
+
+/// The refusal of a file-changing tool for an agent that does not write (crew's own such agents
+/// have no write tools at all).
+fn refuse_writes(writes: bool, view: &CrewView) -> Option<String> {
+    (!writes && view.kind == ToolKind::Write).then(|| {
+        format!(
+            "{} is not allowed: this agent does not change files (no `writes = true` in crew.toml)",
+            view.tool
+        )
+    })
+}
+
+/// What answers a CLI's permission requests (Claude Code's `can_use_tool`, Codex's approvals):
+/// crew's policy for the teammate's working folder, then the person through the mailbox.
+pub(crate) struct PermissionGate<'a> {
+    /// Whether the agent may change files at all (`writes` in crew.toml).
+    pub writes: bool,
+    pub policy: &'a PermissionPolicy,
+    pub sandbox: SandboxMode,
+    pub workdir: &'a std::path::Path,
+    pub prompter: &'a MailboxPrompter,
+    pub runtime: &'a tokio::runtime::Runtime,
+    pub emitter: &'a Emitter,
+}
+
+impl PermissionGate<'_> {
+    /// crew's answer to one request for `view`; `input` is what the person is shown.
+    pub fn decide(&self, view: CrewView, input: &Value) -> Result<(), String> {
+        if let Some(refusal) = refuse_writes(self.writes, &view) {
+            return Err(refusal);
+        }
+        let PermissionGate {
+            writes: _,
+            policy,
+            sandbox,
+            workdir,
+            prompter,
+            runtime,
+            emitter,
+        } = self;
+        let outcome = view.decide(policy, *sandbox, workdir);
+        let reason = match outcome.decision {
+            Decision::Allow => return Ok(()),
+            Decision::Deny(reason) => return Err(reason),
+            Decision::Ask(reason) => reason,
+        };
+        emitter.emit(AgentEvent::PermissionAsked {
+            tool: view.tool.clone(),
+            input: input.clone(),
+            reason: reason.clone(),
+        });
+        let answer = runtime.block_on(prompter.ask(PermissionAsk {
+            tool: view.tool.clone(),
+            input: input.clone(),
+            subject: view.subject.clone(),
+            reason,
+            workspace: workdir.to_path_buf(),
+        }));
+        let verdict = match answer {
+            PermissionAnswer::Allow => Ok(()),
+            PermissionAnswer::AllowAlways(rule) => {
+                // "Always" is a crew rule for this session, never one of the CLI's.
+                policy.remember_written(&rule);
+                Ok(())
+            }
+            PermissionAnswer::Deny(reason) => Err(reason),
+        };
+        emitter.emit(AgentEvent::PermissionAnswered {
+            tool: view.tool,
+            allowed: verdict.is_ok(),
+            detail: verdict.clone().err().unwrap_or_default(),
+        });
+        verdict
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn an_agent_that_does_not_write_is_refused_file_changes_only() {
+        let input = json!({"file_path": "src/a.rs"});
+        for tool in ["Write", "Edit", "MultiEdit"] {
+            let view = CrewView::of(tool, &input);
+            let refusal = refuse_writes(false, &view).unwrap_or_default();
+            assert!(
+                refusal.contains("does not change files"),
+                "{tool}: {refusal}"
+            );
+            assert_eq!(refuse_writes(true, &view), None);
+        }
+        for tool in ["Read", "Grep", "Bash", "mcp__crew__task_create"] {
+            assert_eq!(
+                refuse_writes(false, &CrewView::of(tool, &input)),
+                None,
+                "{tool}"
+            );
+        }
+    }
 }

@@ -1,44 +1,32 @@
 //! Claude Code as a teammate (`model = { provider = "claude-code", … }`).
 //!
 //! The CLI runs its own agent loop and tools, so it replaces crew's agent loop, not crew's model:
-//! it is a [`Work`], next to `AgentWork`, and the worker around it claims, reports and releases
-//! tasks as for any teammate. One long-lived `claude -p` stream-json process per conversation
-//! runs in the teammate's worktree; each job (a task or a message) is one user line on its stdin
-//! and ends at the CLI's `result`. Each `can_use_tool` request is decided by crew's policy, and
-//! what it would ask goes to the person as a crew `permission_request` through the lead's inbox
-//! (the approvals pane, `crew respond`, or the headless policy). The CLI's events become crew
-//! transcript events. A CLI that cannot start, speaks another version, prints a line that is not
-//! JSON or dies ends the job as failed with the reason; the next job starts a new process, which
-//! resumes the CLI's session (also after the worker restarts).
+//! it is a [`CliAgent`] (its work a `CliWork`, next to `AgentWork`), and the worker around it
+//! claims, reports and releases tasks as for any teammate. One long-lived `claude -p`
+//! stream-json process per conversation runs in the teammate's worktree; each job (a task or a
+//! message) is one user line on its stdin and ends at the CLI's `result`. Each `can_use_tool`
+//! request is decided by crew's policy, and what it would ask goes to the person as a crew
+//! `permission_request` through the lead's inbox (the approvals pane, `crew respond`, or the
+//! headless policy). The CLI's events become crew transcript events. A CLI that cannot start,
+//! speaks another version, prints a line that is not JSON or dies ends the job as failed with the
+//! reason; the next job starts a new process, which resumes the CLI's session (also after the
+//! worker restarts).
 
 pub(crate) mod permission;
 mod stream;
 
-use std::path::PathBuf;
-use std::sync::Arc;
-use tokio_util::sync::CancellationToken;
+use std::path::Path;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
-use crate::run::status::StatusHandle;
-use crate::run::worker::{Job, JobOutcome, Work};
-use crate::tools::mcp;
-use crate::work::agent::{SetupError, person_prompter, status_sink, task_packet};
-use crate::work::role_prompt;
-use crew_agent::emitter::Emitter;
-use crew_agent::transcript::{TranscriptWriter, transcript_path};
-use crew_agent::{AgentEvent, EventSink, MailboxPrompter};
-use crew_config::TeamConfig;
 use crew_store::message::new_id;
-use crew_store::{Task, Workspace};
-use crew_tools::{
-    Decision, PermissionAnswer, PermissionAsk, PermissionPolicy, Prompter, SandboxMode, ToolKind,
-};
 
-use crate::work::cli_agent::{self, CliTeammate, TurnEnding};
+use crate::tools::mcp;
+use crate::work::cli_agent::{self, CliAgent, CliTeammate, Turn, TurnEnding};
 use crate::work::cli_process::{CliProcess, Line, StdinClosed};
+use crate::work::{SetupError, role_prompt};
 use permission::{CrewView, control_response, unsupported};
-use stream::{Translator, TurnEnd};
+use stream::Translator;
 
 /// The major version whose protocol crew speaks (recorded from Claude Code 2.1.197).
 const SUPPORTED_MAJOR: &str = "2";
@@ -67,10 +55,8 @@ pub enum ClaudeError {
     NotJson(String),
     #[error("Claude Code exited mid-turn ({0})")]
     Died(String),
-    #[error("Claude Code was not started")]
-    NotStarted,
-    #[error(transparent)]
-    Io(#[from] std::io::Error),
+    #[error("crew mcp not set up: {0}")]
+    McpSetup(std::io::Error),
 }
 
 /// The flags that make `claude` a two-way stream-json peer that asks crew before each tool.
@@ -85,45 +71,54 @@ pub const PROTOCOL_ARGS: &[&str] = &[
     "stdio",
 ];
 
-/// The live conversation: the process, its transcript, and what spans turns.
-struct Session {
+/// The live conversation's process and what spans its turns.
+pub(crate) struct Session {
     process: CliProcess,
-    emitter: Arc<Emitter>,
     translator: Translator,
-    workdir: PathBuf,
-    turns: u64,
     /// The CLI's `total_cost_usd` at the end of the last turn (it counts the whole session).
     cost_so_far: f64,
     /// Whether the process has said `init` (so a session id it was given worked).
     initialised: bool,
 }
 
-pub struct ClaudeCodeWork {
-    seat: CliTeammate,
+/// Claude Code for one teammate: its extra arguments and the role's instructions.
+pub(crate) struct ClaudeCode {
     args: Vec<String>,
     /// The role's instructions, appended to the CLI's own system prompt.
     instructions: String,
-    session: Option<Session>,
 }
 
-impl ClaudeCodeWork {
-    pub fn new(
-        workspace: Workspace,
-        config: Arc<TeamConfig>,
-        name: &str,
-        bypass_flag: bool,
-    ) -> Result<Self, SetupError> {
-        let seat = CliTeammate::new(workspace, config, name, bypass_flag, "claude")?;
-        let model = &seat
-            .config
-            .agent(name)
-            .ok_or_else(|| SetupError::UnknownAgent(name.to_string()))?
-            .model;
+impl ClaudeCode {
+    /// Where the CLI's session id is kept, so a restarted worker resumes the conversation.
+    fn session_file(seat: &CliTeammate) -> std::path::PathBuf {
+        seat.id_file("claude-code", "session")
+    }
+
+    /// What crew adds to the CLI's arguments: its team tools as the MCP server `crew`
+    /// (`crew mcp --as NAME`, this very binary) and the role's instructions.
+    fn crew_args(&self, seat: &CliTeammate) -> std::io::Result<Vec<String>> {
+        let exe = std::env::current_exe()?;
+        let config = mcp::write_client_config(seat.workspace.root(), &seat.name, &exe)?;
+        Ok(vec![
+            "--mcp-config".to_string(),
+            config.display().to_string(),
+            "--append-system-prompt".to_string(),
+            self.instructions.clone(),
+        ])
+    }
+}
+
+impl CliAgent for ClaudeCode {
+    const BIN: &'static str = "claude";
+    type Session = Session;
+    type Error = ClaudeError;
+
+    fn new(seat: &CliTeammate) -> Result<Self, SetupError> {
         let mut args = Vec::new();
-        if let Some(model) = &model.model {
+        if let Some(model) = &seat.model.model {
             args.extend(["--model".to_string(), model.clone()]);
         }
-        args.extend(model.args.iter().cloned());
+        args.extend(seat.model.args.iter().cloned());
         let root = seat.workspace.root();
         role_prompt::check(&seat.config, root)?;
         let instructions = format!(
@@ -133,94 +128,42 @@ impl ClaudeCodeWork {
                 &role_prompt::duties(&seat.config, root, &seat.role)?
             )
         );
-        Ok(Self {
-            seat,
-            args,
-            instructions,
-            session: None,
+        Ok(Self { args, instructions })
+    }
+
+    fn start(&self, seat: &CliTeammate, workdir: &Path) -> Result<Session, ClaudeError> {
+        let mut args: Vec<String> = PROTOCOL_ARGS.iter().map(|a| a.to_string()).collect();
+        args.extend(self.crew_args(seat).map_err(ClaudeError::McpSetup)?);
+        args.extend(self.args.iter().cloned());
+        if let Some(id) = cli_agent::saved_id(&Self::session_file(seat)) {
+            args.extend(["--resume".to_string(), id]);
+        }
+        let process = CliProcess::spawn(
+            &seat.bin,
+            &args,
+            workdir,
+            &cli_agent::credentials(&["ANTHROPIC_", "CLAUDE_"]),
+        )
+        .map_err(|source| ClaudeError::Start {
+            bin: seat.bin.clone(),
+            source,
+        })?;
+        Ok(Session {
+            process,
+            translator: Translator::default(),
+            cost_so_far: 0.0,
+            initialised: false,
         })
     }
 
-    /// Where the CLI's session id is kept, so a restarted worker resumes the conversation.
-    fn session_file(&self) -> PathBuf {
-        self.seat.id_file("claude-code", "session")
-    }
-
-    /// The live session, started (in the teammate's working folder) when there is none.
-    fn session(&mut self, status: &StatusHandle) -> Result<&mut Session, String> {
-        let session = if let Some(session) = self.session.take() {
-            session
-        } else {
-            let workdir = self.seat.workdir()?;
-            let mut args: Vec<String> = PROTOCOL_ARGS.iter().map(|a| a.to_string()).collect();
-            args.extend(
-                self.crew_args()
-                    .map_err(|e| format!("crew mcp not set up: {e}"))?,
-            );
-            args.extend(self.args.iter().cloned());
-            if let Some(id) = cli_agent::saved_id(&self.session_file()) {
-                args.extend(["--resume".to_string(), id]);
-            }
-            let process = CliProcess::spawn(
-                &self.seat.bin,
-                &args,
-                &workdir,
-                &cli_agent::credentials(&["ANTHROPIC_", "CLAUDE_"]),
-            )
-            .map_err(|source| {
-                ClaudeError::Start {
-                    bin: self.seat.bin.clone(),
-                    source,
-                }
-                .to_string()
-            })?;
-            let path = transcript_path(
-                self.seat.workspace.root(),
-                &self.seat.name,
-                &new_id("session"),
-            );
-            let writer = TranscriptWriter::open(path).map_err(|e| e.to_string())?;
-            Session {
-                process,
-                emitter: Arc::new(Emitter::new(status_sink(status.clone()), writer)),
-                translator: Translator::default(),
-                workdir,
-                turns: 0,
-                cost_so_far: 0.0,
-                initialised: false,
-            }
-        };
-        Ok(self.session.insert(session))
-    }
-
-    /// What crew adds to the CLI's arguments: its team tools as the MCP server `crew`
-    /// (`crew mcp --as NAME`, this very binary) and the role's instructions.
-    fn crew_args(&self) -> std::io::Result<Vec<String>> {
-        let exe = std::env::current_exe()?;
-        let config = mcp::write_client_config(self.seat.workspace.root(), &self.seat.name, &exe)?;
-        Ok(vec![
-            "--mcp-config".to_string(),
-            config.display().to_string(),
-            "--append-system-prompt".to_string(),
-            self.instructions.clone(),
-        ])
-    }
-
-    /// Sends `input` and follows the stream to the turn's `result`.
-    /// One turn: `input` as a user line, then the CLI's events until its `result`. When the
+    /// One turn: the input as a user line, then the CLI's events until its `result`. When the
     /// person interrupts, the CLI is sent its own `interrupt` request and the turn ends with the
     /// `result` that follows.
-    fn turn(&mut self, input: &str, cancel: &CancellationToken) -> Result<TurnEnd, ClaudeError> {
-        let prompter = person_prompter(&self.seat.workspace, &self.seat.config, &self.seat.name);
-        let session_file = self.session_file();
-        let Some(session) = self.session.as_mut() else {
-            return Err(ClaudeError::NotStarted);
-        };
-        let events = Arc::clone(&session.emitter);
-        let prompter = prompter.with_events(EventSink::new(move |e| events.emit(e)));
+    fn turn(&self, session: &mut Session, turn: &Turn<'_>) -> Result<TurnEnding, ClaudeError> {
+        let session_file = Self::session_file(turn.seat);
         let sent = session.process.send(&json!({
             "type": "user",
-            "message": {"role": "user", "content": input},
+            "message": {"role": "user", "content": turn.input},
         }));
         if sent.is_err() {
             // Gone while idle: say why, as for a death mid-turn.
@@ -229,7 +172,7 @@ impl ClaudeCodeWork {
         let mut interrupted = false;
         loop {
             let Some(line) = session.process.next_within(INTERRUPT_POLL) else {
-                if cancel.is_cancelled() && !interrupted {
+                if turn.cancel.is_cancelled() && !interrupted {
                     interrupted = true;
                     session.process.send(&json!({
                         "type": "control_request",
@@ -257,7 +200,7 @@ impl ClaudeCodeWork {
                 }
                 Some("assistant" | "user") => {
                     for event in session.translator.events(&line) {
-                        session.emitter.emit(event);
+                        turn.gate.emitter.emit(event);
                     }
                 }
                 Some("control_request") => {
@@ -265,20 +208,11 @@ impl ClaudeCodeWork {
                     let request = &line["request"];
                     let reply = match request["subtype"].as_str().unwrap_or_default() {
                         "can_use_tool" => {
-                            let gate = PermissionGate {
-                                writes: self.seat.writes,
-                                policy: &self.seat.policy,
-                                sandbox: self.seat.sandbox,
-                                workdir: &session.workdir,
-                                prompter: &prompter,
-                                runtime: &self.seat.runtime,
-                                emitter: &session.emitter,
-                            };
                             let view = CrewView::of(
                                 request["tool_name"].as_str().unwrap_or_default(),
                                 &request["input"],
                             );
-                            let verdict = gate.decide(view, &request["input"]);
+                            let verdict = turn.gate.decide(view, &request["input"]);
                             control_response(
                                 request_id,
                                 &request["input"],
@@ -292,178 +226,38 @@ impl ClaudeCodeWork {
                 Some("result") => {
                     let (events, end) = session.translator.finish(&line);
                     for event in events {
-                        session.emitter.emit(event);
+                        turn.gate.emitter.emit(event);
                     }
-                    return Ok(TurnEnd { interrupted, ..end });
+                    let cost_micros = end.total_cost_usd.map(|total| {
+                        let spent = (total - session.cost_so_far).max(0.0);
+                        session.cost_so_far = total;
+                        crew_model::types::micros_of_dollars(spent)
+                    });
+                    return Ok(TurnEnding {
+                        success: end.success,
+                        interrupted,
+                        text: end.text,
+                        turns: end.turns,
+                        usage: end.usage,
+                        cost_micros,
+                    });
                 }
                 // Status, subagent progress, acknowledgements: nothing crew shows.
                 _ => {}
             }
         }
     }
-}
 
-/// The refusal of a file-changing tool for an agent that does not write (crew's own such agents
-/// have no write tools at all).
-fn refuse_writes(writes: bool, view: &CrewView) -> Option<String> {
-    (!writes && view.kind == ToolKind::Write).then(|| {
-        format!(
-            "{} is not allowed: this agent does not change files (no `writes = true` in crew.toml)",
-            view.tool
-        )
-    })
-}
-
-/// What answers a CLI's permission requests (Claude Code's `can_use_tool`, Codex's approvals):
-/// crew's policy for the teammate's working folder, then the person through the mailbox.
-pub(crate) struct PermissionGate<'a> {
-    /// Whether the agent may change files at all (`writes` in crew.toml).
-    pub writes: bool,
-    pub policy: &'a PermissionPolicy,
-    pub sandbox: SandboxMode,
-    pub workdir: &'a std::path::Path,
-    pub prompter: &'a MailboxPrompter,
-    pub runtime: &'a tokio::runtime::Runtime,
-    pub emitter: &'a Emitter,
-}
-
-impl PermissionGate<'_> {
-    /// crew's answer to one request for `view`; `input` is what the person is shown.
-    pub fn decide(&self, view: CrewView, input: &Value) -> Result<(), String> {
-        if let Some(refusal) = refuse_writes(self.writes, &view) {
-            return Err(refusal);
-        }
-        let PermissionGate {
-            writes: _,
-            policy,
-            sandbox,
-            workdir,
-            prompter,
-            runtime,
-            emitter,
-        } = self;
-        let outcome = view.decide(policy, *sandbox, workdir);
-        let reason = match outcome.decision {
-            Decision::Allow => return Ok(()),
-            Decision::Deny(reason) => return Err(reason),
-            Decision::Ask(reason) => reason,
-        };
-        emitter.emit(AgentEvent::PermissionAsked {
-            tool: view.tool.clone(),
-            input: input.clone(),
-            reason: reason.clone(),
-        });
-        let answer = runtime.block_on(prompter.ask(PermissionAsk {
-            tool: view.tool.clone(),
-            input: input.clone(),
-            subject: view.subject.clone(),
-            reason,
-            workspace: workdir.to_path_buf(),
-        }));
-        let verdict = match answer {
-            PermissionAnswer::Allow => Ok(()),
-            PermissionAnswer::AllowAlways(rule) => {
-                // "Always" is a crew rule for this session, never one of the CLI's.
-                policy.remember_written(&rule);
-                Ok(())
-            }
-            PermissionAnswer::Deny(reason) => Err(reason),
-        };
-        emitter.emit(AgentEvent::PermissionAnswered {
-            tool: view.tool,
-            allowed: verdict.is_ok(),
-            detail: verdict.clone().err().unwrap_or_default(),
-        });
-        verdict
-    }
-}
-
-impl Work for ClaudeCodeWork {
-    fn entered_review(&mut self, task: &Task) {
-        self.seat.branch().ask_for_review(task);
-    }
-
-    fn run(&mut self, job: &Job, status: &StatusHandle, cancel: &CancellationToken) -> JobOutcome {
-        let (input, _) = task_packet(job);
-        let started = self.session(status).map(|_| ());
-        let branch = self.seat.branch();
-        let started = started.and_then(|()| {
-            let session = self
-                .session
-                .as_mut()
-                .ok_or_else(|| ClaudeError::NotStarted.to_string())?;
-            Ok((&*session.emitter, &mut session.turns))
-        });
-        if let Some(failed) =
-            cli_agent::begin(&branch, self.seat.writes, job, started, &input, status)
+    /// A process that died before `init` may have been refused the session it was to resume:
+    /// the next one starts a new conversation instead of failing the same way.
+    fn broken(&self, seat: &CliTeammate, session: &Session) {
+        if !session.initialised
+            && let Err(e) = std::fs::remove_file(Self::session_file(seat))
+            && e.kind() != std::io::ErrorKind::NotFound
         {
-            return failed;
-        }
-        let ended = self.turn(&input, cancel);
-        let broken = ended.is_err();
-        let Some(session) = self.session.as_mut() else {
-            return JobOutcome::failed(ClaudeError::NotStarted.to_string());
-        };
-        let ended = ended.map_err(|e| e.to_string()).map(|end| {
-            let cost_micros = end.total_cost_usd.map(|total| {
-                let spent = (total - session.cost_so_far).max(0.0);
-                session.cost_so_far = total;
-                crew_model::types::micros_of_dollars(spent)
-            });
-            TurnEnding {
-                success: end.success,
-                interrupted: end.interrupted,
-                text: end.text,
-                turns: end.turns,
-                usage: end.usage,
-                cost_micros,
-            }
-        });
-        let reviewer = self.seat.role == "reviewer" && matches!(job, Job::Task(_));
-        let (mut outcome, result) =
-            cli_agent::conclude(&self.seat.name, reviewer, &input, ended, status);
-        session.emitter.emit(AgentEvent::TurnEnd { result });
-        if broken {
-            // A process that died before `init` may have been refused the session it was to
-            // resume: the next one starts a new conversation instead of failing the same way.
-            if !session.initialised
-                && let Err(e) = std::fs::remove_file(self.session_file())
-                && e.kind() != std::io::ErrorKind::NotFound
-            {
-                tracing::warn!(
-                    "{}: stale Claude Code session not forgotten: {e}",
-                    self.seat.name
-                );
-            }
-            // A broken conversation is not reused: the next job starts a fresh process.
-            self.session = None;
-        }
-        self.seat.settle(job, &mut outcome);
-        outcome
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_agent_that_does_not_write_is_refused_file_changes_only() {
-        let input = json!({"file_path": "src/a.rs"});
-        for tool in ["Write", "Edit", "MultiEdit"] {
-            let view = CrewView::of(tool, &input);
-            let refusal = refuse_writes(false, &view).unwrap_or_default();
-            assert!(
-                refusal.contains("does not change files"),
-                "{tool}: {refusal}"
-            );
-            assert_eq!(refuse_writes(true, &view), None);
-        }
-        for tool in ["Read", "Grep", "Bash", "mcp__crew__task_create"] {
-            assert_eq!(
-                refuse_writes(false, &CrewView::of(tool, &input)),
-                None,
-                "{tool}"
+            tracing::warn!(
+                "{}: stale Claude Code session not forgotten: {e}",
+                seat.name
             );
         }
     }

@@ -20,8 +20,6 @@ pub struct TurnEnd {
     /// The session's cost so far (the CLI's `total_cost_usd` counts the whole session).
     pub total_cost_usd: Option<f64>,
     pub session_id: Option<String>,
-    /// The turn ended because crew sent the person's interrupt.
-    pub interrupted: bool,
 }
 
 /// Turns assistant and user events into crew events, keeping what spans events: the open
@@ -120,7 +118,6 @@ impl Translator {
             usage,
             total_cost_usd: line["total_cost_usd"].as_f64(),
             session_id: line["session_id"].as_str().map(str::to_string),
-            interrupted: false,
         };
         (out, end)
     }
