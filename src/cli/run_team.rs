@@ -9,11 +9,13 @@ use anyhow::Context;
 use crate::cli::args::{ApprovePolicy, MergeArg, UpArgs, WorkerAction, WorkerArgs};
 use crate::cli::exit::CliError;
 use crate::cli::project::Project;
-use crate::cli::team::{print_event, supervisor};
+use crate::cli::team::print_event;
 use crew_store::DirWatcher;
 use crew_team::run::daemon::TeamLock;
+use crew_team::run::daemon::control::ControlError;
 use crew_team::run::headless::{Happening, MergePolicy, Policy, TeamRun, settings_for};
 use crew_team::run::supervisor::SupervisorError;
+use crew_team::run::team_control::{self, RestartError, Restarted};
 use crew_team::run::worker::{ExitReason, Worker};
 use crew_team::work::work_for;
 
@@ -50,32 +52,26 @@ fn run_worker(project: Project, name: &str, bypass: bool) -> anyhow::Result<()> 
 /// Starts a worker again in the background; refused while one is alive. With a team daemon
 /// running, the daemon starts it, so it lives in the team's session rather than this terminal's.
 fn restart(project: &Project, name: &str) -> anyhow::Result<()> {
-    if crew_team::run::daemon::running(&project.workspace).is_some_and(|t| !t.headless) {
-        let request = crew_team::run::daemon::Request::Restart {
-            name: name.to_string(),
-        };
-        return match crew_team::run::daemon::control::ask(&project.workspace, &request) {
-            Ok(team) => {
-                println!(
-                    "restarted {name} in the team (pid {}); its output goes to .crew/logs/{name}.log",
-                    team.pid
-                );
-                Ok(())
-            }
-            Err(crew_team::run::daemon::control::ControlError::Refused(why)) => {
-                Err(CliError::Refused(why).into())
-            }
-            Err(e) => Err(e.into()),
-        };
-    }
-    let mut sup = supervisor(project)?;
-    let pid = match sup.restart(&project.config, name) {
-        Ok(pid) => pid,
-        Err(SupervisorError::Refused(why)) => return Err(CliError::Refused(why).into()),
-        Err(SupervisorError::Store(e)) => return Err(e.into()),
+    let restarted = team_control::restart(
+        &project.workspace,
+        &project.config,
+        std::env::current_exe()?,
+        name,
+    );
+    match restarted {
+        Ok(Restarted::ByDaemon { daemon_pid }) => println!(
+            "restarted {name} in the team (pid {daemon_pid}); its output goes to .crew/logs/{name}.log"
+        ),
+        Ok(Restarted::Here { pid }) => {
+            println!("restarted {name} (pid {pid}); its output goes to .crew/logs/{name}.log")
+        }
+        Err(
+            RestartError::Daemon(ControlError::Refused(why))
+            | RestartError::Supervisor(SupervisorError::Refused(why)),
+        ) => return Err(CliError::Refused(why).into()),
+        Err(RestartError::Supervisor(SupervisorError::Store(e))) => return Err(e.into()),
         Err(e) => return Err(e.into()),
-    };
-    println!("restarted {name} (pid {pid}); its output goes to .crew/logs/{name}.log");
+    }
     Ok(())
 }
 

@@ -101,13 +101,7 @@ impl TeamRun {
         merge: MergePolicy,
         bypass: bool,
     ) -> Result<TeamRun, HeadlessError> {
-        let mut supervisor = Supervisor::new(
-            workspace.clone(),
-            config.roster(),
-            config.lead_name(),
-            exe,
-            Duration::from_secs(config.worker.heartbeat_secs),
-        );
+        let mut supervisor = Supervisor::for_team(workspace.clone(), &config, exe);
         let lead_name = config.lead_name().to_string();
         // crew's own runtime, or a CLI (Claude Code) that reaches the team through `crew mcp`.
         let mut work = work_for(workspace.clone(), config.clone(), &lead_name, bypass)?;

@@ -8,4 +8,5 @@ pub mod headless;
 pub mod interrupt;
 pub mod status;
 pub mod supervisor;
+pub mod team_control;
 pub mod worker;

@@ -93,6 +93,17 @@ impl Supervisor {
         }
     }
 
+    /// The supervisor of the team in `config`: its roster, its lead, its workers' heartbeat.
+    pub fn for_team(workspace: Workspace, config: &TeamConfig, exe: PathBuf) -> Self {
+        Self::new(
+            workspace,
+            config.roster(),
+            config.lead_name(),
+            exe,
+            Duration::from_secs(config.worker.heartbeat_secs),
+        )
+    }
+
     /// Starts `crew worker --name NAME` with its output in `.crew/logs/NAME.log`.
     pub fn start(&mut self, name: &str, extra_args: &[String]) -> Result<u32, SupervisorError> {
         let logs = self.workspace.crew_dir().join("logs");

@@ -13,7 +13,7 @@ use crate::run::daemon::control::{
 };
 use crate::run::daemon::{TeamLock, TeamProcess, running, socket_path};
 use crate::run::headless::{Happening, HeadlessError, MergePolicy, TeamRun};
-use crate::run::supervisor::Supervisor;
+use crate::run::team_control;
 use crew_config::TeamConfig;
 use crew_store::{DirWatcher, StoreError, Waker, Workspace};
 
@@ -243,15 +243,12 @@ fn answer(shared: &Shared, stream: UnixStream) {
             shared.force.store(true, Ordering::Relaxed);
         }
         Request::Restart { name } => {
-            let mut supervisor = Supervisor::new(
-                shared.workspace.clone(),
-                shared.config.roster(),
-                shared.config.lead_name(),
+            let started = team_control::restart_here(
+                &shared.workspace,
+                &shared.config,
                 shared.exe.clone(),
-                Duration::from_secs(shared.config.worker.heartbeat_secs),
+                &name,
             );
-            let started = supervisor.restart(&shared.config, &name);
-            supervisor.reap_in_background();
             if let Err(e) = started {
                 reply(
                     &stream,
