@@ -149,7 +149,7 @@ impl TeamRun {
         })
     }
 
-    pub fn teammates(&self) -> Vec<String> {
+    pub(crate) fn teammates(&self) -> Vec<String> {
         self.config.teammate_names()
     }
 
@@ -286,7 +286,7 @@ impl TeamRun {
 
     /// As [`TeamRun::stop`], telling `watch` who is still running and the time left (see
     /// [`Supervisor::shut_down_watched`]); the lead is asked once the teammates are done.
-    pub fn stop_watched(
+    pub(crate) fn stop_watched(
         mut self,
         grace: Duration,
         watch: &mut dyn FnMut(&[String], Duration) -> bool,

@@ -104,10 +104,6 @@ impl Worker {
         })
     }
 
-    pub fn status(&self) -> &StatusHandle {
-        &self.status
-    }
-
     /// Runs until shut down (by request or idleness) or until `stop` is set.
     pub fn run(&self, work: &mut dyn Work, stop: &AtomicBool) -> Result<ExitReason, StoreError> {
         let done = Arc::new(AtomicBool::new(false));

@@ -43,7 +43,7 @@ const REVIEWER_ENDING: &str = "As the reviewer: show each command you ran as a `
      `VERDICT: FAIL` or `VERDICT: PARTIAL`. A report without that line counts as no verdict, \
      never as a pass.";
 
-pub struct AgentWork {
+pub(crate) struct AgentWork {
     workspace: Workspace,
     config: Arc<TeamConfig>,
     name: String,
@@ -72,7 +72,7 @@ struct Current {
 
 /// Which provider a `model = {...}` entry means. A scripted `scenario` is a file relative to the
 /// repository, or else the name of a scenario built into crew (`demo`, `echo`).
-pub fn provider_for(
+pub(crate) fn provider_for(
     entry: &ModelChoice,
     repo_root: &std::path::Path,
 ) -> Result<Arc<dyn ModelProvider>, String> {
@@ -104,7 +104,7 @@ pub fn provider_for(
 }
 
 impl AgentWork {
-    pub fn new(
+    pub(crate) fn new(
         workspace: Workspace,
         config: Arc<TeamConfig>,
         name: &str,

@@ -83,7 +83,7 @@ struct Conversation<S> {
 
 impl<A: CliAgent> CliWork<A> {
     /// The work of teammate `name`, whose model is the CLI `A`.
-    pub fn new(
+    pub(crate) fn new(
         workspace: Workspace,
         config: Arc<TeamConfig>,
         name: &str,
@@ -178,7 +178,7 @@ impl<A: CliAgent> Work for CliWork<A> {
 
 /// What every CLI teammate is besides its live process: who it is in crew.toml, crew's policy
 /// for it, and a task the person interrupted (their next message continues it).
-pub struct CliTeammate {
+pub(crate) struct CliTeammate {
     pub workspace: Workspace,
     pub config: Arc<TeamConfig>,
     pub name: String,
@@ -196,7 +196,7 @@ pub struct CliTeammate {
 }
 
 impl CliTeammate {
-    pub fn new(
+    pub(crate) fn new(
         workspace: Workspace,
         config: Arc<TeamConfig>,
         name: &str,
@@ -227,7 +227,7 @@ impl CliTeammate {
         })
     }
 
-    pub fn branch(&self) -> TaskBranch<'_> {
+    pub(crate) fn branch(&self) -> TaskBranch<'_> {
         TaskBranch {
             workspace: &self.workspace,
             config: &self.config,
@@ -237,14 +237,14 @@ impl CliTeammate {
 
     /// The folder the CLI runs in: the teammate's worktree, or the repository for one that
     /// does not write.
-    pub fn workdir(&self) -> Result<PathBuf, String> {
+    pub(crate) fn workdir(&self) -> Result<PathBuf, String> {
         working_dir(&self.workspace, &self.config, &self.name, self.writes)
             .map_err(|e| format!("no worktree: {e}"))
     }
 
     /// Where the CLI's conversation id is kept (`.crew/FOLDER/NAME.EXT`), so a restarted
     /// worker resumes the conversation.
-    pub fn id_file(&self, folder: &str, ext: &str) -> PathBuf {
+    pub(crate) fn id_file(&self, folder: &str, ext: &str) -> PathBuf {
         self.workspace
             .root()
             .join(".crew")
@@ -253,7 +253,7 @@ impl CliTeammate {
     }
 
     /// After a job: keeps the task the person interrupted, or commits a writer's task.
-    pub fn settle(&mut self, job: &Job, outcome: &mut JobOutcome) {
+    pub(crate) fn settle(&mut self, job: &Job, outcome: &mut JobOutcome) {
         let held = self.interrupted_task.take();
         self.interrupted_task = self.branch().settle(job, held, self.writes, outcome);
     }
@@ -263,7 +263,7 @@ impl CliTeammate {
 /// start with one of `prefixes` (the CLI's own: `ANTHROPIC_`, `OPENAI_`, …). Only the CLI gets
 /// them, not the commands of crew's own tools; their values are redacted from transcripts like
 /// crew's own keys.
-pub fn credentials(prefixes: &[&str]) -> Vec<(String, String)> {
+pub(crate) fn credentials(prefixes: &[&str]) -> Vec<(String, String)> {
     crew_model::secret::sealed_vars()
         .iter()
         .filter(|(name, _)| prefixes.iter().any(|p| name.starts_with(p)))
@@ -273,7 +273,7 @@ pub fn credentials(prefixes: &[&str]) -> Vec<(String, String)> {
 }
 
 /// The conversation to resume: the last id the CLI reported (kept in `path`), if it looks like one.
-pub fn saved_id(path: &Path) -> Option<String> {
+pub(crate) fn saved_id(path: &Path) -> Option<String> {
     let text = std::fs::read_to_string(path).ok()?;
     let id = text.trim();
     let plausible = !id.is_empty()
@@ -283,7 +283,7 @@ pub fn saved_id(path: &Path) -> Option<String> {
 }
 
 /// Keeps the CLI's conversation id (a failure only costs the resume after a restart).
-pub fn save_id(path: &Path, id: &str) {
+pub(crate) fn save_id(path: &Path, id: &str) {
     let saved = path
         .parent()
         .map_or(Ok(()), std::fs::create_dir_all)
@@ -295,7 +295,7 @@ pub fn save_id(path: &Path, id: &str) {
 
 /// How a CLI's turn ended, in crew's terms.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TurnEnding {
+pub(crate) struct TurnEnding {
     pub success: bool,
     /// Ended by the person's interrupt (the task is kept for their next message).
     pub interrupted: bool,
@@ -309,7 +309,7 @@ pub struct TurnEnding {
 /// The job's outcome and the transcript's turn result for a turn that ended (`Ok`) or a
 /// conversation that broke (`Err`, why: also the agent's note). A reviewer's task passes only
 /// with an explicit verdict.
-pub fn conclude(
+pub(crate) fn conclude(
     name: &str,
     reviewer: bool,
     input: &str,
@@ -370,7 +370,7 @@ pub fn conclude(
 }
 
 /// Puts `reason` in the agent's status note (what the pane shows).
-pub fn note(status: &StatusHandle, reason: &str) {
+pub(crate) fn note(status: &StatusHandle, reason: &str) {
     if let Err(e) = status.update(|s| s.note = Some(reason.to_string())) {
         tracing::warn!("status not written: {e}");
     }
@@ -378,7 +378,7 @@ pub fn note(status: &StatusHandle, reason: &str) {
 
 /// Before a job's turn: a writer's task is brought up to date on its branch (`Err`: why it
 /// cannot start), and the turn's start goes to the transcript.
-pub fn begin(
+pub(crate) fn begin(
     branch: &TaskBranch<'_>,
     writes: bool,
     job: &Job,
@@ -400,7 +400,7 @@ pub fn begin(
 }
 
 /// A job that could not run, and why (also the agent's note).
-pub fn failed(status: &StatusHandle, why: String) -> JobOutcome {
+pub(crate) fn failed(status: &StatusHandle, why: String) -> JobOutcome {
     note(status, &why);
     JobOutcome::failed(why)
 }
@@ -451,7 +451,7 @@ pub(crate) struct PermissionGate<'a> {
 
 impl PermissionGate<'_> {
     /// crew's answer to one request for `view`; `input` is what the person is shown.
-    pub fn decide(&self, view: CrewView, input: &Value) -> Result<(), String> {
+    pub(crate) fn decide(&self, view: CrewView, input: &Value) -> Result<(), String> {
         if let Some(refusal) = refuse_writes(self.writes, &view) {
             return Err(refusal);
         }

@@ -34,7 +34,7 @@ use crate::work::{
 };
 
 /// What `cmd` holds where the job's text goes.
-pub const PROMPT_PLACEHOLDER: &str = "{prompt}";
+pub(crate) const PROMPT_PLACEHOLDER: &str = "{prompt}";
 
 /// Output kept (and streamed to the transcript) per run, both streams together.
 const OUTPUT_CAP: usize = 1024 * 1024;
@@ -42,7 +42,7 @@ const OUTPUT_CAP: usize = 1024 * 1024;
 /// How much of the end of the output becomes the task's result.
 const SUMMARY_CHARS: usize = 2000;
 
-pub struct CommandWork {
+pub(crate) struct CommandWork {
     workspace: Workspace,
     config: Arc<TeamConfig>,
     name: String,
@@ -60,7 +60,7 @@ pub struct CommandWork {
 }
 
 impl CommandWork {
-    pub fn new(
+    pub(crate) fn new(
         workspace: Workspace,
         config: Arc<TeamConfig>,
         name: &str,

@@ -6,13 +6,13 @@
 //! text, permissions from crew.toml, the working folder, asking the person, the status a
 //! transcript's events keep) is here, and a writer's branch is `task_branch`.
 
-pub mod agent;
-pub mod claude_code;
+pub(crate) mod agent;
+pub(crate) mod claude_code;
 mod cli_agent;
 mod cli_process;
-pub mod codex;
-pub mod command;
-pub mod role_prompt;
+pub(crate) mod codex;
+pub(crate) mod command;
+pub(crate) mod role_prompt;
 mod task_branch;
 
 use std::path::PathBuf;
@@ -85,7 +85,7 @@ pub struct JobOutcome {
 
 impl JobOutcome {
     /// A job that did not run to its end, and why.
-    pub fn failed(summary: String) -> Self {
+    pub(crate) fn failed(summary: String) -> Self {
         Self {
             success: false,
             summary,
@@ -109,7 +109,7 @@ pub trait Work {
 }
 
 /// What the person sees on an interrupted agent, and what the agent reads when resumed.
-pub const INTERRUPTED_BY_PERSON: &str = "interrupted by the person";
+pub(crate) const INTERRUPTED_BY_PERSON: &str = "interrupted by the person";
 
 /// Team tools only coordinate (tasks and messages); asking a person for each would be noise.
 /// Deny rules still beat this.

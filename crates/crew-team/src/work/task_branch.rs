@@ -24,7 +24,7 @@ impl TaskBranch<'_> {
     /// their message continues) is kept when this job was interrupted too, and otherwise
     /// committed when the agent writes.
     /// Returns the task to keep for the person's next message (none when nothing was cut).
-    pub fn settle(
+    pub(crate) fn settle(
         &self,
         job: &Job,
         interrupted: Option<Task>,
@@ -56,7 +56,7 @@ impl TaskBranch<'_> {
     /// Before a writer's task: its worktree is brought up to date with the base branch (so it
     /// starts from merged code), and where the task's commits start is recorded. A conflict
     /// (or local changes in the way) changes nothing, and the task is not started.
-    pub fn prepare(&self, task: &Task) -> Result<(), String> {
+    pub(crate) fn prepare(&self, task: &Task) -> Result<(), String> {
         let base = &self.config.team.base_branch;
         let branch = format!("crew/{}", self.name);
         let trees = Worktrees::open(self.workspace.root()).map_err(|e| e.to_string())?;
@@ -155,7 +155,7 @@ impl TaskBranch<'_> {
     }
 
     /// `review_by`: a review job is sent to the reviewer when a task enters review.
-    pub fn ask_for_review(&self, task: &Task) {
+    pub(crate) fn ask_for_review(&self, task: &Task) {
         let Some(by) = &self.config.worktree.review_by else {
             return;
         };

@@ -40,7 +40,7 @@ const MCP_NOTE: &str = "crew's team tools named above (task_create, task_list, s
 const INTERRUPT_POLL: std::time::Duration = std::time::Duration::from_millis(100);
 
 #[derive(Debug, thiserror::Error)]
-pub enum ClaudeError {
+pub(crate) enum ClaudeError {
     #[error(
         "cannot start Claude Code `{bin}`: {source} (install it, or set `bin = \"/path/to/claude\"` in the agent's model)"
     )]
@@ -60,7 +60,7 @@ pub enum ClaudeError {
 }
 
 /// The flags that make `claude` a two-way stream-json peer that asks crew before each tool.
-pub const PROTOCOL_ARGS: &[&str] = &[
+pub(crate) const PROTOCOL_ARGS: &[&str] = &[
     "-p",
     "--input-format",
     "stream-json",

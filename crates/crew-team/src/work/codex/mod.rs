@@ -39,7 +39,7 @@ const SETUP_LIMIT: Duration = Duration::from_secs(60);
 const INTERRUPT_POLL: Duration = Duration::from_millis(100);
 
 #[derive(Debug, thiserror::Error)]
-pub enum CodexError {
+pub(crate) enum CodexError {
     #[error(
         "cannot start Codex `{bin}`: {source} (install it with `npm install -g @openai/codex`, or set `bin = \"/path/to/codex\"` in the agent's model)"
     )]
