@@ -1,6 +1,6 @@
 //! `crew up` / `crew` / `crew demo`: the team runs as a daemon detached from the terminal, and
 //! this process is only a screen attached to it. Also the daemon's own entry point
-//! (`crew up --daemon`, started by the others) and `crew down` for a running daemon.
+//! (`crew up --daemon`, started by the others).
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -13,8 +13,8 @@ use anyhow::{Context, anyhow};
 
 use crate::cli::exit::CliError;
 use crew_config::TeamConfig;
-use crew_store::{Draft, Workspace, pid_alive};
-use crew_team::daemon::{self, DaemonStatus, Request, TeamProcess};
+use crew_store::{Draft, Workspace};
+use crew_team::run::daemon::{self, Request, TeamProcess};
 
 /// How long a starting daemon may take to answer on its socket.
 const START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -187,46 +187,4 @@ pub fn refuse_second_team(root: &Path, team: &TeamProcess) -> CliError {
         team.pid,
         humantime::format_rfc3339_seconds(team.started())
     ))
-}
-
-/// `crew down` while a team runs: asks it to stop and prints its progress until it is gone.
-/// A headless team is asked with SIGTERM, which it takes as ctrl-c.
-pub fn down(workspace: &Workspace, team: &TeamProcess, grace: Duration) -> anyhow::Result<()> {
-    if team.headless {
-        // SAFETY: a plain signal to the process the team lock names.
-        unsafe { libc::kill(team.pid as libc::pid_t, libc::SIGTERM) };
-    } else {
-        daemon::control::ask(
-            workspace,
-            &Request::Stop {
-                grace_secs: grace.as_secs(),
-            },
-        )?;
-    }
-    println!("stopping the team (pid {})...", team.pid);
-    // The lead finishes the job in hand after the grace period: allow it some more.
-    let until = Instant::now() + grace + Duration::from_secs(60);
-    let mut said = String::new();
-    while pid_alive(team.pid) {
-        if Instant::now() > until {
-            return Err(anyhow!(
-                "the team (pid {}) is still stopping; `crew down` again waits on, its log is .crew/logs/daemon.log",
-                team.pid
-            ));
-        }
-        if let Ok(DaemonStatus {
-            stopping: Some(progress),
-            ..
-        }) = daemon::control::ask(workspace, &Request::Status)
-        {
-            let line = progress.summary();
-            if line != said {
-                println!("{line}");
-                said = line;
-            }
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    println!("the team stopped");
-    Ok(())
 }

@@ -11,7 +11,7 @@ use crate::cli::run_team::all_done;
 use crew_config::{FILE_NAME, TeamConfig};
 use crew_store::{DirWatcher, Workspace};
 use crew_team::demo;
-use crew_team::headless::{MergePolicy, Policy, TeamRun};
+use crew_team::run::headless::{MergePolicy, Policy, TeamRun};
 
 /// The whole demo should take seconds; this only stops a broken run from hanging.
 const DEADLINE: Duration = Duration::from_secs(180);
@@ -45,7 +45,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
             false,
             crew_tui::Options::default(),
         )?;
-        let hint = if crew_team::daemon::running(&workspace).is_some() {
+        let hint = if crew_team::run::daemon::running(&workspace).is_some() {
             format!(
                 ": `crew -C {0}` attaches again, `crew -C {0} down` stops its team",
                 dir.display()

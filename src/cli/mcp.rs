@@ -3,7 +3,7 @@
 
 use crate::cli::exit::CliError;
 use crate::cli::project::Project;
-use crew_team::mcp::TeamMcpServer;
+use crew_team::tools::mcp::TeamMcpServer;
 use crew_tools::orphans::OWNER_ENV;
 
 pub fn run(project: Project, name: &str) -> anyhow::Result<()> {

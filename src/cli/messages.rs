@@ -37,7 +37,7 @@ pub fn send(project: &Project, args: SendArgs) -> anyhow::Result<()> {
 
 /// `crew interrupt NAME`: the request goes through NAME's inbox; its worker acts on it.
 pub fn interrupt(project: &Project, name: &str) -> anyhow::Result<()> {
-    crew_team::interrupt::interrupt(&project.workspace, &project.roster, name)?;
+    crew_team::run::interrupt::interrupt(&project.workspace, &project.roster, name)?;
     println!("asked {name} to stop; it keeps its task and waits for your next message");
     Ok(())
 }

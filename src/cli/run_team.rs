@@ -9,13 +9,15 @@ use anyhow::Context;
 use crate::cli::args::{ApprovePolicy, MergeArg, UpArgs, WorkerAction, WorkerArgs};
 use crate::cli::exit::CliError;
 use crate::cli::project::Project;
-use crate::cli::team::{print_event, supervisor};
+use crate::cli::team::print_event;
 use crew_store::DirWatcher;
-use crew_team::daemon::TeamLock;
-use crew_team::headless::{Happening, MergePolicy, Policy, TeamRun, settings_for};
-use crew_team::supervisor::SupervisorError;
-use crew_team::teammate_work::work_for;
-use crew_team::worker::{ExitReason, Worker};
+use crew_team::run::daemon::TeamLock;
+use crew_team::run::daemon::control::ControlError;
+use crew_team::run::headless::{Happening, MergePolicy, Policy, TeamRun, settings_for};
+use crew_team::run::supervisor::SupervisorError;
+use crew_team::run::team_control::{self, RestartError, Restarted};
+use crew_team::run::worker::{ExitReason, Worker};
+use crew_team::work::work_for;
 
 pub fn worker(project: Project, args: WorkerArgs) -> anyhow::Result<()> {
     match (args.action, args.name) {
@@ -50,32 +52,26 @@ fn run_worker(project: Project, name: &str, bypass: bool) -> anyhow::Result<()> 
 /// Starts a worker again in the background; refused while one is alive. With a team daemon
 /// running, the daemon starts it, so it lives in the team's session rather than this terminal's.
 fn restart(project: &Project, name: &str) -> anyhow::Result<()> {
-    if crew_team::daemon::running(&project.workspace).is_some_and(|t| !t.headless) {
-        let request = crew_team::daemon::Request::Restart {
-            name: name.to_string(),
-        };
-        return match crew_team::daemon::control::ask(&project.workspace, &request) {
-            Ok(team) => {
-                println!(
-                    "restarted {name} in the team (pid {}); its output goes to .crew/logs/{name}.log",
-                    team.pid
-                );
-                Ok(())
-            }
-            Err(crew_team::daemon::control::ControlError::Refused(why)) => {
-                Err(CliError::Refused(why).into())
-            }
-            Err(e) => Err(e.into()),
-        };
-    }
-    let mut sup = supervisor(project)?;
-    let pid = match sup.restart(&project.config, name) {
-        Ok(pid) => pid,
-        Err(SupervisorError::Refused(why)) => return Err(CliError::Refused(why).into()),
-        Err(SupervisorError::Store(e)) => return Err(e.into()),
+    let restarted = team_control::restart(
+        &project.workspace,
+        &project.config,
+        std::env::current_exe()?,
+        name,
+    );
+    match restarted {
+        Ok(Restarted::ByDaemon { daemon_pid }) => println!(
+            "restarted {name} in the team (pid {daemon_pid}); its output goes to .crew/logs/{name}.log"
+        ),
+        Ok(Restarted::Here { pid }) => {
+            println!("restarted {name} (pid {pid}); its output goes to .crew/logs/{name}.log")
+        }
+        Err(
+            RestartError::Daemon(ControlError::Refused(why))
+            | RestartError::Supervisor(SupervisorError::Refused(why)),
+        ) => return Err(CliError::Refused(why).into()),
+        Err(RestartError::Supervisor(SupervisorError::Store(e))) => return Err(e.into()),
         Err(e) => return Err(e.into()),
-    };
-    println!("restarted {name} (pid {pid}); its output goes to .crew/logs/{name}.log");
+    }
     Ok(())
 }
 
@@ -106,7 +102,7 @@ pub fn up(project: Project, args: UpArgs) -> anyhow::Result<()> {
     // One team per repository: the lock is held until this process ends.
     let Some(_lock) = TeamLock::take(&project.workspace, true)? else {
         let root = project.workspace.root().to_path_buf();
-        return Err(match crew_team::daemon::running(&project.workspace) {
+        return Err(match crew_team::run::daemon::running(&project.workspace) {
             Some(team) => crate::cli::attach::refuse_second_team(&root, &team),
             None => CliError::Refused(format!("the team of {} is starting", root.display())),
         }

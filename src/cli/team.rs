@@ -7,8 +7,9 @@ use serde_json::json;
 use crate::cli::output;
 use crate::cli::project::Project;
 use crew_store::AgentState;
-use crew_team::daemon::{self, Request};
-use crew_team::supervisor::{Supervisor, TeamEvent};
+use crew_team::run::daemon::{self, Request};
+use crew_team::run::supervisor::{Supervisor, TeamEvent};
+use crew_team::run::team_control;
 
 /// A status is only as good as its heartbeat: past this, a live state is shown as DEAD.
 fn stale_after(project: &Project) -> Duration {
@@ -114,16 +115,6 @@ pub fn status(project: &Project, as_json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn supervisor(project: &Project) -> anyhow::Result<Supervisor> {
-    Ok(Supervisor::new(
-        project.workspace.clone(),
-        project.roster.clone(),
-        project.config.lead_name(),
-        std::env::current_exe()?,
-        Duration::from_secs(project.config.worker.heartbeat_secs),
-    ))
-}
-
 pub fn print_event(event: &TeamEvent) {
     match event {
         TeamEvent::Started { name, pid } => println!("started {name} (pid {pid})"),
@@ -152,18 +143,24 @@ pub fn print_event(event: &TeamEvent) {
 }
 
 pub fn down(project: &Project, timeout: u64, as_json: bool) -> anyhow::Result<()> {
-    if let Some(team) = daemon::running(&project.workspace) {
-        crate::cli::attach::down(&project.workspace, &team, Duration::from_secs(timeout))?;
+    let grace = Duration::from_secs(timeout);
+    if let Some(team) = team_control::stop(&project.workspace, grace)? {
+        println!("stopping the team (pid {})...", team.pid);
+        team_control::wait_stopped(&project.workspace, &team, grace, &mut |line| {
+            println!("{line}")
+        })?;
+        println!("the team stopped");
         if as_json {
             return output::json(&json!({ "stopped": team.pid }));
         }
         return Ok(());
     }
-    let mut sup = supervisor(project)?;
-    let events = sup.shut_down(
-        &project.config.teammate_names(),
-        Duration::from_secs(timeout),
-    )?;
+    let mut sup = Supervisor::for_team(
+        project.workspace.clone(),
+        &project.config,
+        std::env::current_exe()?,
+    );
+    let events = sup.shut_down(&project.config.teammate_names(), grace)?;
     if as_json {
         let list: Vec<_> = events.iter().map(|e| format!("{e:?}")).collect();
         return output::json(&json!({ "events": list }));

@@ -12,7 +12,7 @@ use serde_json::json;
 
 use crew_git::{Author, exclude_from_git, init_with_files};
 use crew_store::{AgentState, Draft, NewTask, Status, TaskId, Workspace};
-use crew_team::supervisor::Supervisor;
+use crew_team::run::supervisor::Supervisor;
 
 use crate::stats::{percentile, round3};
 use crew_store::{MessageKind, USER};
@@ -108,7 +108,7 @@ fn measure(
         })?;
         std::thread::sleep(Duration::from_millis(200));
         let asked = Instant::now();
-        crew_team::interrupt::interrupt(workspace, roster, NAME)?;
+        crew_team::run::interrupt::interrupt(workspace, roster, NAME)?;
         let until = asked + STEP;
         loop {
             let s = workspace.agents().read(NAME)?;

@@ -18,7 +18,7 @@ use serde_json::json;
 use crew_config::TeamConfig;
 use crew_git::{Author, exclude_from_git, init_with_files};
 use crew_store::{AgentState, Claimant, DirWatcher, NewTask, Status, TaskId, Workspace, pid_alive};
-use crew_team::supervisor::{Supervisor, TeamEvent};
+use crew_team::run::supervisor::{Supervisor, TeamEvent};
 
 use crate::stats::{percentile, round3};
 

@@ -17,9 +17,6 @@ use crew_store::{CacheTokens, StoreError, Workspace};
 
 pub const GOAL: &str = "Add `sub` and `mul` to the calc library with tests, document them in README.md, and have the reviewer run the project's tests.";
 
-/// The project's own test command.
-pub const TEST_COMMAND: &str = "sh test.sh";
-
 const PROJECT: &[(&str, &str)] = &[
     (
         "README.md",
@@ -41,7 +38,7 @@ const PROJECT: &[(&str, &str)] = &[
 
 /// The demo team: a lead, two implementers and a reviewer, all played by the built-in `demo`
 /// scenario. Edits are allowed in worktrees; commands ask, so the tests need a permission.
-pub const CREW_TOML: &str = r#"# The crew demo team. Every agent is the scripted simulator (scenario "demo"), not a model.
+pub(crate) const CREW_TOML: &str = r#"# The crew demo team. Every agent is the scripted simulator (scenario "demo"), not a model.
 [team]
 name = "demo"
 base_branch = "main"

@@ -1,27 +1,13 @@
-//! The team: worker lifecycle (WORK / WAITING / IDLE / SHUTDOWN), the supervisor, the team tools
-//! the agents call, and which tools each role gets.
+//! The team, by room: `work` (what runs a job: crew's own agent, Claude Code, Codex, any
+//! command), `run` (the worker lifecycle, the supervisor, the daemon, a headless team), `review`,
+//! `tools` (the team tools the agents call, which tools each role gets, the same tools over MCP),
+//! `claude_team` (a Claude Code team mirrored into a crew workspace), and `demo`.
 
-pub mod agent_work;
-pub mod budget;
-pub mod claude_code;
 pub mod claude_team;
-mod cli_agent;
-mod cli_process;
-pub mod codex;
-pub mod command_work;
-pub mod daemon;
 pub mod demo;
-pub mod headless;
-pub mod interrupt;
-pub mod mcp;
 pub mod review;
-pub mod role_prompt;
-pub mod roles;
-pub mod status;
-pub mod supervisor;
-mod task_branch;
-pub mod teammate_work;
+pub mod run;
 pub mod tools;
 // The rule for what a report counts as lives with the agent, whose `verify` subagents are judged by it too.
 pub use crew_agent::verdict;
-pub mod worker;
+pub mod work;

@@ -14,8 +14,9 @@ use crew_store::requests::RequestState;
 use crew_store::{
     AgentState, Claimant, Draft, NewTask, RequestId, Roster, Status, TaskId, Workspace,
 };
-use crew_team::status::StatusHandle;
-use crew_team::worker::{ExitReason, Job, JobOutcome, Work, Worker, WorkerSettings};
+use crew_team::run::status::StatusHandle;
+use crew_team::run::worker::{ExitReason, Worker, WorkerSettings};
+use crew_team::work::{Job, JobOutcome, Work};
 
 fn settings(name: &str, idle_timeout: Duration) -> WorkerSettings {
     WorkerSettings {

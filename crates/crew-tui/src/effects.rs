@@ -3,7 +3,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Duration;
 use std::time::SystemTime;
 
 use crate::event::{Effect, Event};
@@ -13,9 +12,9 @@ use crew_config::TeamConfig;
 use crew_git::{Author, Worktrees};
 use crew_store::{Claimant, Draft, StoreError, TaskId, TaskPatch, Workspace};
 use crew_store::{MessageKind, USER};
-use crew_team::daemon::{self, Request, control};
 use crew_team::review;
-use crew_team::supervisor::Supervisor;
+use crew_team::run::daemon;
+use crew_team::run::team_control::{self, Restarted};
 
 /// Carries out store and git effects for one thread of the runtime, with crew.toml read once
 /// and again only when it changes. A crew.toml broken meanwhile does not block answers: the last
@@ -154,7 +153,7 @@ fn execute(root: &Path, team: &TeamConfig, effect: Effect) -> Option<Event> {
                 .map_err(|e| e.to_string()),
         )),
         Effect::Interrupt { name } => Some(Event::Done(
-            crew_team::interrupt::interrupt(&ws, &roster, &name)
+            crew_team::run::interrupt::interrupt(&ws, &roster, &name)
                 .map(|_| {
                     format!("interrupting {name}; it keeps its task and waits for your message")
                 })
@@ -180,47 +179,31 @@ fn execute(root: &Path, team: &TeamConfig, effect: Effect) -> Option<Event> {
                 .map_err(|e| e.to_string()),
         )),
         Effect::StopTeam => Some(Event::Done(
-            control::ask(
-                &ws,
-                &Request::Stop {
-                    grace_secs: daemon::DEFAULT_GRACE.as_secs(),
-                },
-            )
-            .map(|_| "stopping the team".to_string())
-            .map_err(|e| e.to_string()),
+            match team_control::stop(&ws, daemon::DEFAULT_GRACE) {
+                Ok(Some(_)) => Ok("stopping the team".to_string()),
+                Ok(None) => Err("no team runs here: nothing to stop".to_string()),
+                Err(e) => Err(e.to_string()),
+            },
         )),
         Effect::ForceStop => Some(Event::Done(
-            control::ask(&ws, &Request::Force)
-                .map(|_| "ending what still runs".to_string())
+            team_control::force(&ws)
+                .map(|()| "ending what still runs".to_string())
                 .map_err(|e| e.to_string()),
         )),
-        // Restarted by the daemon, so the worker lives in the team's session, not this
-        // terminal's.
-        Effect::Restart { name, .. } if daemon::running(&ws).is_some_and(|t| !t.headless) => {
-            Some(Event::Done(
-                control::ask(&ws, &Request::Restart { name: name.clone() })
-                    .map(|_| format!("restarted {name}; log in .crew/logs/{name}.log"))
-                    .map_err(|e| e.to_string()),
-            ))
-        }
-        Effect::Restart { name, exe } => {
-            let mut sup = Supervisor::new(
-                ws.clone(),
-                roster,
-                team.lead_name(),
-                exe,
-                Duration::from_secs(team.worker.heartbeat_secs),
-            );
-            let started = sup.restart(team, &name);
-            sup.reap_in_background();
-            Some(Event::Done(
-                started
-                    .map(|pid| {
+        Effect::Restart { name, exe } => Some(Event::Done(
+            team_control::restart(&ws, team, exe, &name)
+                .map(|restarted| match restarted {
+                    // The daemon starts it, so it lives in the team's session, not this
+                    // terminal's.
+                    Restarted::ByDaemon { .. } => {
+                        format!("restarted {name}; log in .crew/logs/{name}.log")
+                    }
+                    Restarted::Here { pid } => {
                         format!("restarted {name} (pid {pid}); log in .crew/logs/{name}.log")
-                    })
-                    .map_err(|e| e.to_string()),
-            ))
-        }
+                    }
+                })
+                .map_err(|e| e.to_string()),
+        )),
         Effect::LoadDiff { name, task: None } => Some(Event::Diff {
             result: Worktrees::open(root)
                 .and_then(|w| w.diff(&name, &team.team.base_branch))

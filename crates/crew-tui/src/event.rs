@@ -9,8 +9,8 @@ use crate::data::Change;
 use crate::highlight::Segments;
 use crew_git::{FileDiff, MergeOutcome, WorktreeDiff};
 use crew_store::{Message, NewTask, RequestInfo};
-use crew_team::daemon::DaemonStatus;
 use crew_team::review::Review;
+use crew_team::run::daemon::DaemonStatus;
 
 #[derive(Debug)]
 pub enum Event {

@@ -25,7 +25,7 @@ use crate::state::{AppState, SandboxState};
 use crate::terminal::Session;
 use crate::theme::Theme;
 use crate::uiconfig;
-use crew_team::daemon;
+use crew_team::run::daemon;
 
 /// `crew ui` options.
 #[derive(Debug, Clone)]

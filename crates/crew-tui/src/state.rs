@@ -17,8 +17,8 @@ use crate::warning::Warning;
 use crate::workspace_view::WorkspaceView;
 use crew_git::FileDiff;
 use crew_store::AgentStatus;
-use crew_team::daemon::{DaemonStatus, StopProgress};
 use crew_team::review::Review;
+use crew_team::run::daemon::{DaemonStatus, StopProgress};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Pane {

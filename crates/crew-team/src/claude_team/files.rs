@@ -8,14 +8,12 @@ use serde_json::{Map, Value, json};
 use crew_store::{Message, MessageKind, RequestId, Status, Task};
 
 /// A request crew's derivation never expires: a Claude Code teammate waits until answered.
-pub const NO_EXPIRY_SECS: u64 = 10 * 365 * 24 * 3600;
+pub(crate) const NO_EXPIRY_SECS: u64 = 10 * 365 * 24 * 3600;
 
 /// `teams/<team>/config.json`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct TeamFile {
-    #[serde(default)]
-    pub name: String,
+pub(crate) struct TeamFile {
     #[serde(default)]
     pub lead_agent_id: String,
     #[serde(default)]
@@ -26,10 +24,8 @@ pub struct TeamFile {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Member {
+pub(crate) struct Member {
     pub name: String,
-    #[serde(default)]
-    pub agent_id: String,
     #[serde(default)]
     pub is_active: Option<bool>,
     #[serde(default)]
@@ -40,7 +36,7 @@ pub struct Member {
 
 /// One element of `teams/<team>/inboxes/<agent>.json` (a JSON array of them).
 #[derive(Debug, Clone, Deserialize)]
-pub struct InboxMessage {
+pub(crate) struct InboxMessage {
     #[serde(default)]
     pub from: String,
     #[serde(default)]
@@ -56,7 +52,7 @@ pub struct InboxMessage {
 
 impl InboxMessage {
     /// What identifies this message across versions of its inbox.
-    pub fn key(&self) -> String {
+    pub(crate) fn key(&self) -> String {
         self.msg_id
             .clone()
             .unwrap_or_else(|| format!("{}|{}|{}", self.from, self.timestamp, self.text))
@@ -64,7 +60,7 @@ impl InboxMessage {
 }
 
 /// Parses one version of an inbox file.
-pub fn parse_inbox(bytes: &[u8]) -> Result<Vec<InboxMessage>, String> {
+pub(crate) fn parse_inbox(bytes: &[u8]) -> Result<Vec<InboxMessage>, String> {
     serde_json::from_slice(bytes).map_err(|e| format!("not a JSON array of messages: {e}"))
 }
 
@@ -88,7 +84,11 @@ const CREW_FIELDS: &[&str] = &[
 /// crew's. Protocol messages (a JSON object in `text`) keep their own type and fields; a
 /// permission request gets the request id and the `tool`/`input` crew's approvals pane shows,
 /// a permission response the `approve` crew derives answers from.
-pub fn to_crew(message: &InboxMessage, to: &str, crew_name: &dyn Fn(&str) -> String) -> Message {
+pub(crate) fn to_crew(
+    message: &InboxMessage,
+    to: &str,
+    crew_name: &dyn Fn(&str) -> String,
+) -> Message {
     let mut extra = Map::new();
     for (key, value) in &message.rest {
         // Claude Code's own `type` (and any later field named like one of crew's) is kept
@@ -182,7 +182,11 @@ fn describe(kind: &MessageKind, protocol: &Map<String, Value>) -> String {
 /// The answer Claude Code expects in the asking teammate's inbox, as the `text` of an inbox
 /// message. An approval repeats the input (`updated_input` is required); the shape of a denial
 /// was not recorded and follows the `error` subtype of Claude Code's control responses.
-pub fn permission_response(request: &Map<String, Value>, approve: bool, note: &str) -> Value {
+pub(crate) fn permission_response(
+    request: &Map<String, Value>,
+    approve: bool,
+    note: &str,
+) -> Value {
     let request_id = request.get("request_id").cloned().unwrap_or(Value::Null);
     if approve {
         json!({
@@ -204,7 +208,7 @@ pub fn permission_response(request: &Map<String, Value>, approve: bool, note: &s
 /// `tasks/<team>/<id>.json`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct TaskFile {
+pub(crate) struct TaskFile {
     pub id: String,
     #[serde(default)]
     pub subject: String,
@@ -221,12 +225,12 @@ pub struct TaskFile {
 }
 
 /// crew's id for a Claude Code task id (a whole number), if it is one.
-pub fn crew_task_id(id: &str) -> Option<String> {
+pub(crate) fn crew_task_id(id: &str) -> Option<String> {
     id.parse::<u64>().ok().map(|n| format!("task_{n}"))
 }
 
 /// The task as crew shows it; an unknown status is kept in the notes.
-pub fn to_crew_task(task: &TaskFile, crew_name: &dyn Fn(&str) -> String) -> Option<Task> {
+pub(crate) fn to_crew_task(task: &TaskFile, crew_name: &dyn Fn(&str) -> String) -> Option<Task> {
     let id = crew_task_id(&task.id)?;
     let mut notes = Vec::new();
     let status = match task.status.as_str() {
@@ -264,7 +268,7 @@ pub fn to_crew_task(task: &TaskFile, crew_name: &dyn Fn(&str) -> String) -> Opti
 }
 
 /// A crew name for a Claude Code name: `[a-z][a-z0-9_-]{0,31}`, as close to it as can be.
-pub fn crew_name(name: &str) -> String {
+pub(crate) fn crew_name(name: &str) -> String {
     crew_store::names::name_from(name, "a")
 }
 

@@ -18,7 +18,7 @@ const LOCK_WAIT: Duration = Duration::from_secs(5);
 const LOCK_STALE: Duration = Duration::from_secs(10);
 
 /// Appends a message from `from` with `text` to the inbox file at `inbox`.
-pub fn append(inbox: &Path, from: &str, text: &str) -> Result<(), AttachError> {
+pub(crate) fn append(inbox: &Path, from: &str, text: &str) -> Result<(), AttachError> {
     let file = inbox.file_name().and_then(|f| f.to_str()).unwrap_or("");
     let agent = file.strip_suffix(".json").unwrap_or("");
     if agent.is_empty() || agent.starts_with('.') || agent.contains(['/', '\\']) {

@@ -11,7 +11,7 @@
 //! inbox as the `permission_response` Claude Code expects. Files that do not parse are shown
 //! (as an `unreadable` message, or a task saying so), never fatal.
 
-pub mod files;
+pub(crate) mod files;
 mod inbox_write;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
@@ -78,7 +78,7 @@ pub fn mirror_root(team: &str) -> Result<PathBuf, AttachError> {
 }
 
 /// The teams in `home`, by name.
-pub fn teams(home: &Path) -> Vec<String> {
+pub(crate) fn teams(home: &Path) -> Vec<String> {
     let mut out: Vec<String> = fs::read_dir(home.join("teams"))
         .into_iter()
         .flatten()
@@ -125,7 +125,7 @@ pub fn choose_team(home: &Path, team: Option<&str>) -> Result<String, AttachErro
 
 /// The Claude Code version that runs the team's lead: from `sessions/*.json`, whose
 /// `sessionId` is the team's `leadSessionId`.
-pub fn lead_version(home: &Path, lead_session_id: &str) -> Option<String> {
+pub(crate) fn lead_version(home: &Path, lead_session_id: &str) -> Option<String> {
     fs::read_dir(home.join("sessions"))
         .ok()?
         .flatten()
@@ -158,7 +158,7 @@ const MEMBERS_FILE: &str = ".crew/claude-members.json";
 const SETTLE: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// How often the files are read again without an event.
-pub const RESYNC: std::time::Duration = std::time::Duration::from_secs(2);
+pub(crate) const RESYNC: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// A team's files translated into a crew workspace; see the module documentation.
 pub struct Mirror {
@@ -226,11 +226,11 @@ impl Mirror {
         &self.root
     }
 
-    pub fn team_dir(&self) -> PathBuf {
+    pub(crate) fn team_dir(&self) -> PathBuf {
         self.home.join("teams").join(&self.team)
     }
 
-    pub fn tasks_dir(&self) -> PathBuf {
+    pub(crate) fn tasks_dir(&self) -> PathBuf {
         self.home.join("tasks").join(&self.team)
     }
 
@@ -566,7 +566,7 @@ impl Mirror {
 
     /// The person's answers (from the screen, into crew's log) to Claude Code permission
     /// requests, written to the asking teammate's inbox once each.
-    pub fn forward_answers(&mut self) -> Result<(), AttachError> {
+    pub(crate) fn forward_answers(&mut self) -> Result<(), AttachError> {
         // Only what was added to the log since the last look.
         let boxes = self.workspace().mailboxes();
         let mut answers = Vec::new();

@@ -22,9 +22,11 @@ macro_rules! team_tool {
 
 mod claim;
 mod inbox;
+pub mod mcp;
 mod message;
 mod protocols;
 mod read_only_bash;
+pub mod roles;
 mod task_read;
 mod task_write;
 mod view;
@@ -40,7 +42,7 @@ use crew_store::{Roster, StoreError, Workspace};
 use crew_tools::{Tool, ToolError, ToolOutput};
 
 pub use claim::ClaimTask;
-pub use inbox::ReadInbox;
+pub(crate) use inbox::ReadInbox;
 pub use message::SendMessage;
 pub use protocols::{RequestPlanApproval, RequestShutdown, ReviewPlan};
 pub use read_only_bash::ReadOnlyBash;
@@ -66,7 +68,7 @@ pub struct TeamEnv {
 
 impl TeamEnv {
     /// The environment of agent `name` (role `role`) of the team `config` describes.
-    pub fn of(
+    pub(crate) fn of(
         workspace: Workspace,
         config: &crew_config::TeamConfig,
         name: &str,

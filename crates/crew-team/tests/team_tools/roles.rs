@@ -1,6 +1,6 @@
 //! Each role's toolset, and the read-only bash the non-writing roles get.
 
-use crew_team::roles::toolset;
+use crew_team::tools::roles::toolset;
 use crew_tools::{ToolJson, ToolRegistry};
 use serde_json::json;
 

@@ -109,7 +109,7 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
 
 /// The team's spend against `[budget]` (raised by each approved budget request), when set.
 fn budget_text(state: &AppState) -> Option<String> {
-    use crew_team::budget::{Scope, answers};
+    use crew_team::run::budget::{Scope, answers};
     let model = &state.workspace;
     let budget = model.config.as_ref()?.budget;
     let times = answers(&model.requests, Scope::Team).raised + 1;

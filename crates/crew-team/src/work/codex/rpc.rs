@@ -6,12 +6,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::cli_process::{CliProcess, Line};
-use crate::codex::CodexError;
+use crate::work::cli_process::{CliProcess, Line};
+use crate::work::codex::CodexError;
 
 /// One message from the app-server.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Incoming {
+pub(crate) enum Incoming {
     /// The answer to crew's request `id`: its result, or the server's error message.
     Response {
         id: u64,
@@ -61,13 +61,13 @@ impl Incoming {
     }
 }
 
-pub struct Rpc {
+pub(crate) struct Rpc {
     process: CliProcess,
     next_id: u64,
 }
 
 impl Rpc {
-    pub fn new(process: CliProcess) -> Self {
+    pub(crate) fn new(process: CliProcess) -> Self {
         Self {
             process,
             next_id: 1,
@@ -75,24 +75,24 @@ impl Rpc {
     }
 
     /// Sends request `method`; returns its id.
-    pub fn request(&mut self, method: &str, params: Value) -> Result<u64, CodexError> {
+    pub(crate) fn request(&mut self, method: &str, params: Value) -> Result<u64, CodexError> {
         let id = self.next_id;
         self.next_id += 1;
         self.send(&json!({"method": method, "id": id, "params": params}))?;
         Ok(id)
     }
 
-    pub fn notify(&mut self, method: &str) -> Result<(), CodexError> {
+    pub(crate) fn notify(&mut self, method: &str) -> Result<(), CodexError> {
         self.send(&json!({ "method": method }))
     }
 
     /// Answers the server's request `id`.
-    pub fn respond(&mut self, id: &Value, result: Value) -> Result<(), CodexError> {
+    pub(crate) fn respond(&mut self, id: &Value, result: Value) -> Result<(), CodexError> {
         self.send(&json!({"id": id, "result": result}))
     }
 
     /// Refuses the server's request `id` (one crew does not handle).
-    pub fn refuse(&mut self, id: &Value, message: &str) -> Result<(), CodexError> {
+    pub(crate) fn refuse(&mut self, id: &Value, message: &str) -> Result<(), CodexError> {
         self.send(&json!({"id": id, "error": {"code": -32601, "message": message}}))
     }
 
@@ -105,7 +105,7 @@ impl Rpc {
 
     /// The next message, or `None` when none came within `wait`. A line that is not a JSON-RPC
     /// object, or the end of the output, is an error: the conversation is over.
-    pub fn next_within(&mut self, wait: Duration) -> Result<Option<Incoming>, CodexError> {
+    pub(crate) fn next_within(&mut self, wait: Duration) -> Result<Option<Incoming>, CodexError> {
         match self.process.next_within(wait) {
             None => Ok(None),
             Some(Line::Json(line)) => Incoming::of(line.clone())
@@ -118,7 +118,7 @@ impl Rpc {
 
     /// Sends request `method` and waits (at most `limit`) for its answer; what else arrives
     /// meanwhile goes to `other`.
-    pub fn call(
+    pub(crate) fn call(
         &mut self,
         method: &str,
         params: Value,

@@ -14,14 +14,14 @@ const MCP_PREFIX: &str = "mcp__crew__";
 /// A Claude Code tool under crew's name, kind and subject, so crew's rules
 /// (`bash(cargo test:*)`, `write(src/**)`) apply to it as to crew's own tools.
 #[derive(Debug, Clone, PartialEq)]
-pub struct CrewView {
+pub(crate) struct CrewView {
     pub tool: String,
     pub kind: ToolKind,
     pub subject: Subject,
 }
 
 impl CrewView {
-    pub fn of(tool_name: &str, input: &Value) -> Self {
+    pub(crate) fn of(tool_name: &str, input: &Value) -> Self {
         let text = |key: &str| input.get(key).and_then(Value::as_str).map(str::to_string);
         let path_or_none = |key: &str| text(key).map_or(Subject::None, Subject::Path);
         let (tool, kind, subject) = match tool_name {
@@ -66,7 +66,7 @@ impl CrewView {
     /// rules, the mode. The CLI runs its commands itself, outside crew's sandbox, so a
     /// command that only the mode would allow (the mode counts on the sandbox) asks instead,
     /// unless the person turned the sandbox off; an explicit allow rule still allows it.
-    pub fn decide(
+    pub(crate) fn decide(
         &self,
         policy: &PermissionPolicy,
         sandbox: SandboxMode,
@@ -98,7 +98,7 @@ impl CrewView {
 
 /// The answer to control request `request_id`: allow with the input unchanged, or deny with
 /// the reason (which the CLI shows the model as the tool's error).
-pub fn control_response(request_id: &str, input: &Value, allow: Result<(), &str>) -> Value {
+pub(crate) fn control_response(request_id: &str, input: &Value, allow: Result<(), &str>) -> Value {
     let response = match allow {
         Ok(()) => json!({"behavior": "allow", "updatedInput": input}),
         Err(message) => json!({"behavior": "deny", "message": message}),
@@ -110,7 +110,7 @@ pub fn control_response(request_id: &str, input: &Value, allow: Result<(), &str>
 }
 
 /// The answer to a control request crew does not handle (the CLI's own wording).
-pub fn unsupported(request_id: &str, subtype: &str) -> Value {
+pub(crate) fn unsupported(request_id: &str, subtype: &str) -> Value {
     json!({
         "type": "control_response",
         "response": {

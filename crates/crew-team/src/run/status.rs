@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crew_store::{AgentState, AgentStatus, AgentStatuses, StoreError};
+use crew_store::{AgentStatus, AgentStatuses, StoreError};
 
 #[derive(Clone)]
 pub struct StatusHandle {
@@ -12,7 +12,7 @@ pub struct StatusHandle {
 }
 
 impl StatusHandle {
-    pub fn new(store: AgentStatuses, status: AgentStatus) -> Result<Self, StoreError> {
+    pub(crate) fn new(store: AgentStatuses, status: AgentStatus) -> Result<Self, StoreError> {
         store.write(&status)?;
         Ok(StatusHandle {
             inner: Arc::new(Mutex::new(status)),
@@ -26,12 +26,12 @@ impl StatusHandle {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub fn get(&self) -> AgentStatus {
+    pub(crate) fn get(&self) -> AgentStatus {
         self.lock().clone()
     }
 
     /// Changes the status and writes it at once, with a fresh heartbeat.
-    pub fn update(&self, change: impl FnOnce(&mut AgentStatus)) -> Result<(), StoreError> {
+    pub(crate) fn update(&self, change: impl FnOnce(&mut AgentStatus)) -> Result<(), StoreError> {
         let snapshot = {
             let mut status = self.lock();
             change(&mut status);
@@ -41,17 +41,7 @@ impl StatusHandle {
         self.store.write(&snapshot)
     }
 
-    pub fn set_state(&self, state: AgentState, note: Option<String>) -> Result<(), StoreError> {
-        self.update(|s| {
-            s.state = state;
-            s.note = note;
-            if state != AgentState::Waiting {
-                s.waiting_on = None;
-            }
-        })
-    }
-
-    pub fn beat(&self) -> Result<(), StoreError> {
+    pub(crate) fn beat(&self) -> Result<(), StoreError> {
         self.update(|_| {})
     }
 }

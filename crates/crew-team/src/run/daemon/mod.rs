@@ -40,15 +40,15 @@ impl TeamProcess {
     }
 }
 
-pub fn lock_path(ws: &Workspace) -> PathBuf {
+pub(crate) fn lock_path(ws: &Workspace) -> PathBuf {
     ws.crew_dir().join("daemon.lock")
 }
 
-pub fn info_path(ws: &Workspace) -> PathBuf {
+pub(crate) fn info_path(ws: &Workspace) -> PathBuf {
     ws.crew_dir().join("daemon.json")
 }
 
-pub fn socket_path(ws: &Workspace) -> PathBuf {
+pub(crate) fn socket_path(ws: &Workspace) -> PathBuf {
     ws.crew_dir().join("daemon.sock")
 }
 

@@ -93,6 +93,17 @@ impl Supervisor {
         }
     }
 
+    /// The supervisor of the team in `config`: its roster, its lead, its workers' heartbeat.
+    pub fn for_team(workspace: Workspace, config: &TeamConfig, exe: PathBuf) -> Self {
+        Self::new(
+            workspace,
+            config.roster(),
+            config.lead_name(),
+            exe,
+            Duration::from_secs(config.worker.heartbeat_secs),
+        )
+    }
+
     /// Starts `crew worker --name NAME` with its output in `.crew/logs/NAME.log`.
     pub fn start(&mut self, name: &str, extra_args: &[String]) -> Result<u32, SupervisorError> {
         let logs = self.workspace.crew_dir().join("logs");
@@ -128,7 +139,11 @@ impl Supervisor {
 
     /// Starts a teammate again (after it died or shut down): refused for the lead, for a name
     /// not on the team, and for a teammate whose process still runs.
-    pub fn restart(&mut self, config: &TeamConfig, name: &str) -> Result<u32, SupervisorError> {
+    pub(crate) fn restart(
+        &mut self,
+        config: &TeamConfig,
+        name: &str,
+    ) -> Result<u32, SupervisorError> {
         if !config.teammate_names().iter().any(|t| t == name) {
             self.roster
                 .check("teammate", name)
@@ -152,20 +167,16 @@ impl Supervisor {
 
     /// For a short-lived supervisor (the screen's restart): its children are waited for on a
     /// thread, so none lingers as a zombie that would still count as alive.
-    pub fn reap_in_background(self) {
+    pub(crate) fn reap_in_background(self) {
         for (_, mut child) in self.children {
             std::thread::spawn(move || child.wait());
         }
     }
 
-    pub fn running(&self) -> Vec<String> {
-        self.children.keys().cloned().collect()
-    }
-
     /// One look at every teammate: reaps exited children, and treats a worker whose process is
     /// gone or whose heartbeat is stale as dead — its tasks go back to pending with a note, the
     /// lead gets a `status_update`, its status says DEAD.
-    pub fn check(&mut self, teammates: &[String]) -> Result<Vec<TeamEvent>, StoreError> {
+    pub(crate) fn check(&mut self, teammates: &[String]) -> Result<Vec<TeamEvent>, StoreError> {
         let mut events = Vec::new();
         let mut exited = Vec::new();
         for (name, child) in &mut self.children {
@@ -253,7 +264,7 @@ impl Supervisor {
 
     /// As [`Supervisor::shut_down`], calling `watch` with the teammates still running and the
     /// time left while it waits; `watch` returning true ends the wait at once (forced).
-    pub fn shut_down_watched(
+    pub(crate) fn shut_down_watched(
         &mut self,
         teammates: &[String],
         grace: Duration,

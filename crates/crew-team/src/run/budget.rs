@@ -10,7 +10,7 @@ use crew_store::{AgentStatus, MessageKind, Roster, StoreError, Workspace};
 
 /// Turns, tokens and millionths of a dollar spent.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Spend {
+pub(crate) struct Spend {
     pub turns: u64,
     pub tokens: u64,
     pub micros: u64,
@@ -26,7 +26,7 @@ impl Spend {
     }
 
     /// The whole team's spend, from every agent's status.
-    pub fn team(workspace: &Workspace, roster: &Roster) -> Result<Spend, StoreError> {
+    pub(crate) fn team(workspace: &Workspace, roster: &Roster) -> Result<Spend, StoreError> {
         let mut total = Spend::default();
         for name in roster.names() {
             if let Some(status) = workspace.agents().read(name)? {
@@ -39,7 +39,7 @@ impl Spend {
         Ok(total)
     }
 
-    pub fn agent(workspace: &Workspace, name: &str) -> Result<Spend, StoreError> {
+    pub(crate) fn agent(workspace: &Workspace, name: &str) -> Result<Spend, StoreError> {
         Ok(workspace
             .agents()
             .read(name)?
@@ -49,7 +49,7 @@ impl Spend {
 }
 
 /// Which limit of `budget` (each multiplied by `times`) `spend` has reached, said for the person.
-pub fn reached(budget: &Budget, times: u64, spend: Spend) -> Option<String> {
+pub(crate) fn reached(budget: &Budget, times: u64, spend: Spend) -> Option<String> {
     if let Some(max) = budget.max_turns.map(|m| m.saturating_mul(times))
         && spend.turns >= max
     {
@@ -111,7 +111,7 @@ pub fn answers(requests: &[RequestInfo], scope: Scope<'_>) -> Answers {
 }
 
 /// Asks the person to raise `scope`'s budget or stop.
-pub fn ask(
+pub(crate) fn ask(
     workspace: &Workspace,
     roster: &Roster,
     from: &str,

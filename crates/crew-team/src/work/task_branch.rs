@@ -5,7 +5,7 @@ use crew_config::TeamConfig;
 use crew_git::{Author, MergeOutcome, Worktrees};
 
 use crate::review;
-use crate::worker::{Job, JobOutcome};
+use crate::work::{Job, JobOutcome};
 use crew_store::{Draft, MessageKind, Task, TaskCommits, TaskId, Workspace};
 
 /// Teammate `name`'s branch in `workspace`.
@@ -20,11 +20,11 @@ impl TaskBranch<'_> {
         Author::crew(self.name)
     }
 
-    /// After a CLI agent's job: the task it worked on (its own, or the one the person
-    /// interrupted, which their message continues) is kept when this job was interrupted too, and
-    /// otherwise committed when the agent writes.
+    /// After a job: the task it worked on (its own, or the one the person interrupted, which
+    /// their message continues) is kept when this job was interrupted too, and otherwise
+    /// committed when the agent writes.
     /// Returns the task to keep for the person's next message (none when nothing was cut).
-    pub fn settle(
+    pub(crate) fn settle(
         &self,
         job: &Job,
         interrupted: Option<Task>,
@@ -46,7 +46,7 @@ impl TaskBranch<'_> {
 
     /// `task` as it is now, if it is still in progress under this teammate (the person may
     /// have released or reassigned it after the interrupt).
-    pub fn still_mine(&self, task: Task) -> Option<Task> {
+    fn still_mine(&self, task: Task) -> Option<Task> {
         let id = TaskId::parse(&task.id).ok()?;
         let now = self.workspace.tasks().read(id).ok()?;
         (now.status == crew_store::Status::InProgress && now.owner.as_deref() == Some(self.name))
@@ -56,7 +56,7 @@ impl TaskBranch<'_> {
     /// Before a writer's task: its worktree is brought up to date with the base branch (so it
     /// starts from merged code), and where the task's commits start is recorded. A conflict
     /// (or local changes in the way) changes nothing, and the task is not started.
-    pub fn prepare(&self, task: &Task) -> Result<(), String> {
+    pub(crate) fn prepare(&self, task: &Task) -> Result<(), String> {
         let base = &self.config.team.base_branch;
         let branch = format!("crew/{}", self.name);
         let trees = Worktrees::open(self.workspace.root()).map_err(|e| e.to_string())?;
@@ -86,7 +86,7 @@ impl TaskBranch<'_> {
     /// After a writer's task: everything it changed becomes the task's commit
     /// (`task_N: <subject>`, the summary as its body, the teammate as author). Commits that are
     /// not in the base branch yet go to review, or are merged at once with `merge_when_done`.
-    pub fn commit(&self, task: &Task, outcome: &mut JobOutcome) {
+    fn commit(&self, task: &Task, outcome: &mut JobOutcome) {
         let committed = self.try_commit(task, outcome.success, &outcome.summary);
         match committed {
             Ok(commits) => outcome.commits = commits,
@@ -155,7 +155,7 @@ impl TaskBranch<'_> {
     }
 
     /// `review_by`: a review job is sent to the reviewer when a task enters review.
-    pub fn ask_for_review(&self, task: &Task) {
+    pub(crate) fn ask_for_review(&self, task: &Task) {
         let Some(by) = &self.config.worktree.review_by else {
             return;
         };

@@ -258,7 +258,7 @@ fn merge_commits_unchecked(
 
 /// The changed files among `paths` that govern the team: `crew.toml`, anything under `.crew/`,
 /// a script a hook in crew.toml runs, and CI configuration.
-pub fn protected_files(paths: &[String], config: &TeamConfig) -> Vec<String> {
+pub(crate) fn protected_files(paths: &[String], config: &TeamConfig) -> Vec<String> {
     let hook_words: Vec<&str> = config
         .hooks
         .iter()

@@ -16,23 +16,25 @@ use std::time::Duration;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent_work::{SetupError, person_prompter, status_sink, task_packet, working_dir};
-use crate::status::StatusHandle;
-use crate::task_branch::TaskBranch;
-use crate::verdict;
-use crate::worker::{INTERRUPTED_BY_PERSON, Job, JobOutcome, Work};
 use crew_agent::emitter::Emitter;
-use crew_agent::transcript::{TranscriptWriter, transcript_path};
-use crew_agent::{AgentEvent, EventSink, Limits, StopReason, TurnResult};
+use crew_agent::{AgentEvent, EventSink, Limits};
 use crew_config::TeamConfig;
+use crew_model::Usage;
 use crew_sandbox::SandboxPlan;
 use crew_store::message::new_id;
 use crew_store::{Task, Workspace};
 use crew_tools::process::{ProcessEnd, ProcessSpec, run_process_streaming};
 use crew_tools::{PermissionAnswer, PermissionAsk, Prompter, Sandbox, Subject, scrub_env};
 
+use crate::run::status::StatusHandle;
+use crate::work::cli_agent::{TurnEnding, begin, conclude, failed};
+use crate::work::task_branch::TaskBranch;
+use crate::work::{
+    Job, JobOutcome, SetupError, Work, open_transcript, person_prompter, task_packet, working_dir,
+};
+
 /// What `cmd` holds where the job's text goes.
-pub const PROMPT_PLACEHOLDER: &str = "{prompt}";
+pub(crate) const PROMPT_PLACEHOLDER: &str = "{prompt}";
 
 /// Output kept (and streamed to the transcript) per run, both streams together.
 const OUTPUT_CAP: usize = 1024 * 1024;
@@ -40,7 +42,7 @@ const OUTPUT_CAP: usize = 1024 * 1024;
 /// How much of the end of the output becomes the task's result.
 const SUMMARY_CHARS: usize = 2000;
 
-pub struct CommandWork {
+pub(crate) struct CommandWork {
     workspace: Workspace,
     config: Arc<TeamConfig>,
     name: String,
@@ -58,7 +60,7 @@ pub struct CommandWork {
 }
 
 impl CommandWork {
-    pub fn new(
+    pub(crate) fn new(
         workspace: Workspace,
         config: Arc<TeamConfig>,
         name: &str,
@@ -99,25 +101,21 @@ impl CommandWork {
         if let Some(emitter) = &self.emitter {
             return Ok(Arc::clone(emitter));
         }
-        let path = transcript_path(self.workspace.root(), &self.name, &new_id("session"));
-        let writer = TranscriptWriter::open(path).map_err(|e| e.to_string())?;
-        let emitter = Arc::new(Emitter::new(status_sink(status.clone()), writer));
+        let emitter = open_transcript(&self.workspace, &self.name, status)?;
         self.emitter = Some(Arc::clone(&emitter));
         Ok(emitter)
     }
 
-    /// One run of `cmd` for `input` in `workdir`, its output streamed to `emitter`.
+    /// One run of `cmd` for `input` in `workdir`, its output streamed to `emitter`; `Err` is why
+    /// it failed.
     fn execute(
         &self,
         input: &str,
         workdir: &Path,
         emitter: &Arc<Emitter>,
         cancel: &CancellationToken,
-    ) -> Ran {
-        let program = match find_program(&self.cmd[0], self.workspace.root()) {
-            Ok(program) => program,
-            Err(e) => return Ran::Failed(e),
-        };
+    ) -> Result<TurnEnding, String> {
+        let program = find_program(&self.cmd[0], self.workspace.root())?;
         let has_placeholder = self.cmd.iter().any(|a| a.contains(PROMPT_PLACEHOLDER));
         let args: Vec<String> = self.cmd[1..]
             .iter()
@@ -135,7 +133,7 @@ impl CommandWork {
         if let SandboxPlan::Unavailable(missing) = &plan
             && let Err(reason) = self.ask_unconfined(workdir, emitter, &missing.to_string())
         {
-            return Ran::Failed(format!("not run unconfined: {reason}"));
+            return Err(format!("not run unconfined: {reason}"));
         }
         let prepared =
             match self
@@ -143,7 +141,7 @@ impl CommandWork {
                 .prepare(workdir, &program.display().to_string(), args, env)
             {
                 Ok(prepared) => prepared,
-                Err(e) => return Ran::Failed(format!("the sandbox's temporary folder: {e}")),
+                Err(e) => return Err(format!("the sandbox's temporary folder: {e}")),
             };
         emitter.emit(AgentEvent::ToolUse {
             id: new_id("cmd"),
@@ -177,14 +175,14 @@ impl CommandWork {
         drop(prepared);
         let result = match result {
             Ok(result) => result,
-            Err(e) => return Ran::Failed(format!("cannot start `{}`: {e}", self.cmd[0])),
+            Err(e) => return Err(format!("cannot start `{}`: {e}", self.cmd[0])),
         };
         let mut output = String::from_utf8_lossy(&result.stdout).into_owned();
         output.push_str(&String::from_utf8_lossy(&result.stderr));
         let tail = tail_of(output.trim(), SUMMARY_CHARS);
         match result.end {
-            ProcessEnd::Exited(status) if status.success() => Ran::Succeeded(tail),
-            ProcessEnd::Exited(status) => Ran::Failed(format!(
+            ProcessEnd::Exited(status) if status.success() => Ok(one_run(tail, false)),
+            ProcessEnd::Exited(status) => Err(format!(
                 "`{}` failed ({status}){}",
                 self.cmd[0],
                 if tail.is_empty() {
@@ -193,12 +191,12 @@ impl CommandWork {
                     format!(": {tail}")
                 }
             )),
-            ProcessEnd::TimedOut => Ran::Failed(format!(
+            ProcessEnd::TimedOut => Err(format!(
                 "`{}` ran longer than {} s (budget.wall_secs); it and its children were killed",
                 self.cmd[0],
                 self.timeout.as_secs()
             )),
-            ProcessEnd::Cancelled => Ran::Interrupted,
+            ProcessEnd::Cancelled => Ok(one_run(String::new(), true)),
         }
     }
 }
@@ -241,11 +239,17 @@ impl CommandWork {
     }
 }
 
-/// How one run ended.
-enum Ran {
-    Succeeded(String),
-    Failed(String),
-    Interrupted,
+/// A run that ended on its own (with `text`, the end of its output) or by the person's interrupt:
+/// one turn, with no tokens or cost crew can count.
+fn one_run(text: String, interrupted: bool) -> TurnEnding {
+    TurnEnding {
+        success: !interrupted,
+        interrupted,
+        text,
+        turns: 1,
+        usage: Usage::default(),
+        cost_micros: None,
+    }
 }
 
 /// The program to run: a path (relative to the repository) or a name found on `PATH`.
@@ -301,81 +305,24 @@ impl Work for CommandWork {
         let (input, _) = task_packet(job);
         let ready = working_dir(&self.workspace, &self.config, &self.name, self.writes)
             .map_err(|e| format!("no worktree: {e}"))
-            .and_then(|dir| match (job, self.writes) {
-                (Job::Task(task), true) => self.branch().prepare(task).map(|()| dir),
-                _ => Ok(dir),
-            })
             .and_then(|dir| self.emitter(status).map(|emitter| (dir, emitter)));
         let (workdir, emitter) = match ready {
             Ok(ready) => ready,
-            Err(e) => {
-                if let Err(note) = status.update(|s| s.note = Some(e.clone())) {
-                    tracing::warn!("status not written: {note}");
-                }
-                return JobOutcome::failed(e);
-            }
+            Err(e) => return failed(status, e),
         };
-        self.turns += 1;
-        emitter.set_turn(self.turns);
-        emitter.emit(AgentEvent::TurnStart {
-            turn: self.turns,
-            input: input.clone(),
-            prefix_fingerprint: String::new(),
-        });
-        let ran = self.execute(&input, &workdir, &emitter, cancel);
-        let (mut outcome, stop_reason, output) = match ran {
-            Ran::Succeeded(text) => {
-                // A reviewer's run passes only with a verdict line in its output.
-                let reviewer = self.role == "reviewer" && matches!(job, Job::Task(_));
-                let (success, no_verdict) = verdict::judge(reviewer, true, &text);
-                (
-                    JobOutcome {
-                        success,
-                        summary: no_verdict.unwrap_or_else(|| text.clone()),
-                        turns: 1,
-                        ..JobOutcome::failed(String::new())
-                    },
-                    StopReason::Completed,
-                    text,
-                )
-            }
-            Ran::Failed(why) => {
-                let reason = format!("{}: {why}", self.name);
-                if let Err(note) = status.update(|s| s.note = Some(reason.clone())) {
-                    tracing::warn!("status not written: {note}");
-                }
-                (
-                    JobOutcome::failed(reason.clone()),
-                    StopReason::Error,
-                    reason,
-                )
-            }
-            Ran::Interrupted => (
-                JobOutcome {
-                    interrupted: true,
-                    ..JobOutcome::failed(INTERRUPTED_BY_PERSON.to_string())
-                },
-                StopReason::Interrupted,
-                String::new(),
-            ),
+        let branch = TaskBranch {
+            workspace: &self.workspace,
+            config: &self.config,
+            name: &self.name,
         };
-        emitter.emit(AgentEvent::TurnEnd {
-            result: TurnResult {
-                input,
-                output: output.clone(),
-                tools_used: Vec::new(),
-                permission_denials: Vec::new(),
-                usage: Default::default(),
-                turns: 1,
-                reason: match stop_reason {
-                    StopReason::Completed => String::new(),
-                    StopReason::Interrupted => INTERRUPTED_BY_PERSON.to_string(),
-                    _ => output,
-                },
-                stop_reason,
-                prefix_fingerprint: String::new(),
-            },
-        });
+        if let Err(e) = begin(&branch, self.writes, job, &emitter, &mut self.turns, &input) {
+            return failed(status, e);
+        }
+        let ended = self.execute(&input, &workdir, &emitter, cancel);
+        // A reviewer's run passes only with a verdict line in its output.
+        let reviewer = self.role == "reviewer" && matches!(job, Job::Task(_));
+        let (mut outcome, result) = conclude(&self.name, reviewer, &input, ended, status);
+        emitter.emit(AgentEvent::TurnEnd { result });
         let held = self.interrupted_task.take();
         self.interrupted_task = self.branch().settle(job, held, self.writes, &mut outcome);
         outcome

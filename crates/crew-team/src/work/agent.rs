@@ -13,45 +13,29 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use crew_agent::conversation;
-use crew_agent::{Agent, AgentConfig, AgentEvent, EventSink, Limits, MailboxPrompter, StopReason};
+use crew_agent::{Agent, AgentConfig, Limits, StopReason};
 use crew_config::{AgentEntry, ModelChoice, TeamConfig};
 use crew_git::Worktrees;
 use crew_model::scripted::ScriptedProvider;
 use crew_model::{ModelProvider, ProviderSpec, RetryPolicy, provider_from_spec};
 
 use crate::review;
-use crate::role_prompt;
-use crate::roles::toolset;
-use crate::status::StatusHandle;
-use crate::task_branch::TaskBranch;
+use crate::run::status::StatusHandle;
 use crate::tools::TeamEnv;
+use crate::tools::roles::toolset;
 use crate::verdict::{self, Verdict};
-use crate::worker::{INTERRUPTED_BY_PERSON, Job, JobOutcome, Work};
+use crate::work::role_prompt;
+use crate::work::task_branch::TaskBranch;
+use crate::work::{
+    INTERRUPTED_BY_PERSON, Job, JobOutcome, SetupError, Work, cache_tokens, permission_setup,
+    person_prompter, status_sink, task_packet, working_dir,
+};
 use crew_store::MessageKind;
 use crew_store::requests::RequestState;
-use crew_store::review::review_notes;
-use crew_store::{
-    AgentState, CacheTokens, Draft, Message, ReviewerVerdict, SUBAGENT_LINES, Status, SubagentLine,
-    Task, TaskId, Workspace,
-};
+use crew_store::{Draft, Message, ReviewerVerdict, Status, Task, TaskId, Workspace};
 use crew_tools::permissions::{BypassSwitches, RuleSet};
 use crew_tools::spill::floor_char_boundary;
 use crew_tools::{Hooks, PermissionMode, PermissionPolicy, Pipeline, Sandbox};
-
-/// Team tools only coordinate (tasks and messages); asking a person for each would be noise.
-/// Deny rules still beat this.
-const TEAM_TOOLS: &[&str] = &[
-    "task_create",
-    "task_list",
-    "task_get",
-    "task_update",
-    "claim_task",
-    "send_message",
-    "request_shutdown",
-    "request_plan_approval",
-    "review_plan",
-    "read_inbox",
-];
 
 /// How a reviewer ends a report; without the line the review has no verdict and is not a pass.
 const REVIEWER_ENDING: &str = "As the reviewer: show each command you ran as a `$ command` line \
@@ -59,23 +43,7 @@ const REVIEWER_ENDING: &str = "As the reviewer: show each command you ran as a `
      `VERDICT: FAIL` or `VERDICT: PARTIAL`. A report without that line counts as no verdict, \
      never as a pass.";
 
-#[derive(Debug, thiserror::Error)]
-pub enum SetupError {
-    #[error("no agent named {0:?} in crew.toml")]
-    UnknownAgent(String),
-    #[error("{name}: model: {message}")]
-    Model { name: String, message: String },
-    #[error("{name}: permissions: {message}")]
-    Permissions { name: String, message: String },
-    #[error("crew.toml [[hooks]]: {0}")]
-    Hooks(String),
-    #[error(transparent)]
-    Role(#[from] crate::role_prompt::RoleError),
-    #[error("cannot start the async runtime: {0}")]
-    Runtime(#[source] std::io::Error),
-}
-
-pub struct AgentWork {
+pub(crate) struct AgentWork {
     workspace: Workspace,
     config: Arc<TeamConfig>,
     name: String,
@@ -104,7 +72,7 @@ struct Current {
 
 /// Which provider a `model = {...}` entry means. A scripted `scenario` is a file relative to the
 /// repository, or else the name of a scenario built into crew (`demo`, `echo`).
-pub fn provider_for(
+pub(crate) fn provider_for(
     entry: &ModelChoice,
     repo_root: &std::path::Path,
 ) -> Result<Arc<dyn ModelProvider>, String> {
@@ -135,58 +103,8 @@ pub fn provider_for(
         .map_err(|e| e.to_string())
 }
 
-/// The mode, rules (team tools allowed) and bypass switches of agent `name`, checked once so a
-/// bad rule fails at start, not at the first tool call.
-pub(crate) fn permission_setup(
-    config: &TeamConfig,
-    name: &str,
-    bypass_flag: bool,
-) -> Result<(PermissionMode, RuleSet, BypassSwitches), SetupError> {
-    let perms = &config.permissions;
-    let invalid = |message: String| SetupError::Permissions {
-        name: name.to_string(),
-        message,
-    };
-    let permissions: PermissionMode = perms
-        .mode
-        .get_ref()
-        .parse()
-        .map_err(|e| invalid(format!("{e}")))?;
-    let mut allow = perms.allow.clone();
-    allow.extend(TEAM_TOOLS.iter().map(|t| t.to_string()));
-    let rules = RuleSet {
-        allow,
-        ask: perms.ask.clone(),
-        deny: perms.deny.clone(),
-    };
-    let bypass = BypassSwitches {
-        config_allows: perms.allow_bypass,
-        flag_given: bypass_flag,
-    };
-    PermissionPolicy::new(permissions, &rules, bypass).map_err(|e| invalid(e.to_string()))?;
-    Ok((permissions, rules, bypass))
-}
-
-/// The teammate's worktree if it writes (made on first need), else the repository root.
-pub(crate) fn working_dir(
-    workspace: &Workspace,
-    config: &TeamConfig,
-    name: &str,
-    writes: bool,
-) -> Result<PathBuf, String> {
-    if !writes {
-        return Ok(workspace.root().to_path_buf());
-    }
-    let trees = Worktrees::open(workspace.root()).map_err(|e| e.to_string())?;
-    let wt = &config.worktree;
-    trees
-        .ensure(name, &config.team.base_branch, &wt.copy, &wt.link)
-        .map(|w| w.path)
-        .map_err(|e| e.to_string())
-}
-
 impl AgentWork {
-    pub fn new(
+    pub(crate) fn new(
         workspace: Workspace,
         config: Arc<TeamConfig>,
         name: &str,
@@ -365,132 +283,6 @@ fn show_todos(agent: &Agent, status: &StatusHandle) {
     agent.todos().watch(move |items| write(&status, items));
 }
 
-/// How agent `name` asks the person: requests through the lead's inbox, answered in time.
-pub(crate) fn person_prompter(
-    workspace: &Workspace,
-    config: &TeamConfig,
-    name: &str,
-) -> MailboxPrompter {
-    MailboxPrompter::new(
-        workspace.mailboxes(),
-        config.roster(),
-        name.to_string(),
-        config.lead_name().to_string(),
-        config.request_timeout(),
-    )
-}
-
-/// WAITING while a permission request is out, WORK again when it is answered.
-pub(crate) fn status_sink(status: StatusHandle) -> EventSink {
-    EventSink::new(move |event| {
-        let result = match &event {
-            AgentEvent::PermissionWaiting { request_id, .. } => status.update(|s| {
-                s.state = AgentState::Waiting;
-                s.waiting_on = Some(request_id.clone());
-            }),
-            AgentEvent::PermissionAnswered { .. } => status.update(|s| {
-                s.state = AgentState::Work;
-                s.waiting_on = None;
-            }),
-            AgentEvent::SubagentStart {
-                id,
-                role,
-                description,
-                ..
-            } => status.update(|s| {
-                s.subagents.push(SubagentLine {
-                    id: id.clone(),
-                    role: role.to_string(),
-                    description: description.clone(),
-                    tool: None,
-                    outcome: None,
-                });
-                // Running ones stay; the oldest that ended go first.
-                while s.subagents.len() > SUBAGENT_LINES {
-                    let Some(at) = s.subagents.iter().position(|l| l.outcome.is_some()) else {
-                        break;
-                    };
-                    s.subagents.remove(at);
-                }
-            }),
-            AgentEvent::SubagentTool { id, tool } => status.update(|s| {
-                if let Some(line) = s.subagents.iter_mut().find(|l| &l.id == id) {
-                    line.tool = Some(tool.clone());
-                }
-            }),
-            AgentEvent::SubagentEnd {
-                id,
-                stop_reason,
-                verdict,
-                ..
-            } => status.update(|s| {
-                if let Some(line) = s.subagents.iter_mut().find(|l| &l.id == id) {
-                    let reason = serde_json::to_value(stop_reason)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_string))
-                        .unwrap_or_default();
-                    line.outcome = Some(match verdict {
-                        Some(verdict) => format!("{reason}, verdict {verdict}"),
-                        None => reason,
-                    });
-                }
-            }),
-            _ => Ok(()),
-        };
-        if let Err(e) = result {
-            tracing::warn!("status not written: {e}");
-        }
-    })
-}
-
-pub(crate) fn task_packet(job: &Job) -> (String, Option<String>) {
-    match job {
-        Job::Task(task) => {
-            let mut text = format!("Task {}: {}\n", task.id, task.subject);
-            if !task.description.is_empty() {
-                text.push_str(&format!("\n{}\n", task.description));
-            }
-            let notes = review_notes(task);
-            if !notes.is_empty() {
-                text.push_str(
-                    "\nYour earlier work on it is committed in your worktree; it was sent back \
-                     from review:\n",
-                );
-                for note in notes {
-                    text.push_str(&format!("- {note}\n"));
-                }
-            }
-            text.push_str(
-                "\nDo it and run its acceptance checks, then reply with a short summary of what you \
-                 did and how you checked it.",
-            );
-            (
-                text,
-                Some(format!(
-                    "{}: {}\n{}",
-                    task.id, task.subject, task.description
-                )),
-            )
-        }
-        Job::Message(m) => {
-            let answer = match m.approve {
-                Some(true) => ", approved",
-                Some(false) => ", rejected",
-                None => "",
-            };
-            (
-                format!(
-                    "Message from {} ({}{answer}): {}",
-                    m.from,
-                    m.kind,
-                    m.text.as_deref().unwrap_or("")
-                ),
-                None,
-            )
-        }
-    }
-}
-
 impl AgentWork {
     /// The provider's own figure when it reports one, else the configured price, else unknown.
     fn cost_micros(&self, usage: &crew_model::Usage) -> Option<u64> {
@@ -613,14 +405,14 @@ impl Work for AgentWork {
             interrupted,
         };
         // The task this job worked on: its own, or the one a message after an interrupt
-        // continues (its work is committed the same way).
-        let worked_on = match job {
-            Job::Task(task) => Some(task.clone()),
+        // continues (its work is committed the same way). An interrupted one needs no keeping
+        // here: its conversation is the current one, which the next message continues.
+        let continued = match job {
+            Job::Task(_) => None,
             Job::Message(_) => self.continued_task(),
         };
-        if let (Some(task), true, false) = (worked_on, self.writes, interrupted) {
-            self.branch().commit(&task, &mut outcome);
-        }
+        self.branch()
+            .settle(job, continued, self.writes, &mut outcome);
         outcome
     }
 }
@@ -791,14 +583,6 @@ impl AgentWork {
 /// generated id is longer than a name may be, and the job failed before it started).
 const FIRST_MESSAGES: &str = "messages";
 
-/// The prompt-cache part of a turn's input tokens.
-pub(crate) fn cache_tokens(usage: &crew_model::Usage) -> CacheTokens {
-    CacheTokens {
-        read: usage.cache_read_input_tokens,
-        written: usage.cache_creation_input_tokens,
-    }
-}
-
 /// A reviewer sends a failing task back on its own at most this often; then the person decides
 /// (a teammate that cannot fix it would otherwise bounce between the two for ever).
 const MAX_AUTO_SEND_BACKS: usize = 3;
@@ -871,7 +655,7 @@ mod tests {
             let work = AgentWork::new(ws.clone(), config.clone(), name, false).unwrap();
             let status = StatusHandle::new(
                 ws.agents(),
-                crew_store::AgentStatus::new(name, AgentState::Idle),
+                crew_store::AgentStatus::new(name, crew_store::AgentState::Idle),
             )
             .unwrap();
             let agent = work.build_agent(dir.path().to_path_buf(), &status).unwrap();

@@ -7,13 +7,13 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::claude_code::permission::CrewView;
+use crate::work::claude_code::permission::CrewView;
 use crew_tools::builtin::{BashTool, EditTool, WriteTool};
 use crew_tools::{Decision, PermissionPolicy, SandboxMode, Subject, ToolKind, TypedTool};
 
 /// What one approval request asks, for crew.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Approval {
+pub(crate) struct Approval {
     /// One view per thing the request would do (a command; each changed file).
     pub views: Vec<CrewView>,
     /// What the person is shown.
@@ -23,7 +23,7 @@ pub struct Approval {
 impl Approval {
     /// The approval for server request `method`, or `None` for one crew does not answer.
     /// `changes` is the file change's list from its `item/started`.
-    pub fn of(
+    pub(crate) fn of(
         method: &str,
         params: &Value,
         changes: Option<&Value>,
@@ -105,7 +105,7 @@ impl Approval {
 
     /// crew's decision without the person: a deny (any part refused) or an allow (every part
     /// allowed) ends it; otherwise the view that asks, for the person.
-    pub fn precheck(
+    pub(crate) fn precheck(
         &self,
         policy: &PermissionPolicy,
         sandbox: SandboxMode,
@@ -130,7 +130,7 @@ impl Approval {
 
 /// The answer Codex expects: `accept`, `decline` (the turn goes on without it) or `cancel`
 /// (refused, and the turn is interrupted: the person interrupted while it was asked).
-pub fn decision(allowed: bool, interrupted: bool) -> Value {
+pub(crate) fn decision(allowed: bool, interrupted: bool) -> Value {
     let decision = match (allowed, interrupted) {
         (_, true) => "cancel",
         (true, false) => "accept",

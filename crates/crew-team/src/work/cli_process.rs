@@ -20,7 +20,7 @@ const EXIT_GRACE: Duration = Duration::from_secs(3);
 
 /// One line from the CLI's stdout.
 #[derive(Debug)]
-pub enum Line {
+pub(crate) enum Line {
     Json(Value),
     /// A line that is not a JSON object: the protocol is broken.
     NotJson(String),
@@ -31,9 +31,9 @@ pub enum Line {
 /// The CLI no longer reads its stdin (it exited or closed it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("the CLI stopped reading its input")]
-pub struct StdinClosed;
+pub(crate) struct StdinClosed;
 
-pub struct CliProcess {
+pub(crate) struct CliProcess {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: Receiver<Line>,
@@ -42,7 +42,7 @@ pub struct CliProcess {
 
 impl CliProcess {
     /// Starts `bin` with `args`, in `cwd`, with `env` added.
-    pub fn spawn<S: AsRef<std::ffi::OsStr>>(
+    pub(crate) fn spawn<S: AsRef<std::ffi::OsStr>>(
         bin: &str,
         args: &[S],
         cwd: &Path,
@@ -110,7 +110,7 @@ impl CliProcess {
     }
 
     /// Writes one JSON line to the CLI; an error means it stopped reading its input.
-    pub fn send(&mut self, line: &Value) -> Result<(), StdinClosed> {
+    pub(crate) fn send(&mut self, line: &Value) -> Result<(), StdinClosed> {
         let stdin = self.stdin.as_mut().ok_or(StdinClosed)?;
         let mut bytes = serde_json::to_vec(line).map_err(|_| StdinClosed)?;
         bytes.push(b'\n');
@@ -122,7 +122,7 @@ impl CliProcess {
 
     /// The next line from stdout, or `None` when none came within `wait` (so the caller can
     /// look at its cancellation between lines).
-    pub fn next_within(&self, wait: Duration) -> Option<Line> {
+    pub(crate) fn next_within(&self, wait: Duration) -> Option<Line> {
         match self.lines.recv_timeout(wait) {
             Ok(line) => Some(line),
             Err(RecvTimeoutError::Timeout) => None,
@@ -131,7 +131,7 @@ impl CliProcess {
     }
 
     /// Why the process is gone: its exit status (waited for briefly) and the end of stderr.
-    pub fn death(&mut self) -> String {
+    pub(crate) fn death(&mut self) -> String {
         let status = self
             .wait_for(EXIT_GRACE)
             .map_or_else(|| "still running".to_string(), |status| status.to_string());

@@ -8,12 +8,12 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use crate::daemon::control::{
+use crate::run::daemon::control::{
     BusyAgent, DaemonStatus, Reply, Request, StopProgress, with_short_path,
 };
-use crate::daemon::{TeamLock, TeamProcess, running, socket_path};
-use crate::headless::{Happening, HeadlessError, MergePolicy, TeamRun};
-use crate::supervisor::Supervisor;
+use crate::run::daemon::{TeamLock, TeamProcess, running, socket_path};
+use crate::run::headless::{Happening, HeadlessError, MergePolicy, TeamRun};
+use crate::run::team_control;
 use crew_config::TeamConfig;
 use crew_store::{DirWatcher, StoreError, Waker, Workspace};
 
@@ -243,15 +243,12 @@ fn answer(shared: &Shared, stream: UnixStream) {
             shared.force.store(true, Ordering::Relaxed);
         }
         Request::Restart { name } => {
-            let mut supervisor = Supervisor::new(
-                shared.workspace.clone(),
-                shared.config.roster(),
-                shared.config.lead_name(),
+            let started = team_control::restart_here(
+                &shared.workspace,
+                &shared.config,
                 shared.exe.clone(),
-                Duration::from_secs(shared.config.worker.heartbeat_secs),
+                &name,
             );
-            let started = supervisor.restart(&shared.config, &name);
-            supervisor.reap_in_background();
             if let Err(e) = started {
                 reply(
                     &stream,

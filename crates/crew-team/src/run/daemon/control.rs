@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::daemon::socket_path;
+use crate::run::daemon::socket_path;
 use crew_store::{AgentState, RequestId, Workspace};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -61,7 +61,7 @@ pub struct StopProgress {
 
 impl StopProgress {
     /// One line: who is still busy, with what, and the time left.
-    pub fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         if self.busy.is_empty() {
             return "asking the team to shut down...".into();
         }
@@ -161,7 +161,7 @@ pub fn ask(ws: &Workspace, request: &Request) -> Result<DaemonStatus, ControlErr
 
 /// A socket's path must fit in `sun_path` (108 bytes); a repository deep in the tree gets there
 /// through its folder opened as a file descriptor (`/proc/self/fd/N/daemon.sock`).
-pub fn with_short_path<T>(
+pub(crate) fn with_short_path<T>(
     path: &Path,
     f: impl FnOnce(&Path) -> std::io::Result<T>,
 ) -> std::io::Result<T> {

@@ -8,11 +8,11 @@ use std::sync::atomic::AtomicBool;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::agent_work::SetupError;
 use crate::review;
-use crate::supervisor::{Supervisor, SupervisorError, TeamEvent};
-use crate::teammate_work::work_for;
-use crate::worker::{ExitReason, Worker, WorkerSettings};
+use crate::run::supervisor::{Supervisor, SupervisorError, TeamEvent};
+use crate::run::worker::{ExitReason, Worker, WorkerSettings};
+use crate::work::SetupError;
+use crate::work::work_for;
 use crew_config::TeamConfig;
 use crew_store::requests::RequestState;
 use crew_store::{Draft, StoreError, TaskId, Workspace};
@@ -101,13 +101,7 @@ impl TeamRun {
         merge: MergePolicy,
         bypass: bool,
     ) -> Result<TeamRun, HeadlessError> {
-        let mut supervisor = Supervisor::new(
-            workspace.clone(),
-            config.roster(),
-            config.lead_name(),
-            exe,
-            Duration::from_secs(config.worker.heartbeat_secs),
-        );
+        let mut supervisor = Supervisor::for_team(workspace.clone(), &config, exe);
         let lead_name = config.lead_name().to_string();
         // crew's own runtime, or a CLI (Claude Code) that reaches the team through `crew mcp`.
         let mut work = work_for(workspace.clone(), config.clone(), &lead_name, bypass)?;
@@ -155,7 +149,7 @@ impl TeamRun {
         })
     }
 
-    pub fn teammates(&self) -> Vec<String> {
+    pub(crate) fn teammates(&self) -> Vec<String> {
         self.config.teammate_names()
     }
 
@@ -292,7 +286,7 @@ impl TeamRun {
 
     /// As [`TeamRun::stop`], telling `watch` who is still running and the time left (see
     /// [`Supervisor::shut_down_watched`]); the lead is asked once the teammates are done.
-    pub fn stop_watched(
+    pub(crate) fn stop_watched(
         mut self,
         grace: Duration,
         watch: &mut dyn FnMut(&[String], Duration) -> bool,

@@ -78,7 +78,7 @@ pub fn toolset(
 
 /// The team tools of `role` alone, plus `read_inbox`: what `crew mcp` serves to an agent whose
 /// own CLI brings the file tools and whose messages may not be pushed to it.
-pub fn team_toolset(role: &str, env: Arc<TeamEnv>) -> Result<ToolRegistry, RegistryError> {
+pub(crate) fn team_toolset(role: &str, env: Arc<TeamEnv>) -> Result<ToolRegistry, RegistryError> {
     let team = if role == "lead" { LEAD } else { TEAMMATE };
     registry_of(
         team_tools(env)

@@ -12,12 +12,13 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::budget::{self, Scope, Spend};
-use crate::status::StatusHandle;
+use crate::run::budget::{self, Scope, Spend};
+use crate::run::status::StatusHandle;
+use crate::work::{INTERRUPTED_BY_PERSON, Job, JobOutcome, Work};
 use crew_store::requests::RequestState;
 use crew_store::{
-    AgentState, AgentStatus, CacheTokens, Claimant, DirWatcher, Draft, Entry, Message, Refusal,
-    Roster, Status, StoreError, Task, TaskCommits, TaskId, Waker, Workspace,
+    AgentState, AgentStatus, Claimant, DirWatcher, Draft, Entry, Message, Refusal, Roster, Status,
+    StoreError, Task, TaskId, Waker, Workspace,
 };
 use crew_store::{MessageKind, USER};
 use tokio_util::sync::CancellationToken;
@@ -51,55 +52,6 @@ pub struct WorkerSettings {
     pub budget: crew_config::Budget,
 }
 
-/// What a worker is asked to do.
-#[derive(Debug, Clone)]
-pub enum Job {
-    Task(Task),
-    Message(Message),
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct JobOutcome {
-    pub success: bool,
-    /// For a task: its result (or why it failed), told to the lead.
-    pub summary: String,
-    pub turns: u64,
-    pub tokens: u64,
-    /// Millionths of a dollar, when the provider reports a cost or crew.toml gives a price.
-    pub cost_micros: Option<u64>,
-    /// Of the input tokens, those read from and written to the provider's prompt cache.
-    pub cache: CacheTokens,
-    /// A finished task's commits that are not in the base branch yet: it goes to `review`.
-    pub commits: Option<TaskCommits>,
-    /// The person interrupted it: a task stays with the worker until their next message.
-    pub interrupted: bool,
-}
-
-impl JobOutcome {
-    /// A job that did not run to its end, and why.
-    pub fn failed(summary: String) -> Self {
-        Self {
-            success: false,
-            summary,
-            turns: 0,
-            tokens: 0,
-            cost_micros: None,
-            cache: CacheTokens::default(),
-            commits: None,
-            interrupted: false,
-        }
-    }
-}
-
-/// Runs one job to its end. Implementations update WAITING through the status handle, and
-/// stop soon after `cancel` fires (the person interrupted the agent).
-pub trait Work {
-    fn run(&mut self, job: &Job, status: &StatusHandle, cancel: &CancellationToken) -> JobOutcome;
-
-    /// A task this worker did was recorded as waiting for review.
-    fn entered_review(&mut self, _task: &Task) {}
-}
-
 /// The job running now, for the heartbeat thread to interrupt: its token, and where in the
 /// inbox to look for an `interrupt` from the person (messages before it are older than the job).
 struct Running {
@@ -113,9 +65,6 @@ enum Gate {
     Paused,
     Stop,
 }
-
-/// What the person sees on an interrupted agent, and what the agent reads when resumed.
-pub const INTERRUPTED_BY_PERSON: &str = "interrupted by the person";
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum ExitReason {
@@ -153,10 +102,6 @@ impl Worker {
             status,
             running: Arc::new(Mutex::new(None)),
         })
-    }
-
-    pub fn status(&self) -> &StatusHandle {
-        &self.status
     }
 
     /// Runs until shut down (by request or idleness) or until `stop` is set.

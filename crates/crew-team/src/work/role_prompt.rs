@@ -12,20 +12,23 @@ use crew_agent::context::DEFAULT_RULES;
 use crew_config::TeamConfig;
 
 /// The roles crew ships duties for.
-pub const ROLES: &[(&str, &str)] = &[
-    ("lead", include_str!("../../../assets/roles/lead.md")),
-    ("planner", include_str!("../../../assets/roles/planner.md")),
+pub(crate) const ROLES: &[(&str, &str)] = &[
+    ("lead", include_str!("../../../../assets/roles/lead.md")),
+    (
+        "planner",
+        include_str!("../../../../assets/roles/planner.md"),
+    ),
     (
         "implementer",
-        include_str!("../../../assets/roles/implementer.md"),
+        include_str!("../../../../assets/roles/implementer.md"),
     ),
     (
         "reviewer",
-        include_str!("../../../assets/roles/reviewer.md"),
+        include_str!("../../../../assets/roles/reviewer.md"),
     ),
     (
         "explorer",
-        include_str!("../../../assets/roles/explorer.md"),
+        include_str!("../../../../assets/roles/explorer.md"),
     ),
 ];
 
@@ -61,7 +64,7 @@ fn names() -> String {
 }
 
 /// Checks crew.toml's `[roles]` table: every key a role, every file readable.
-pub fn check(config: &TeamConfig, repo_root: &Path) -> Result<(), RoleError> {
+pub(crate) fn check(config: &TeamConfig, repo_root: &Path) -> Result<(), RoleError> {
     for (role, path) in &config.roles {
         if !ROLES.iter().any(|(n, _)| n == role) {
             return Err(RoleError::UnknownRole {
@@ -77,7 +80,11 @@ pub fn check(config: &TeamConfig, repo_root: &Path) -> Result<(), RoleError> {
 
 /// The duties of `role`: crew.toml's `[roles]` file, else `.crew/roles/<role>.md`, else the
 /// shipped text (none for a role crew does not know).
-pub fn duties(config: &TeamConfig, repo_root: &Path, role: &str) -> Result<String, RoleError> {
+pub(crate) fn duties(
+    config: &TeamConfig,
+    repo_root: &Path,
+    role: &str,
+) -> Result<String, RoleError> {
     let read = |path: PathBuf| {
         std::fs::read_to_string(&path).map_err(|source| RoleError::Read {
             config: config.path.clone(),
@@ -100,7 +107,7 @@ pub fn duties(config: &TeamConfig, repo_root: &Path, role: &str) -> Result<Strin
 }
 
 /// The rules section of `role`'s static prompt: general rules, team protocol, role duties.
-pub fn assemble(role: &str, duties: &str) -> String {
+pub(crate) fn assemble(role: &str, duties: &str) -> String {
     let mut out = format!("{DEFAULT_RULES}\n\n{TEAM_PROTOCOL}");
     let duties = duties.trim();
     if !duties.is_empty() {

@@ -11,7 +11,7 @@ use crew_model::{FinishReason, Usage};
 
 /// The end of one turn, from the `result` event.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TurnEnd {
+pub(crate) struct TurnEnd {
     pub success: bool,
     /// The last text, or why it failed.
     pub text: String,
@@ -20,14 +20,12 @@ pub struct TurnEnd {
     /// The session's cost so far (the CLI's `total_cost_usd` counts the whole session).
     pub total_cost_usd: Option<f64>,
     pub session_id: Option<String>,
-    /// The turn ended because crew sent the person's interrupt.
-    pub interrupted: bool,
 }
 
 /// Turns assistant and user events into crew events, keeping what spans events: the open
 /// message and the names of the tools called.
 #[derive(Debug, Default)]
-pub struct Translator {
+pub(crate) struct Translator {
     calls: u32,
     open_message: Option<String>,
     used_tools: bool,
@@ -37,7 +35,7 @@ pub struct Translator {
 
 impl Translator {
     /// Events for one `assistant` or `user` line (nothing for other types).
-    pub fn events(&mut self, line: &Value) -> Vec<AgentEvent> {
+    pub(crate) fn events(&mut self, line: &Value) -> Vec<AgentEvent> {
         let mut out = Vec::new();
         let message = &line["message"];
         let blocks = message["content"].as_array().cloned().unwrap_or_default();
@@ -99,7 +97,7 @@ impl Translator {
     }
 
     /// Closes the open message (if any) and reads the turn's end from a `result` line.
-    pub fn finish(&mut self, line: &Value) -> (Vec<AgentEvent>, TurnEnd) {
+    pub(crate) fn finish(&mut self, line: &Value) -> (Vec<AgentEvent>, TurnEnd) {
         let mut out = Vec::new();
         self.close_message(&mut out);
         let usage = serde_json::from_value::<Usage>(line["usage"].clone()).unwrap_or_default();
@@ -120,7 +118,6 @@ impl Translator {
             usage,
             total_cost_usd: line["total_cost_usd"].as_f64(),
             session_id: line["session_id"].as_str().map(str::to_string),
-            interrupted: false,
         };
         (out, end)
     }
@@ -157,7 +154,8 @@ fn result_text(content: &Value) -> String {
 mod tests {
     use super::*;
 
-    const TOOLS: &str = include_str!("../../../../tests/fixtures/claude-code/tools.stream.jsonl");
+    const TOOLS: &str =
+        include_str!("../../../../../tests/fixtures/claude-code/tools.stream.jsonl");
 
     #[test]
     fn a_recorded_stream_becomes_messages_tool_calls_and_results() {

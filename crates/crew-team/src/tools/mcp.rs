@@ -18,7 +18,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
-use crate::roles::team_toolset;
+use crate::tools::roles::team_toolset;
 use crate::tools::{TeamEnv, team_tools};
 use crew_config::TeamConfig;
 use crew_store::USER;
@@ -26,7 +26,7 @@ use crew_store::{StoreError, Workspace};
 use crew_tools::{ToolContext, ToolRegistry};
 
 /// The server's name in `--mcp-config`: Claude Code calls its tools `mcp__crew__<tool>`.
-pub const SERVER_NAME: &str = "crew";
+pub(crate) const SERVER_NAME: &str = "crew";
 
 /// Argument names that would say who is calling: the caller is fixed by `--as`.
 const SENDER_FIELDS: &[&str] = &["from", "as", "sender", "me"];
@@ -195,7 +195,7 @@ impl ServerHandler for TeamMcpServer {
 
 /// Writes the `--mcp-config` file that makes a CLI agent start `exe mcp --as NAME` on the team
 /// in `root`, and returns its path (`.crew/mcp/NAME.json`).
-pub fn write_client_config(root: &Path, name: &str, exe: &Path) -> std::io::Result<PathBuf> {
+pub(crate) fn write_client_config(root: &Path, name: &str, exe: &Path) -> std::io::Result<PathBuf> {
     let dir = root.join(".crew/mcp");
     std::fs::create_dir_all(&dir)?;
     let path = dir.join(format!("{name}.json"));

@@ -15,7 +15,7 @@ use crew_tools::builtin::BashTool;
 
 /// How a turn ended, from `turn/completed`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TurnEnd {
+pub(crate) struct TurnEnd {
     /// `completed`, `interrupted` or `failed`.
     pub status: String,
     /// The last agent message, or why the turn failed.
@@ -28,7 +28,7 @@ pub struct TurnEnd {
 
 /// Turns one turn's notifications into crew events, keeping what spans them.
 #[derive(Debug, Default)]
-pub struct Items {
+pub(crate) struct Items {
     calls: u32,
     /// The agent message being streamed, and whether deltas for it arrived.
     open_message: Option<(String, bool)>,
@@ -46,7 +46,7 @@ pub struct Items {
 
 impl Items {
     /// Starts turn `id` (the thread's usage so far is its baseline).
-    pub fn begin_turn(&mut self, id: &str) {
+    pub(crate) fn begin_turn(&mut self, id: &str) {
         self.turn_id = id.to_string();
         self.calls = 0;
         self.last_text.clear();
@@ -54,12 +54,12 @@ impl Items {
     }
 
     /// The file changes of item `id`, as its `item/started` listed them.
-    pub fn changes_of(&self, id: &str) -> Option<&Value> {
+    pub(crate) fn changes_of(&self, id: &str) -> Option<&Value> {
         self.changes.get(id)
     }
 
     /// Events for one notification; `Some` end when it is the turn's `turn/completed`.
-    pub fn on(
+    pub(crate) fn on(
         &mut self,
         method: &str,
         params: &Value,
@@ -259,7 +259,7 @@ mod tests {
     use super::*;
 
     const RECORDED: &str = include_str!(
-        "../../../../tests/fixtures/codex/approvals-followup-interrupt.transcript.jsonl"
+        "../../../../../tests/fixtures/codex/approvals-followup-interrupt.transcript.jsonl"
     );
 
     /// The notifications of the recording, turn by turn, through one translator.

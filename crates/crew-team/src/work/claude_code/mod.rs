@@ -1,0 +1,264 @@
+//! Claude Code as a teammate (`model = { provider = "claude-code", … }`).
+//!
+//! The CLI runs its own agent loop and tools, so it replaces crew's agent loop, not crew's model:
+//! it is a [`CliAgent`] (its work a `CliWork`, next to `AgentWork`), and the worker around it
+//! claims, reports and releases tasks as for any teammate. One long-lived `claude -p`
+//! stream-json process per conversation runs in the teammate's worktree; each job (a task or a
+//! message) is one user line on its stdin and ends at the CLI's `result`. Each `can_use_tool`
+//! request is decided by crew's policy, and what it would ask goes to the person as a crew
+//! `permission_request` through the lead's inbox (the approvals pane, `crew respond`, or the
+//! headless policy). The CLI's events become crew transcript events. A CLI that cannot start,
+//! speaks another version, prints a line that is not JSON or dies ends the job as failed with the
+//! reason; the next job starts a new process, which resumes the CLI's session (also after the
+//! worker restarts).
+
+pub(crate) mod permission;
+mod stream;
+
+use std::path::Path;
+
+use serde_json::json;
+
+use crew_store::message::new_id;
+
+use crate::tools::mcp;
+use crate::work::cli_agent::{self, CliAgent, CliTeammate, Turn, TurnEnding};
+use crate::work::cli_process::{CliProcess, Line, StdinClosed};
+use crate::work::{SetupError, role_prompt};
+use permission::{CrewView, control_response, unsupported};
+use stream::Translator;
+
+/// The major version whose protocol crew speaks (recorded from Claude Code 2.1.197).
+const SUPPORTED_MAJOR: &str = "2";
+
+/// How the role's instructions name crew's team tools for a CLI that sees them through MCP.
+const MCP_NOTE: &str = "crew's team tools named above (task_create, task_list, send_message, …) \
+     are your MCP tools `mcp__crew__<name>` (e.g. `mcp__crew__task_create`); `mcp__crew__read_inbox` \
+     shows your inbox. They act as you; crew checks every call as for any agent of the team.";
+
+/// How often a turn waiting on the CLI looks whether the person interrupted it.
+const INTERRUPT_POLL: std::time::Duration = std::time::Duration::from_millis(100);
+
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ClaudeError {
+    #[error(
+        "cannot start Claude Code `{bin}`: {source} (install it, or set `bin = \"/path/to/claude\"` in the agent's model)"
+    )]
+    Start { bin: String, source: std::io::Error },
+    #[error("Claude Code stopped reading its input")]
+    StdinClosed(#[from] StdinClosed),
+    #[error(
+        "Claude Code {0} is not supported: crew speaks the stream-json protocol of Claude Code {SUPPORTED_MAJOR}.x"
+    )]
+    Version(String),
+    #[error("Claude Code printed a line that is not JSON, so the conversation was ended: {0}")]
+    NotJson(String),
+    #[error("Claude Code exited mid-turn ({0})")]
+    Died(String),
+    #[error("crew mcp not set up: {0}")]
+    McpSetup(std::io::Error),
+}
+
+/// The flags that make `claude` a two-way stream-json peer that asks crew before each tool.
+pub(crate) const PROTOCOL_ARGS: &[&str] = &[
+    "-p",
+    "--input-format",
+    "stream-json",
+    "--output-format",
+    "stream-json",
+    "--verbose",
+    "--permission-prompt-tool",
+    "stdio",
+];
+
+/// The live conversation's process and what spans its turns.
+pub(crate) struct Session {
+    process: CliProcess,
+    translator: Translator,
+    /// The CLI's `total_cost_usd` at the end of the last turn (it counts the whole session).
+    cost_so_far: f64,
+    /// Whether the process has said `init` (so a session id it was given worked).
+    initialised: bool,
+}
+
+/// Claude Code for one teammate: its extra arguments and the role's instructions.
+pub(crate) struct ClaudeCode {
+    args: Vec<String>,
+    /// The role's instructions, appended to the CLI's own system prompt.
+    instructions: String,
+}
+
+impl ClaudeCode {
+    /// Where the CLI's session id is kept, so a restarted worker resumes the conversation.
+    fn session_file(seat: &CliTeammate) -> std::path::PathBuf {
+        seat.id_file("claude-code", "session")
+    }
+
+    /// What crew adds to the CLI's arguments: its team tools as the MCP server `crew`
+    /// (`crew mcp --as NAME`, this very binary) and the role's instructions.
+    fn crew_args(&self, seat: &CliTeammate) -> std::io::Result<Vec<String>> {
+        let exe = std::env::current_exe()?;
+        let config = mcp::write_client_config(seat.workspace.root(), &seat.name, &exe)?;
+        Ok(vec![
+            "--mcp-config".to_string(),
+            config.display().to_string(),
+            "--append-system-prompt".to_string(),
+            self.instructions.clone(),
+        ])
+    }
+}
+
+impl CliAgent for ClaudeCode {
+    const BIN: &'static str = "claude";
+    type Session = Session;
+    type Error = ClaudeError;
+
+    fn new(seat: &CliTeammate) -> Result<Self, SetupError> {
+        let mut args = Vec::new();
+        if let Some(model) = &seat.model.model {
+            args.extend(["--model".to_string(), model.clone()]);
+        }
+        args.extend(seat.model.args.iter().cloned());
+        let root = seat.workspace.root();
+        role_prompt::check(&seat.config, root)?;
+        let instructions = format!(
+            "{}\n\n{MCP_NOTE}",
+            role_prompt::assemble(
+                &seat.role,
+                &role_prompt::duties(&seat.config, root, &seat.role)?
+            )
+        );
+        Ok(Self { args, instructions })
+    }
+
+    fn start(&self, seat: &CliTeammate, workdir: &Path) -> Result<Session, ClaudeError> {
+        let mut args: Vec<String> = PROTOCOL_ARGS.iter().map(|a| a.to_string()).collect();
+        args.extend(self.crew_args(seat).map_err(ClaudeError::McpSetup)?);
+        args.extend(self.args.iter().cloned());
+        if let Some(id) = cli_agent::saved_id(&Self::session_file(seat)) {
+            args.extend(["--resume".to_string(), id]);
+        }
+        let process = CliProcess::spawn(
+            &seat.bin,
+            &args,
+            workdir,
+            &cli_agent::credentials(&["ANTHROPIC_", "CLAUDE_"]),
+        )
+        .map_err(|source| ClaudeError::Start {
+            bin: seat.bin.clone(),
+            source,
+        })?;
+        Ok(Session {
+            process,
+            translator: Translator::default(),
+            cost_so_far: 0.0,
+            initialised: false,
+        })
+    }
+
+    /// One turn: the input as a user line, then the CLI's events until its `result`. When the
+    /// person interrupts, the CLI is sent its own `interrupt` request and the turn ends with the
+    /// `result` that follows.
+    fn turn(&self, session: &mut Session, turn: &Turn<'_>) -> Result<TurnEnding, ClaudeError> {
+        let session_file = Self::session_file(turn.seat);
+        let sent = session.process.send(&json!({
+            "type": "user",
+            "message": {"role": "user", "content": turn.input},
+        }));
+        if sent.is_err() {
+            // Gone while idle: say why, as for a death mid-turn.
+            return Err(ClaudeError::Died(session.process.death()));
+        }
+        let mut interrupted = false;
+        loop {
+            let Some(line) = session.process.next_within(INTERRUPT_POLL) else {
+                if turn.cancel.is_cancelled() && !interrupted {
+                    interrupted = true;
+                    session.process.send(&json!({
+                        "type": "control_request",
+                        "request_id": new_id("req_int"),
+                        "request": {"subtype": "interrupt"},
+                    }))?;
+                }
+                continue;
+            };
+            let line = match line {
+                Line::Json(line) => line,
+                Line::NotJson(text) => return Err(ClaudeError::NotJson(text)),
+                Line::Closed => return Err(ClaudeError::Died(session.process.death())),
+            };
+            match line["type"].as_str() {
+                Some("system") if line["subtype"] == "init" => {
+                    let version = line["claude_code_version"].as_str().unwrap_or("(unnamed)");
+                    if version.split('.').next() != Some(SUPPORTED_MAJOR) {
+                        return Err(ClaudeError::Version(version.to_string()));
+                    }
+                    session.initialised = true;
+                    if let Some(id) = line["session_id"].as_str() {
+                        cli_agent::save_id(&session_file, id);
+                    }
+                }
+                Some("assistant" | "user") => {
+                    for event in session.translator.events(&line) {
+                        turn.gate.emitter.emit(event);
+                    }
+                }
+                Some("control_request") => {
+                    let request_id = line["request_id"].as_str().unwrap_or_default();
+                    let request = &line["request"];
+                    let reply = match request["subtype"].as_str().unwrap_or_default() {
+                        "can_use_tool" => {
+                            let view = CrewView::of(
+                                request["tool_name"].as_str().unwrap_or_default(),
+                                &request["input"],
+                            );
+                            let verdict = turn.gate.decide(view, &request["input"]);
+                            control_response(
+                                request_id,
+                                &request["input"],
+                                verdict.as_ref().map(|_| ()).map_err(String::as_str),
+                            )
+                        }
+                        other => unsupported(request_id, other),
+                    };
+                    session.process.send(&reply)?;
+                }
+                Some("result") => {
+                    let (events, end) = session.translator.finish(&line);
+                    for event in events {
+                        turn.gate.emitter.emit(event);
+                    }
+                    let cost_micros = end.total_cost_usd.map(|total| {
+                        let spent = (total - session.cost_so_far).max(0.0);
+                        session.cost_so_far = total;
+                        crew_model::types::micros_of_dollars(spent)
+                    });
+                    return Ok(TurnEnding {
+                        success: end.success,
+                        interrupted,
+                        text: end.text,
+                        turns: end.turns,
+                        usage: end.usage,
+                        cost_micros,
+                    });
+                }
+                // Status, subagent progress, acknowledgements: nothing crew shows.
+                _ => {}
+            }
+        }
+    }
+
+    /// A process that died before `init` may have been refused the session it was to resume:
+    /// the next one starts a new conversation instead of failing the same way.
+    fn broken(&self, seat: &CliTeammate, session: &Session) {
+        if !session.initialised
+            && let Err(e) = std::fs::remove_file(Self::session_file(seat))
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!(
+                "{}: stale Claude Code session not forgotten: {e}",
+                seat.name
+            );
+        }
+    }
+}

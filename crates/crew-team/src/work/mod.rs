@@ -1,0 +1,338 @@
+//! What runs an agent's jobs, and what every kind of it shares. A [`Work`] runs one job (a task
+//! or a message) to its end for the worker around it (`run::worker`), which claims, reports and
+//! releases tasks the same whatever runs them: crew's own agent loop (`agent`), or a coding-agent
+//! CLI that runs its own loop and tools (`claude_code` and `codex`, driven alike by `cli_agent`;
+//! any `command`). `work_for` picks one by the model's provider; what they all need (the job's
+//! text, permissions from crew.toml, the working folder, asking the person, the status a
+//! transcript's events keep) is here, and a writer's branch is `task_branch`.
+
+pub(crate) mod agent;
+pub(crate) mod claude_code;
+mod cli_agent;
+mod cli_process;
+pub(crate) mod codex;
+pub(crate) mod command;
+pub(crate) mod role_prompt;
+mod task_branch;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
+use crew_agent::emitter::Emitter;
+use crew_agent::transcript::{TranscriptWriter, transcript_path};
+use crew_agent::{AgentEvent, EventSink, MailboxPrompter};
+use crew_config::TeamConfig;
+use crew_git::Worktrees;
+use crew_store::message::new_id;
+use crew_store::review::review_notes;
+use crew_store::{
+    AgentState, CacheTokens, Message, SUBAGENT_LINES, SubagentLine, Task, TaskCommits, Workspace,
+};
+use crew_tools::PermissionMode;
+use crew_tools::PermissionPolicy;
+use crew_tools::permissions::{BypassSwitches, RuleSet};
+
+use crate::run::status::StatusHandle;
+use crate::work::agent::AgentWork;
+use crate::work::claude_code::ClaudeCode;
+use crate::work::cli_agent::CliWork;
+use crate::work::codex::Codex;
+use crate::work::command::CommandWork;
+
+/// The work of agent `name`, by its model's provider.
+pub fn work_for(
+    workspace: Workspace,
+    config: Arc<TeamConfig>,
+    name: &str,
+    bypass: bool,
+) -> Result<Box<dyn Work + Send>, SetupError> {
+    let provider = config.agent(name).map(|a| a.model.provider.as_str());
+    Ok(match provider {
+        Some("claude-code") => {
+            Box::new(CliWork::<ClaudeCode>::new(workspace, config, name, bypass)?)
+        }
+        Some("command") => Box::new(CommandWork::new(workspace, config, name)?),
+        Some("codex") => Box::new(CliWork::<Codex>::new(workspace, config, name, bypass)?),
+        _ => Box::new(AgentWork::new(workspace, config, name, bypass)?),
+    })
+}
+
+/// What a worker is asked to do.
+#[derive(Debug, Clone)]
+pub enum Job {
+    Task(Task),
+    Message(Message),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobOutcome {
+    pub success: bool,
+    /// For a task: its result (or why it failed), told to the lead.
+    pub summary: String,
+    pub turns: u64,
+    pub tokens: u64,
+    /// Millionths of a dollar, when the provider reports a cost or crew.toml gives a price.
+    pub cost_micros: Option<u64>,
+    /// Of the input tokens, those read from and written to the provider's prompt cache.
+    pub cache: CacheTokens,
+    /// A finished task's commits that are not in the base branch yet: it goes to `review`.
+    pub commits: Option<TaskCommits>,
+    /// The person interrupted it: a task stays with the worker until their next message.
+    pub interrupted: bool,
+}
+
+impl JobOutcome {
+    /// A job that did not run to its end, and why.
+    pub(crate) fn failed(summary: String) -> Self {
+        Self {
+            success: false,
+            summary,
+            turns: 0,
+            tokens: 0,
+            cost_micros: None,
+            cache: CacheTokens::default(),
+            commits: None,
+            interrupted: false,
+        }
+    }
+}
+
+/// Runs one job to its end. Implementations update WAITING through the status handle, and
+/// stop soon after `cancel` fires (the person interrupted the agent).
+pub trait Work {
+    fn run(&mut self, job: &Job, status: &StatusHandle, cancel: &CancellationToken) -> JobOutcome;
+
+    /// A task this worker did was recorded as waiting for review.
+    fn entered_review(&mut self, _task: &Task) {}
+}
+
+/// What the person sees on an interrupted agent, and what the agent reads when resumed.
+pub(crate) const INTERRUPTED_BY_PERSON: &str = "interrupted by the person";
+
+/// Team tools only coordinate (tasks and messages); asking a person for each would be noise.
+/// Deny rules still beat this.
+const TEAM_TOOLS: &[&str] = &[
+    "task_create",
+    "task_list",
+    "task_get",
+    "task_update",
+    "claim_task",
+    "send_message",
+    "request_shutdown",
+    "request_plan_approval",
+    "review_plan",
+    "read_inbox",
+];
+
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("no agent named {0:?} in crew.toml")]
+    UnknownAgent(String),
+    #[error("{name}: model: {message}")]
+    Model { name: String, message: String },
+    #[error("{name}: permissions: {message}")]
+    Permissions { name: String, message: String },
+    #[error("crew.toml [[hooks]]: {0}")]
+    Hooks(String),
+    #[error(transparent)]
+    Role(#[from] crate::work::role_prompt::RoleError),
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+}
+
+/// The mode, rules (team tools allowed) and bypass switches of agent `name`, checked once so a
+/// bad rule fails at start, not at the first tool call.
+pub(crate) fn permission_setup(
+    config: &TeamConfig,
+    name: &str,
+    bypass_flag: bool,
+) -> Result<(PermissionMode, RuleSet, BypassSwitches), SetupError> {
+    let perms = &config.permissions;
+    let invalid = |message: String| SetupError::Permissions {
+        name: name.to_string(),
+        message,
+    };
+    let permissions: PermissionMode = perms
+        .mode
+        .get_ref()
+        .parse()
+        .map_err(|e| invalid(format!("{e}")))?;
+    let mut allow = perms.allow.clone();
+    allow.extend(TEAM_TOOLS.iter().map(|t| t.to_string()));
+    let rules = RuleSet {
+        allow,
+        ask: perms.ask.clone(),
+        deny: perms.deny.clone(),
+    };
+    let bypass = BypassSwitches {
+        config_allows: perms.allow_bypass,
+        flag_given: bypass_flag,
+    };
+    PermissionPolicy::new(permissions, &rules, bypass).map_err(|e| invalid(e.to_string()))?;
+    Ok((permissions, rules, bypass))
+}
+
+/// The teammate's worktree if it writes (made on first need), else the repository root.
+pub(crate) fn working_dir(
+    workspace: &Workspace,
+    config: &TeamConfig,
+    name: &str,
+    writes: bool,
+) -> Result<PathBuf, String> {
+    if !writes {
+        return Ok(workspace.root().to_path_buf());
+    }
+    let trees = Worktrees::open(workspace.root()).map_err(|e| e.to_string())?;
+    let wt = &config.worktree;
+    trees
+        .ensure(name, &config.team.base_branch, &wt.copy, &wt.link)
+        .map(|w| w.path)
+        .map_err(|e| e.to_string())
+}
+
+/// How agent `name` asks the person: requests through the lead's inbox, answered in time.
+pub(crate) fn person_prompter(
+    workspace: &Workspace,
+    config: &TeamConfig,
+    name: &str,
+) -> MailboxPrompter {
+    MailboxPrompter::new(
+        workspace.mailboxes(),
+        config.roster(),
+        name.to_string(),
+        config.lead_name().to_string(),
+        config.request_timeout(),
+    )
+}
+
+/// WAITING while a permission request is out, WORK again when it is answered.
+pub(crate) fn status_sink(status: StatusHandle) -> EventSink {
+    EventSink::new(move |event| {
+        let result = match &event {
+            AgentEvent::PermissionWaiting { request_id, .. } => status.update(|s| {
+                s.state = AgentState::Waiting;
+                s.waiting_on = Some(request_id.clone());
+            }),
+            AgentEvent::PermissionAnswered { .. } => status.update(|s| {
+                s.state = AgentState::Work;
+                s.waiting_on = None;
+            }),
+            AgentEvent::SubagentStart {
+                id,
+                role,
+                description,
+                ..
+            } => status.update(|s| {
+                s.subagents.push(SubagentLine {
+                    id: id.clone(),
+                    role: role.to_string(),
+                    description: description.clone(),
+                    tool: None,
+                    outcome: None,
+                });
+                // Running ones stay; the oldest that ended go first.
+                while s.subagents.len() > SUBAGENT_LINES {
+                    let Some(at) = s.subagents.iter().position(|l| l.outcome.is_some()) else {
+                        break;
+                    };
+                    s.subagents.remove(at);
+                }
+            }),
+            AgentEvent::SubagentTool { id, tool } => status.update(|s| {
+                if let Some(line) = s.subagents.iter_mut().find(|l| &l.id == id) {
+                    line.tool = Some(tool.clone());
+                }
+            }),
+            AgentEvent::SubagentEnd {
+                id,
+                stop_reason,
+                verdict,
+                ..
+            } => status.update(|s| {
+                if let Some(line) = s.subagents.iter_mut().find(|l| &l.id == id) {
+                    let reason = serde_json::to_value(stop_reason)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_default();
+                    line.outcome = Some(match verdict {
+                        Some(verdict) => format!("{reason}, verdict {verdict}"),
+                        None => reason,
+                    });
+                }
+            }),
+            _ => Ok(()),
+        };
+        if let Err(e) = result {
+            tracing::warn!("status not written: {e}");
+        }
+    })
+}
+
+/// A new transcript for agent `name`'s turns, its events also kept in the status.
+pub(crate) fn open_transcript(
+    workspace: &Workspace,
+    name: &str,
+    status: &StatusHandle,
+) -> Result<Arc<Emitter>, String> {
+    let path = transcript_path(workspace.root(), name, &new_id("session"));
+    let writer = TranscriptWriter::open(path).map_err(|e| e.to_string())?;
+    Ok(Arc::new(Emitter::new(status_sink(status.clone()), writer)))
+}
+
+pub(crate) fn task_packet(job: &Job) -> (String, Option<String>) {
+    match job {
+        Job::Task(task) => {
+            let mut text = format!("Task {}: {}\n", task.id, task.subject);
+            if !task.description.is_empty() {
+                text.push_str(&format!("\n{}\n", task.description));
+            }
+            let notes = review_notes(task);
+            if !notes.is_empty() {
+                text.push_str(
+                    "\nYour earlier work on it is committed in your worktree; it was sent back \
+                     from review:\n",
+                );
+                for note in notes {
+                    text.push_str(&format!("- {note}\n"));
+                }
+            }
+            text.push_str(
+                "\nDo it and run its acceptance checks, then reply with a short summary of what you \
+                 did and how you checked it.",
+            );
+            (
+                text,
+                Some(format!(
+                    "{}: {}\n{}",
+                    task.id, task.subject, task.description
+                )),
+            )
+        }
+        Job::Message(m) => {
+            let answer = match m.approve {
+                Some(true) => ", approved",
+                Some(false) => ", rejected",
+                None => "",
+            };
+            (
+                format!(
+                    "Message from {} ({}{answer}): {}",
+                    m.from,
+                    m.kind,
+                    m.text.as_deref().unwrap_or("")
+                ),
+                None,
+            )
+        }
+    }
+}
+
+/// The prompt-cache part of a turn's input tokens.
+pub(crate) fn cache_tokens(usage: &crew_model::Usage) -> CacheTokens {
+    CacheTokens {
+        read: usage.cache_read_input_tokens,
+        written: usage.cache_creation_input_tokens,
+    }
+}
