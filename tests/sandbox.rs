@@ -12,8 +12,8 @@ use std::io::ErrorKind;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 
-use crew_tools::builtin::BashTool;
 use crew_sandbox::{Readiness, Sandbox, SandboxMode, readiness};
+use crew_tools::builtin::BashTool;
 use crew_tools::{ToolContext, ToolJson, ToolOutput};
 use serde_json::json;
 use team_support::git;

@@ -148,8 +148,7 @@ fn help_is_generated_from_the_active_keymap() {
     let root = std::path::Path::new("/r");
     let theme = Theme::load_from("default", None).0;
     let vim = Keymap::load_from("vim", None).0;
-    let state =
-        crew_tui::AppState::new(root.into(), theme, vim, std::time::SystemTime::UNIX_EPOCH);
+    let state = crew_tui::AppState::new(root.into(), theme, vim, std::time::SystemTime::UNIX_EPOCH);
     let text: String = crew_tui::render::help_lines(&state)
         .iter()
         .map(|l| l.to_string() + "\n")

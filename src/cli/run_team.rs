@@ -10,7 +10,8 @@ use crate::cli::args::{ApprovePolicy, MergeArg, UpArgs, WorkerAction, WorkerArgs
 use crate::cli::exit::CliError;
 use crate::cli::project::Project;
 use crate::cli::team::{print_event, supervisor};
-use crew_store::DirWatcher;
+use crew_protocol::joined;
+use crew_store::{AgentName, DirWatcher, TaskId};
 use crew_team::daemon::TeamLock;
 use crew_team::headless::{Happening, MergePolicy, Policy, TeamRun, settings_for};
 use crew_team::supervisor::SupervisorError;
@@ -25,7 +26,7 @@ pub fn worker(project: Project, args: WorkerArgs) -> anyhow::Result<()> {
     }
 }
 
-fn run_worker(project: Project, name: &str, bypass: bool) -> anyhow::Result<()> {
+fn run_worker(project: Project, name: &AgentName, bypass: bool) -> anyhow::Result<()> {
     project
         .roster
         .check("agent", name)
@@ -49,11 +50,9 @@ fn run_worker(project: Project, name: &str, bypass: bool) -> anyhow::Result<()> 
 
 /// Starts a worker again in the background; refused while one is alive. With a team daemon
 /// running, the daemon starts it, so it lives in the team's session rather than this terminal's.
-fn restart(project: &Project, name: &str) -> anyhow::Result<()> {
+fn restart(project: &Project, name: &AgentName) -> anyhow::Result<()> {
     if crew_team::daemon::running(&project.workspace).is_some_and(|t| !t.headless) {
-        let request = crew_team::daemon::Request::Restart {
-            name: name.to_string(),
-        };
+        let request = crew_team::daemon::Request::Restart { name: name.clone() };
         return match crew_team::daemon::control::ask(&project.workspace, &request) {
             Ok(team) => {
                 println!(
@@ -146,15 +145,15 @@ pub fn up(project: Project, args: UpArgs) -> anyhow::Result<()> {
     print_happenings(&run.stop(Duration::from_secs(15))?);
     // The closing summary: what waits for review, and each review's verdict (none is no pass).
     let tasks = workspace.tasks().load_all()?.tasks;
-    let waiting: Vec<&str> = tasks
+    let waiting: Vec<TaskId> = tasks
         .iter()
         .filter(|t| t.status == crew_store::Status::Review)
-        .map(|t| t.id.as_str())
+        .map(|t| t.id)
         .collect();
     if !waiting.is_empty() {
         println!(
             "waiting for review: {} (crew review list)",
-            waiting.join(", ")
+            joined(&waiting, ", ")
         );
     }
     for (task, verdict) in crew_team::verdict::of_reviews(&tasks) {

@@ -3,11 +3,11 @@
 
 use serde_json::json;
 
-use crew_agent::instructions::user_crew_dir;
 use crate::cli::args::SkillsCommand;
 use crate::cli::exit::CliError;
 use crate::cli::output;
 use crate::cli::project::Project;
+use crew_agent::instructions::user_crew_dir;
 use crew_tools::SkillCatalogue;
 use crew_tools::skills::Skill;
 

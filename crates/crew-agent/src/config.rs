@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crew_model::{ModelProvider, RetryPolicy};
-use crew_tools::Pipeline;
 use crew_sandbox::Sandbox;
+use crew_tools::Pipeline;
 
 /// Hard gates on one `run_turn`. Normal work should never reach them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,8 +77,8 @@ impl Default for CompactionThresholds {
 
 /// Everything `Agent::new` needs.
 pub struct AgentConfig {
-    /// The agent's name (`[a-z][a-z0-9_-]*`); names its transcript folder.
-    pub name: String,
+    /// The agent's name; names its transcript folder.
+    pub name: crew_store::AgentName,
     pub role: String,
     /// The provider; the agent wraps it in `crew_model::Retrying` with `retry`.
     pub model: Arc<dyn ModelProvider>,

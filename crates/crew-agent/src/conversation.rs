@@ -27,7 +27,7 @@ pub enum ConversationError {
         source: std::io::Error,
     },
     #[error("conversation key: {0}")]
-    Key(#[from] crew_store::StoreError),
+    Key(#[from] crew_protocol::InvalidName),
 }
 
 /// `<repo_root>/.crew/conversations/<agent>`.

@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{Context, anyhow};
+use crew_sandbox::{Readiness, Sandbox, SandboxMode, readiness};
 use crew_tools::builtin::BashTool;
 use crew_tools::builtin::bash::BashInput;
-use crew_sandbox::{Readiness, Sandbox, SandboxMode, readiness};
 use crew_tools::{ToolContext, TypedTool};
 use serde_json::json;
 

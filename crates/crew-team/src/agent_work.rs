@@ -13,21 +13,12 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use crew_agent::conversation;
-use crew_agent::{
-    Agent, AgentConfig, AgentEvent, EventSink, Limits, MailboxPrompter, StopReason,
-};
+use crew_agent::{Agent, AgentConfig, AgentEvent, EventSink, Limits, MailboxPrompter, StopReason};
 use crew_config::{AgentEntry, ModelChoice, TeamConfig};
 use crew_git::Worktrees;
 use crew_model::scripted::ScriptedProvider;
 use crew_model::{ModelProvider, ProviderSpec, RetryPolicy, provider_from_spec};
 
-use crew_store::MessageKind;
-use crew_store::requests::RequestState;
-use crew_store::review::review_notes;
-use crew_store::{
-    AgentState, CacheTokens, Draft, Message, ReviewerVerdict, SUBAGENT_LINES, Status, SubagentLine,
-    Task, TaskId, Workspace,
-};
 use crate::review;
 use crate::role_prompt;
 use crate::roles::toolset;
@@ -36,6 +27,13 @@ use crate::task_branch::TaskBranch;
 use crate::tools::TeamEnv;
 use crate::verdict::{self, Verdict};
 use crate::worker::{INTERRUPTED_BY_PERSON, Job, JobOutcome, Work};
+use crew_store::requests::RequestState;
+use crew_store::review::review_notes;
+use crew_store::{AgentName, MessageKind};
+use crew_store::{
+    AgentState, CacheTokens, Draft, Message, ReviewerVerdict, SUBAGENT_LINES, Status, SubagentLine,
+    Task, TaskId, Workspace,
+};
 use crew_tools::permissions::{BypassSwitches, RuleSet};
 use crew_tools::spill::floor_char_boundary;
 use crew_tools::{Hooks, PermissionMode, PermissionPolicy, Pipeline, Sandbox};
@@ -80,7 +78,7 @@ pub enum SetupError {
 pub struct AgentWork {
     workspace: Workspace,
     config: Arc<TeamConfig>,
-    name: String,
+    name: AgentName,
     role: String,
     writes: bool,
     plan_mode_required: bool,
@@ -226,7 +224,7 @@ impl AgentWork {
             // `plan` mode asks every teammate for a plan, as `plan_mode_required` asks one.
             plan_mode_required: entry.plan_mode_required || permissions == PermissionMode::Plan,
             model_name: entry.model.model.clone().unwrap_or_default(),
-            name: name.to_string(),
+            name: entry.name.get_ref().clone(),
             role,
             workspace,
             config,
@@ -371,13 +369,13 @@ fn show_todos(agent: &Agent, status: &StatusHandle) {
 pub(crate) fn person_prompter(
     workspace: &Workspace,
     config: &TeamConfig,
-    name: &str,
+    name: &AgentName,
 ) -> MailboxPrompter {
     MailboxPrompter::new(
         workspace.mailboxes(),
         config.roster(),
-        name.to_string(),
-        config.lead_name().to_string(),
+        name.clone(),
+        config.lead_name().clone(),
         config.request_timeout(),
     )
 }
@@ -512,11 +510,11 @@ impl AgentWork {
     /// Which conversation a job continues: the lead's only one; a task's own; for a message,
     /// the task it names (a `task` field), else the latest one, else [`FIRST_MESSAGES`].
     fn conversation_key(&self, job: &Job) -> String {
-        if self.name == self.config.lead_name() {
+        if self.name == *self.config.lead_name() {
             return "lead".to_string();
         }
         match job {
-            Job::Task(task) => task.id.clone(),
+            Job::Task(task) => task.id.to_string(),
             Job::Message(m) => m
                 .extra
                 .get("task")
@@ -648,7 +646,7 @@ impl AgentWork {
     fn continued_task(&self) -> Option<Task> {
         let key = &self.current.as_ref()?.key;
         let task = self.workspace.tasks().read(TaskId::parse(key).ok()?).ok()?;
-        (task.status == Status::InProgress && task.owner.as_deref() == Some(self.name.as_str()))
+        (task.status == Status::InProgress && task.owner.as_ref() == Some(&self.name))
             .then_some(task)
     }
 
@@ -730,11 +728,9 @@ impl AgentWork {
         let told = self.workspace.mailboxes().send(
             &self.config.roster(),
             Draft {
-                from: self.name.clone(),
-                to: self.config.lead_name().to_string(),
                 kind: MessageKind::StatusUpdate,
                 text: Some(said.clone()),
-                ..Draft::default()
+                ..Draft::new(self.name.clone(), self.config.lead_name().clone())
             },
         );
         if let Err(e) = told {
@@ -873,7 +869,7 @@ mod tests {
             let work = AgentWork::new(ws.clone(), config.clone(), name, false).unwrap();
             let status = StatusHandle::new(
                 ws.agents(),
-                crew_store::AgentStatus::new(name, AgentState::Idle),
+                crew_store::AgentStatus::new(&name.parse().unwrap(), AgentState::Idle),
             )
             .unwrap();
             let agent = work.build_agent(dir.path().to_path_buf(), &status).unwrap();

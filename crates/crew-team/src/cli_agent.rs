@@ -5,16 +5,16 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crew_agent::emitter::Emitter;
-use crew_agent::{AgentEvent, StopReason, TurnResult};
-use crew_config::TeamConfig;
-use crew_model::Usage;
-use crew_store::{Task, Workspace};
 use crate::agent_work::{SetupError, cache_tokens, permission_setup, working_dir};
 use crate::status::StatusHandle;
 use crate::task_branch::TaskBranch;
 use crate::verdict;
 use crate::worker::{INTERRUPTED_BY_PERSON, Job, JobOutcome};
+use crew_agent::emitter::Emitter;
+use crew_agent::{AgentEvent, StopReason, TurnResult};
+use crew_config::TeamConfig;
+use crew_model::Usage;
+use crew_store::{AgentName, Task, Workspace};
 use crew_tools::{PermissionMode, PermissionPolicy, SandboxMode};
 
 /// What every CLI teammate is besides its live process: who it is in crew.toml, crew's policy
@@ -22,7 +22,7 @@ use crew_tools::{PermissionMode, PermissionPolicy, SandboxMode};
 pub struct CliTeammate {
     pub workspace: Workspace,
     pub config: Arc<TeamConfig>,
-    pub name: String,
+    pub name: AgentName,
     pub role: String,
     pub writes: bool,
     /// The CLI to run: crew.toml's `bin`, else the provider's own name on `PATH`.
@@ -55,7 +55,7 @@ impl CliTeammate {
                 .clone()
                 .unwrap_or_else(|| default_bin.to_string()),
             sandbox: config.permissions.sandbox,
-            name: name.to_string(),
+            name: entry.name.get_ref().clone(),
             workspace,
             config,
             mode,

@@ -16,19 +16,19 @@ use std::time::Duration;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crew_agent::emitter::Emitter;
-use crew_agent::transcript::{TranscriptWriter, transcript_path};
-use crew_agent::{AgentEvent, EventSink, Limits, StopReason, TurnResult};
-use crew_config::TeamConfig;
-use crew_store::message::new_id;
-use crew_store::{Task, Workspace};
 use crate::agent_work::{SetupError, person_prompter, status_sink, task_packet, working_dir};
 use crate::status::StatusHandle;
 use crate::task_branch::TaskBranch;
 use crate::verdict;
 use crate::worker::{INTERRUPTED_BY_PERSON, Job, JobOutcome, Work};
-use crew_tools::process::{ProcessEnd, ProcessSpec, run_process_streaming};
+use crew_agent::emitter::Emitter;
+use crew_agent::transcript::{TranscriptWriter, transcript_path};
+use crew_agent::{AgentEvent, EventSink, Limits, StopReason, TurnResult};
+use crew_config::TeamConfig;
 use crew_sandbox::SandboxPlan;
+use crew_store::message::new_id;
+use crew_store::{AgentName, Task, Workspace};
+use crew_tools::process::{ProcessEnd, ProcessSpec, run_process_streaming};
 use crew_tools::{PermissionAnswer, PermissionAsk, Prompter, Sandbox, Subject, scrub_env};
 
 /// What `cmd` holds where the job's text goes.
@@ -43,7 +43,7 @@ const SUMMARY_CHARS: usize = 2000;
 pub struct CommandWork {
     workspace: Workspace,
     config: Arc<TeamConfig>,
-    name: String,
+    name: AgentName,
     role: String,
     writes: bool,
     cmd: Vec<String>,
@@ -77,7 +77,7 @@ impl CommandWork {
             cmd: entry.model.cmd.clone(),
             sandbox: Sandbox::new(config.permissions.sandbox, entry.network, entry.writes),
             timeout: wall_secs.map_or(Limits::default().wall_time, Duration::from_secs),
-            name: name.to_string(),
+            name: entry.name.get_ref().clone(),
             workspace,
             config,
             runtime,

@@ -19,8 +19,14 @@ pub const ROLES: &[(&str, &str)] = &[
         "implementer",
         include_str!("../../../assets/roles/implementer.md"),
     ),
-    ("reviewer", include_str!("../../../assets/roles/reviewer.md")),
-    ("explorer", include_str!("../../../assets/roles/explorer.md")),
+    (
+        "reviewer",
+        include_str!("../../../assets/roles/reviewer.md"),
+    ),
+    (
+        "explorer",
+        include_str!("../../../assets/roles/explorer.md"),
+    ),
 ];
 
 /// How the team works together; the same for every role.

@@ -2,13 +2,13 @@
 
 use std::sync::Arc;
 
-use crew_config::TeamConfig;
-use crew_store::Workspace;
 use crate::agent_work::{AgentWork, SetupError};
 use crate::claude_code::ClaudeCodeWork;
 use crate::codex::CodexWork;
 use crate::command_work::CommandWork;
 use crate::worker::Work;
+use crew_config::TeamConfig;
+use crew_store::Workspace;
 
 /// The work of agent `name`, by its model's provider.
 pub fn work_for(

@@ -9,11 +9,11 @@ use std::time::SystemTime;
 
 use tokio_util::sync::CancellationToken;
 
-use crew_model::secret::is_secret_name;
-use crew_store::MemoryBook;
-use crew_sandbox::Sandbox;
 use crate::skills::SkillCatalogue;
 use crate::todo::TodoList;
+use crew_model::secret::is_secret_name;
+use crew_sandbox::Sandbox;
+use crew_store::MemoryBook;
 
 /// Per-call context. Cloning shares the read-state tracker and the cancellation token.
 #[derive(Debug, Clone)]

@@ -23,6 +23,7 @@ pub mod tool;
 pub mod typed;
 
 pub use context::{ReadState, ToolContext, scrub_env};
+pub use crew_sandbox::{Sandbox, SandboxMode};
 pub use hooks::{HookEvent, HookRun, HookSpec, Hooks, StopDecision, StopGuard};
 pub use memory::memory_tools;
 pub use note::Note;
@@ -30,7 +31,6 @@ pub use permissions::{Decision, PermissionMode, PermissionOutcome, PermissionPol
 pub use pipeline::{Pipeline, ToolCall, ToolCallOutcome};
 pub use prompter::{AllowWhatRulesAllow, DenyAll, PermissionAnswer, PermissionAsk, Prompter};
 pub use registry::ToolRegistry;
-pub use crew_sandbox::{Sandbox, SandboxMode};
 pub use skills::{SkillCatalogue, skill_tools};
 pub use todo::{TodoList, todo_tools};
 pub use tool::{

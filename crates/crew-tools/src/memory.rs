@@ -8,11 +8,11 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crew_store::{MemoryBook, MemoryDraft, MemoryScope};
 use crate::context::ToolContext;
 use crate::note::Note;
 use crate::tool::{Tool, ToolError, ToolFuture, ToolKind, ToolOutput};
 use crate::typed::TypedTool;
+use crew_store::{MemoryBook, MemoryDraft, MemoryScope};
 
 /// The three tools, for a registry.
 pub fn memory_tools() -> Vec<Arc<dyn Tool>> {

@@ -2,8 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crew_store::MemoryDraft;
 use crate::hooks::HookEvent;
+use crew_store::MemoryDraft;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "type")]

@@ -18,9 +18,9 @@ use crate::permissions::{
 };
 use crate::prompter::{PermissionAnswer, PermissionAsk, Prompter};
 use crate::registry::ToolRegistry;
-use crew_sandbox::SandboxPlan;
 use crate::spill::apply_budget;
 use crate::tool::{PreparedCall, Subject, Tool, ToolError, ToolKind, ToolOutput};
+use crew_sandbox::SandboxPlan;
 
 /// The Notification type (and matcher value) for a permission request.
 const PERMISSION_PROMPT: &str = "permission_prompt";
@@ -281,7 +281,8 @@ impl Pipeline {
         }
         if let Decision::Ask(reason) = outcome.decision {
             // Also this ask is the mode's to settle: `dont-ask` denies it.
-            outcome.decision = self.permissions.mode().settle_ask(reason);
+            outcome.decision =
+                crate::permissions::mode::settle_ask(self.permissions.mode(), reason);
         }
         let Decision::Ask(reason) = outcome.decision else {
             return outcome;

@@ -92,10 +92,7 @@ pub async fn run_process_streaming(
         command.env_clear().envs(env.iter().map(|(k, v)| (k, v)));
     }
     // So whoever sees this agent die can end what it left running (see `orphans`).
-    command.env(
-        crate::orphans::OWNER_ENV,
-        crate::orphans::owner_tag(),
-    );
+    command.env(crate::orphans::OWNER_ENV, crate::orphans::owner_tag());
     let mut child = command.spawn()?;
     let mut guard = GroupGuard(child.id().and_then(|id| i32::try_from(id).ok()));
 

@@ -4,10 +4,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crew_model::ToolDefinition;
 use crate::builtin;
 use crate::schema::InputSchema;
 use crate::tool::Tool;
+use crew_model::ToolDefinition;
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum RegistryError {

@@ -11,10 +11,10 @@ use std::sync::Arc;
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crew_store::{StoreError, front_matter};
 use crate::context::ToolContext;
 use crate::tool::{Tool, ToolError, ToolFuture, ToolKind, ToolOutput};
 use crate::typed::TypedTool;
+use crew_store::{StoreError, front_matter};
 
 /// The file that makes a folder a skill.
 pub const SKILL_FILE: &str = "SKILL.md";

@@ -7,10 +7,10 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
-use crew_store::{TodoItem, TodoStatus, render_todos};
 use crate::context::ToolContext;
 use crate::tool::{Tool, ToolKind, ToolOutput};
 use crate::{NoInput, ToolFuture, TypedTool};
+use crew_store::{TodoItem, TodoStatus, render_todos};
 
 type Watcher = Arc<dyn Fn(&[TodoItem]) + Send + Sync>;
 

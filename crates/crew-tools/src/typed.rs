@@ -43,9 +43,7 @@ use serde_json::Value;
 
 use crate::context::ToolContext;
 use crate::schema::{derived_schema, parse_input};
-use crate::tool::{
-    DEFAULT_RESULT_BUDGET, PreparedCall, Subject, Tool, ToolFuture, ToolKind,
-};
+use crate::tool::{DEFAULT_RESULT_BUDGET, PreparedCall, Subject, Tool, ToolFuture, ToolKind};
 
 /// The input of a tool that takes none: an empty object.
 #[derive(Debug, Clone, Copy, Default, Deserialize, JsonSchema)]

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use crate::ask;
 use crew_git::{FileDiff, patched_change, proposed_change};
 use crew_store::Message;
 use crew_tools::TypedTool;
@@ -15,7 +16,6 @@ use crew_tools::builtin::edit::EditInput;
 use crew_tools::builtin::write::WriteInput;
 use crew_tools::builtin::{EditTool, WriteTool};
 use crew_tools::schema::parse_input;
-use crate::ask;
 
 /// Files larger than this are not previewed.
 const MAX_PREVIEW: u64 = 1 << 20;

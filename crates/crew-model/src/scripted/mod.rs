@@ -22,7 +22,10 @@ pub use scenario::{Rule, Scenario, ScenarioError, ScriptedError, ScriptedStop, T
 const ECHO: &str = include_str!("../../../../assets/scenarios/echo.toml");
 const BUILTIN: &[(&str, &str)] = &[
     ("echo", ECHO),
-    ("demo", include_str!("../../../../assets/scenarios/demo.toml")),
+    (
+        "demo",
+        include_str!("../../../../assets/scenarios/demo.toml"),
+    ),
 ];
 
 /// Plays a scenario: the first rule whose conditions hold and whose `times` budget is left

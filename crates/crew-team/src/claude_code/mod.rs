@@ -20,16 +20,16 @@ use tokio_util::sync::CancellationToken;
 
 use serde_json::{Value, json};
 
+use crate::agent_work::{SetupError, person_prompter, status_sink, task_packet};
+use crate::status::StatusHandle;
+use crate::worker::{Job, JobOutcome, Work};
+use crate::{mcp, role_prompt};
 use crew_agent::emitter::Emitter;
 use crew_agent::transcript::{TranscriptWriter, transcript_path};
 use crew_agent::{AgentEvent, EventSink, MailboxPrompter};
 use crew_config::TeamConfig;
 use crew_store::message::new_id;
 use crew_store::{Task, Workspace};
-use crate::agent_work::{SetupError, person_prompter, status_sink, task_packet};
-use crate::status::StatusHandle;
-use crate::worker::{Job, JobOutcome, Work};
-use crate::{mcp, role_prompt};
 use crew_tools::{
     Decision, PermissionAnswer, PermissionAsk, PermissionPolicy, Prompter, SandboxMode, ToolKind,
 };

@@ -258,8 +258,9 @@ fn tool_result(id: String, name: &str, content: String, is_error: bool) -> Agent
 mod tests {
     use super::*;
 
-    const RECORDED: &str =
-        include_str!("../../../../tests/fixtures/codex/approvals-followup-interrupt.transcript.jsonl");
+    const RECORDED: &str = include_str!(
+        "../../../../tests/fixtures/codex/approvals-followup-interrupt.transcript.jsonl"
+    );
 
     /// The notifications of the recording, turn by turn, through one translator.
     fn replay() -> (Vec<AgentEvent>, Vec<TurnEnd>) {

@@ -22,18 +22,18 @@ use std::time::Duration;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crew_agent::emitter::Emitter;
-use crew_agent::transcript::{TranscriptWriter, transcript_path};
-use crew_agent::{AgentEvent, EventSink};
-use crew_config::TeamConfig;
-use crew_store::message::new_id;
-use crew_store::{Task, Workspace};
 use crate::agent_work::{SetupError, person_prompter, status_sink, task_packet};
 use crate::claude_code::PermissionGate;
 use crate::cli_agent::{self, CliTeammate, TurnEnding};
 use crate::cli_process::CliProcess;
 use crate::status::StatusHandle;
 use crate::worker::{Job, JobOutcome, Work};
+use crew_agent::emitter::Emitter;
+use crew_agent::transcript::{TranscriptWriter, transcript_path};
+use crew_agent::{AgentEvent, EventSink};
+use crew_config::TeamConfig;
+use crew_store::message::new_id;
+use crew_store::{Task, Workspace};
 use crew_tools::PermissionMode;
 
 use approval::{Approval, decision};

@@ -8,14 +8,14 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use crew_config::TeamConfig;
-use crew_store::{DirWatcher, StoreError, Waker, Workspace};
 use crate::daemon::control::{
     BusyAgent, DaemonStatus, Reply, Request, StopProgress, with_short_path,
 };
 use crate::daemon::{TeamLock, TeamProcess, running, socket_path};
 use crate::headless::{Happening, HeadlessError, MergePolicy, TeamRun};
 use crate::supervisor::Supervisor;
+use crew_config::TeamConfig;
+use crew_store::{DirWatcher, StoreError, Waker, Workspace};
 
 #[derive(Debug, thiserror::Error)]
 pub enum DaemonError {
@@ -169,7 +169,7 @@ pub fn serve(
                 BusyAgent {
                     name: name.clone(),
                     state: status.as_ref().map(|s| s.state),
-                    task: status.as_ref().and_then(|s| s.task.clone()),
+                    task: status.as_ref().and_then(|s| s.task),
                     waiting_on: status.and_then(|s| s.waiting_on),
                 }
             })

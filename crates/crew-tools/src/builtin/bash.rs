@@ -11,9 +11,9 @@ use crate::context::{ToolContext, scrub_env};
 use crate::permissions::bash_subject;
 use crate::permissions::read_only::read_only_refusal;
 use crate::process::{ProcessEnd, ProcessSpec, run_process};
-use crew_sandbox as sandbox;
 use crate::tool::{Subject, ToolError, ToolKind, ToolOutput};
 use crate::{ToolFuture, TypedTool};
+use crew_sandbox as sandbox;
 
 const DEFAULT_TIMEOUT_MS: u64 = 120_000;
 const MAX_TIMEOUT_MS: u64 = 600_000;

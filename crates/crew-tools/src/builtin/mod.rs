@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use crate::context::ToolContext;
 use crate::paths::{relative_to, resolve_within};
-use crew_sandbox::policy::is_protected;
 use crate::tool::{Subject, Tool, ToolError};
+use crew_sandbox::policy::is_protected;
 
 pub mod bash;
 pub mod edit;

@@ -7,15 +7,15 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
-use crew_git::{FileDiff, FileStatus};
-use crew_store::MessageKind;
-use crew_store::RequestInfo;
 use crate::action::Action;
 use crate::ask;
 use crate::highlight::Segments;
 use crate::keymap::Mode;
 use crate::render::{age, diff, pane_block, plain};
 use crate::state::{AppState, Pane, Proposal};
+use crew_git::{FileDiff, FileStatus};
+use crew_store::MessageKind;
+use crew_store::RequestInfo;
 
 pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     let pending = state.workspace.pending();
@@ -75,7 +75,10 @@ fn review_lines(state: &AppState, selected: usize) -> Vec<Line<'static>> {
         let mut head = vec![
             Span::styled(marker, theme.style("msg.pending")),
             Span::styled(format!("{} ", r.id), theme.style("task.review")),
-            Span::styled(r.owner.clone(), theme.style("title.focus")),
+            Span::styled(
+                r.owner.as_deref().unwrap_or("nobody").to_string(),
+                theme.style("title.focus"),
+            ),
             Span::styled(format!("  {}", r.subject), theme.style("text")),
         ];
         if i == selected {
@@ -176,7 +179,7 @@ fn request_lines(state: &AppState, r: &RequestInfo, selected: bool) -> Vec<Line<
     };
     let mut head = vec![
         Span::styled(marker, theme.style("msg.pending")),
-        Span::styled(r.from.clone(), theme.style("title.focus")),
+        Span::styled(r.from.to_string(), theme.style("title.focus")),
         Span::styled(" asks for ", theme.style("text")),
         Span::styled(what, theme.style("approval.tool")),
         Span::styled(

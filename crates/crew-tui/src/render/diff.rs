@@ -9,13 +9,13 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
-use crew_git::{DiffLine, FileStatus, Hunk, LineKind, inline_changes};
 use crate::action::Action;
 use crate::diffview::DiffView;
 use crate::highlight::LineSegments;
 use crate::keymap::Mode;
 use crate::render::{plain, window_start};
 use crate::state::AppState;
+use crew_git::{DiffLine, FileStatus, Hunk, LineKind, inline_changes};
 
 pub fn render(state: &AppState, view: &DiffView, frame: &mut Frame, area: Rect) {
     let theme = &state.theme;

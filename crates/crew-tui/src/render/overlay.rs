@@ -6,13 +6,13 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Wrap};
 
-use crew_team::daemon::StopProgress;
 use crate::action::Action;
 use crate::keymap::{MODES, Mode};
 use crate::keys::sequence_text;
 use crate::layout::cells;
 use crate::render::plain;
 use crate::state::{AppState, Confirm, Overlay, Prompt, PromptKind};
+use crew_protocol::control::StopProgress;
 
 pub fn render(state: &AppState, frame: &mut Frame, body: Rect) {
     if let Some(progress) = state.stopping() {
@@ -23,9 +23,7 @@ pub fn render(state: &AppState, frame: &mut Frame, body: Rect) {
         Some(Overlay::Help { scroll }) => help(state, *scroll, frame, body),
         Some(Overlay::Prompt(prompt)) => render_prompt(state, prompt, frame, body),
         Some(Overlay::Confirm(what)) => confirm(state, what, frame, body),
-        Some(Overlay::Memories(view)) => {
-            crate::render::memories::render(state, view, frame, body)
-        }
+        Some(Overlay::Memories(view)) => crate::render::memories::render(state, view, frame, body),
     }
 }
 
