@@ -29,6 +29,17 @@ fn roster() -> Roster {
     Roster::new(["lead", "alice"].map(name))
 }
 
+/// Alice asks through the lead's inbox.
+fn alices_prompter(boxes: &Mailboxes) -> MailboxPrompter {
+    MailboxPrompter::new(
+        boxes.clone(),
+        roster(),
+        name("alice"),
+        name("lead"),
+        DEFAULT_TIMEOUT,
+    )
+}
+
 fn ask(repo: &Repo) -> PermissionAsk {
     PermissionAsk {
         tool: "bash".into(),
@@ -78,14 +89,7 @@ async fn an_approved_request_allows_and_carries_everything_a_person_needs() {
     let repo = Repo::new();
     let boxes = Workspace::new(&repo.root).mailboxes();
     let (sink, mut rx) = EventSink::channel();
-    let prompter = MailboxPrompter::new(
-        boxes.clone(),
-        roster(),
-        name("alice"),
-        name("lead"),
-        DEFAULT_TIMEOUT,
-    )
-    .with_events(sink);
+    let prompter = alices_prompter(&boxes).with_events(sink);
     let cursor_before = boxes.cursor(&name("alice")).unwrap();
     let (got, request) = tokio::join!(prompter.ask(ask(&repo)), answer(&boxes, true, None));
     assert_eq!(got, PermissionAnswer::Allow);
@@ -116,13 +120,7 @@ async fn an_approved_request_allows_and_carries_everything_a_person_needs() {
 async fn a_rejected_request_denies_with_the_persons_note() {
     let repo = Repo::new();
     let boxes = Workspace::new(&repo.root).mailboxes();
-    let prompter = MailboxPrompter::new(
-        boxes.clone(),
-        roster(),
-        name("alice"),
-        name("lead"),
-        DEFAULT_TIMEOUT,
-    );
+    let prompter = alices_prompter(&boxes);
     let (got, _) = tokio::join!(
         prompter.ask(ask(&repo)),
         answer(&boxes, false, Some("not on a Friday"))
@@ -155,13 +153,7 @@ async fn no_answer_in_time_is_a_denial() {
 async fn through_the_loop_an_ask_waits_for_the_person_and_the_tool_then_runs() {
     let repo = Repo::new();
     let boxes = Workspace::new(&repo.root).mailboxes();
-    let prompter = MailboxPrompter::new(
-        boxes.clone(),
-        roster(),
-        name("alice"),
-        name("lead"),
-        DEFAULT_TIMEOUT,
-    );
+    let prompter = alices_prompter(&boxes);
     let pipeline = Pipeline::new(
         ToolRegistry::core_tools().unwrap(),
         policy(PermissionMode::Ask, &[], &[], &[]),

@@ -43,10 +43,6 @@ impl AgentName {
     pub fn as_str(&self) -> &str {
         &self.0
     }
-
-    pub fn is_user(&self) -> bool {
-        *self == USER
-    }
 }
 
 /// Padded like a string (`{:<10}` lines names up in columns).
@@ -80,14 +76,6 @@ impl TryFrom<String> for AgentName {
     }
 }
 
-impl TryFrom<&str> for AgentName {
-    type Error = InvalidName;
-
-    fn try_from(value: &str) -> Result<Self, Self::Error> {
-        AgentName::parse(value)
-    }
-}
-
 impl From<AgentName> for String {
     fn from(name: AgentName) -> Self {
         name.0.into_owned()
@@ -97,12 +85,6 @@ impl From<AgentName> for String {
 impl Deref for AgentName {
     type Target = str;
     fn deref(&self) -> &str {
-        &self.0
-    }
-}
-
-impl AsRef<str> for AgentName {
-    fn as_ref(&self) -> &str {
         &self.0
     }
 }
@@ -163,7 +145,6 @@ mod tests {
     #[test]
     fn the_person_is_a_valid_name() {
         assert_eq!(AgentName::parse("user").unwrap(), USER);
-        assert!(USER.is_user());
         assert_eq!(USER.to_string(), "user");
     }
 

@@ -5,11 +5,11 @@ use std::collections::VecDeque;
 
 use crate::dag::Graph;
 use crate::lock::{try_with_lock, with_lock};
-use crate::names::TaskId;
 use crate::task::{Status, Task};
 use crate::tasks::TaskStore;
 use crate::{Refusal, StoreError, Teammate};
 use crew_protocol::AgentName;
+use crew_protocol::TaskId;
 
 /// Who is claiming, and in which role (a task with a `role` only goes to that role).
 #[derive(Debug, Clone, Copy)]

@@ -3,8 +3,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::names::TaskId;
 use crate::task::{Status, Task};
+use crew_protocol::TaskId;
 
 pub struct Graph<'a> {
     by_id: HashMap<TaskId, &'a Task>,

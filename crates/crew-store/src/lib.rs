@@ -12,7 +12,6 @@ pub mod lock;
 pub mod mailbox;
 pub mod memory;
 pub mod message;
-pub mod names;
 
 pub mod requests;
 pub mod review;

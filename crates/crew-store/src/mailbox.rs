@@ -14,10 +14,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::atomic::write_atomic;
 use crate::message::{Draft, Message, new_id};
-use crate::names::validate_name;
 use crate::roster::Roster;
 use crate::task::now_rfc3339;
 use crate::{Limits, StoreError, secrets};
+use crew_protocol::validate_name;
 use crew_protocol::{AgentName, MessageKind, RequestId};
 
 #[derive(Debug, Clone)]
@@ -274,5 +274,35 @@ mod tests {
         boxes.send(&roster, Draft::new(USER, bob.clone())).unwrap();
         let batch = boxes.read_from(&bob, 10_000).unwrap();
         assert_eq!(batch.entries.len(), 1);
+    }
+
+    /// A line naming no valid agent is shown in place as broken, with the inbox's path and the
+    /// bad value, and the lines after it still read (invariant 7).
+    #[test]
+    fn a_line_with_a_bad_name_is_broken_and_the_rest_still_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let boxes = Mailboxes::new(dir.path());
+        let bob: AgentName = "bob".parse().unwrap();
+        let good = r#"{"id":"m2","ts":"t","from":"user","to":"bob","type":"message"}"#;
+        let bad = r#"{"id":"m1","ts":"t","from":"../x","to":"bob","type":"message"}"#;
+        std::fs::write(boxes.inbox_path(&bob), format!("{bad}\n{good}\n")).unwrap();
+        let batch = boxes.read_from(&bob, 0).unwrap();
+        let [
+            Entry::Broken { raw, error, .. },
+            Entry::Message { message, .. },
+        ] = &batch.entries[..]
+        else {
+            panic!("{:?}", batch.entries);
+        };
+        assert_eq!(raw, bad);
+        let path = boxes.inbox_path(&bob);
+        assert!(
+            error.starts_with(&format!(
+                "{}: byte 0: invalid agent name \"../x\"",
+                path.display()
+            )),
+            "{error}"
+        );
+        assert_eq!(message.id, "m2");
     }
 }

@@ -15,9 +15,9 @@ use serde::{Deserialize, Serialize};
 use crate::atomic::write_atomic;
 use crate::front_matter;
 use crate::lock::with_lock;
-use crate::names::validate_name;
 use crate::{Limits, StoreError};
 use crew_protocol::AgentName;
+use crew_protocol::validate_name;
 
 /// The team-wide scope's folder under `.crew/memory/`.
 pub const TEAM_FOLDER: &str = "team";

@@ -2,11 +2,11 @@
 //! branch. It leaves review by being merged (`completed`), sent back to the same teammate with a
 //! note (`pending`, assigned to it, which picks it up again at once), or discarded (`failed`).
 
-use crate::names::TaskId;
 use crate::task::{ReviewerVerdict, Status, Task, TaskCommits, now_rfc3339};
 use crate::tasks::TaskStore;
 use crate::{Refusal, StoreError};
 use crew_protocol::AgentName;
+use crew_protocol::TaskId;
 
 impl TaskStore {
     /// The owner finished the task and its commits wait for review.

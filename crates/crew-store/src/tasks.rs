@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 use crate::atomic::{read_consistent, replace_locked};
 use crate::dag::find_cycle;
 use crate::lock::with_lock;
-use crate::names::{TaskId, validate_name};
 use crate::task::{Status, Task, now_rfc3339};
 use crate::{Limits, Refusal, StoreError, secrets};
+use crew_protocol::{TaskId, validate_name};
 
 #[derive(Debug, Clone, Default)]
 pub struct NewTask {
@@ -304,4 +304,76 @@ fn without_duplicates(ids: &[TaskId]) -> Vec<TaskId> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What crew writes for a task, byte for byte: the typed ids read back from it are written
+    /// as the same text (ARCHITECTURE.md, invariant 9).
+    #[test]
+    fn a_task_file_is_rewritten_with_the_same_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TaskStore::new(dir.path());
+        let text = r#"{
+  "id": "task_2",
+  "subject": "s",
+  "description": "",
+  "status": "in_progress",
+  "owner": "alice",
+  "blockedBy": [
+    "task_1"
+  ],
+  "createdAt": "2026-01-01T00:00:00.000Z",
+  "updatedAt": "2026-01-01T00:00:00.000Z",
+  "priority": "high"
+}
+"#;
+        fs::write(store.path(TaskId(2)), text).unwrap();
+        let task = store.read(TaskId(2)).unwrap();
+        assert_eq!(
+            (task.owner.as_deref(), &task.blocked_by[..]),
+            (Some("alice"), &[TaskId(1)][..])
+        );
+        store.write(&task).unwrap();
+        assert_eq!(fs::read_to_string(store.path(TaskId(2))).unwrap(), text);
+    }
+
+    /// A bad name or id in a task file is that file's problem, named by path, value and rule;
+    /// the other files still load (invariant 7).
+    #[test]
+    fn a_bad_owner_or_blocker_in_a_file_is_reported_by_path_and_value() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TaskStore::new(dir.path());
+        let task = |id: u64, field: &str| {
+            format!(r#"{{"id": "task_{id}", "subject": "s", "status": "pending", {field}}}"#)
+        };
+        fs::write(store.path(TaskId(1)), task(1, r#""owner": "../x""#)).unwrap();
+        fs::write(
+            store.path(TaskId(2)),
+            task(2, r#""blockedBy": ["task_01"]"#),
+        )
+        .unwrap();
+        fs::write(store.path(TaskId(3)), task(3, r#""owner": "bob""#)).unwrap();
+        let loaded = store.load_all().unwrap();
+        assert_eq!(loaded.tasks.len(), 1, "the good file still loads");
+        let problems: Vec<String> = loaded.problems.iter().map(|p| p.to_string()).collect();
+        let owner = format!(
+            "{}: invalid task JSON: invalid agent name \"../x\"",
+            store.path(TaskId(1)).display()
+        );
+        let blocker = format!(
+            "{}: invalid task JSON: invalid task id \"task_01\"",
+            store.path(TaskId(2)).display()
+        );
+        assert!(
+            problems.iter().any(|p| p.starts_with(&owner)),
+            "{problems:#?}"
+        );
+        assert!(
+            problems.iter().any(|p| p.starts_with(&blocker)),
+            "{problems:#?}"
+        );
+    }
 }
