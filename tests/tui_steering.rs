@@ -10,7 +10,7 @@ use crew_test_support::wait::poll;
 fn restart_a_dead_teammate_then_ask_it_to_shut_down() {
     let dir = workspace();
     let ws = Workspace::new(dir.path());
-    let mut dead = AgentStatus::new("carol", AgentState::Dead);
+    let mut dead = AgentStatus::new(&"carol".parse().unwrap(), AgentState::Dead);
     dead.pid = 1;
     ws.agents().write(&dead).unwrap();
     let mut h = Harness::new(dir.path());
@@ -30,7 +30,7 @@ fn restart_a_dead_teammate_then_ask_it_to_shut_down() {
         h.status()
     );
     let running = poll("carol to run again", || {
-        let s = ws.agents().read("carol").unwrap()?;
+        let s = ws.agents().read(&"carol".parse().unwrap()).unwrap()?;
         (s.state == AgentState::Idle && s.pid != 1).then_some(s)
     });
     h.changed(&[".crew/agents/carol.json"]);
@@ -51,7 +51,7 @@ fn restart_a_dead_teammate_then_ask_it_to_shut_down() {
     );
     let request_id = asked[0].request_id.clone().unwrap();
     let stopped = poll("carol to shut down", || {
-        let s = ws.agents().read("carol").unwrap()?;
+        let s = ws.agents().read(&"carol".parse().unwrap()).unwrap()?;
         (s.state == AgentState::Shutdown).then_some(s)
     });
     assert_eq!(stopped.pid, running.pid);

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use crew_protocol::{AgentName, InvalidName, TaskId};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -49,7 +50,7 @@ pub enum Command {
     },
     /// Interrupt an agent: its model call and running tool stop, it keeps its task and waits
     /// for your next message (`crew send --from user --to NAME ...`), which continues it.
-    Interrupt { name: String },
+    Interrupt { name: AgentName },
     /// Each writing teammate's git worktree: list, diff, merge, discard.
     #[command(subcommand)]
     Worktree(WorktreeCommand),
@@ -140,13 +141,13 @@ pub struct UpArgs {
 pub struct McpArgs {
     /// The agent of crew.toml the client speaks as; its role decides the tools.
     #[arg(long = "as", value_name = "NAME")]
-    pub name: String,
+    pub name: AgentName,
 }
 
 #[derive(Debug, Args)]
 pub struct WorkerArgs {
     #[arg(long)]
-    pub name: Option<String>,
+    pub name: Option<AgentName>,
     #[arg(long)]
     pub dangerously_bypass: bool,
     #[command(subcommand)]
@@ -156,7 +157,7 @@ pub struct WorkerArgs {
 #[derive(Debug, Subcommand)]
 pub enum WorkerAction {
     /// Start a dead or shut-down teammate again, in the background.
-    Restart { name: String },
+    Restart { name: AgentName },
 }
 
 #[derive(Debug, Args)]
@@ -216,7 +217,7 @@ pub enum MemoryCommand {
     List {
         /// Whose memories, besides the team's (default: the lead).
         #[arg(long)]
-        agent: Option<String>,
+        agent: Option<AgentName>,
         #[arg(long)]
         json: bool,
     },
@@ -224,7 +225,7 @@ pub enum MemoryCommand {
     Show {
         name: String,
         #[arg(long)]
-        agent: Option<String>,
+        agent: Option<AgentName>,
     },
 }
 
@@ -237,25 +238,25 @@ pub enum ReviewCommand {
     },
     /// One task in review with its summary, files, conflicts and warnings.
     Show {
-        id: String,
+        id: TaskId,
         #[arg(long)]
         json: bool,
     },
     /// Only that task's commits, against the merge base.
     Diff {
-        id: String,
+        id: TaskId,
         #[arg(long)]
         json: bool,
     },
     /// Merge the task's commits into the base branch: it becomes completed (exit 3 on conflicts).
     Merge {
-        id: String,
+        id: TaskId,
         #[arg(long)]
         json: bool,
     },
     /// Back to the same teammate, which gets the note and continues.
     SendBack {
-        id: String,
+        id: TaskId,
         #[arg(long)]
         note: String,
         #[arg(long)]
@@ -263,7 +264,7 @@ pub enum ReviewCommand {
     },
     /// Take the task's changes back out of its teammate's branch; the task fails with the reason.
     Discard {
-        id: String,
+        id: TaskId,
         #[arg(long)]
         reason: String,
         #[arg(long)]
@@ -312,7 +313,7 @@ pub enum TaskCommand {
         #[arg(long)]
         desc: Option<String>,
         #[arg(long = "blocked-by", value_name = "ID")]
-        blocked_by: Vec<String>,
+        blocked_by: Vec<TaskId>,
         /// Only an agent with this role may claim it.
         #[arg(long)]
         role: Option<String>,
@@ -321,7 +322,7 @@ pub enum TaskCommand {
     },
     /// Change a task's subject, description or dependencies.
     Update {
-        id: String,
+        id: TaskId,
         #[arg(long)]
         subject: Option<String>,
         #[arg(long)]
@@ -332,7 +333,7 @@ pub enum TaskCommand {
             value_name = "ID",
             conflicts_with = "clear_blocked_by"
         )]
-        blocked_by: Vec<String>,
+        blocked_by: Vec<TaskId>,
         /// Removes every blocker.
         #[arg(long)]
         clear_blocked_by: bool,
@@ -346,7 +347,7 @@ pub enum TaskCommand {
     },
     /// One task in full.
     Show {
-        id: String,
+        id: TaskId,
         #[arg(long)]
         json: bool,
     },
@@ -358,11 +359,11 @@ pub enum TaskCommand {
     /// Claim a task (or the oldest claimable one with --next) for an agent.
     Claim {
         #[arg(required_unless_present = "next", conflicts_with = "next")]
-        id: Option<String>,
+        id: Option<TaskId>,
         #[arg(long)]
         next: bool,
         #[arg(long = "as", value_name = "NAME")]
-        who: String,
+        who: AgentName,
         /// Claim as this role (default: the agent's role in crew.toml).
         #[arg(long)]
         role: Option<String>,
@@ -374,9 +375,9 @@ pub enum TaskCommand {
     /// Hand a task to a teammate (only it may then claim it), taking it from its owner if need
     /// be; --nobody puts it back in the pool.
     Assign {
-        id: String,
+        id: TaskId,
         #[arg(required_unless_present = "nobody", conflicts_with = "nobody")]
-        to: Option<String>,
+        to: Option<AgentName>,
         #[arg(long)]
         nobody: bool,
         #[arg(long)]
@@ -400,19 +401,19 @@ pub enum TaskCommand {
 
 #[derive(Debug, Args)]
 pub struct OwnerArgs {
-    pub id: String,
+    pub id: TaskId,
     #[arg(long = "as", value_name = "NAME")]
-    pub who: String,
+    pub who: AgentName,
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct SendArgs {
-    #[arg(long)]
-    pub from: String,
-    #[arg(long)]
-    pub to: String,
+    #[arg(long, value_parser = sender)]
+    pub from: AgentName,
+    #[arg(long, value_parser = recipient)]
+    pub to: AgentName,
     /// message, task_assignment, status_update, shutdown_request, ... (default: message)
     #[arg(long = "type", default_value_t)]
     pub kind: crew_store::MessageKind,
@@ -429,7 +430,7 @@ pub struct SendArgs {
 
 #[derive(Debug, Args)]
 pub struct InboxArgs {
-    pub name: String,
+    pub name: AgentName,
     /// Every message, not only the unread ones.
     #[arg(long)]
     pub all: bool,
@@ -462,10 +463,20 @@ pub enum Answer {
 pub struct RespondArgs {
     pub request_id: String,
     #[arg(long = "as", value_name = "NAME")]
-    pub who: String,
+    pub who: AgentName,
     pub answer: Answer,
     #[arg(long)]
     pub note: Option<String>,
     #[arg(long)]
     pub json: bool,
+}
+
+/// `--from`, named so in its refusal.
+fn sender(value: &str) -> Result<AgentName, InvalidName> {
+    AgentName::parse_as("sender", value)
+}
+
+/// `--to`, named so in its refusal.
+fn recipient(value: &str) -> Result<AgentName, InvalidName> {
+    AgentName::parse_as("recipient", value)
 }

@@ -87,11 +87,8 @@ fn send_goal(workspace: &Workspace, config: &TeamConfig, goal: Option<&str>) -> 
         workspace.mailboxes().send(
             &config.roster(),
             Draft {
-                from: crew_store::USER.into(),
-                to: config.lead_name().to_string(),
-                kind: crew_store::MessageKind::Message,
                 text: Some(format!("Goal: {goal}")),
-                ..Draft::default()
+                ..Draft::new(crew_store::USER, config.lead_name().clone())
             },
         )?;
     }

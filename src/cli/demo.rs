@@ -81,7 +81,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         team.wait(&watcher, Duration::from_millis(300));
     }
     team.stop(Duration::from_secs(15))?;
-    let mut agents = vec![config.lead_name().to_string()];
+    let mut agents = vec![config.lead_name().clone()];
     agents.extend(config.teammate_names());
     let mut summary = demo::summarise(
         &workspace,

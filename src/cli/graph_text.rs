@@ -6,8 +6,9 @@ use std::fmt::Write;
 use serde_json::{Value, json};
 
 use crate::cli::output;
+use crew_protocol::joined;
 use crew_store::dag::Graph;
-use crew_store::{Status, Task};
+use crew_store::{AgentName, Status, Task, TaskId};
 
 /// One word (and detail) for where a task stands.
 pub fn state(graph: &Graph<'_>, task: &Task) -> (&'static str, String) {
@@ -21,8 +22,8 @@ pub fn state(graph: &Graph<'_>, task: &Task) -> (&'static str, String) {
                 .unwrap_or_default()
                 .to_string(),
         ),
-        Status::InProgress => ("running", task.owner.clone().unwrap_or_default()),
-        Status::Review => ("review", task.owner.clone().unwrap_or_default()),
+        Status::InProgress => ("running", owner(task)),
+        Status::Review => ("review", owner(task)),
         Status::Pending if graph.is_claimable(task) => ("claimable", String::new()),
         Status::Pending => {
             let open = graph.open_blockers(task);
@@ -31,13 +32,21 @@ pub fn state(graph: &Graph<'_>, task: &Task) -> (&'static str, String) {
                 (true, Some(assigned)) => ("assigned", assigned),
                 (true, None) => ("pending", String::new()),
                 (false, assigned) => {
-                    let by = format!("by {}", open.join(", "));
+                    let by = format!("by {}", joined(&open, ", "));
                     let detail = assigned.map_or(by.clone(), |a| format!("{by}; {a}"));
                     ("blocked", detail)
                 }
             }
         }
     }
+}
+
+/// Who holds the task; empty when nobody does.
+fn owner(task: &Task) -> String {
+    task.owner
+        .as_ref()
+        .map(AgentName::to_string)
+        .unwrap_or_default()
 }
 
 fn glyph(word: &str) -> char {
@@ -82,7 +91,7 @@ pub fn graph(graph: &Graph<'_>) -> String {
     }
     for (depth, ids) in layers.layers.iter().enumerate() {
         let _ = writeln!(out, "layer {depth}");
-        for id in ids {
+        for &id in ids {
             if let Some(task) = graph.get(id) {
                 let _ = writeln!(out, "  {}", task_line(graph, task));
             }
@@ -90,7 +99,7 @@ pub fn graph(graph: &Graph<'_>) -> String {
     }
     if !layers.cyclic.is_empty() {
         let _ = writeln!(out, "in a cycle (fix the blockedBy of these files by hand)");
-        for id in &layers.cyclic {
+        for &id in &layers.cyclic {
             if let Some(task) = graph.get(id) {
                 let _ = writeln!(out, "  {}", task_line(graph, task));
             }
@@ -101,7 +110,7 @@ pub fn graph(graph: &Graph<'_>) -> String {
 
 pub fn graph_json(graph: &Graph<'_>, problems: &[Value]) -> Value {
     let layers = graph.layers();
-    let entry = |id: &String| {
+    let entry = |&id: &TaskId| {
         graph.get(id).map(|task| {
             let (word, detail) = state(graph, task);
             json!({
@@ -144,7 +153,7 @@ pub fn task_detail(graph: &Graph<'_>, task: &Task) -> String {
     let blockers = if task.blocked_by.is_empty() {
         "-".to_string()
     } else {
-        task.blocked_by.join(", ")
+        joined(&task.blocked_by, ", ")
     };
     let _ = writeln!(out, "blocked by: {blockers}");
     let _ = writeln!(out, "created:    {}", task.created_at);

@@ -9,7 +9,7 @@ use crate::cli::args::InitArgs;
 use crate::cli::project::find_upwards;
 use crew_config::{FILE_NAME, TeamConfig, init_template};
 use crew_git::{current_branch, exclude_from_git};
-use crew_store::names::validate_name;
+use crew_protocol::validate_name;
 use crew_store::workspace::RUNTIME_FOLDERS;
 
 pub fn run(start: &Path, args: InitArgs) -> anyhow::Result<()> {
@@ -57,5 +57,5 @@ pub fn run(start: &Path, args: InitArgs) -> anyhow::Result<()> {
 /// The folder name, lowercased, with anything not allowed in a name replaced by `-`.
 fn team_name_from(root: &Path) -> String {
     let raw = root.file_name().and_then(|n| n.to_str()).unwrap_or("team");
-    crew_store::names::name_from(raw, "team-")
+    crew_protocol::name_from(raw, "team-")
 }

@@ -3,15 +3,16 @@
 
 use crate::cli::exit::CliError;
 use crate::cli::project::Project;
+use crew_store::AgentName;
 use crew_team::tools::mcp::TeamMcpServer;
 use crew_tools::orphans::OWNER_ENV;
 
-pub fn run(project: Project, name: &str) -> anyhow::Result<()> {
+pub fn run(project: Project, name: &AgentName) -> anyhow::Result<()> {
     check_owner(&project, name)?;
     // A name that is not an agent is the protocol's refusal (exit 3), like `--as` elsewhere.
     let server = TeamMcpServer::new(project.workspace, &project.config, name)
         .map_err(|e| CliError::Refused(e.to_string()))?;
-    tracing::info!(agent = name, "crew mcp: serving on stdio");
+    tracing::info!(agent = name.as_str(), "crew mcp: serving on stdio");
     // The store waits on file locks off the async threads (`spawn_blocking`); one thread
     // is enough for the protocol itself.
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -24,7 +25,7 @@ pub fn run(project: Project, name: &str) -> anyhow::Result<()> {
 /// A `crew mcp` started under an agent (its CLI, or a command of its tools, carries the owner
 /// mark of the agent's process) may speak only as that agent: one whose status names the
 /// marked process. So a CLI agent gets its own tools, and no agent becomes another (invariant 5).
-fn check_owner(project: &Project, name: &str) -> Result<(), CliError> {
+fn check_owner(project: &Project, name: &AgentName) -> Result<(), CliError> {
     let Some(owner) = std::env::var_os(OWNER_ENV) else {
         return Ok(());
     };

@@ -6,17 +6,17 @@ use crate::cli::args::MemoryCommand;
 use crate::cli::exit::CliError;
 use crate::cli::output;
 use crate::cli::project::Project;
-use crew_store::{MemoryBook, MemoryScope};
+use crew_store::{AgentName, MemoryBook, MemoryScope};
 
 pub fn run(project: &Project, cmd: MemoryCommand) -> anyhow::Result<()> {
     match cmd {
-        MemoryCommand::List { agent, json } => list(project, agent.as_deref(), json),
-        MemoryCommand::Show { name, agent } => show(project, agent.as_deref(), &name),
+        MemoryCommand::List { agent, json } => list(project, agent.as_ref(), json),
+        MemoryCommand::Show { name, agent } => show(project, agent.as_ref(), &name),
     }
 }
 
 /// The memory book of `agent` (the lead by default), which must be on the team.
-fn book(project: &Project, agent: Option<&str>) -> anyhow::Result<MemoryBook> {
+fn book(project: &Project, agent: Option<&AgentName>) -> anyhow::Result<MemoryBook> {
     let name = agent.unwrap_or_else(|| project.config.lead_name());
     if project.config.agent(name).is_none() {
         return Err(CliError::Usage(format!(
@@ -28,7 +28,7 @@ fn book(project: &Project, agent: Option<&str>) -> anyhow::Result<MemoryBook> {
     Ok(MemoryBook::new(&project.workspace.crew_dir(), name).with_limits(project.config.limits))
 }
 
-fn list(project: &Project, agent: Option<&str>, as_json: bool) -> anyhow::Result<()> {
+fn list(project: &Project, agent: Option<&AgentName>, as_json: bool) -> anyhow::Result<()> {
     let book = book(project, agent)?;
     let root = project.workspace.root();
     let scopes = [MemoryScope::Agent, MemoryScope::Team];
@@ -65,7 +65,7 @@ fn list(project: &Project, agent: Option<&str>, as_json: bool) -> anyhow::Result
     Ok(())
 }
 
-fn show(project: &Project, agent: Option<&str>, name: &str) -> anyhow::Result<()> {
+fn show(project: &Project, agent: Option<&AgentName>, name: &str) -> anyhow::Result<()> {
     let book = book(project, agent)?;
     let memory = book
         .read(None, name)

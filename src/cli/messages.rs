@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use crate::cli::args::{Answer, InboxArgs, RequestsArgs, RespondArgs, SendArgs};
 use crate::cli::output;
 use crate::cli::project::Project;
-use crew_store::{DirWatcher, Draft, Entry, Message, RequestState};
+use crew_store::{AgentName, DirWatcher, Draft, Entry, Message, RequestState};
 
 pub fn send(project: &Project, args: SendArgs) -> anyhow::Result<()> {
     let mut extra = serde_json::Map::new();
@@ -36,7 +36,7 @@ pub fn send(project: &Project, args: SendArgs) -> anyhow::Result<()> {
 }
 
 /// `crew interrupt NAME`: the request goes through NAME's inbox; its worker acts on it.
-pub fn interrupt(project: &Project, name: &str) -> anyhow::Result<()> {
+pub fn interrupt(project: &Project, name: &AgentName) -> anyhow::Result<()> {
     crew_team::run::interrupt::interrupt(&project.workspace, &project.roster, name)?;
     println!("asked {name} to stop; it keeps its task and waits for your next message");
     Ok(())

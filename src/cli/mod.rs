@@ -37,6 +37,13 @@ pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
+            // A bad id or name reads as it does wherever else crew refuses one.
+            if let Some(invalid) = std::error::Error::source(&e)
+                .and_then(|source| source.downcast_ref::<crew_protocol::InvalidName>())
+            {
+                eprintln!("crew: {invalid}");
+                return ExitCode::from(2);
+            }
             // clap prints help/version to stdout (exit 0) and usage errors to stderr (exit 2).
             let _ = e.print();
             return ExitCode::from(if e.use_stderr() { 2 } else { 0 });

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use anyhow::anyhow;
 
 use crew_config::{FILE_NAME, TeamConfig};
-use crew_store::{Claimant, Roster, Workspace};
+use crew_store::{AgentName, Claimant, Roster, Workspace};
 
 pub struct Project {
     pub config: TeamConfig,
@@ -35,7 +35,7 @@ impl Project {
     /// `name` as a claimant: it must be on the team; its role comes from `crew.toml` unless given.
     pub fn claimant<'a>(
         &'a self,
-        name: &'a str,
+        name: &'a AgentName,
         role: Option<&'a str>,
     ) -> anyhow::Result<Claimant<'a>> {
         self.roster

@@ -28,7 +28,7 @@ pub fn run(project: &Project, cmd: ReviewCommand) -> anyhow::Result<()> {
             Ok(())
         }
         ReviewCommand::Show { id, json } => {
-            let r = review::show(ws, config, TaskId::parse(&id)?).map_err(refusal)?;
+            let r = review::show(ws, config, id).map_err(refusal)?;
             if json {
                 return output::json(&r);
             }
@@ -46,7 +46,7 @@ pub fn run(project: &Project, cmd: ReviewCommand) -> anyhow::Result<()> {
             Ok(())
         }
         ReviewCommand::Diff { id, json } => {
-            let diff = review::diff(ws, config, TaskId::parse(&id)?).map_err(refusal)?;
+            let diff = review::diff(ws, config, id).map_err(refusal)?;
             if json {
                 return output::json(&diff);
             }
@@ -54,30 +54,28 @@ pub fn run(project: &Project, cmd: ReviewCommand) -> anyhow::Result<()> {
             Ok(())
         }
         ReviewCommand::Merge { id, json } => {
-            let text = review::merge(ws, config, TaskId::parse(&id)?, USER).map_err(refusal)?;
-            answer(json, &id, "merged", &text)
+            let text = review::merge(ws, config, id, &USER).map_err(refusal)?;
+            answer(json, id, "merged", &text)
         }
         ReviewCommand::SendBack { id, note, json } => {
-            let task =
-                review::send_back(ws, config, TaskId::parse(&id)?, USER, &note).map_err(refusal)?;
+            let task = review::send_back(ws, config, id, &USER, &note).map_err(refusal)?;
             let text = format!(
                 "{} sent back to {}: {}",
                 task.id,
                 task.owner.as_deref().unwrap_or("nobody"),
                 output::one_line(&note)
             );
-            answer(json, &task.id, "sent_back", &text)
+            answer(json, task.id, "sent_back", &text)
         }
         ReviewCommand::Discard { id, reason, json } => {
-            let task =
-                review::discard(ws, config, TaskId::parse(&id)?, USER, &reason).map_err(refusal)?;
+            let task = review::discard(ws, config, id, &USER, &reason).map_err(refusal)?;
             let text = format!("{} discarded: {}", task.id, output::one_line(&reason));
-            answer(json, &task.id, "discarded", &text)
+            answer(json, task.id, "discarded", &text)
         }
     }
 }
 
-fn answer(json: bool, id: &str, outcome: &str, text: &str) -> anyhow::Result<()> {
+fn answer(json: bool, id: TaskId, outcome: &str, text: &str) -> anyhow::Result<()> {
     if json {
         return output::json(&json!({ "id": id, "outcome": outcome, "text": text }));
     }
@@ -91,7 +89,7 @@ fn line(r: &Review) -> String {
     let mut text = format!(
         "{:<8} {:<10} {}  {} files +{} -{}  {}",
         r.id,
-        r.owner,
+        r.owner.as_deref().unwrap_or(""),
         output::one_line(&r.subject),
         r.files.len(),
         r.additions,

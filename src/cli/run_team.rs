@@ -10,7 +10,8 @@ use crate::cli::args::{ApprovePolicy, MergeArg, UpArgs, WorkerAction, WorkerArgs
 use crate::cli::exit::CliError;
 use crate::cli::project::Project;
 use crate::cli::team::print_event;
-use crew_store::DirWatcher;
+use crew_protocol::joined;
+use crew_store::{AgentName, DirWatcher, TaskId};
 use crew_team::run::daemon::TeamLock;
 use crew_team::run::daemon::control::ControlError;
 use crew_team::run::headless::{Happening, MergePolicy, Policy, TeamRun, settings_for};
@@ -27,7 +28,7 @@ pub fn worker(project: Project, args: WorkerArgs) -> anyhow::Result<()> {
     }
 }
 
-fn run_worker(project: Project, name: &str, bypass: bool) -> anyhow::Result<()> {
+fn run_worker(project: Project, name: &AgentName, bypass: bool) -> anyhow::Result<()> {
     project
         .roster
         .check("agent", name)
@@ -51,7 +52,7 @@ fn run_worker(project: Project, name: &str, bypass: bool) -> anyhow::Result<()> 
 
 /// Starts a worker again in the background; refused while one is alive. With a team daemon
 /// running, the daemon starts it, so it lives in the team's session rather than this terminal's.
-fn restart(project: &Project, name: &str) -> anyhow::Result<()> {
+fn restart(project: &Project, name: &AgentName) -> anyhow::Result<()> {
     let restarted = team_control::restart(
         &project.workspace,
         &project.config,
@@ -142,15 +143,15 @@ pub fn up(project: Project, args: UpArgs) -> anyhow::Result<()> {
     print_happenings(&run.stop(Duration::from_secs(15))?);
     // The closing summary: what waits for review, and each review's verdict (none is no pass).
     let tasks = workspace.tasks().load_all()?.tasks;
-    let waiting: Vec<&str> = tasks
+    let waiting: Vec<TaskId> = tasks
         .iter()
         .filter(|t| t.status == crew_store::Status::Review)
-        .map(|t| t.id.as_str())
+        .map(|t| t.id)
         .collect();
     if !waiting.is_empty() {
         println!(
             "waiting for review: {} (crew review list)",
-            waiting.join(", ")
+            joined(&waiting, ", ")
         );
     }
     for (task, verdict) in crew_team::verdict::of_reviews(&tasks) {

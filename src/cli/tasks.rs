@@ -10,7 +10,7 @@ use crate::cli::project::Project;
 use crew_config::ROLES;
 use crew_store::USER;
 use crew_store::dag::Graph;
-use crew_store::{Loaded, NewTask, Task, TaskId, TaskPatch};
+use crew_store::{Loaded, NewTask, Task, TaskPatch};
 
 pub fn run(project: &Project, cmd: TaskCommand) -> anyhow::Result<()> {
     let store = project.workspace.tasks();
@@ -54,7 +54,7 @@ pub fn run(project: &Project, cmd: TaskCommand) -> anyhow::Result<()> {
                 Some(blocked_by)
             };
             let task = store.update(
-                TaskId::parse(&id)?,
+                id,
                 TaskPatch {
                     subject,
                     description: desc,
@@ -79,7 +79,7 @@ pub fn run(project: &Project, cmd: TaskCommand) -> anyhow::Result<()> {
             Ok(())
         }
         TaskCommand::Show { id, json } => {
-            let task = store.read(TaskId::parse(&id)?)?;
+            let task = store.read(id)?;
             if json {
                 return output::json(&task);
             }
@@ -107,7 +107,7 @@ pub fn run(project: &Project, cmd: TaskCommand) -> anyhow::Result<()> {
         } => {
             let claimant = project.claimant(&who, role.as_deref())?;
             let task = match (id, next) {
-                (Some(id), false) => store.claim(TaskId::parse(&id)?, claimant)?,
+                (Some(id), false) => store.claim(id, claimant)?,
                 (None, true) => store.claim_next(claimant)?,
                 _ => return Err(CliError::Usage("give a task id or --next".into()).into()),
             };
@@ -115,15 +115,12 @@ pub fn run(project: &Project, cmd: TaskCommand) -> anyhow::Result<()> {
         }
         TaskCommand::Release(OwnerArgs { id, who, json }) => {
             project.claimant(&who, None)?;
-            let task = store.release(TaskId::parse(&id)?, &who)?;
+            let task = store.release(id, &who)?;
             print_task_line(&task, json, "released")
         }
         TaskCommand::Assign { id, to, json, .. } => {
-            let to = to
-                .as_deref()
-                .map(|n| project.claimant(n, None))
-                .transpose()?;
-            let task = store.assign(TaskId::parse(&id)?, to, USER)?;
+            let to = to.as_ref().map(|n| project.claimant(n, None)).transpose()?;
+            let task = store.assign(id, to, &USER)?;
             let verb = match &task.owner {
                 Some(owner) => format!("assigned to {owner}:"),
                 None => "unassigned:".to_string(),
@@ -132,12 +129,12 @@ pub fn run(project: &Project, cmd: TaskCommand) -> anyhow::Result<()> {
         }
         TaskCommand::Done { owner, result } => {
             project.claimant(&owner.who, None)?;
-            let task = store.complete(TaskId::parse(&owner.id)?, &owner.who, result)?;
+            let task = store.complete(owner.id, &owner.who, result)?;
             print_task_line(&task, owner.json, "completed")
         }
         TaskCommand::Fail { owner, reason } => {
             project.claimant(&owner.who, None)?;
-            let task = store.fail(TaskId::parse(&owner.id)?, &owner.who, reason)?;
+            let task = store.fail(owner.id, &owner.who, reason)?;
             print_task_line(&task, owner.json, "failed")
         }
     }

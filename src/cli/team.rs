@@ -6,6 +6,7 @@ use serde_json::json;
 
 use crate::cli::output;
 use crate::cli::project::Project;
+use crew_protocol::joined;
 use crew_store::AgentState;
 use crew_team::run::daemon::{self, Request};
 use crew_team::run::supervisor::{Supervisor, TeamEvent};
@@ -32,7 +33,7 @@ pub fn status(project: &Project, as_json: bool) -> anyhow::Result<()> {
             "role": project.config.role_of(name),
             "state": state,
             "pid": status.as_ref().map(|s| s.pid),
-            "task": status.as_ref().and_then(|s| s.task.clone()),
+            "task": status.as_ref().and_then(|s| s.task),
             "waiting_on": status.as_ref().and_then(|s| s.waiting_on.clone()),
             "heartbeat": status.as_ref().map(|s| s.heartbeat.clone()),
             "heartbeat_age_secs": status.as_ref().map(|s| s.heartbeat_age(now).as_secs()),
@@ -135,7 +136,7 @@ pub fn print_event(event: &TeamEvent) {
             let tasks = if released.is_empty() {
                 "no task held".to_string()
             } else {
-                format!("{} back to pending", released.join(", "))
+                format!("{} back to pending", joined(released, ", "))
             };
             println!("{name} died ({why}); {tasks}")
         }

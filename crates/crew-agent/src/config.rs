@@ -77,8 +77,8 @@ impl Default for CompactionThresholds {
 
 /// Everything `Agent::new` needs.
 pub struct AgentConfig {
-    /// The agent's name (`[a-z][a-z0-9_-]*`); names its transcript folder.
-    pub name: String,
+    /// The agent's name; names its transcript folder.
+    pub name: crew_store::AgentName,
     pub role: String,
     /// The provider; the agent wraps it in `crew_model::Retrying` with `retry`.
     pub model: Arc<dyn ModelProvider>,

@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 use crate::normalize::normalize_owned;
 use crate::runtime::Agent;
 use crew_model::ChatMessage;
+use crew_protocol::validate_name;
 use crew_store::atomic::write_atomic;
-use crew_store::names::validate_name;
 use crew_store::secrets::redact_bytes;
 
 #[derive(Debug, thiserror::Error)]
@@ -27,7 +27,7 @@ pub enum ConversationError {
         source: std::io::Error,
     },
     #[error("conversation key: {0}")]
-    Key(#[from] crew_store::StoreError),
+    Key(#[from] crew_protocol::InvalidName),
 }
 
 /// `<repo_root>/.crew/conversations/<agent>`.

@@ -3,13 +3,9 @@
 use thiserror::Error;
 
 use crate::transcript::TranscriptError;
-use crew_store::StoreError;
 
 #[derive(Debug, Error)]
 pub enum AgentError {
-    /// The agent's name is used as a folder name, so it must be a valid crew name.
-    #[error("invalid agent name: {0}")]
-    Name(#[from] StoreError),
     #[error(transparent)]
     Transcript(#[from] TranscriptError),
 }

@@ -113,7 +113,7 @@ pub enum AgentEvent {
     /// A permission request was sent and the agent is blocked on a person (WAITING).
     PermissionWaiting {
         request_id: crew_store::RequestId,
-        to: String,
+        to: crew_store::AgentName,
     },
     PermissionAnswered {
         tool: String,

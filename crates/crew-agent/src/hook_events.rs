@@ -128,7 +128,7 @@ impl Agent {
         let mut fields = fields;
         if let Some(map) = fields.as_object_mut() {
             map.insert("session_id".into(), self.session().into());
-            map.insert("agent".into(), self.name.clone().into());
+            map.insert("agent".into(), self.name.as_str().into());
             map.insert("transcript_path".into(), json!(self.transcript_path()));
         }
         let run = self

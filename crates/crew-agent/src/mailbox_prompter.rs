@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 use crate::event::{AgentEvent, EventSink};
 use crew_protocol::USER;
 use crew_store::MessageKind;
-use crew_store::{DirWatcher, Draft, Entry, Mailboxes, Roster};
+use crew_store::{AgentName, DirWatcher, Draft, Entry, Mailboxes, Roster};
 use crew_tools::{PermissionAnswer, PermissionAsk, Prompter};
 
 /// How often a waiting thread looks whether its asker has gone away (answers themselves wake
@@ -25,8 +25,8 @@ const ABANDON_CHECK: Duration = Duration::from_millis(500);
 pub struct MailboxPrompter {
     mailboxes: Mailboxes,
     roster: Roster,
-    agent: String,
-    lead: String,
+    agent: AgentName,
+    lead: AgentName,
     timeout: Duration,
     events: Option<EventSink>,
 }
@@ -36,15 +36,15 @@ impl MailboxPrompter {
     pub fn new(
         mailboxes: Mailboxes,
         roster: Roster,
-        agent: impl Into<String>,
-        lead: impl Into<String>,
+        agent: AgentName,
+        lead: AgentName,
         timeout: Duration,
     ) -> Self {
         Self {
             mailboxes,
             roster,
-            agent: agent.into(),
-            lead: lead.into(),
+            agent,
+            lead,
             timeout,
             events: None,
         }
@@ -64,10 +64,8 @@ impl MailboxPrompter {
             Ok(watcher) => watcher,
             Err(e) => return deny(format!("cannot wait for an answer: {e}")),
         };
-        let mut offset = match self.mailboxes.inbox_path(&self.agent) {
-            Ok(path) => std::fs::metadata(path).map_or(0, |m| m.len()),
-            Err(e) => return deny(format!("cannot wait for an answer: {e}")),
-        };
+        let mut offset =
+            std::fs::metadata(self.mailboxes.inbox_path(&self.agent)).map_or(0, |m| m.len());
         let sent = match self.mailboxes.send(&self.roster, self.draft(&ask)) {
             Ok(sent) => sent,
             Err(e) => return deny(format!("could not send the permission request: {e}")),

@@ -27,13 +27,12 @@ use crew_model::{
     ToolDefinition,
 };
 use crew_store::message::new_id;
-use crew_store::names::validate_name;
 use crew_store::{Limits as StoreLimits, MemoryBook};
 use crew_tools::memory::has_memory_tools;
 use crew_tools::{Pipeline, SkillCatalogue, ToolContext};
 
 pub struct Agent {
-    pub(crate) name: String,
+    pub(crate) name: crew_store::AgentName,
     pub(crate) role: String,
     pub(crate) model_name: String,
     /// The configured provider behind `Retrying`.
@@ -79,7 +78,6 @@ impl Agent {
     /// Sets the agent up and opens its transcript
     /// (`<repo_root>/.crew/transcripts/<name>/<session>.jsonl`).
     pub fn new(config: AgentConfig, sink: EventSink) -> Result<Self, AgentError> {
-        validate_name("agent name", &config.name)?;
         let session = new_id("session");
         let transcript = transcript_path(&config.repo_root, &config.name, &session);
         let model: Arc<dyn ModelProvider> =
@@ -287,7 +285,7 @@ impl Agent {
             tools: Vec::new(),
             max_tokens,
             context: RequestContext {
-                agent: self.name.clone(),
+                agent: self.name.to_string(),
                 role: self.role.clone(),
                 task: self.task.clone(),
             },

@@ -3,13 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    Pass,
-    Fail,
-    Partial,
-}
+pub use crew_protocol::Verdict;
 
 /// The verdict of `report`. The last line that starts with `VERDICT:` decides (any case,
 /// markdown emphasis, heading or quote marks around it allowed); when its word is not exactly
@@ -47,7 +41,9 @@ pub fn judge(reviewer_task: bool, completed: bool, report: &str) -> (bool, Optio
 }
 
 /// Each finished reviewer task's verdict, shown as `label` says.
-pub fn of_reviews(tasks: &[crew_store::Task]) -> std::collections::BTreeMap<String, String> {
+pub fn of_reviews(
+    tasks: &[crew_store::Task],
+) -> std::collections::BTreeMap<crew_store::TaskId, String> {
     tasks
         .iter()
         .filter(|t| {
@@ -59,7 +55,7 @@ pub fn of_reviews(tasks: &[crew_store::Task]) -> std::collections::BTreeMap<Stri
         })
         .map(|t| {
             let verdict = t.result.as_deref().and_then(parse);
-            (t.id.clone(), label(verdict).to_string())
+            (t.id, label(verdict).to_string())
         })
         .collect()
 }

@@ -2,10 +2,7 @@
 //! actions, transcripts and the prefix fingerprint.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-use crew_agent::{
-    AgentConfig, AgentError, AgentEvent, CompactionThresholds, EventSink, Limits, StopReason,
-    TurnResult,
-};
+use crew_agent::{AgentEvent, CompactionThresholds, Limits, StopReason, TurnResult};
 use crew_model::{ContentBlock, Role};
 use crew_test_support::agent::{
     Build, Repo, assert_completed, assert_normalised, drain, no_tools, rendered, scenario,
@@ -225,27 +222,12 @@ async fn the_prefix_fingerprint_changes_only_on_compaction_or_an_explicit_change
     assert_ne!(after_rules.prefix_fingerprint, before);
 }
 
-#[tokio::test]
-async fn names_that_could_escape_the_transcript_folder_are_refused() {
-    let repo = Repo::new();
-    let config = AgentConfig {
-        name: "../evil".into(),
-        role: "coder".into(),
-        model: scenario("agent_basic"),
-        model_name: String::new(),
-        pipeline: no_tools(),
-        workspace: repo.root.clone(),
-        repo_root: repo.root.clone(),
-        limits: Limits::default(),
-        retry: crew_test_support::agent::fast_retry(),
-        compaction: CompactionThresholds::default(),
-        sandbox: crew_tools::Sandbox::off(),
-    };
-    let err = crew_agent::Agent::new(config, EventSink::discard())
-        .err()
-        .unwrap();
-    assert!(matches!(err, AgentError::Name(_)), "{err}");
-    assert!(!repo.root.join(".crew").exists());
+/// The name is typed: one that could escape `.crew/transcripts/` cannot be made, so no agent
+/// (and no folder) is ever set up under it.
+#[test]
+fn names_that_could_escape_the_transcript_folder_are_refused() {
+    let err = crew_store::AgentName::parse("../evil").unwrap_err();
+    assert!(err.to_string().starts_with("invalid agent name"), "{err}");
 }
 
 #[tokio::test]

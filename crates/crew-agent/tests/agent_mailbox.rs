@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crew_agent::{AgentEvent, EventSink, MailboxPrompter};
 use crew_store::MessageKind;
-use crew_store::{Mailboxes, RequestInfo, Roster, Workspace};
+use crew_store::{AgentName, Mailboxes, RequestInfo, Roster, USER, Workspace};
 use crew_test_support::agent::{Build, Repo, assert_completed, drain, scenario};
 use crew_test_support::tools::policy;
 use crew_test_support::wait::{BUDGET, eventually_async};
@@ -19,8 +19,23 @@ use tokio_util::sync::CancellationToken;
 
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 
+fn name(raw: &str) -> AgentName {
+    raw.parse().unwrap()
+}
+
 fn roster() -> Roster {
-    Roster::new(["lead".to_string(), "alice".to_string()])
+    Roster::new(["lead", "alice"].map(name))
+}
+
+/// Alice asks through the lead's inbox.
+fn alices_prompter(boxes: &Mailboxes) -> MailboxPrompter {
+    MailboxPrompter::new(
+        boxes.clone(),
+        roster(),
+        name("alice"),
+        name("lead"),
+        DEFAULT_TIMEOUT,
+    )
 }
 
 fn ask(repo: &Repo) -> PermissionAsk {
@@ -59,7 +74,7 @@ async fn answer(boxes: &Mailboxes, approve: bool, note: Option<&str>) -> Request
     );
     std::thread::spawn(move || {
         boxes
-            .respond(&roster(), &id, "user", approve, note, DEFAULT_TIMEOUT)
+            .respond(&roster(), &id, &USER, approve, note, DEFAULT_TIMEOUT)
             .unwrap();
     })
     .join()
@@ -72,9 +87,8 @@ async fn an_approved_request_allows_and_carries_everything_a_person_needs() {
     let repo = Repo::new();
     let boxes = Workspace::new(&repo.root).mailboxes();
     let (sink, mut rx) = EventSink::channel();
-    let prompter = MailboxPrompter::new(boxes.clone(), roster(), "alice", "lead", DEFAULT_TIMEOUT)
-        .with_events(sink);
-    let cursor_before = boxes.cursor("alice").unwrap();
+    let prompter = alices_prompter(&boxes).with_events(sink);
+    let cursor_before = boxes.cursor(&name("alice")).unwrap();
     let (got, request) = tokio::join!(prompter.ask(ask(&repo)), answer(&boxes, true, None));
     assert_eq!(got, PermissionAnswer::Allow);
     let sent = &request.request;
@@ -94,7 +108,7 @@ async fn an_approved_request_allows_and_carries_everything_a_person_needs() {
             if *request_id == request.request_id && to == "lead"
     ));
     assert_eq!(
-        boxes.cursor("alice").unwrap(),
+        boxes.cursor(&name("alice")).unwrap(),
         cursor_before,
         "the agent's cursor is not moved"
     );
@@ -104,7 +118,7 @@ async fn an_approved_request_allows_and_carries_everything_a_person_needs() {
 async fn a_rejected_request_denies_with_the_persons_note() {
     let repo = Repo::new();
     let boxes = Workspace::new(&repo.root).mailboxes();
-    let prompter = MailboxPrompter::new(boxes.clone(), roster(), "alice", "lead", DEFAULT_TIMEOUT);
+    let prompter = alices_prompter(&boxes);
     let (got, _) = tokio::join!(
         prompter.ask(ask(&repo)),
         answer(&boxes, false, Some("not on a Friday"))
@@ -119,8 +133,8 @@ async fn no_answer_in_time_is_a_denial() {
     let prompter = MailboxPrompter::new(
         boxes.clone(),
         roster(),
-        "alice",
-        "lead",
+        name("alice"),
+        name("lead"),
         Duration::from_secs(1),
     );
     let got = prompter.ask(ask(&repo)).await;
@@ -137,7 +151,7 @@ async fn no_answer_in_time_is_a_denial() {
 async fn through_the_loop_an_ask_waits_for_the_person_and_the_tool_then_runs() {
     let repo = Repo::new();
     let boxes = Workspace::new(&repo.root).mailboxes();
-    let prompter = MailboxPrompter::new(boxes.clone(), roster(), "alice", "lead", DEFAULT_TIMEOUT);
+    let prompter = alices_prompter(&boxes);
     let pipeline = Pipeline::new(
         ToolRegistry::core_tools().unwrap(),
         policy(PermissionMode::Ask, &[], &[], &[]),

@@ -20,6 +20,7 @@ use crew_model::{
     ChatMessage, ContentBlock, ModelError, ModelProvider, ModelRequest, RetryPolicy, Role,
     StreamEvent,
 };
+use crew_store::AgentName;
 use crew_tools::permissions::{BypassSwitches, PermissionMode, PermissionPolicy, RuleSet};
 use crew_tools::{Pipeline, Sandbox, ToolRegistry};
 
@@ -134,7 +135,7 @@ pub(crate) fn bench_agent(
     )?;
     Ok(Agent::new(
         AgentConfig {
-            name: "bench".into(),
+            name: AgentName::parse("bench")?,
             role: "coder".into(),
             model,
             model_name: String::new(),

@@ -8,8 +8,8 @@ use serde_json::json;
 
 use crew_store::dag::Graph;
 use crew_store::{
-    Attempt, Claimant, Draft, Mailboxes, NewTask, Roster, Status, TaskId, TaskPatch, TaskStore,
-    Workspace,
+    AgentName, Attempt, Claimant, Draft, Mailboxes, NewTask, Roster, Status, TaskId, TaskPatch,
+    TaskStore, Workspace,
 };
 
 use crate::proc::{Workers, ready_and_wait};
@@ -42,9 +42,9 @@ pub fn run(procs: usize, tasks: usize, as_json: bool) -> anyhow::Result<()> {
     let (start, reports) = workers.go()?;
     let seconds = start.elapsed().as_secs_f64();
 
-    let mut claims_by_task: HashMap<String, Vec<String>> = HashMap::new();
+    let mut claims_by_task: HashMap<TaskId, Vec<String>> = HashMap::new();
     for (k, report) in reports.iter().enumerate() {
-        let ids: Vec<String> = serde_json::from_str(report.trim())
+        let ids: Vec<TaskId> = serde_json::from_str(report.trim())
             .with_context(|| format!("worker w{k} report {report:?}"))?;
         for id in ids {
             claims_by_task.entry(id).or_default().push(format!("w{k}"));
@@ -92,13 +92,13 @@ pub fn run(procs: usize, tasks: usize, as_json: bool) -> anyhow::Result<()> {
 }
 
 /// One racing process: reads the claimable set once, then claims until nothing is left.
-pub fn worker(dir: &Path, name: &str) -> anyhow::Result<()> {
+pub fn worker(dir: &Path, name: &AgentName) -> anyhow::Result<()> {
     let store = Workspace::new(dir).tasks();
     let loaded = store.load_all()?;
     let mut queue: VecDeque<TaskId> = Graph::new(&loaded.tasks)
         .claimable()
         .iter()
-        .filter_map(|t| TaskId::parse(&t.id).ok())
+        .map(|t| t.id)
         .collect();
     let who = Claimant { name, role: None };
     ready_and_wait()?;
@@ -116,23 +116,24 @@ pub fn worker(dir: &Path, name: &str) -> anyhow::Result<()> {
 
 /// Writes tasks and messages as fast as it can until it is killed: the crash test kills these
 /// with SIGKILL at random instants and then checks that every file still parses.
-pub fn churn(dir: &Path, name: &str) -> anyhow::Result<()> {
+pub fn churn(dir: &Path, name: &AgentName) -> anyhow::Result<()> {
     let workspace = Workspace::new(dir);
     let store: TaskStore = workspace.tasks();
     let boxes: Mailboxes = workspace.mailboxes();
-    let roster = Roster::new([name.to_string(), "lead".to_string()]);
+    let lead = AgentName::parse("lead")?;
+    let roster = Roster::new([name.clone(), lead.clone()]);
     let who = Claimant { name, role: None };
-    let mut previous: Option<String> = None;
+    let mut previous: Option<TaskId> = None;
     for i in 0u64.. {
         let task = store.create(NewTask {
             subject: format!("{name} churn {i}"),
             description: "x".repeat((i % 7) as usize * 300),
-            blocked_by: previous.iter().cloned().collect(),
+            blocked_by: previous.into_iter().collect(),
             role: None,
         })?;
         if i % 3 == 0 {
             let _ = store.update(
-                TaskId::parse(&task.id)?,
+                task.id,
                 TaskPatch {
                     subject: Some(format!("{name} churn {i} (renamed)")),
                     ..TaskPatch::default()
@@ -140,13 +141,13 @@ pub fn churn(dir: &Path, name: &str) -> anyhow::Result<()> {
             );
         }
         if let Ok(claimed) = store.claim_next(who) {
-            store.complete(TaskId::parse(&claimed.id)?, name, Some("done".into()))?;
+            store.complete(claimed.id, name, Some("done".into()))?;
         }
         boxes.send(
             &roster,
             Draft {
-                from: name.to_string(),
-                to: "lead".to_string(),
+                from: name.clone(),
+                to: lead.clone(),
                 kind: MessageKind::StatusUpdate,
                 text: Some(format!("{i} {}", "y".repeat((i % 5) as usize * 1000))),
                 request: i % 4 == 0,

@@ -11,11 +11,11 @@ use anyhow::{Context, bail};
 use serde_json::json;
 
 use crew_git::{Author, exclude_from_git, init_with_files};
-use crew_store::{AgentState, Draft, NewTask, Status, TaskId, Workspace};
+use crew_store::{AgentName, AgentState, Draft, NewTask, Status, Workspace};
 use crew_team::run::supervisor::Supervisor;
 
 use crate::stats::{percentile, round3};
-use crew_store::{MessageKind, USER};
+use crew_store::USER;
 
 const NAME: &str = "alice";
 const SCENARIO: &str = r#"
@@ -38,16 +38,17 @@ pub fn run(runs: usize, as_json: bool) -> anyhow::Result<()> {
     let root = dir.path();
     let config = make_repo(root)?;
     let workspace = Workspace::new(root);
+    let name = AgentName::parse(NAME)?;
     let mut supervisor = Supervisor::new(
         workspace.clone(),
         config.roster(),
-        "lead",
+        config.lead_name(),
         crate::team::crew_exe()?,
         Duration::from_secs(1),
     );
-    supervisor.start(NAME, &[])?;
-    let measured = measure(&workspace, &config.roster(), runs);
-    supervisor.shut_down(&[NAME.to_string()], Duration::from_secs(15))?;
+    supervisor.start(&name, &[])?;
+    let measured = measure(&workspace, &config.roster(), &name, runs);
+    supervisor.shut_down(&[name], Duration::from_secs(15))?;
     let mut ms = measured?;
     ms.sort_by(f64::total_cmp);
     let (p50, p99) = (percentile(&ms, 0.50), percentile(&ms, 0.99));
@@ -91,6 +92,7 @@ fn make_repo(root: &Path) -> anyhow::Result<crew_config::TeamConfig> {
 fn measure(
     workspace: &Workspace,
     roster: &crew_store::Roster,
+    name: &AgentName,
     runs: usize,
 ) -> anyhow::Result<Vec<f64>> {
     let mut ms = Vec::with_capacity(runs);
@@ -101,17 +103,15 @@ fn measure(
         })?;
         // Working, and its tool has had a moment to start.
         wait(&format!("{NAME} to work on {}", task.id), || {
-            let s = workspace.agents().read(NAME)?;
-            Ok(s.is_some_and(|s| {
-                s.state == AgentState::Work && s.task.as_deref() == Some(&task.id)
-            }))
+            let s = workspace.agents().read(name)?;
+            Ok(s.is_some_and(|s| s.state == AgentState::Work && s.task == Some(task.id)))
         })?;
         std::thread::sleep(Duration::from_millis(200));
         let asked = Instant::now();
-        crew_team::run::interrupt::interrupt(workspace, roster, NAME)?;
+        crew_team::run::interrupt::interrupt(workspace, roster, name)?;
         let until = asked + STEP;
         loop {
-            let s = workspace.agents().read(NAME)?;
+            let s = workspace.agents().read(name)?;
             if s.is_some_and(|s| {
                 s.state == AgentState::Idle
                     && s.note.as_deref().is_some_and(|n| n.contains("interrupted"))
@@ -127,14 +127,11 @@ fn measure(
         workspace.mailboxes().send(
             roster,
             Draft {
-                from: USER.into(),
-                to: NAME.into(),
-                kind: MessageKind::Message,
                 text: Some("carry on".into()),
-                ..Draft::default()
+                ..Draft::new(USER, name.clone())
             },
         )?;
-        let id = TaskId::parse(&task.id)?;
+        let id = task.id;
         wait(&format!("{} to complete", task.id), || {
             Ok(workspace.tasks().read(id)?.status == Status::Completed)
         })?;

@@ -21,6 +21,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use crew_store::AgentName;
 
 #[derive(Parser)]
 #[command(
@@ -170,7 +171,7 @@ enum Command {
         #[arg(long)]
         dir: PathBuf,
         #[arg(long)]
-        name: String,
+        name: AgentName,
     },
     /// Internal: one appending process (waits for "go" on stdin).
     #[command(hide = true)]
@@ -178,7 +179,7 @@ enum Command {
         #[arg(long)]
         dir: PathBuf,
         #[arg(long)]
-        name: String,
+        name: AgentName,
         #[arg(long)]
         count: usize,
         /// Paced: one message every this many microseconds, starting after `--offset-us`.
@@ -193,7 +194,7 @@ enum Command {
         #[arg(long)]
         dir: PathBuf,
         #[arg(long)]
-        name: String,
+        name: AgentName,
     },
 }
 

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::Context;
 use serde_json::json;
 
-use crew_store::{DirWatcher, Draft, Entry, Roster, Workspace};
+use crew_store::{AgentName, DirWatcher, Draft, Entry, Roster, Workspace};
 
 use crate::proc::{Workers, ready_and_wait};
 use crate::stats::{percentile, round3};
@@ -70,6 +70,7 @@ pub fn run(procs: usize, messages: usize, rate: Option<u32>, as_json: bool) -> a
     // The reader follows in this process while the workers append.
     let (done_tx, done_rx) = mpsc::channel::<()>();
     let reader_boxes = boxes.clone();
+    let reader_name = AgentName::parse(READER)?;
     let reader = std::thread::spawn(move || -> anyhow::Result<Seen> {
         let mut seen = Seen {
             ids: HashMap::new(),
@@ -80,7 +81,7 @@ pub fn run(procs: usize, messages: usize, rate: Option<u32>, as_json: bool) -> a
         let mut writers_done_at: Option<Instant> = None;
         loop {
             watcher.wait(Duration::from_millis(100));
-            let batch = reader_boxes.read_from(READER, offset)?;
+            let batch = reader_boxes.read_from(&reader_name, offset)?;
             let now = unix_nanos();
             offset = batch.end;
             for entry in batch.entries {
@@ -149,13 +150,14 @@ pub fn run(procs: usize, messages: usize, rate: Option<u32>, as_json: bool) -> a
 /// One appending process: `count` messages to the reader's inbox, each stamped with its send time.
 pub fn worker(
     dir: &Path,
-    name: &str,
+    name: &AgentName,
     count: usize,
     every_us: Option<u64>,
     offset_us: u64,
 ) -> anyhow::Result<()> {
     let boxes = Workspace::new(dir).mailboxes();
-    let roster = Roster::new([name.to_string(), READER.to_string()]);
+    let reader = AgentName::parse(READER)?;
+    let roster = Roster::new([name.clone(), reader.clone()]);
     ready_and_wait()?;
     let start = Instant::now();
     for seq in 0..count {
@@ -169,8 +171,8 @@ pub fn worker(
         boxes.send(
             &roster,
             Draft {
-                from: name.to_string(),
-                to: READER.to_string(),
+                from: name.clone(),
+                to: reader.clone(),
                 kind: MessageKind::StatusUpdate,
                 text: Some(format!("{name} message {seq}")),
                 request: false,

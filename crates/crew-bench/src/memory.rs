@@ -9,7 +9,7 @@ use anyhow::Context;
 use serde_json::json;
 
 use crew_agent::context::memory_index;
-use crew_store::{Limits, MemoryBook, MemoryDraft, MemoryScope, MemoryType};
+use crew_store::{AgentName, Limits, MemoryBook, MemoryDraft, MemoryScope, MemoryType};
 
 use crate::stats::{percentile, round3};
 
@@ -23,7 +23,8 @@ pub fn run(memories: usize, body_bytes: usize, rounds: usize, as_json: bool) -> 
         memories_per_scope: memories,
         ..Limits::default()
     };
-    let book = MemoryBook::new(&root.join(".crew"), "alice").with_limits(limits);
+    let book =
+        MemoryBook::new(&root.join(".crew"), &AgentName::parse("alice")?).with_limits(limits);
     let filler = "x".repeat(body_bytes.saturating_sub(64));
     for i in 0..memories {
         for scope in [MemoryScope::Agent, MemoryScope::Team] {

@@ -16,7 +16,9 @@ use serde_json::json;
 
 use crew_agent::AgentEvent;
 use crew_agent::transcript::TranscriptLine;
-use crew_store::{AgentState, AgentStatus, Message, MessageKind, USER, Workspace};
+use crew_store::{
+    AgentName, AgentState, AgentStatus, Message, MessageKind, TaskId, USER, Workspace,
+};
 use crew_tui::runtime::{Options, initial_state, spawn_loader};
 use crew_tui::{Event, Pane, render, update};
 
@@ -76,11 +78,12 @@ pub fn run(teammates: usize, tasks: usize, messages: usize, as_json: bool) -> an
         update(&mut live, Event::Data(all));
     }
     let boxes = Workspace::new(root).mailboxes();
+    let lead = AgentName::parse("lead")?;
     let mut change_ms = Vec::with_capacity(PROBES);
     for k in 0..PROBES {
         let probe = format!("probe-{k}");
         let t = Instant::now();
-        boxes.append(&message(k, USER, "lead", MessageKind::Message, &probe))?;
+        boxes.append(&message(k, &USER, &lead, MessageKind::Message, &probe))?;
         loop {
             let event = rx
                 .recv_timeout(Duration::from_secs(10))
@@ -121,12 +124,12 @@ pub fn run(teammates: usize, tasks: usize, messages: usize, as_json: bool) -> an
     Ok(())
 }
 
-fn message(k: usize, from: &str, to: &str, kind: MessageKind, text: &str) -> Message {
+fn message(k: usize, from: &AgentName, to: &AgentName, kind: MessageKind, text: &str) -> Message {
     Message {
         id: format!("msg_{k}"),
         ts: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
-        from: from.into(),
-        to: to.into(),
+        from: from.clone(),
+        to: to.clone(),
         kind,
         text: Some(text.into()),
         request_id: None,
@@ -138,7 +141,10 @@ fn message(k: usize, from: &str, to: &str, kind: MessageKind, text: &str) -> Mes
 /// Writes the workspace straight to disk (no locks or fsyncs: the store is not what is measured).
 fn populate(root: &Path, teammates: usize, tasks: usize, messages: usize) -> anyhow::Result<()> {
     let mut toml = String::from("[team]\nname = \"bench\"\n\n[lead]\nname = \"lead\"\n");
-    let names: Vec<String> = (0..teammates).map(|i| format!("mate{i}")).collect();
+    let names: Vec<AgentName> = (0..teammates)
+        .map(|i| AgentName::parse(&format!("mate{i}")))
+        .collect::<Result<_, _>>()?;
+    let lead = AgentName::parse("lead")?;
     for name in &names {
         write!(
             toml,
@@ -169,8 +175,8 @@ fn populate(root: &Path, teammates: usize, tasks: usize, messages: usize) -> any
         )?;
     }
     fs::create_dir_all(ws.mailboxes_dir())?;
-    let inboxes: Vec<&str> = std::iter::once("lead")
-        .chain(names.iter().map(String::as_str))
+    let inboxes: Vec<AgentName> = std::iter::once(lead.clone())
+        .chain(names.iter().cloned())
         .collect();
     let mut files = inboxes
         .iter()
@@ -184,8 +190,8 @@ fn populate(root: &Path, teammates: usize, tasks: usize, messages: usize) -> any
         let to = k % inboxes.len();
         let mut m = message(
             k,
-            "lead",
-            inboxes[to],
+            &lead,
+            &inboxes[to],
             MessageKind::StatusUpdate,
             &format!("update {k}"),
         );
@@ -207,7 +213,7 @@ fn populate(root: &Path, teammates: usize, tasks: usize, messages: usize) -> any
     fs::create_dir_all(&agents)?;
     for name in &names {
         let mut status = AgentStatus::new(name, AgentState::Work);
-        status.task = Some("task_1".into());
+        status.task = Some(TaskId(1));
         (status.turns, status.tokens) = (1, 1000);
         fs::write(
             agents.join(format!("{name}.json")),

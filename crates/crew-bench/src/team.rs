@@ -17,12 +17,13 @@ use serde_json::json;
 
 use crew_config::TeamConfig;
 use crew_git::{Author, exclude_from_git, init_with_files};
-use crew_store::{AgentState, Claimant, DirWatcher, NewTask, Status, TaskId, Workspace, pid_alive};
+use crew_store::{
+    AgentName, AgentState, Claimant, DirWatcher, NewTask, Status, TaskId, Workspace, pid_alive,
+};
 use crew_team::run::supervisor::{Supervisor, TeamEvent};
 
 use crate::stats::{percentile, round3};
 
-const LEAD: &str = "lead";
 /// The defaults of crew.toml, written out: the idle measurement is of what users run.
 const IDLE_POLL_SECS: u64 = 5;
 const HEARTBEAT_SECS: u64 = 2;
@@ -45,11 +46,11 @@ pub fn run(teammates: usize, tasks: usize, idle_secs: u64, as_json: bool) -> any
     let root = dir.path();
     let config = make_repo(root, teammates, idle_secs)?;
     let workspace = Workspace::new(root);
-    let (gate, ids) = make_tasks(&workspace, tasks)?;
+    let (gate, ids) = make_tasks(&workspace, config.lead_name(), tasks)?;
 
-    let (mut supervisor, names, started) = start_workers(&workspace, &config, teammates)?;
+    let (mut supervisor, names, started) = start_workers(&workspace, &config)?;
     let measured =
-        started.and_then(|pids| measure(&workspace, &names, &pids, gate, &ids, idle_secs));
+        started.and_then(|pids| measure(&workspace, &config, &names, &pids, gate, &ids, idle_secs));
     // Always through the protocol, even when the measurement failed: no worker is left behind.
     let events = supervisor.shut_down(&names, Duration::from_secs(15))?;
     let m = measured?;
@@ -63,21 +64,20 @@ pub fn run(teammates: usize, tasks: usize, idle_secs: u64, as_json: bool) -> any
     report(teammates, tasks, &m, &killed, as_json)
 }
 
-/// A supervisor with teammates `w0`… started, their names, and their pids — or why one did not
-/// start (shut the supervisor's workers down either way).
+/// A supervisor with crew.toml's teammates (`w0`…) started, their names, and their pids — or
+/// why one did not start (shut the supervisor's workers down either way).
 pub fn start_workers(
     workspace: &Workspace,
     config: &TeamConfig,
-    teammates: usize,
-) -> anyhow::Result<(Supervisor, Vec<String>, anyhow::Result<Vec<u32>>)> {
+) -> anyhow::Result<(Supervisor, Vec<AgentName>, anyhow::Result<Vec<u32>>)> {
     let mut supervisor = Supervisor::new(
         workspace.clone(),
         config.roster(),
-        LEAD,
+        config.lead_name(),
         crew_exe()?,
         Duration::from_secs(HEARTBEAT_SECS),
     );
-    let names: Vec<String> = (0..teammates).map(|k| format!("w{k}")).collect();
+    let names: Vec<AgentName> = config.teammate_names();
     let mut pids = Vec::new();
     for name in &names {
         match supervisor.start(name, &[]) {
@@ -102,7 +102,7 @@ pub fn make_repo(root: &Path, teammates: usize, idle_secs: u64) -> anyhow::Resul
     let mut toml = format!(
         "# crew-bench team: every agent is the scripted simulator, not a model.\n\
          [team]\nname = \"bench\"\nbase_branch = \"main\"\n\n\
-         [lead]\nname = \"{LEAD}\"\n{model}\n"
+         [lead]\nname = \"lead\"\n{model}\n"
     );
     for k in 0..teammates {
         toml.push_str(&format!(
@@ -128,17 +128,21 @@ pub fn make_repo(root: &Path, teammates: usize, idle_secs: u64) -> anyhow::Resul
 }
 
 /// The gate (held by the lead, so no teammate claims it) and M tasks blocked by it.
-fn make_tasks(workspace: &Workspace, tasks: usize) -> anyhow::Result<(TaskId, Vec<TaskId>)> {
+fn make_tasks(
+    workspace: &Workspace,
+    lead: &AgentName,
+    tasks: usize,
+) -> anyhow::Result<(TaskId, Vec<TaskId>)> {
     let store = workspace.tasks();
     let gate = store.create(NewTask {
         subject: "bench gate: completing it makes every task claimable".into(),
         ..NewTask::default()
     })?;
-    let gate_id = TaskId::parse(&gate.id)?;
+    let gate_id = gate.id;
     store.claim(
         gate_id,
         Claimant {
-            name: LEAD,
+            name: lead,
             role: None,
         },
     )?;
@@ -146,17 +150,18 @@ fn make_tasks(workspace: &Workspace, tasks: usize) -> anyhow::Result<(TaskId, Ve
     for i in 0..tasks {
         let task = store.create(NewTask {
             subject: format!("bench task {i}: say ping"),
-            blocked_by: vec![gate.id.clone()],
+            blocked_by: vec![gate.id],
             ..NewTask::default()
         })?;
-        ids.push(TaskId::parse(&task.id)?);
+        ids.push(task.id);
     }
     Ok((gate_id, ids))
 }
 
 fn measure(
     workspace: &Workspace,
-    names: &[String],
+    config: &TeamConfig,
+    names: &[AgentName],
     pids: &[u32],
     gate: TaskId,
     ids: &[TaskId],
@@ -167,7 +172,7 @@ fn measure(
     let watcher = DirWatcher::new(&[&workspace.tasks_dir()])?;
     // Taken before the gate's write, so each latency includes that write.
     let opened = Instant::now();
-    store.complete(gate, LEAD, Some("gate open".into()))?;
+    store.complete(gate, config.lead_name(), Some("gate open".into()))?;
     let claims = watch_claims(workspace, &watcher, ids, names.len(), opened)?;
     let seconds = opened.elapsed().as_secs_f64();
 
@@ -189,7 +194,11 @@ fn measure(
 
 /// Waits (on events in `.crew/agents`, at most `SETTLE`) until every worker says IDLE with no
 /// task; fails at once, with the end of its log, if a worker process is gone.
-pub fn wait_all_idle(workspace: &Workspace, names: &[String], pids: &[u32]) -> anyhow::Result<()> {
+pub fn wait_all_idle(
+    workspace: &Workspace,
+    names: &[AgentName],
+    pids: &[u32],
+) -> anyhow::Result<()> {
     let agents = workspace.agents();
     let watcher = DirWatcher::new(&[&workspace.crew_dir().join("agents")])?;
     let deadline = Instant::now() + SETTLE;
@@ -233,7 +242,7 @@ struct Claims {
     /// Per task: gate opened → first seen claimed.
     latency_ms: BTreeMap<TaskId, f64>,
     /// Per worker: gate opened → its first claim seen (how fast an idle worker wakes).
-    first_by_owner: HashMap<String, f64>,
+    first_by_owner: HashMap<AgentName, f64>,
 }
 
 /// Follows the tasks until every one is finished (completed or failed).

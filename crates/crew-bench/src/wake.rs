@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use serde_json::json;
 
-use crew_store::{DirWatcher, NewTask, Status, TaskId, Workspace};
+use crew_store::{AgentName, DirWatcher, NewTask, Status, TaskId, Workspace};
 
 use crate::stats::{percentile, round3};
 use crate::team::{idle_cpu, make_repo, start_workers, wait_all_idle};
@@ -23,7 +23,7 @@ pub fn run(teammates: usize, rounds: usize, idle_secs: u64, as_json: bool) -> an
     let root = dir.path();
     let config = make_repo(root, teammates, idle_secs)?;
     let workspace = Workspace::new(root);
-    let (mut supervisor, names, started) = start_workers(&workspace, &config, teammates)?;
+    let (mut supervisor, names, started) = start_workers(&workspace, &config)?;
     let measured = started.and_then(|pids| measure(&workspace, &names, &pids, rounds, idle_secs));
     // Always through the protocol, even when the measurement failed: no worker is left behind.
     supervisor.shut_down(&names, Duration::from_secs(15))?;
@@ -49,7 +49,7 @@ pub fn run(teammates: usize, rounds: usize, idle_secs: u64, as_json: bool) -> an
 /// Per round, the claim latency in ms; then the idle workers' CPU in percent of one core.
 fn measure(
     workspace: &Workspace,
-    names: &[String],
+    names: &[AgentName],
     pids: &[u32],
     rounds: usize,
     idle_secs: u64,
@@ -65,7 +65,7 @@ fn measure(
             subject: format!("wake round {round}: say ping"),
             ..NewTask::default()
         })?;
-        let id = TaskId::parse(&task.id)?;
+        let id = task.id;
         loop {
             if store.read(id)?.status != Status::Pending {
                 claim_ms.push(created.elapsed().as_secs_f64() * 1000.0);

@@ -10,10 +10,8 @@ use toml::Spanned;
 use crate::ConfigError;
 use crew_model::secret::{SECRET_NAME_RULE, is_secret_name};
 use crew_model::{ModelName, OverloadCount, ThinkingSpec};
-use crew_protocol::USER;
-use crew_store::names::validate_name;
+use crew_protocol::{AgentName, PermissionMode, USER, joined, validate_name};
 use crew_store::{Roster, Teammate};
-use crew_tools::PermissionMode;
 
 pub const ROLES: &[&str] = &["explorer", "planner", "reviewer", "implementer"];
 
@@ -111,7 +109,7 @@ pub struct TeamSection {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AgentEntry {
-    pub name: Spanned<String>,
+    pub name: Spanned<AgentName>,
     #[serde(default)]
     pub role: Option<Spanned<String>>,
     #[serde(default)]
@@ -258,7 +256,7 @@ pub struct PermissionsConfig {
     /// `auto` (the default): every command runs confined (see `tools::sandbox`); where the
     /// kernel lacks a piece, every command asks. `off`: unconfined, with a warning everywhere.
     #[serde(default)]
-    pub sandbox: crew_tools::SandboxMode,
+    pub sandbox: crew_protocol::SandboxMode,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -291,7 +289,7 @@ pub struct WorktreeConfig {
     /// A reviewer teammate that reviews each task entering review (on a temporary checkout of
     /// the base with the task's commits merged in, running `test_command`) before the person.
     #[serde(default)]
-    pub review_by: Option<toml::Spanned<String>>,
+    pub review_by: Option<toml::Spanned<AgentName>>,
     /// A reviewer's FAIL sends the task back to its teammate without waiting for the person.
     #[serde(default)]
     pub auto_send_back_on_fail: bool,
@@ -388,8 +386,7 @@ impl TeamConfig {
         let mut seen = HashSet::new();
         for agent in self.agents() {
             let name = agent.name.get_ref();
-            validate_name("agent name", name).map_err(|e| err(agent.name.span(), e.to_string()))?;
-            if name == USER {
+            if *name == USER {
                 return Err(err(
                     agent.name.span(),
                     "\"user\" is reserved for the person at the screen".into(),
@@ -474,7 +471,7 @@ impl TeamConfig {
                 format!(
                     "review_by = {:?} is not a teammate; the teammates are: {}",
                     by.get_ref(),
-                    self.teammate_names().join(", ")
+                    joined(&self.teammate_names(), ", ")
                 ),
             ));
         }
@@ -573,7 +570,7 @@ impl TeamConfig {
     }
 
     /// The teammates' names, in file order.
-    pub fn teammate_names(&self) -> Vec<String> {
+    pub fn teammate_names(&self) -> Vec<AgentName> {
         self.teammates
             .iter()
             .map(|t| t.name.get_ref().clone())
@@ -591,13 +588,13 @@ impl TeamConfig {
             .collect()
     }
 
-    pub fn lead_name(&self) -> &str {
+    pub fn lead_name(&self) -> &AgentName {
         self.lead.name.get_ref()
     }
 
     /// The role an agent claims tasks as: `lead` for the lead, else its configured role.
     pub fn role_of(&self, name: &str) -> Option<&str> {
-        if name == self.lead_name() {
+        if *self.lead_name() == *name {
             return Some("lead");
         }
         self.teammates

@@ -237,7 +237,7 @@ mod tests {
 
     #[test]
     fn the_sandbox_is_on_by_default_and_its_setting_is_checked() {
-        use crew_tools::SandboxMode;
+        use crew_protocol::SandboxMode;
         let template = init_template("web", "main");
         let config = TeamConfig::parse(Path::new("crew.toml"), &template).unwrap();
         assert_eq!(config.permissions.sandbox, SandboxMode::Auto);

@@ -4,31 +4,13 @@ use std::path::{Component, Path};
 
 use super::error::GitError;
 
-/// Longest worktree name accepted.
-const MAX_NAME_LEN: usize = 32;
-
-/// Checks a worktree name against `[a-z][a-z0-9_-]{0,31}`, so it is safe as a folder name, a
-/// branch suffix and a libgit2 worktree id.
+/// Checks a worktree name against the rule for agent names (`[a-z][a-z0-9_-]{0,31}`), so it
+/// is safe as a folder name, a branch suffix and a libgit2 worktree id.
 pub fn validate_name(name: &str) -> Result<(), GitError> {
-    let invalid = |reason| GitError::InvalidName {
-        name: name.to_string(),
-        reason,
-    };
-    let mut chars = name.chars();
-    match chars.next() {
-        None => return Err(invalid("it is empty")),
-        Some(c) if !c.is_ascii_lowercase() => {
-            return Err(invalid("it must start with a lowercase letter a-z"));
-        }
-        Some(_) => {}
-    }
-    if name.len() > MAX_NAME_LEN {
-        return Err(invalid("it is longer than 32 characters"));
-    }
-    if !chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-') {
-        return Err(invalid("only a-z, 0-9, '_' and '-' are allowed"));
-    }
-    Ok(())
+    crew_protocol::validate_name("worktree name", name).map_err(|e| GitError::InvalidName {
+        name: e.value,
+        reason: e.reason,
+    })
 }
 
 /// Checks that a base branch name is a valid local branch name.

@@ -14,20 +14,8 @@ use std::sync::OnceLock;
 use serde::{Deserialize, Serialize};
 
 pub use confine::{ConfineError, Piece};
+pub use crew_protocol::SandboxMode;
 pub use policy::SandboxPolicy;
-
-/// The sandbox setting from configuration (`[permissions] sandbox`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SandboxMode {
-    /// Full confinement where the kernel offers it; elsewhere every command asks.
-    /// `"namespaces"` (the old opt-in value) means the same.
-    #[default]
-    #[serde(alias = "namespaces")]
-    Auto,
-    /// Commands run with the rights of the crew process.
-    Off,
-}
 
 /// The hidden subcommand of the crew executable that confines a command.
 pub const HELPER_COMMAND: &str = "sandbox-exec";

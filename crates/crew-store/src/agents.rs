@@ -10,9 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::StoreError;
 use crate::atomic::write_atomic;
-use crate::names::validate_name;
 use crate::task::now_rfc3339;
-use crew_protocol::AgentState;
+use crew_protocol::{AgentName, AgentState, TaskId};
 
 /// Prompt-cache input tokens: read from the cache (cheap) and written to it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -34,11 +33,11 @@ impl CacheTokens {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgentStatus {
-    pub name: String,
+    pub name: AgentName,
     pub state: AgentState,
     pub pid: u32,
     #[serde(default)]
-    pub task: Option<String>,
+    pub task: Option<TaskId>,
     /// The request it is waiting on, while WAITING.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting_on: Option<crate::RequestId>,
@@ -87,10 +86,10 @@ pub struct SubagentLine {
 pub const SUBAGENT_LINES: usize = 4;
 
 impl AgentStatus {
-    pub fn new(name: &str, state: AgentState) -> Self {
+    pub fn new(name: &AgentName, state: AgentState) -> Self {
         let now = now_rfc3339();
         AgentStatus {
-            name: name.to_string(),
+            name: name.clone(),
             state,
             pid: std::process::id(),
             task: None,
@@ -156,21 +155,20 @@ impl AgentStatuses {
         AgentStatuses { dir: dir.into() }
     }
 
-    fn path(&self, name: &str) -> Result<PathBuf, StoreError> {
-        validate_name("agent name", name)?;
-        Ok(self.dir.join(format!("{name}.json")))
+    fn path(&self, name: &AgentName) -> PathBuf {
+        self.dir.join(format!("{name}.json"))
     }
 
     pub fn write(&self, status: &AgentStatus) -> Result<(), StoreError> {
-        let path = self.path(&status.name)?;
+        let path = self.path(&status.name);
         fs::create_dir_all(&self.dir).map_err(|e| StoreError::io(&self.dir, e))?;
         let bytes = serde_json::to_vec_pretty(status)
             .map_err(|e| StoreError::malformed(&path, e.to_string()))?;
         write_atomic(&path, &bytes).map_err(|e| StoreError::io(&path, e))
     }
 
-    pub fn read(&self, name: &str) -> Result<Option<AgentStatus>, StoreError> {
-        let path = self.path(name)?;
+    pub fn read(&self, name: &AgentName) -> Result<Option<AgentStatus>, StoreError> {
+        let path = self.path(name);
         match fs::read(&path) {
             Ok(bytes) => serde_json::from_slice(&bytes)
                 .map(Some)

@@ -5,15 +5,16 @@ use std::collections::VecDeque;
 
 use crate::dag::Graph;
 use crate::lock::{try_with_lock, with_lock};
-use crate::names::TaskId;
 use crate::task::{Status, Task};
 use crate::tasks::TaskStore;
 use crate::{Refusal, StoreError, Teammate};
+use crew_protocol::AgentName;
+use crew_protocol::TaskId;
 
 /// Who is claiming, and in which role (a task with a `role` only goes to that role).
 #[derive(Debug, Clone, Copy)]
 pub struct Claimant<'a> {
-    pub name: &'a str,
+    pub name: &'a AgentName,
     pub role: Option<&'a str>,
 }
 
@@ -51,13 +52,13 @@ impl TaskStore {
                 .into_iter()
                 .chain(graph.claimable())
                 .filter(|t| role_fits(t, who))
-                .filter_map(|t| TaskId::parse(&t.id).ok())
+                .map(|t| t.id)
                 .collect();
             match self.claim_from(&mut queue, who)? {
                 Attempt::Claimed(task) => return Ok(*task),
                 Attempt::NoneLeft => {
                     return Err(Refusal::NothingClaimable {
-                        who: who.name.to_string(),
+                        who: who.name.clone(),
                     }
                     .into());
                 }
@@ -126,14 +127,14 @@ impl TaskStore {
     fn take(&self, task: &mut Task, who: Claimant<'_>) -> Result<(), StoreError> {
         if let Some(owner) = task.owner.as_ref().filter(|o| *o != who.name) {
             return Err(Refusal::AlreadyClaimed {
-                id: task.id.clone(),
+                id: task.id,
                 owner: owner.clone(),
             }
             .into());
         }
         if task.status != Status::Pending {
             return Err(Refusal::NotPending {
-                id: task.id.clone(),
+                id: task.id,
                 status: task.status.to_string(),
             }
             .into());
@@ -142,34 +143,34 @@ impl TaskStore {
         let open = self.open_blockers(task)?;
         if !open.is_empty() {
             return Err(Refusal::Blocked {
-                id: task.id.clone(),
+                id: task.id,
                 by: open,
             }
             .into());
         }
-        task.owner = Some(who.name.to_string());
+        task.owner = Some(who.name.clone());
         task.status = Status::InProgress;
         Ok(())
     }
 
     /// Blockers not completed, read from disk now (completion is final, so no lock is needed).
-    fn open_blockers(&self, task: &Task) -> Result<Vec<String>, StoreError> {
+    fn open_blockers(&self, task: &Task) -> Result<Vec<TaskId>, StoreError> {
         let mut open = Vec::new();
-        for b in &task.blocked_by {
-            let done = match TaskId::parse(b).and_then(|id| self.read(id)) {
+        for &b in &task.blocked_by {
+            let done = match self.read(b) {
                 Ok(blocker) => blocker.status == Status::Completed,
-                Err(StoreError::NoSuchTask(_) | StoreError::InvalidName { .. }) => false,
+                Err(StoreError::NoSuchTask(_)) => false,
                 Err(e) => return Err(e),
             };
             if !done {
-                open.push(b.clone());
+                open.push(b);
             }
         }
         Ok(open)
     }
 
     /// The owner gives the task back: `pending`, no owner.
-    pub fn release(&self, id: TaskId, who: &str) -> Result<Task, StoreError> {
+    pub fn release(&self, id: TaskId, who: &AgentName) -> Result<Task, StoreError> {
         self.finish(id, who, "released", |task| {
             task.status = Status::Pending;
             task.owner = None;
@@ -184,26 +185,20 @@ impl TaskStore {
         &self,
         id: TaskId,
         to: Option<Claimant<'_>>,
-        by: &str,
+        by: &AgentName,
     ) -> Result<Task, StoreError> {
         self.modify(id, |task| {
             if task.status == Status::Completed {
-                return Err(Refusal::AlreadyCompleted {
-                    id: task.id.clone(),
-                }
-                .into());
+                return Err(Refusal::AlreadyCompleted { id: task.id }.into());
             }
             // Its commits are on its teammate's branch: reassigning would strand them.
             if task.status == Status::Review {
-                return Err(Refusal::InReview {
-                    id: task.id.clone(),
-                }
-                .into());
+                return Err(Refusal::InReview { id: task.id }.into());
             }
             if let Some(who) = to {
                 check_role(task, who)?;
             }
-            let new = to.map(|w| w.name.to_string());
+            let new = to.map(|w| w.name.clone());
             let note = match (&task.owner, &new) {
                 (old, new) if old == new && task.status != Status::Failed => return Ok(()),
                 (Some(old), Some(new)) if old != new => {
@@ -224,20 +219,19 @@ impl TaskStore {
     /// Gives every task `owner` holds (in progress, or assigned and pending) back to `pending`
     /// with no owner and a note: for a worker that died, so nothing stays claimed by a ghost
     /// (invariant 4).
-    pub fn release_orphaned(&self, owner: &str, note: &str) -> Result<Vec<Task>, StoreError> {
+    pub fn release_orphaned(&self, owner: &AgentName, note: &str) -> Result<Vec<Task>, StoreError> {
         let mut released = Vec::new();
         for task in self.load_all()?.tasks {
             if !held_by(&task, owner) {
                 continue;
             }
-            let id = TaskId::parse(&task.id)?;
-            let result = self.modify(id, |task| {
+            let result = self.modify(task.id, |task| {
                 // Re-checked under the lock: it may have moved on since the listing.
                 if !held_by(task, owner) {
                     return Err(Refusal::NotOwner {
-                        id: task.id.clone(),
+                        id: task.id,
                         owner: task.owner.clone(),
-                        who: owner.to_string(),
+                        who: owner.clone(),
                     }
                     .into());
                 }
@@ -259,7 +253,7 @@ impl TaskStore {
     pub fn complete(
         &self,
         id: TaskId,
-        who: &str,
+        who: &AgentName,
         result: Option<String>,
     ) -> Result<Task, StoreError> {
         self.finish(id, who, "completed", |task| {
@@ -270,7 +264,7 @@ impl TaskStore {
         })
     }
 
-    pub fn fail(&self, id: TaskId, who: &str, reason: String) -> Result<Task, StoreError> {
+    pub fn fail(&self, id: TaskId, who: &AgentName, reason: String) -> Result<Task, StoreError> {
         self.finish(id, who, "failed", |task| {
             task.status = Status::Failed;
             task.result = Some(reason);
@@ -280,24 +274,24 @@ impl TaskStore {
     pub(crate) fn finish(
         &self,
         id: TaskId,
-        who: &str,
+        who: &AgentName,
         action: &'static str,
         apply: impl FnOnce(&mut Task),
     ) -> Result<Task, StoreError> {
         self.modify(id, |task| {
             if task.status != Status::InProgress {
                 return Err(Refusal::NotInProgress {
-                    id: task.id.clone(),
+                    id: task.id,
                     status: task.status.to_string(),
                     action,
                 }
                 .into());
             }
-            if task.owner.as_deref() != Some(who) {
+            if task.owner.as_ref() != Some(who) {
                 return Err(Refusal::NotOwner {
-                    id: task.id.clone(),
+                    id: task.id,
                     owner: task.owner.clone(),
-                    who: who.to_string(),
+                    who: who.clone(),
                 }
                 .into());
             }
@@ -325,9 +319,9 @@ fn requeue(queue: &mut VecDeque<TaskId>, busy: Vec<TaskId>) {
 }
 
 /// Claimed by `owner`, or assigned to it and not started.
-fn held_by(task: &Task, owner: &str) -> bool {
+fn held_by(task: &Task, owner: &AgentName) -> bool {
     matches!(task.status, Status::InProgress | Status::Pending)
-        && task.owner.as_deref() == Some(owner)
+        && task.owner.as_ref() == Some(owner)
 }
 
 /// A task with a `role` only goes to that role: refused with both roles named otherwise.
@@ -336,9 +330,9 @@ fn check_role(task: &Task, who: Claimant<'_>) -> Result<(), StoreError> {
         return Ok(());
     }
     Err(Refusal::RoleMismatch {
-        id: task.id.clone(),
+        id: task.id,
         needed: task.role.clone().unwrap_or_default(),
-        who: who.name.to_string(),
+        who: who.name.clone(),
         have: who.role.map(str::to_string),
     }
     .into())
@@ -369,21 +363,23 @@ mod tests {
                 })
                 .unwrap();
         }
+        let ghost_name: AgentName = "ghost".parse().unwrap();
         let ghost = Claimant {
-            name: "ghost",
+            name: &ghost_name,
             role: None,
         };
         store.claim(TaskId(1), ghost).unwrap();
-        store.assign(TaskId(2), Some(ghost), USER).unwrap();
+        store.assign(TaskId(2), Some(ghost), &USER).unwrap();
+        let bob = "bob".parse().unwrap();
         let other = Claimant {
-            name: "bob",
+            name: &bob,
             role: None,
         };
         store.claim(TaskId(3), other).unwrap();
 
-        let released = store.release_orphaned("ghost", "ghost died").unwrap();
-        let ids: Vec<&str> = released.iter().map(|t| t.id.as_str()).collect();
-        assert_eq!(ids, ["task_1", "task_2"]);
+        let released = store.release_orphaned(&ghost_name, "ghost died").unwrap();
+        let ids: Vec<TaskId> = released.iter().map(|t| t.id).collect();
+        assert_eq!(ids, [TaskId(1), TaskId(2)]);
         for id in [1, 2] {
             let task = store.read(TaskId(id)).unwrap();
             assert_eq!((task.status, task.owner), (Status::Pending, None));

@@ -3,37 +3,33 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::names::TaskId;
 use crate::task::{Status, Task};
-
-/// Creation order: the id's number; a malformed id sorts last, by text.
-pub fn order_key(id: &str) -> (u64, &str) {
-    (TaskId::parse(id).map(|t| t.0).unwrap_or(u64::MAX), id)
-}
+use crew_protocol::TaskId;
 
 pub struct Graph<'a> {
-    by_id: HashMap<&'a str, &'a Task>,
+    by_id: HashMap<TaskId, &'a Task>,
     ordered: Vec<&'a Task>,
 }
 
 /// Tasks grouped by depth: layer 0 has no blockers, layer k waits on something in layer k-1.
 #[derive(Debug, Default, PartialEq)]
 pub struct Layers {
-    pub layers: Vec<Vec<String>>,
+    pub layers: Vec<Vec<TaskId>>,
     /// Tasks caught in a cycle (only possible through hand edits: writes refuse cycles).
-    pub cyclic: Vec<String>,
+    pub cyclic: Vec<TaskId>,
 }
 
 impl<'a> Graph<'a> {
     pub fn new(tasks: &'a [Task]) -> Self {
         let mut ordered: Vec<&Task> = tasks.iter().collect();
-        ordered.sort_by(|a, b| order_key(&a.id).cmp(&order_key(&b.id)));
-        let by_id = ordered.iter().map(|t| (t.id.as_str(), *t)).collect();
+        // Ids are numbered in creation order.
+        ordered.sort_by_key(|t| t.id);
+        let by_id = ordered.iter().map(|t| (t.id, *t)).collect();
         Graph { by_id, ordered }
     }
 
-    pub fn get(&self, id: &str) -> Option<&'a Task> {
-        self.by_id.get(id).copied()
+    pub fn get(&self, id: TaskId) -> Option<&'a Task> {
+        self.by_id.get(&id).copied()
     }
 
     /// Tasks in creation order.
@@ -42,11 +38,11 @@ impl<'a> Graph<'a> {
     }
 
     /// Blockers not yet completed; an unknown id blocks forever and is listed as such.
-    pub fn open_blockers(&self, task: &Task) -> Vec<String> {
+    pub fn open_blockers(&self, task: &Task) -> Vec<TaskId> {
         task.blocked_by
             .iter()
-            .filter(|b| self.get(b).is_none_or(|t| t.status != Status::Completed))
-            .cloned()
+            .copied()
+            .filter(|&b| self.get(b).is_none_or(|t| t.status != Status::Completed))
             .collect()
     }
 
@@ -79,22 +75,22 @@ impl<'a> Graph<'a> {
     }
 
     pub fn layers(&self) -> Layers {
-        let mut depth: HashMap<&str, usize> = HashMap::new();
+        let mut depth: HashMap<TaskId, usize> = HashMap::new();
         // Repeated relaxation in id order; each pass settles at least one more task unless the
         // rest sit on a cycle.
         let mut remaining: Vec<&Task> = self.ordered.clone();
         while !remaining.is_empty() {
             let before = remaining.len();
             remaining.retain(|t| {
-                let known: Vec<&str> = t
+                let known: Vec<TaskId> = t
                     .blocked_by
                     .iter()
-                    .map(String::as_str)
+                    .copied()
                     .filter(|b| self.by_id.contains_key(b))
                     .collect();
                 if known.iter().all(|b| depth.contains_key(b)) {
                     let d = known.iter().map(|b| depth[b] + 1).max().unwrap_or(0);
-                    depth.insert(t.id.as_str(), d);
+                    depth.insert(t.id, d);
                     false
                 } else {
                     true
@@ -104,26 +100,26 @@ impl<'a> Graph<'a> {
                 break;
             }
         }
-        let mut layers: Vec<Vec<String>> = Vec::new();
+        let mut layers: Vec<Vec<TaskId>> = Vec::new();
         for t in &self.ordered {
-            if let Some(&d) = depth.get(t.id.as_str()) {
+            if let Some(&d) = depth.get(&t.id) {
                 if layers.len() <= d {
                     layers.resize(d + 1, Vec::new());
                 }
-                layers[d].push(t.id.clone());
+                layers[d].push(t.id);
             }
         }
         Layers {
             layers,
-            cyclic: remaining.iter().map(|t| t.id.clone()).collect(),
+            cyclic: remaining.iter().map(|t| t.id).collect(),
         }
     }
 }
 
 /// Would giving `id` the blockers `new_blockers` close a cycle? Returns the cycle as
 /// `id -> ... -> id` (each arrow reads "is blocked by").
-pub fn find_cycle(tasks: &[Task], id: &str, new_blockers: &[String]) -> Option<Vec<String>> {
-    let edges: HashMap<&str, &[String]> = tasks
+pub fn find_cycle(tasks: &[Task], id: TaskId, new_blockers: &[TaskId]) -> Option<Vec<TaskId>> {
+    let edges: HashMap<TaskId, &[TaskId]> = tasks
         .iter()
         .map(|t| {
             let blockers = if t.id == id {
@@ -131,21 +127,20 @@ pub fn find_cycle(tasks: &[Task], id: &str, new_blockers: &[String]) -> Option<V
             } else {
                 &t.blocked_by[..]
             };
-            (t.id.as_str(), blockers)
+            (t.id, blockers)
         })
         .chain(std::iter::once((id, new_blockers)))
         .collect();
-    let mut visited: HashSet<&str> = HashSet::new();
-    let mut path: Vec<&str> = vec![id];
-    fn dfs<'a>(
-        node: &'a str,
-        target: &str,
-        edges: &HashMap<&'a str, &'a [String]>,
-        visited: &mut HashSet<&'a str>,
-        path: &mut Vec<&'a str>,
+    let mut visited: HashSet<TaskId> = HashSet::new();
+    let mut path: Vec<TaskId> = vec![id];
+    fn dfs(
+        node: TaskId,
+        target: TaskId,
+        edges: &HashMap<TaskId, &[TaskId]>,
+        visited: &mut HashSet<TaskId>,
+        path: &mut Vec<TaskId>,
     ) -> bool {
-        for next in edges.get(node).copied().unwrap_or_default() {
-            let next = next.as_str();
+        for &next in edges.get(&node).copied().unwrap_or_default() {
             if next == target {
                 path.push(next);
                 return true;
@@ -161,7 +156,7 @@ pub fn find_cycle(tasks: &[Task], id: &str, new_blockers: &[String]) -> Option<V
         false
     }
     if dfs(id, id, &edges, &mut visited, &mut path) {
-        Some(path.into_iter().map(str::to_string).collect())
+        Some(path)
     } else {
         None
     }

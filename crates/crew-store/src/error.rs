@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crew_protocol::{AgentName, InvalidName, TaskId, joined};
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("{}: {source}", path.display())]
@@ -13,14 +15,10 @@ pub enum StoreError {
     },
     #[error("{}: {reason}", path.display())]
     Malformed { path: PathBuf, reason: String },
-    #[error("invalid {what} {value:?}: {reason}")]
-    InvalidName {
-        what: &'static str,
-        value: String,
-        reason: String,
-    },
+    #[error(transparent)]
+    InvalidName(#[from] InvalidName),
     #[error("no such task: {0}")]
-    NoSuchTask(String),
+    NoSuchTask(TaskId),
     #[error("{0}")]
     Refused(#[from] Refusal),
 }
@@ -45,47 +43,47 @@ impl StoreError {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum Refusal {
     #[error("{id} is already claimed by {owner}")]
-    AlreadyClaimed { id: String, owner: String },
+    AlreadyClaimed { id: TaskId, owner: AgentName },
     #[error("{id} is {status}, not pending")]
-    NotPending { id: String, status: String },
-    #[error("{id} is blocked by {}", by.join(", "))]
-    Blocked { id: String, by: Vec<String> },
+    NotPending { id: TaskId, status: String },
+    #[error("{id} is blocked by {}", joined(by, ", "))]
+    Blocked { id: TaskId, by: Vec<TaskId> },
     #[error("{id} needs role {needed}, but {who} has role {}", have.as_deref().unwrap_or("none"))]
     RoleMismatch {
-        id: String,
+        id: TaskId,
         needed: String,
-        who: String,
+        who: AgentName,
         have: Option<String>,
     },
     #[error("{id} is owned by {}, not {who}", owner.as_deref().unwrap_or("nobody"))]
     NotOwner {
-        id: String,
-        owner: Option<String>,
-        who: String,
+        id: TaskId,
+        owner: Option<AgentName>,
+        who: AgentName,
     },
     #[error("{id} is {status}; only an in_progress task can be {action}")]
     NotInProgress {
-        id: String,
+        id: TaskId,
         status: String,
         action: &'static str,
     },
     #[error("{id} is in review: merge it, send it back or discard it first (crew review)")]
-    InReview { id: String },
+    InReview { id: TaskId },
     #[error("{id} is {status}, not in review")]
-    NotInReview { id: String, status: String },
+    NotInReview { id: TaskId, status: String },
     #[error("{id} is completed; a completed task cannot be assigned")]
-    AlreadyCompleted { id: String },
-    #[error("blockedBy would make a cycle: {}", cycle.join(" -> "))]
-    WouldCycle { cycle: Vec<String> },
+    AlreadyCompleted { id: TaskId },
+    #[error("blockedBy would make a cycle: {}", joined(cycle, " -> "))]
+    WouldCycle { cycle: Vec<TaskId> },
     #[error("{id} cannot be blocked by unknown task {unknown}")]
-    UnknownBlocker { id: String, unknown: String },
+    UnknownBlocker { id: TaskId, unknown: TaskId },
     #[error("no claimable task for {who}")]
-    NothingClaimable { who: String },
-    #[error("unknown {role} {name:?}; the team is: {}", valid.join(", "))]
+    NothingClaimable { who: AgentName },
+    #[error("unknown {role} {name:?}; the team is: {}", joined(valid, ", "))]
     UnknownAgent {
         role: &'static str,
         name: String,
-        valid: Vec<String>,
+        valid: Vec<AgentName>,
     },
     #[error("no request with id {0}")]
     UnknownRequest(String),
@@ -98,7 +96,11 @@ pub enum Refusal {
     #[error("request {id} expired {age} ago without an answer")]
     Expired { id: String, age: String },
     #[error("request {id} is addressed to {to}; {who} cannot answer it")]
-    NotAddressee { id: String, to: String, who: String },
+    NotAddressee {
+        id: String,
+        to: AgentName,
+        who: AgentName,
+    },
     #[error(
         "{what} is {size} {unit}; the limit is {limit} ([limits] {setting} in crew.toml): put \
          bigger content in a file and give its path"

@@ -12,7 +12,6 @@ pub mod lock;
 pub mod mailbox;
 pub mod memory;
 pub mod message;
-pub mod names;
 
 pub mod requests;
 pub mod review;
@@ -28,13 +27,12 @@ pub use agents::{
     AgentStatus, AgentStatuses, CacheTokens, SUBAGENT_LINES, SubagentLine, pid_alive,
 };
 pub use claim::{Attempt, Claimant};
-pub use crew_protocol::{AgentState, MessageKind, RequestId, USER};
+pub use crew_protocol::{AgentName, AgentState, MessageKind, RequestId, TaskId, USER};
 pub use error::{Refusal, StoreError};
 pub use limits::Limits;
 pub use mailbox::{Batch, Entry, Mailboxes};
 pub use memory::{Memory, MemoryBook, MemoryDraft, MemoryError, MemoryScope, MemoryType};
 pub use message::{Draft, Message};
-pub use names::TaskId;
 pub use requests::{RequestInfo, RequestState};
 pub use roster::{Roster, Teammate};
 pub use task::{ReviewerVerdict, Status, Task, TaskCommits};

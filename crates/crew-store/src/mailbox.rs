@@ -14,11 +14,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::atomic::write_atomic;
 use crate::message::{Draft, Message, new_id};
-use crate::names::validate_name;
 use crate::roster::Roster;
 use crate::task::now_rfc3339;
 use crate::{Limits, StoreError, secrets};
-use crew_protocol::{MessageKind, RequestId};
+use crew_protocol::validate_name;
+use crew_protocol::{AgentName, MessageKind, RequestId};
 
 #[derive(Debug, Clone)]
 pub struct Mailboxes {
@@ -69,20 +69,16 @@ impl Mailboxes {
         &self.dir
     }
 
-    pub fn inbox_path(&self, name: &str) -> Result<PathBuf, StoreError> {
-        validate_name("inbox name", name)?;
-        Ok(self.dir.join(format!("{name}.jsonl")))
+    pub fn inbox_path(&self, name: &AgentName) -> PathBuf {
+        self.dir.join(format!("{name}.jsonl"))
     }
 
-    fn cursor_path(&self, name: &str) -> Result<PathBuf, StoreError> {
-        validate_name("inbox name", name)?;
-        Ok(self.dir.join(format!("{name}.cursor")))
+    fn cursor_path(&self, name: &AgentName) -> PathBuf {
+        self.dir.join(format!("{name}.cursor"))
     }
 
     /// Checks both names against the team, stamps the message and appends it to `to`'s inbox.
     pub fn send(&self, roster: &Roster, draft: Draft) -> Result<Message, StoreError> {
-        validate_name("sender", &draft.from)?;
-        validate_name("recipient", &draft.to)?;
         roster.check("sender", &draft.from)?;
         roster.check("recipient", &draft.to)?;
         if let Some(text) = &draft.text {
@@ -115,7 +111,7 @@ impl Mailboxes {
 
     /// Appends one message as one line. Many processes may do this at once; none loses a line.
     pub fn append(&self, message: &Message) -> Result<(), StoreError> {
-        let path = self.inbox_path(&message.to)?;
+        let path = self.inbox_path(&message.to);
         let mut line = serde_json::to_vec(message)
             .map_err(|e| StoreError::malformed(&path, format!("cannot serialise message: {e}")))?;
         line.push(b'\n');
@@ -134,8 +130,8 @@ impl Mailboxes {
 
     /// Complete lines from `offset` on. A cursor past the end (inbox removed and recreated)
     /// starts again from the beginning rather than missing everything.
-    pub fn read_from(&self, name: &str, offset: u64) -> Result<Batch, StoreError> {
-        let path = self.inbox_path(name)?;
+    pub fn read_from(&self, name: &AgentName, offset: u64) -> Result<Batch, StoreError> {
+        let path = self.inbox_path(name);
         let mut file = match fs::File::open(&path) {
             Ok(file) => file,
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Batch::default()),
@@ -174,8 +170,8 @@ impl Mailboxes {
         })
     }
 
-    pub fn cursor(&self, name: &str) -> Result<u64, StoreError> {
-        let path = self.cursor_path(name)?;
+    pub fn cursor(&self, name: &AgentName) -> Result<u64, StoreError> {
+        let path = self.cursor_path(name);
         match fs::read(&path) {
             Ok(bytes) => serde_json::from_slice::<Cursor>(&bytes)
                 .map(|c| c.offset)
@@ -185,16 +181,16 @@ impl Mailboxes {
         }
     }
 
-    pub fn set_cursor(&self, name: &str, offset: u64) -> Result<(), StoreError> {
-        let path = self.cursor_path(name)?;
+    pub fn set_cursor(&self, name: &AgentName, offset: u64) -> Result<(), StoreError> {
+        let path = self.cursor_path(name);
         fs::create_dir_all(&self.dir).map_err(|e| StoreError::io(&self.dir, e))?;
         let bytes = serde_json::to_vec(&Cursor { offset })
             .map_err(|e| StoreError::malformed(&path, e.to_string()))?;
         write_atomic(&path, &bytes).map_err(|e| StoreError::io(&path, e))
     }
 
-    /// Names of every inbox that exists, sorted.
-    pub fn inboxes(&self) -> Result<Vec<String>, StoreError> {
+    /// Names of every inbox that exists, sorted (a file whose name is no agent's is no inbox).
+    pub fn inboxes(&self) -> Result<Vec<AgentName>, StoreError> {
         let entries = match fs::read_dir(&self.dir) {
             Ok(entries) => entries,
             Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
@@ -207,9 +203,9 @@ impl Mailboxes {
                 .file_name()
                 .to_str()
                 .and_then(|n| n.strip_suffix(".jsonl"))
-                && validate_name("inbox name", name).is_ok()
+                .and_then(|n| AgentName::parse(n).ok())
             {
-                names.push(name.to_string());
+                names.push(name);
             }
         }
         names.sort();
@@ -217,7 +213,7 @@ impl Mailboxes {
     }
 
     /// Every entry of every inbox, inbox by inbox.
-    pub fn read_all(&self) -> Result<Vec<(String, Entry)>, StoreError> {
+    pub fn read_all(&self) -> Result<Vec<(AgentName, Entry)>, StoreError> {
         let mut all = Vec::new();
         for name in self.inboxes()? {
             for entry in self.read_from(&name, 0)?.entries {
@@ -237,29 +233,29 @@ mod tests {
     fn a_line_still_being_written_is_not_read_until_its_newline_arrives() {
         let dir = tempfile::tempdir().unwrap();
         let boxes = Mailboxes::new(dir.path());
-        let roster = Roster::new(["lead".to_string(), "alice".to_string()]);
+        let (lead, alice): (AgentName, AgentName) =
+            ("lead".parse().unwrap(), "alice".parse().unwrap());
+        let roster = Roster::new([lead.clone(), alice.clone()]);
         let sent = boxes
             .send(
                 &roster,
                 Draft {
-                    from: "lead".into(),
-                    to: "alice".into(),
                     text: Some("hi".into()),
-                    ..Draft::default()
+                    ..Draft::new(lead, alice.clone())
                 },
             )
             .unwrap();
-        let path = boxes.inbox_path("alice").unwrap();
+        let path = boxes.inbox_path(&alice);
         let mut file = OpenOptions::new().append(true).open(&path).unwrap();
         file.write_all(br#"{"id":"half","ts":"#).unwrap();
-        let batch = boxes.read_from("alice", 0).unwrap();
+        let batch = boxes.read_from(&alice, 0).unwrap();
         assert_eq!(batch.entries.len(), 1);
         assert!(matches!(&batch.entries[0], Entry::Message { message, .. } if *message == sent));
         file.write_all(
             b"\"2026-01-01T00:00:00Z\",\"from\":\"lead\",\"to\":\"alice\",\"type\":\"message\"}\n",
         )
         .unwrap();
-        let rest = boxes.read_from("alice", batch.end).unwrap();
+        let rest = boxes.read_from(&alice, batch.end).unwrap();
         assert!(
             matches!(&rest.entries[..], [Entry::Message { message, .. }] if message.id == "half")
         );
@@ -270,21 +266,43 @@ mod tests {
     fn cursors_persist_and_a_cursor_past_the_end_starts_over() {
         let dir = tempfile::tempdir().unwrap();
         let boxes = Mailboxes::new(dir.path());
-        assert_eq!(boxes.cursor("bob").unwrap(), 0);
-        boxes.set_cursor("bob", 42).unwrap();
-        assert_eq!(boxes.cursor("bob").unwrap(), 42);
-        let roster = Roster::new(["bob".to_string()]);
-        boxes
-            .send(
-                &roster,
-                Draft {
-                    from: USER.into(),
-                    to: "bob".into(),
-                    ..Draft::default()
-                },
-            )
-            .unwrap();
-        let batch = boxes.read_from("bob", 10_000).unwrap();
+        let bob: AgentName = "bob".parse().unwrap();
+        assert_eq!(boxes.cursor(&bob).unwrap(), 0);
+        boxes.set_cursor(&bob, 42).unwrap();
+        assert_eq!(boxes.cursor(&bob).unwrap(), 42);
+        let roster = Roster::new([bob.clone()]);
+        boxes.send(&roster, Draft::new(USER, bob.clone())).unwrap();
+        let batch = boxes.read_from(&bob, 10_000).unwrap();
         assert_eq!(batch.entries.len(), 1);
+    }
+
+    /// A line naming no valid agent is shown in place as broken, with the inbox's path and the
+    /// bad value, and the lines after it still read (invariant 7).
+    #[test]
+    fn a_line_with_a_bad_name_is_broken_and_the_rest_still_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let boxes = Mailboxes::new(dir.path());
+        let bob: AgentName = "bob".parse().unwrap();
+        let good = r#"{"id":"m2","ts":"t","from":"user","to":"bob","type":"message"}"#;
+        let bad = r#"{"id":"m1","ts":"t","from":"../x","to":"bob","type":"message"}"#;
+        std::fs::write(boxes.inbox_path(&bob), format!("{bad}\n{good}\n")).unwrap();
+        let batch = boxes.read_from(&bob, 0).unwrap();
+        let [
+            Entry::Broken { raw, error, .. },
+            Entry::Message { message, .. },
+        ] = &batch.entries[..]
+        else {
+            panic!("{:?}", batch.entries);
+        };
+        assert_eq!(raw, bad);
+        let path = boxes.inbox_path(&bob);
+        assert!(
+            error.starts_with(&format!(
+                "{}: byte 0: invalid agent name \"../x\"",
+                path.display()
+            )),
+            "{error}"
+        );
+        assert_eq!(message.id, "m2");
     }
 }

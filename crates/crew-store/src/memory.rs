@@ -15,8 +15,9 @@ use serde::{Deserialize, Serialize};
 use crate::atomic::write_atomic;
 use crate::front_matter;
 use crate::lock::with_lock;
-use crate::names::validate_name;
 use crate::{Limits, StoreError};
+use crew_protocol::AgentName;
+use crew_protocol::validate_name;
 
 /// The team-wide scope's folder under `.crew/memory/`.
 pub const TEAM_FOLDER: &str = "team";
@@ -156,16 +157,16 @@ pub enum MemoryError {
 pub struct MemoryBook {
     /// `<repo>/.crew/memory`
     dir: PathBuf,
-    agent: String,
+    agent: AgentName,
     limits: Limits,
 }
 
 impl MemoryBook {
     /// The memories of `agent` under `crew_dir` (`<repo>/.crew`), with the default limits.
-    pub fn new(crew_dir: &Path, agent: &str) -> Self {
+    pub fn new(crew_dir: &Path, agent: &AgentName) -> Self {
         Self {
             dir: crew_dir.join("memory"),
-            agent: agent.to_string(),
+            agent: agent.clone(),
             limits: Limits::default(),
         }
     }
@@ -174,7 +175,7 @@ impl MemoryBook {
         Self { limits, ..self }
     }
 
-    pub fn agent(&self) -> &str {
+    pub fn agent(&self) -> &AgentName {
         &self.agent
     }
 
@@ -197,7 +198,7 @@ impl MemoryBook {
     /// Writes (or replaces: one memory per name) `draft`, then the scope's index. Returns
     /// whether a memory of that name was replaced.
     pub fn write(&self, draft: &MemoryDraft) -> Result<bool, MemoryError> {
-        validate_name("memory name", &draft.name)?;
+        validate_name("memory name", &draft.name).map_err(StoreError::from)?;
         let description = draft.description.trim();
         let chars = description.chars().count();
         let limit = self.limits.subject_chars;
@@ -245,7 +246,7 @@ impl MemoryBook {
 
     /// Reads memory `name`: from `scope` when given, else the agent's own first, then the team's.
     pub fn read(&self, scope: Option<MemoryScope>, name: &str) -> Result<Memory, MemoryError> {
-        validate_name("memory name", name)?;
+        validate_name("memory name", name).map_err(StoreError::from)?;
         let scopes = match scope {
             Some(scope) => vec![scope],
             None => vec![MemoryScope::Agent, MemoryScope::Team],
@@ -261,7 +262,7 @@ impl MemoryBook {
 
     /// Deletes memory `name` from `scope`, then rewrites the scope's index.
     pub fn forget(&self, scope: MemoryScope, name: &str) -> Result<(), MemoryError> {
-        validate_name("memory name", name)?;
+        validate_name("memory name", name).map_err(StoreError::from)?;
         let dir = self.scope_dir(scope);
         let path = dir.join(format!("{name}.md"));
         with_lock(&dir.join(".lock"), || match std::fs::remove_file(&path) {
@@ -501,7 +502,7 @@ mod tests {
     #[test]
     fn a_memory_round_trips_and_replaces_by_name() {
         let dir = tempfile::tempdir().unwrap();
-        let book = MemoryBook::new(dir.path(), "alice");
+        let book = MemoryBook::new(dir.path(), &"alice".parse().unwrap());
         assert!(!book.write(&draft("tests", "use nextest")).unwrap());
         assert!(book.write(&draft("tests", "use cargo nextest")).unwrap());
         let memory = book.read(None, "tests").unwrap();
@@ -520,7 +521,7 @@ mod tests {
     #[test]
     fn a_hand_folded_description_is_one_index_line_and_links_are_not_followed() {
         let dir = tempfile::tempdir().unwrap();
-        let book = MemoryBook::new(dir.path(), "alice");
+        let book = MemoryBook::new(dir.path(), &"alice".parse().unwrap());
         let scope = dir.path().join("memory/alice");
         std::fs::create_dir_all(&scope).unwrap();
         std::fs::write(
@@ -541,7 +542,7 @@ mod tests {
     #[test]
     fn bad_names_descriptions_and_sizes_are_refused() {
         let dir = tempfile::tempdir().unwrap();
-        let book = MemoryBook::new(dir.path(), "alice").with_limits(Limits {
+        let book = MemoryBook::new(dir.path(), &"alice".parse().unwrap()).with_limits(Limits {
             memories_per_scope: 1,
             ..Limits::default()
         });

@@ -3,14 +3,14 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crew_protocol::{MessageKind, RequestId};
+use crew_protocol::{AgentName, MessageKind, RequestId};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Message {
     pub id: String,
     pub ts: String,
-    pub from: String,
-    pub to: String,
+    pub from: AgentName,
+    pub to: AgentName,
     #[serde(rename = "type")]
     pub kind: MessageKind,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -35,15 +35,30 @@ impl Message {
 }
 
 /// What a sender supplies; the store adds id, timestamp and (for requests) a request id.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Draft {
-    pub from: String,
-    pub to: String,
+    pub from: AgentName,
+    pub to: AgentName,
     pub kind: MessageKind,
     pub text: Option<String>,
     pub request: bool,
     /// Extra typed fields (e.g. a permission request's tool and input).
     pub extra: Map<String, Value>,
+}
+
+impl Draft {
+    /// A plain message from `from` to `to` with no text yet; the other fields are set with
+    /// struct update syntax (`Draft { text, ..Draft::new(from, to) }`).
+    pub fn new(from: AgentName, to: AgentName) -> Self {
+        Draft {
+            from,
+            to,
+            kind: MessageKind::Message,
+            text: None,
+            request: false,
+            extra: Map::new(),
+        }
+    }
 }
 
 /// Time-ordered unique ids, safe across processes without coordination.

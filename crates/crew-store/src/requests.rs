@@ -17,7 +17,7 @@ use crate::message::{Message, new_id};
 use crate::roster::Roster;
 use crate::task::now_rfc3339;
 use crate::{Refusal, StoreError};
-use crew_protocol::{MessageKind, RequestId, USER};
+use crew_protocol::{AgentName, MessageKind, RequestId, USER};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -44,14 +44,14 @@ pub struct RequestInfo {
     pub request_id: RequestId,
     #[serde(rename = "type")]
     pub kind: MessageKind,
-    pub from: String,
-    pub to: String,
+    pub from: AgentName,
+    pub to: AgentName,
     pub text: Option<String>,
     pub created_at: String,
     pub age_secs: u64,
     pub timeout_secs: u64,
     pub state: RequestState,
-    pub answered_by: Option<String>,
+    pub answered_by: Option<AgentName>,
     pub answered_at: Option<String>,
     pub note: Option<String>,
     /// The request as sent, with its typed fields (tool, input, worktree, ...).
@@ -151,7 +151,7 @@ impl Mailboxes {
         &self,
         roster: &Roster,
         request_id: &str,
-        who: &str,
+        who: &AgentName,
         approve: bool,
         note: Option<String>,
         default_timeout: Duration,
@@ -179,26 +179,30 @@ impl Mailboxes {
                     return Err(Refusal::AlreadyAnswered {
                         id: req.request_id.to_string(),
                         state: state.as_str().to_string(),
-                        by: req.answered_by.clone().unwrap_or_default(),
+                        by: req
+                            .answered_by
+                            .as_ref()
+                            .map(AgentName::to_string)
+                            .unwrap_or_default(),
                     }
                     .into());
                 }
             }
             let person_only = req.kind == MessageKind::PermissionRequest;
-            let allowed = who == USER || (!person_only && who == req.to);
+            let allowed = *who == USER || (!person_only && *who == req.to);
             if !allowed {
-                let to = if person_only { USER } else { &req.to };
+                let to = if person_only { USER } else { req.to.clone() };
                 return Err(Refusal::NotAddressee {
                     id: req.request_id.to_string(),
-                    to: to.to_string(),
-                    who: who.to_string(),
+                    to,
+                    who: who.clone(),
                 }
                 .into());
             }
             let answer = Message {
                 id: new_id("msg"),
                 ts: now_rfc3339(),
-                from: who.to_string(),
+                from: who.clone(),
                 to: req.from.clone(),
                 kind: req.kind.response(),
                 text: note,
@@ -227,8 +231,8 @@ mod tests {
         Message {
             id: new_id("msg"),
             ts: ts.into(),
-            from: from.into(),
-            to: to.into(),
+            from: from.parse().unwrap(),
+            to: to.parse().unwrap(),
             kind,
             text: None,
             request_id: Some(id.into()),

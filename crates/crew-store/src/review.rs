@@ -2,17 +2,18 @@
 //! branch. It leaves review by being merged (`completed`), sent back to the same teammate with a
 //! note (`pending`, assigned to it, which picks it up again at once), or discarded (`failed`).
 
-use crate::names::TaskId;
 use crate::task::{ReviewerVerdict, Status, Task, TaskCommits, now_rfc3339};
 use crate::tasks::TaskStore;
 use crate::{Refusal, StoreError};
+use crew_protocol::AgentName;
+use crew_protocol::TaskId;
 
 impl TaskStore {
     /// The owner finished the task and its commits wait for review.
     pub fn submit_for_review(
         &self,
         id: TaskId,
-        who: &str,
+        who: &AgentName,
         result: String,
         commits: TaskCommits,
     ) -> Result<Task, StoreError> {
@@ -45,7 +46,7 @@ impl TaskStore {
     }
 
     /// The task's commits are in the base branch: it is `completed`.
-    pub fn mark_merged(&self, id: TaskId, by: &str, how: &str) -> Result<Task, StoreError> {
+    pub fn mark_merged(&self, id: TaskId, by: &AgentName, how: &str) -> Result<Task, StoreError> {
         self.while_in_review(id, |task| {
             task.status = Status::Completed;
             task.notes
@@ -54,7 +55,7 @@ impl TaskStore {
     }
 
     /// Back to the same teammate with `note`: pending and assigned to it, so it takes it again.
-    pub fn send_back(&self, id: TaskId, by: &str, note: &str) -> Result<Task, StoreError> {
+    pub fn send_back(&self, id: TaskId, by: &AgentName, note: &str) -> Result<Task, StoreError> {
         self.while_in_review(id, |task| {
             task.status = Status::Pending;
             task.notes
@@ -63,7 +64,12 @@ impl TaskStore {
     }
 
     /// The task's commits were taken back out: `failed` with `reason`.
-    pub fn discard_review(&self, id: TaskId, by: &str, reason: &str) -> Result<Task, StoreError> {
+    pub fn discard_review(
+        &self,
+        id: TaskId,
+        by: &AgentName,
+        reason: &str,
+    ) -> Result<Task, StoreError> {
         self.while_in_review(id, |task| {
             task.status = Status::Failed;
             task.result = Some(format!("discarded by {by}: {reason}"));
@@ -81,7 +87,7 @@ impl TaskStore {
         self.modify(id, |task| {
             if task.status != Status::Review {
                 return Err(Refusal::NotInReview {
-                    id: task.id.clone(),
+                    id: task.id,
                     status: task.status.to_string(),
                 }
                 .into());
@@ -131,7 +137,7 @@ mod tests {
     fn a_task_in_review_blocks_its_dependents_until_merged_and_send_back_returns_it_to_its_owner() {
         let dir = tempfile::tempdir().unwrap();
         let store = TaskStore::new(dir.path());
-        for (subject, blocked_by) in [("code", vec![]), ("docs", vec!["task_1".to_string()])] {
+        for (subject, blocked_by) in [("code", vec![]), ("docs", vec![TaskId(1)])] {
             store
                 .create(NewTask {
                     subject: subject.into(),
@@ -140,12 +146,13 @@ mod tests {
                 })
                 .unwrap();
         }
+        let (alice_name, bob_name) = ("alice".parse().unwrap(), "bob".parse().unwrap());
         let alice = Claimant {
-            name: "alice",
+            name: &alice_name,
             role: None,
         };
         let bob = Claimant {
-            name: "bob",
+            name: &bob_name,
             role: None,
         };
         store.claim(TaskId(1), alice).unwrap();
@@ -156,7 +163,7 @@ mod tests {
             head: "a1".into(),
         };
         store
-            .submit_for_review(TaskId(1), "alice", "did it".into(), commits.clone())
+            .submit_for_review(TaskId(1), &alice_name, "did it".into(), commits.clone())
             .unwrap();
         assert_eq!(store.read(TaskId(1)).unwrap().status, Status::Review);
         assert!(
@@ -164,7 +171,7 @@ mod tests {
             "docs wait for the merge"
         );
 
-        store.send_back(TaskId(1), USER, "add a test").unwrap();
+        store.send_back(TaskId(1), &USER, "add a test").unwrap();
         let back = store.read(TaskId(1)).unwrap();
         assert_eq!(
             (back.status, back.owner.as_deref()),
@@ -179,16 +186,16 @@ mod tests {
         store.record_start(TaskId(1), "crew/alice", "a1").unwrap();
         assert_eq!(store.read(TaskId(1)).unwrap().commits.unwrap().start, "a0");
         store
-            .submit_for_review(TaskId(1), "alice", "did it again".into(), commits)
+            .submit_for_review(TaskId(1), &alice_name, "did it again".into(), commits)
             .unwrap();
-        assert!(store.send_back(TaskId(2), USER, "x").is_err());
-        let refused = store.assign(TaskId(1), Some(bob), USER).unwrap_err();
+        assert!(store.send_back(TaskId(2), &USER, "x").is_err());
+        let refused = store.assign(TaskId(1), Some(bob), &USER).unwrap_err();
         assert!(
             refused.to_string().contains("task_1 is in review"),
             "{refused}"
         );
-        store.mark_merged(TaskId(1), USER, "fast-forward").unwrap();
-        assert!(store.mark_merged(TaskId(1), USER, "again").is_err());
+        store.mark_merged(TaskId(1), &USER, "fast-forward").unwrap();
+        assert!(store.mark_merged(TaskId(1), &USER, "again").is_err());
         store.claim(TaskId(2), bob).unwrap();
     }
 }

@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crew_protocol::{AgentName, TaskId};
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
@@ -35,15 +37,15 @@ impl std::fmt::Display for Status {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Task {
-    pub id: String,
+    pub id: TaskId,
     pub subject: String,
     #[serde(default)]
     pub description: String,
     pub status: Status,
     #[serde(default)]
-    pub owner: Option<String>,
+    pub owner: Option<AgentName>,
     #[serde(default)]
-    pub blocked_by: Vec<String>,
+    pub blocked_by: Vec<TaskId>,
     #[serde(default)]
     pub created_at: String,
     #[serde(default)]
@@ -84,7 +86,7 @@ pub struct TaskCommits {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReviewerVerdict {
-    pub by: String,
+    pub by: AgentName,
     /// `pass`, `fail`, `partial`, or `no verdict` (never a pass).
     pub verdict: String,
     /// The commit it reviewed (hex): a verdict on older commits is stale.

@@ -8,17 +8,17 @@ use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
 use crate::atomic::{read_consistent, replace_locked};
-use crate::dag::{find_cycle, order_key};
+use crate::dag::find_cycle;
 use crate::lock::with_lock;
-use crate::names::{TaskId, validate_name};
 use crate::task::{Status, Task, now_rfc3339};
 use crate::{Limits, Refusal, StoreError, secrets};
+use crew_protocol::{TaskId, validate_name};
 
 #[derive(Debug, Clone, Default)]
 pub struct NewTask {
     pub subject: String,
     pub description: String,
-    pub blocked_by: Vec<String>,
+    pub blocked_by: Vec<TaskId>,
     pub role: Option<String>,
 }
 
@@ -26,7 +26,7 @@ pub struct NewTask {
 pub struct TaskPatch {
     pub subject: Option<String>,
     pub description: Option<String>,
-    pub blocked_by: Option<Vec<String>>,
+    pub blocked_by: Option<Vec<TaskId>>,
 }
 
 /// Every task that parsed, and a report for every file that did not.
@@ -58,11 +58,12 @@ impl TaskStore {
     fn clean_subject(&self, subject: &str) -> Result<String, StoreError> {
         let subject = subject.trim();
         if subject.is_empty() {
-            return Err(StoreError::InvalidName {
+            return Err(crew_protocol::InvalidName {
                 what: "subject",
                 value: String::new(),
-                reason: "a task needs a subject".into(),
-            });
+                reason: "a task needs a subject",
+            }
+            .into());
         }
         self.limits.check_subject(subject)?;
         Ok(subject.to_string())
@@ -93,7 +94,7 @@ impl TaskStore {
         let bytes = match read_consistent(&path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == ErrorKind::NotFound => {
-                return Err(StoreError::NoSuchTask(id.to_string()));
+                return Err(StoreError::NoSuchTask(id));
             }
             Err(e) => return Err(StoreError::io(&path, e)),
         };
@@ -130,9 +131,7 @@ impl TaskStore {
                 Err(e) => loaded.problems.push(e),
             }
         }
-        loaded
-            .tasks
-            .sort_by(|a, b| order_key(&a.id).cmp(&order_key(&b.id)));
+        loaded.tasks.sort_by_key(|t| t.id);
         loaded.problems.sort_by_key(|p| p.to_string());
         Ok(loaded)
     }
@@ -143,23 +142,16 @@ impl TaskStore {
         if let Some(role) = &new.role {
             validate_name("role", role)?;
         }
-        let blockers = canonical_ids(&new.blocked_by)?;
+        let blockers = without_duplicates(&new.blocked_by);
         fs::create_dir_all(&self.dir).map_err(|e| StoreError::io(&self.dir, e))?;
         with_lock(&self.structure_lock(), || {
             let next = self.next_id()?;
-            for b in &blockers {
-                let exists = TaskId::parse(b).is_ok_and(|id| self.path(id).exists());
-                if !exists {
-                    return Err(Refusal::UnknownBlocker {
-                        id: next.to_string(),
-                        unknown: b.clone(),
-                    }
-                    .into());
-                }
+            if let Some(&unknown) = blockers.iter().find(|b| !self.path(**b).exists()) {
+                return Err(Refusal::UnknownBlocker { id: next, unknown }.into());
             }
             let now = now_rfc3339();
             let task = Task {
-                id: next.to_string(),
+                id: next,
                 subject,
                 description: new.description,
                 status: Status::Pending,
@@ -233,21 +225,21 @@ impl TaskStore {
         if let Some(description) = &patch.description {
             self.limits.check_description(description)?;
         }
-        let blockers = patch.blocked_by.as_deref().map(canonical_ids).transpose()?;
+        let blockers = patch.blocked_by.as_deref().map(without_duplicates);
         with_lock(&self.structure_lock(), || {
             self.modify(id, |task| {
                 if let Some(blockers) = &blockers {
                     let loaded = self.load_all()?;
-                    for b in blockers {
-                        if !loaded.tasks.iter().any(|t| &t.id == b) {
+                    for &b in blockers {
+                        if !loaded.tasks.iter().any(|t| t.id == b) {
                             return Err(Refusal::UnknownBlocker {
-                                id: task.id.clone(),
-                                unknown: b.clone(),
+                                id: task.id,
+                                unknown: b,
                             }
                             .into());
                         }
                     }
-                    if let Some(cycle) = find_cycle(&loaded.tasks, &task.id, blockers) {
+                    if let Some(cycle) = find_cycle(&loaded.tasks, task.id, blockers) {
                         return Err(Refusal::WouldCycle { cycle }.into());
                     }
                     task.blocked_by = blockers.clone();
@@ -280,8 +272,7 @@ impl TaskStore {
 
     /// Replaces the task's file; the caller holds that task's lock.
     pub(crate) fn write(&self, task: &Task) -> Result<(), StoreError> {
-        let id = TaskId::parse(&task.id)?;
-        let path = self.path(id);
+        let path = self.path(task.id);
         let mut bytes = serde_json::to_vec_pretty(task)
             .map_err(|e| StoreError::malformed(&path, format!("cannot serialise: {e}")))?;
         bytes.push(b'\n');
@@ -292,23 +283,97 @@ impl TaskStore {
 fn parse_task(path: &Path, id: TaskId, bytes: &[u8]) -> Result<Task, StoreError> {
     let task: Task = serde_json::from_slice(bytes)
         .map_err(|e| StoreError::malformed(path, format!("invalid task JSON: {e}")))?;
-    if task.id != id.to_string() {
+    if task.id != id {
         return Err(StoreError::malformed(
             path,
-            format!("its id field says {:?} but the file is {id}.json", task.id),
+            format!(
+                "its id field says {:?} but the file is {id}.json",
+                task.id.to_string()
+            ),
         ));
     }
     Ok(task)
 }
 
-/// `3` and `task_3` both name task_3; duplicates are dropped, order kept.
-fn canonical_ids(ids: &[String]) -> Result<Vec<String>, StoreError> {
-    let mut out: Vec<String> = Vec::new();
-    for id in ids {
-        let id = TaskId::parse(id)?.to_string();
+/// Duplicates dropped, order kept.
+fn without_duplicates(ids: &[TaskId]) -> Vec<TaskId> {
+    let mut out: Vec<TaskId> = Vec::new();
+    for &id in ids {
         if !out.contains(&id) {
             out.push(id);
         }
     }
-    Ok(out)
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What crew writes for a task, byte for byte: the typed ids read back from it are written
+    /// as the same text (ARCHITECTURE.md, invariant 9).
+    #[test]
+    fn a_task_file_is_rewritten_with_the_same_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TaskStore::new(dir.path());
+        let text = r#"{
+  "id": "task_2",
+  "subject": "s",
+  "description": "",
+  "status": "in_progress",
+  "owner": "alice",
+  "blockedBy": [
+    "task_1"
+  ],
+  "createdAt": "2026-01-01T00:00:00.000Z",
+  "updatedAt": "2026-01-01T00:00:00.000Z",
+  "priority": "high"
+}
+"#;
+        fs::write(store.path(TaskId(2)), text).unwrap();
+        let task = store.read(TaskId(2)).unwrap();
+        assert_eq!(
+            (task.owner.as_deref(), &task.blocked_by[..]),
+            (Some("alice"), &[TaskId(1)][..])
+        );
+        store.write(&task).unwrap();
+        assert_eq!(fs::read_to_string(store.path(TaskId(2))).unwrap(), text);
+    }
+
+    /// A bad name or id in a task file is that file's problem, named by path, value and rule;
+    /// the other files still load (invariant 7).
+    #[test]
+    fn a_bad_owner_or_blocker_in_a_file_is_reported_by_path_and_value() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TaskStore::new(dir.path());
+        let task = |id: u64, field: &str| {
+            format!(r#"{{"id": "task_{id}", "subject": "s", "status": "pending", {field}}}"#)
+        };
+        fs::write(store.path(TaskId(1)), task(1, r#""owner": "../x""#)).unwrap();
+        fs::write(
+            store.path(TaskId(2)),
+            task(2, r#""blockedBy": ["task_01"]"#),
+        )
+        .unwrap();
+        fs::write(store.path(TaskId(3)), task(3, r#""owner": "bob""#)).unwrap();
+        let loaded = store.load_all().unwrap();
+        assert_eq!(loaded.tasks.len(), 1, "the good file still loads");
+        let problems: Vec<String> = loaded.problems.iter().map(|p| p.to_string()).collect();
+        let owner = format!(
+            "{}: invalid task JSON: invalid agent name \"../x\"",
+            store.path(TaskId(1)).display()
+        );
+        let blocker = format!(
+            "{}: invalid task JSON: invalid task id \"task_01\"",
+            store.path(TaskId(2)).display()
+        );
+        assert!(
+            problems.iter().any(|p| p.starts_with(&owner)),
+            "{problems:#?}"
+        );
+        assert!(
+            problems.iter().any(|p| p.starts_with(&blocker)),
+            "{problems:#?}"
+        );
+    }
 }

@@ -2,17 +2,17 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 use crew_store::dag::{Graph, find_cycle};
-use crew_store::{Status, Task};
+use crew_store::{Status, Task, TaskId};
 use proptest::prelude::*;
 
 fn task(i: usize, status: Status, owner: bool, blockers: &[usize]) -> Task {
     Task {
-        id: format!("task_{}", i + 1),
+        id: TaskId(i as u64 + 1),
         subject: format!("t{i}"),
         description: String::new(),
         status,
-        owner: owner.then(|| "alice".to_string()),
-        blocked_by: blockers.iter().map(|b| format!("task_{}", b + 1)).collect(),
+        owner: owner.then(|| "alice".parse().unwrap()),
+        blocked_by: blockers.iter().map(|&b| TaskId(b as u64 + 1)).collect(),
         created_at: String::new(),
         updated_at: String::new(),
         role: None,
@@ -62,8 +62,8 @@ fn tasks(acyclic: bool) -> impl Strategy<Value = Vec<Task>> {
     })
 }
 
-fn index(id: &str) -> usize {
-    id.trim_start_matches("task_").parse::<usize>().unwrap() - 1
+fn index(id: &TaskId) -> usize {
+    usize::try_from(id.0).unwrap() - 1
 }
 
 /// closure[a][b]: a is (transitively) blocked by b.
@@ -91,12 +91,12 @@ proptest! {
     #[test]
     fn claimable_is_pending_unowned_with_every_blocker_completed(ts in tasks(false)) {
         let graph = Graph::new(&ts);
-        let got: Vec<String> = graph.claimable().iter().map(|t| t.id.clone()).collect();
-        let want: Vec<String> = ts
+        let got: Vec<TaskId> = graph.claimable().iter().map(|t| t.id).collect();
+        let want: Vec<TaskId> = ts
             .iter()
             .filter(|t| t.status == Status::Pending && t.owner.is_none())
             .filter(|t| t.blocked_by.iter().all(|b| ts[index(b)].status == Status::Completed))
-            .map(|t| t.id.clone())
+            .map(|t| t.id)
             .collect();
         prop_assert_eq!(got, want);
     }
@@ -108,12 +108,12 @@ proptest! {
         new in proptest::collection::vec(any::<prop::sample::Index>(), 0..4),
     ) {
         let i = pick.index(ts.len());
-        let id = ts[i].id.clone();
-        let new: Vec<String> = new.iter().map(|x| ts[x.index(ts.len())].id.clone()).collect();
+        let id = ts[i].id;
+        let new: Vec<TaskId> = new.iter().map(|x| ts[x.index(ts.len())].id).collect();
         let mut changed = ts.clone();
         changed[i].blocked_by = new.clone();
         let r = closure(&changed);
-        let found = find_cycle(&ts, &id, &new);
+        let found = find_cycle(&ts, id, &new);
         prop_assert_eq!(found.is_some(), r[i][i]);
         if let Some(cycle) = found {
             prop_assert_eq!(cycle.first(), Some(&id));
@@ -145,9 +145,9 @@ proptest! {
         let r = closure(&ts);
         let layers = Graph::new(&ts).layers();
         let n = ts.len();
-        let mut want: Vec<String> = (0..n)
+        let mut want: Vec<TaskId> = (0..n)
             .filter(|&a| (0..n).any(|c| (a == c || r[a][c]) && r[c][c]))
-            .map(|a| ts[a].id.clone())
+            .map(|a| ts[a].id)
             .collect();
         let mut got = layers.cyclic.clone();
         want.sort();

@@ -13,7 +13,7 @@ use crew_git::{Author, GitError, exclude_from_git, init_with_files};
 use crew_store::MessageKind;
 use crew_store::requests::RequestState;
 use crew_store::workspace::RUNTIME_FOLDERS;
-use crew_store::{CacheTokens, StoreError, Workspace};
+use crew_store::{AgentName, CacheTokens, StoreError, TaskId, Workspace};
 
 pub const GOAL: &str = "Add `sub` and `mul` to the calc library with tests, document them in README.md, and have the reviewer run the project's tests.";
 
@@ -122,8 +122,8 @@ pub struct Summary {
     pub requests: BTreeMap<String, usize>,
     pub merges: Vec<String>,
     /// Each reviewer task's verdict: `pass`, `fail`, `partial`, or `no verdict` (never a pass).
-    pub verdicts: BTreeMap<String, String>,
-    pub agents: BTreeMap<String, AgentUsage>,
+    pub verdicts: BTreeMap<TaskId, String>,
+    pub agents: BTreeMap<AgentName, AgentUsage>,
     pub wall_seconds: f64,
     /// What happened because of refusals, in words.
     pub notes: Vec<String>,
@@ -146,7 +146,7 @@ pub struct AgentUsage {
 pub fn summarise(
     workspace: &Workspace,
     request_timeout: std::time::Duration,
-    agents: &[String],
+    agents: &[AgentName],
     approve: &str,
     wall_seconds: f64,
 ) -> Result<Summary, StoreError> {

@@ -12,7 +12,8 @@ use crew_test_support::wait::poll;
 use crew_store::MessageKind;
 use crew_store::requests::RequestState;
 use crew_store::{
-    AgentState, Claimant, Draft, NewTask, RequestId, Roster, Status, TaskId, Workspace,
+    AgentName, AgentState, Claimant, Draft, NewTask, RequestId, Roster, Status, TaskId, USER,
+    Workspace,
 };
 use crew_team::run::status::StatusHandle;
 use crew_team::run::worker::{ExitReason, Worker, WorkerSettings};
@@ -20,9 +21,9 @@ use crew_team::work::{Job, JobOutcome, Work};
 
 fn settings(name: &str, idle_timeout: Duration) -> WorkerSettings {
     WorkerSettings {
-        name: name.into(),
+        name: self::name(name),
         role: Some("implementer".into()),
-        lead: "lead".into(),
+        lead: self::name("lead"),
         claims: true,
         // Long polls: anything quicker than this in a test was woken by a file event.
         idle_poll: Duration::from_secs(30),
@@ -34,8 +35,12 @@ fn settings(name: &str, idle_timeout: Duration) -> WorkerSettings {
     }
 }
 
+fn name(raw: &str) -> AgentName {
+    raw.parse().unwrap()
+}
+
 fn roster() -> Roster {
-    Roster::new(["lead", "alice", "bob"].map(String::from))
+    Roster::new(["lead", "alice", "bob"].map(name))
 }
 
 /// Records jobs; blocks each one until the test lets it go (when `gate` is set).
@@ -53,7 +58,7 @@ impl Work for Fake {
         _cancel: &tokio_util::sync::CancellationToken,
     ) -> JobOutcome {
         let label = match job {
-            Job::Task(t) => t.id.clone(),
+            Job::Task(t) => t.id.to_string(),
             Job::Message(m) => format!("{}:{}", m.from, m.text.clone().unwrap_or_default()),
         };
         if let Some(tx) = &self.started {
@@ -124,12 +129,10 @@ fn send(
         .send(
             &roster(),
             Draft {
-                from: from.into(),
-                to: to.into(),
                 kind: kind.into(),
                 text: Some(text.into()),
                 request,
-                ..Draft::default()
+                ..Draft::new(name(from), name(to))
             },
         )
         .unwrap()
@@ -167,7 +170,7 @@ fn claims_a_task_finishes_it_and_tells_the_lead_then_shuts_down_when_asked() {
     let task = ws.tasks().read(TaskId(1)).unwrap();
     assert_eq!(task.owner.as_deref(), Some("alice"));
     assert_eq!(task.result.as_deref(), Some("did task_1"));
-    let lead = ws.mailboxes().read_from("lead", 0).unwrap();
+    let lead = ws.mailboxes().read_from(&name("lead"), 0).unwrap();
     let texts: Vec<String> = lead
         .entries
         .iter()
@@ -184,7 +187,7 @@ fn claims_a_task_finishes_it_and_tells_the_lead_then_shuts_down_when_asked() {
         texts.contains(&"status_update task_1 done: did task_1".to_string()),
         "{texts:?}"
     );
-    let status = ws.agents().read("alice").unwrap().unwrap();
+    let status = ws.agents().read(&name("alice")).unwrap().unwrap();
     assert_eq!(status.state, AgentState::Shutdown);
     assert_eq!(status.turns, 1);
     assert_eq!(status.tokens, 10);
@@ -210,9 +213,9 @@ fn shutdown_is_refused_while_holding_a_task_and_accepted_after() {
             started_rx.recv_timeout(Duration::from_secs(10)).unwrap(),
             "task_1"
         );
-        let status = ws.agents().read("bob").unwrap().unwrap();
+        let status = ws.agents().read(&name("bob")).unwrap().unwrap();
         assert_eq!(status.state, AgentState::Work);
-        assert_eq!(status.task.as_deref(), Some("task_1"));
+        assert_eq!(status.task, Some(TaskId(1)));
 
         let busy = send(&ws, "lead", "bob", "shutdown_request", "stop?", true).unwrap();
         let refused = poll("the refusal", || {
@@ -253,15 +256,16 @@ fn a_task_reassigned_while_its_worker_is_on_it_is_reported_not_recorded_and_the_
     let (gate_tx, started_rx, mut fake) = gated();
     let worker = worker_for(&ws, "alice");
     let stop = AtomicBool::new(false);
+    let bob_name = name("bob");
     let bob = Claimant {
-        name: "bob",
+        name: &bob_name,
         role: Some("implementer"),
     };
     std::thread::scope(|s| {
         let handle = s.spawn(|| worker.run(&mut fake, &stop));
         let wait = Duration::from_secs(10);
         assert_eq!(started_rx.recv_timeout(wait).unwrap(), "task_1");
-        let moved = ws.tasks().assign(TaskId(1), Some(bob), "user").unwrap();
+        let moved = ws.tasks().assign(TaskId(1), Some(bob), &USER).unwrap();
         assert_eq!(
             (moved.status, moved.owner.as_deref()),
             (Status::Pending, Some("bob"))
@@ -282,7 +286,7 @@ fn a_task_reassigned_while_its_worker_is_on_it_is_reported_not_recorded_and_the_
     });
     let told: Vec<String> = ws
         .mailboxes()
-        .read_from("lead", 0)
+        .read_from(&name("lead"), 0)
         .unwrap()
         .entries
         .into_iter()
@@ -299,8 +303,9 @@ fn a_task_reassigned_while_its_worker_is_on_it_is_reported_not_recorded_and_the_
     );
     // The task stays bob's: nobody else can take it, bob can.
     let tasks = ws.tasks();
+    let alice_name = name("alice");
     let alice = Claimant {
-        name: "alice",
+        name: &alice_name,
         role: Some("implementer"),
     };
     assert!(tasks.claim(TaskId(1), alice).is_err());
@@ -338,8 +343,8 @@ fn shutdown_comes_first_then_the_leads_messages_then_the_rest() {
     });
     assert_eq!(*seen.lock().unwrap(), ["lead:from lead", "bob:from bob"]);
     // The message behind the shutdown stays unread for a restart.
-    let cursor = ws.mailboxes().cursor("alice").unwrap();
-    let unread = ws.mailboxes().read_from("alice", cursor).unwrap();
+    let cursor = ws.mailboxes().cursor(&name("alice")).unwrap();
+    let unread = ws.mailboxes().read_from(&name("alice"), cursor).unwrap();
     assert_eq!(
         unread.entries.len(),
         2,
@@ -370,7 +375,7 @@ fn an_idle_worker_tells_the_lead_and_shuts_down_and_wakes_on_new_tasks_before_th
         });
         poll("the worker to go idle", || {
             ws.agents()
-                .read("alice")
+                .read(&name("alice"))
                 .unwrap()
                 .filter(|s| s.state == AgentState::Idle)
         });
@@ -382,7 +387,7 @@ fn an_idle_worker_tells_the_lead_and_shuts_down_and_wakes_on_new_tasks_before_th
         handle.join().unwrap().unwrap()
     });
     assert_eq!(exit, ExitReason::IdleTimeout);
-    let lead = ws.mailboxes().read_from("lead", 0).unwrap();
+    let lead = ws.mailboxes().read_from(&name("lead"), 0).unwrap();
     let last = match lead.entries.last().unwrap() {
         crew_store::Entry::Message { message, .. } => message.clone(),
         other => panic!("{other:?}"),
@@ -397,7 +402,7 @@ fn an_idle_worker_tells_the_lead_and_shuts_down_and_wakes_on_new_tasks_before_th
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("unexpected idle notification {text:?}"));
     assert!(secs >= 3, "{text:?}");
-    let status = ws.agents().read("alice").unwrap().unwrap();
+    let status = ws.agents().read(&name("alice")).unwrap().unwrap();
     assert_eq!(status.state, AgentState::Shutdown);
     assert_eq!(status.note.as_deref(), Some("idle for 3s"));
 }
@@ -417,15 +422,16 @@ fn a_teammate_that_shuts_down_gives_back_the_tasks_assigned_to_it() {
     tasks
         .create(NewTask {
             subject: "after the review".into(),
-            blocked_by: vec!["task_1".into()],
+            blocked_by: vec![TaskId(1)],
             ..NewTask::default()
         })
         .unwrap();
+    let alice_name = name("alice");
     let alice = Claimant {
-        name: "alice",
+        name: &alice_name,
         role: Some("implementer"),
     };
-    tasks.assign(TaskId(2), Some(alice), "lead").unwrap();
+    tasks.assign(TaskId(2), Some(alice), &name("lead")).unwrap();
     // Nothing alice can do yet: she idles out.
     let worker = Worker::new(
         ws.clone(),

@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crew_store::{Roster, Teammate, Workspace};
+use crew_store::{AgentName, Roster, TaskId, Teammate, Workspace};
 use crew_team::tools::{ReadOnlyBash, TeamEnv, team_tools};
 use crew_test_support::tools::{Fixture, call, pipeline, policy};
 use crew_tools::builtin::core_tools;
@@ -18,16 +18,20 @@ use crew_tools::schema::parse_input;
 use crew_tools::{Pipeline, Tool, ToolJson, ToolRegistry, memory_tools, skill_tools, todo_tools};
 use serde_json::{Map, Value, json};
 
+fn name(raw: &str) -> AgentName {
+    raw.parse().unwrap()
+}
+
 /// Every tool crew has; the team tools work on `dir`.
 fn every_tool(dir: &std::path::Path) -> Vec<Arc<dyn Tool>> {
     let env = Arc::new(TeamEnv {
         workspace: Workspace::new(dir),
-        roster: Roster::new(["lead", "alice"].map(String::from)),
-        me: "lead".to_string(),
+        roster: Roster::new(["lead", "alice"].map(name)),
+        me: name("lead"),
         role: "lead".to_string(),
-        lead: "lead".to_string(),
+        lead: name("lead"),
         teammates: vec![Teammate {
-            name: "alice".to_string(),
+            name: name("alice"),
             role: Some("implementer".to_string()),
         }],
         request_timeout: Duration::from_secs(600),
@@ -87,6 +91,13 @@ fn schemas_are_self_contained_objects() {
 fn fitting(schema: &Value) -> Value {
     if let Some(values) = schema["enum"].as_array() {
         return values[0].clone();
+    }
+    // Ids and names are strings of a pattern: one of each kind crew has.
+    match schema["pattern"].as_str() {
+        Some(TaskId::PATTERN) => return json!("task_1"),
+        Some(AgentName::PATTERN) => return json!("alice"),
+        Some(other) => panic!("no sample for pattern {other}"),
+        None => {}
     }
     match schema["type"].as_str() {
         Some("string") => json!("x"),

@@ -118,7 +118,7 @@ impl Build {
         let (sink, rx) = EventSink::channel();
         let agent = Agent::new(
             AgentConfig {
-                name: self.name.to_string(),
+                name: self.name.parse().unwrap(),
                 role: "coder".to_string(),
                 model: self.model,
                 model_name: String::new(),

@@ -68,14 +68,15 @@ fn entries(messages: Vec<Message>) -> Vec<Entry> {
 }
 
 fn agent(name: &str, state: AgentState, task: Option<&str>, tokens: u64) -> Change {
-    let mut status = AgentStatus::new(name, state);
+    let name: crew_store::AgentName = name.parse().unwrap();
+    let mut status = AgentStatus::new(&name, state);
     status.pid = 100;
-    status.task = task.map(str::to_string);
+    status.task = task.map(|id| id.parse().unwrap());
     status.turns = 3;
     status.tokens = tokens;
     // The lead's provider reports a cost; the teammates' do not.
     status.cost_micros = (name == "lead").then_some(1_234_567);
-    Change::Agent(name.into(), Some(status))
+    Change::Agent(name, Some(status))
 }
 
 /// The fixed workspace every snapshot shows.
@@ -161,17 +162,17 @@ pub fn fixture_changes() -> Vec<Change> {
         Change::Config(Ok((Box::new(config), UiConfig::default()))),
         Change::AllTasks(tasks, vec![]),
         Change::Inbox {
-            name: "lead".into(),
+            name: "lead".parse().unwrap(),
             entries: lead_box,
             reset: false,
         },
         Change::Inbox {
-            name: "user".into(),
+            name: "user".parse().unwrap(),
             entries: entries(vec![permission]),
             reset: false,
         },
         Change::Inbox {
-            name: "carol".into(),
+            name: "carol".parse().unwrap(),
             entries: entries(vec![shutdown]),
             reset: false,
         },
@@ -179,7 +180,7 @@ pub fn fixture_changes() -> Vec<Change> {
         agent("alice", AgentState::Waiting, Some("task_2"), 3_400),
         agent("bob", AgentState::Idle, None, 800),
         Change::Transcript {
-            name: "lead".into(),
+            name: "lead".parse().unwrap(),
             lines: vec![
                 Row::plain("user: Please add a parser"),
                 Row::plain("assistant: Planning three tasks."),
@@ -196,7 +197,7 @@ pub fn fixture_changes() -> Vec<Change> {
             tail: 0,
         },
         Change::Transcript {
-            name: "alice".into(),
+            name: "alice".parse().unwrap(),
             lines: vec![
                 Row::plain("tool: read src/lib.rs"),
                 Row::plain("assistant: asking to run tests"),
@@ -358,7 +359,7 @@ pub fn workspace() -> tempfile::TempDir {
 pub fn inbox(root: &Path, name: &str) -> Vec<Message> {
     crew_store::Workspace::new(root)
         .mailboxes()
-        .read_from(name, 0)
+        .read_from(&name.parse().unwrap(), 0)
         .unwrap()
         .entries
         .into_iter()

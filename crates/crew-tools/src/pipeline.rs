@@ -281,7 +281,8 @@ impl Pipeline {
         }
         if let Decision::Ask(reason) = outcome.decision {
             // Also this ask is the mode's to settle: `dont-ask` denies it.
-            outcome.decision = self.permissions.mode().settle_ask(reason);
+            outcome.decision =
+                crate::permissions::mode::settle_ask(self.permissions.mode(), reason);
         }
         let Decision::Ask(reason) = outcome.decision else {
             return outcome;

@@ -12,7 +12,7 @@ use crate::uiconfig::{self, UiConfig};
 use crew_agent::AgentEvent;
 use crew_agent::transcript::{Row, TranscriptLine};
 use crew_config::{FILE_NAME, TeamConfig};
-use crew_store::{AgentStatus, Entry, Task, TaskId, Workspace};
+use crew_store::{AgentName, AgentStatus, Entry, Task, TaskId, Workspace};
 
 /// How many transcript rows are kept per agent: the panes show the last few, a zoomed teammate
 /// or the lead pane scrolls back through all of them (`crew replay` shows whole files).
@@ -25,19 +25,19 @@ pub enum Change {
     /// Every task (initial load or a rescan), with the files that did not parse.
     AllTasks(Vec<Task>, Vec<String>),
     /// One task file was written (Some) or removed (None).
-    Task(String, Option<Task>),
+    Task(TaskId, Option<Task>),
     TaskProblem(String),
     /// New entries of an inbox; `reset` when it must be read again from the start.
     Inbox {
-        name: String,
+        name: AgentName,
         entries: Vec<Entry>,
         reset: bool,
     },
-    Agent(String, Option<AgentStatus>),
+    Agent(AgentName, Option<AgentStatus>),
     /// New rows of an agent's transcript. The last `tail` rows are the reply still streaming:
     /// they are sent again, grown, with the next change and replace these.
     Transcript {
-        name: String,
+        name: AgentName,
         lines: Vec<Row>,
         reset: bool,
         tail: usize,
@@ -46,7 +46,7 @@ pub enum Change {
 
 pub struct Loader {
     ws: Workspace,
-    inbox_offsets: HashMap<String, u64>,
+    inbox_offsets: HashMap<AgentName, u64>,
     transcript_offsets: HashMap<PathBuf, u64>,
 }
 
@@ -123,8 +123,11 @@ impl Loader {
             let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
             if parent == self.ws.tasks_dir() && ext == "json" && stem.starts_with("task_") {
                 changes.push(self.task(path, stem));
-            } else if parent == self.ws.mailboxes_dir() && ext == "jsonl" {
-                changes.extend(self.inbox(stem));
+            } else if parent == self.ws.mailboxes_dir()
+                && ext == "jsonl"
+                && let Ok(name) = AgentName::parse(stem)
+            {
+                changes.extend(self.inbox(&name));
             } else if parent == self.ws.crew_dir().join("agents") && ext == "json" {
                 changes.extend(self.agent(path));
             } else if parent.parent() == Some(&self.ws.crew_dir().join("transcripts"))
@@ -157,43 +160,40 @@ impl Loader {
             return Change::TaskProblem(format!("{}: bad task file name", path.display()));
         };
         if !path.exists() {
-            return Change::Task(id.to_string(), None);
+            return Change::Task(id, None);
         }
         match self.ws.tasks().read(id) {
-            Ok(task) => Change::Task(id.to_string(), Some(task)),
+            Ok(task) => Change::Task(id, Some(task)),
             Err(e) => Change::TaskProblem(e.to_string()),
         }
     }
 
-    fn inbox(&mut self, name: &str) -> Option<Change> {
+    fn inbox(&mut self, name: &AgentName) -> Option<Change> {
         let boxes = self.ws.mailboxes();
         let offset = self.inbox_offsets.get(name).copied().unwrap_or(0);
         // A shorter file than our offset means it was replaced: start over.
-        let len = boxes
-            .inbox_path(name)
-            .ok()
-            .and_then(|p| fs::metadata(p).ok())
-            .map_or(0, |m| m.len());
+        let len = fs::metadata(boxes.inbox_path(name)).map_or(0, |m| m.len());
         let reset = len < offset;
         let from = if reset { 0 } else { offset };
         match boxes.read_from(name, from) {
             Ok(batch) => {
-                self.inbox_offsets.insert(name.to_string(), batch.end);
+                self.inbox_offsets.insert(name.clone(), batch.end);
                 (reset || !batch.entries.is_empty()).then(|| Change::Inbox {
-                    name: name.to_string(),
+                    name: name.clone(),
                     entries: batch.entries,
                     reset,
                 })
             }
             Err(e) => {
-                debug!(inbox = name, error = %e, "skipping inbox");
+                debug!(inbox = name.as_str(), error = %e, "skipping inbox");
                 None
             }
         }
     }
 
     fn agent(&self, path: &Path) -> Option<Change> {
-        let name = path.file_stem()?.to_str()?.to_string();
+        // A file not named for an agent is no agent's status.
+        let name = AgentName::parse(path.file_stem()?.to_str()?).ok()?;
         let status = fs::read(path)
             .ok()
             .and_then(|bytes| serde_json::from_slice::<AgentStatus>(&bytes).ok());
@@ -201,7 +201,7 @@ impl Loader {
     }
 
     fn transcript(&mut self, path: &Path) -> Option<Change> {
-        let name = path.parent()?.file_name()?.to_str()?.to_string();
+        let name = AgentName::parse(path.parent()?.file_name()?.to_str()?).ok()?;
         let offset = self.transcript_offsets.get(path).copied().unwrap_or(0);
         let bytes = fs::read(path).ok()?;
         let reset = (bytes.len() as u64) < offset;

@@ -4,11 +4,12 @@ use std::collections::HashMap;
 
 use crate::highlight::Segments;
 use crew_git::{FileDiff, WorktreeDiff};
+use crew_store::{AgentName, TaskId};
 
 pub struct DiffView {
-    pub name: String,
+    pub name: AgentName,
     /// A review's diff: only this task's commits; merge, send-back and discard act on the task.
-    pub task: Option<String>,
+    pub task: Option<TaskId>,
     /// None while loading.
     pub diff: Option<Result<WorktreeDiff, String>>,
     pub file: usize,
@@ -23,9 +24,9 @@ pub struct DiffView {
 }
 
 impl DiffView {
-    pub fn new(name: &str) -> Self {
+    pub fn new(name: &AgentName) -> Self {
         DiffView {
-            name: name.to_string(),
+            name: name.clone(),
             task: None,
             diff: None,
             file: 0,

@@ -10,7 +10,8 @@ use crate::highlight::Highlighter;
 use crate::uiconfig;
 use crew_config::TeamConfig;
 use crew_git::{Author, Worktrees};
-use crew_store::{Claimant, Draft, StoreError, TaskId, TaskPatch, Workspace};
+use crew_protocol::joined;
+use crew_store::{AgentName, Claimant, Draft, StoreError, TaskId, TaskPatch, Workspace};
 use crew_store::{MessageKind, USER};
 use crew_team::review;
 use crew_team::run::daemon;
@@ -83,7 +84,7 @@ fn execute(root: &Path, team: &TeamConfig, effect: Effect) -> Option<Event> {
             approve,
         } => Some(Event::Done(
             ws.mailboxes()
-                .respond(&roster, &request_id, USER, approve, None, timeout)
+                .respond(&roster, &request_id, &USER, approve, None, timeout)
                 .map(|m| {
                     let verb = if approve { "approved" } else { "denied" };
                     format!("{verb} {request_id} ({} told)", m.to)
@@ -97,7 +98,7 @@ fn execute(root: &Path, team: &TeamConfig, effect: Effect) -> Option<Event> {
             };
             Some(Event::Done(
                 ws.mailboxes()
-                    .respond(&roster, &request_id, USER, true, None, timeout)
+                    .respond(&roster, &request_id, &USER, true, None, timeout)
                     .map(|_| {
                         let how = if added { "added" } else { "already there" };
                         format!("approved {request_id}; allow rule {rule:?} {how}")
@@ -110,11 +111,8 @@ fn execute(root: &Path, team: &TeamConfig, effect: Effect) -> Option<Event> {
                 .send(
                     &roster,
                     Draft {
-                        from: USER.into(),
-                        to: to.clone(),
-                        kind: MessageKind::Message,
                         text: Some(text),
-                        ..Draft::default()
+                        ..Draft::new(USER, to.clone())
                     },
                 )
                 .map(|_| format!("sent to {to}"))
@@ -127,25 +125,25 @@ fn execute(root: &Path, team: &TeamConfig, effect: Effect) -> Option<Event> {
                 .map_err(|e| e.to_string()),
         )),
         Effect::SetDeps { id, blocked_by } => Some(Event::Done(
-            TaskId::parse(&id)
-                .and_then(|tid| {
-                    let patch = TaskPatch {
+            ws.tasks()
+                .update(
+                    id,
+                    TaskPatch {
                         blocked_by: Some(blocked_by),
                         ..TaskPatch::default()
-                    };
-                    ws.tasks().update(tid, patch)
-                })
+                    },
+                )
                 .map(|t| {
                     if t.blocked_by.is_empty() {
                         format!("{} waits for nothing", t.id)
                     } else {
-                        format!("{} waits for {}", t.id, t.blocked_by.join(", "))
+                        format!("{} waits for {}", t.id, joined(&t.blocked_by, ", "))
                     }
                 })
                 .map_err(|e| e.to_string()),
         )),
         Effect::Assign { id, to } => Some(Event::Done(
-            assign(&ws, team, &id, to.as_deref())
+            assign(&ws, team, id, to.as_ref())
                 .map(|t| match &t.owner {
                     Some(owner) => format!("{} assigned to {owner}", t.id),
                     None => format!("{} is back in the pool", t.id),
@@ -164,12 +162,10 @@ fn execute(root: &Path, team: &TeamConfig, effect: Effect) -> Option<Event> {
                 .send(
                     &roster,
                     Draft {
-                        from: USER.into(),
-                        to: name.clone(),
                         kind: MessageKind::ShutdownRequest,
                         text: Some("the person at the screen asks you to shut down".into()),
                         request: true,
-                        ..Draft::default()
+                        ..Draft::new(USER, name.clone())
                     },
                 )
                 .map(|m| {
@@ -215,9 +211,7 @@ fn execute(root: &Path, team: &TeamConfig, effect: Effect) -> Option<Event> {
             name,
             task: Some(id),
         } => Some(Event::Diff {
-            result: TaskId::parse(&id)
-                .map_err(|e| e.to_string())
-                .and_then(|tid| review::diff(&ws, team, tid).map_err(|e| e.to_string())),
+            result: review::diff(&ws, team, id).map_err(|e| e.to_string()),
             name,
             task: Some(id),
         }),
@@ -225,16 +219,11 @@ fn execute(root: &Path, team: &TeamConfig, effect: Effect) -> Option<Event> {
             review::list(&ws, team).map_err(|e| e.to_string()),
         )),
         Effect::MergeReview { id } => Some(Event::Done(
-            TaskId::parse(&id)
-                .map_err(|e| e.to_string())
-                .and_then(|tid| review::merge(&ws, team, tid, USER).map_err(|e| e.to_string())),
+            review::merge(&ws, team, id, &USER).map_err(|e| e.to_string()),
         )),
         Effect::SendBackReview { id, note } => Some(Event::Done(
-            TaskId::parse(&id)
+            review::send_back(&ws, team, id, &USER, &note)
                 .map_err(|e| e.to_string())
-                .and_then(|tid| {
-                    review::send_back(&ws, team, tid, USER, &note).map_err(|e| e.to_string())
-                })
                 .map(|t| {
                     format!(
                         "{} sent back to {}",
@@ -244,11 +233,8 @@ fn execute(root: &Path, team: &TeamConfig, effect: Effect) -> Option<Event> {
                 }),
         )),
         Effect::DiscardReview { id, reason } => Some(Event::Done(
-            TaskId::parse(&id)
+            review::discard(&ws, team, id, &USER, &reason)
                 .map_err(|e| e.to_string())
-                .and_then(|tid| {
-                    review::discard(&ws, team, tid, USER, &reason).map_err(|e| e.to_string())
-                })
                 .map(|t| format!("{} discarded: its changes were taken back out", t.id)),
         )),
         Effect::Merge { name } => {
@@ -273,7 +259,7 @@ fn execute(root: &Path, team: &TeamConfig, effect: Effect) -> Option<Event> {
                 .arg(&command)
                 .current_dir(root)
                 .env("CREW_REQUEST_ID", request.request_id.as_str())
-                .env("CREW_REQUEST_FROM", &request.from)
+                .env("CREW_REQUEST_FROM", request.from.as_str())
                 .env("CREW_REQUEST_TYPE", request.kind.as_str())
                 .env("CREW_REQUEST_TEXT", request.text.as_deref().unwrap_or(""))
                 .stdin(Stdio::null())
@@ -308,15 +294,14 @@ fn execute(root: &Path, team: &TeamConfig, effect: Effect) -> Option<Event> {
 fn assign(
     ws: &Workspace,
     team: &TeamConfig,
-    id: &str,
-    to: Option<&str>,
+    id: TaskId,
+    to: Option<&AgentName>,
 ) -> Result<crew_store::Task, StoreError> {
-    let id = TaskId::parse(id)?;
     let teammates = team.teammate_roles();
     let who = to
         .map(|name| Claimant::teammate(&teammates, name))
         .transpose()?;
-    ws.tasks().assign(id, who, USER)
+    ws.tasks().assign(id, who, &USER)
 }
 
 /// Runs a highlighting effect.

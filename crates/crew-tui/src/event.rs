@@ -8,9 +8,9 @@ use ratatui::crossterm::event::{KeyEvent, MouseEvent};
 use crate::data::Change;
 use crate::highlight::Segments;
 use crew_git::{FileDiff, MergeOutcome, WorktreeDiff};
-use crew_store::{Message, NewTask, RequestInfo};
+use crew_protocol::control::DaemonStatus;
+use crew_store::{AgentName, Message, NewTask, RequestInfo, TaskId};
 use crew_team::review::Review;
-use crew_team::run::daemon::DaemonStatus;
 
 #[derive(Debug)]
 pub enum Event {
@@ -22,14 +22,14 @@ pub enum Event {
     /// What the team's daemon says about itself; `None` once it is gone.
     Daemon(Option<DaemonStatus>),
     Diff {
-        name: String,
+        name: AgentName,
         /// The task whose commits these are, for a review's diff.
-        task: Option<String>,
+        task: Option<TaskId>,
         result: Result<WorktreeDiff, String>,
     },
     Reviews(Result<Vec<Review>, String>),
     FileHighlighted {
-        name: String,
+        name: AgentName,
         file: usize,
         hunks: Vec<Segments>,
     },
@@ -47,11 +47,11 @@ pub enum Event {
         hunks: Vec<Segments>,
     },
     Merged {
-        name: String,
+        name: AgentName,
         result: Result<MergeOutcome, String>,
     },
     Discarded {
-        name: String,
+        name: AgentName,
         result: Result<(), String>,
     },
     /// A store action finished: what to tell the person.
@@ -70,26 +70,26 @@ pub enum Effect {
         rule: String,
     },
     Send {
-        to: String,
+        to: AgentName,
         text: String,
     },
     AddTask(NewTask),
     SetDeps {
-        id: String,
-        blocked_by: Vec<String>,
+        id: TaskId,
+        blocked_by: Vec<TaskId>,
     },
     /// Give a task to a teammate, or (None) back to the pool.
     Assign {
-        id: String,
-        to: Option<String>,
+        id: TaskId,
+        to: Option<AgentName>,
     },
     /// A `shutdown_request` from the person to a teammate.
     /// The person's interrupt, through the agent's inbox.
     Interrupt {
-        name: String,
+        name: AgentName,
     },
     RequestShutdown {
-        name: String,
+        name: AgentName,
     },
     /// Ask the team's daemon to stop the team (through the shutdown protocol).
     StopTeam,
@@ -97,28 +97,28 @@ pub enum Effect {
     ForceStop,
     /// Start a dead or shut-down teammate again with `exe worker --name NAME`.
     Restart {
-        name: String,
+        name: AgentName,
         exe: std::path::PathBuf,
     },
     /// A worktree's diff, or (with `task`) only that task's commits.
     LoadDiff {
-        name: String,
-        task: Option<String>,
+        name: AgentName,
+        task: Option<TaskId>,
     },
     LoadReviews,
     MergeReview {
-        id: String,
+        id: TaskId,
     },
     SendBackReview {
-        id: String,
+        id: TaskId,
         note: String,
     },
     DiscardReview {
-        id: String,
+        id: TaskId,
         reason: String,
     },
     HighlightFile {
-        name: String,
+        name: AgentName,
         file: usize,
         diff: Box<crew_git::FileDiff>,
         theme: String,
@@ -139,10 +139,10 @@ pub enum Effect {
         theme: String,
     },
     Merge {
-        name: String,
+        name: AgentName,
     },
     Discard {
-        name: String,
+        name: AgentName,
     },
     Bell,
     /// OSC 9 / OSC 777: a desktop notification, where the terminal supports it.

@@ -11,7 +11,7 @@ use crate::state::{AppState, Level, Pane};
 /// one. The view scrolls so the selected call ends at the bottom of the pane.
 pub fn step(state: &mut AppState, action: Action) {
     let (name, pane) = match state.focus {
-        Pane::Lead => (state.workspace.lead_name().to_string(), Pane::Lead),
+        Pane::Lead => (state.workspace.lead_name(), Pane::Lead),
         Pane::Teammates => match state.selected_teammate() {
             Some(name) => (name, Pane::Teammates),
             None => return,

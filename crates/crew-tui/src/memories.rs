@@ -6,7 +6,7 @@ use std::path::Path;
 
 use crate::action::Action;
 use crate::state::{AppState, Level, Overlay, Pane};
-use crew_store::{MemoryBook, MemoryScope};
+use crew_store::{AgentName, MemoryBook, MemoryScope};
 
 /// One memory as the screen shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -22,7 +22,7 @@ pub struct MemoryEntry {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MemoryView {
-    pub agent: String,
+    pub agent: AgentName,
     pub entries: Vec<MemoryEntry>,
     /// Files that could not be read, with why.
     pub broken: Vec<String>,
@@ -35,7 +35,7 @@ pub struct MemoryView {
 impl MemoryView {
     /// `agent`'s memories and the team's under `root`; staleness is judged in the agent's
     /// worktree when it has one, else in the repository.
-    pub fn load(root: &Path, agent: &str) -> Self {
+    pub fn load(root: &Path, agent: &AgentName) -> Self {
         let book = MemoryBook::new(&root.join(".crew"), agent);
         let worktree = root.join(".worktrees").join(agent);
         let checkout = if worktree.is_dir() {
@@ -60,7 +60,7 @@ impl MemoryView {
             broken.extend(bad.iter().map(|e| e.to_string().replace(&prefix, "")));
         }
         MemoryView {
-            agent: agent.to_string(),
+            agent: agent.clone(),
             entries,
             broken,
             selected: 0,
@@ -78,7 +78,7 @@ impl MemoryView {
 pub fn open(state: &mut AppState) {
     let agent = match state.focus {
         Pane::Teammates => state.selected_teammate(),
-        _ => Some(state.workspace.lead_name().to_string()),
+        _ => Some(state.workspace.lead_name()),
     };
     match agent {
         Some(agent) => {

@@ -1,5 +1,7 @@
 //! Moving focus and selections.
 
+use crew_store::AgentName;
+
 use crate::action::Action;
 use crate::state::{AppState, PANES, Pane};
 
@@ -20,8 +22,8 @@ fn item_count(state: &AppState, pane: Pane) -> usize {
 }
 
 /// Inboxes the mailboxes pane offers: every agent, the person, and any other inbox on disk.
-pub fn inbox_names(state: &AppState) -> Vec<String> {
-    let mut names: Vec<String> = state
+pub fn inbox_names(state: &AppState) -> Vec<AgentName> {
+    let mut names: Vec<AgentName> = state
         .workspace
         .config
         .as_ref()

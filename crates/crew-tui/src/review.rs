@@ -7,10 +7,11 @@ use crate::event::Effect;
 use crate::state::{AppState, Confirm, Level, Overlay, PromptKind};
 use crate::submit::open_prompt;
 use crew_git::MergeOutcome;
+use crew_store::{AgentName, TaskId};
 
 pub fn merged(
     state: &mut AppState,
-    name: String,
+    name: AgentName,
     result: Result<MergeOutcome, String>,
 ) -> Vec<Effect> {
     let text = match &result {
@@ -35,13 +36,13 @@ pub fn merged(
     state.set_status(level, text.clone());
     if let Some(view) = state.diff.as_mut().filter(|v| v.name == name) {
         view.outcome = Some(text);
-        let task = view.task.clone();
+        let task = view.task;
         return vec![Effect::LoadDiff { name, task }];
     }
     Vec::new()
 }
 
-pub fn discarded(state: &mut AppState, name: String, result: Result<(), String>) -> Vec<Effect> {
+pub fn discarded(state: &mut AppState, name: AgentName, result: Result<(), String>) -> Vec<Effect> {
     match result {
         Ok(()) => {
             state.set_status(Level::Info, format!("discarded {name}'s worktree"));
@@ -79,8 +80,7 @@ pub fn act_diff(state: &mut AppState, action: Action) -> Vec<Effect> {
         Action::Top => view.scroll = 0,
         Action::Bottom => view.scroll_by(isize::MAX / 2),
         Action::SideBySide => view.side_by_side = !view.side_by_side,
-        Action::Merge | Action::SendBack | Action::Discard if view.task.is_some() => {
-            let id = view.task.clone().unwrap_or_default();
+        Action::Merge | Action::SendBack | Action::Discard if let Some(id) = view.task => {
             if action == Action::Merge {
                 view.outcome = Some(format!("merging {id}..."));
             }
@@ -147,9 +147,16 @@ pub fn open_review(state: &mut AppState) -> Vec<Effect> {
     let Some(review) = state.selected_review() else {
         return Vec::new();
     };
-    let (name, task) = (review.owner.clone(), review.id.clone());
+    let task = review.id;
+    let Some(name) = review.owner.clone() else {
+        state.set_status(
+            Level::Warning,
+            format!("{task} has no owner: no branch to show"),
+        );
+        return Vec::new();
+    };
     let mut view = DiffView::new(&name);
-    view.task = Some(task.clone());
+    view.task = Some(task);
     state.diff = Some(view);
     vec![Effect::LoadDiff {
         name,
@@ -158,7 +165,7 @@ pub fn open_review(state: &mut AppState) -> Vec<Effect> {
 }
 
 /// `M`, `b`, `X` on a task in review (from its diff or the review queue).
-pub fn answer_review(state: &mut AppState, id: String, action: Action) -> Vec<Effect> {
+pub fn answer_review(state: &mut AppState, id: TaskId, action: Action) -> Vec<Effect> {
     match action {
         Action::Merge => {
             state.set_status(Level::Info, format!("merging {id}..."));

@@ -179,7 +179,9 @@ fn spawn_daemon_link(root: &Path, tx: Sender<Event>) {
         return;
     }
     thread::spawn(move || {
-        let Ok(attachment) = daemon::control::connect(&ws, &daemon::Request::Attach) else {
+        let Ok(attachment) =
+            daemon::control::connect(&ws, &crew_protocol::control::Request::Attach)
+        else {
             return;
         };
         let mut last = daemon::control::read_reply(&attachment).ok();
@@ -193,7 +195,7 @@ fn spawn_daemon_link(root: &Path, tx: Sender<Event>) {
                 Duration::from_secs(1)
             };
             thread::sleep(every);
-            let now = daemon::control::ask(&ws, &daemon::Request::Status).ok();
+            let now = daemon::control::ask(&ws, &crew_protocol::control::Request::Status).ok();
             if now == last {
                 continue;
             }
@@ -407,7 +409,7 @@ mod tests {
         let asked = 50;
         for n in 0..asked {
             lane.submit(Effect::LoadDiff {
-                name: format!("t{n}"),
+                name: format!("t{n}").parse().unwrap(),
                 task: None,
             });
         }
@@ -429,7 +431,7 @@ mod tests {
 
     #[test]
     fn git_work_and_answers_to_requests_go_to_different_threads() {
-        let name = || "alice".to_string();
+        let name = || crew_store::AgentName::parse("alice").unwrap();
         assert_eq!(
             lane(&Effect::LoadDiff {
                 name: name(),
@@ -442,10 +444,10 @@ mod tests {
             Effect::Merge { name: name() },
             Effect::Discard { name: name() },
             Effect::MergeReview {
-                id: "task_1".into(),
+                id: crew_store::TaskId(1),
             },
             Effect::DiscardReview {
-                id: "task_1".into(),
+                id: crew_store::TaskId(1),
                 reason: "no".into(),
             },
         ] {

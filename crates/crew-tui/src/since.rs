@@ -9,7 +9,8 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 
 use crate::workspace_view::WorkspaceView;
-use crew_store::{Entry, RequestState, Status};
+use crew_protocol::joined;
+use crew_store::{Entry, RequestState, Status, TaskId};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LastSeen {
@@ -68,12 +69,9 @@ impl LastSeen {
             return "welcome back".into();
         };
         let after = |ts: &str| humantime::parse_rfc3339_weak(ts).is_ok_and(|t| t > seen);
-        let mut tasks: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        let mut tasks: BTreeMap<&str, Vec<TaskId>> = BTreeMap::new();
         for task in model.tasks.iter().filter(|t| after(&t.updated_at)) {
-            tasks
-                .entry(task.status.as_str())
-                .or_default()
-                .push(task.id.as_str());
+            tasks.entry(task.status.as_str()).or_default().push(task.id);
         }
         let messages = model
             .inboxes
@@ -94,7 +92,7 @@ impl LastSeen {
         let ago = now.duration_since(seen).unwrap_or_default();
         let mut parts: Vec<String> = tasks
             .iter()
-            .map(|(status, ids)| format!("{status}: {}", ids.join(", ")))
+            .map(|(status, ids)| format!("{status}: {}", joined(ids, ", ")))
             .collect();
         parts.push(format!("{messages} message(s)"));
         if waiting > 0 {

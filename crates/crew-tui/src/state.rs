@@ -16,9 +16,9 @@ use crate::theme::Theme;
 use crate::warning::Warning;
 use crate::workspace_view::WorkspaceView;
 use crew_git::FileDiff;
-use crew_store::AgentStatus;
+use crew_protocol::control::{DaemonStatus, StopProgress};
+use crew_store::{AgentName, AgentStatus, TaskId};
 use crew_team::review::Review;
-use crew_team::run::daemon::{DaemonStatus, StopProgress};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Pane {
@@ -64,26 +64,26 @@ impl Pane {
 pub enum PromptKind {
     AddTask,
     Message {
-        to: String,
+        to: AgentName,
     },
     SendBack {
-        to: String,
+        to: AgentName,
     },
     /// Replace a task's `blockedBy`.
     EditDeps {
-        id: String,
+        id: TaskId,
     },
     /// Give a task to a teammate (empty: to nobody).
     Assign {
-        id: String,
+        id: TaskId,
     },
     /// Send a task in review back to its teammate with a note.
     ReviewSendBack {
-        id: String,
+        id: TaskId,
     },
     /// Discard a task in review, with the reason.
     ReviewDiscard {
-        id: String,
+        id: TaskId,
     },
 }
 
@@ -116,17 +116,17 @@ pub enum Confirm {
         rule: String,
     },
     Discard {
-        name: String,
+        name: AgentName,
     },
     Shutdown {
-        name: String,
+        name: AgentName,
     },
     /// Stop the whole team (not only this screen).
     StopTeam,
     /// After a second interrupt: give the agent's task back to the pool.
     ReleaseTask {
-        name: String,
-        id: String,
+        name: AgentName,
+        id: TaskId,
     },
 }
 
@@ -169,7 +169,7 @@ pub struct AppState {
     pub warnings: Vec<Warning>,
     pub size: (u16, u16),
     /// Unfolded tool calls, per agent.
-    pub folds: HashMap<String, Folds>,
+    pub folds: HashMap<AgentName, Folds>,
     /// The `crew` executable that restarts a teammate (`crew worker --name NAME`).
     pub worker_exe: PathBuf,
     /// How the team's commands run, for the header.
@@ -179,7 +179,7 @@ pub struct AppState {
     /// Syntax-highlighted bash commands of requests, by request id.
     pub commands: HashMap<crew_store::RequestId, Segments>,
     /// The agent last interrupted and when: a second press soon after offers to release its task.
-    pub last_interrupt: Option<(String, SystemTime)>,
+    pub last_interrupt: Option<(AgentName, SystemTime)>,
     /// The tasks waiting for review, with what each would bring (loaded off the input path).
     pub reviews: Vec<Review>,
     /// Watching another tool's team (`crew attach`): what it is, for the header.
@@ -267,7 +267,7 @@ impl AppState {
     }
 
     /// The teammate selected in the teammates pane.
-    pub fn selected_teammate(&self) -> Option<String> {
+    pub fn selected_teammate(&self) -> Option<AgentName> {
         self.workspace
             .teammates()
             .into_iter()

@@ -7,16 +7,16 @@ use crate::keymap::Mode;
 use crate::state::{AppState, Confirm, Level, Overlay, Pane, PromptKind};
 use crate::submit::open_prompt;
 use crew_store::AgentState;
-use crew_store::Status;
+use crew_store::{Status, TaskId};
 
 /// A teammate whose process should be there (as opposed to SHUTDOWN, DEAD or never started).
 fn running(state: Option<AgentState>) -> bool {
     state.is_some_and(AgentState::is_live)
 }
 
-fn selected_task(state: &AppState) -> Option<String> {
+fn selected_task(state: &AppState) -> Option<TaskId> {
     let row = state.workspace.task_rows.get(state.selected(Pane::Tasks))?;
-    state.workspace.tasks.get(row.index).map(|t| t.id.clone())
+    state.workspace.tasks.get(row.index).map(|t| t.id)
 }
 
 /// The dependency or owner dialog for the selected task.
@@ -55,7 +55,7 @@ pub const RELEASE_WINDOW: std::time::Duration = std::time::Duration::from_secs(3
 /// press within `RELEASE_WINDOW` offers to give its task back to the pool.
 pub fn interrupt(state: &mut AppState) -> Vec<Effect> {
     let name = match state.focus {
-        Pane::Lead => state.workspace.lead_name().to_string(),
+        Pane::Lead => state.workspace.lead_name(),
         _ => match state.selected_teammate() {
             Some(name) => name,
             None => return Vec::new(),
@@ -65,7 +65,7 @@ pub fn interrupt(state: &mut AppState) -> Vec<Effect> {
     let again = state.last_interrupt.as_ref().is_some_and(|(who, at)| {
         *who == name && now.duration_since(*at).is_ok_and(|d| d <= RELEASE_WINDOW)
     });
-    let task = state.agent(&name).and_then(|a| a.task.clone());
+    let task = state.agent(&name).and_then(|a| a.task);
     if again && let Some(id) = task {
         state.last_interrupt = None;
         state.overlay = Some(Overlay::Confirm(Confirm::ReleaseTask { name, id }));

@@ -2,10 +2,11 @@
 
 use crate::event::Effect;
 use crate::state::{AppState, Confirm, Level, Overlay, Prompt, PromptKind, new_field};
-use crew_store::NewTask;
+use crew_protocol::{InvalidName, joined};
+use crew_store::{AgentName, NewTask, TaskId};
 
 pub fn open_prompt(state: &mut AppState, kind: PromptKind) {
-    let task = |id: &str| state.workspace.tasks.iter().find(|t| t.id == id);
+    let task = |id: &TaskId| state.workspace.tasks.iter().find(|t| t.id == *id);
     let fields: Vec<(String, String)> = match &kind {
         PromptKind::AddTask => vec![
             ("subject".into(), String::new()),
@@ -25,15 +26,18 @@ pub fn open_prompt(state: &mut AppState, kind: PromptKind) {
         PromptKind::EditDeps { id } => vec![(
             "blocked by (ids, comma separated; empty: none)".into(),
             task(id)
-                .map(|t| t.blocked_by.join(", "))
+                .map(|t| joined(&t.blocked_by, ", "))
                 .unwrap_or_default(),
         )],
         PromptKind::Assign { id } => vec![(
             format!(
                 "teammate ({}; empty: nobody)",
-                state.workspace.teammates().join(", ")
+                joined(&state.workspace.teammates(), ", ")
             ),
-            task(id).and_then(|t| t.owner.clone()).unwrap_or_default(),
+            task(id)
+                .and_then(|t| t.owner.as_ref())
+                .map(AgentName::to_string)
+                .unwrap_or_default(),
         )],
     };
     state.overlay = Some(Overlay::Prompt(Prompt {
@@ -64,21 +68,39 @@ pub fn submit_prompt(state: &mut AppState, prompt: Prompt) -> Vec<Effect> {
         state.overlay = Some(Overlay::Prompt(prompt));
         return Vec::new();
     }
+    // Ids and names typed by the person are read here, once.
+    let typed = match &prompt.kind {
+        PromptKind::AddTask => ids(values.get(2).map_or("", String::as_str)).map(|blocked_by| {
+            vec![Effect::AddTask(NewTask {
+                subject: first.clone(),
+                description: values.get(1).cloned().unwrap_or_default(),
+                blocked_by,
+                role: None,
+            })]
+        }),
+        PromptKind::EditDeps { id } => ids(&first).map(|blocked_by| {
+            vec![Effect::SetDeps {
+                id: *id,
+                blocked_by,
+            }]
+        }),
+        PromptKind::Assign { id } => (!first.is_empty())
+            .then(|| AgentName::parse(&first))
+            .transpose()
+            .map(|to| vec![Effect::Assign { id: *id, to }]),
+        _ => Ok(Vec::new()),
+    };
+    match typed {
+        Ok(effects) if !effects.is_empty() => return effects,
+        Ok(_) => {}
+        Err(e) => {
+            state.set_status(Level::Warning, e.to_string());
+            state.overlay = Some(Overlay::Prompt(prompt));
+            return Vec::new();
+        }
+    }
     match &prompt.kind {
-        PromptKind::AddTask => vec![Effect::AddTask(NewTask {
-            subject: first,
-            description: values.get(1).cloned().unwrap_or_default(),
-            blocked_by: values.get(2).map(|b| ids(b)).unwrap_or_default(),
-            role: None,
-        })],
-        PromptKind::EditDeps { id } => vec![Effect::SetDeps {
-            id: id.clone(),
-            blocked_by: ids(&first),
-        }],
-        PromptKind::Assign { id } => vec![Effect::Assign {
-            id: id.clone(),
-            to: (!first.is_empty()).then_some(first),
-        }],
+        PromptKind::AddTask | PromptKind::EditDeps { .. } | PromptKind::Assign { .. } => Vec::new(),
         PromptKind::Message { to } => vec![Effect::Send {
             to: to.clone(),
             text: first,
@@ -88,7 +110,7 @@ pub fn submit_prompt(state: &mut AppState, prompt: Prompt) -> Vec<Effect> {
                 view.outcome = Some(format!("sending {id} back..."));
             }
             vec![Effect::SendBackReview {
-                id: id.clone(),
+                id: *id,
                 note: first,
             }]
         }
@@ -97,7 +119,7 @@ pub fn submit_prompt(state: &mut AppState, prompt: Prompt) -> Vec<Effect> {
                 view.outcome = Some(format!("discarding {id}..."));
             }
             vec![Effect::DiscardReview {
-                id: id.clone(),
+                id: *id,
                 reason: first,
             }]
         }
@@ -113,11 +135,11 @@ pub fn submit_prompt(state: &mut AppState, prompt: Prompt) -> Vec<Effect> {
     }
 }
 
-/// Task ids as typed: separated by commas and/or spaces.
-fn ids(text: &str) -> Vec<String> {
+/// Task ids as typed (`task_3` or `3`): separated by commas and/or spaces.
+fn ids(text: &str) -> Result<Vec<TaskId>, InvalidName> {
     text.split([',', ' '])
         .filter(|s| !s.is_empty())
-        .map(str::to_string)
+        .map(TaskId::parse)
         .collect()
 }
 

@@ -267,7 +267,7 @@ fn act(state: &mut AppState, action: Action) -> Vec<Effect> {
         Action::Open if state.focus == Pane::Teammates => return open_diff(state),
         Action::Open if state.focus == Pane::Approvals => return open_review(state),
         Action::Merge | Action::SendBack | Action::Discard if state.focus == Pane::Approvals => {
-            match state.selected_review().map(|r| r.id.clone()) {
+            match state.selected_review().map(|r| r.id) {
                 Some(id) => return answer_review(state, id, action),
                 None => state.set_status(Level::Warning, "no review selected"),
             }
@@ -380,7 +380,7 @@ fn send_to_lead(state: &mut AppState) -> Vec<Effect> {
     state.history_pos = None;
     state.input = crate::state::new_input();
     vec![Effect::Send {
-        to: state.workspace.lead_name().to_string(),
+        to: state.workspace.lead_name(),
         text,
     }]
 }

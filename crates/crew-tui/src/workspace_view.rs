@@ -8,10 +8,9 @@ use crate::data::{Change, TRANSCRIPT_KEEP};
 use crate::uiconfig::UiConfig;
 use crew_agent::transcript::Row;
 use crew_config::TeamConfig;
-use crew_store::AgentStatus;
-use crew_store::dag::{Graph, order_key};
+use crew_store::dag::Graph;
 use crew_store::requests::derive;
-use crew_store::{Entry, Message, RequestInfo, RequestState, Task};
+use crew_store::{AgentName, AgentStatus, Entry, Message, RequestInfo, RequestState, Task, TaskId};
 
 /// One row of the task pane, precomputed so a frame only formats what is visible.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,7 +19,7 @@ pub struct TaskRow {
     pub layer: Option<usize>,
     pub claimable: bool,
     /// Blockers not yet completed.
-    pub blocked_by: Vec<String>,
+    pub blocked_by: Vec<TaskId>,
 }
 
 /// An agent's last transcript rows. Rows are numbered from `first` so a row keeps its number
@@ -63,14 +62,14 @@ pub struct WorkspaceView {
     pub tasks: Vec<Task>,
     pub task_rows: Vec<TaskRow>,
     pub task_problems: Vec<String>,
-    pub inboxes: BTreeMap<String, Vec<Entry>>,
+    pub inboxes: BTreeMap<AgentName, Vec<Entry>>,
     /// Messages that carry a request id: all `derive` needs.
     request_messages: Vec<Message>,
     pub requests: Vec<RequestInfo>,
-    pub agents: BTreeMap<String, AgentStatus>,
-    pub transcripts: HashMap<String, Kept>,
+    pub agents: BTreeMap<AgentName, AgentStatus>,
+    pub transcripts: HashMap<AgentName, Kept>,
     /// How many of each agent's last transcript lines are a reply still streaming.
-    transcript_tails: HashMap<String, usize>,
+    transcript_tails: HashMap<AgentName, usize>,
     pub loaded: bool,
 }
 
@@ -82,7 +81,7 @@ pub struct Applied {
     /// Which tasks are in review (or their commits) changed: the review queue is reloaded.
     pub reviews_changed: bool,
     /// Tasks that entered review since the last load (after the first load).
-    pub new_reviews: Vec<String>,
+    pub new_reviews: Vec<TaskId>,
 }
 
 impl WorkspaceView {
@@ -96,11 +95,14 @@ impl WorkspaceView {
             .map_or("main", |c| c.team.base_branch.as_str())
     }
 
-    pub fn lead_name(&self) -> &str {
-        self.config.as_ref().map_or("lead", |c| c.lead_name())
+    /// The lead's name: `lead` until crew.toml has been read.
+    pub fn lead_name(&self) -> AgentName {
+        self.config
+            .as_ref()
+            .map_or_else(|| AgentName::from_lossy("lead"), |c| c.lead_name().clone())
     }
 
-    pub fn teammates(&self) -> Vec<String> {
+    pub fn teammates(&self) -> Vec<AgentName> {
         self.config
             .as_ref()
             .map_or_else(Vec::new, TeamConfig::teammate_names)
@@ -145,7 +147,7 @@ impl WorkspaceView {
                 Change::Task(id, task) => {
                     self.task_problems
                         .retain(|p| !p.contains(&format!("{id}.json")));
-                    self.put_task(&id, task);
+                    self.put_task(id, task);
                     tasks_changed = true;
                 }
                 Change::TaskProblem(p) => {
@@ -214,7 +216,7 @@ impl WorkspaceView {
             applied.new_reviews = reviews_now
                 .iter()
                 .filter(|(id, _)| !reviews_before.iter().any(|(b, _)| b == id))
-                .map(|(id, _)| id.clone())
+                .map(|(id, _)| *id)
                 .collect();
         }
         if self.loaded {
@@ -230,11 +232,11 @@ impl WorkspaceView {
     }
 
     /// The tasks in review with their last commit: what the review queue depends on.
-    pub fn in_review(&self) -> Vec<(String, Option<String>)> {
+    pub fn in_review(&self) -> Vec<(TaskId, Option<String>)> {
         self.tasks
             .iter()
             .filter(|t| t.status == crew_store::Status::Review)
-            .map(|t| (t.id.clone(), t.commits.as_ref().map(|c| c.head.clone())))
+            .map(|t| (t.id, t.commits.as_ref().map(|c| c.head.clone())))
             .collect()
     }
 
@@ -243,9 +245,8 @@ impl WorkspaceView {
         self.derive_requests(now);
     }
 
-    fn put_task(&mut self, id: &str, task: Option<Task>) {
-        let key = order_key(id);
-        let at = self.tasks.binary_search_by(|t| order_key(&t.id).cmp(&key));
+    fn put_task(&mut self, id: TaskId, task: Option<Task>) {
+        let at = self.tasks.binary_search_by_key(&id, |t| t.id);
         match (at, task) {
             (Ok(i), Some(task)) => self.tasks[i] = task,
             (Ok(i), None) => {
@@ -259,10 +260,10 @@ impl WorkspaceView {
     fn derive_tasks(&mut self) {
         let graph = Graph::new(&self.tasks);
         let layers = graph.layers();
-        let mut layer_of: HashMap<&str, usize> = HashMap::new();
+        let mut layer_of: HashMap<TaskId, usize> = HashMap::new();
         for (depth, ids) in layers.layers.iter().enumerate() {
-            for id in ids {
-                layer_of.insert(id.as_str(), depth);
+            for &id in ids {
+                layer_of.insert(id, depth);
             }
         }
         let mut rows: Vec<TaskRow> = self
@@ -271,7 +272,7 @@ impl WorkspaceView {
             .enumerate()
             .map(|(index, task)| TaskRow {
                 index,
-                layer: layer_of.get(task.id.as_str()).copied(),
+                layer: layer_of.get(&task.id).copied(),
                 claimable: graph.is_claimable(task),
                 blocked_by: graph.open_blockers(task),
             })

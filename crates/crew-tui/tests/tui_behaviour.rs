@@ -15,7 +15,7 @@ use git2::{IndexAddOption, Repository, RepositoryInitOptions, Signature};
 use serde_json::json;
 
 fn roster() -> Roster {
-    Roster::new(["lead", "alice", "bob", "carol"].map(String::from))
+    Roster::new(["lead", "alice", "bob", "carol"].map(|n| n.parse().unwrap()))
 }
 
 /// alice asks the person to run `command` in her worktree; returns the request id.
@@ -37,8 +37,8 @@ fn ask_for(root: &Path, tool: &str, input: serde_json::Value) -> RequestId {
         .send(
             &roster(),
             Draft {
-                from: "alice".into(),
-                to: "user".into(),
+                from: "alice".parse().unwrap(),
+                to: "user".parse().unwrap(),
                 kind: MessageKind::PermissionRequest,
                 text: Some(format!("alice asks to use {tool}")),
                 request: true,
@@ -207,13 +207,13 @@ fn add_a_task_with_a_dependency_and_release_a_claimed_one() {
     h.press(&["tab"]);
     h.type_text("needs the base");
     h.press(&["tab"]);
-    h.type_text(&first.id);
+    h.type_text(&first.id.to_string());
     h.press(&["enter"]);
     let tasks = ws.tasks().load_all().unwrap().tasks;
     assert_eq!(tasks.len(), 2, "{}", h.status());
     assert_eq!(tasks[1].subject, "on top");
     assert_eq!(tasks[1].description, "needs the base");
-    assert_eq!(tasks[1].blocked_by, vec![first.id.clone()]);
+    assert_eq!(tasks[1].blocked_by, vec![first.id]);
 
     h.reload();
     let row = h
@@ -223,15 +223,15 @@ fn add_a_task_with_a_dependency_and_release_a_claimed_one() {
         .iter()
         .find(|r| h.state.workspace.tasks[r.index].id == tasks[1].id)
         .unwrap();
-    assert_eq!(row.blocked_by, vec![first.id.clone()]);
+    assert_eq!(row.blocked_by, vec![first.id]);
     assert!(!row.claimable);
 
-    let id = crew_store::TaskId::parse(&first.id).unwrap();
+    let id = first.id;
     ws.tasks()
         .claim(
             id,
             crew_store::Claimant {
-                name: "alice",
+                name: &"alice".parse().unwrap(),
                 role: Some("implementer"),
             },
         )
@@ -430,7 +430,7 @@ fn changes_made_by_anyone_reach_the_screen_through_the_watcher() {
 fn a_teammates_checklist_shows_in_its_box() {
     use crew_store::{AgentState, AgentStatus, AgentStatuses, TodoItem, TodoStatus};
     let dir = workspace();
-    let mut status = AgentStatus::new("alice", AgentState::Work);
+    let mut status = AgentStatus::new(&"alice".parse().unwrap(), AgentState::Work);
     status.todos = [
         ("Read the parser", TodoStatus::Completed),
         ("Fix the off-by-one", TodoStatus::InProgress),

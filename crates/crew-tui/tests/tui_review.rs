@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use crew_config::init_template;
 use crew_git::{Author, Worktrees, exclude_from_git, init_with_files};
 use crew_store::workspace::RUNTIME_FOLDERS;
-use crew_store::{Claimant, NewTask, Status, TaskId, Workspace};
+use crew_store::{Claimant, NewTask, Status, TaskId, USER, Workspace};
 use crew_test_support::tui::{Harness, draw};
 use crew_tui::Pane;
 use crew_tui::event::Effect;
@@ -48,9 +48,9 @@ fn submit(root: &Path, subject: &str, file: &str, text: &str) -> TaskId {
             ..NewTask::default()
         })
         .unwrap();
-    let id = TaskId::parse(&task.id).unwrap();
+    let id = task.id;
     let alice = Claimant {
-        name: "alice",
+        name: &"alice".parse().unwrap(),
         role: Some("implementer"),
     };
     ws.tasks().claim(id, alice).unwrap();
@@ -68,14 +68,19 @@ fn submit(root: &Path, subject: &str, file: &str, text: &str) -> TaskId {
     let mut commits = ws.tasks().read(id).unwrap().commits.unwrap();
     commits.head = head;
     ws.tasks()
-        .submit_for_review(id, "alice", format!("wrote {file}"), *commits)
+        .submit_for_review(
+            id,
+            &"alice".parse().unwrap(),
+            format!("wrote {file}"),
+            *commits,
+        )
         .unwrap();
     id
 }
 
 fn status_of(root: &Path, id: u64) -> (Status, Option<String>) {
     let task = Workspace::new(root).tasks().read(TaskId(id)).unwrap();
-    (task.status, task.owner)
+    (task.status, task.owner.map(String::from))
 }
 
 /// The screen with the temporary folder's path replaced, so snapshots are stable.
@@ -110,7 +115,7 @@ fn the_review_queue_is_one_key_away_from_the_text_box_and_shows_the_task() {
 
     h.press(&["enter"]);
     let view = h.state.diff.as_ref().expect("the task's diff is open");
-    assert_eq!(view.task.as_deref(), Some("task_1"));
+    assert_eq!(view.task, Some(TaskId(1)));
     let files: Vec<&str> = view.files().iter().map(|f| f.path.as_str()).collect();
     assert_eq!(files, ["parser.rs"]);
     insta::assert_snapshot!("review_diff", stable_screen(&mut h));
@@ -265,7 +270,7 @@ fn discard_reverts_in_the_worktree_of_the_commits_branch_after_the_task_changed_
     let config =
         crew_config::TeamConfig::parse(Path::new("crew.toml"), &init_template("web", "main"))
             .unwrap();
-    crew_team::review::discard(&ws, &config, TaskId(1), "user", "not needed").unwrap();
+    crew_team::review::discard(&ws, &config, TaskId(1), &USER, "not needed").unwrap();
     assert_eq!(status_of(root, 1).0, Status::Failed);
     assert!(!root.join(".worktrees/alice/parser.rs").exists());
 }
@@ -284,18 +289,23 @@ fn a_review_warns_about_a_renamed_crew_toml() {
     let mut commits = ws.tasks().read(TaskId(1)).unwrap().commits.unwrap();
     commits.head = head;
     // Resubmitted with the rename as one of its commits.
-    ws.tasks().send_back(TaskId(1), "user", "again").unwrap();
+    ws.tasks().send_back(TaskId(1), &USER, "again").unwrap();
     ws.tasks()
         .claim(
             TaskId(1),
             Claimant {
-                name: "alice",
+                name: &"alice".parse().unwrap(),
                 role: Some("implementer"),
             },
         )
         .unwrap();
     ws.tasks()
-        .submit_for_review(TaskId(1), "alice", "renamed".into(), *commits)
+        .submit_for_review(
+            TaskId(1),
+            &"alice".parse().unwrap(),
+            "renamed".into(),
+            *commits,
+        )
         .unwrap();
     let config =
         crew_config::TeamConfig::parse(Path::new("crew.toml"), &init_template("web", "main"))

@@ -78,7 +78,7 @@ fn an_edit_request_shows_the_diff_it_would_make() {
     update(
         &mut state,
         Event::Data(vec![Change::Inbox {
-            name: "user".into(),
+            name: "user".parse().unwrap(),
             entries: vec![Entry::Message {
                 offset: 500,
                 message: edit,
@@ -184,7 +184,7 @@ fn diff_view_unified_and_side_by_side() {
     let effects = update(
         &mut state,
         Event::Diff {
-            name: "alice".into(),
+            name: "alice".parse().unwrap(),
             task: None,
             result: Ok(sample_diff()),
         },
@@ -264,7 +264,7 @@ fn prompt_cache_tokens_show_per_agent_and_in_the_header() {
     };
     update(
         &mut state,
-        Event::Data(vec![Change::Agent("alice".into(), Some(alice))]),
+        Event::Data(vec![Change::Agent("alice".parse().unwrap(), Some(alice))]),
     );
     // Wide enough for the teammate box's whole title.
     let text = crew_test_support::tui::screen_text(&mut state, 240, 40);
@@ -312,7 +312,7 @@ fn subagents_nested_under_their_teammate() {
     ];
     update(
         &mut state,
-        Event::Data(vec![Change::Agent("alice".into(), Some(alice))]),
+        Event::Data(vec![Change::Agent("alice".parse().unwrap(), Some(alice))]),
     );
     state.focus = Pane::Teammates;
     insta::assert_snapshot!("teammate_subagents", draw(&mut state, 100, 24));

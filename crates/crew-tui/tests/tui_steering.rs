@@ -13,18 +13,18 @@ use crew_tui::data::Change;
 use crew_tui::event::Event;
 use ratatui::crossterm::event::{KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 
-fn add(ws: &Workspace, subject: &str, blocked_by: &[&str]) -> String {
+fn add(ws: &Workspace, subject: &str, blocked_by: &[TaskId]) -> TaskId {
     ws.tasks()
         .create(NewTask {
             subject: subject.into(),
-            blocked_by: blocked_by.iter().map(|s| s.to_string()).collect(),
+            blocked_by: blocked_by.to_vec(),
             ..NewTask::default()
         })
         .unwrap()
         .id
 }
 
-fn select_task(h: &mut Harness, id: &str) {
+fn select_task(h: &mut Harness, id: TaskId) {
     let at = h
         .state
         .workspace
@@ -48,18 +48,18 @@ fn edit_a_tasks_dependencies_and_a_cycle_is_refused_with_nothing_changed() {
     let ws = Workspace::new(dir.path());
     let base = add(&ws, "base", &[]);
     let api = add(&ws, "api", &[]);
-    let docs = add(&ws, "docs", &[&api]);
+    let docs = add(&ws, "docs", &[api]);
     let mut h = Harness::new(dir.path());
     h.press(&["esc", "3"]);
-    select_task(&mut h, &docs);
+    select_task(&mut h, docs);
     h.press(&["e"]);
     clear_field(&mut h);
     h.type_text(&format!("{base}, {api}"));
     h.press(&["enter"]);
-    let id = TaskId::parse(&docs).unwrap();
+    let id = docs;
     assert_eq!(
         ws.tasks().read(id).unwrap().blocked_by,
-        [base.clone(), api.clone()],
+        [base, api],
         "{}",
         h.status()
     );
@@ -67,20 +67,20 @@ fn edit_a_tasks_dependencies_and_a_cycle_is_refused_with_nothing_changed() {
 
     // The prompt opens with what is there; api waiting for docs would close a loop.
     h.reload();
-    select_task(&mut h, &api);
+    select_task(&mut h, api);
     h.press(&["e"]);
-    h.type_text(&docs);
+    h.type_text(&docs.to_string());
     h.press(&["enter"]);
     assert_eq!(
         h.status(),
         format!("blockedBy would make a cycle: {api} -> {docs} -> {api}")
     );
-    let api_id = TaskId::parse(&api).unwrap();
+    let api_id = api;
     assert!(ws.tasks().read(api_id).unwrap().blocked_by.is_empty());
 
     // Emptied: waits for nothing.
     h.reload();
-    select_task(&mut h, &docs);
+    select_task(&mut h, docs);
     h.press(&["e"]);
     clear_field(&mut h);
     h.press(&["enter"]);
@@ -93,10 +93,10 @@ fn assign_a_task_reassign_it_from_its_owner_and_put_it_back_in_the_pool() {
     let dir = workspace();
     let ws = Workspace::new(dir.path());
     let task = add(&ws, "parser", &[]);
-    let id = TaskId::parse(&task).unwrap();
+    let id = task;
     let mut h = Harness::new(dir.path());
     h.press(&["esc", "3"]);
-    select_task(&mut h, &task);
+    select_task(&mut h, task);
     h.press(&["a"]);
     h.type_text("bob");
     h.press(&["enter"]);
@@ -112,13 +112,13 @@ fn assign_a_task_reassign_it_from_its_owner_and_put_it_back_in_the_pool() {
         .claim(
             id,
             crew_store::Claimant {
-                name: "bob",
+                name: &"bob".parse().unwrap(),
                 role: Some("implementer"),
             },
         )
         .unwrap();
     h.reload();
-    select_task(&mut h, &task);
+    select_task(&mut h, task);
     h.press(&["a"]);
     clear_field(&mut h);
     h.type_text("alice");
@@ -137,7 +137,7 @@ fn assign_a_task_reassign_it_from_its_owner_and_put_it_back_in_the_pool() {
 
     // Not a teammate: refused by name, nothing changes.
     h.reload();
-    select_task(&mut h, &task);
+    select_task(&mut h, task);
     h.press(&["a"]);
     clear_field(&mut h);
     h.type_text("lead");
@@ -150,13 +150,13 @@ fn assign_a_task_reassign_it_from_its_owner_and_put_it_back_in_the_pool() {
 
     // Released: back in the pool, claimable by anyone.
     h.reload();
-    select_task(&mut h, &task);
+    select_task(&mut h, task);
     h.press(&["r"]);
     let t = ws.tasks().read(id).unwrap();
     assert_eq!((t.status, t.owner), (Status::Pending, None));
     assert_eq!(h.status(), format!("{task} is back in the pool"));
     h.reload();
-    select_task(&mut h, &task);
+    select_task(&mut h, task);
     h.press(&["r"]);
     assert_eq!(h.status(), format!("{task} is not claimed or assigned"));
 }
@@ -178,7 +178,7 @@ fn lead_rows(h: &mut Harness) {
         Row::plain("assistant: all green"),
     ];
     h.feed(Event::Data(vec![Change::Transcript {
-        name: "lead".into(),
+        name: "lead".parse().unwrap(),
         lines: rows,
         reset: false,
         tail: 0,
@@ -234,7 +234,7 @@ fn wide_characters_wrap_by_columns_so_nothing_is_cut_off() {
     // 30 CJK characters are 60 columns: more than the 58 inside a 60-column pane.
     let reply = "任务已经完成并且所有测试都通过了请检查工作树中的差异然后合并";
     h.feed(Event::Data(vec![Change::Transcript {
-        name: "lead".into(),
+        name: "lead".parse().unwrap(),
         lines: vec![Row::plain(format!("assistant: {reply}"))],
         reset: false,
         tail: 0,
@@ -288,7 +288,7 @@ fn a_zoomed_teammates_call_unfolds_with_a_click_too() {
     let dir = workspace();
     let mut h = Harness::new(dir.path());
     h.feed(Event::Data(vec![Change::Transcript {
-        name: "alice".into(),
+        name: "alice".parse().unwrap(),
         lines: vec![
             Row::plain("assistant: checking"),
             Row {
@@ -320,14 +320,12 @@ fn ctrl_c_interrupts_the_focused_agent_without_quitting_and_twice_offers_to_rele
     let ws = Workspace::new(dir.path());
     let id = add(&ws, "slow", &[]);
     let claimant = crew_store::Claimant {
-        name: "alice",
+        name: &"alice".parse().unwrap(),
         role: None,
     };
-    ws.tasks()
-        .claim(TaskId::parse(&id).unwrap(), claimant)
-        .unwrap();
-    for (name, task) in [("alice", Some(id.clone())), ("lead", None)] {
-        let mut working = AgentStatus::new(name, AgentState::Work);
+    ws.tasks().claim(id, claimant).unwrap();
+    for (name, task) in [("alice", Some(id)), ("lead", None)] {
+        let mut working = AgentStatus::new(&name.parse().unwrap(), AgentState::Work);
         working.pid = std::process::id();
         working.task = task;
         ws.agents().write(&working).unwrap();
@@ -357,7 +355,7 @@ fn ctrl_c_interrupts_the_focused_agent_without_quitting_and_twice_offers_to_rele
     assert!(h.state.overlay.is_some(), "asks before releasing");
     assert_eq!(inbox(dir.path(), "alice").len(), 1);
     h.press(&["y"]);
-    let task = ws.tasks().read(TaskId::parse(&id).unwrap()).unwrap();
+    let task = ws.tasks().read(id).unwrap();
     assert_eq!((task.status, task.owner), (Status::Pending, None));
     assert_eq!(h.status(), format!("{id} is back in the pool"));
 }
@@ -370,7 +368,7 @@ fn the_header_shows_spend_against_the_team_budget() {
     text.push_str("\n[budget]\nmax_turns = 10\nmax_usd = 2.0\n");
     std::fs::write(&toml, text).unwrap();
     let ws = Workspace::new(dir.path());
-    let mut busy = AgentStatus::new("alice", AgentState::Work);
+    let mut busy = AgentStatus::new(&"alice".parse().unwrap(), AgentState::Work);
     busy.pid = std::process::id();
     busy.turns = 3;
     busy.cost_micros = Some(400_000);

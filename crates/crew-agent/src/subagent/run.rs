@@ -25,7 +25,7 @@ use crew_tools::{
 
 /// What a subagent takes from the agent that starts it.
 pub(crate) struct Parent {
-    pub name: String,
+    pub name: crew_store::AgentName,
     /// The caller's provider, retries included.
     pub model: Arc<dyn ModelProvider>,
     pub model_name: String,

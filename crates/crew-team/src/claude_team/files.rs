@@ -5,7 +5,7 @@
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crew_store::{Message, MessageKind, RequestId, Status, Task};
+use crew_store::{AgentName, Message, MessageKind, RequestId, Status, Task, TaskId};
 
 /// A request crew's derivation never expires: a Claude Code teammate waits until answered.
 pub(crate) const NO_EXPIRY_SECS: u64 = 10 * 365 * 24 * 3600;
@@ -87,7 +87,7 @@ const CREW_FIELDS: &[&str] = &[
 pub(crate) fn to_crew(
     message: &InboxMessage,
     to: &str,
-    crew_name: &dyn Fn(&str) -> String,
+    crew_name: &dyn Fn(&str) -> AgentName,
 ) -> Message {
     let mut extra = Map::new();
     for (key, value) in &message.rest {
@@ -225,12 +225,12 @@ pub(crate) struct TaskFile {
 }
 
 /// crew's id for a Claude Code task id (a whole number), if it is one.
-pub(crate) fn crew_task_id(id: &str) -> Option<String> {
-    id.parse::<u64>().ok().map(|n| format!("task_{n}"))
+pub(crate) fn crew_task_id(id: &str) -> Option<TaskId> {
+    id.parse::<u64>().ok().map(TaskId)
 }
 
 /// The task as crew shows it; an unknown status is kept in the notes.
-pub(crate) fn to_crew_task(task: &TaskFile, crew_name: &dyn Fn(&str) -> String) -> Option<Task> {
+pub(crate) fn to_crew_task(task: &TaskFile, crew_name: &dyn Fn(&str) -> AgentName) -> Option<Task> {
     let id = crew_task_id(&task.id)?;
     let mut notes = Vec::new();
     let status = match task.status.as_str() {
@@ -268,8 +268,8 @@ pub(crate) fn to_crew_task(task: &TaskFile, crew_name: &dyn Fn(&str) -> String) 
 }
 
 /// A crew name for a Claude Code name: `[a-z][a-z0-9_-]{0,31}`, as close to it as can be.
-pub(crate) fn crew_name(name: &str) -> String {
-    crew_store::names::name_from(name, "a")
+pub(crate) fn crew_name(name: &str) -> AgentName {
+    AgentName::from_lossy(name)
 }
 
 fn short_hash(text: &str) -> String {

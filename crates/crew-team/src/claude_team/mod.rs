@@ -21,7 +21,9 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use crew_store::atomic::write_atomic;
-use crew_store::{AgentState, AgentStatus, Entry, Message, MessageKind, Workspace};
+use crew_store::{
+    AgentName, AgentState, AgentStatus, Entry, Message, MessageKind, TaskId, Workspace,
+};
 use files::{InboxMessage, TeamFile};
 
 #[derive(Debug, thiserror::Error)]
@@ -166,7 +168,7 @@ pub struct Mirror {
     team: String,
     root: PathBuf,
     /// Messages already in the log, by inbox and key.
-    seen: HashSet<(String, String)>,
+    seen: HashSet<(AgentName, String)>,
     /// Requests whose answer from the person was already forwarded.
     forwarded: HashSet<String>,
     /// The last readable team file.
@@ -176,7 +178,7 @@ pub struct Mirror {
     /// Each member's state as the screen shows it.
     states: BTreeMap<String, (AgentState, Option<String>)>,
     /// How far into each inbox of the log answers were looked for.
-    log_offsets: HashMap<String, u64>,
+    log_offsets: HashMap<AgentName, u64>,
     /// Claude Code permission requests in the log, by request id.
     requests: HashMap<String, Message>,
     /// Problems already reported, so a broken file is said once.
@@ -245,7 +247,7 @@ impl Mirror {
     }
 
     /// Every message in crew's log, with the inbox it is in.
-    fn logged(&self) -> Result<Vec<(String, Message)>, AttachError> {
+    fn logged(&self) -> Result<Vec<(AgentName, Message)>, AttachError> {
         let boxes = self.workspace().mailboxes();
         let mut out = Vec::new();
         for name in boxes.inboxes()? {
@@ -269,7 +271,7 @@ impl Mirror {
         self.forward_answers()
     }
 
-    fn crew_name(name: &str) -> String {
+    fn crew_name(name: &str) -> AgentName {
         files::crew_name(name)
     }
 
@@ -282,7 +284,7 @@ impl Mirror {
         let message = Message {
             id: crew_store::message::new_id("cc"),
             ts: crew_store::task::now_rfc3339(),
-            from: "crew".into(),
+            from: Self::crew_name("crew"),
             to: lead,
             kind: "unreadable".into(),
             text: Some(problem),
@@ -293,7 +295,7 @@ impl Mirror {
         Ok(self.workspace().mailboxes().append(&message)?)
     }
 
-    fn lead_name(&self) -> String {
+    fn lead_name(&self) -> AgentName {
         let lead = self
             .team_file
             .as_ref()
@@ -358,7 +360,7 @@ impl Mirror {
     /// crew's simulator, which never runs here: the screen only shows them.
     fn write_config(&self) -> Result<(), AttachError> {
         let lead = Self::crew_name(&self.lead_name());
-        let mut names: BTreeSet<String> = BTreeSet::new();
+        let mut names: BTreeSet<AgentName> = BTreeSet::new();
         names.insert(lead.clone());
         let mut text = format!(
             "# Written by `crew attach claude`: Claude Code team {:?}, for the screen only.\n\
@@ -439,7 +441,7 @@ impl Mirror {
     }
 
     /// Each member's state and the task it holds, as the screen's status files.
-    fn write_statuses(&self, holding: &BTreeMap<String, String>) -> Result<(), AttachError> {
+    fn write_statuses(&self, holding: &BTreeMap<AgentName, TaskId>) -> Result<(), AttachError> {
         for (name, (state, note)) in &self.states {
             let crew = Self::crew_name(name);
             let path = self.root.join(".crew/agents").join(format!("{crew}.json"));
@@ -448,7 +450,7 @@ impl Mirror {
                 pid: 0,
                 heartbeat: String::new(),
                 started_at: String::new(),
-                task: holding.get(&crew).cloned(),
+                task: holding.get(&crew).copied(),
                 note: note.clone(),
                 ..AgentStatus::new(&crew, *state)
             };
@@ -471,9 +473,9 @@ impl Mirror {
     }
 
     /// The team's tasks as they are now; returns which member holds which task in progress.
-    fn sync_tasks(&mut self) -> Result<BTreeMap<String, String>, AttachError> {
+    fn sync_tasks(&mut self) -> Result<BTreeMap<AgentName, TaskId>, AttachError> {
         let dir = self.tasks_dir();
-        let mut now: BTreeMap<String, crew_store::Task> = BTreeMap::new();
+        let mut now: BTreeMap<TaskId, crew_store::Task> = BTreeMap::new();
         let mut problems = Vec::new();
         for entry in fs::read_dir(&dir).into_iter().flatten().flatten() {
             let path = entry.path();
@@ -485,7 +487,7 @@ impl Mirror {
                 Ok(None) => {}
                 Ok(Some(task)) => match files::to_crew_task(&task, &Self::crew_name) {
                     Some(task) => {
-                        now.insert(task.id.clone(), task);
+                        now.insert(task.id, task);
                     }
                     None => problems.push(format!(
                         "{}: task id {:?} is not a whole number",
@@ -504,15 +506,15 @@ impl Mirror {
         for entry in fs::read_dir(&tasks_dir).map_err(io(&tasks_dir))?.flatten() {
             let path = entry.path();
             let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
-            if path.extension().and_then(|e| e.to_str()) == Some("json") && !now.contains_key(stem)
-            {
+            let mirrored = TaskId::parse(stem).is_ok_and(|id| now.contains_key(&id));
+            if path.extension().and_then(|e| e.to_str()) == Some("json") && !mirrored {
                 fs::remove_file(&path).map_err(io(&path))?;
             }
         }
         let holding = now
             .values()
             .filter(|t| t.status == crew_store::Status::InProgress)
-            .filter_map(|t| Some((t.owner.clone()?, t.id.clone())))
+            .filter_map(|t| Some((t.owner.clone()?, t.id)))
             .collect();
         for (id, task) in now {
             let path = tasks_dir.join(format!("{id}.json"));

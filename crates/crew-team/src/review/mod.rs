@@ -8,8 +8,11 @@ use serde::Serialize;
 
 use crew_config::TeamConfig;
 use crew_git::{Author, GitError, MergeOutcome, WorktreeDiff, Worktrees};
-use crew_store::MessageKind;
-use crew_store::{Draft, Refusal, Status, StoreError, Task, TaskCommits, TaskId, Workspace};
+use crew_protocol::joined;
+use crew_store::{
+    AgentName, Draft, MessageKind, Refusal, Status, StoreError, Task, TaskCommits, TaskId,
+    Workspace,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReviewError {
@@ -19,14 +22,14 @@ pub enum ReviewError {
     Git(#[from] GitError),
     #[error("{id} does not merge into {base}: conflicts in {}; nothing was changed", files.join(", "))]
     Conflicts {
-        id: String,
+        id: TaskId,
         base: String,
         files: Vec<String>,
     },
     #[error("{id} changes {}, which govern the team: only the person merges that", files.join(", "))]
-    Protected { id: String, files: Vec<String> },
+    Protected { id: TaskId, files: Vec<String> },
     #[error("{id} is in review but records no commits (edited by hand?)")]
-    NoCommits { id: String },
+    NoCommits { id: TaskId },
 }
 
 impl ReviewError {
@@ -44,9 +47,9 @@ impl ReviewError {
 /// One task waiting for review, as a person needs to judge it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Review {
-    pub id: String,
+    pub id: TaskId,
     pub subject: String,
-    pub owner: String,
+    pub owner: Option<AgentName>,
     pub branch: String,
     pub head: String,
     /// The teammate's summary of what it did.
@@ -103,17 +106,17 @@ pub fn merge(
     workspace: &Workspace,
     config: &TeamConfig,
     id: TaskId,
-    by: &str,
+    by: &AgentName,
 ) -> Result<String, ReviewError> {
     let task = in_review(workspace, id)?;
     let commits = commits_of(&task)?;
     let how = merge_commits_unchecked(workspace, config, &task, &commits)?;
     let base = &config.team.base_branch;
     workspace.tasks().mark_merged(id, by, &how)?;
-    let also = mark_came_along(workspace, config, &task.id, by)?;
+    let also = mark_came_along(workspace, config, task.id, by)?;
     let mut text = format!("{} merged into {base} by {by} ({how})", task.id);
     if !also.is_empty() {
-        text.push_str(&format!("; with it {}", also.join(", ")));
+        text.push_str(&format!("; with it {}", joined(&also, ", ")));
     }
     tell_lead(workspace, config, by, text.clone())?;
     Ok(text)
@@ -124,9 +127,9 @@ pub fn merge(
 pub(crate) fn mark_came_along(
     workspace: &Workspace,
     config: &TeamConfig,
-    merged: &str,
-    by: &str,
-) -> Result<Vec<String>, ReviewError> {
+    merged: TaskId,
+    by: &AgentName,
+) -> Result<Vec<TaskId>, ReviewError> {
     let trees = Worktrees::open(workspace.root())?;
     let mut also = Vec::new();
     for other in workspace.tasks().load_all()?.tasks {
@@ -138,11 +141,10 @@ pub(crate) fn mark_came_along(
             continue;
         };
         if trees.base_contains(&config.team.base_branch, &c.head)? {
-            let other_id = TaskId::parse(&other.id)?;
             workspace
                 .tasks()
-                .mark_merged(other_id, by, &format!("came along with {merged}"))?;
-            also.push(other.id.clone());
+                .mark_merged(other.id, by, &format!("came along with {merged}"))?;
+            also.push(other.id);
         }
     }
     Ok(also)
@@ -153,7 +155,7 @@ pub fn send_back(
     workspace: &Workspace,
     config: &TeamConfig,
     id: TaskId,
-    by: &str,
+    by: &AgentName,
     note: &str,
 ) -> Result<Task, ReviewError> {
     let task = workspace.tasks().send_back(id, by, note)?;
@@ -176,7 +178,7 @@ pub fn discard(
     workspace: &Workspace,
     config: &TeamConfig,
     id: TaskId,
-    by: &str,
+    by: &AgentName,
     reason: &str,
 ) -> Result<Task, ReviewError> {
     let task = in_review(workspace, id)?;
@@ -221,7 +223,7 @@ pub(crate) fn merge_commits(
     let protected = protected_files(&files, config);
     if !protected.is_empty() {
         return Err(ReviewError::Protected {
-            id: task.id.clone(),
+            id: task.id,
             files: protected,
         });
     }
@@ -241,7 +243,7 @@ fn merge_commits_unchecked(
     let label = format!("{} ({})", task.id, commits.branch);
     match trees.merge_commits(&label, &commits.head, base, &author)? {
         MergeOutcome::Conflicts { files } => Err(ReviewError::Conflicts {
-            id: task.id.clone(),
+            id: task.id,
             base: base.clone(),
             files,
         }),
@@ -303,9 +305,9 @@ fn describe(trees: &Worktrees, config: &TeamConfig, task: &Task) -> Result<Revie
         .and_then(|t| SystemTime::now().duration_since(t).ok())
         .map_or(0, |d| d.as_secs());
     Ok(Review {
-        id: task.id.clone(),
+        id: task.id,
         subject: task.subject.clone(),
-        owner: task.owner.clone().unwrap_or_default(),
+        owner: task.owner.clone(),
         branch: commits.branch.clone(),
         head: commits.head.clone(),
         summary: task.result.clone().unwrap_or_default(),
@@ -336,15 +338,13 @@ fn commits_of(task: &Task) -> Result<TaskCommits, ReviewError> {
     task.commits
         .as_deref()
         .cloned()
-        .ok_or_else(|| ReviewError::NoCommits {
-            id: task.id.clone(),
-        })
+        .ok_or(ReviewError::NoCommits { id: task.id })
 }
 
 fn tell_lead(
     workspace: &Workspace,
     config: &TeamConfig,
-    by: &str,
+    by: &AgentName,
     text: String,
 ) -> Result<(), StoreError> {
     workspace
@@ -352,11 +352,9 @@ fn tell_lead(
         .send(
             &config.roster(),
             Draft {
-                from: by.to_string(),
-                to: config.lead_name().to_string(),
                 kind: MessageKind::StatusUpdate,
                 text: Some(text),
-                ..Draft::default()
+                ..Draft::new(by.clone(), config.lead_name().clone())
             },
         )
         .map(|_| ())

@@ -6,7 +6,7 @@
 
 use crew_config::Budget;
 use crew_store::requests::{RequestInfo, RequestState};
-use crew_store::{AgentStatus, MessageKind, Roster, StoreError, Workspace};
+use crew_store::{AgentName, AgentStatus, MessageKind, Roster, StoreError, Workspace};
 
 /// Turns, tokens and millionths of a dollar spent.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -39,7 +39,7 @@ impl Spend {
         Ok(total)
     }
 
-    pub(crate) fn agent(workspace: &Workspace, name: &str) -> Result<Spend, StoreError> {
+    pub(crate) fn agent(workspace: &Workspace, name: &AgentName) -> Result<Spend, StoreError> {
         Ok(workspace
             .agents()
             .read(name)?
@@ -72,7 +72,7 @@ pub(crate) fn reached(budget: &Budget, times: u64, spend: Spend) -> Option<Strin
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope<'a> {
     Team,
-    Agent(&'a str),
+    Agent(&'a AgentName),
 }
 
 impl Scope<'_> {
@@ -114,7 +114,7 @@ pub fn answers(requests: &[RequestInfo], scope: Scope<'_>) -> Answers {
 pub(crate) fn ask(
     workspace: &Workspace,
     roster: &Roster,
-    from: &str,
+    from: &AgentName,
     scope: Scope<'_>,
     why: &str,
 ) -> Result<(), StoreError> {
@@ -129,8 +129,8 @@ pub(crate) fn ask(
         .send(
             roster,
             crew_store::Draft {
-                from: from.to_string(),
-                to: crew_protocol::USER.to_string(),
+                from: from.clone(),
+                to: crew_protocol::USER,
                 kind: MessageKind::BudgetRequest,
                 text: Some(format!(
                     "{whose} is reached ({why}); new work is paused. Approve to raise it by its \

@@ -15,7 +15,7 @@ use crate::work::SetupError;
 use crate::work::work_for;
 use crew_config::TeamConfig;
 use crew_store::requests::RequestState;
-use crew_store::{Draft, StoreError, TaskId, Workspace};
+use crew_store::{AgentName, Draft, StoreError, TaskId, Workspace};
 use crew_store::{MessageKind, USER};
 
 /// What answers permission requests when no person is at a screen.
@@ -40,13 +40,13 @@ pub enum Happening {
     Team(TeamEvent),
     Answered {
         request_id: crew_store::RequestId,
-        from: String,
+        from: AgentName,
         approved: bool,
         what: String,
     },
     /// A review was merged (by the merge policy) or could not be: what was said about it.
     Reviewed {
-        id: String,
+        id: TaskId,
         text: String,
     },
 }
@@ -62,13 +62,13 @@ pub enum HeadlessError {
 }
 
 /// How a worker for `name` is set up from crew.toml.
-pub fn settings_for(config: &TeamConfig, name: &str) -> WorkerSettings {
+pub fn settings_for(config: &TeamConfig, name: &AgentName) -> WorkerSettings {
     let is_lead = name == config.lead_name();
     let secs = Duration::from_secs;
     WorkerSettings {
-        name: name.to_string(),
+        name: name.clone(),
         role: config.role_of(name).map(str::to_string),
-        lead: config.lead_name().to_string(),
+        lead: config.lead_name().clone(),
         claims: !is_lead,
         idle_poll: secs(config.worker.idle_poll_secs),
         idle_timeout: (!is_lead).then(|| secs(config.worker.idle_timeout_secs)),
@@ -86,7 +86,7 @@ pub struct TeamRun {
     policy: Option<Policy>,
     merge: MergePolicy,
     /// Reviews the merge policy could not merge, so each is reported once.
-    left_for_person: std::collections::HashSet<String>,
+    left_for_person: std::collections::HashSet<TaskId>,
     lead: Option<JoinHandle<Result<ExitReason, StoreError>>>,
     pub events: Vec<Happening>,
 }
@@ -102,7 +102,7 @@ impl TeamRun {
         bypass: bool,
     ) -> Result<TeamRun, HeadlessError> {
         let mut supervisor = Supervisor::for_team(workspace.clone(), &config, exe);
-        let lead_name = config.lead_name().to_string();
+        let lead_name = config.lead_name().clone();
         // crew's own runtime, or a CLI (Claude Code) that reaches the team through `crew mcp`.
         let mut work = work_for(workspace.clone(), config.clone(), &lead_name, bypass)?;
         let worker = Worker::new(
@@ -149,7 +149,7 @@ impl TeamRun {
         })
     }
 
-    pub(crate) fn teammates(&self) -> Vec<String> {
+    pub(crate) fn teammates(&self) -> Vec<AgentName> {
         self.config.teammate_names()
     }
 
@@ -165,12 +165,10 @@ impl TeamRun {
             .send(
                 &self.config.roster(),
                 Draft {
-                    from: USER.into(),
-                    to: self.config.lead_name().to_string(),
                     kind,
                     text: Some(text),
                     request,
-                    ..Draft::default()
+                    ..Draft::new(USER, self.config.lead_name().clone())
                 },
             )
             .map(|_| ())
@@ -211,7 +209,7 @@ impl TeamRun {
             match boxes.respond(
                 &self.config.roster(),
                 &request.request_id,
-                USER,
+                &USER,
                 approve,
                 Some(note),
                 self.config.request_timeout(),
@@ -246,7 +244,7 @@ impl TeamRun {
                 continue;
             }
             if !r.protected.is_empty() {
-                self.left_for_person.insert(r.id.clone());
+                self.left_for_person.insert(r.id);
                 out.push(Happening::Reviewed {
                     text: format!(
                         "{} changes {}: not merged automatically, it waits for `crew review merge {}`",
@@ -258,13 +256,10 @@ impl TeamRun {
                 });
                 continue;
             }
-            let Ok(id) = TaskId::parse(&r.id) else {
-                continue;
-            };
-            let text = match review::merge(&self.workspace, &self.config, id, USER) {
+            let text = match review::merge(&self.workspace, &self.config, r.id, &USER) {
                 Ok(text) => format!("{text} (--merge auto)"),
                 Err(e) => {
-                    self.left_for_person.insert(r.id.clone());
+                    self.left_for_person.insert(r.id);
                     format!("{e}; it waits for the person")
                 }
             };
@@ -289,7 +284,7 @@ impl TeamRun {
     pub(crate) fn stop_watched(
         mut self,
         grace: Duration,
-        watch: &mut dyn FnMut(&[String], Duration) -> bool,
+        watch: &mut dyn FnMut(&[AgentName], Duration) -> bool,
     ) -> Result<Vec<Happening>, StoreError> {
         let teammates = self.teammates();
         let mut out: Vec<Happening> = self
@@ -304,7 +299,7 @@ impl TeamRun {
             }
             // The lead finishes the job in hand first; only a forced stop leaves it behind (the
             // process ends, and with it the thread).
-            let lead_name = [self.config.lead_name().to_string()];
+            let lead_name = [self.config.lead_name().clone()];
             let deadline = std::time::Instant::now() + grace;
             while !lead.is_finished() {
                 if watch(
@@ -319,7 +314,7 @@ impl TeamRun {
             }
             match lead.join() {
                 Ok(Ok(_)) => out.push(Happening::Team(TeamEvent::Exited {
-                    name: self.config.lead_name().to_string(),
+                    name: self.config.lead_name().clone(),
                     code: Some(0),
                 })),
                 Ok(Err(e)) => return Err(e),

@@ -5,22 +5,22 @@
 
 use crew_protocol::USER;
 use crew_store::MessageKind;
-use crew_store::{Draft, Message, Refusal, Roster, StoreError, Workspace};
+use crew_store::{AgentName, Draft, Message, Refusal, Roster, StoreError, Workspace};
 
 /// Asks `name` to stop what it is doing now.
 pub fn interrupt(
     workspace: &Workspace,
     roster: &Roster,
-    name: &str,
+    name: &AgentName,
 ) -> Result<Message, StoreError> {
-    if name == USER {
+    if *name == USER {
         return Err(Refusal::UnknownAgent {
             role: "agent",
             name: name.to_string(),
             valid: roster
                 .names()
                 .iter()
-                .filter(|n| *n != USER)
+                .filter(|n| **n != USER)
                 .cloned()
                 .collect(),
         }
@@ -29,11 +29,9 @@ pub fn interrupt(
     workspace.mailboxes().send(
         roster,
         Draft {
-            from: USER.to_string(),
-            to: name.to_string(),
             kind: MessageKind::Interrupt,
             text: Some("stop what you are doing now".into()),
-            ..Draft::default()
+            ..Draft::new(USER, name.clone())
         },
     )
 }

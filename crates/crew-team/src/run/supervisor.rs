@@ -9,11 +9,12 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 use crew_config::TeamConfig;
+use crew_protocol::joined;
+use crew_store::{AgentName, MessageKind, TaskId, USER};
 use crew_store::{
     AgentState, AgentStatus, Draft, RequestId, RequestState, Roster, StoreError, Workspace,
     pid_alive,
 };
-use crew_store::{MessageKind, USER};
 
 /// How often a stop looks for teammates that refused while busy and are idle now.
 const ASK_AGAIN_EVERY: Duration = Duration::from_millis(250);
@@ -22,28 +23,28 @@ const ASK_AGAIN_EVERY: Duration = Duration::from_millis(250);
 #[derive(Debug, Clone, PartialEq)]
 pub enum TeamEvent {
     Started {
-        name: String,
+        name: AgentName,
         pid: u32,
     },
     /// Found still running, left by a team process that died (a killed daemon): watched
     /// through its status file rather than started twice.
     Adopted {
-        name: String,
+        name: AgentName,
         pid: u32,
     },
     /// Found dead (process gone or heartbeat stale); its tasks went back to pending.
     Died {
-        name: String,
-        released: Vec<String>,
+        name: AgentName,
+        released: Vec<TaskId>,
         why: String,
     },
     Exited {
-        name: String,
+        name: AgentName,
         code: Option<i32>,
     },
     /// Stopped when asked; started by another process, so its exit code is not ours to read.
     ShutDown {
-        name: String,
+        name: AgentName,
     },
 }
 
@@ -56,7 +57,7 @@ pub enum SupervisorError {
     Refused(String),
     #[error("cannot start worker {name} ({}): {source}", exe.display())]
     Spawn {
-        name: String,
+        name: AgentName,
         exe: PathBuf,
         #[source]
         source: std::io::Error,
@@ -66,26 +67,26 @@ pub enum SupervisorError {
 pub struct Supervisor {
     workspace: Workspace,
     roster: Roster,
-    lead: String,
+    lead: AgentName,
     /// The `crew` executable that runs workers.
     exe: PathBuf,
     /// A live status whose heartbeat is older than this is taken for dead.
     stale_after: Duration,
-    children: BTreeMap<String, Child>,
+    children: BTreeMap<AgentName, Child>,
 }
 
 impl Supervisor {
     pub fn new(
         workspace: Workspace,
         roster: Roster,
-        lead: &str,
+        lead: &AgentName,
         exe: PathBuf,
         heartbeat: Duration,
     ) -> Self {
         Supervisor {
             workspace,
             roster,
-            lead: lead.to_string(),
+            lead: lead.clone(),
             exe,
             // Several missed beats, and never less than a few seconds, before calling it dead.
             stale_after: (heartbeat * 5).max(Duration::from_secs(5)),
@@ -105,7 +106,11 @@ impl Supervisor {
     }
 
     /// Starts `crew worker --name NAME` with its output in `.crew/logs/NAME.log`.
-    pub fn start(&mut self, name: &str, extra_args: &[String]) -> Result<u32, SupervisorError> {
+    pub fn start(
+        &mut self,
+        name: &AgentName,
+        extra_args: &[String],
+    ) -> Result<u32, SupervisorError> {
         let logs = self.workspace.crew_dir().join("logs");
         std::fs::create_dir_all(&logs).map_err(|e| StoreError::io(&logs, e))?;
         let log_path = logs.join(format!("{name}.log"));
@@ -116,14 +121,14 @@ impl Supervisor {
             .map_err(|e| StoreError::io(&log_path, e))?;
         let err_log = log.try_clone().map_err(|e| StoreError::io(&log_path, e))?;
         let spawn_error = |source| SupervisorError::Spawn {
-            name: name.to_string(),
+            name: name.clone(),
             exe: self.exe.clone(),
             source,
         };
         let child = Command::new(&self.exe)
             .arg("-C")
             .arg(self.workspace.root())
-            .args(["worker", "--name", name])
+            .args(["worker", "--name", name.as_str()])
             .args(extra_args)
             // Sealed out of our own environment: handed to the worker explicitly.
             .envs(crew_model::secret::sealed_vars().iter().cloned())
@@ -133,7 +138,7 @@ impl Supervisor {
             .spawn()
             .map_err(spawn_error)?;
         let pid = child.id();
-        self.children.insert(name.to_string(), child);
+        self.children.insert(name.clone(), child);
         Ok(pid)
     }
 
@@ -142,9 +147,9 @@ impl Supervisor {
     pub(crate) fn restart(
         &mut self,
         config: &TeamConfig,
-        name: &str,
+        name: &AgentName,
     ) -> Result<u32, SupervisorError> {
-        if !config.teammate_names().iter().any(|t| t == name) {
+        if !config.teammate_names().contains(name) {
             self.roster
                 .check("teammate", name)
                 .map_err(StoreError::from)?;
@@ -176,7 +181,7 @@ impl Supervisor {
     /// One look at every teammate: reaps exited children, and treats a worker whose process is
     /// gone or whose heartbeat is stale as dead — its tasks go back to pending with a note, the
     /// lead gets a `status_update`, its status says DEAD.
-    pub(crate) fn check(&mut self, teammates: &[String]) -> Result<Vec<TeamEvent>, StoreError> {
+    pub(crate) fn check(&mut self, teammates: &[AgentName]) -> Result<Vec<TeamEvent>, StoreError> {
         let mut events = Vec::new();
         let mut exited = Vec::new();
         for (name, child) in &mut self.children {
@@ -217,7 +222,7 @@ impl Supervisor {
             .workspace
             .tasks()
             .release_orphaned(&name, &format!("released: {name} died ({why})"))?;
-        let ids: Vec<String> = released.iter().map(|t| t.id.clone()).collect();
+        let ids: Vec<TaskId> = released.iter().map(|t| t.id).collect();
         status.state = AgentState::Dead;
         status.note = Some(why.clone());
         status.task = None;
@@ -225,7 +230,7 @@ impl Supervisor {
         let mut released_text = if ids.is_empty() {
             "it held no task".to_string()
         } else {
-            format!("{} back to pending", ids.join(", "))
+            format!("{} back to pending", joined(&ids, ", "))
         };
         let leftovers = crew_tools::orphans::kill_orphans();
         if !leftovers.is_empty() {
@@ -238,11 +243,9 @@ impl Supervisor {
         self.workspace.mailboxes().send(
             &self.roster,
             Draft {
-                from: USER.into(),
-                to: self.lead.clone(),
                 kind: MessageKind::StatusUpdate,
                 text: Some(format!("{name} died ({why}); {released_text}. Restart it with `crew worker restart {name}`.")),
-                ..Draft::default()
+                ..Draft::new(USER, self.lead.clone())
             },
         )?;
         Ok(TeamEvent::Died {
@@ -256,7 +259,7 @@ impl Supervisor {
     /// `grace` for them to stop, then ends the stragglers and gives their tasks back.
     pub fn shut_down(
         &mut self,
-        teammates: &[String],
+        teammates: &[AgentName],
         grace: Duration,
     ) -> Result<Vec<TeamEvent>, StoreError> {
         self.shut_down_watched(teammates, grace, &mut |_, _| false)
@@ -266,9 +269,9 @@ impl Supervisor {
     /// time left while it waits; `watch` returning true ends the wait at once (forced).
     pub(crate) fn shut_down_watched(
         &mut self,
-        teammates: &[String],
+        teammates: &[AgentName],
         grace: Duration,
-        watch: &mut dyn FnMut(&[String], Duration) -> bool,
+        watch: &mut dyn FnMut(&[AgentName], Duration) -> bool,
     ) -> Result<Vec<TeamEvent>, StoreError> {
         let mut asked = Vec::new();
         for name in teammates {
@@ -291,7 +294,7 @@ impl Supervisor {
                 looked = Instant::now();
                 self.ask_again_when_idle(&mut asked)?;
             }
-            let running: Vec<String> = asked
+            let running: Vec<AgentName> = asked
                 .iter()
                 .filter(|(name, pid, _)| pid_alive(*pid) && !self.has_exited(name))
                 .map(|(name, _, _)| name.clone())
@@ -332,16 +335,14 @@ impl Supervisor {
     }
 
     /// Sends `name` a shutdown request from the lead; its id.
-    fn ask_to_shut_down(&self, name: &str) -> Result<RequestId, StoreError> {
+    fn ask_to_shut_down(&self, name: &AgentName) -> Result<RequestId, StoreError> {
         let sent = self.workspace.mailboxes().send(
             &self.roster,
             Draft {
-                from: self.lead.clone(),
-                to: name.to_string(),
                 kind: MessageKind::ShutdownRequest,
                 text: Some("the team is shutting down".into()),
                 request: true,
-                ..Draft::default()
+                ..Draft::new(self.lead.clone(), name.clone())
             },
         )?;
         Ok(sent.request_id.unwrap_or_default())
@@ -350,9 +351,9 @@ impl Supervisor {
     /// Asks again each teammate that refused its request while busy and is idle now.
     fn ask_again_when_idle(
         &self,
-        asked: &mut [(String, u32, RequestId)],
+        asked: &mut [(AgentName, u32, RequestId)],
     ) -> Result<(), StoreError> {
-        let idle = |name: &str| {
+        let idle = |name: &AgentName| {
             self.workspace
                 .agents()
                 .read(name)

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crew_config::TeamConfig;
-use crew_store::{Workspace, pid_alive};
+use crew_store::{AgentName, Workspace, pid_alive};
 
 use crate::run::daemon::control::{self, ControlError};
 use crate::run::daemon::{self, DaemonStatus, Request, TeamProcess};
@@ -109,15 +109,10 @@ pub fn restart(
     ws: &Workspace,
     config: &TeamConfig,
     exe: PathBuf,
-    name: &str,
+    name: &AgentName,
 ) -> Result<Restarted, RestartError> {
     if daemon::running(ws).is_some_and(|t| !t.headless) {
-        let team = control::ask(
-            ws,
-            &Request::Restart {
-                name: name.to_string(),
-            },
-        )?;
+        let team = control::ask(ws, &Request::Restart { name: name.clone() })?;
         return Ok(Restarted::ByDaemon {
             daemon_pid: team.pid,
         });
@@ -133,7 +128,7 @@ pub(crate) fn restart_here(
     ws: &Workspace,
     config: &TeamConfig,
     exe: PathBuf,
-    name: &str,
+    name: &AgentName,
 ) -> Result<u32, SupervisorError> {
     let mut supervisor = Supervisor::for_team(ws.clone(), config, exe);
     let started = supervisor.restart(config, name);

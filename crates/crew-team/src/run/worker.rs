@@ -16,11 +16,11 @@ use crate::run::budget::{self, Scope, Spend};
 use crate::run::status::StatusHandle;
 use crate::work::{INTERRUPTED_BY_PERSON, Job, JobOutcome, Work};
 use crew_store::requests::RequestState;
+use crew_store::{AgentName, MessageKind, USER};
 use crew_store::{
     AgentState, AgentStatus, Claimant, DirWatcher, Draft, Entry, Message, Refusal, Roster, Status,
     StoreError, Task, TaskId, Waker, Workspace,
 };
-use crew_store::{MessageKind, USER};
 use tokio_util::sync::CancellationToken;
 
 type Fingerprint = (std::time::SystemTime, Option<u64>);
@@ -36,9 +36,9 @@ enum Wake {
 
 #[derive(Debug, Clone)]
 pub struct WorkerSettings {
-    pub name: String,
+    pub name: AgentName,
     pub role: Option<String>,
-    pub lead: String,
+    pub lead: AgentName,
     /// Whether it claims tasks when idle (teammates do; the lead does not).
     pub claims: bool,
     pub idle_poll: Duration,
@@ -156,7 +156,7 @@ impl Worker {
         let tasks = self.workspace.tasks();
         let watcher =
             DirWatcher::new(&[&self.workspace.mailboxes_dir(), &self.workspace.tasks_dir()])?;
-        let me = self.settings.name.as_str();
+        let me = &self.settings.name;
         let mut idle_since = Instant::now();
         let mut seen: Option<Fingerprint> = None;
         let mut woke = true;
@@ -290,7 +290,7 @@ impl Worker {
     /// Whether new work may start: open, paused at a reached budget (asking the person once),
     /// or stopped by the person's answer.
     fn budget_gate(&self) -> Result<Gate, StoreError> {
-        let me = self.settings.name.as_str();
+        let me = &self.settings.name;
         let scopes = [
             (Scope::Team, self.settings.team_budget),
             (Scope::Agent(me), self.settings.budget),
@@ -329,11 +329,8 @@ impl Worker {
 
     /// Bytes in this worker's inbox (`None` while it has none).
     fn inbox_len(&self) -> Option<u64> {
-        self.workspace
-            .mailboxes()
-            .inbox_path(&self.settings.name)
+        std::fs::metadata(self.workspace.mailboxes().inbox_path(&self.settings.name))
             .ok()
-            .and_then(|p| std::fs::metadata(p).ok())
             .map(|m| m.len())
     }
 
@@ -421,7 +418,7 @@ impl Worker {
 
     /// Runs a task and records how it ended; an interrupted task is kept (returned) instead.
     fn run_task(&self, work: &mut dyn Work, task: Task) -> Result<Option<Task>, StoreError> {
-        let outcome = self.run_job(work, Job::Task(task.clone()), Some(task.id.clone()))?;
+        let outcome = self.run_job(work, Job::Task(task.clone()), Some(task.id))?;
         self.finish_task(work, task, outcome)
     }
 
@@ -433,7 +430,7 @@ impl Worker {
         task: Task,
         message: Message,
     ) -> Result<Option<Task>, StoreError> {
-        let outcome = self.run_job(work, Job::Message(message), Some(task.id.clone()))?;
+        let outcome = self.run_job(work, Job::Message(message), Some(task.id))?;
         self.finish_task(work, task, outcome)
     }
 
@@ -443,9 +440,9 @@ impl Worker {
         let Some(task) = held else {
             return Ok(None);
         };
-        let now = self.workspace.tasks().read(TaskId::parse(&task.id)?)?;
-        let mine = now.status == Status::InProgress
-            && now.owner.as_deref() == Some(self.settings.name.as_str());
+        let now = self.workspace.tasks().read(task.id)?;
+        let mine =
+            now.status == Status::InProgress && now.owner.as_ref() == Some(&self.settings.name);
         if !mine {
             self.status.update(|s| {
                 s.task = None;
@@ -464,7 +461,7 @@ impl Worker {
         if outcome.interrupted {
             return Ok(Some(task));
         }
-        let id = TaskId::parse(&task.id)?;
+        let id = task.id;
         let me = &self.settings.name;
         let tasks = self.workspace.tasks();
         let (finished, verb) = if let (true, Some(commits)) = (outcome.success, &outcome.commits) {
@@ -513,7 +510,7 @@ impl Worker {
         &self,
         work: &mut dyn Work,
         job: Job,
-        task: Option<String>,
+        task: Option<TaskId>,
     ) -> Result<JobOutcome, StoreError> {
         let cancel = CancellationToken::new();
         let inbox_from = self.inbox_len().unwrap_or(0);
@@ -580,11 +577,9 @@ impl Worker {
             .send(
                 &self.roster,
                 Draft {
-                    from: self.settings.name.clone(),
-                    to: self.settings.lead.clone(),
                     kind,
                     text: Some(text),
-                    ..Draft::default()
+                    ..Draft::new(self.settings.name.clone(), self.settings.lead.clone())
                 },
             )
             .map(|_| ())
@@ -603,7 +598,7 @@ impl Worker {
         let beat = thread::spawn(move || {
             let mut last_beat = Instant::now();
             // Only a grown inbox can hold a new shutdown request: skip the scan otherwise.
-            let inbox = workspace.mailboxes().inbox_path(&settings.name).ok();
+            let inbox = workspace.mailboxes().inbox_path(&settings.name);
             let mut inbox_len = None;
             while !done.load(Ordering::Relaxed) {
                 // Busy, it watches its inbox to refuse shutdown requests promptly; idle, it only
@@ -634,15 +629,12 @@ impl Worker {
                 else {
                     continue;
                 };
-                let len = inbox
-                    .as_ref()
-                    .and_then(|p| std::fs::metadata(p).ok())
-                    .map(|m| m.len());
+                let len = std::fs::metadata(&inbox).ok().map(|m| m.len());
                 if len == inbox_len {
                     continue;
                 }
                 inbox_len = len;
-                refuse_shutdowns_while_busy(&workspace, &roster, &settings, &task);
+                refuse_shutdowns_while_busy(&workspace, &roster, &settings, task);
             }
         });
         (beat, waker)
@@ -656,7 +648,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// Cancels the running job when an `interrupt` from the person came after it started.
-fn interrupt_if_asked(workspace: &Workspace, me: &str, running: &Mutex<Option<Running>>) {
+fn interrupt_if_asked(workspace: &Workspace, me: &AgentName, running: &Mutex<Option<Running>>) {
     let mut guard = lock(running);
     let Some(job) = guard.as_mut() else {
         return;
@@ -682,7 +674,7 @@ fn refuse_shutdowns_while_busy(
     workspace: &Workspace,
     roster: &Roster,
     settings: &WorkerSettings,
-    task: &str,
+    task: TaskId,
 ) {
     let boxes = workspace.mailboxes();
     let Ok(requests) = boxes.requests(settings.request_timeout) else {

@@ -4,9 +4,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 
 use super::run_store;
-use super::task_read::task_id;
 use super::view::detail_output;
-use crew_store::Claimant;
+use crew_store::{Claimant, TaskId};
 use crew_tools::{ToolContext, ToolFuture, ToolKind, TypedTool};
 
 team_tool!(ClaimTask);
@@ -15,7 +14,8 @@ team_tool!(ClaimTask);
 #[serde(deny_unknown_fields)]
 pub struct ClaimTaskInput {
     /// task_<n>; omit for the next claimable one
-    pub id: Option<String>,
+    #[schemars(with = "Option<String>", pattern(TaskId::PATTERN))]
+    pub id: Option<TaskId>,
 }
 
 impl TypedTool for ClaimTask {
@@ -29,13 +29,6 @@ impl TypedTool for ClaimTask {
          or meant for another role."
     }
 
-    fn validate(&self, input: &ClaimTaskInput, _ctx: &ToolContext) -> Result<(), String> {
-        if let Some(id) = &input.id {
-            task_id(id).map_err(|e| e.to_string())?;
-        }
-        Ok(())
-    }
-
     fn run(&self, input: ClaimTaskInput, _ctx: ToolContext) -> ToolFuture {
         run_store(&self.env, move |env| {
             let store = env.workspace.tasks();
@@ -43,8 +36,8 @@ impl TypedTool for ClaimTask {
                 name: &env.me,
                 role: Some(&env.role),
             };
-            let task = match &input.id {
-                Some(id) => store.claim(task_id(id)?, who)?,
+            let task = match input.id {
+                Some(id) => store.claim(id, who)?,
                 None => store.claim_next(who)?,
             };
             detail_output(&store, &task)

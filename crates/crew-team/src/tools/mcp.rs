@@ -22,7 +22,7 @@ use crate::tools::roles::team_toolset;
 use crate::tools::{TeamEnv, team_tools};
 use crew_config::TeamConfig;
 use crew_store::USER;
-use crew_store::{StoreError, Workspace};
+use crew_store::{AgentName, StoreError, Workspace};
 use crew_tools::{ToolContext, ToolRegistry};
 
 /// The server's name in `--mcp-config`: Claude Code calls its tools `mcp__crew__<tool>`.
@@ -59,8 +59,12 @@ pub struct TeamMcpServer {
 
 impl TeamMcpServer {
     /// The server for agent `name` of `config`; refused for the person and unknown names.
-    pub fn new(workspace: Workspace, config: &TeamConfig, name: &str) -> Result<Self, McpError> {
-        if name == USER {
+    pub fn new(
+        workspace: Workspace,
+        config: &TeamConfig,
+        name: &AgentName,
+    ) -> Result<Self, McpError> {
+        if *name == USER {
             return Err(McpError::Person);
         }
         config

@@ -4,8 +4,8 @@ use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{CallError, json_output, recipient, required_text, run_store};
-use crew_store::{Draft, MessageKind};
+use super::{CallError, check_recipient, json_output, required_text, run_store};
+use crew_store::{AgentName, Draft, MessageKind};
 use crew_tools::{ToolContext, ToolFuture, ToolKind, TypedTool};
 
 team_tool!(SendMessage);
@@ -14,7 +14,8 @@ team_tool!(SendMessage);
 #[serde(deny_unknown_fields)]
 pub struct SendMessageInput {
     /// A teammate's name
-    pub to: String,
+    #[schemars(with = "String", pattern(AgentName::PATTERN))]
+    pub to: AgentName,
     /// Requests and responses have their own tools.
     #[serde(rename = "type", default)]
     #[schemars(schema_with = "informational_kind")]
@@ -36,24 +37,20 @@ impl TypedTool for SendMessage {
     fn validate(&self, input: &SendMessageInput, _ctx: &ToolContext) -> Result<(), String> {
         informational(&input.kind)?;
         required_text("text", &input.text)?;
-        recipient(&self.env, &input.to)
-            .map(drop)
-            .map_err(|e| e.to_string())
+        check_recipient(&self.env, &input.to)
     }
 
     fn run(&self, input: SendMessageInput, _ctx: ToolContext) -> ToolFuture {
         run_store(&self.env, move |env| {
-            let to = recipient(env, &input.to)?;
+            check_recipient(env, &input.to).map_err(CallError::Refused)?;
             informational(&input.kind).map_err(CallError::Input)?;
             let text = required_text("text", &input.text).map_err(CallError::Input)?;
             let sent = env.workspace.mailboxes().send(
                 &env.roster,
                 Draft {
-                    from: env.me.clone(),
-                    to,
                     kind: input.kind,
                     text: Some(text),
-                    ..Draft::default()
+                    ..Draft::new(env.me.clone(), input.to)
                 },
             )?;
             Ok(json_output(

@@ -37,7 +37,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use serde_json::Value;
 
-use crew_protocol::USER;
+use crew_protocol::{AgentName, USER};
 use crew_store::{Roster, StoreError, Workspace};
 use crew_tools::{Tool, ToolError, ToolOutput};
 
@@ -56,10 +56,10 @@ pub struct TeamEnv {
     pub workspace: Workspace,
     pub roster: Roster,
     /// The agent calling the tools.
-    pub me: String,
+    pub me: AgentName,
     pub role: String,
     /// The lead's name: plan approval requests go there.
-    pub lead: String,
+    pub lead: AgentName,
     /// Each teammate's name and role: whom the lead may assign a task to.
     pub teammates: Vec<crew_store::Teammate>,
     /// How long a request stays pending before it expires.
@@ -71,15 +71,15 @@ impl TeamEnv {
     pub(crate) fn of(
         workspace: Workspace,
         config: &crew_config::TeamConfig,
-        name: &str,
+        name: &AgentName,
         role: &str,
     ) -> Self {
         Self {
             workspace,
             roster: config.roster(),
-            me: name.to_string(),
+            me: name.clone(),
             role: role.to_string(),
-            lead: config.lead_name().to_string(),
+            lead: config.lead_name().clone(),
             teammates: config.teammate_roles(),
             request_timeout: config.request_timeout(),
         }
@@ -147,21 +147,14 @@ fn required_text(field: &str, value: &str) -> Result<String, String> {
     trimmed(value).ok_or_else(|| format!("`{field}` must not be empty"))
 }
 
-/// The `to` field: a recipient this agent may address (see [`check_recipient`]).
-fn recipient(env: &TeamEnv, to: &str) -> Result<String, CallError> {
-    let to = required_text("to", to).map_err(CallError::Input)?;
-    check_recipient(env, &to).map_err(CallError::Refused)?;
-    Ok(to)
-}
-
 /// Who an agent may address: a teammate on the roster, never `user` and never itself.
-fn check_recipient(env: &TeamEnv, to: &str) -> Result<(), String> {
-    if to == USER {
+fn check_recipient(env: &TeamEnv, to: &AgentName) -> Result<(), String> {
+    if *to == USER {
         return Err(format!(
             "nobody may address `{USER}`: the person is reached through the lead's conversation"
         ));
     }
-    if to == env.me {
+    if *to == env.me {
         return Err(format!("{to} cannot address itself"));
     }
     env.roster

@@ -5,14 +5,14 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, json};
 
-use super::{CallError, TeamEnv, json_output, recipient, required_text, run_store, trimmed};
-use crew_store::{Draft, Message, MessageKind, Refusal, StoreError};
+use super::{CallError, TeamEnv, check_recipient, json_output, required_text, run_store, trimmed};
+use crew_store::{AgentName, Draft, Message, MessageKind, Refusal, StoreError};
 use crew_tools::{ToolContext, ToolFuture, ToolKind, ToolOutput, TypedTool};
 
 /// Sends a request to `to`; it carries the timeout so every reader derives the same expiry.
 fn send_request(
     env: &TeamEnv,
-    to: String,
+    to: AgentName,
     kind: MessageKind,
     text: Option<String>,
 ) -> Result<Message, CallError> {
@@ -51,7 +51,8 @@ team_tool! {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RequestShutdownInput {
-    pub to: String,
+    #[schemars(with = "String", pattern(AgentName::PATTERN))]
+    pub to: AgentName,
     pub reason: Option<String>,
 }
 
@@ -66,16 +67,14 @@ impl TypedTool for RequestShutdown {
     }
 
     fn validate(&self, input: &RequestShutdownInput, _ctx: &ToolContext) -> Result<(), String> {
-        recipient(&self.env, &input.to)
-            .map(drop)
-            .map_err(|e| e.to_string())
+        check_recipient(&self.env, &input.to)
     }
 
     fn run(&self, input: RequestShutdownInput, _ctx: ToolContext) -> ToolFuture {
         run_store(&self.env, move |env| {
-            let to = recipient(env, &input.to)?;
+            check_recipient(env, &input.to).map_err(CallError::Refused)?;
             let reason = input.reason.as_deref().and_then(trimmed);
-            let sent = send_request(env, to, MessageKind::ShutdownRequest, reason)?;
+            let sent = send_request(env, input.to, MessageKind::ShutdownRequest, reason)?;
             Ok(request_output(&sent))
         })
     }

@@ -5,7 +5,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::view::{detail_output, summary};
-use super::{CallError, json_output, run_store};
+use super::{json_output, run_store};
 use crew_store::TaskId;
 use crew_store::dag::Graph;
 
@@ -58,7 +58,8 @@ team_tool! {
 #[serde(deny_unknown_fields)]
 pub struct TaskGetInput {
     /// task_<n> or <n>
-    pub id: String,
+    #[schemars(with = "String", pattern(TaskId::PATTERN))]
+    pub id: TaskId,
 }
 
 impl TypedTool for TaskGet {
@@ -71,10 +72,6 @@ impl TypedTool for TaskGet {
          result."
     }
 
-    fn validate(&self, input: &TaskGetInput, _ctx: &ToolContext) -> Result<(), String> {
-        task_id(&input.id).map(drop).map_err(|e| e.to_string())
-    }
-
     fn is_concurrency_safe(&self, _input: &TaskGetInput) -> bool {
         true
     }
@@ -82,13 +79,8 @@ impl TypedTool for TaskGet {
     fn run(&self, input: TaskGetInput, _ctx: ToolContext) -> ToolFuture {
         run_store(&self.env, move |env| {
             let store = env.workspace.tasks();
-            let task = store.read(task_id(&input.id)?)?;
+            let task = store.read(input.id)?;
             detail_output(&store, &task)
         })
     }
-}
-
-/// A task id as the model wrote it (`task_<n>` or `<n>`, surrounding blanks ignored).
-pub(super) fn task_id(raw: &str) -> Result<TaskId, CallError> {
-    Ok(TaskId::parse(raw.trim())?)
 }

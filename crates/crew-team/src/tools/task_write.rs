@@ -5,7 +5,6 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::task_read::task_id;
 use super::view::detail_output;
 use super::{CallError, TeamEnv, json_output, required_text, run_store, trimmed};
 use crew_config::ROLES;
@@ -25,7 +24,8 @@ pub struct TaskCreateInput {
     /// Details, scope, how to check it is done
     pub description: Option<String>,
     #[serde(default)]
-    pub blocked_by: Vec<String>,
+    #[schemars(with = "Vec<String>", inner(pattern(TaskId::PATTERN)))]
+    pub blocked_by: Vec<TaskId>,
     #[schemars(extend("enum" = ROLES))]
     pub role: Option<String>,
 }
@@ -41,8 +41,7 @@ impl TypedTool for TaskCreate {
     }
 
     fn validate(&self, input: &TaskCreateInput, _ctx: &ToolContext) -> Result<(), String> {
-        required_text("subject", &input.subject)?;
-        check_ids(&input.blocked_by)
+        required_text("subject", &input.subject).map(drop)
     }
 
     fn run(&self, input: TaskCreateInput, _ctx: ToolContext) -> ToolFuture {
@@ -84,10 +83,12 @@ pub enum StatusChange {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TaskUpdateInput {
-    pub id: String,
+    #[schemars(with = "String", pattern(TaskId::PATTERN))]
+    pub id: TaskId,
     pub subject: Option<String>,
     pub description: Option<String>,
-    pub blocked_by: Option<Vec<String>>,
+    #[schemars(with = "Option<Vec<String>>", inner(pattern(TaskId::PATTERN)))]
+    pub blocked_by: Option<Vec<TaskId>>,
     pub status: Option<StatusChange>,
     /// What came of it, or why it failed
     pub result: Option<String>,
@@ -109,8 +110,6 @@ impl TypedTool for TaskUpdate {
     }
 
     fn validate(&self, input: &TaskUpdateInput, _ctx: &ToolContext) -> Result<(), String> {
-        task_id(&input.id).map_err(|e| e.to_string())?;
-        check_ids(input.blocked_by.as_deref().unwrap_or_default())?;
         if let Some(subject) = &input.subject {
             required_text("subject", subject)?;
         }
@@ -145,7 +144,7 @@ impl TypedTool for TaskUpdate {
     fn run(&self, input: TaskUpdateInput, _ctx: ToolContext) -> ToolFuture {
         run_store(&self.env, move |env| {
             let store = env.workspace.tasks();
-            let id = task_id(&input.id)?;
+            let id = input.id;
             let patch = TaskPatch {
                 subject: input.subject.as_deref().and_then(trimmed),
                 description: input.description,
@@ -190,19 +189,11 @@ fn change_status(
     result: Option<String>,
 ) -> Result<(), CallError> {
     let store = env.workspace.tasks();
-    let me = env.me.as_str();
+    let me = &env.me;
     match status {
         StatusChange::Completed => store.complete(id, me, result)?,
         StatusChange::Failed => store.fail(id, me, result.unwrap_or_default())?,
         StatusChange::Pending => store.release(id, me)?,
     };
-    Ok(())
-}
-
-/// Every id in `blocked_by` is a well-formed task id (existence is the store's check).
-fn check_ids(ids: &[String]) -> Result<(), String> {
-    for id in ids {
-        TaskId::parse(id).map_err(|e: StoreError| e.to_string())?;
-    }
     Ok(())
 }

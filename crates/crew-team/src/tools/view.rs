@@ -3,6 +3,7 @@
 use serde_json::{Value, json};
 
 use super::{CallError, json_output};
+use crew_protocol::joined;
 use crew_store::dag::Graph;
 use crew_store::{Status, Task, TaskStore};
 use crew_tools::ToolOutput;
@@ -22,8 +23,10 @@ pub(super) fn state_of(graph: &Graph<'_>, task: &Task) -> String {
             match (open.is_empty(), assigned) {
                 (true, Some(assigned)) => assigned,
                 (true, None) => "claimable".to_string(),
-                (false, None) => format!("blocked by {}", open.join(", ")),
-                (false, Some(assigned)) => format!("{assigned}, blocked by {}", open.join(", ")),
+                (false, None) => format!("blocked by {}", joined(&open, ", ")),
+                (false, Some(assigned)) => {
+                    format!("{assigned}, blocked by {}", joined(&open, ", "))
+                }
             }
         }
     }

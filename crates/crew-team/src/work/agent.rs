@@ -32,7 +32,7 @@ use crate::work::{
 };
 use crew_store::MessageKind;
 use crew_store::requests::RequestState;
-use crew_store::{Draft, Message, ReviewerVerdict, Status, Task, TaskId, Workspace};
+use crew_store::{AgentName, Draft, Message, ReviewerVerdict, Status, Task, TaskId, Workspace};
 use crew_tools::permissions::{BypassSwitches, RuleSet};
 use crew_tools::spill::floor_char_boundary;
 use crew_tools::{Hooks, PermissionMode, PermissionPolicy, Pipeline, Sandbox};
@@ -46,7 +46,7 @@ const REVIEWER_ENDING: &str = "As the reviewer: show each command you ran as a `
 pub(crate) struct AgentWork {
     workspace: Workspace,
     config: Arc<TeamConfig>,
-    name: String,
+    name: AgentName,
     role: String,
     writes: bool,
     plan_mode_required: bool,
@@ -64,7 +64,7 @@ pub(crate) struct AgentWork {
 }
 
 struct Current {
-    key: String,
+    conversation: Conversation,
     /// Whether its toolset was built with the plan approved (a change rebuilds the agent).
     plan_approved: bool,
     agent: Agent,
@@ -142,7 +142,7 @@ impl AgentWork {
             // `plan` mode asks every teammate for a plan, as `plan_mode_required` asks one.
             plan_mode_required: entry.plan_mode_required || permissions == PermissionMode::Plan,
             model_name: entry.model.model.clone().unwrap_or_default(),
-            name: name.to_string(),
+            name: entry.name.get_ref().clone(),
             role,
             workspace,
             config,
@@ -300,30 +300,33 @@ impl AgentWork {
 
 impl AgentWork {
     /// Which conversation a job continues: the lead's only one; a task's own; for a message,
-    /// the task it names (a `task` field), else the latest one, else [`FIRST_MESSAGES`].
-    fn conversation_key(&self, job: &Job) -> String {
-        if self.name == self.config.lead_name() {
-            return "lead".to_string();
+    /// the task it names (a `task` field), else the latest one, else the first messages'.
+    fn conversation_of(&self, job: &Job) -> Conversation {
+        if self.name == *self.config.lead_name() {
+            return Conversation::Lead;
         }
         match job {
-            Job::Task(task) => task.id.clone(),
+            Job::Task(task) => Conversation::Task(task.id),
             Job::Message(m) => m
                 .extra
                 .get("task")
                 .and_then(|t| t.as_str())
-                .filter(|t| crew_store::TaskId::parse(t).is_ok())
-                .map(str::to_string)
-                .or_else(|| self.current.as_ref().map(|c| c.key.clone()))
-                .or_else(|| conversation::latest_key(self.workspace.root(), &self.name))
-                .unwrap_or_else(|| FIRST_MESSAGES.to_string()),
+                .and_then(|t| TaskId::parse(t).ok())
+                .map(Conversation::Task)
+                .or_else(|| self.current.as_ref().map(|c| c.conversation))
+                .or_else(|| {
+                    conversation::latest_key(self.workspace.root(), &self.name)
+                        .map(|key| Conversation::of_key(&key))
+                })
+                .unwrap_or(Conversation::Messages),
         }
     }
 
-    /// Makes `current` the agent for `key`: the one in memory when it is that conversation's,
-    /// else a new one resuming the conversation from its file.
+    /// Makes `current` the agent for `conversation`: the one in memory when it is that
+    /// conversation's, else a new one resuming the conversation from its file.
     fn ensure_agent(
         &mut self,
-        key: String,
+        conversation: Conversation,
         workdir: PathBuf,
         status: &StatusHandle,
     ) -> Result<(), String> {
@@ -331,17 +334,18 @@ impl AgentWork {
         let reuse = self
             .current
             .as_ref()
-            .is_some_and(|c| c.key == key && c.plan_approved == plan_approved);
+            .is_some_and(|c| c.conversation == conversation && c.plan_approved == plan_approved);
         if !reuse {
             self.current = None;
             let mut agent = self.build_agent(workdir, status)?;
             let root = self.workspace.root();
+            let key = conversation.key();
             let path = conversation::conversation_path(root, &self.name, &key)
                 .map_err(|e| e.to_string())?;
             agent.resume_from(path).map_err(|e| e.to_string())?;
             conversation::set_latest_key(root, &self.name, &key).map_err(|e| e.to_string())?;
             self.current = Some(Current {
-                key,
+                conversation,
                 plan_approved,
                 agent,
             });
@@ -370,8 +374,8 @@ impl Work for AgentWork {
         {
             return JobOutcome::failed(e);
         }
-        let key = self.conversation_key(job);
-        if let Err(e) = self.ensure_agent(key, workdir, status) {
+        let conversation = self.conversation_of(job);
+        if let Err(e) = self.ensure_agent(conversation, workdir, status) {
             return JobOutcome::failed(format!("agent not started: {e}"));
         }
         let Some(Current { agent, .. }) = self.current.as_mut() else {
@@ -436,9 +440,11 @@ impl AgentWork {
     /// The task of the current conversation when it is still in progress under this agent (a
     /// message continues a task the person interrupted).
     fn continued_task(&self) -> Option<Task> {
-        let key = &self.current.as_ref()?.key;
-        let task = self.workspace.tasks().read(TaskId::parse(key).ok()?).ok()?;
-        (task.status == Status::InProgress && task.owner.as_deref() == Some(self.name.as_str()))
+        let Conversation::Task(id) = self.current.as_ref()?.conversation else {
+            return None;
+        };
+        let task = self.workspace.tasks().read(id).ok()?;
+        (task.status == Status::InProgress && task.owner.as_ref() == Some(&self.name))
             .then_some(task)
     }
 
@@ -520,11 +526,9 @@ impl AgentWork {
         let told = self.workspace.mailboxes().send(
             &self.config.roster(),
             Draft {
-                from: self.name.clone(),
-                to: self.config.lead_name().to_string(),
                 kind: MessageKind::StatusUpdate,
                 text: Some(said.clone()),
-                ..Draft::default()
+                ..Draft::new(self.name.clone(), self.config.lead_name().clone())
             },
         );
         if let Err(e) = told {
@@ -579,9 +583,35 @@ impl AgentWork {
     }
 }
 
-/// The conversation of a teammate whose first job is a message (a valid conversation key: a
-/// generated id is longer than a name may be, and the job failed before it started).
-const FIRST_MESSAGES: &str = "messages";
+/// Which of an agent's lasting conversations a job goes on with; its key names the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Conversation {
+    /// The lead's one conversation.
+    Lead,
+    Task(TaskId),
+    /// A teammate's, when its first job is a message.
+    Messages,
+}
+
+impl Conversation {
+    /// The file's key (a valid conversation key: a generated id would be longer than a name
+    /// may be).
+    fn key(self) -> String {
+        match self {
+            Conversation::Lead => "lead".to_string(),
+            Conversation::Task(id) => id.to_string(),
+            Conversation::Messages => "messages".to_string(),
+        }
+    }
+
+    /// The conversation a key read back from `latest` names (only `key` writes them).
+    fn of_key(key: &str) -> Conversation {
+        match key {
+            "lead" => Conversation::Lead,
+            key => TaskId::parse(key).map_or(Conversation::Messages, Conversation::Task),
+        }
+    }
+}
 
 /// A reviewer sends a failing task back on its own at most this often; then the person decides
 /// (a teammate that cannot fix it would otherwise bounce between the two for ever).
@@ -655,7 +685,7 @@ mod tests {
             let work = AgentWork::new(ws.clone(), config.clone(), name, false).unwrap();
             let status = StatusHandle::new(
                 ws.agents(),
-                crew_store::AgentStatus::new(name, crew_store::AgentState::Idle),
+                crew_store::AgentStatus::new(&name.parse().unwrap(), crew_store::AgentState::Idle),
             )
             .unwrap();
             let agent = work.build_agent(dir.path().to_path_buf(), &status).unwrap();

@@ -15,7 +15,7 @@ use crew_agent::emitter::Emitter;
 use crew_agent::{AgentEvent, EventSink, MailboxPrompter, StopReason, TurnResult};
 use crew_config::{ModelChoice, TeamConfig};
 use crew_model::Usage;
-use crew_store::{Task, Workspace};
+use crew_store::{AgentName, Task, Workspace};
 use crew_tools::{
     Decision, PermissionAnswer, PermissionAsk, PermissionMode, PermissionPolicy, Prompter,
     SandboxMode, ToolKind,
@@ -181,7 +181,7 @@ impl<A: CliAgent> Work for CliWork<A> {
 pub(crate) struct CliTeammate {
     pub workspace: Workspace,
     pub config: Arc<TeamConfig>,
-    pub name: String,
+    pub name: AgentName,
     pub role: String,
     pub writes: bool,
     /// The agent's `model = {...}` in crew.toml.
@@ -217,7 +217,7 @@ impl CliTeammate {
                 .clone()
                 .unwrap_or_else(|| default_bin.to_string()),
             sandbox: config.permissions.sandbox,
-            name: name.to_string(),
+            name: entry.name.get_ref().clone(),
             workspace,
             config,
             mode,

@@ -22,7 +22,7 @@ use crew_config::TeamConfig;
 use crew_model::Usage;
 use crew_sandbox::SandboxPlan;
 use crew_store::message::new_id;
-use crew_store::{Task, Workspace};
+use crew_store::{AgentName, Task, Workspace};
 use crew_tools::process::{ProcessEnd, ProcessSpec, run_process_streaming};
 use crew_tools::{PermissionAnswer, PermissionAsk, Prompter, Sandbox, Subject, scrub_env};
 
@@ -45,7 +45,7 @@ const SUMMARY_CHARS: usize = 2000;
 pub(crate) struct CommandWork {
     workspace: Workspace,
     config: Arc<TeamConfig>,
-    name: String,
+    name: AgentName,
     role: String,
     writes: bool,
     cmd: Vec<String>,
@@ -79,7 +79,7 @@ impl CommandWork {
             cmd: entry.model.cmd.clone(),
             sandbox: Sandbox::new(config.permissions.sandbox, entry.network, entry.writes),
             timeout: wall_secs.map_or(Limits::default().wall_time, Duration::from_secs),
-            name: name.to_string(),
+            name: entry.name.get_ref().clone(),
             workspace,
             config,
             runtime,

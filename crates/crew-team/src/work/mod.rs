@@ -28,7 +28,8 @@ use crew_git::Worktrees;
 use crew_store::message::new_id;
 use crew_store::review::review_notes;
 use crew_store::{
-    AgentState, CacheTokens, Message, SUBAGENT_LINES, SubagentLine, Task, TaskCommits, Workspace,
+    AgentName, AgentState, CacheTokens, Message, SUBAGENT_LINES, SubagentLine, Task, TaskCommits,
+    Workspace,
 };
 use crew_tools::PermissionMode;
 use crew_tools::PermissionPolicy;
@@ -196,13 +197,13 @@ pub(crate) fn working_dir(
 pub(crate) fn person_prompter(
     workspace: &Workspace,
     config: &TeamConfig,
-    name: &str,
+    name: &AgentName,
 ) -> MailboxPrompter {
     MailboxPrompter::new(
         workspace.mailboxes(),
         config.roster(),
-        name.to_string(),
-        config.lead_name().to_string(),
+        name.clone(),
+        config.lead_name().clone(),
         config.request_timeout(),
     )
 }

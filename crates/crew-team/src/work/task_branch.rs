@@ -6,13 +6,14 @@ use crew_git::{Author, MergeOutcome, Worktrees};
 
 use crate::review;
 use crate::work::{Job, JobOutcome};
-use crew_store::{Draft, MessageKind, Task, TaskCommits, TaskId, Workspace};
+use crew_protocol::joined;
+use crew_store::{AgentName, Draft, MessageKind, Task, TaskCommits, Workspace};
 
 /// Teammate `name`'s branch in `workspace`.
 pub(crate) struct TaskBranch<'a> {
     pub workspace: &'a Workspace,
     pub config: &'a TeamConfig,
-    pub name: &'a str,
+    pub name: &'a AgentName,
 }
 
 impl TaskBranch<'_> {
@@ -47,9 +48,8 @@ impl TaskBranch<'_> {
     /// `task` as it is now, if it is still in progress under this teammate (the person may
     /// have released or reassigned it after the interrupt).
     fn still_mine(&self, task: Task) -> Option<Task> {
-        let id = TaskId::parse(&task.id).ok()?;
-        let now = self.workspace.tasks().read(id).ok()?;
-        (now.status == crew_store::Status::InProgress && now.owner.as_deref() == Some(self.name))
+        let now = self.workspace.tasks().read(task.id).ok()?;
+        (now.status == crew_store::Status::InProgress && now.owner.as_ref() == Some(self.name))
             .then_some(now)
     }
 
@@ -75,10 +75,9 @@ impl TaskBranch<'_> {
             Ok(_) => {}
         }
         let head = trees.head_of(self.name).map_err(|e| e.to_string())?;
-        let id = TaskId::parse(&task.id).map_err(|e| e.to_string())?;
         self.workspace
             .tasks()
-            .record_start(id, &branch, &head)
+            .record_start(task.id, &branch, &head)
             .map(|_| ())
             .map_err(|e| e.to_string())
     }
@@ -112,11 +111,10 @@ impl TaskBranch<'_> {
         let head = trees
             .commit_work(self.name, &message, &self.author())
             .map_err(|e| e.to_string())?;
-        let id = TaskId::parse(&task.id).map_err(|e| e.to_string())?;
         let recorded = self
             .workspace
             .tasks()
-            .read(id)
+            .read(task.id)
             .map_err(|e| e.to_string())?
             .commits;
         Ok(recorded
@@ -137,9 +135,9 @@ impl TaskBranch<'_> {
                 outcome.commits = None;
                 let mut note =
                     format!("merged {} ({}) into {base}: {how}", task.id, commits.branch);
-                match review::mark_came_along(self.workspace, self.config, &task.id, self.name) {
+                match review::mark_came_along(self.workspace, self.config, task.id, self.name) {
                     Ok(also) if !also.is_empty() => {
-                        note.push_str(&format!("; with it {}", also.join(", ")));
+                        note.push_str(&format!("; with it {}", joined(&also, ", ")));
                     }
                     Ok(_) => {}
                     Err(e) => note.push_str(&format!("; earlier tasks not marked merged: {e}")),
@@ -160,16 +158,14 @@ impl TaskBranch<'_> {
             return;
         };
         let mut extra = serde_json::Map::new();
-        extra.insert("task".into(), task.id.clone().into());
+        extra.insert("task".into(), task.id.to_string().into());
         let sent = self.workspace.mailboxes().send(
             &self.config.roster(),
             Draft {
-                from: self.name.to_string(),
-                to: by.get_ref().clone(),
                 kind: MessageKind::ReviewRequest,
                 text: Some(format!("Please review {}: {}", task.id, task.subject)),
                 extra,
-                ..Draft::default()
+                ..Draft::new(self.name.clone(), by.get_ref().clone())
             },
         );
         if let Err(e) = sent {

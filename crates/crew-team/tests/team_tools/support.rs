@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crew_store::{Entry, Message, Roster, Teammate, Workspace};
+use crew_store::{AgentName, Entry, Message, Roster, Teammate, Workspace};
 use crew_team::tools::TeamEnv;
 use crew_tools::schema::InputSchema;
 use crew_tools::{Tool, ToolContext, ToolJson, ToolOutput};
@@ -30,17 +30,17 @@ impl Team {
         };
         Arc::new(TeamEnv {
             workspace: self.workspace.clone(),
-            roster: Roster::new(["lead", "alice", "bob", "carol"].map(String::from)),
-            me: me.to_string(),
+            roster: Roster::new(["lead", "alice", "bob", "carol"].map(name)),
+            me: name(me),
             role: role.to_string(),
-            lead: "lead".to_string(),
+            lead: name("lead"),
             teammates: [
                 ("alice", "implementer"),
                 ("bob", "reviewer"),
                 ("carol", "explorer"),
             ]
             .map(|(n, r)| Teammate {
-                name: n.to_string(),
+                name: name(n),
                 role: Some(r.to_string()),
             })
             .to_vec(),
@@ -56,7 +56,7 @@ impl Team {
     pub fn inbox(&self, name: &str) -> Vec<Message> {
         self.workspace
             .mailboxes()
-            .read_from(name, 0)
+            .read_from(&self::name(name), 0)
             .unwrap()
             .entries
             .into_iter()
@@ -66,6 +66,11 @@ impl Team {
             })
             .collect()
     }
+}
+
+/// An agent's name, checked.
+pub fn name(raw: &str) -> AgentName {
+    raw.parse().unwrap()
 }
 
 /// Runs a call the way the pipeline does (schema, validate, call), keeping each refusal's text

@@ -75,7 +75,11 @@ async fn list_and_get_show_each_task_state() {
         &ctx,
     )
     .await;
-    assert!(bad.contains("invalid task id"), "{bad}");
+    // The schema's pattern refuses it, naming the field and the value.
+    assert!(
+        bad.contains("field `id`") && bad.contains("\"../x\" does not match"),
+        "{bad}"
+    );
 }
 
 #[tokio::test]
@@ -95,7 +99,10 @@ async fn create_checks_its_input_and_refuses_unknown_blockers() {
         &ctx,
     )
     .await;
-    assert!(bad_id.contains("expected task_<number>"), "{bad_id}");
+    assert!(
+        bad_id.contains("field `blocked_by.0`") && bad_id.contains("\"one\" does not match"),
+        "{bad_id}"
+    );
     assert_eq!(
         refusal(
             &create,

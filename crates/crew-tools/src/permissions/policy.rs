@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::paths::{relative_to, resolve_within};
 use crate::permissions::bash_subject::{self, ParsedCommand};
 use crate::permissions::escape_hatches::escape_hatch;
-use crate::permissions::mode::PermissionMode;
+use crate::permissions::mode::{PermissionMode, default_decision, settle_ask};
 use crate::permissions::read_only::read_only_refusal;
 use crate::permissions::rule::{Rule, RuleError};
 use crate::tool::{Subject, ToolKind};
@@ -171,7 +171,7 @@ impl PermissionPolicy {
     ) -> PermissionOutcome {
         let mut outcome = self.decide_in_order(query, hook);
         if let Decision::Ask(reason) = outcome.decision {
-            outcome.decision = self.mode.settle_ask(reason);
+            outcome.decision = settle_ask(self.mode, reason);
         }
         outcome
     }
@@ -245,7 +245,7 @@ impl PermissionPolicy {
             return PermissionOutcome::new(Decision::Allow, DecidedBy::Mode(self.mode));
         }
         if let (Decision::Ask(reason), Some(refusal)) =
-            (self.mode.default_decision(query.kind), refusal)
+            (default_decision(self.mode, query.kind), refusal)
         {
             return PermissionOutcome::new(
                 Decision::Ask(format!(
@@ -255,7 +255,7 @@ impl PermissionPolicy {
             );
         }
         PermissionOutcome::new(
-            self.mode.default_decision(query.kind),
+            default_decision(self.mode, query.kind),
             DecidedBy::Mode(self.mode),
         )
     }

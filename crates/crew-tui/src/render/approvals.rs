@@ -75,7 +75,10 @@ fn review_lines(state: &AppState, selected: usize) -> Vec<Line<'static>> {
         let mut head = vec![
             Span::styled(marker, theme.style("msg.pending")),
             Span::styled(format!("{} ", r.id), theme.style("task.review")),
-            Span::styled(r.owner.clone(), theme.style("title.focus")),
+            Span::styled(
+                r.owner.as_deref().unwrap_or("nobody").to_string(),
+                theme.style("title.focus"),
+            ),
             Span::styled(format!("  {}", r.subject), theme.style("text")),
         ];
         if i == selected {
@@ -176,7 +179,7 @@ fn request_lines(state: &AppState, r: &RequestInfo, selected: bool) -> Vec<Line<
     };
     let mut head = vec![
         Span::styled(marker, theme.style("msg.pending")),
-        Span::styled(r.from.clone(), theme.style("title.focus")),
+        Span::styled(r.from.to_string(), theme.style("title.focus")),
         Span::styled(" asks for ", theme.style("text")),
         Span::styled(what, theme.style("approval.tool")),
         Span::styled(

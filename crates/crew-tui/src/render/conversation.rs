@@ -9,6 +9,7 @@ use ratatui::text::{Line, Span};
 use crate::render::{one_line, plain};
 use crate::state::{AppState, Folds};
 use crew_agent::transcript::Row;
+use crew_store::AgentName;
 
 /// How a transcript is laid out: its width, and whether long lines wrap (the lead pane and a
 /// zoomed teammate, to be read) or are cut (a teammate's small box, to be glanced at).
@@ -23,7 +24,7 @@ pub struct Layout {
 
 /// Where and how one agent's transcript is drawn (for a click to find what it hit).
 pub struct Placement {
-    pub name: String,
+    pub name: AgentName,
     pub area: Rect,
     pub layout: Layout,
     pub back: usize,

@@ -8,13 +8,13 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use crate::state::{AppState, SandboxState};
-use crew_store::AgentState;
+use crew_store::{AgentName, AgentState};
 
 pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     let theme = &state.theme;
     let model = &state.workspace;
     let style = theme.style("header");
-    let names: Vec<String> = std::iter::once(model.lead_name().to_string())
+    let names: Vec<AgentName> = std::iter::once(model.lead_name())
         .chain(model.teammates())
         .collect();
     let place = match &state.attached {

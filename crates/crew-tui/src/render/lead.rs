@@ -13,7 +13,7 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     let lead = state.workspace.lead_name();
     let title = Line::from(vec![
         Span::raw(format!(" {lead} ")),
-        badge(state, state.agent(lead).map(|a| a.state)),
+        badge(state, state.agent(&lead).map(|a| a.state)),
         Span::raw(" "),
     ]);
     let block = pane_block(state, Pane::Lead, title);
@@ -22,7 +22,7 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     let theme = &state.theme;
     let lines = conversation::window(
         state,
-        lead,
+        &lead,
         placed.layout,
         placed.area.height as usize,
         placed.back,
@@ -56,7 +56,7 @@ pub(crate) fn placement(state: &AppState, area: Rect) -> (conversation::Placemen
         .constraints([Constraint::Min(1), Constraint::Length(input_rows)])
         .split(inner);
     let placed = conversation::Placement {
-        name: state.workspace.lead_name().to_string(),
+        name: state.workspace.lead_name(),
         area: parts[0],
         layout: conversation::Layout {
             base: state.theme.style("text"),

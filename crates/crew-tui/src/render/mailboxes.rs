@@ -11,14 +11,15 @@ use ratatui::widgets::Paragraph;
 use crate::navigate::inbox_names;
 use crate::render::{age, one_line, pane_block, plain};
 use crate::state::{AppState, Pane};
-use crew_store::{Entry, Message, RequestInfo, RequestState};
+use crew_store::{Entry, Message, RequestInfo, RequestState, USER};
 
 pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     let names = inbox_names(state);
     let current = names
         .get(state.selected(Pane::Mailboxes) % names.len().max(1))
         .cloned()
-        .unwrap_or_default();
+        // No crew.toml read yet: the person's inbox, the one there always is.
+        .unwrap_or(USER);
     let theme = &state.theme;
     let mut title = vec![Span::raw(" mailboxes ")];
     for name in &names {

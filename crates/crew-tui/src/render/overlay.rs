@@ -12,7 +12,7 @@ use crate::keys::sequence_text;
 use crate::layout::cells;
 use crate::render::plain;
 use crate::state::{AppState, Confirm, Overlay, Prompt, PromptKind};
-use crew_team::run::daemon::StopProgress;
+use crew_protocol::control::StopProgress;
 
 pub fn render(state: &AppState, frame: &mut Frame, body: Rect) {
     if let Some(progress) = state.stopping() {

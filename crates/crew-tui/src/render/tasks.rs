@@ -9,6 +9,7 @@ use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 use crate::render::{one_line, pane_block, plain, window_start};
 use crate::state::{AppState, Pane};
 use crate::workspace_view::TaskRow;
+use crew_protocol::joined;
 use crew_store::Status;
 use unicode_width::UnicodeWidthStr;
 
@@ -195,7 +196,7 @@ fn render_detail(state: &AppState, row: &TaskRow, frame: &mut Frame, area: Rect)
     if !row.blocked_by.is_empty() {
         lines.push(plain(
             theme.style("task.blocked"),
-            format!("blocked by {}", row.blocked_by.join(", ")),
+            format!("blocked by {}", joined(&row.blocked_by, ", ")),
         ));
     }
     lines.push(Line::default());

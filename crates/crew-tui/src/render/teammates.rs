@@ -12,7 +12,7 @@ use crate::layout::cells;
 use crate::render::header::tokens_text;
 use crate::render::{badge, conversation, one_line, pane_block, plain};
 use crate::state::{AppState, Pane};
-use crew_store::{AgentState, AgentStatus, MessageKind, TodoStatus};
+use crew_store::{AgentName, AgentState, AgentStatus, MessageKind, TodoStatus};
 
 pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     let names = state.workspace.teammates();
@@ -72,7 +72,7 @@ fn zoom_hint(state: &AppState) -> String {
     )
 }
 
-fn render_one(state: &AppState, name: &str, selected: bool, frame: &mut Frame, area: Rect) {
+fn render_one(state: &AppState, name: &AgentName, selected: bool, frame: &mut Frame, area: Rect) {
     let theme = &state.theme;
     let status = state.agent(name);
     let waiting = status.is_some_and(|s| s.state == AgentState::Waiting);
@@ -131,7 +131,7 @@ fn render_one(state: &AppState, name: &str, selected: bool, frame: &mut Frame, a
 /// below them, for the box at `area` (its top border included).
 fn body(
     state: &AppState,
-    name: &str,
+    name: &AgentName,
     selected: bool,
     area: Rect,
 ) -> (Vec<Line<'static>>, conversation::Placement) {
@@ -140,7 +140,7 @@ fn body(
     let width = inner.width as usize;
     let status = state.agent(name);
     let task = status
-        .and_then(|s| s.task.as_deref())
+        .and_then(|s| s.task)
         .map(|id| {
             let subject = state
                 .workspace
@@ -156,10 +156,10 @@ fn body(
     lines.extend(todo_lines(state, status, width));
     lines.extend(subagent_lines(state, status, width));
     let pending = state.workspace.pending();
-    let asks = pending.iter().filter(|r| r.from == name).count();
+    let asks = pending.iter().filter(|r| r.from == *name).count();
     let plans = pending
         .iter()
-        .filter(|r| r.from == name && r.kind == MessageKind::PlanApprovalRequest)
+        .filter(|r| r.from == *name && r.kind == MessageKind::PlanApprovalRequest)
         .count();
     if status.is_some_and(|s| s.state == AgentState::Waiting) {
         lines.push(plain(
@@ -176,7 +176,7 @@ fn body(
     }
     let head = cells(lines.len()).min(inner.height);
     let placed = conversation::Placement {
-        name: name.to_string(),
+        name: name.clone(),
         area: Rect::new(inner.x, inner.y + head, inner.width, inner.height - head),
         layout: conversation::Layout {
             // Glanced at in a box, read when zoomed.

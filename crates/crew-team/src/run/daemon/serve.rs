@@ -169,7 +169,7 @@ pub fn serve(
                 BusyAgent {
                     name: name.clone(),
                     state: status.as_ref().map(|s| s.state),
-                    task: status.as_ref().and_then(|s| s.task.clone()),
+                    task: status.as_ref().and_then(|s| s.task),
                     waiting_on: status.and_then(|s| s.waiting_on),
                 }
             })
