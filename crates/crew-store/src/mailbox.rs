@@ -4,6 +4,11 @@
 //! replaced, so locking it is sound). Readers take no lock: they only consume up to the last
 //! newline, so a line being written is never seen half-done. Each reader's cursor is a byte
 //! offset kept beside the inbox in `<name>.cursor`.
+//!
+//! A writer killed mid-line leaves a fragment with no newline: the kernel may cut a write that
+//! spans a page at the page when SIGKILL arrives. The next writer, holding the lock (so no live
+//! writer is mid-line), cuts that fragment off before appending: the killed send never returned,
+//! so nothing acknowledged is lost, and the new line does not get glued onto it.
 
 use std::fs::{self, OpenOptions};
 use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
@@ -118,11 +123,13 @@ impl Mailboxes {
         fs::create_dir_all(&self.dir).map_err(|e| StoreError::io(&self.dir, e))?;
         let file = OpenOptions::new()
             .create(true)
+            .read(true)
             .append(true)
             .open(&path)
             .map_err(|e| StoreError::io(&path, e))?;
         let mut lock = RwLock::new(file);
         let mut guard = lock.write().map_err(|e| StoreError::io(&path, e))?;
+        cut_torn_tail(&mut *guard).map_err(|e| StoreError::io(&path, e))?;
         guard
             .write_all(&secrets::redact_bytes(&line))
             .map_err(|e| StoreError::io(&path, e))
@@ -224,10 +231,77 @@ impl Mailboxes {
     }
 }
 
+/// Cuts what follows the last newline: a line a killed writer never finished. Called with the
+/// inbox's exclusive lock held, so no live writer is in the middle of a line.
+fn cut_torn_tail(file: &mut fs::File) -> std::io::Result<()> {
+    let len = file.metadata()?.len();
+    if len == 0 || last_byte(file, len - 1)? == b'\n' {
+        return Ok(());
+    }
+    let mut end = len;
+    let mut chunk = vec![0u8; 8192];
+    while end > 0 {
+        let start = end.saturating_sub(chunk.len() as u64);
+        let want = usize::try_from(end - start).unwrap_or(chunk.len());
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(&mut chunk[..want])?;
+        if let Some(at) = chunk[..want].iter().rposition(|&b| b == b'\n') {
+            return file.set_len(start + at as u64 + 1);
+        }
+        end = start;
+    }
+    file.set_len(0)
+}
+
+fn last_byte(file: &mut fs::File, at: u64) -> std::io::Result<u8> {
+    let mut byte = [0u8; 1];
+    file.seek(SeekFrom::Start(at))?;
+    file.read_exact(&mut byte)?;
+    Ok(byte[0])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::USER;
+
+    #[test]
+    fn a_fragment_a_killed_writer_left_is_cut_before_the_next_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let boxes = Mailboxes::new(dir.path());
+        let (lead, alice): (AgentName, AgentName) =
+            ("lead".parse().unwrap(), "alice".parse().unwrap());
+        let roster = Roster::new([lead.clone(), alice.clone()]);
+        let send = |text: &str| {
+            boxes
+                .send(
+                    &roster,
+                    Draft {
+                        text: Some(text.into()),
+                        ..Draft::new(lead.clone(), alice.clone())
+                    },
+                )
+                .unwrap()
+        };
+        let first = send("before");
+        // What a writer killed inside its write leaves: part of a line, no newline. Longer than
+        // one read chunk, so the cut has to look back past it.
+        let path = boxes.inbox_path(&alice);
+        let mut file = OpenOptions::new().append(true).open(&path).unwrap();
+        file.write_all(format!(r#"{{"id":"torn","text":"{}"#, "x".repeat(20_000)).as_bytes())
+            .unwrap();
+        let second = send("after");
+        let batch = boxes.read_from(&alice, 0).unwrap();
+        let ids: Vec<&str> = batch
+            .entries
+            .iter()
+            .map(|e| match e {
+                Entry::Message { message, .. } => message.id.as_str(),
+                other => panic!("not a whole message: {other:?}"),
+            })
+            .collect();
+        assert_eq!(ids, [first.id.as_str(), second.id.as_str()]);
+    }
 
     #[test]
     fn a_line_still_being_written_is_not_read_until_its_newline_arrives() {
