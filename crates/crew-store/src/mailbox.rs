@@ -129,7 +129,7 @@ impl Mailboxes {
             .map_err(|e| StoreError::io(&path, e))?;
         let mut lock = RwLock::new(file);
         let mut guard = lock.write().map_err(|e| StoreError::io(&path, e))?;
-        cut_torn_tail(&mut *guard).map_err(|e| StoreError::io(&path, e))?;
+        cut_torn_tail(&mut guard).map_err(|e| StoreError::io(&path, e))?;
         guard
             .write_all(&secrets::redact_bytes(&line))
             .map_err(|e| StoreError::io(&path, e))
