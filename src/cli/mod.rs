@@ -51,7 +51,14 @@ pub fn main() -> ExitCode {
     };
     let cli = match cli.command {
         Some(Command::SandboxExec(args)) => {
-            return crew_sandbox::exec::run(&args.policy, args.probe, &args.command);
+            let ended = crew_sandbox::exec::run(&args.policy, args.probe, &args.command);
+            if let Some(out) = ended.stdout {
+                println!("{out}");
+            }
+            if let Some(why) = ended.stderr {
+                eprintln!("{why}");
+            }
+            return ExitCode::from(ended.code);
         }
         command => Cli { command, ..cli },
     };
