@@ -57,7 +57,7 @@ pub enum Action {
 }
 
 /// (name in keymap files, action, help text)
-pub const ACTIONS: &[(&str, Action, &str)] = &[
+pub(crate) const ACTIONS: &[(&str, Action, &str)] = &[
     ("quit", Action::Quit, "detach (the team keeps running)"),
     ("stop_team", Action::StopTeam, "stop the team (asks first)"),
     ("help", Action::Help, "show or hide this help"),
@@ -153,21 +153,21 @@ pub const ACTIONS: &[(&str, Action, &str)] = &[
 ];
 
 impl Action {
-    pub fn from_name(name: &str) -> Option<Action> {
+    pub(crate) fn from_name(name: &str) -> Option<Action> {
         ACTIONS
             .iter()
             .find(|(n, _, _)| *n == name)
             .map(|(_, a, _)| *a)
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         ACTIONS
             .iter()
             .find(|(_, a, _)| *a == self)
             .map_or("?", |(n, _, _)| n)
     }
 
-    pub fn help(self) -> &'static str {
+    pub(crate) fn help(self) -> &'static str {
         ACTIONS
             .iter()
             .find(|(_, a, _)| *a == self)

@@ -7,16 +7,16 @@ use serde_json::Value;
 
 use crew_store::Message;
 
-pub fn tool(request: &Message) -> Option<&str> {
+pub(crate) fn tool(request: &Message) -> Option<&str> {
     request.extra.get("tool").and_then(Value::as_str)
 }
 
-pub fn input(request: &Message) -> Option<&Value> {
+pub(crate) fn input(request: &Message) -> Option<&Value> {
     request.extra.get("input")
 }
 
 /// The folder the asking agent works in (its worktree, or the repository root).
-pub fn workspace(request: &Message) -> Option<&Path> {
+pub(crate) fn workspace(request: &Message) -> Option<&Path> {
     request
         .extra
         .get("workspace")
@@ -25,7 +25,7 @@ pub fn workspace(request: &Message) -> Option<&Path> {
 }
 
 /// The workspace as the person reads it: relative to the repository root when inside it.
-pub fn workspace_shown(request: &Message, root: &Path) -> Option<String> {
+pub(crate) fn workspace_shown(request: &Message, root: &Path) -> Option<String> {
     let workspace = workspace(request)?;
     Some(match workspace.strip_prefix(root) {
         Ok(rel) if rel.as_os_str().is_empty() => "the repository root".to_string(),
@@ -35,7 +35,7 @@ pub fn workspace_shown(request: &Message, root: &Path) -> Option<String> {
 }
 
 /// Why the teammate asks: a `reason` field, else the message text.
-pub fn reason(request: &Message) -> Option<&str> {
+pub(crate) fn reason(request: &Message) -> Option<&str> {
     request
         .extra
         .get("reason")
@@ -44,7 +44,7 @@ pub fn reason(request: &Message) -> Option<&str> {
 }
 
 /// The shell command of a bash request (input `{"command": ...}` or a plain string).
-pub fn command(request: &Message) -> Option<&str> {
+pub(crate) fn command(request: &Message) -> Option<&str> {
     if tool(request) != Some("bash") {
         return None;
     }
@@ -56,7 +56,7 @@ pub fn command(request: &Message) -> Option<&str> {
 
 /// The rule that allows exactly this call from now on: `bash(<command>)`, `tool(<path>)`, or
 /// the bare tool when its input names nothing more specific. None when no tool is named.
-pub fn allow_rule(request: &Message) -> Option<String> {
+pub(crate) fn allow_rule(request: &Message) -> Option<String> {
     let tool = tool(request)?;
     if let Some(command) = command(request) {
         return Some(format!("bash({command})"));

@@ -16,7 +16,7 @@ use crew_store::{AgentName, AgentStatus, Entry, Task, TaskId, Workspace};
 
 /// How many transcript rows are kept per agent: the panes show the last few, a zoomed teammate
 /// or the lead pane scrolls back through all of them (`crew replay` shows whole files).
-pub const TRANSCRIPT_KEEP: usize = 1000;
+pub(crate) const TRANSCRIPT_KEEP: usize = 1000;
 
 /// One thing that changed on disk.
 #[derive(Debug, Clone)]
@@ -59,12 +59,8 @@ impl Loader {
         }
     }
 
-    pub fn workspace(&self) -> &Workspace {
-        &self.ws
-    }
-
     /// Folders to watch: the store, the runtime folder (recursively) and the root for crew.toml.
-    pub fn watched(&self) -> Vec<(PathBuf, bool)> {
+    pub(crate) fn watched(&self) -> Vec<(PathBuf, bool)> {
         vec![
             (self.ws.tasks_dir(), false),
             (self.ws.mailboxes_dir(), false),

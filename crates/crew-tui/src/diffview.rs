@@ -24,7 +24,7 @@ pub struct DiffView {
 }
 
 impl DiffView {
-    pub fn new(name: &AgentName) -> Self {
+    pub(crate) fn new(name: &AgentName) -> Self {
         DiffView {
             name: name.clone(),
             task: None,
@@ -45,11 +45,11 @@ impl DiffView {
         }
     }
 
-    pub fn current(&self) -> Option<&FileDiff> {
+    pub(crate) fn current(&self) -> Option<&FileDiff> {
         self.files().get(self.file)
     }
 
-    pub fn move_file(&mut self, delta: isize) {
+    pub(crate) fn move_file(&mut self, delta: isize) {
         let n = self.files().len();
         if n == 0 {
             return;
@@ -60,7 +60,7 @@ impl DiffView {
     }
 
     /// Next/previous hunk; past the last hunk of a file goes on to the next file.
-    pub fn move_hunk(&mut self, delta: isize) {
+    pub(crate) fn move_hunk(&mut self, delta: isize) {
         let Some(file) = self.current() else { return };
         let count = file.hunks.len() as isize;
         let next = self.hunk as isize + delta;
@@ -86,18 +86,18 @@ impl DiffView {
     }
 
     /// The row where hunk `h` of the current file starts (each hunk: a header row, then lines).
-    pub fn hunk_row(&self, h: usize) -> usize {
+    pub(crate) fn hunk_row(&self, h: usize) -> usize {
         self.current().map_or(0, |f| {
             f.hunks.iter().take(h).map(|k| 1 + k.lines.len()).sum()
         })
     }
 
-    pub fn rows(&self) -> usize {
+    pub(crate) fn rows(&self) -> usize {
         self.current()
             .map_or(0, |f| f.hunks.iter().map(|k| 1 + k.lines.len()).sum())
     }
 
-    pub fn scroll_by(&mut self, delta: isize) {
+    pub(crate) fn scroll_by(&mut self, delta: isize) {
         let max = self.rows().saturating_sub(1) as isize;
         self.scroll = (self.scroll as isize + delta).clamp(0, max.max(0)) as usize;
     }

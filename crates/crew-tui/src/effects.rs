@@ -305,7 +305,7 @@ fn assign(
 }
 
 /// Runs a highlighting effect.
-pub fn highlight(highlighter: &Highlighter, effect: Effect) -> Option<Event> {
+pub(crate) fn highlight(highlighter: &Highlighter, effect: Effect) -> Option<Event> {
     match effect {
         Effect::HighlightFile {
             name,

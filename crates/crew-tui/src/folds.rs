@@ -9,7 +9,7 @@ use crate::state::{AppState, Level, Pane};
 
 /// Moving between an agent's tool calls (the lead's, or the selected teammate's) and unfolding
 /// one. The view scrolls so the selected call ends at the bottom of the pane.
-pub fn step(state: &mut AppState, action: Action) {
+pub(crate) fn step(state: &mut AppState, action: Action) {
     let (name, pane) = match state.focus {
         Pane::Lead => (state.workspace.lead_name(), Pane::Lead),
         Pane::Teammates => match state.selected_teammate() {
@@ -62,7 +62,7 @@ fn placement(state: &AppState, pane: Pane) -> Option<conversation::Placement> {
 
 /// A click on a folded call's line unfolds it (or folds it again), in the lead pane or a
 /// zoomed teammate.
-pub fn click(state: &mut AppState, at: Position) {
+pub(crate) fn click(state: &mut AppState, at: Position) {
     if state.diff.is_some() {
         return;
     }

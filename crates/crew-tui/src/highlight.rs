@@ -12,11 +12,11 @@ use syntect::parsing::SyntaxSet;
 use crew_git::{FileDiff, LineKind};
 
 /// Foreground colours over byte ranges of one line.
-pub type LineSegments = Vec<(Color, Range<usize>)>;
+pub(crate) type LineSegments = Vec<(Color, Range<usize>)>;
 /// One `LineSegments` per line.
-pub type Segments = Vec<LineSegments>;
+pub(crate) type Segments = Vec<LineSegments>;
 
-pub struct Highlighter {
+pub(crate) struct Highlighter {
     syntaxes: SyntaxSet,
     themes: ThemeSet,
 }
@@ -32,14 +32,14 @@ impl Default for Highlighter {
 
 impl Highlighter {
     /// Each line of `text`, highlighted as a file with extension `ext`.
-    pub fn text(&self, text: &str, ext: &str, theme: &str) -> Segments {
+    pub(crate) fn text(&self, text: &str, ext: &str, theme: &str) -> Segments {
         let mut lines = self.lines(ext, theme);
         text.lines().map(&mut lines).collect()
     }
 
     /// Each line of each hunk of `file`: the new side (context and added lines) and the old side
     /// (context and deleted lines) are highlighted as two streams so multi-line constructs hold.
-    pub fn file(&self, file: &FileDiff, theme: &str) -> Vec<Segments> {
+    pub(crate) fn file(&self, file: &FileDiff, theme: &str) -> Vec<Segments> {
         let ext = Path::new(&file.path)
             .extension()
             .and_then(|e| e.to_str())

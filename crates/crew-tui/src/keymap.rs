@@ -33,7 +33,7 @@ pub enum Mode {
     Memory,
 }
 
-pub const MODES: &[(&str, Mode)] = &[
+pub(crate) const MODES: &[(&str, Mode)] = &[
     ("global", Mode::Global),
     ("lead", Mode::Lead),
     ("teammates", Mode::Teammates),
@@ -48,7 +48,7 @@ pub const MODES: &[(&str, Mode)] = &[
 ];
 
 impl Mode {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         MODES
             .iter()
             .find(|(_, m)| *m == self)
@@ -56,7 +56,7 @@ impl Mode {
     }
 
     /// Modes with a text box: printable keys type text instead of running global bindings.
-    pub fn types_text(self) -> bool {
+    pub(crate) fn types_text(self) -> bool {
         matches!(self, Mode::Lead | Mode::Prompt)
     }
 }
@@ -88,7 +88,7 @@ type Table = Option<BTreeMap<Spanned<String>, Spanned<String>>>;
 /// mode is then a parse error with its line).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct KeymapFile {
+pub(crate) struct KeymapFile {
     inherits: Option<String>,
     global: Table,
     lead: Table,
@@ -122,7 +122,7 @@ impl KeymapFile {
 }
 
 impl Keymap {
-    pub fn load(name: &str) -> (Keymap, Vec<Warning>) {
+    pub(crate) fn load(name: &str) -> (Keymap, Vec<Warning>) {
         Self::load_from(name, presets::config_dir().as_ref())
     }
 
@@ -130,10 +130,6 @@ impl Keymap {
         let (keymap, mut warnings): (Keymap, _) = presets::load(name, config_dir);
         warnings.extend(keymap.conflicts());
         (keymap, warnings)
-    }
-
-    pub fn builtin_default() -> Keymap {
-        presets::builtin_default()
     }
 
     /// The bindings of one mode, in key order.
@@ -162,7 +158,7 @@ impl Keymap {
     }
 
     /// The first key bound to `action` in `mode` (or global), for hints like "a approve".
-    pub fn key_for(&self, mode: Mode, action: Action) -> Option<String> {
+    pub(crate) fn key_for(&self, mode: Mode, action: Action) -> Option<String> {
         [mode, Mode::Global]
             .iter()
             .flat_map(|m| self.bindings(*m))

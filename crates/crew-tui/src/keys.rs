@@ -45,7 +45,7 @@ const NAMED: &[&str] = &[
 
 impl Chord {
     /// Parses one chord of the grammar above.
-    pub fn parse(text: &str) -> Result<Chord, String> {
+    pub(crate) fn parse(text: &str) -> Result<Chord, String> {
         let mut chord = Chord {
             code: Code::Named("esc"),
             ctrl: false,
@@ -87,7 +87,7 @@ impl Chord {
     }
 
     /// The chord a terminal key event stands for.
-    pub fn from_event(key: &KeyEvent) -> Chord {
+    pub(crate) fn from_event(key: &KeyEvent) -> Chord {
         let m = key.modifiers;
         let mut chord = Chord {
             code: Code::Named("esc"),
@@ -142,7 +142,7 @@ impl Chord {
 
     /// A key that edits text (characters, arrows, enter, backspace...): in a text box it goes to
     /// the box unless the box's own mode binds it.
-    pub fn edits_text(&self) -> bool {
+    pub(crate) fn edits_text(&self) -> bool {
         let editing = matches!(
             self.code,
             Code::Char(_)
@@ -200,7 +200,7 @@ pub fn parse_sequence(text: &str) -> Result<Vec<Chord>, String> {
     Ok(chords)
 }
 
-pub fn sequence_text(chords: &[Chord]) -> String {
+pub(crate) fn sequence_text(chords: &[Chord]) -> String {
     chords
         .iter()
         .map(Chord::to_string)

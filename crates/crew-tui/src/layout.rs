@@ -5,10 +5,10 @@ use ratatui::layout::{Constraint, Direction, Layout, Rect};
 
 use crate::state::{AppState, PANES, Pane};
 
-pub const MIN_WIDTH: u16 = 60;
-pub const MIN_HEIGHT: u16 = 16;
+pub(crate) const MIN_WIDTH: u16 = 60;
+pub(crate) const MIN_HEIGHT: u16 = 16;
 
-pub struct Areas {
+pub(crate) struct Areas {
     pub header: Rect,
     pub tabs: Option<Rect>,
     pub body: Rect,
@@ -17,7 +17,7 @@ pub struct Areas {
 }
 
 /// None when the terminal is too small to be useful.
-pub fn areas(state: &AppState, area: Rect) -> Option<Areas> {
+pub(crate) fn areas(state: &AppState, area: Rect) -> Option<Areas> {
     if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
         return None;
     }
@@ -85,7 +85,7 @@ fn side_by_side(body: Rect) -> Vec<(Pane, Rect)> {
 }
 
 /// The tab bar's cells, one per pane, for drawing and clicking.
-pub fn tab_cells(tabs: Rect, labels: &[String]) -> Vec<(Pane, Rect)> {
+pub(crate) fn tab_cells(tabs: Rect, labels: &[String]) -> Vec<(Pane, Rect)> {
     let mut x = tabs.x;
     let mut out = Vec::new();
     for (pane, label) in PANES.iter().zip(labels) {
@@ -100,6 +100,6 @@ pub fn tab_cells(tabs: Rect, labels: &[String]) -> Vec<(Pane, Rect)> {
 
 /// A count of rows or columns as terminal cells, capped at what a terminal can have (a cast
 /// would wrap a huge count round to a small one).
-pub fn cells(n: usize) -> u16 {
+pub(crate) fn cells(n: usize) -> u16 {
     u16::try_from(n).unwrap_or(u16::MAX)
 }

@@ -35,7 +35,7 @@ pub struct MemoryView {
 impl MemoryView {
     /// `agent`'s memories and the team's under `root`; staleness is judged in the agent's
     /// worktree when it has one, else in the repository.
-    pub fn load(root: &Path, agent: &AgentName) -> Self {
+    pub(crate) fn load(root: &Path, agent: &AgentName) -> Self {
         let book = MemoryBook::new(&root.join(".crew"), agent);
         let worktree = root.join(".worktrees").join(agent);
         let checkout = if worktree.is_dir() {
@@ -69,13 +69,13 @@ impl MemoryView {
         }
     }
 
-    pub fn current(&self) -> Option<&MemoryEntry> {
+    pub(crate) fn current(&self) -> Option<&MemoryEntry> {
         self.entries.get(self.selected)
     }
 }
 
 /// Opens the memories of the agent in focus: the lead in its pane, else the selected teammate.
-pub fn open(state: &mut AppState) {
+pub(crate) fn open(state: &mut AppState) {
     let agent = match state.focus {
         Pane::Teammates => state.selected_teammate(),
         _ => Some(state.workspace.lead_name()),
@@ -89,7 +89,7 @@ pub fn open(state: &mut AppState) {
 }
 
 /// A key while the memories are shown: move, open a body, go back, close.
-pub fn act(state: &mut AppState, mut view: MemoryView, action: Action) {
+pub(crate) fn act(state: &mut AppState, mut view: MemoryView, action: Action) {
     let last = view.entries.len().saturating_sub(1);
     match action {
         Action::Back | Action::Cancel | Action::Memories if view.open => {

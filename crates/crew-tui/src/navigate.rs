@@ -5,7 +5,7 @@ use crew_store::AgentName;
 use crate::action::Action;
 use crate::state::{AppState, PANES, Pane};
 
-pub fn focus_step(from: Pane, step: isize) -> Pane {
+pub(crate) fn focus_step(from: Pane, step: isize) -> Pane {
     let at = PANES.iter().position(|p| *p == from).unwrap_or(0) as isize;
     let n = PANES.len() as isize;
     PANES[(at + step).rem_euclid(n) as usize]
@@ -22,7 +22,7 @@ fn item_count(state: &AppState, pane: Pane) -> usize {
 }
 
 /// Inboxes the mailboxes pane offers: every agent, the person, and any other inbox on disk.
-pub fn inbox_names(state: &AppState) -> Vec<AgentName> {
+pub(crate) fn inbox_names(state: &AppState) -> Vec<AgentName> {
     let mut names: Vec<AgentName> = state
         .workspace
         .config
@@ -39,7 +39,7 @@ pub fn inbox_names(state: &AppState) -> Vec<AgentName> {
 
 /// Up/down/page/top/bottom/left/right in the focused pane. Selecting panes move a selection;
 /// the lead and mailboxes scroll back from the newest line (0 = following the end).
-pub fn move_selection(state: &mut AppState, action: Action) {
+pub(crate) fn move_selection(state: &mut AppState, action: Action) {
     let pane = state.focus;
     let page = state.size.1.saturating_sub(6).max(1) as isize;
     let count = item_count(state, pane);

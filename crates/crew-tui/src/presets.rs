@@ -9,7 +9,7 @@ use crate::warning::{Warning, toml_error};
 
 /// Where a preset's text came from, for warnings.
 #[derive(Debug, Clone)]
-pub struct Source {
+pub(crate) struct Source {
     pub file: String,
     pub text: String,
     pub builtin: bool,
@@ -17,7 +17,7 @@ pub struct Source {
 
 /// Finds preset `name` of `kind` ("themes" or "keymaps"): the user's file first (unless
 /// `builtin_only`, used when a user file inherits the built-in of its own name), then the built-in.
-pub fn find(
+pub(crate) fn find(
     kind: &str,
     name: &str,
     builtins: &[(&str, &str)],
@@ -45,7 +45,7 @@ pub fn find(
 }
 
 /// crew's folder in the user's config directory, if one can be named.
-pub fn config_dir() -> Option<PathBuf> {
+pub(crate) fn config_dir() -> Option<PathBuf> {
     let base = std::env::var_os("XDG_CONFIG_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
@@ -54,10 +54,10 @@ pub fn config_dir() -> Option<PathBuf> {
 }
 
 /// How deep `inherits` chains may go before we call it a loop.
-pub const MAX_INHERIT_DEPTH: usize = 8;
+pub(crate) const MAX_INHERIT_DEPTH: usize = 8;
 
 /// A TOML preset with `inherits` (themes, keymaps): how one file is applied on top of its parent.
-pub trait Preset: Sized {
+pub(crate) trait Preset: Sized {
     /// The folder name and the word used in messages ("themes" / "theme").
     const KIND: &'static str;
     const WORD: &'static str;
@@ -73,7 +73,7 @@ pub trait Preset: Sized {
 }
 
 /// Preset `name` (user file first, then built-in), with every warning met on the way.
-pub fn load<P: Preset>(name: &str, config_dir: Option<&PathBuf>) -> (P, Vec<Warning>) {
+pub(crate) fn load<P: Preset>(name: &str, config_dir: Option<&PathBuf>) -> (P, Vec<Warning>) {
     let mut warnings = Vec::new();
     let mut preset = resolve::<P>(name, config_dir, false, 0, &mut warnings).unwrap_or_else(|| {
         warnings.push(Warning::new(
@@ -88,7 +88,7 @@ pub fn load<P: Preset>(name: &str, config_dir: Option<&PathBuf>) -> (P, Vec<Warn
 }
 
 /// The built-in `default` preset (a test checks every shipped preset parses cleanly).
-pub fn builtin_default<P: Preset>() -> P {
+pub(crate) fn builtin_default<P: Preset>() -> P {
     let mut ignored = Vec::new();
     resolve("default", None, true, 0, &mut ignored).unwrap_or_else(P::empty)
 }

@@ -21,7 +21,7 @@ use crew_tools::schema::parse_input;
 const MAX_PREVIEW: u64 = 1 << 20;
 
 /// Whether `request` asks to write or edit a named file (so a diff can be shown for it).
-pub fn applies(request: &Message) -> bool {
+pub(crate) fn applies(request: &Message) -> bool {
     matches!(ask::tool(request), Some(WriteTool::NAME | EditTool::NAME))
         && ask::input(request)
             .and_then(|i| i.get("path"))
@@ -30,7 +30,7 @@ pub fn applies(request: &Message) -> bool {
 
 /// The diff the request would make, or why there is none to show. The input is read as the
 /// tool itself reads it.
-pub fn prepare(root: &Path, request: &Message) -> Result<FileDiff, String> {
+pub(crate) fn prepare(root: &Path, request: &Message) -> Result<FileDiff, String> {
     let input = ask::input(request).ok_or("the request has no input")?;
     let tool = ask::tool(request).unwrap_or_default();
     let text = |key: &str| input.get(key).and_then(Value::as_str);

@@ -9,7 +9,7 @@ use crate::submit::open_prompt;
 use crew_git::MergeOutcome;
 use crew_store::{AgentName, TaskId};
 
-pub fn merged(
+pub(crate) fn merged(
     state: &mut AppState,
     name: AgentName,
     result: Result<MergeOutcome, String>,
@@ -42,7 +42,11 @@ pub fn merged(
     Vec::new()
 }
 
-pub fn discarded(state: &mut AppState, name: AgentName, result: Result<(), String>) -> Vec<Effect> {
+pub(crate) fn discarded(
+    state: &mut AppState,
+    name: AgentName,
+    result: Result<(), String>,
+) -> Vec<Effect> {
     match result {
         Ok(()) => {
             state.set_status(Level::Info, format!("discarded {name}'s worktree"));
@@ -59,7 +63,7 @@ fn short(id: &str) -> String {
     id.chars().take(10).collect()
 }
 
-pub fn act_diff(state: &mut AppState, action: Action) -> Vec<Effect> {
+pub(crate) fn act_diff(state: &mut AppState, action: Action) -> Vec<Effect> {
     let theme = state.theme.syntax.clone();
     let Some(view) = state.diff.as_mut() else {
         return Vec::new();
@@ -110,7 +114,7 @@ pub fn act_diff(state: &mut AppState, action: Action) -> Vec<Effect> {
 }
 
 /// Asks for the current file's highlighting if it is not there yet.
-pub fn highlight_current(view: &mut DiffView, theme: &str) -> Vec<Effect> {
+pub(crate) fn highlight_current(view: &mut DiffView, theme: &str) -> Vec<Effect> {
     match view.current() {
         Some(file) if !file.binary && !view.highlights.contains_key(&view.file) => {
             let effect = Effect::HighlightFile {
@@ -127,7 +131,7 @@ pub fn highlight_current(view: &mut DiffView, theme: &str) -> Vec<Effect> {
     }
 }
 
-pub fn open_diff(state: &mut AppState) -> Vec<Effect> {
+pub(crate) fn open_diff(state: &mut AppState) -> Vec<Effect> {
     let Some(name) = state.selected_teammate() else {
         return Vec::new();
     };
@@ -143,7 +147,7 @@ pub fn open_diff(state: &mut AppState) -> Vec<Effect> {
 }
 
 /// The diff of the review selected in the approvals pane: only that task's commits.
-pub fn open_review(state: &mut AppState) -> Vec<Effect> {
+pub(crate) fn open_review(state: &mut AppState) -> Vec<Effect> {
     let Some(review) = state.selected_review() else {
         return Vec::new();
     };
@@ -165,7 +169,7 @@ pub fn open_review(state: &mut AppState) -> Vec<Effect> {
 }
 
 /// `M`, `b`, `X` on a task in review (from its diff or the review queue).
-pub fn answer_review(state: &mut AppState, id: TaskId, action: Action) -> Vec<Effect> {
+pub(crate) fn answer_review(state: &mut AppState, id: TaskId, action: Action) -> Vec<Effect> {
     match action {
         Action::Merge => {
             state.set_status(Level::Info, format!("merging {id}..."));

@@ -20,7 +20,7 @@ pub struct LastSeen {
 
 /// The marker of the person running this screen (their login name; one file per person, so
 /// two people on one machine each get their own summary).
-pub fn marker_path(root: &Path) -> PathBuf {
+pub(crate) fn marker_path(root: &Path) -> PathBuf {
     let user = std::env::var("USER")
         .ok()
         .filter(|u| {
@@ -35,13 +35,13 @@ pub fn marker_path(root: &Path) -> PathBuf {
 }
 
 impl LastSeen {
-    pub fn read(root: &Path) -> Option<LastSeen> {
+    pub(crate) fn read(root: &Path) -> Option<LastSeen> {
         let text = std::fs::read_to_string(marker_path(root)).ok()?;
         serde_json::from_str(&text).ok()
     }
 
     /// Records `now` as seen. Losing a marker only loses a summary: errors are logged.
-    pub fn write(root: &Path, now: SystemTime) {
+    pub(crate) fn write(root: &Path, now: SystemTime) {
         let path = marker_path(root);
         let marker = LastSeen {
             seen: humantime::format_rfc3339_millis(now).to_string(),
@@ -64,7 +64,7 @@ impl LastSeen {
 
     /// One line: how long ago, tasks that changed (by where they are now), messages, and what
     /// waits for the person.
-    pub fn summary(&self, model: &WorkspaceView, now: SystemTime) -> String {
+    pub(crate) fn summary(&self, model: &WorkspaceView, now: SystemTime) -> String {
         let Some(seen) = self.seen_at() else {
             return "welcome back".into();
         };

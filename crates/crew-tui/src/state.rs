@@ -29,7 +29,7 @@ pub enum Pane {
     Approvals,
 }
 
-pub const PANES: [Pane; 5] = [
+pub(crate) const PANES: [Pane; 5] = [
     Pane::Lead,
     Pane::Teammates,
     Pane::Tasks,
@@ -48,7 +48,7 @@ impl Pane {
         }
     }
 
-    pub fn mode(self) -> Mode {
+    pub(crate) fn mode(self) -> Mode {
         match self {
             Pane::Lead => Mode::Lead,
             Pane::Teammates => Mode::Teammates,
@@ -231,12 +231,12 @@ impl AppState {
         self.selected.get(&pane).copied().unwrap_or(0)
     }
 
-    pub fn scroll(&self, pane: Pane) -> usize {
+    pub(crate) fn scroll(&self, pane: Pane) -> usize {
         self.scroll.get(&pane).copied().unwrap_or(0)
     }
 
     /// The mode keys are looked up in right now.
-    pub fn mode(&self) -> Mode {
+    pub(crate) fn mode(&self) -> Mode {
         match &self.overlay {
             Some(Overlay::Help { .. }) => Mode::Help,
             Some(Overlay::Prompt(_)) => Mode::Prompt,
@@ -250,16 +250,16 @@ impl AppState {
     }
 
     /// Where the team's stop has got to, once one was asked for.
-    pub fn stopping(&self) -> Option<&StopProgress> {
+    pub(crate) fn stopping(&self) -> Option<&StopProgress> {
         self.daemon.as_ref().and_then(|d| d.stopping.as_ref())
     }
 
-    pub fn set_status(&mut self, level: Level, text: impl Into<String>) {
+    pub(crate) fn set_status(&mut self, level: Level, text: impl Into<String>) {
         self.status = Some((level, text.into()));
     }
 
     /// The review selected in the approvals pane (listed after the pending requests).
-    pub fn selected_review(&self) -> Option<&Review> {
+    pub(crate) fn selected_review(&self) -> Option<&Review> {
         let index = self
             .selected(Pane::Approvals)
             .checked_sub(self.workspace.pending().len())?;
@@ -279,14 +279,14 @@ impl AppState {
     }
 }
 
-pub fn new_input() -> TextArea<'static> {
+pub(crate) fn new_input() -> TextArea<'static> {
     let mut input = TextArea::default();
     input
         .set_placeholder_text("message the lead (enter sends, esc leaves the box, ctrl-r reviews)");
     input
 }
 
-pub fn new_field(text: &str) -> TextArea<'static> {
+pub(crate) fn new_field(text: &str) -> TextArea<'static> {
     let mut field = TextArea::default();
     field.insert_str(text);
     field

@@ -20,7 +20,7 @@ fn selected_task(state: &AppState) -> Option<TaskId> {
 }
 
 /// The dependency or owner dialog for the selected task.
-pub fn edit_task(state: &mut AppState, action: Action) {
+pub(crate) fn edit_task(state: &mut AppState, action: Action) {
     let Some(id) = selected_task(state) else {
         return;
     };
@@ -32,7 +32,7 @@ pub fn edit_task(state: &mut AppState, action: Action) {
 }
 
 /// Takes the selected task from its owner (or assignee) back to the pool.
-pub fn release(state: &mut AppState) -> Vec<Effect> {
+pub(crate) fn release(state: &mut AppState) -> Vec<Effect> {
     let Some(id) = selected_task(state) else {
         return Vec::new();
     };
@@ -49,11 +49,11 @@ pub fn release(state: &mut AppState) -> Vec<Effect> {
 }
 
 /// How soon a second interrupt of the same agent offers to release its task.
-pub const RELEASE_WINDOW: std::time::Duration = std::time::Duration::from_secs(3);
+pub(crate) const RELEASE_WINDOW: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// Interrupts the focused agent (the lead, or the selected teammate) if it works; a second
 /// press within `RELEASE_WINDOW` offers to give its task back to the pool.
-pub fn interrupt(state: &mut AppState) -> Vec<Effect> {
+pub(crate) fn interrupt(state: &mut AppState) -> Vec<Effect> {
     let name = match state.focus {
         Pane::Lead => state.workspace.lead_name(),
         _ => match state.selected_teammate() {
@@ -96,7 +96,7 @@ pub fn interrupt(state: &mut AppState) -> Vec<Effect> {
 }
 
 /// Asks (after a confirmation) the selected teammate to shut down, if it runs.
-pub fn shutdown(state: &mut AppState) {
+pub(crate) fn shutdown(state: &mut AppState) {
     let Some(name) = state.selected_teammate() else {
         return;
     };
@@ -110,7 +110,7 @@ pub fn shutdown(state: &mut AppState) {
 }
 
 /// Starts the selected teammate again, unless it runs.
-pub fn restart(state: &mut AppState) -> Vec<Effect> {
+pub(crate) fn restart(state: &mut AppState) -> Vec<Effect> {
     let Some(name) = state.selected_teammate() else {
         return Vec::new();
     };

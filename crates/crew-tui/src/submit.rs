@@ -5,7 +5,7 @@ use crate::state::{AppState, Confirm, Level, Overlay, Prompt, PromptKind, new_fi
 use crew_protocol::{InvalidName, joined};
 use crew_store::{AgentName, NewTask, TaskId};
 
-pub fn open_prompt(state: &mut AppState, kind: PromptKind) {
+pub(crate) fn open_prompt(state: &mut AppState, kind: PromptKind) {
     let task = |id: &TaskId| state.workspace.tasks.iter().find(|t| t.id == *id);
     let fields: Vec<(String, String)> = match &kind {
         PromptKind::AddTask => vec![
@@ -51,7 +51,7 @@ pub fn open_prompt(state: &mut AppState, kind: PromptKind) {
 }
 
 /// The prompt's effect. An incomplete prompt stays open with a hint.
-pub fn submit_prompt(state: &mut AppState, prompt: Prompt) -> Vec<Effect> {
+pub(crate) fn submit_prompt(state: &mut AppState, prompt: Prompt) -> Vec<Effect> {
     let values: Vec<String> = prompt
         .fields
         .iter()
@@ -143,7 +143,7 @@ fn ids(text: &str) -> Result<Vec<TaskId>, InvalidName> {
         .collect()
 }
 
-pub fn confirm(state: &mut AppState, what: Confirm) -> Vec<Effect> {
+pub(crate) fn confirm(state: &mut AppState, what: Confirm) -> Vec<Effect> {
     match what {
         Confirm::Shutdown { name } => vec![Effect::RequestShutdown { name }],
         Confirm::StopTeam => vec![Effect::StopTeam],

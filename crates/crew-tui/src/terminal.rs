@@ -12,15 +12,15 @@ use ratatui::crossterm::terminal::{
     EnterAlternateScreen, LeaveAlternateScreen, disable_raw_mode, enable_raw_mode,
 };
 
-pub type Term = Terminal<CrosstermBackend<Stdout>>;
+pub(crate) type Term = Terminal<CrosstermBackend<Stdout>>;
 
 /// Restores the terminal when dropped, whatever way the screen ends.
-pub struct Session {
+pub(crate) struct Session {
     pub terminal: Term,
 }
 
 impl Session {
-    pub fn start() -> io::Result<Session> {
+    pub(crate) fn start() -> io::Result<Session> {
         install_panic_hook();
         enable_raw_mode()?;
         let mut out = stdout();
@@ -32,7 +32,7 @@ impl Session {
         Ok(Session { terminal })
     }
 
-    pub fn bell(&mut self) {
+    pub(crate) fn bell(&mut self) {
         // A bell that cannot be rung is not worth stopping for.
         let _ = self.terminal.backend_mut().write_all(b"\x07");
         let _ = self.terminal.backend_mut().flush();
@@ -40,7 +40,7 @@ impl Session {
 
     /// A desktop notification where the terminal supports one: OSC 9 (iTerm2, kitty, WezTerm,
     /// Windows Terminal) and OSC 777 (urxvt, foot, VTE); terminals without them ignore both.
-    pub fn desktop_notify(&mut self, text: &str) {
+    pub(crate) fn desktop_notify(&mut self, text: &str) {
         let _ = self
             .terminal
             .backend_mut()
@@ -67,7 +67,7 @@ pub fn desktop_notification(text: &str) -> String {
 }
 
 /// Leaves raw mode and the alternate screen and shows the cursor. Safe to call twice.
-pub fn restore() {
+pub(crate) fn restore() {
     // Nothing useful can be done if the terminal is gone; each step is tried regardless.
     let _ = disable_raw_mode();
     let _ = execute!(stdout(), DisableMouseCapture, LeaveAlternateScreen, Show);

@@ -22,7 +22,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
 ];
 
 /// Every style key a theme may set. A lookup of `a.b` falls back to `a`, then to `text`.
-pub const KEYS: &[&str] = &[
+pub(crate) const KEYS: &[&str] = &[
     "text",
     "dim",
     "border",
@@ -82,7 +82,7 @@ pub struct Theme {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ThemeFile {
+pub(crate) struct ThemeFile {
     inherits: Option<String>,
     syntax: Option<String>,
     #[serde(default)]
@@ -91,7 +91,7 @@ pub struct ThemeFile {
 
 impl Theme {
     /// Theme `name` from the user's config folder or the built-ins, with its warnings.
-    pub fn load(name: &str) -> (Theme, Vec<Warning>) {
+    pub(crate) fn load(name: &str) -> (Theme, Vec<Warning>) {
         Self::load_from(name, presets::config_dir().as_ref())
     }
 

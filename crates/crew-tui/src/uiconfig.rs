@@ -53,7 +53,7 @@ pub fn load(root: &Path) -> Result<(TeamConfig, UiConfig), UiError> {
 
 /// Adds `rule` to `[permissions] allow` in `root/crew.toml`, keeping comments and layout.
 /// Returns false when the rule was already there.
-pub fn add_allow_rule(root: &Path, rule: &str) -> Result<bool, UiError> {
+pub(crate) fn add_allow_rule(root: &Path, rule: &str) -> Result<bool, UiError> {
     let path = root.join(FILE_NAME);
     let edit_error = |message: String| UiError::Edit {
         path: path.clone(),

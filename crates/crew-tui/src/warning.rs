@@ -12,7 +12,7 @@ pub struct Warning {
 }
 
 impl Warning {
-    pub fn new(file: impl Into<String>, line: usize, message: impl Into<String>) -> Self {
+    pub(crate) fn new(file: impl Into<String>, line: usize, message: impl Into<String>) -> Self {
         Warning {
             file: file.into(),
             line,
@@ -21,7 +21,7 @@ impl Warning {
     }
 
     /// A warning at byte `offset` of `text`.
-    pub fn at(file: &str, text: &str, offset: usize, message: impl Into<String>) -> Self {
+    pub(crate) fn at(file: &str, text: &str, offset: usize, message: impl Into<String>) -> Self {
         Warning::new(file, line_of(text, offset), message)
     }
 }
@@ -37,7 +37,7 @@ impl fmt::Display for Warning {
 }
 
 /// The 1-based line holding byte `offset`.
-pub fn line_of(text: &str, offset: usize) -> usize {
+pub(crate) fn line_of(text: &str, offset: usize) -> usize {
     let end = offset.min(text.len());
     text.as_bytes()[..end]
         .iter()
@@ -47,7 +47,7 @@ pub fn line_of(text: &str, offset: usize) -> usize {
 }
 
 /// The 1-based line of a TOML parse error (line 1 when it has no position).
-pub fn toml_error(file: &str, text: &str, e: &toml::de::Error) -> Warning {
+pub(crate) fn toml_error(file: &str, text: &str, e: &toml::de::Error) -> Warning {
     let offset = e.span().map_or(0, |s| s.start);
     Warning::at(file, text, offset, e.message().trim().to_string())
 }

@@ -31,17 +31,17 @@ pub struct Kept {
 }
 
 impl Kept {
-    pub fn number(&self, index: usize) -> u64 {
+    pub(crate) fn number(&self, index: usize) -> u64 {
         self.first + index as u64
     }
 
-    pub fn index(&self, number: u64) -> Option<usize> {
+    pub(crate) fn index(&self, number: u64) -> Option<usize> {
         let i = usize::try_from(number.checked_sub(self.first)?).ok()?;
         (i < self.rows.len()).then_some(i)
     }
 
     /// Numbers of the rows that fold a tool call, oldest first.
-    pub fn calls(&self) -> impl DoubleEndedIterator<Item = u64> + '_ {
+    pub(crate) fn calls(&self) -> impl DoubleEndedIterator<Item = u64> + '_ {
         self.rows
             .iter()
             .enumerate()
@@ -49,7 +49,9 @@ impl Kept {
             .map(|(i, _)| self.number(i))
     }
 
-    pub fn texts(&self) -> Vec<&str> {
+    /// Each row's text, for the tests of what was kept.
+    #[cfg(test)]
+    pub(crate) fn texts(&self) -> Vec<&str> {
         self.rows.iter().map(|r| r.text.as_str()).collect()
     }
 }
@@ -75,7 +77,7 @@ pub struct WorkspaceView {
 
 /// What applying changes revealed that the screen must react to.
 #[derive(Debug, Default)]
-pub struct Applied {
+pub(crate) struct Applied {
     /// Requests pending now that were not known before (after the first load).
     pub new_requests: Vec<RequestInfo>,
     /// Which tasks are in review (or their commits) changed: the review queue is reloaded.
@@ -85,30 +87,30 @@ pub struct Applied {
 }
 
 impl WorkspaceView {
-    pub fn team_name(&self) -> &str {
+    pub(crate) fn team_name(&self) -> &str {
         self.config.as_ref().map_or("?", |c| c.team.name.get_ref())
     }
 
-    pub fn base_branch(&self) -> &str {
+    pub(crate) fn base_branch(&self) -> &str {
         self.config
             .as_ref()
             .map_or("main", |c| c.team.base_branch.as_str())
     }
 
     /// The lead's name: `lead` until crew.toml has been read.
-    pub fn lead_name(&self) -> AgentName {
+    pub(crate) fn lead_name(&self) -> AgentName {
         self.config
             .as_ref()
             .map_or_else(|| AgentName::from_lossy("lead"), |c| c.lead_name().clone())
     }
 
-    pub fn teammates(&self) -> Vec<AgentName> {
+    pub(crate) fn teammates(&self) -> Vec<AgentName> {
         self.config
             .as_ref()
             .map_or_else(Vec::new, TeamConfig::teammate_names)
     }
 
-    pub fn writes(&self, name: &str) -> bool {
+    pub(crate) fn writes(&self, name: &str) -> bool {
         self.config
             .as_ref()
             .and_then(|c| c.agent(name))
@@ -122,7 +124,7 @@ impl WorkspaceView {
             .collect()
     }
 
-    pub fn apply(&mut self, changes: Vec<Change>, now: SystemTime) -> Applied {
+    pub(crate) fn apply(&mut self, changes: Vec<Change>, now: SystemTime) -> Applied {
         let before: Vec<crew_store::RequestId> = self
             .pending()
             .iter()
@@ -232,7 +234,7 @@ impl WorkspaceView {
     }
 
     /// The tasks in review with their last commit: what the review queue depends on.
-    pub fn in_review(&self) -> Vec<(TaskId, Option<String>)> {
+    pub(crate) fn in_review(&self) -> Vec<(TaskId, Option<String>)> {
         self.tasks
             .iter()
             .filter(|t| t.status == crew_store::Status::Review)
@@ -241,7 +243,7 @@ impl WorkspaceView {
     }
 
     /// Ages and expiry move with the clock.
-    pub fn tick(&mut self, now: SystemTime) {
+    pub(crate) fn tick(&mut self, now: SystemTime) {
         self.derive_requests(now);
     }
 

@@ -14,7 +14,7 @@ use crew_store::AgentName;
 /// How a transcript is laid out: its width, and whether long lines wrap (the lead pane and a
 /// zoomed teammate, to be read) or are cut (a teammate's small box, to be glanced at).
 #[derive(Debug, Clone, Copy)]
-pub struct Layout {
+pub(crate) struct Layout {
     pub base: Style,
     pub width: usize,
     pub wrap: bool,
@@ -23,7 +23,7 @@ pub struct Layout {
 }
 
 /// Where and how one agent's transcript is drawn (for a click to find what it hit).
-pub struct Placement {
+pub(crate) struct Placement {
     pub name: AgentName,
     pub area: Rect,
     pub layout: Layout,
@@ -31,14 +31,14 @@ pub struct Placement {
 }
 
 /// The visible lines, and for each the number of the tool call it folds (its first line only).
-pub struct Window {
+pub(crate) struct Window {
     pub lines: Vec<Line<'static>>,
     pub calls: Vec<Option<u64>>,
 }
 
 /// The `height` lines that end `back` lines above the newest one, or None when there is no
 /// transcript yet. When everything fits nothing scrolls; `back` stops at the oldest line.
-pub fn window(
+pub(crate) fn window(
     state: &AppState,
     name: &str,
     layout: Layout,
@@ -81,7 +81,7 @@ pub fn window(
 
 /// How many lines the rows after `number` take: the scroll that puts that row's last line at
 /// the bottom of the window.
-pub fn lines_after(state: &AppState, name: &str, number: u64, layout: Layout) -> usize {
+pub(crate) fn lines_after(state: &AppState, name: &str, number: u64, layout: Layout) -> usize {
     let Some(kept) = state.workspace.transcripts.get(name) else {
         return 0;
     };

@@ -71,7 +71,7 @@ fn render_pane(state: &AppState, pane: Pane, frame: &mut Frame, area: Rect) {
 }
 
 /// Tab labels, with the count that matters for each pane.
-pub fn tab_labels(state: &AppState) -> Vec<String> {
+pub(crate) fn tab_labels(state: &AppState) -> Vec<String> {
     PANES
         .iter()
         .enumerate()
