@@ -10,9 +10,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crew_team::claude_team::{self, Mirror};
-use crew_test_support::tui::{Harness, screen_text};
 use crew_test_support::wait::poll;
 use crew_tui::Pane;
+use crew_tui_test_support::{Harness, screen_text};
 use serde_json::Value;
 
 const TEAM: &str = "session-ef9e4dc5";

@@ -3,8 +3,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 use crew_store::{AgentState, AgentStatus, Workspace};
-use crew_test_support::tui::{Harness, inbox, workspace};
 use crew_test_support::wait::poll;
+use crew_tui_test_support::{Harness, inbox, workspace};
 
 #[test]
 fn restart_a_dead_teammate_then_ask_it_to_shut_down() {

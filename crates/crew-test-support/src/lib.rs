@@ -2,7 +2,8 @@
 //! ([`wait`], always there) and, behind a feature named after each layer, the fixtures that
 //! layer's tests and the layers above it use. A dev-dependency only: crates turn on just the
 //! features their tests need, so a low layer's tests never build the high layers' libraries.
-//! What needs the built `crew` binary (`CARGO_BIN_EXE_crew` exists only in the root package's
+//! The screen's harness is a crate of its own, `crew-tui-test-support`. What needs the built
+//! `crew` binary (`CARGO_BIN_EXE_crew` exists only in the root package's
 //! tests) lives in the root's `tests/support/`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // in a fixture a failure is the report
 #![allow(clippy::new_without_default)] // a fixture's `new` makes a scratch folder: not a default
@@ -19,8 +20,6 @@ pub mod git;
 pub mod model;
 #[cfg(feature = "tools")]
 pub mod tools;
-#[cfg(feature = "tui")]
-pub mod tui;
 
 /// A file of crew's source tree (`assets/…`, `tests/fixtures/…`), wherever the test runs from.
 pub fn source_path(rel: &str) -> PathBuf {

@@ -7,10 +7,10 @@ use std::path::Path;
 
 use crew_git::Worktrees;
 use crew_store::{AgentState, Draft, Message, MessageKind, NewTask, RequestId, Roster, Workspace};
-use crew_test_support::tui::{Harness, inbox, workspace};
 use crew_test_support::wait::poll;
 use crew_tui::event::Event;
 use crew_tui::{Effect, Pane};
+use crew_tui_test_support::{Harness, inbox, workspace};
 use git2::{IndexAddOption, Repository, RepositoryInitOptions, Signature};
 use serde_json::json;
 
@@ -100,7 +100,7 @@ fn an_edit_request_is_shown_as_the_diff_it_would_make_then_approved() {
     );
     let mut h = Harness::new(dir.path());
     h.press(&["esc", "5"]);
-    let screen = crew_test_support::tui::screen_text(&mut h.state, 120, 40);
+    let screen = crew_tui_test_support::screen_text(&mut h.state, 120, 40);
     assert!(screen.contains("in .worktrees/alice"), "{screen}");
     assert!(screen.contains("changes lib.sh  +1 -1"), "{screen}");
     assert!(screen.contains("-add() { echo $(($1 + $2)); }"), "{screen}");
@@ -380,7 +380,7 @@ fn changes_made_by_anyone_reach_the_screen_through_the_watcher() {
     let dir = workspace();
     let (tx, rx) = std::sync::mpsc::channel();
     let _watcher = crew_tui::runtime::spawn_loader(dir.path(), tx).unwrap();
-    let mut state = crew_test_support::tui::state_at(dir.path());
+    let mut state = crew_tui_test_support::state_at(dir.path());
     let pump = |state: &mut crew_tui::AppState, done: &dyn Fn(&crew_tui::AppState) -> bool| {
         poll("the change to reach the screen", || {
             while let Ok(event) = rx.try_recv() {
@@ -446,7 +446,7 @@ fn a_teammates_checklist_shows_in_its_box() {
         .unwrap();
     let mut h = Harness::new(dir.path());
     h.state.focus = Pane::Teammates;
-    let screen = crew_test_support::tui::screen_text(&mut h.state, 120, 40);
+    let screen = crew_tui_test_support::screen_text(&mut h.state, 120, 40);
     for line in [
         "[x] Read the parser",
         "[~] Fix the off-by-one",

@@ -2,10 +2,10 @@
 //! memories and the team's, read-only, stale ones marked; enter opens a body, esc goes back.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-use crew_test_support::tui::{draw, fixture_changes, key, screen_text, state_at};
 use crew_tui::event::Event;
 use crew_tui::state::Overlay;
 use crew_tui::{Pane, update};
+use crew_tui_test_support::{draw, fixture_changes, key, screen_text, state_at};
 
 fn memory(
     root: &std::path::Path,

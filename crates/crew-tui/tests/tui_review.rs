@@ -9,9 +9,9 @@ use crew_config::init_template;
 use crew_git::{Author, Worktrees, exclude_from_git, init_with_files};
 use crew_store::workspace::RUNTIME_FOLDERS;
 use crew_store::{Claimant, NewTask, Status, TaskId, USER, Workspace};
-use crew_test_support::tui::{Harness, draw};
 use crew_tui::Pane;
 use crew_tui::event::Effect;
+use crew_tui_test_support::{Harness, draw};
 
 /// A repository whose alice has task_1 ("Add a parser") in review: one commit adding parser.rs.
 fn repo_with_review() -> tempfile::TempDir {
@@ -89,7 +89,7 @@ fn stable_screen(h: &mut Harness) -> String {
     for r in &mut h.state.reviews {
         r.age_secs = 120;
     }
-    let text = crew_test_support::tui::screen_text(&mut h.state, 120, 32);
+    let text = crew_tui_test_support::screen_text(&mut h.state, 120, 32);
     h.state.root = real;
     text
 }

@@ -3,10 +3,10 @@
 
 use crew_git::proposed_change;
 use crew_store::Entry;
-use crew_test_support::tui::{draw, fixture_state, key, msg};
 use crew_tui::data::Change;
 use crew_tui::event::Event;
 use crew_tui::{Pane, update};
+use crew_tui_test_support::{draw, fixture_state, key, msg};
 use serde_json::json;
 
 #[test]
@@ -204,7 +204,7 @@ fn diff_view_unified_and_side_by_side() {
 #[test]
 fn task_rows_in_a_narrow_pane_end_with_whole_ids_or_say_how_many_are_left_out() {
     let mut state = fixture_state();
-    let screen = crew_test_support::tui::screen_text(&mut state, 120, 40);
+    let screen = crew_tui_test_support::screen_text(&mut state, 120, 40);
     let rows: Vec<&str> = screen.lines().filter(|l| l.contains('⇠')).collect();
     assert!(!rows.is_empty(), "{screen}");
     for row in rows {
@@ -232,7 +232,7 @@ fn the_header_says_how_commands_run() {
     let header = |sandbox: SandboxState| {
         let mut state = fixture_state();
         state.sandbox = sandbox;
-        crew_test_support::tui::screen_text(&mut state, 160, 30)
+        crew_tui_test_support::screen_text(&mut state, 160, 30)
             .lines()
             .next()
             .unwrap()
@@ -267,7 +267,7 @@ fn prompt_cache_tokens_show_per_agent_and_in_the_header() {
         Event::Data(vec![Change::Agent("alice".parse().unwrap(), Some(alice))]),
     );
     // Wide enough for the teammate box's whole title.
-    let text = crew_test_support::tui::screen_text(&mut state, 240, 40);
+    let text = crew_tui_test_support::screen_text(&mut state, 240, 40);
     assert!(text.contains("cache 12k read 3000 written"), "{text}");
     assert!(
         text.lines().next().unwrap().contains("(12k from cache)"),

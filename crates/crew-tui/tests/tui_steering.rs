@@ -7,10 +7,10 @@
 use crew_agent::transcript::Row;
 use crew_store::MessageKind;
 use crew_store::{AgentState, AgentStatus, NewTask, Status, TaskId, Workspace};
-use crew_test_support::tui::{Harness, inbox, workspace};
 use crew_tui::Pane;
 use crew_tui::data::Change;
 use crew_tui::event::Event;
+use crew_tui_test_support::{Harness, inbox, workspace};
 use ratatui::crossterm::event::{KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 
 fn add(ws: &Workspace, subject: &str, blocked_by: &[TaskId]) -> TaskId {
@@ -187,7 +187,7 @@ fn lead_rows(h: &mut Harness) {
 
 fn lead_text(h: &mut Harness) -> String {
     h.state.zoom = true;
-    crew_test_support::tui::screen_text(&mut h.state, 60, 20)
+    crew_tui_test_support::screen_text(&mut h.state, 60, 20)
 }
 
 #[test]
@@ -301,7 +301,7 @@ fn a_zoomed_teammates_call_unfolds_with_a_click_too() {
     }]));
     h.press(&["esc", "z"]);
     assert_eq!(h.state.focus, Pane::Teammates);
-    let screen = crew_test_support::tui::screen_text(&mut h.state, 60, 20);
+    let screen = crew_tui_test_support::screen_text(&mut h.state, 60, 20);
     let row = u16::try_from(screen.lines().position(|l| l.contains("▸ ← bash")).unwrap()).unwrap();
     h.feed(Event::Mouse(MouseEvent {
         kind: MouseEventKind::Down(MouseButton::Left),
@@ -309,7 +309,7 @@ fn a_zoomed_teammates_call_unfolds_with_a_click_too() {
         row,
         modifiers: KeyModifiers::NONE,
     }));
-    let open = crew_test_support::tui::screen_text(&mut h.state, 60, 20);
+    let open = crew_tui_test_support::screen_text(&mut h.state, 60, 20);
     assert!(open.contains("▾ ← bash: 2 passed"), "{open}");
     assert!(open.contains("    ok - two"), "{open}");
 }
@@ -374,7 +374,7 @@ fn the_header_shows_spend_against_the_team_budget() {
     busy.cost_micros = Some(400_000);
     ws.agents().write(&busy).unwrap();
     let mut h = Harness::new(dir.path());
-    let screen = crew_test_support::tui::screen_text(&mut h.state, 200, 30);
+    let screen = crew_tui_test_support::screen_text(&mut h.state, 200, 30);
     assert!(
         screen.contains("budget 3/10 calls · $0.40/$2.00"),
         "{screen}"

@@ -1,4 +1,5 @@
-//! Fixed workspaces and a key-driven harness for the screen's tests.
+//! Fixed workspaces and a key-driven harness for the screen's tests (crew-tui's and the root's).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // in a fixture a failure is the report
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
