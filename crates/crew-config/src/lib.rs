@@ -6,8 +6,8 @@ mod template;
 
 pub use error::ConfigError;
 pub use team::{
-    AgentEntry, Budget, Dollars, ModelChoice, PermissionsConfig, Price, ROLES, TeamConfig,
-    TeamSection, WorkerConfig,
+    AgentEntry, Budget, Dollars, ModelChoice, PROVIDERS, PermissionsConfig, Price, ROLES, SCRIPTED,
+    TeamConfig, TeamSection, WorkerConfig,
 };
 pub use template::init_template;
 

@@ -15,6 +15,19 @@ use crew_store::{Roster, Teammate};
 
 pub const ROLES: &[&str] = &["explorer", "planner", "reviewer", "implementer"];
 
+/// The simulator's provider name: it plays a scenario, it is no model.
+pub const SCRIPTED: &str = "scripted";
+
+/// Every `provider` crew.toml accepts.
+pub const PROVIDERS: &[&str] = &[
+    SCRIPTED,
+    "anthropic",
+    "openai",
+    "claude-code",
+    "codex",
+    "command",
+];
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TeamConfig {
@@ -304,7 +317,7 @@ pub fn is_cli(provider: &str) -> bool {
 }
 
 fn default_provider() -> String {
-    "scripted".into()
+    SCRIPTED.into()
 }
 fn default_mode() -> Spanned<String> {
     Spanned::new(0..0, "ask".into())
@@ -609,6 +622,20 @@ impl TeamConfig {
 
     pub fn request_timeout(&self) -> std::time::Duration {
         std::time::Duration::from_secs(self.worker.request_timeout_secs)
+    }
+
+    /// The agents the offline simulator plays (`provider = "scripted"`), lead first.
+    pub fn simulated_agents(&self) -> Vec<AgentName> {
+        self.agents()
+            .filter(|a| a.model.provider == SCRIPTED)
+            .map(|a| a.name.get_ref().clone())
+            .collect()
+    }
+
+    /// Whether any agent of this team is the simulator rather than a model: what every place
+    /// that says SIMULATOR (status, header, logs, the headless summary) asks.
+    pub fn simulated(&self) -> bool {
+        self.agents().any(|a| a.model.provider == SCRIPTED)
     }
 }
 

@@ -59,3 +59,21 @@ fn bad_thinking_and_fallback_values_name_the_file_and_field() {
     );
     TeamConfig::parse(Path::new("/repo/crew.toml"), &good).unwrap();
 }
+
+#[test]
+fn a_team_is_simulated_when_any_agent_is_scripted() {
+    let team = |lead: &str, mate: &str| {
+        let text = format!(
+            "[team]\nname = \"web\"\n\n[lead]\nname = \"lead\"\nmodel = {lead}\n\n\
+             [[teammate]]\nname = \"alice\"\nrole = \"implementer\"\nmodel = {mate}\n"
+        );
+        TeamConfig::parse(Path::new("/repo/crew.toml"), &text).unwrap()
+    };
+    let real = r#"{ provider = "anthropic", model = "claude-sonnet-4-5" }"#;
+    let sim = r#"{ provider = "scripted", scenario = "demo" }"#;
+    assert!(!team(real, real).simulated());
+    assert!(team(real, sim).simulated());
+    assert_eq!(team(real, sim).simulated_agents(), ["alice"]);
+    // A model entry without a provider is the simulator too (the default).
+    assert!(team("{}", real).simulated());
+}
