@@ -11,7 +11,7 @@ use crew_config::init_template;
 
 /// The `[permissions]` lines of the template, comments dropped.
 fn template_permissions() -> String {
-    let template = init_template("test", "main");
+    let template = init_template("test", "main", &Default::default());
     template
         .lines()
         .skip_while(|l| *l != "[permissions]")

@@ -57,6 +57,12 @@ fn a_hung_up_screen_leaves_the_team_working_and_crew_attaches_again() {
     let daemon = guard.pid().expect("the daemon wrote its pid");
     assert_ne!(daemon, screen.pid(), "the team runs in its own process");
     team.wait_state("alice", "IDLE", LONG);
+    // A scripted team says so in the daemon's log.
+    let log = std::fs::read_to_string(team.repo.join(".crew/logs/daemon.log")).unwrap();
+    assert!(
+        log.contains("SIMULATOR: lead, alice played by crew's offline simulator"),
+        "{log}"
+    );
 
     screen.hang_up();
     let status = team_json(&team);

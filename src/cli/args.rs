@@ -132,6 +132,10 @@ pub struct UpArgs {
     /// Allow the `bypass` permission mode (crew.toml must allow it too).
     #[arg(long)]
     pub dangerously_bypass: bool,
+    /// Run agents on the offline simulator's demo scenario even here (it plays crew's
+    /// calculator demo whatever the repository or goal).
+    #[arg(long)]
+    pub simulator: bool,
     /// Internal: be the team's daemon (`crew up` starts it detached from the terminal).
     #[arg(long, hide = true, conflicts_with = "headless")]
     pub daemon: bool,
@@ -303,6 +307,40 @@ pub struct InitArgs {
     /// Base branch (default: the branch checked out now, else main).
     #[arg(long)]
     pub base: Option<String>,
+    /// The agents' provider (default: the first found of Claude Code, Codex, an Anthropic or
+    /// OpenAI key, a local OpenAI-compatible server).
+    #[arg(long, value_enum)]
+    pub provider: Option<InitProvider>,
+    /// The model's name (default: the provider's usual one, or the local server's first).
+    #[arg(long, value_name = "M")]
+    pub model: Option<String>,
+    /// An OpenAI-compatible server (`--provider openai`), e.g. http://127.0.0.1:8080/v1.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Take the first choice without asking.
+    #[arg(long)]
+    pub yes: bool,
+}
+
+/// The providers `crew init` can set up (`scripted` is `crew demo`'s; `command` is by hand).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum InitProvider {
+    ClaudeCode,
+    Codex,
+    Anthropic,
+    Openai,
+}
+
+impl InitProvider {
+    /// The name crew.toml spells it with.
+    pub fn name(self) -> &'static str {
+        match self {
+            InitProvider::ClaudeCode => "claude-code",
+            InitProvider::Codex => "codex",
+            InitProvider::Anthropic => "anthropic",
+            InitProvider::Openai => "openai",
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]

@@ -3,6 +3,7 @@
 //! Exit codes, the same for every command: 0 done; 2 usage; 3 refused by the protocol
 //! (with one line saying exactly why); 1 anything else.
 
+mod agents_found;
 mod args;
 mod attach;
 mod attach_claude;
@@ -16,6 +17,7 @@ mod memory;
 mod messages;
 mod output;
 mod person;
+mod preflight;
 mod project;
 mod review;
 mod run_team;

@@ -8,6 +8,7 @@ use anyhow::Context;
 
 use crate::cli::args::{ApprovePolicy, MergeArg, UpArgs, WorkerAction, WorkerArgs};
 use crate::cli::exit::CliError;
+use crate::cli::preflight;
 use crate::cli::project::Project;
 use crate::cli::team::print_event;
 use crew_protocol::joined;
@@ -33,6 +34,7 @@ fn run_worker(project: Project, name: &AgentName, bypass: bool) -> anyhow::Resul
         .roster
         .check("agent", name)
         .map_err(crew_store::StoreError::from)?;
+    preflight::worker(&project.config, name)?;
     let config = Arc::new(project.config);
     let mut work = work_for(project.workspace.clone(), config.clone(), name, bypass)?;
     let worker = Worker::new(
@@ -77,6 +79,19 @@ fn restart(project: &Project, name: &AgentName) -> anyhow::Result<()> {
 }
 
 pub fn up(project: Project, args: UpArgs) -> anyhow::Result<()> {
+    // The daemon was checked by the `crew up` that started it; a running team is attached to.
+    if !args.daemon && crew_team::run::daemon::running(&project.workspace).is_none() {
+        preflight::team(
+            &project.config,
+            project.workspace.root(),
+            args.goal.is_some(),
+            args.simulator,
+        )?;
+    }
+    if let Some(line) = preflight::simulator_line(&project.config) {
+        eprintln!("crew: {line}");
+        tracing::warn!("{line}");
+    }
     // Said before anything starts (the screen repeats it in its header; workers log it).
     let sandbox = crew_tools::Sandbox::new(project.config.permissions.sandbox, false, true);
     if let Some(warning) = sandbox.warning() {

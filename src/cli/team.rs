@@ -65,6 +65,8 @@ pub fn status(project: &Project, as_json: bool) -> anyhow::Result<()> {
                 "headless": t.headless,
                 "screens": screens,
             })).unwrap_or(json!({ "running": false })),
+            "simulator": project.config.simulated(),
+            "simulated_agents": project.config.simulated_agents(),
             "agents": rows,
             "reviews_waiting": waiting,
             "verdicts": verdicts,
@@ -83,6 +85,9 @@ pub fn status(project: &Project, as_json: bool) -> anyhow::Result<()> {
             screens.map_or(String::new(), |n| format!(", {n} screen(s) attached"))
         ),
         None => println!("team: not running (`crew up` starts it)"),
+    }
+    if let Some(line) = crate::cli::preflight::simulator_line(&project.config) {
+        println!("{line}");
     }
     for r in rows {
         let field = |k: &str| {

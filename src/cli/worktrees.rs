@@ -36,6 +36,11 @@ pub fn run(project: &Project, cmd: WorktreeCommand) -> anyhow::Result<()> {
             Ok(())
         }
         WorktreeCommand::Diff { name, json } => {
+            // An unknown name is refused as `crew inbox NAME` refuses it (same exit code).
+            project
+                .roster
+                .check("teammate", &name)
+                .map_err(crew_store::StoreError::from)?;
             let diff = trees.diff(&name, &base)?;
             if json {
                 return output::json(&diff);

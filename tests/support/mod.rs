@@ -50,10 +50,20 @@ impl Repo {
         Repo { dir }
     }
 
-    /// A git repository after `crew init` (team: lead, alice, bob, carol).
+    /// A git repository after `crew init` (team: lead, alice, bob, carol) on a machine where
+    /// it finds no model (the agents have none; nothing here starts them).
     pub fn init() -> Repo {
         let repo = Repo::git();
-        let run = repo.crew(&["init", "--team", "test"]);
+        let out = Command::new(crew_exe())
+            .args(["init", "--team", "test"])
+            .current_dir(repo.path())
+            .env("PATH", "/usr/bin:/bin")
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("OPENAI_API_KEY")
+            .env("CREW_LOCAL_MODEL_PORTS", "")
+            .output()
+            .unwrap();
+        let run = Run::from(out);
         assert_eq!(run.code, 0, "crew init failed: {}", run.stderr);
         repo
     }

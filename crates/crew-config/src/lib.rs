@@ -9,7 +9,7 @@ pub use team::{
     AgentEntry, Budget, Dollars, ModelChoice, PROVIDERS, PermissionsConfig, Price, ROLES, SCRIPTED,
     TeamConfig, TeamSection, WorkerConfig,
 };
-pub use template::init_template;
+pub use template::{InitModel, InitModels, init_template};
 
 /// The file name crew looks for, from the current directory up to the filesystem root.
 pub const FILE_NAME: &str = crew_store::workspace::CONFIG_FILE;

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
 use crate::ConfigError;
+use crew_model::scripted::ScriptedProvider;
 use crew_model::secret::{SECRET_NAME_RULE, is_secret_name};
 use crew_model::{ModelName, OverloadCount, ThinkingSpec};
 use crew_protocol::{AgentName, PermissionMode, USER, joined, validate_name};
@@ -132,6 +133,7 @@ pub struct AgentEntry {
     /// Whether this agent's commands may open network sockets inside the sandbox.
     #[serde(default)]
     pub network: bool,
+    /// Absent: no model (`ModelChoice::configured` is false); `model = {}` is the simulator.
     #[serde(default)]
     pub model: ModelChoice,
     /// `budget = { ... }`: what this agent may spend in all.
@@ -189,6 +191,14 @@ pub struct ModelChoice {
     /// job's text, which otherwise goes to its stdin.
     #[serde(default)]
     pub cmd: Vec<String>,
+}
+
+impl ModelChoice {
+    /// Whether the agent has a model at all: an agent written without a `model` line has none
+    /// (what `crew init` writes when it finds nothing), and `crew up` refuses to start it.
+    pub fn configured(&self) -> bool {
+        !self.provider.is_empty()
+    }
 }
 
 /// An `api_key_env` name the tools' environment scrubber removes; any other would hand the key
@@ -504,6 +514,33 @@ impl TeamConfig {
         }
         for agent in self.agents() {
             let model = &agent.model;
+            if model.configured() && !PROVIDERS.contains(&model.provider.as_str()) {
+                return Err(err(
+                    agent.name.span(),
+                    format!(
+                        "{}: unknown provider {:?}; providers are: {}",
+                        agent.name.get_ref(),
+                        model.provider,
+                        PROVIDERS.join(", ")
+                    ),
+                ));
+            }
+            // A scenario is a built-in name or a scenario file (TOML); a misspelt name would
+            // otherwise only fail when the agent starts.
+            if let Some(scenario) = &model.scenario
+                && model.provider == SCRIPTED
+                && !scenario.ends_with(".toml")
+                && !ScriptedProvider::builtin_names().contains(&scenario.as_str())
+            {
+                return Err(err(
+                    agent.name.span(),
+                    format!(
+                        "{}: unknown scenario {scenario:?}; the built-in scenarios are: {} (or give a scenario file, NAME.toml)",
+                        agent.name.get_ref(),
+                        ScriptedProvider::builtin_names().join(", ")
+                    ),
+                ));
+            }
             if let Some(thinking) = &model.thinking
                 && model.provider != "anthropic"
             {
@@ -628,6 +665,14 @@ impl TeamConfig {
     pub fn simulated_agents(&self) -> Vec<AgentName> {
         self.agents()
             .filter(|a| a.model.provider == SCRIPTED)
+            .map(|a| a.name.get_ref().clone())
+            .collect()
+    }
+
+    /// The agents without a model (no `model` line), lead first.
+    pub fn unconfigured_agents(&self) -> Vec<AgentName> {
+        self.agents()
+            .filter(|a| !a.model.configured())
             .map(|a| a.name.get_ref().clone())
             .collect()
     }

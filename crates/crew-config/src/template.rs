@@ -1,7 +1,57 @@
 //! The commented `crew.toml` that `crew init` writes.
 
-/// A starting team for `team_name`, working on `base_branch`.
-pub fn init_template(team_name: &str, base_branch: &str) -> String {
+/// The model `crew init` gives an agent: what it found on this machine or was told.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InitModel {
+    pub provider: String,
+    pub model: Option<String>,
+    pub base_url: Option<String>,
+}
+
+impl InitModel {
+    /// `{ provider = "…", model = "…", base_url = "…" }`, the values quoted as TOML strings.
+    fn inline(&self) -> String {
+        let quote = |s: &str| toml::Value::String(s.to_string()).to_string();
+        let mut fields = vec![format!("provider = {}", quote(&self.provider))];
+        if let Some(model) = &self.model {
+            fields.push(format!("model = {}", quote(model)));
+        }
+        if let Some(url) = &self.base_url {
+            fields.push(format!("base_url = {}", quote(url)));
+        }
+        format!("{{ {} }}", fields.join(", "))
+    }
+}
+
+/// Which models the starting team gets; `None` writes the agent without one (and says how to
+/// add one), so `crew up` refuses rather than play the simulator.
+#[derive(Debug, Clone, Default)]
+pub struct InitModels {
+    pub lead: Option<InitModel>,
+    pub teammates: Option<InitModel>,
+}
+
+/// What an agent without a model reads instead of a `model` line.
+const NO_MODEL: &str = "# No model yet; `crew up` refuses until there is one. One of:
+#   model = { provider = \"claude-code\" }       # Claude Code on PATH (its own login)
+#   model = { provider = \"codex\" }             # Codex on PATH (`codex app-server`; teammates only)
+#   model = { provider = \"anthropic\", model = \"claude-sonnet-4-5\" }   # needs ANTHROPIC_API_KEY
+#   model = { provider = \"openai\", model = \"gpt-4.1\" }                # needs OPENAI_API_KEY
+#   model = { provider = \"openai\", model = \"qwen2.5-coder\", base_url = \"http://127.0.0.1:11434/v1\" }  # a local server
+# (`crew demo` runs the offline simulator in a folder of its own.)";
+
+/// The same for a teammate, pointing at the lead's list.
+const NO_MODEL_TEAMMATE: &str =
+    "# No model yet; `crew up` refuses until there is one (the choices are under [lead]).";
+
+/// A starting team for `team_name`, working on `base_branch`, with `models`.
+pub fn init_template(team_name: &str, base_branch: &str, models: &InitModels) -> String {
+    let line = |model: &Option<InitModel>, none: &str| match model {
+        Some(m) => format!("model = {}", m.inline()),
+        None => none.to_string(),
+    };
+    let lead_model = line(&models.lead, NO_MODEL);
+    let mate_model = line(&models.teammates, NO_MODEL_TEAMMATE);
     format!(
         r#"# crew.toml — the team that works on this repository. Commit it.
 # Names (team and agents) are lowercase: a-z first, then a-z 0-9 _ - (at most 32).
@@ -16,8 +66,9 @@ base_branch = "{base_branch}"
 # The lead plans, hands out tasks and answers its teammates. It gets team tools and read-only tools.
 [lead]
 name = "lead"
-# provider: scripted (offline simulator; scenario: a built-in name or a file) | anthropic | openai (any chat-completions server)
-model = {{ provider = "scripted", scenario = "demo" }}
+# provider: claude-code | codex (teammates only) | anthropic | openai (any chat-completions
+# server) | command (teammates only: any CLI, cmd = [...]) | scripted (the offline simulator)
+{lead_model}
 
 # Teammates: role is explorer | planner | reviewer | implementer.
 # writes = true gives the teammate its own git worktree at .worktrees/<name>.
@@ -25,7 +76,7 @@ model = {{ provider = "scripted", scenario = "demo" }}
 name = "alice"
 role = "implementer"
 writes = true
-model = {{ provider = "scripted", scenario = "demo" }}
+{mate_model}
 
 [[teammate]]
 name = "bob"
@@ -34,15 +85,14 @@ writes = true
 # Must send a plan and have it approved before it gets any write tool (mode = "plan" below
 # asks that of every teammate).
 plan_mode_required = false
-model = {{ provider = "scripted", scenario = "demo" }}
+{mate_model}
 
 [[teammate]]
 name = "carol"
 role = "reviewer"
 writes = false
-model = {{ provider = "scripted", scenario = "demo" }}
-# A real model instead: model = {{ provider = "anthropic", model = "claude-sonnet-4-5" }}
-# (the key comes from ANTHROPIC_API_KEY in the environment, never from this file).
+{mate_model}
+# Keys come from the environment (ANTHROPIC_API_KEY, OPENAI_API_KEY), never from this file.
 # With price = {{ input = 3.0, output = 15.0 }} (US dollars per million tokens) the screen shows
 # a cost for providers that do not report one.
 
@@ -163,13 +213,16 @@ mod tests {
 
     #[test]
     fn the_template_parses_and_names_four_agents() {
-        let config =
-            TeamConfig::parse(Path::new("crew.toml"), &init_template("web", "main")).unwrap();
+        let config = TeamConfig::parse(
+            Path::new("crew.toml"),
+            &init_template("web", "main", &InitModels::default()),
+        )
+        .unwrap();
         let names: Vec<_> = config.agents().map(|a| a.name.get_ref().clone()).collect();
         assert_eq!(names, ["lead", "alice", "bob", "carol"]);
         assert_eq!(config.role_of("carol"), Some("reviewer"));
         assert_eq!(config.worker.idle_timeout_secs, 60);
-        let text = init_template("web", "main");
+        let text = init_template("web", "main", &InitModels::default());
         for mentioned in [
             "memory_write",
             "SKILL.md",
@@ -185,14 +238,14 @@ mod tests {
     fn hooks_are_read_from_crew_toml() {
         let text = format!(
             "{}\n[[hooks]]\nevent = \"PreToolUse\"\nmatcher = \"bash\"\ncommand = \"./check.sh\"\n",
-            init_template("web", "main")
+            init_template("web", "main", &InitModels::default())
         );
         let config = TeamConfig::parse(Path::new("crew.toml"), &text).unwrap();
         assert_eq!(config.hooks.len(), 1);
         assert_eq!(config.hooks[0].command, "./check.sh");
         let bad = format!(
             "{}\n[[hooks]]\nevent = \"Sometimes\"\ncommand = \"x\"\n",
-            init_template("web", "main")
+            init_template("web", "main", &InitModels::default())
         );
         let err = TeamConfig::parse(Path::new("crew.toml"), &bad)
             .unwrap_err()
@@ -204,7 +257,7 @@ mod tests {
     #[test]
     fn subagents_and_compaction_are_read_from_crew_toml_and_bad_values_named() {
         use crew_agent::{SubagentRole, SubagentSettings};
-        let template = init_template("web", "main");
+        let template = init_template("web", "main", &InitModels::default());
         let config = TeamConfig::parse(Path::new("crew.toml"), &template).unwrap();
         assert_eq!(config.subagents, SubagentSettings::default());
         assert!(config.compaction.probe);
@@ -238,7 +291,7 @@ mod tests {
     #[test]
     fn the_sandbox_is_on_by_default_and_its_setting_is_checked() {
         use crew_protocol::SandboxMode;
-        let template = init_template("web", "main");
+        let template = init_template("web", "main", &InitModels::default());
         let config = TeamConfig::parse(Path::new("crew.toml"), &template).unwrap();
         assert_eq!(config.permissions.sandbox, SandboxMode::Auto);
         assert!(config.agents().all(|a| !a.network));

@@ -77,3 +77,18 @@ fn a_team_is_simulated_when_any_agent_is_scripted() {
     // A model entry without a provider is the simulator too (the default).
     assert!(team("{}", real).simulated());
 }
+
+#[test]
+fn an_unknown_provider_or_scenario_names_what_is_accepted_with_file_and_line() {
+    let message = crew_toml_error(r#"{ provider = "claude", model = "x" }"#);
+    assert!(message.starts_with("/repo/crew.toml:5:"), "{message}");
+    for provider in crew_config::PROVIDERS {
+        assert!(message.contains(provider), "{provider}: {message}");
+    }
+    let message = crew_toml_error(r#"{ provider = "scripted", scenario = "calculator" }"#);
+    assert!(message.starts_with("/repo/crew.toml:5:"), "{message}");
+    assert!(
+        message.contains("\"calculator\"") && message.contains("echo, demo"),
+        "{message}"
+    );
+}

@@ -30,7 +30,11 @@ fn policy(mode: PermissionMode, allow: &[&str], deny: &[&str]) -> PermissionPoli
 
 /// The policy `crew init` ships.
 fn template_policy() -> PermissionPolicy {
-    let config = TeamConfig::parse(Path::new("crew.toml"), &init_template("web", "main")).unwrap();
+    let config = TeamConfig::parse(
+        Path::new("crew.toml"),
+        &init_template("web", "main", &Default::default()),
+    )
+    .unwrap();
     let p = &config.permissions;
     let mode: PermissionMode = p.mode.get_ref().parse().unwrap();
     let rules = RuleSet {

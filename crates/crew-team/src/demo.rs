@@ -97,7 +97,29 @@ pub fn build(dir: &Path) -> Result<(), GitError> {
         "calc: a tiny shell arithmetic library",
     )?;
     exclude_from_git(dir, RUNTIME_FOLDERS)?;
+    let marker = dir.join(MARKER);
+    let written = marker
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|()| {
+            std::fs::write(
+                &marker,
+                "crew demo made this folder: its team is the offline simulator's demo.\n",
+            )
+        });
+    written.map_err(|source| GitError::Io {
+        path: marker.clone(),
+        source,
+    })?;
     Ok(())
+}
+
+/// Marks a folder `crew demo` made, where the simulator's demo scenario may run unasked.
+pub const MARKER: &str = ".crew/demo-folder";
+
+/// Whether `root` is a folder `crew demo` made.
+pub fn is_demo_folder(root: &Path) -> bool {
+    root.join(MARKER).is_file()
 }
 
 /// Whether the project's tests pass in `dir`, with what they printed.

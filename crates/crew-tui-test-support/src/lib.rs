@@ -82,7 +82,11 @@ fn agent(name: &str, state: AgentState, task: Option<&str>, tokens: u64) -> Chan
 
 /// The fixed workspace every snapshot shows.
 pub fn fixture_changes() -> Vec<Change> {
-    let config = TeamConfig::parse(Path::new("crew.toml"), &init_template("web", "main")).unwrap();
+    let config = TeamConfig::parse(
+        Path::new("crew.toml"),
+        &init_template("web", "main", &Default::default()),
+    )
+    .unwrap();
     let tasks = vec![
         task(1, "Sketch the API", Status::Completed, Some("alice"), &[]),
         task(
@@ -352,7 +356,11 @@ impl Harness {
 /// A folder with the `crew init` team (lead, alice, bob, carol) and nothing else.
 pub fn workspace() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("crew.toml"), init_template("web", "main")).unwrap();
+    std::fs::write(
+        dir.path().join("crew.toml"),
+        init_template("web", "main", &Default::default()),
+    )
+    .unwrap();
     dir
 }
 

@@ -95,7 +95,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let text = format!(
             "{}\n[ui]\n# run me\nnotify_command = \"true\"\n",
-            init_template("t", "main")
+            init_template("t", "main", &Default::default())
         );
         std::fs::write(dir.path().join(FILE_NAME), text).unwrap();
         let (team, ui) = load(dir.path()).unwrap();
@@ -106,7 +106,11 @@ mod tests {
     #[test]
     fn a_rule_is_added_once_and_comments_survive() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join(FILE_NAME), init_template("t", "main")).unwrap();
+        std::fs::write(
+            dir.path().join(FILE_NAME),
+            init_template("t", "main", &Default::default()),
+        )
+        .unwrap();
         assert!(add_allow_rule(dir.path(), "bash(cargo test)").unwrap());
         assert!(!add_allow_rule(dir.path(), "bash(cargo test)").unwrap());
         let text = std::fs::read_to_string(dir.path().join(FILE_NAME)).unwrap();

@@ -21,7 +21,10 @@ fn repo_with_review() -> tempfile::TempDir {
         root,
         "main",
         &[
-            ("crew.toml", &init_template("web", "main")),
+            (
+                "crew.toml",
+                &init_template("web", "main", &Default::default()),
+            ),
             ("README.md", "# web\n"),
         ],
         &Author::new("person", "person@crew.invalid"),
@@ -267,9 +270,11 @@ fn discard_reverts_in_the_worktree_of_the_commits_branch_after_the_task_changed_
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     task["owner"] = "bob".into();
     std::fs::write(&path, task.to_string()).unwrap();
-    let config =
-        crew_config::TeamConfig::parse(Path::new("crew.toml"), &init_template("web", "main"))
-            .unwrap();
+    let config = crew_config::TeamConfig::parse(
+        Path::new("crew.toml"),
+        &init_template("web", "main", &Default::default()),
+    )
+    .unwrap();
     crew_team::review::discard(&ws, &config, TaskId(1), &USER, "not needed").unwrap();
     assert_eq!(status_of(root, 1).0, Status::Failed);
     assert!(!root.join(".worktrees/alice/parser.rs").exists());
@@ -307,9 +312,11 @@ fn a_review_warns_about_a_renamed_crew_toml() {
             *commits,
         )
         .unwrap();
-    let config =
-        crew_config::TeamConfig::parse(Path::new("crew.toml"), &init_template("web", "main"))
-            .unwrap();
+    let config = crew_config::TeamConfig::parse(
+        Path::new("crew.toml"),
+        &init_template("web", "main", &Default::default()),
+    )
+    .unwrap();
     let review = crew_team::review::show(&ws, &config, TaskId(1)).unwrap();
     assert_eq!(review.protected, ["crew.toml"], "{review:?}");
 }

@@ -66,6 +66,11 @@ impl ScriptedProvider {
         Some(Scenario::parse(text, Path::new(&origin)).map(Self::new))
     }
 
+    /// The names of the scenarios shipped inside the binary, for messages.
+    pub fn builtin_names() -> Vec<&'static str> {
+        BUILTIN.iter().map(|(name, _)| *name).collect()
+    }
+
     /// Finds the first applicable rule and uses up one of its `times`.
     fn pick(&self, situation: &scenario::Situation<'_>) -> Option<&Rule> {
         // A panic elsewhere cannot leave the counters inconsistent, so a poisoned lock is fine.
@@ -120,5 +125,6 @@ mod builtin_tests {
             ScriptedProvider::builtin(name).unwrap().unwrap();
         }
         assert!(ScriptedProvider::builtin("nope").is_none());
+        assert_eq!(ScriptedProvider::builtin_names(), ["echo", "demo"]);
     }
 }

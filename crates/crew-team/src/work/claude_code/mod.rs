@@ -31,6 +31,11 @@ use stream::Translator;
 /// The major version whose protocol crew speaks (recorded from Claude Code 2.1.197).
 const SUPPORTED_MAJOR: &str = "2";
 
+/// Whether crew speaks the protocol of this Claude Code version (`2.1.197`).
+pub fn version_supported(version: &str) -> bool {
+    version.split('.').next() == Some(SUPPORTED_MAJOR)
+}
+
 /// How the role's instructions name crew's team tools for a CLI that sees them through MCP.
 const MCP_NOTE: &str = "crew's team tools named above (task_create, task_list, send_message, …) \
      are your MCP tools `mcp__crew__<name>` (e.g. `mcp__crew__task_create`); `mcp__crew__read_inbox` \
@@ -190,7 +195,7 @@ impl CliAgent for ClaudeCode {
             match line["type"].as_str() {
                 Some("system") if line["subtype"] == "init" => {
                     let version = line["claude_code_version"].as_str().unwrap_or("(unnamed)");
-                    if version.split('.').next() != Some(SUPPORTED_MAJOR) {
+                    if !version_supported(version) {
                         return Err(ClaudeError::Version(version.to_string()));
                     }
                     session.initialised = true;

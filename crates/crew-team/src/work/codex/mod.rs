@@ -88,13 +88,22 @@ fn check_version(user_agent: &str) -> Result<(), CodexError> {
         .next()
         .and_then(|first| first.split('/').nth(1))
         .unwrap_or(user_agent);
-    let mut parts = version.split('.').map(|p| p.parse::<u64>().ok());
-    match (parts.next().flatten(), parts.next().flatten()) {
-        (Some(major), Some(minor)) if (major, minor) >= OLDEST_SUPPORTED => Ok(()),
-        _ => Err(CodexError::Version {
+    if version_supported(version) {
+        Ok(())
+    } else {
+        Err(CodexError::Version {
             version: version.to_string(),
-        }),
+        })
     }
+}
+
+/// Whether crew speaks the app-server protocol of this Codex version (`0.171.0`).
+pub fn version_supported(version: &str) -> bool {
+    let mut parts = version.split('.').map(|p| p.parse::<u64>().ok());
+    matches!(
+        (parts.next().flatten(), parts.next().flatten()),
+        (Some(major), Some(minor)) if (major, minor) >= OLDEST_SUPPORTED
+    )
 }
 
 fn refused(method: &str, message: String) -> CodexError {
