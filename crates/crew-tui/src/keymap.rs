@@ -157,12 +157,15 @@ impl Keymap {
         lookup_in(self.bindings(Mode::Global), keys)
     }
 
-    /// The first key bound to `action` in `mode` (or global), for hints like "a approve".
+    /// The first key bound to `action` in `mode` (or global), for hints like "a approve"; a
+    /// global key the mode binds to something else (ctrl-c interrupts in a pane) is passed over.
     pub(crate) fn key_for(&self, mode: Mode, action: Action) -> Option<String> {
+        let own = self.bindings(mode);
         [mode, Mode::Global]
             .iter()
             .flat_map(|m| self.bindings(*m))
-            .find(|b| b.action == action)
+            .filter(|b| b.action == action)
+            .find(|b| !own.iter().any(|o| o.keys == b.keys && o.action != action))
             .map(|b| sequence_text(&b.keys))
     }
 

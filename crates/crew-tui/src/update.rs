@@ -9,7 +9,7 @@ use crate::action::Action;
 use crate::ask;
 use crate::event::{Effect, Event};
 use crate::folds;
-use crate::keymap::Lookup;
+use crate::keymap::{Lookup, Mode};
 use crate::keys::Chord;
 use crate::layout::{areas, tab_cells};
 use crate::memories;
@@ -104,6 +104,14 @@ pub fn update(state: &mut AppState, event: Event) -> Vec<Effect> {
         Event::Merged { name, result } => merged(state, name, result),
         Event::Discarded { name, result } => discarded(state, name, result),
         Event::Done(result) => {
+            // A review answered from its diff: the view shows the result in place of
+            // "merging task_1..." (every `Done` answers a review).
+            if let Some(view) = state.diff.as_mut().filter(|v| v.task.is_some()) {
+                view.outcome = Some(match &result {
+                    Ok(text) => text.clone(),
+                    Err(e) => format!("failed: {e}"),
+                });
+            }
             match result {
                 Ok(text) => state.set_status(Level::Info, text),
                 Err(e) => state.set_status(Level::Error, e),
@@ -117,7 +125,16 @@ fn on_data(state: &mut AppState, changes: Vec<crate::data::Change>) -> Vec<Effec
     let first = !state.workspace.loaded;
     let applied = state.workspace.apply(changes, state.now);
     if first && let Some(seen) = state.since.take() {
-        let summary = seen.summary(&state.workspace, state.now);
+        let mut summary = seen.summary(&state.workspace, state.now);
+        // Attached again: the person comes back to look, so the screen starts outside the
+        // lead's text box, where `q` detaches as it did before (not a `q` typed to the lead).
+        if state.focus == Pane::Lead && state.input.lines().iter().all(|l| l.is_empty()) {
+            state.focus = Pane::Teammates;
+            let key = |action| state.keymap.key_for(Mode::Teammates, action);
+            if let (Some(lead), Some(quit)) = (key(Action::FocusLead), key(Action::Quit)) {
+                summary.push_str(&format!(" · {lead} types to the lead, {quit} detaches"));
+            }
+        }
         state.set_status(Level::Info, summary);
     }
     let mut effects = Vec::new();

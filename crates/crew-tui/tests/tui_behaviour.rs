@@ -455,3 +455,29 @@ fn a_teammates_checklist_shows_in_its_box() {
         assert!(screen.contains(line), "{line} missing:\n{screen}");
     }
 }
+
+#[test]
+fn a_screen_attached_again_starts_outside_the_text_box_so_q_detaches() {
+    let dir = workspace();
+    // First attach: the text box has the focus, and `q` is a letter for the lead.
+    let mut first = Harness::new(dir.path());
+    assert_eq!(first.state.focus, Pane::Lead);
+    first.press(&["q"]);
+    assert!(!first.state.quit);
+    assert_eq!(first.state.input.lines().join(""), "q");
+    // Attached again (this person's last-seen marker is there): `q` detaches.
+    let mut again = Harness::new(dir.path());
+    again.state.since = Some(crew_tui::since::LastSeen {
+        seen: "2026-01-01T00:00:00Z".into(),
+    });
+    again.reload();
+    assert_eq!(again.state.focus, Pane::Teammates);
+    assert!(
+        again.status().contains("1 types to the lead, q detaches"),
+        "{}",
+        again.status()
+    );
+    again.press(&["q"]);
+    assert!(again.state.quit, "q detached");
+    assert!(again.state.input.lines().join("").is_empty());
+}

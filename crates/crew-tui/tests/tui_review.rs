@@ -320,3 +320,26 @@ fn a_review_warns_about_a_renamed_crew_toml() {
     let review = crew_team::review::show(&ws, &config, TaskId(1)).unwrap();
     assert_eq!(review.protected, ["crew.toml"], "{review:?}");
 }
+
+#[test]
+fn merge_from_the_diff_shows_the_result_there_and_a_narrow_diff_keeps_its_way_out() {
+    let dir = repo_with_review();
+    let mut h = Harness::new(dir.path());
+    h.press(&["ctrl-r", "enter"]);
+    let narrow = crew_tui_test_support::screen_text(&mut h.state, 80, 24);
+    let hints = narrow
+        .lines()
+        .find(|l| l.contains(" merge "))
+        .unwrap_or_default();
+    for shown in ["merge", "send_back", "discard", "esc", "back"] {
+        assert!(hints.contains(shown), "{shown}: {hints}");
+    }
+    h.press(&["M"]);
+    let view = h.state.diff.as_ref().expect("the diff stays open");
+    let outcome = view.outcome.clone().unwrap_or_default();
+    assert!(outcome.contains("task_1 merged into main"), "{outcome}");
+    let screen = stable_screen(&mut h);
+    assert!(!screen.contains("merging task_1"), "{screen}");
+    assert!(screen.contains("task_1 merged into main"), "{screen}");
+    assert_eq!(status_of(dir.path(), 1).0, Status::Completed);
+}

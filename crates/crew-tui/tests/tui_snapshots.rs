@@ -238,10 +238,11 @@ fn the_header_says_how_commands_run() {
             .unwrap()
             .to_string()
     };
+    // Before the spending, which a narrow screen cuts first.
+    let confined = header(SandboxState::Confined);
     assert!(
-        header(SandboxState::Confined)
-            .trim_end()
-            .ends_with("│ sandboxed")
+        confined.contains("│ approvals 2 │ sandboxed │ tokens"),
+        "{confined}"
     );
     let off = header(SandboxState::Unconfined(
         "sandbox OFF (crew.toml: sandbox = \"off\")".into(),
@@ -316,4 +317,40 @@ fn subagents_nested_under_their_teammate() {
     );
     state.focus = Pane::Teammates;
     insta::assert_snapshot!("teammate_subagents", draw(&mut state, 100, 24));
+}
+
+#[test]
+fn at_80x24_the_header_cuts_the_folder_before_waiting_approvals_the_sandbox_or_simulator() {
+    use crew_config::{InitModel, InitModels, TeamConfig, init_template};
+    let mut state = fixture_state();
+    state.sandbox = crew_tui::state::SandboxState::Confined;
+    let text = crew_tui_test_support::screen_text(&mut state, 80, 24);
+    let header = text.lines().next().unwrap_or_default().to_string();
+    for shown in ["WAITING 1", "approvals 2", "sandboxed"] {
+        assert!(header.contains(shown), "{shown}: {header}");
+    }
+    assert!(!header.contains("/repo/web"), "{header}");
+    // A team the simulator plays: the header says so before anything else.
+    let scripted = InitModel {
+        provider: "scripted".into(),
+        model: None,
+        base_url: None,
+    };
+    let models = InitModels {
+        lead: Some(scripted.clone()),
+        teammates: Some(scripted),
+    };
+    let text = init_template("web", "main", &models);
+    state.workspace.config =
+        Some(TeamConfig::parse(std::path::Path::new("crew.toml"), &text).unwrap());
+    let text = crew_tui_test_support::screen_text(&mut state, 80, 24);
+    let header = text.lines().next().unwrap_or_default().to_string();
+    assert!(header.starts_with(" SIMULATOR │ crew · web"), "{header}");
+    for shown in ["WAITING 1", "approvals 2"] {
+        assert!(header.contains(shown), "{shown}: {header}");
+    }
+    insta::assert_snapshot!(
+        "header_at_80x24_simulated_and_sandboxed",
+        draw(&mut state, 80, 24)
+    );
 }

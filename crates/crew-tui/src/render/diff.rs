@@ -29,7 +29,10 @@ pub fn render(state: &AppState, view: &DiffView, frame: &mut Frame, area: Rect) 
         .direction(Direction::Vertical)
         .constraints([Constraint::Length(1), Constraint::Min(1)])
         .split(inner);
-    frame.render_widget(Paragraph::new(hint_line(state, view)), rows[0]);
+    frame.render_widget(
+        Paragraph::new(hint_line(state, view, rows[0].width)),
+        rows[0],
+    );
     let diff = match &view.diff {
         None => {
             frame.render_widget(
@@ -112,12 +115,12 @@ fn title(state: &AppState, view: &DiffView) -> String {
     }
 }
 
-fn hint_line(state: &AppState, view: &DiffView) -> Line<'static> {
+fn hint_line(state: &AppState, view: &DiffView, width: u16) -> Line<'static> {
     let theme = &state.theme;
     if let Some(outcome) = &view.outcome {
         return plain(theme.style("status.warning"), outcome.clone());
     }
-    let spans: Vec<Span> = [
+    let mut actions = vec![
         Action::NextFile,
         Action::NextHunk,
         Action::SideBySide,
@@ -125,17 +128,30 @@ fn hint_line(state: &AppState, view: &DiffView) -> Line<'static> {
         Action::SendBack,
         Action::Discard,
         Action::Back,
-    ]
-    .iter()
-    .flat_map(|a| {
+    ];
+    let hint = |a: &Action| {
         let key = state.keymap.key_for(Mode::Diff, *a).unwrap_or_default();
         [
             Span::styled(format!(" {key} "), theme.style("approval.key")),
             Span::styled(format!(" {} ", a.name()), theme.style("dim")),
         ]
-    })
-    .collect();
-    Line::from(spans)
+    };
+    let wide = |actions: &[Action]| {
+        actions
+            .iter()
+            .flat_map(hint)
+            .map(|s| s.width())
+            .sum::<usize>()
+    };
+    // A narrow screen drops the moving keys (they are in `?`) before the answers and the way
+    // out.
+    for dropped in [Action::SideBySide, Action::NextHunk, Action::NextFile] {
+        if wide(&actions) <= usize::from(width) {
+            break;
+        }
+        actions.retain(|a| *a != dropped);
+    }
+    Line::from(actions.iter().flat_map(hint).collect::<Vec<_>>())
 }
 
 fn render_files(state: &AppState, view: &DiffView, frame: &mut Frame, area: Rect) {

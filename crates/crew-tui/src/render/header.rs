@@ -1,4 +1,5 @@
-//! The header: a sandbox warning when commands run unconfined, then team, repository, base
+//! The header: a sandbox warning when commands run unconfined, SIMULATOR when the offline
+//! simulator plays any agent, then team, repository, base
 //! branch, agents by state, pending approvals, reviews, tokens, cost, spend against the team
 //! budget, and "sandboxed" when the team's commands are confined.
 
@@ -17,23 +18,36 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     let names: Vec<AgentName> = std::iter::once(model.lead_name())
         .chain(model.teammates())
         .collect();
-    let place = match &state.attached {
-        Some(what) => format!(" crew · {what} │ "),
-        None => format!(
-            " crew · {} · {} · base {} │ ",
-            model.team_name(),
-            state.root.display(),
-            model.base_branch()
-        ),
+    // The place, longest first: a narrow screen drops the folder, then the base branch,
+    // before it cuts what the team needs of the person (WAITING, approvals, the sandbox).
+    let places = match &state.attached {
+        Some(what) => vec![format!(" crew · {what} │ ")],
+        None => vec![
+            format!(
+                " crew · {} · {} · base {} │ ",
+                model.team_name(),
+                state.root.display(),
+                model.base_branch()
+            ),
+            format!(
+                " crew · {} · base {} │ ",
+                model.team_name(),
+                model.base_branch()
+            ),
+            format!(" crew · {} │ ", model.team_name()),
+        ],
     };
-    let mut spans = vec![Span::styled(place, style)];
+    let mut spans = Vec::new();
+    // First with the sandbox warning, so a narrow screen cuts anything but these.
+    if model.config.as_ref().is_some_and(|c| c.simulated()) {
+        spans.push(Span::styled(" SIMULATOR │", theme.style("status.warning")));
+    }
     if let Some(daemon) = &state.daemon {
         spans.push(Span::styled(
             format!("daemon {} · {} screen(s) │ ", daemon.pid, daemon.screens),
             style,
         ));
     }
-    // First, so a narrow screen cuts anything but this.
     if let SandboxState::Unconfined(warning) = &state.sandbox {
         spans.insert(
             0,
@@ -68,6 +82,10 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
             theme.style("msg.pending"),
         ));
     }
+    // Before the spending, which a narrow screen cuts first.
+    if state.sandbox == SandboxState::Confined {
+        spans.push(Span::styled("│ sandboxed ", style));
+    }
     let tokens: u64 = model.agents.values().map(|a| a.tokens).sum();
     let cached: u64 = model.agents.values().map(|a| a.cache.read).sum();
     let cached = if cached > 0 {
@@ -100,9 +118,17 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     if let Some(text) = budget_text(state) {
         spans.push(Span::styled(text, theme.style("msg.pending")));
     }
-    if state.sandbox == SandboxState::Confined {
-        spans.push(Span::styled("│ sandboxed ", style));
-    }
+    let rest: usize = spans.iter().map(Span::width).sum();
+    let room = usize::from(area.width).saturating_sub(rest);
+    let place = places
+        .iter()
+        .find(|p| Span::raw(p.as_str()).width() <= room)
+        .or(places.last())
+        .cloned()
+        .unwrap_or_default();
+    let at = usize::from(model.config.as_ref().is_some_and(|c| c.simulated()))
+        + usize::from(matches!(state.sandbox, SandboxState::Unconfined(_)));
+    spans.insert(at, Span::styled(place, style));
 
     frame.render_widget(Paragraph::new(Line::from(spans)).style(style), area);
 }
