@@ -103,6 +103,13 @@ fn a_hung_up_screen_leaves_the_team_working_and_crew_attaches_again() {
     assert_eq!(guard.pid(), Some(daemon), "the same team, not a new one");
     again.keys(DETACH);
     again.wait_exit();
+    assert!(
+        again
+            .text()
+            .contains("`crew` attaches again, `crew down` stops it"),
+        "{}",
+        again.text()
+    );
     let down = team.repo.crew(&["down"]);
     assert_eq!(down.code, 0, "{}", down.stderr);
     assert_eq!(team_json(&team)["running"], false);
@@ -155,13 +162,29 @@ fn two_screens_see_the_same_team_and_an_answer_from_one_leaves_the_other() {
 #[test]
 fn detaching_is_immediate_while_a_teammate_is_busy() {
     let team = slow_team();
-    let (mut screen, guard) = up(&team);
+    // Started from another folder: the way back names the team's folder.
+    let guard = DaemonGuard {
+        root: team.repo.path().to_path_buf(),
+    };
+    let elsewhere = tempfile::tempdir().unwrap();
+    let root = team.repo.path().canonicalize().unwrap();
+    let mut screen = Screen::start(
+        elsewhere.path(),
+        &["-C", root.to_str().unwrap(), "up"],
+        COLS,
+        ROWS,
+    );
+    screen.wait_until("the screen attached to the daemon", LONG, |t| {
+        t.contains("daemon ") && t.contains("screen(s)")
+    });
     team.repo.ok(&["task", "add", "a slow task"]);
     let busy = slow_step_holder(&team, "task_1");
     assert_eq!(team.state(&busy), "WORK");
 
     screen.keys(DETACH);
     screen.wait_exit();
+    let back = format!("`crew -C {}` attaches again", root.display());
+    assert!(screen.text().contains(&back), "{}", screen.text());
     // Nothing waited for the team: the slow step (30 s) still runs, on the same task.
     assert_eq!(team.state(&busy), "WORK", "the teammate was left alone");
     let task = team.task("task_1");

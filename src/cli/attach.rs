@@ -72,10 +72,21 @@ pub fn start_and_attach(
         "the screen could not open; the team runs on in the background (`crew status`, `crew down`)",
     )?;
     match daemon::running(workspace) {
-        Some(team) if !team.headless => println!(
-            "detached; the team keeps running (pid {}). `crew` attaches again, `crew down` stops it.",
-            team.pid
-        ),
+        Some(team) if !team.headless => {
+            // From another folder, `crew` alone would not find this team: name its folder.
+            let here = std::env::current_dir()
+                .and_then(|d| d.canonicalize())
+                .is_ok_and(|d| d.starts_with(workspace.root()));
+            let crew = if here {
+                "crew".to_string()
+            } else {
+                format!("crew -C {}", workspace.root().display())
+            };
+            println!(
+                "detached; the team keeps running (pid {}). `{crew}` attaches again, `{crew} down` stops it.",
+                team.pid
+            );
+        }
         Some(_) => {}
         None => println!("the team stopped"),
     }
