@@ -8,6 +8,7 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::support::pty::Screen;
 use crate::support::{Repo, Run, crew_exe};
 
 /// A folder of fake CLIs, each printing `version` for `--version`.
@@ -355,4 +356,50 @@ fn unknown_names_get_the_same_exit_code_from_worktree_diff_and_inbox() {
     assert_eq!(diff.code, inbox.code, "{} / {}", diff.stderr, inbox.stderr);
     assert_eq!(diff.code, 3);
     assert!(diff.stderr.contains("zed"), "{}", diff.stderr);
+}
+
+#[test]
+fn on_a_terminal_init_lists_what_it_found_and_takes_the_persons_choice() {
+    let repo = Repo::git();
+    let bin = fake_bin(&[
+        ("claude", "2.1.197 (Claude Code)"),
+        ("codex", "codex-cli 0.171.0"),
+    ]);
+    let path = format!("{}:/usr/bin:/bin", bin.path().display());
+    let mut screen = Screen::start_with_env(
+        repo.path(),
+        &["init"],
+        &[
+            ("PATH", Path::new(&path)),
+            ("CREW_LOCAL_MODEL_PORTS", Path::new("")),
+        ],
+        160,
+        30,
+    );
+    screen.wait_for("choice [1]:");
+    let list = screen.text();
+    assert!(
+        list.contains("1) Claude Code 2.1.197") && list.contains("2) Codex 0.171.0"),
+        "{list}"
+    );
+    screen.keys("7\r");
+    screen.wait_for("a number from 1 to");
+    screen.keys("2\r");
+    screen.wait_exit();
+    let said = screen.text();
+    assert!(
+        said.contains("chose: Codex 0.171.0") && said.contains("(your choice)"),
+        "{said}"
+    );
+    let models = model_lines(repo.path());
+    assert_eq!(
+        models[0], "model = { provider = \"claude-code\" }",
+        "the lead"
+    );
+    assert!(
+        models[1..]
+            .iter()
+            .all(|m| m == "model = { provider = \"codex\" }"),
+        "{models:?}"
+    );
 }

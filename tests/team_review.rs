@@ -454,6 +454,8 @@ fn the_demo_goal_headless_with_manual_merges_ends_merged_with_six_passing_tests(
             "--merge",
             "manual",
             "--until-done",
+            // The demo scenario with a goal of the person's: asked for, not a surprise.
+            "--simulator",
         ])
         .args(["--goal", crew_team::demo::GOAL])
         .current_dir(&dir)

@@ -9,6 +9,21 @@ use crew_tui_test_support::{Harness, inbox, workspace};
 #[test]
 fn restart_a_dead_teammate_then_ask_it_to_shut_down() {
     let dir = workspace();
+    // The restarted worker needs a model: the simulator's echo.
+    let echo = crew_config::InitModel {
+        provider: "scripted".into(),
+        model: None,
+        base_url: None,
+    };
+    let models = crew_config::InitModels {
+        lead: Some(echo.clone()),
+        teammates: Some(echo),
+    };
+    std::fs::write(
+        dir.path().join("crew.toml"),
+        crew_config::init_template("web", "main", &models),
+    )
+    .unwrap();
     let ws = Workspace::new(dir.path());
     let mut dead = AgentStatus::new(&"carol".parse().unwrap(), AgentState::Dead);
     dead.pid = 1;

@@ -39,7 +39,10 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     };
     let mut spans = Vec::new();
     // First with the sandbox warning, so a narrow screen cuts anything but these.
-    if model.config.as_ref().is_some_and(|c| c.simulated()) {
+    // (Another tool's team, watched, is not crew's to simulate.)
+    let simulated =
+        state.attached.is_none() && model.config.as_ref().is_some_and(|c| c.simulated());
+    if simulated {
         spans.push(Span::styled(" SIMULATOR │", theme.style("status.warning")));
     }
     if let Some(daemon) = &state.daemon {
@@ -126,8 +129,8 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
         .or(places.last())
         .cloned()
         .unwrap_or_default();
-    let at = usize::from(model.config.as_ref().is_some_and(|c| c.simulated()))
-        + usize::from(matches!(state.sandbox, SandboxState::Unconfined(_)));
+    let at =
+        usize::from(simulated) + usize::from(matches!(state.sandbox, SandboxState::Unconfined(_)));
     spans.insert(at, Span::styled(place, style));
 
     frame.render_widget(Paragraph::new(Line::from(spans)).style(style), area);
