@@ -289,6 +289,31 @@ fn with_nothing_found_init_says_how_and_up_refuses_with_no_model_configured() {
         run.stderr
     );
     assert!(!repo.join("crew.toml").exists());
+    // A key provider asked for by name is written, and the missing key named.
+    let run = crew_with(
+        repo.path(),
+        nothing.path(),
+        &[],
+        "",
+        &[
+            "init",
+            "--provider",
+            "anthropic",
+            "--model",
+            "claude-opus-4-8",
+            "--yes",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout
+            .contains("warning: ANTHROPIC_API_KEY is not set; set it before `crew up`"),
+        "{}",
+        run.stdout
+    );
+    let want = "model = { provider = \"anthropic\", model = \"claude-opus-4-8\" }";
+    let models = model_lines(repo.path());
+    assert!(models.iter().all(|m| m == want), "{models:?}");
 }
 
 /// A repository whose team is the simulator's demo (as `crew demo` writes it).

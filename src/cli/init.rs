@@ -257,10 +257,11 @@ fn choose(args: &InitArgs, found: &Found) -> anyhow::Result<Chosen> {
                 said.push(format!(
                     "warning: {var} is not set; set it before `crew up` (crew reads it from the environment, never from crew.toml)"
                 ));
-                let m = model(p, Some(args.model.as_deref().unwrap_or(default)), None);
+                let name = args.model.as_deref().unwrap_or(default);
+                let m = model(p, Some(name), None);
                 all.push(Candidate {
                     provider: p,
-                    label: format!("{} (needs {var})", p.name()),
+                    label: format!("{} {name} (needs {var}; billed per token)", p.name()),
                     lead: Some(m.clone()),
                     teammates: m,
                 });
