@@ -9,6 +9,7 @@
 # --mcp-config; scripted by claude-real-lead.json it creates task_1 with mcp__crew__task_create
 # (allowed by crew's policy without asking, as crew's own team tools are) and tries
 # mcp__crew__send_message, which a deny rule refuses; crew's own teammate alice completes task_1.
+# First of all, `crew init --yes` with that CLI on PATH must pick Claude Code for the team.
 # Prints SKIP (exit 0) when npm or `unshare --net` is not available, PASS or FAIL otherwise.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -35,6 +36,19 @@ fi
 WORK=$(mktemp -d)
 [ -n "${KEEP:-}" ] && echo "work folder: $WORK" || trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$WORK/home" "$WORK/log" "$WORK/lead-log"
+
+# Part zero: `crew init --yes` with the pinned CLI on PATH (and no key, no local server) runs
+# `claude --version`, accepts the version and gives the whole team Claude Code.
+INIT=$WORK/init
+mkdir -p "$INIT" && git -C "$INIT" init -q -b main
+init_fail() { echo "FAIL claude-real (init): $*"; cat "$WORK/init.out"; exit 1; }
+(cd "$INIT" && env -u ANTHROPIC_API_KEY -u OPENAI_API_KEY PATH="$(dirname "$CLAUDE"):/usr/bin:/bin" \
+  CREW_LOCAL_MODEL_PORTS= HOME="$WORK/home" unshare --net "$CREW" init --yes) >"$WORK/init.out" 2>&1 ||
+  init_fail "crew init failed"
+grep -q "^chose: Claude Code $VERSION" "$WORK/init.out" || init_fail "it did not choose Claude Code $VERSION"
+[ "$(grep -c '^model = { provider = "claude-code" }' "$INIT/crew.toml")" = 4 ] ||
+  init_fail "crew.toml does not give the four agents Claude Code: $(grep '^model' "$INIT/crew.toml")"
+echo "PASS claude-real (init): crew init --yes found Claude Code $VERSION on PATH and gave it the team"
 # team_repo DIR LEAD_MODEL TEAMMATE_LINES PERMISSION_LINES: a committed repository whose crew.toml
 # has that lead and one teammate alice, with crew's folders kept out of git.
 team_repo() {
