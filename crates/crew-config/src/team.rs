@@ -516,7 +516,7 @@ impl TeamConfig {
             let model = &agent.model;
             if model.configured() && !PROVIDERS.contains(&model.provider.as_str()) {
                 return Err(err(
-                    agent.name.span(),
+                    value_after(text, agent.name.span(), &model.provider),
                     format!(
                         "{}: unknown provider {:?}; providers are: {}",
                         agent.name.get_ref(),
@@ -533,7 +533,7 @@ impl TeamConfig {
                 && !ScriptedProvider::builtin_names().contains(&scenario.as_str())
             {
                 return Err(err(
-                    agent.name.span(),
+                    value_after(text, agent.name.span(), scenario),
                     format!(
                         "{}: unknown scenario {scenario:?}; the built-in scenarios are: {} (or give a scenario file, NAME.toml)",
                         agent.name.get_ref(),
@@ -682,6 +682,18 @@ impl TeamConfig {
     pub fn simulated(&self) -> bool {
         self.agents().any(|a| a.model.provider == SCRIPTED)
     }
+}
+
+/// Where the string `value` is written after the agent's name (a value the schema keeps
+/// without its place, such as a model's provider), else the name itself.
+fn value_after(text: &str, name: Range<usize>, value: &str) -> Range<usize> {
+    let end = name.end;
+    let rest = text.get(end..).unwrap_or_default();
+    [format!("\"{value}\""), format!("'{value}'")]
+        .iter()
+        .filter_map(|quoted| rest.find(quoted.as_str()))
+        .min()
+        .map_or(name, |at| end + at..end + at + value.len() + 2)
 }
 
 /// A message at a byte span, turned into 1-based line and column.

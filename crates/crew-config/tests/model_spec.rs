@@ -81,12 +81,12 @@ fn a_team_is_simulated_when_any_agent_is_scripted() {
 #[test]
 fn an_unknown_provider_or_scenario_names_what_is_accepted_with_file_and_line() {
     let message = crew_toml_error(r#"{ provider = "claude", model = "x" }"#);
-    assert!(message.starts_with("/repo/crew.toml:5:"), "{message}");
+    assert!(message.starts_with("/repo/crew.toml:6:22:"), "{message}");
     for provider in crew_config::PROVIDERS {
         assert!(message.contains(provider), "{provider}: {message}");
     }
     let message = crew_toml_error(r#"{ provider = "scripted", scenario = "calculator" }"#);
-    assert!(message.starts_with("/repo/crew.toml:5:"), "{message}");
+    assert!(message.starts_with("/repo/crew.toml:6:45:"), "{message}");
     assert!(
         message.contains("\"calculator\"") && message.contains("echo, demo"),
         "{message}"
