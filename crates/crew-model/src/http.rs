@@ -113,9 +113,13 @@ pub(crate) fn classify(
 ) -> ModelError {
     let has = |name: &str| kind.split_whitespace().any(|k| k == name);
     let lower = message.to_lowercase();
+    // llama.cpp: `exceed_context_size_error`, "request (N tokens) exceeds the available
+    // context size (M tokens)".
     let too_long = has("context_length_exceeded")
+        || has("exceed_context_size_error")
         || lower.contains("prompt is too long")
-        || lower.contains("maximum context length");
+        || lower.contains("maximum context length")
+        || lower.contains("exceeds the available context size");
     match status {
         _ if status == Some(529) || has("overloaded_error") => ModelError::Overloaded { message },
         _ if status == Some(429) || has("rate_limit_error") => ModelError::RateLimited {

@@ -47,6 +47,11 @@ impl Reply {
 
     /// An error status with a JSON body.
     pub fn error(status: u16, body: Value) -> Self {
+        Self::json(status, body)
+    }
+
+    /// A JSON body with this status (a whole reply, or a server's answer about its model).
+    pub fn json(status: u16, body: Value) -> Self {
         Self {
             status,
             headers: vec![("content-type".into(), "application/json".into())],
