@@ -106,17 +106,19 @@ impl<'de> Deserialize<'de> for OutputTokens {
     }
 }
 
-/// A whole number of at least `min` that fits a `u32`, else the error `explain` words.
+/// A whole number of at least `min` that fits a `u32`, else the error `explain` words (also
+/// for a value that is no number, so the message names the setting).
 fn whole_number_from<'de, D: serde::Deserializer<'de>>(
     d: D,
     min: u32,
-    explain: impl FnOnce(i64) -> String,
+    explain: impl FnOnce(String) -> String,
 ) -> Result<u32, D::Error> {
-    let value = i64::deserialize(d)?;
-    u32::try_from(value)
-        .ok()
+    let value = serde_json::Value::deserialize(d)?;
+    value
+        .as_u64()
+        .and_then(|n| u32::try_from(n).ok())
         .filter(|n| *n >= min)
-        .ok_or_else(|| serde::de::Error::custom(explain(value)))
+        .ok_or_else(|| serde::de::Error::custom(explain(value.to_string())))
 }
 
 /// A model name that is not blank.
