@@ -73,6 +73,13 @@ impl OpenAiProvider {
     /// Streamed replies (the default) or whole ones.
     pub fn with_streaming(mut self, streaming: bool) -> Self {
         self.streaming = streaming;
+        if !streaming {
+            // Built like the first one, so this cannot fail where that did not; if it did, the
+            // shorter read timeout is what remains.
+            if let Ok(client) = http::whole_reply_client() {
+                self.client = client;
+            }
+        }
         self
     }
 
