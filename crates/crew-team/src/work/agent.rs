@@ -677,6 +677,17 @@ mod tests {
         assert_eq!(unpriced.cost_micros(&usage), None);
     }
 
+    #[test]
+    fn the_configured_output_limit_is_each_jobs_and_the_default_otherwise() {
+        let set = work(r#"{ provider = "scripted", max_output_tokens = 2048 }"#);
+        assert_eq!(set.limits().max_output_tokens, 2048);
+        let unset = work(r#"{ provider = "scripted" }"#);
+        assert_eq!(
+            unset.limits().max_output_tokens,
+            Limits::default().max_output_tokens
+        );
+    }
+
     /// The whole static prompt of each role (what providers cache), and its fingerprint
     /// unchanged across jobs, conversations and a new process.
     #[test]
