@@ -20,8 +20,8 @@ pub struct Limits {
     pub wall_time: Duration,
     /// `max_tokens` of each model request.
     pub max_output_tokens: u32,
-    /// The same tool calls with the same inputs and unchanged results this many times in a
-    /// row stop the turn.
+    /// The same tool calls with the same inputs this many times in a row (whatever they
+    /// returned) stop the turn; the model is warned one repeat before.
     pub max_repeats: u32,
 }
 
@@ -58,6 +58,10 @@ pub struct CompactionThresholds {
     /// After a summary, a small model call checks the agent still knows its task; a failed
     /// check puts back the history as it was before the summary.
     pub probe: bool,
+    /// The model's context window in tokens, from the configuration. The server's answer (or
+    /// an overflow error naming the window) counts too; the smaller wins, and
+    /// `compact_at_tokens`, `summary_max_tokens` and the output limit are lowered to fit it.
+    pub context_window: Option<u64>,
 }
 
 impl Default for CompactionThresholds {
@@ -71,6 +75,7 @@ impl Default for CompactionThresholds {
             reattach_file_bytes: 8 * 1024,
             reattach_total_bytes: 32 * 1024,
             probe: true,
+            context_window: None,
         }
     }
 }

@@ -49,6 +49,10 @@ pub enum RecoveryKind {
     StreamError,
     /// A Stop hook asked the model to carry on.
     StopHook,
+    /// The reply was empty (no text, no call): asking the model to answer.
+    EmptyReply,
+    /// The same calls with the same input again: the model was told the next repeat stops it.
+    RepeatedCall,
 }
 
 /// One thing that happened in a turn.

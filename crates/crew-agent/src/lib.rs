@@ -28,6 +28,7 @@ pub mod subagent;
 pub mod transcript;
 mod turn;
 pub mod verdict;
+mod window;
 
 pub use carry_over::{FILES_HEADER, TODOS_HEADER};
 pub use config::{AgentConfig, CompactionThresholds, Limits};
@@ -38,4 +39,4 @@ pub use normalize::normalize;
 pub use result::{PermissionDenial, StopReason, ToolUseRecord, TurnResult};
 pub use runtime::Agent;
 pub use subagent::{SubagentContext, SubagentRole, SubagentSettings};
-pub use turn::CONTINUE_PROMPT;
+pub use turn::{CONTINUE_PROMPT, EMPTY_REPLY_PROMPT};

@@ -6,6 +6,8 @@
 pub const MAX_CONTINUES: u32 = 3;
 /// Retries after a reply stream broke mid-way.
 pub const MAX_STREAM_RETRIES: u32 = 2;
+/// Nudges after an empty reply (no text, no tool call).
+pub const MAX_EMPTY_REPLIES: u32 = 2;
 /// Failed compactions in a row after which the agent stops trying to compact.
 pub const MAX_COMPACTION_FAILURES: u32 = 3;
 
@@ -15,6 +17,7 @@ pub(crate) struct Recovery {
     reactive_used: bool,
     continues: u32,
     stream_retries: u32,
+    empty_replies: u32,
 }
 
 impl Recovery {
@@ -22,6 +25,7 @@ impl Recovery {
     pub fn progress(&mut self) {
         self.continues = 0;
         self.stream_retries = 0;
+        self.empty_replies = 0;
     }
 
     /// Whether reactive compaction may run now (and marks it used).
@@ -32,6 +36,11 @@ impl Recovery {
     /// The number of this continuation, or `None` when they are used up.
     pub fn take_continue(&mut self) -> Option<u32> {
         bump(&mut self.continues, MAX_CONTINUES)
+    }
+
+    /// The number of this nudge, or `None` when they are used up.
+    pub fn take_empty_reply(&mut self) -> Option<u32> {
+        bump(&mut self.empty_replies, MAX_EMPTY_REPLIES)
     }
 
     /// The number of this retry, or `None` when they are used up.
@@ -59,11 +68,15 @@ mod tests {
             [Some(1), Some(2), Some(3), None, None]
         );
         assert_eq!(r.take_stream_retry(), Some(1));
+        assert_eq!(r.take_empty_reply(), Some(1));
+        assert_eq!(r.take_empty_reply(), Some(2));
+        assert_eq!(r.take_empty_reply(), None);
         assert!(r.take_reactive());
         assert!(!r.take_reactive());
         r.progress();
         assert_eq!(r.take_continue(), Some(1));
         assert_eq!(r.take_stream_retry(), Some(1));
+        assert_eq!(r.take_empty_reply(), Some(1));
         assert!(!r.take_reactive(), "once per turn, progress or not");
     }
 }

@@ -1,12 +1,14 @@
-//! Detecting a stuck agent: the same tool calls, with the same inputs, giving the same
-//! results, reply after reply.
+//! Detecting a stuck agent: the same tool calls with the same inputs, reply after reply (or
+//! several times in one reply). What they return does not matter: a `task_create` loop gets a
+//! new id each time, yet it is the loop.
 
+use std::collections::HashMap;
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 
 use crew_tools::ToolCallOutcome;
 
-/// Counts how many replies in a row made identical calls with identical results.
+/// Counts identical calls in a row.
 #[derive(Debug, Default)]
 pub(crate) struct RepeatTracker {
     last: Option<u64>,
@@ -14,22 +16,28 @@ pub(crate) struct RepeatTracker {
 }
 
 impl RepeatTracker {
-    /// Records one reply's tool outcomes (ids ignored); returns the current run length.
+    /// Records one reply's tool calls (ids and results ignored); returns the current run: the
+    /// replies in a row making these same calls, or the copies of one call in this reply,
+    /// whichever is more.
     pub fn observe(&mut self, outcomes: &[ToolCallOutcome]) -> u32 {
-        let mut hasher = DefaultHasher::new();
+        let mut reply = DefaultHasher::new();
+        let mut copies: HashMap<u64, u32> = HashMap::new();
         for outcome in outcomes {
-            outcome.name.hash(&mut hasher);
-            outcome.original_input.to_string().hash(&mut hasher);
-            outcome.output.content.hash(&mut hasher);
-            outcome.output.is_error.hash(&mut hasher);
+            let mut call = DefaultHasher::new();
+            outcome.name.hash(&mut call);
+            outcome.original_input.to_string().hash(&mut call);
+            let call = call.finish();
+            call.hash(&mut reply);
+            *copies.entry(call).or_default() += 1;
         }
-        let key = hasher.finish();
+        let key = reply.finish();
         if self.last == Some(key) {
             self.run += 1;
         } else {
             self.last = Some(key);
             self.run = 1;
         }
+        self.run = self.run.max(copies.into_values().max().unwrap_or(0));
         self.run
     }
 }
@@ -50,14 +58,14 @@ mod tests {
     }
 
     #[test]
-    fn a_run_counts_identical_calls_and_results_only() {
+    fn a_run_counts_identical_calls_whatever_they_return() {
         let mut tracker = RepeatTracker::default();
         assert_eq!(tracker.observe(&[outcome("1", "a", "missing")]), 1);
         assert_eq!(tracker.observe(&[outcome("2", "a", "missing")]), 2);
         assert_eq!(
-            tracker.observe(&[outcome("3", "a", "found")]),
-            1,
-            "result changed"
+            tracker.observe(&[outcome("3", "a", "created task_7")]),
+            3,
+            "a different result is still the same call"
         );
         assert_eq!(
             tracker.observe(&[outcome("4", "b", "found")]),
@@ -65,5 +73,22 @@ mod tests {
             "input changed"
         );
         assert_eq!(tracker.observe(&[outcome("5", "b", "found")]), 2);
+        assert_eq!(
+            tracker.observe(&[outcome("6", "b", "x"), outcome("7", "c", "y")]),
+            1,
+            "another set of calls"
+        );
+    }
+
+    #[test]
+    fn copies_of_one_call_in_one_reply_count_too() {
+        let mut tracker = RepeatTracker::default();
+        let copies: Vec<_> = (0..4).map(|i| outcome(&i.to_string(), "a", "ok")).collect();
+        assert_eq!(tracker.observe(&copies), 4);
+        assert_eq!(tracker.observe(&copies), 5);
+        assert_eq!(
+            tracker.observe(&[outcome("8", "a", "x"), outcome("9", "b", "y")]),
+            1
+        );
     }
 }

@@ -72,6 +72,8 @@ pub struct Agent {
     pub(crate) fork_template: Option<ModelRequest>,
     /// Set when this agent is a subagent.
     pub(crate) subagent: Option<SubagentIdentity>,
+    /// The context window and what the thresholds were before it was known (`window`).
+    pub(crate) window: crate::window::Window,
 }
 
 impl Agent {
@@ -149,6 +151,7 @@ impl Agent {
             subagent_link: None,
             fork_template: None,
             subagent: None,
+            window: crate::window::Window::new(&config.limits, &config.compaction),
         };
         agent.refresh_tools();
         Ok(agent)

@@ -21,6 +21,8 @@ pub(crate) enum PendingCall {
     Early(ToolCall, JoinHandle<ToolCallOutcome>),
     /// To run after the reply, in order.
     Queued(ToolCall),
+    /// Never run: the model wrote it so that it cannot run; the result is this error.
+    Refused(ToolCall, String),
 }
 
 pub(crate) enum Reply {
@@ -113,6 +115,32 @@ pub(crate) async fn receive(
                     PendingCall::Queued(tool_call)
                 });
             }
+            StreamEvent::BadToolUse {
+                id,
+                name,
+                input,
+                problem,
+            } => {
+                if !text.is_empty() {
+                    content.push(ContentBlock::Text {
+                        text: std::mem::take(&mut text),
+                    });
+                }
+                content.push(ContentBlock::ToolUse {
+                    id: id.clone(),
+                    name: name.clone(),
+                    input: input.clone(),
+                });
+                emitter.emit(AgentEvent::ToolUse {
+                    id: id.clone(),
+                    name: name.clone(),
+                    input: input.clone(),
+                    early: false,
+                });
+                // Calls after it wait, so results stay in call order.
+                unsafe_seen = true;
+                calls.push(PendingCall::Refused(ToolCall { id, name, input }, problem));
+            }
             StreamEvent::Thinking(block) => {
                 if !text.is_empty() {
                     content.push(ContentBlock::Text {
@@ -171,7 +199,7 @@ async fn abandon(calls: Vec<PendingCall>, ctx: &ToolContext) {
 
 /// Runs what is left of a complete reply's calls and returns every outcome in call order:
 /// the early ones are awaited first (they all come before the first queued call), then the
-/// queued ones go through the batch runner.
+/// queued ones go through the batch runner, a refused call's error in its place.
 pub(crate) async fn finish(
     calls: Vec<PendingCall>,
     pipeline: &Pipeline,
@@ -185,6 +213,13 @@ pub(crate) async fn finish(
                 ToolCallOutcome::cancelled(&call, format!("the tool task failed: {e}"))
             })),
             PendingCall::Queued(call) => queued.push(call),
+            PendingCall::Refused(call, problem) => {
+                outcomes.extend(pipeline.run_batch(std::mem::take(&mut queued), ctx).await);
+                outcomes.push(ToolCallOutcome::cancelled(
+                    &call,
+                    format!("tool call not run: {problem}"),
+                ));
+            }
         }
     }
     outcomes.extend(pipeline.run_batch(queued, ctx).await);

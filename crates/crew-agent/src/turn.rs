@@ -11,7 +11,7 @@ use crate::compaction::estimate_messages;
 use crate::event::{AgentEvent, CompactionTrigger, RecoveryKind};
 use crate::hook_events::halted;
 use crate::normalize::normalize_owned;
-use crate::recovery::{MAX_COMPACTION_FAILURES, MAX_CONTINUES, Recovery};
+use crate::recovery::{MAX_COMPACTION_FAILURES, MAX_CONTINUES, MAX_EMPTY_REPLIES, Recovery};
 use crate::repeat::RepeatTracker;
 use crate::result::{PermissionDenial, StopReason, ToolUseRecord, TurnResult};
 use crate::runtime::Agent;
@@ -22,6 +22,10 @@ use crew_tools::{Decision, Note, StopDecision, StopGuard, ToolCallOutcome, ToolC
 /// Sent after a reply cut at `max_tokens`.
 pub const CONTINUE_PROMPT: &str =
     "Your reply was cut off at the output limit. Continue exactly where you stopped.";
+
+/// Sent after an empty reply (no text, no tool call), which small local models give.
+pub const EMPTY_REPLY_PROMPT: &str =
+    "Your reply was empty. Answer with text, or call one of your tools.";
 
 /// What the turn has gathered so far.
 struct TurnState {
@@ -111,6 +115,7 @@ impl Agent {
     }
 
     async fn drive(&mut self, st: &mut TurnState, cancel: &CancellationToken) -> Stop {
+        self.ask_window(cancel).await;
         let mut suffix = self.dynamic_suffix();
         loop {
             if cancel.is_cancelled() {
@@ -218,15 +223,27 @@ impl Agent {
         cancel: &CancellationToken,
     ) -> Option<Stop> {
         let truncated = stop == crew_model::FinishReason::MaxTokens;
-        if !truncated || !calls.is_empty() {
+        let text = message.text();
+        let empty = calls.is_empty() && text.trim().is_empty();
+        if !truncated && !empty {
             st.recovery.progress();
         }
-        let text = message.text();
         if let Some(link) = &self.subagent_link {
             link.record_reply(&message);
         }
         self.history.push(message);
         self.persist();
+        if truncated && !calls.is_empty() {
+            // The calls cut off come back as tool errors; how often that may happen is bounded.
+            let Some(attempt) = st.recovery.take_continue() else {
+                return Some(still_cut());
+            };
+            self.recovery_event(
+                RecoveryKind::MaxTokens,
+                attempt,
+                "output cut at max_tokens inside a tool call; the cut call is answered with an error",
+            );
+        }
         if !calls.is_empty() {
             st.output.clear();
             let outcomes = stream::finish(calls, &self.pipeline, ctx).await;
@@ -235,35 +252,62 @@ impl Agent {
                 st.usage += link.take_spent();
             }
             self.record_results(st, &outcomes);
-            self.persist();
             if cancel.is_cancelled() {
+                self.persist();
                 return Some(interrupted());
             }
             if let Some(reason) = outcomes.iter().find_map(|o| o.halt.as_deref()) {
+                self.persist();
                 return Some(halted(reason));
             }
             let run = st.repeats.observe(&outcomes);
-            if run >= self.limits.max_repeats {
-                let names: Vec<&str> = outcomes.iter().map(|o| o.name.as_str()).collect();
+            let names: Vec<&str> = outcomes.iter().map(|o| o.name.as_str()).collect();
+            let names = names.join(", ");
+            let max = self.limits.max_repeats;
+            if run >= max {
+                self.persist();
                 return Some((
                     StopReason::RepeatedAction,
                     format!(
-                        "the same call ({}) with the same input gave the same result {run} times in a row",
-                        names.join(", ")
+                        "the same call ({names}) with the same input was made {run} times in a row"
                     ),
                 ));
             }
+            if run + 1 == max {
+                let warning = format!(
+                    "You made the same call ({names}) with the same input {run} times in a row. Making it again will not help, and once more ends your turn: do something else, or finish with your answer."
+                );
+                self.recovery_event(RecoveryKind::RepeatedCall, run, &warning);
+                if let Some(results) = self.history.last_mut() {
+                    results.content.push(ContentBlock::Text { text: warning });
+                }
+            }
+            self.persist();
+            return None;
+        }
+        if empty && !truncated {
+            let Some(attempt) = st.recovery.take_empty_reply() else {
+                return Some((
+                    StopReason::Error,
+                    format!(
+                        "the model's reply was empty {} times in a row",
+                        MAX_EMPTY_REPLIES + 1
+                    ),
+                ));
+            };
+            self.recovery_event(
+                RecoveryKind::EmptyReply,
+                attempt,
+                "the reply was empty (no text, no tool call); asking the model to answer",
+            );
+            self.history
+                .push(ChatMessage::user_text(EMPTY_REPLY_PROMPT));
             return None;
         }
         st.output.push_str(&text);
         if truncated {
             let Some(attempt) = st.recovery.take_continue() else {
-                return Some((
-                    StopReason::Error,
-                    format!(
-                        "the reply was still cut at max_tokens after {MAX_CONTINUES} continuations"
-                    ),
-                ));
+                return Some(still_cut());
             };
             self.recovery_event(
                 RecoveryKind::MaxTokens,
@@ -308,6 +352,10 @@ impl Agent {
         if cancel.is_cancelled() {
             return Err(interrupted());
         }
+        if let Some(window) = error.context_window() {
+            // The server said how big its window is: the thresholds follow it from now on.
+            self.fit_window(window);
+        }
         match error {
             ModelError::PromptTooLong { message } => {
                 if !self.may_compact() {
@@ -333,10 +381,12 @@ impl Agent {
                 {
                     return Err(stop);
                 }
-                // The estimate was evidently too low: aim for half of it.
+                // The estimate was evidently too low: aim for half of it, or below the
+                // threshold of a window just learned.
                 let estimate = self.fixed_tokens(suffix) + estimate_messages(&self.history);
+                let target = (estimate / 2).min(self.compaction.compact_at_tokens);
                 let compacted = self
-                    .compact(suffix, estimate / 2, CompactionTrigger::Reactive, cancel)
+                    .compact(suffix, target, CompactionTrigger::Reactive, cancel)
                     .await;
                 if compacted.changed {
                     Ok(())
@@ -426,6 +476,13 @@ impl Agent {
         content.extend(context);
         self.history.push(ChatMessage::user_tool_results(content));
     }
+}
+
+fn still_cut() -> Stop {
+    (
+        StopReason::Error,
+        format!("the reply was still cut at max_tokens after {MAX_CONTINUES} continuations"),
+    )
 }
 
 /// The caller cancelled the turn; in crew only the person does (the wall-time limit is told

@@ -4,6 +4,7 @@
 mod agent_compaction;
 mod agent_hooks;
 mod agent_instructions;
+mod agent_local_model;
 mod agent_loop;
 mod agent_mailbox;
 mod agent_memory;

@@ -10,7 +10,7 @@ use toml::Spanned;
 use crate::ConfigError;
 use crew_model::scripted::ScriptedProvider;
 use crew_model::secret::{SECRET_NAME_RULE, is_secret_name};
-use crew_model::{ModelName, OverloadCount, ThinkingSpec};
+use crew_model::{ContextWindow, ModelName, OutputTokens, OverloadCount, ThinkingSpec};
 use crew_protocol::{AgentName, PermissionMode, USER, joined, validate_name};
 use crew_store::{Roster, Teammate};
 
@@ -181,6 +181,16 @@ pub struct ModelChoice {
     pub fallback_model: Option<Spanned<ModelName>>,
     #[serde(default)]
     pub fallback_after: Option<OverloadCount>,
+    /// `openai`: `false` asks for whole replies instead of streamed ones (default `true`).
+    #[serde(default)]
+    pub stream: Option<Spanned<bool>>,
+    /// The model's context window in tokens, when the server does not say it (llama.cpp's
+    /// `/props`, Ollama's `/api/show` and vLLM's `/v1/models` do); the smaller counts.
+    #[serde(default)]
+    pub context_window: Option<ContextWindow>,
+    /// The most tokens one reply may have (default 16384).
+    #[serde(default)]
+    pub max_output_tokens: Option<OutputTokens>,
     /// `claude-code`, `codex`: extra arguments for the CLI, after crew's own.
     #[serde(default)]
     pub args: Vec<String>,
@@ -548,6 +558,17 @@ impl TeamConfig {
                     thinking.span(),
                     format!(
                         "thinking is supported by provider \"anthropic\" only, not {:?}",
+                        model.provider
+                    ),
+                ));
+            }
+            if let Some(stream) = &model.stream
+                && model.provider != "openai"
+            {
+                return Err(err(
+                    stream.span(),
+                    format!(
+                        "stream is a setting of provider \"openai\" only, not {:?}",
                         model.provider
                     ),
                 ));

@@ -95,6 +95,12 @@ writes = false
 # Keys come from the environment (ANTHROPIC_API_KEY, OPENAI_API_KEY), never from this file.
 # With price = {{ input = 3.0, output = 15.0 }} (US dollars per million tokens) the screen shows
 # a cost for providers that do not report one.
+# A local model server (llama.cpp, Ollama, vLLM, LM Studio):
+# model = {{ provider = "openai", model = "NAME", base_url = "http://127.0.0.1:8080/v1" }}
+# with, if need be: context_window = 8192 (tokens, used when the server does not say its own;
+# crew asks llama.cpp's /props, Ollama's /api/show and /v1/models), max_output_tokens = 2048
+# (the most one reply may have; default 16384, lowered to a quarter of a known window), and
+# stream = false (whole replies, for a server whose streamed tool calls are broken).
 
 [permissions]
 # read-only | workspace-write | ask | accept-edits | bypass | plan | dont-ask

@@ -92,3 +92,49 @@ fn an_unknown_provider_or_scenario_names_what_is_accepted_with_file_and_line() {
         "{message}"
     );
 }
+
+#[test]
+fn output_limit_window_and_stream_are_checked_with_file_and_line() {
+    let cases = [
+        (
+            r#"{ provider = "openai", max_output_tokens = 0 }"#,
+            "max_output_tokens is the most tokens one reply may have: a whole number from 1",
+        ),
+        (
+            r#"{ provider = "openai", max_output_tokens = -5 }"#,
+            "not -5",
+        ),
+        (
+            r#"{ provider = "openai", context_window = 512 }"#,
+            "context_window is the model's context in tokens: a whole number from 1024",
+        ),
+        (
+            r#"{ provider = "openai", context_window = "8k" }"#,
+            "context_window",
+        ),
+        (
+            r#"{ provider = "anthropic", stream = false }"#,
+            "stream is a setting of provider \"openai\" only, not \"anthropic\"",
+        ),
+        (
+            r#"{ provider = "openai", stream = "no" }"#,
+            "expected a boolean",
+        ),
+    ];
+    for (model, expected) in cases {
+        let message = crew_toml_error(model);
+        assert!(
+            message.starts_with("/repo/crew.toml:6:") && message.contains(expected),
+            "{model}: {message}"
+        );
+    }
+    let good = format!(
+        "[team]\nname = \"web\"\n\n[lead]\nname = \"lead\"\nmodel = {}\n",
+        r#"{ provider = "openai", base_url = "http://127.0.0.1:8080/v1", context_window = 8192, max_output_tokens = 2048, stream = false }"#
+    );
+    let config = TeamConfig::parse(Path::new("/repo/crew.toml"), &good).unwrap();
+    let model = &config.lead.model;
+    assert_eq!(model.context_window.map(|w| w.0), Some(8192));
+    assert_eq!(model.max_output_tokens.map(|n| n.0), Some(2048));
+    assert_eq!(model.stream.as_ref().map(|s| *s.get_ref()), Some(false));
+}

@@ -52,6 +52,23 @@ impl ModelError {
         )
     }
 
+    /// The context window a prompt-too-long error names, learned from its message: llama.cpp's
+    /// "exceeds the available context size (M tokens)", OpenAI's "maximum context length is M
+    /// tokens".
+    pub fn context_window(&self) -> Option<u64> {
+        let Self::PromptTooLong { message } = self else {
+            return None;
+        };
+        let lower = message.to_lowercase();
+        ["available context size (", "maximum context length is "]
+            .iter()
+            .find_map(|marker| {
+                let after = &lower[lower.find(marker)? + marker.len()..];
+                let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
+                digits.parse().ok().filter(|n: &u64| *n > 0)
+            })
+    }
+
     /// Shorthand for a `Stream` error.
     pub fn stream(message: impl Into<String>) -> Self {
         Self::Stream {
@@ -70,6 +87,30 @@ impl ModelError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_window_is_read_from_overflow_messages() {
+        let too_long = |message: &str| ModelError::PromptTooLong {
+            message: message.into(),
+        };
+        assert_eq!(
+            too_long("request (5012 tokens) exceeds the available context size (4096 tokens), try increasing it").context_window(),
+            Some(4096)
+        );
+        assert_eq!(
+            too_long(
+                "This model's maximum context length is 8192 tokens. However, you requested 9000"
+            )
+            .context_window(),
+            Some(8192)
+        );
+        assert_eq!(too_long("prompt is too long").context_window(), None);
+        assert_eq!(too_long("available context size (").context_window(), None);
+        assert_eq!(
+            ModelError::stream("maximum context length is 5").context_window(),
+            None
+        );
+    }
 
     #[test]
     fn only_transient_errors_are_retryable() {

@@ -21,6 +21,15 @@ pub enum StreamEvent {
         name: String,
         input: Value,
     },
+    /// A tool call the model wrote that cannot run as written (no name, arguments that are
+    /// not a JSON object, cut off by the output limit): it enters the history with `input`
+    /// (the raw arguments as a JSON string) and is answered with `problem` as a tool error.
+    BadToolUse {
+        id: String,
+        name: String,
+        input: Value,
+        problem: String,
+    },
     /// A complete thinking or redacted-thinking block, in its place among the reply's blocks.
     Thinking(ContentBlock),
     /// The attempt so far is void: discard what this reply streamed (no tool call had come),

@@ -55,6 +55,10 @@ impl<P: ModelProvider + 'static> ModelProvider for FallingBack<P> {
         self.inner.is_simulated()
     }
 
+    fn context_window(&self) -> futures::future::BoxFuture<'static, Option<u64>> {
+        self.inner.context_window()
+    }
+
     fn stream(&self, mut req: ModelRequest) -> BoxStream<'static, Result<StreamEvent, ModelError>> {
         let from = if req.model.is_empty() {
             self.primary.clone()

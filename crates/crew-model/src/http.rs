@@ -18,11 +18,24 @@ const READ_TIMEOUT: Duration = Duration::from_secs(300);
 /// Error messages quoted from a response body are cut to this many characters.
 const MAX_MESSAGE_CHARS: usize = 1000;
 
+/// A whole (unstreamed) reply sends no byte until it is done: a slow local model may think
+/// this long. The turn's wall-time limit still bounds it.
+const WHOLE_REPLY_READ_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
 /// The HTTP client every provider uses.
 pub(crate) fn client() -> Result<Client, ModelError> {
+    client_with(READ_TIMEOUT)
+}
+
+/// The client for replies asked for whole (`stream: false`).
+pub(crate) fn whole_reply_client() -> Result<Client, ModelError> {
+    client_with(WHOLE_REPLY_READ_TIMEOUT)
+}
+
+fn client_with(read_timeout: Duration) -> Result<Client, ModelError> {
     Client::builder()
         .connect_timeout(CONNECT_TIMEOUT)
-        .read_timeout(READ_TIMEOUT)
+        .read_timeout(read_timeout)
         .build()
         .map_err(|e| ModelError::config(format!("cannot build HTTP client: {}", chain(&e))))
 }
@@ -113,9 +126,13 @@ pub(crate) fn classify(
 ) -> ModelError {
     let has = |name: &str| kind.split_whitespace().any(|k| k == name);
     let lower = message.to_lowercase();
+    // llama.cpp: `exceed_context_size_error`, "request (N tokens) exceeds the available
+    // context size (M tokens)".
     let too_long = has("context_length_exceeded")
+        || has("exceed_context_size_error")
         || lower.contains("prompt is too long")
-        || lower.contains("maximum context length");
+        || lower.contains("maximum context length")
+        || lower.contains("exceeds the available context size");
     match status {
         _ if status == Some(529) || has("overloaded_error") => ModelError::Overloaded { message },
         _ if status == Some(429) || has("rate_limit_error") => ModelError::RateLimited {

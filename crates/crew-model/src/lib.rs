@@ -19,6 +19,7 @@ pub mod types;
 
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 
 pub use error::ModelError;
@@ -27,8 +28,8 @@ pub use fallback::FallingBack;
 pub use retry::{RetryPolicy, Retrying};
 pub use secret::ApiKey;
 pub use spec::{
-    ModelName, OverloadCount, ProviderSpec, ThinkingBudget, ThinkingSpec, provider_from_spec,
-    provider_from_spec_with_env,
+    ContextWindow, ModelName, OutputTokens, OverloadCount, ProviderSpec, ThinkingBudget,
+    ThinkingSpec, provider_from_spec, provider_from_spec_with_env,
 };
 pub use types::{
     ChatMessage, ContentBlock, FinishReason, ModelRequest, RequestContext, Role, SystemPrompt,
@@ -47,6 +48,12 @@ pub trait ModelProvider: Send + Sync {
     /// Streams the reply to `req`. Nothing happens until the stream is polled; a failure to
     /// connect is the stream's first item.
     fn stream(&self, req: ModelRequest) -> BoxStream<'static, Result<StreamEvent, ModelError>>;
+
+    /// The model's context window in tokens, where the server says it (asked each call:
+    /// callers ask once); `None` when it does not.
+    fn context_window(&self) -> BoxFuture<'static, Option<u64>> {
+        Box::pin(async { None })
+    }
 }
 
 /// Smart pointers to a provider are providers, so `Box<dyn ModelProvider>` and
@@ -67,6 +74,10 @@ macro_rules! forward_provider {
                 req: ModelRequest,
             ) -> BoxStream<'static, Result<StreamEvent, ModelError>> {
                 (**self).stream(req)
+            }
+
+            fn context_window(&self) -> BoxFuture<'static, Option<u64>> {
+                (**self).context_window()
             }
         }
     };

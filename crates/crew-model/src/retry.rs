@@ -91,6 +91,10 @@ impl<P: ModelProvider + 'static> ModelProvider for Retrying<P> {
         self.inner.is_simulated()
     }
 
+    fn context_window(&self) -> futures::future::BoxFuture<'static, Option<u64>> {
+        self.inner.context_window()
+    }
+
     fn stream(&self, req: ModelRequest) -> BoxStream<'static, Result<StreamEvent, ModelError>> {
         let attempts = Attempts {
             current: self.inner.stream(req.clone()),
@@ -134,7 +138,7 @@ enum Emitted {
 impl Emitted {
     fn of(event: &StreamEvent) -> Self {
         match event {
-            StreamEvent::ToolUse { .. } => Self::Tool,
+            StreamEvent::ToolUse { .. } | StreamEvent::BadToolUse { .. } => Self::Tool,
             StreamEvent::TextDelta(_) | StreamEvent::Thinking(_) | StreamEvent::Stop { .. } => {
                 Self::Content
             }

@@ -39,6 +39,9 @@ pub struct ProviderSpec {
     /// Consecutive overloads before `fallback_model` takes over (default 3).
     #[serde(default)]
     pub fallback_after: Option<OverloadCount>,
+    /// `false`: ask `openai` servers for whole replies instead of streamed ones (default true).
+    #[serde(default)]
+    pub stream: Option<bool>,
 }
 
 /// `thinking = { budget_tokens = N }`.
@@ -68,17 +71,54 @@ impl<'de> Deserialize<'de> for ThinkingBudget {
     }
 }
 
-/// A whole number of at least `min` that fits a `u32`, else the error `explain` words.
+/// The least context window crew accepts: below it not even the system prompt fits.
+pub const MIN_CONTEXT_WINDOW: u32 = 1024;
+
+/// `context_window`: the model's context in tokens, at least [`MIN_CONTEXT_WINDOW`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ContextWindow(pub u32);
+
+impl<'de> Deserialize<'de> for ContextWindow {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        whole_number_from(d, MIN_CONTEXT_WINDOW, |value| {
+            format!(
+                "context_window is the model's context in tokens: a whole number from {MIN_CONTEXT_WINDOW} to {}, not {value}",
+                u32::MAX
+            )
+        })
+        .map(Self)
+    }
+}
+
+/// `max_output_tokens`: the most tokens one reply may have, 1 or more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct OutputTokens(pub u32);
+
+impl<'de> Deserialize<'de> for OutputTokens {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        whole_number_from(d, 1, |value| {
+            format!(
+                "max_output_tokens is the most tokens one reply may have: a whole number from 1 to {}, not {value}",
+                u32::MAX
+            )
+        })
+        .map(Self)
+    }
+}
+
+/// A whole number of at least `min` that fits a `u32`, else the error `explain` words (also
+/// for a value that is no number, so the message names the setting).
 fn whole_number_from<'de, D: serde::Deserializer<'de>>(
     d: D,
     min: u32,
-    explain: impl FnOnce(i64) -> String,
+    explain: impl FnOnce(String) -> String,
 ) -> Result<u32, D::Error> {
-    let value = i64::deserialize(d)?;
-    u32::try_from(value)
-        .ok()
+    let value = serde_json::Value::deserialize(d)?;
+    value
+        .as_u64()
+        .and_then(|n| u32::try_from(n).ok())
         .filter(|n| *n >= min)
-        .ok_or_else(|| serde::de::Error::custom(explain(value)))
+        .ok_or_else(|| serde::de::Error::custom(explain(value.to_string())))
 }
 
 /// A model name that is not blank.
@@ -142,6 +182,12 @@ pub fn provider_from_spec_with_env(
             .or_else(|| var(base_var))
             .unwrap_or_else(|| default.to_string())
     };
+    if spec.stream == Some(false) && spec.kind != "openai" {
+        return Err(ModelError::config(format!(
+            "stream = false is supported by provider \"openai\" only, not {:?}",
+            spec.kind
+        )));
+    }
     if spec.thinking.is_some() && spec.kind != "anthropic" {
         return Err(ModelError::config(format!(
             "thinking is supported by provider \"anthropic\" only, not {:?}",
@@ -177,7 +223,8 @@ pub fn provider_from_spec_with_env(
                 return Err(missing_key(&key_var));
             }
             Ok(with_fallback(
-                OpenAiProvider::new(&base, key, spec.model.clone())?,
+                OpenAiProvider::new(&base, key, spec.model.clone())?
+                    .with_streaming(spec.stream.unwrap_or(true)),
                 spec,
             ))
         }

@@ -47,6 +47,11 @@ impl Reply {
 
     /// An error status with a JSON body.
     pub fn error(status: u16, body: Value) -> Self {
+        Self::json(status, body)
+    }
+
+    /// A JSON body with this status (a whole reply, or a server's answer about its model).
+    pub fn json(status: u16, body: Value) -> Self {
         Self {
             status,
             headers: vec![("content-type".into(), "application/json".into())],
@@ -245,6 +250,66 @@ pub fn sse_data(chunks: &[Value]) -> String {
     let mut text: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
     text.push_str("data: [DONE]\n\n");
     text
+}
+
+/// An OpenAI-compatible reply made of `message` (a chat-completion `message` object) looks like: streamed as
+/// llama.cpp streams it (role, then content, then each call's name and arguments in pieces,
+/// then the finish and the usage), or whole.
+pub fn openai_reply(message: Value, finish: &str, streaming: bool) -> Reply {
+    let usage = json!({"prompt_tokens": 120, "completion_tokens": 30, "total_tokens": 150});
+    if !streaming {
+        return Reply::json(
+            200,
+            json!({"id": "chatcmpl-x", "object": "chat.completion", "created": 1, "model": "gemma",
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": usage}),
+        );
+    }
+    let chunk = |delta: Value, finish: Option<&str>| {
+        json!({"id": "chatcmpl-x", "object": "chat.completion.chunk", "created": 1,
+            "model": "gemma", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+    };
+    let mut chunks = vec![chunk(json!({"role": "assistant", "content": null}), None)];
+    if let Some(text) = message["content"].as_str() {
+        // Split as a server does, on no boundary in particular.
+        let cut = text
+            .char_indices()
+            .nth(text.chars().count() / 2)
+            .map_or(0, |(i, _)| i);
+        for piece in [&text[..cut], &text[cut..]] {
+            chunks.push(chunk(json!({"content": piece}), None));
+        }
+    }
+    for (index, call) in message["tool_calls"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        chunks.push(chunk(
+            json!({"tool_calls": [{"index": index, "id": call["id"], "type": "function",
+                "function": {"name": call["function"]["name"], "arguments": ""}}]}),
+            None,
+        ));
+        let arguments = call["function"]["arguments"].as_str().unwrap_or_default();
+        let cut = arguments.len() / 2;
+        for piece in [&arguments[..cut], &arguments[cut..]] {
+            chunks.push(chunk(
+                json!({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}),
+                None,
+            ));
+        }
+    }
+    chunks.push(chunk(json!({}), Some(finish)));
+    chunks.push(
+        json!({"id": "chatcmpl-x", "object": "chat.completion.chunk", "choices": [],
+        "usage": usage}),
+    );
+    Reply::sse(&[sse_data(&chunks)])
+}
+
+pub fn openai_call(id: &str, name: &str, arguments: &str) -> Value {
+    json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments}})
 }
 
 /// Collects a whole stream, failing the test if it does not end in time.

@@ -1,4 +1,7 @@
-//! Decodes a chat-completions chunk stream, assembling tool calls from their fragments.
+//! Decodes a chat-completions chunk stream, assembling tool calls from their fragments. A call
+//! crew cannot run as written (no name, arguments that are not a JSON object, cut off by the
+//! output limit) becomes a `BadToolUse`, which the agent answers with a tool error; calls
+//! written as text are found when the reply has no real ones (`text_calls`).
 
 use serde_json::Value;
 
@@ -8,6 +11,8 @@ use crate::http::classify;
 use crate::sse::SseEvent;
 use crate::streaming::{Decoder, Progress};
 use crate::types::{FinishReason, Usage};
+
+use super::text_calls::{self, NO_NAME, TextCall};
 
 /// A tool call still receiving fragments.
 struct Call {
@@ -19,6 +24,10 @@ struct Call {
 
 #[derive(Default)]
 pub(super) struct OpenAiDecoder {
+    /// The tools the request offered: a call written as text counts only when it names one.
+    tools: Vec<String>,
+    /// The reply's text so far, searched for calls written as text at the end.
+    text: String,
     started: bool,
     /// Calls still receiving fragments, in arrival order.
     open: Vec<Call>,
@@ -55,6 +64,7 @@ impl Decoder for OpenAiDecoder {
         if let Some(choice) = chunk["choices"].as_array().and_then(|c| c.first()) {
             let delta = &choice["delta"];
             if let Some(text) = delta["content"].as_str().filter(|t| !t.is_empty()) {
+                self.text.push_str(text);
                 out.push(StreamEvent::TextDelta(text.to_string()));
             }
             if let Some(fragments) = delta["tool_calls"].as_array() {
@@ -64,7 +74,7 @@ impl Decoder for OpenAiDecoder {
             }
             if let Some(reason) = choice["finish_reason"].as_str() {
                 self.finish_reason = Some(reason.to_string());
-                self.emit_open(out)?;
+                self.emit_open(out);
             }
         }
         if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
@@ -86,6 +96,13 @@ impl Decoder for OpenAiDecoder {
 }
 
 impl OpenAiDecoder {
+    pub(super) fn new(tools: Vec<String>) -> Self {
+        Self {
+            tools,
+            ..Self::default()
+        }
+    }
+
     /// Adds one `delta.tool_calls` fragment. A fragment that starts a new call (a new index, or
     /// a new id at a used index as some servers send for parallel calls) completes the calls
     /// before it, which are emitted then.
@@ -107,7 +124,7 @@ impl OpenAiDecoder {
                     "fragment for tool call index {index} after it was complete"
                 )));
             }
-            self.emit_open(out)?;
+            self.emit_open(out);
             let id = match id {
                 Some(id) => id.to_string(),
                 None => {
@@ -136,33 +153,77 @@ impl OpenAiDecoder {
         Ok(())
     }
 
-    /// Emits every open call as a complete `ToolUse`.
-    fn emit_open(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), ModelError> {
+    /// Emits every open call: a `ToolUse` when it can run, else a `BadToolUse` saying why.
+    fn emit_open(&mut self, out: &mut Vec<StreamEvent>) {
         for call in std::mem::take(&mut self.open) {
-            if call.name.is_empty() {
-                return Err(ModelError::stream(format!(
-                    "tool call {} has no name",
-                    call.id
-                )));
-            }
-            let input = if call.arguments.trim().is_empty() {
-                Value::Object(Default::default())
-            } else {
-                serde_json::from_str(&call.arguments).map_err(|e| {
-                    ModelError::stream(format!(
-                        "arguments of tool call {} ({}) are not valid JSON: {e}",
-                        call.name, call.id
-                    ))
-                })?
-            };
             self.emitted.push((call.index, call.id.clone()));
-            out.push(StreamEvent::ToolUse {
-                id: call.id,
-                name: call.name,
-                input,
+            let parsed = if call.arguments.trim().is_empty() {
+                Ok(Value::Object(Default::default()))
+            } else {
+                serde_json::from_str(&call.arguments)
+                    .map_err(|e| format!("the arguments are not valid JSON ({e})"))
+                    .and_then(object_of)
+            };
+            let event = match (call.name.is_empty(), parsed) {
+                (false, Ok(input)) => StreamEvent::ToolUse {
+                    id: call.id,
+                    name: call.name,
+                    input,
+                },
+                (no_name, parsed) => {
+                    let problem = if no_name {
+                        "the call has no tool name".to_string()
+                    } else {
+                        parsed.err().unwrap_or_default()
+                    };
+                    self.bad(call.id, call.name, call.arguments, problem)
+                }
+            };
+            out.push(event);
+        }
+    }
+
+    /// A call that cannot run; a reply cut by the output limit says so, since that is why.
+    fn bad(&self, id: String, name: String, raw: String, problem: String) -> StreamEvent {
+        let problem = if self.finish_reason.as_deref() == Some("length") {
+            format!(
+                "your reply was cut off at the output limit while you were writing this call, so it was not run ({problem}); make the call again with shorter arguments (write a long file in several smaller steps)"
+            )
+        } else {
+            problem
+        };
+        StreamEvent::BadToolUse {
+            id,
+            name: if name.is_empty() {
+                NO_NAME.to_string()
+            } else {
+                name
+            },
+            // Kept as a JSON string: what goes back to the server must be valid JSON.
+            input: Value::String(raw),
+            problem,
+        }
+    }
+
+    /// Calls written as text, when the reply made no real ones.
+    fn emit_text_calls(&mut self, out: &mut Vec<StreamEvent>) {
+        if !self.emitted.is_empty() || self.tools.is_empty() {
+            return;
+        }
+        for found in text_calls::find(&self.text, &self.tools) {
+            self.invented_ids += 1;
+            let id = format!("call_crew_{}", self.invented_ids);
+            self.emitted.push((u64::MAX, id.clone()));
+            out.push(match found {
+                TextCall::Call { name, input } => StreamEvent::ToolUse { id, name, input },
+                TextCall::Bad { name, raw, problem } => self.bad(
+                    id,
+                    name,
+                    raw,
+                    format!("{problem}; call tools through the tool-call interface"),
+                ),
             });
         }
-        Ok(())
     }
 
     /// Emits `MessageStart` once, before anything else.
@@ -176,12 +237,14 @@ impl OpenAiDecoder {
     /// Emits the remaining calls and the final `Stop`.
     fn complete(&mut self, out: &mut Vec<StreamEvent>) -> Result<(), ModelError> {
         self.start(out);
-        self.emit_open(out)?;
+        self.emit_open(out);
+        self.emit_text_calls(out);
         let called = !self.emitted.is_empty();
         let reason = match self.finish_reason.as_deref() {
             // Some servers (Ollama) say "stop" even when the reply is tool calls.
             Some("stop") if called => FinishReason::ToolUse,
             Some("stop") => FinishReason::EndTurn,
+            // Cut calls were already turned into `BadToolUse`s; the agent bounds how often.
             Some("length") => FinishReason::MaxTokens,
             Some("tool_calls" | "function_call") => FinishReason::ToolUse,
             Some("content_filter") => FinishReason::Refusal,
@@ -194,6 +257,23 @@ impl OpenAiDecoder {
             usage: self.usage,
         });
         Ok(())
+    }
+}
+
+/// A call's input: a JSON object, or a JSON string holding one (some models encode twice).
+pub(super) fn object_of(value: Value) -> Result<Value, String> {
+    match value {
+        Value::Object(_) => Ok(value),
+        Value::String(text) => match serde_json::from_str::<Value>(&text) {
+            Ok(inner @ Value::Object(_)) => Ok(inner),
+            _ => Err(format!(
+                "the arguments must be a JSON object, not the string {text:?}"
+            )),
+        },
+        other => Err(format!(
+            "the arguments must be a JSON object, not {}",
+            other
+        )),
     }
 }
 
@@ -277,18 +357,53 @@ mod tests {
         );
     }
 
+    /// The problem of each `BadToolUse`, by call name.
+    fn bad_calls(events: &[StreamEvent]) -> Vec<(String, String)> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                StreamEvent::BadToolUse { name, problem, .. } => {
+                    Some((name.clone(), problem.clone()))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
     #[test]
-    fn a_call_without_a_name_or_with_bad_arguments_is_an_error() {
-        let (_, nameless) = decode(&[calls(json!([{"index": 0, "id": "c1"}]))]);
-        assert!(matches!(nameless, Some(ModelError::Stream { .. })));
-        let (events, bad_json) = decode(&[calls(
+    fn a_call_without_a_name_or_with_bad_arguments_is_a_bad_call_not_a_stream_error() {
+        let (events, error) = decode(&[calls(json!([{"index": 0, "id": "c1"}]))]);
+        assert_eq!(error, None);
+        assert_eq!(
+            bad_calls(&events),
+            [(NO_NAME.to_string(), "the call has no tool name".to_string())]
+        );
+        let (events, error) = decode(&[calls(
             json!([{"index": 0, "id": "c1", "function": {"name": "a", "arguments": "{\"x\":"}}]),
         )]);
-        assert!(matches!(bad_json, Some(ModelError::Stream { .. })));
+        assert_eq!(error, None);
+        let bad = bad_calls(&events);
+        assert_eq!(bad[0].0, "a");
+        assert!(bad[0].1.contains("not valid JSON"), "{bad:?}");
         assert!(
             !events
                 .iter()
                 .any(|e| matches!(e, StreamEvent::ToolUse { .. }))
+        );
+        let (events, _) = decode(&[calls(
+            json!([{"index": 0, "id": "c1", "function": {"name": "a", "arguments": "[1, 2]"}}]),
+        )]);
+        assert!(bad_calls(&events)[0].1.contains("JSON object"));
+        let (events, _) = decode(&[calls(
+            json!([{"index": 0, "id": "c1", "function": {"name": "a", "arguments": "\"{\\\"p\\\":1}\""}}]),
+        )]);
+        assert!(
+            events.contains(&StreamEvent::ToolUse {
+                id: "c1".into(),
+                name: "a".into(),
+                input: json!({"p": 1})
+            }),
+            "arguments encoded twice are read: {events:?}"
         );
     }
 

@@ -97,6 +97,7 @@ pub(crate) fn provider_for(
         thinking: entry.thinking.as_ref().map(|t| *t.get_ref()),
         fallback_model: entry.fallback_model.as_ref().map(|f| f.get_ref().clone()),
         fallback_after: entry.fallback_after,
+        stream: entry.stream.as_ref().map(|s| *s.get_ref()),
     };
     provider_from_spec(&spec)
         .map(Arc::from)
@@ -252,7 +253,14 @@ impl AgentWork {
                 repo_root: self.workspace.root().to_path_buf(),
                 limits: self.limits(),
                 retry: RetryPolicy::default(),
-                compaction: self.config.compaction.thresholds(),
+                compaction: crew_agent::CompactionThresholds {
+                    context_window: self
+                        .config
+                        .agent(&self.name)
+                        .and_then(|a| a.model.context_window)
+                        .map(|w| u64::from(w.0)),
+                    ..self.config.compaction.thresholds()
+                },
                 sandbox: self.sandbox.clone(),
             },
             sink,
@@ -422,18 +430,20 @@ impl Work for AgentWork {
 }
 
 impl AgentWork {
-    /// One job's limits: the agent's `budget.wall_secs`, else the team's, else the default.
+    /// One job's limits: the agent's `budget.wall_secs`, else the team's, else the default;
+    /// the agent's `max_output_tokens`, else the default.
     fn limits(&self) -> Limits {
-        let own = self
-            .config
-            .agent(&self.name)
-            .and_then(|a| a.budget.wall_secs);
-        match own.or(self.config.budget.wall_secs) {
-            Some(secs) => Limits {
-                wall_time: std::time::Duration::from_secs(secs),
-                ..Limits::default()
-            },
-            None => Limits::default(),
+        let entry = self.config.agent(&self.name);
+        let defaults = Limits::default();
+        let wall = entry
+            .and_then(|a| a.budget.wall_secs)
+            .or(self.config.budget.wall_secs);
+        Limits {
+            wall_time: wall.map_or(defaults.wall_time, std::time::Duration::from_secs),
+            max_output_tokens: entry
+                .and_then(|a| a.model.max_output_tokens)
+                .map_or(defaults.max_output_tokens, |n| n.0),
+            ..defaults
         }
     }
 
@@ -665,6 +675,17 @@ mod tests {
         assert_eq!(priced.cost_micros(&reported), Some(42));
         let unpriced = work(r#"{ provider = "scripted" }"#);
         assert_eq!(unpriced.cost_micros(&usage), None);
+    }
+
+    #[test]
+    fn the_configured_output_limit_is_each_jobs_and_the_default_otherwise() {
+        let set = work(r#"{ provider = "scripted", max_output_tokens = 2048 }"#);
+        assert_eq!(set.limits().max_output_tokens, 2048);
+        let unset = work(r#"{ provider = "scripted" }"#);
+        assert_eq!(
+            unset.limits().max_output_tokens,
+            Limits::default().max_output_tokens
+        );
     }
 
     /// The whole static prompt of each role (what providers cache), and its fingerprint
