@@ -178,7 +178,7 @@ impl Worker {
             let now_seen = self.fingerprint();
             if !woke && seen.is_some() && seen == now_seen && last_pass.elapsed() < FULL_PASS_EVERY
             {
-                match self.idle_wait(&watcher, idle_since)? {
+                match self.idle_wait(&watcher, &mut idle_since)? {
                     Wake::Exit(exit) => return Ok(exit),
                     Wake::Woke(w) => woke = w,
                 }
@@ -202,7 +202,7 @@ impl Worker {
                         self.answer_shutdown(&request_id, true, "paused at the budget")?;
                         return Ok(ExitReason::ShutdownApproved { request_id });
                     }
-                    match self.idle_wait(&watcher, Instant::now())? {
+                    match self.idle_wait(&watcher, &mut Instant::now())? {
                         Wake::Exit(exit) => return Ok(exit),
                         Wake::Woke(w) => woke = w,
                     }
@@ -251,7 +251,7 @@ impl Worker {
                 woke = true;
                 continue;
             }
-            match self.idle_wait(&watcher, idle_since)? {
+            match self.idle_wait(&watcher, &mut idle_since)? {
                 Wake::Exit(exit) => return Ok(exit),
                 Wake::Woke(w) => woke = w,
             }
@@ -259,11 +259,20 @@ impl Worker {
     }
 
     /// Sleeps until a file event or the idle poll; gives up (telling the lead) once idle for
-    /// `idle_timeout`.
-    fn idle_wait(&self, watcher: &DirWatcher, idle_since: Instant) -> Result<Wake, StoreError> {
-        let idle = idle_since.elapsed();
+    /// `idle_timeout` with no work in sight.
+    fn idle_wait(
+        &self,
+        watcher: &DirWatcher,
+        idle_since: &mut Instant,
+    ) -> Result<Wake, StoreError> {
         let mut wait = self.settings.idle_poll;
         if let Some(timeout) = self.settings.idle_timeout {
+            // While the team still plans, idleness is waiting for work, not the lack of it: the
+            // clock starts again (a slow lead's first reply can take minutes).
+            if idle_since.elapsed() >= timeout && self.work_may_come()? {
+                *idle_since = Instant::now();
+            }
+            let idle = idle_since.elapsed();
             if idle >= timeout {
                 self.tell_lead(
                     MessageKind::IdleNotification,
@@ -278,6 +287,44 @@ impl Worker {
             wait = wait.min(timeout - idle);
         }
         Ok(Wake::Woke(watcher.wait(wait)))
+    }
+
+    /// Whether work for this worker may still come: the lead is in a turn (it may create
+    /// tasks), or a pending task it may get waits on its blockers.
+    fn work_may_come(&self) -> Result<bool, StoreError> {
+        let lead_busy = self
+            .workspace
+            .agents()
+            .read(&self.settings.lead)?
+            .is_some_and(|s| {
+                matches!(s.state, AgentState::Work | AgentState::Waiting)
+                    && crew_store::pid_alive(s.pid)
+            });
+        if lead_busy || !self.settings.claims {
+            return Ok(lead_busy);
+        }
+        let me = Claimant {
+            name: &self.settings.name,
+            role: self.settings.role.as_deref(),
+        };
+        let tasks = self.workspace.tasks().load_all()?.tasks;
+        // Coming: every blocker is being worked on (or done). One failed, or left pending with
+        // nobody on it, may never complete: waiting for it would keep the worker for ever.
+        let moving: Vec<TaskId> = tasks
+            .iter()
+            .filter(|t| {
+                matches!(
+                    t.status,
+                    Status::InProgress | Status::Review | Status::Completed
+                )
+            })
+            .map(|t| t.id)
+            .collect();
+        Ok(tasks.iter().any(|t| {
+            me.may_get(t)
+                && !t.blocked_by.is_empty()
+                && t.blocked_by.iter().all(|b| moving.contains(b))
+        }))
     }
 
     /// What a pass depends on: the tasks folder (every task write renames into it) and the
