@@ -256,8 +256,8 @@ impl TeamRun {
                 });
                 continue;
             }
-            let text = match review::merge(&self.workspace, &self.config, r.id, &USER) {
-                Ok(text) => format!("{text} (--merge auto)"),
+            let text = match review::merge_automatically(&self.workspace, &self.config, r.id) {
+                Ok(text) => text,
                 Err(e) => {
                     self.left_for_person.insert(r.id);
                     format!("{e}; it waits for the person")
