@@ -90,6 +90,7 @@ fn denied_demo_fails_the_review_says_why_and_leaves_passing_code() {
     );
     assert_eq!(summary["verdicts"]["task_4"], "fail", "{summary}");
     assert_eq!(summary["approve"], "deny");
+    assert_eq!(summary["simulator"], true, "{summary}");
     assert_eq!(
         count(&summary, "requests", "permission_request approved"),
         0

@@ -116,6 +116,10 @@ fn json_progress_is_one_object_per_line_with_a_type() {
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
         .collect();
     let types: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert_eq!(
+        events[0],
+        serde_json::json!({"type": "team", "simulator": true})
+    );
     for kind in ["agent", "task_created", "task_claimed", "task_failed"] {
         assert!(types.contains(&kind), "no {kind} in {types:?}\n{out}");
     }

@@ -16,6 +16,12 @@ use crew_team::run::headless::{MergePolicy, Policy, TeamRun};
 /// The whole demo should take seconds; this only stops a broken run from hanging.
 const DEADLINE: Duration = Duration::from_secs(180);
 
+/// Whether the simulator plays some agent. To be joined with `TeamConfig::simulated` (issue 20
+/// part A, on main), the one answer to that question, when this branch meets it.
+pub(crate) fn simulated(config: &TeamConfig) -> bool {
+    config.agents().any(|a| a.model.provider == "scripted")
+}
+
 pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     let dir = match args.dir {
         Some(dir) => dir,
@@ -90,6 +96,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         approve,
         started.elapsed().as_secs_f64(),
     )?;
+    summary.simulator = simulated(&config);
     let (pass, _) = demo::tests_pass(&dir);
     let failed = summary.tasks.get("failed").copied().unwrap_or(0);
     let verdicts_pass = summary

@@ -131,6 +131,14 @@ pub fn up(project: Project, args: UpArgs) -> anyhow::Result<()> {
         args.dangerously_bypass,
     )?;
     let mut progress = Progress::new(args.json, config.request_timeout());
+    if args.json {
+        // Whether the simulator plays, first: a reader must not take its run for a model's.
+        progress.say(
+            "team",
+            json!({"simulator": crate::cli::demo::simulated(&config)}),
+            String::new(),
+        );
+    }
     progress.happenings(&run.events);
     if let Some(goal) = &args.goal {
         run.give_goal(goal)?;
