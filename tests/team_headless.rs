@@ -162,6 +162,46 @@ fn a_waiting_permission_request_is_shown_with_its_answer_and_a_stop_ends_its_ask
     );
 }
 
+/// A model server on loopback that answers every request with `reply`; its base URL.
+fn model_server(reply: &'static [u8]) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut buf = [0u8; 65536];
+            let _ = std::io::Read::read(&mut stream, &mut buf);
+            let _ = std::io::Write::write_all(&mut stream, reply);
+        }
+    });
+    url
+}
+
+fn anthropic_lead_team(url: &str) -> Team {
+    let toml = format!(
+        "[team]\nname = \"test\"\nbase_branch = \"main\"\n\n[lead]\nname = \"lead\"\nmodel = {{ provider = \"anthropic\", model = \"claude-test\", base_url = \"{url}\" }}\n\n[[teammate]]\nname = \"alice\"\nrole = \"implementer\"\nmodel = {{ provider = \"scripted\", scenario = \"scenario.toml\" }}\n\n[permissions]\nmode = \"ask\"\n\n[worker]\nidle_poll_secs = 1\nidle_timeout_secs = 300\nheartbeat_secs = 1\n"
+    );
+    Team::new(&toml, "echo.toml", &[])
+}
+
+#[test]
+fn a_lead_whose_model_refuses_ends_the_run_with_exit_4_and_the_error() {
+    // A 400 is not retried: the lead's turn fails for good at once.
+    let url = model_server(
+        b"HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: 79\r\n\r\n{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"bad model\"}}",
+    );
+    let team = anthropic_lead_team(&url);
+    let mut up = team.spawn_with_env(
+        "up",
+        &["up", "--headless", "--goal", "plan it", "--until-done"],
+        &[("ANTHROPIC_API_KEY", "sk-test-not-a-key")],
+    );
+    assert_eq!(up.wait(HANG), Some(4), "{}", log(&team, "up"));
+    let out = log(&team, "up");
+    assert!(out.contains("the lead's turn failed: "), "{out}");
+    assert!(out.contains("bad model"), "{out}");
+}
+
 /// A model server on loopback that starts every answer and never finishes it: a slow model's
 /// long reply. Returns its base URL.
 fn never_finishing_model() -> String {
@@ -185,11 +225,7 @@ fn never_finishing_model() -> String {
 
 #[test]
 fn a_stop_cancels_a_lead_inside_a_long_turn_after_the_grace_period() {
-    let url = never_finishing_model();
-    let toml = format!(
-        "[team]\nname = \"test\"\nbase_branch = \"main\"\n\n[lead]\nname = \"lead\"\nmodel = {{ provider = \"anthropic\", model = \"claude-test\", base_url = \"{url}\" }}\n\n[[teammate]]\nname = \"alice\"\nrole = \"implementer\"\nmodel = {{ provider = \"scripted\", scenario = \"scenario.toml\" }}\n\n[permissions]\nmode = \"ask\"\n\n[worker]\nidle_poll_secs = 1\nidle_timeout_secs = 300\nheartbeat_secs = 1\n"
-    );
-    let team = Team::new(&toml, "echo.toml", &[]);
+    let team = anthropic_lead_team(&never_finishing_model());
     let mut up = team.spawn_with_env(
         "up",
         &["up", "--headless", "--goal", "think long"],
