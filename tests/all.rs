@@ -27,6 +27,7 @@ mod team_crash;
 mod team_daemon;
 mod team_demo;
 mod team_down;
+mod team_headless;
 mod team_memory;
 mod team_mixed_cli;
 mod team_plan;

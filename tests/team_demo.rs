@@ -50,9 +50,10 @@ fn approved_demo_reaches_its_goal_with_three_permissions_and_three_merges() {
     let merges = summary["merges"].as_array().unwrap();
     assert_eq!(merges.len(), 3, "{summary}");
     assert!(
-        merges
-            .iter()
-            .all(|m| m.as_str().unwrap().contains(" merged into main by user")),
+        merges.iter().all(|m| m
+            .as_str()
+            .unwrap()
+            .contains(" merged into main automatically")),
         "{summary}"
     );
     assert_everyone_shut_down(&summary);
@@ -79,8 +80,17 @@ fn denied_demo_fails_the_review_says_why_and_leaves_passing_code() {
     let scratch = tempfile::tempdir().unwrap();
     let dir = scratch.path().join("demo");
     let (run, summary) = demo(&dir, "deny");
-    assert_eq!(run.code, 0, "{}\n{summary}", run.stderr);
+    // A failed review and a failed task are not the goal reached, and the exit says so.
+    assert_eq!(summary["goal_reached"], false, "{summary}");
+    assert_eq!(run.code, 1, "{}\n{summary}", run.stderr);
+    assert!(
+        run.stderr.contains("did not reach its goal"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(summary["verdicts"]["task_4"], "fail", "{summary}");
     assert_eq!(summary["approve"], "deny");
+    assert_eq!(summary["simulator"], true, "{summary}");
     assert_eq!(
         count(&summary, "requests", "permission_request approved"),
         0

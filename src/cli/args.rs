@@ -123,9 +123,13 @@ pub struct UpArgs {
     /// The lead's goal, sent as a message from you.
     #[arg(long)]
     pub goal: Option<String>,
-    /// Stop when every task is completed or failed (none running, none waiting for review).
+    /// Stop when every task is completed or failed (none running, none waiting for review);
+    /// also when the lead's turn fails or ends with no task created (exit 4, with the reason).
     #[arg(long)]
     pub until_done: bool,
+    /// Headless: the progress as JSON lines, one object per event with a `type` field.
+    #[arg(long)]
+    pub json: bool,
     /// Who merges finished tasks' commits (headless): `auto`, or `manual` with `crew review`.
     #[arg(long, value_enum, default_value = "manual")]
     pub merge: MergeArg,

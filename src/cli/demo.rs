@@ -90,9 +90,27 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         approve,
         started.elapsed().as_secs_f64(),
     )?;
+    summary.simulator = config.simulated();
     let (pass, _) = demo::tests_pass(&dir);
-    summary.goal_reached =
-        finished && pass && summary.tasks.get("completed").copied().unwrap_or(0) >= 3;
+    let failed = summary.tasks.get("failed").copied().unwrap_or(0);
+    let verdicts_pass = summary
+        .verdicts
+        .values()
+        .all(|v| v.as_str() == crew_team::verdict::label(Some(crew_protocol::Verdict::Pass)));
+    // A failed task or a review that did not pass is not the goal reached, whatever the tests.
+    summary.goal_reached = finished
+        && pass
+        && failed == 0
+        && verdicts_pass
+        && summary.tasks.get("completed").copied().unwrap_or(0) >= 3;
+    if failed > 0 {
+        summary.notes.push(format!("{failed} task(s) failed"));
+    }
+    if !verdicts_pass {
+        summary
+            .notes
+            .push("a review's verdict was not a pass".to_string());
+    }
     if !finished {
         summary.notes.push(format!(
             "the team did not finish within {}s",

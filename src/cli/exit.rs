@@ -11,6 +11,10 @@ pub enum CliError {
     Usage(String),
     #[error("{0}")]
     Refused(String),
+    /// The team stopped without reaching its goal (`--until-done`): a failed task, a lead
+    /// whose turn failed or created nothing.
+    #[error("{0}")]
+    Unfinished(String),
 }
 
 pub fn exit_code(e: &anyhow::Error) -> u8 {
@@ -33,6 +37,7 @@ pub fn exit_code(e: &anyhow::Error) -> u8 {
     match e.downcast_ref::<CliError>() {
         Some(CliError::Usage(_)) => 2,
         Some(CliError::Refused(_)) => 3,
+        Some(CliError::Unfinished(_)) => 4,
         None => 1,
     }
 }

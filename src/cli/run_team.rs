@@ -1,5 +1,6 @@
 //! `crew worker`, `crew worker restart`, `crew up --headless`, `crew replay`.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -8,18 +9,21 @@ use anyhow::Context;
 
 use crate::cli::args::{ApprovePolicy, MergeArg, UpArgs, WorkerAction, WorkerArgs};
 use crate::cli::exit::CliError;
+use crate::cli::output;
 use crate::cli::preflight;
 use crate::cli::project::Project;
 use crate::cli::team::print_event;
 use crew_protocol::joined;
-use crew_store::{AgentName, DirWatcher, TaskId};
+use crew_store::requests::RequestState;
+use crew_store::{AgentName, DirWatcher, MessageKind, TaskId};
 use crew_team::run::daemon::TeamLock;
 use crew_team::run::daemon::control::ControlError;
 use crew_team::run::headless::{Happening, MergePolicy, Policy, TeamRun, settings_for};
-use crew_team::run::supervisor::SupervisorError;
+use crew_team::run::supervisor::{SupervisorError, TeamEvent};
 use crew_team::run::team_control::{self, RestartError, Restarted};
 use crew_team::run::worker::{ExitReason, Worker};
 use crew_team::work::work_for;
+use serde_json::json;
 
 pub fn worker(project: Project, args: WorkerArgs) -> anyhow::Result<()> {
     match (args.action, args.name) {
@@ -141,21 +145,49 @@ pub fn up(project: Project, args: UpArgs) -> anyhow::Result<()> {
         },
         args.dangerously_bypass,
     )?;
-    print_happenings(&run.events);
+    let mut progress = Progress::new(args.json, config.request_timeout());
+    if args.json {
+        // Whether the simulator plays, first: a reader must not take its run for a model's.
+        progress.say(
+            "team",
+            json!({"simulator": config.simulated()}),
+            String::new(),
+        );
+    }
+    progress.happenings(&run.events);
     if let Some(goal) = &args.goal {
         run.give_goal(goal)?;
     }
     let watcher = DirWatcher::new(&[&workspace.mailboxes_dir(), &workspace.tasks_dir()])?;
     let stop = Arc::new(AtomicBool::new(false));
     signal_stop(stop.clone())?;
+    let mut unfinished = None;
+    let mut finished = false;
     while !stop.load(Ordering::Relaxed) {
-        print_happenings(&run.tick()?);
-        if args.until_done && all_done(&workspace)? {
-            break;
+        let happened = run.tick()?;
+        progress.happenings(&happened);
+        progress.store(&workspace)?;
+        if args.until_done {
+            if let Some(why) = lead_gave_up(&happened, &workspace)? {
+                unfinished = Some(why);
+                break;
+            }
+            if all_done(&workspace)? {
+                unfinished = failed_tasks(&workspace)?;
+                finished = true;
+                break;
+            }
         }
         run.wait(&watcher, Duration::from_millis(500));
     }
-    print_happenings(&run.stop(Duration::from_secs(15))?);
+    let grace = Duration::from_secs(15);
+    // With every task done the lead's reply to the last notice changes nothing: not waited for.
+    let stopped = if finished {
+        run.finish(grace)?
+    } else {
+        run.stop(grace)?
+    };
+    progress.happenings(&stopped);
     // The closing summary: what waits for review, and each review's verdict (none is no pass).
     let tasks = workspace.tasks().load_all()?.tasks;
     let waiting: Vec<TaskId> = tasks
@@ -172,7 +204,56 @@ pub fn up(project: Project, args: UpArgs) -> anyhow::Result<()> {
     for (task, verdict) in crew_team::verdict::of_reviews(&tasks) {
         println!("{task} verdict: {verdict}");
     }
-    Ok(())
+    match unfinished {
+        Some(why) => Err(CliError::Unfinished(why).into()),
+        None => Ok(()),
+    }
+}
+
+/// `--until-done` with a lead that will not go on: its turn failed for good (the model's
+/// retries are behind it), or it ended with not one task created, so nothing would ever end.
+fn lead_gave_up(
+    happened: &[Happening],
+    workspace: &crew_store::Workspace,
+) -> anyhow::Result<Option<String>> {
+    for h in happened {
+        let Happening::LeadTurn { success, summary } = h else {
+            continue;
+        };
+        if !success {
+            return Ok(Some(format!(
+                "the lead's turn failed: {}",
+                output::one_line(summary)
+            )));
+        }
+        if workspace.tasks().load_all()?.tasks.is_empty() {
+            return Ok(Some(format!(
+                "the lead ended its turn without creating a task: {}",
+                output::one_line(summary)
+            )));
+        }
+    }
+    Ok(None)
+}
+
+/// Every task ended and some failed: which, and why.
+fn failed_tasks(workspace: &crew_store::Workspace) -> anyhow::Result<Option<String>> {
+    let failed: Vec<String> = workspace
+        .tasks()
+        .load_all()?
+        .tasks
+        .iter()
+        .filter(|t| t.status == crew_store::Status::Failed)
+        .map(|t| {
+            format!(
+                "{} ({}): {}",
+                t.id,
+                output::one_line(&t.subject),
+                output::one_line(t.result.as_deref().unwrap_or("no reason given"))
+            )
+        })
+        .collect();
+    Ok((!failed.is_empty()).then(|| format!("failed: {}", failed.join("; "))))
 }
 
 /// Every task completed or failed (and there is at least one): nothing runs and no review waits.
@@ -185,21 +266,174 @@ pub fn all_done(workspace: &crew_store::Workspace) -> anyhow::Result<bool> {
             .all(|t| matches!(t.status, Status::Completed | Status::Failed)))
 }
 
-pub fn print_happenings(happenings: &[Happening]) {
-    for h in happenings {
-        match h {
-            Happening::Team(e) => print_event(e),
-            Happening::Answered {
-                request_id,
-                from,
-                approved,
-                what,
-            } => println!(
-                "{} {from}'s request {request_id}: {what}",
-                if *approved { "approved" } else { "denied" }
-            ),
-            Happening::Reviewed { text, .. } => println!("{text}"),
+/// The headless progress: one line (or, with `--json`, one JSON object with a `type`) per event
+/// a person cares about. Task changes are seen in the store, so every writer's are reported;
+/// text an agent wrote is escaped for the terminal.
+struct Progress {
+    json: bool,
+    request_timeout: Duration,
+    tasks: HashMap<TaskId, crew_store::Status>,
+    asked: HashSet<crew_store::RequestId>,
+}
+
+impl Progress {
+    fn new(json: bool, request_timeout: Duration) -> Self {
+        Progress {
+            json,
+            request_timeout,
+            tasks: HashMap::new(),
+            asked: HashSet::new(),
         }
+    }
+
+    fn say(&self, kind: &str, mut fields: serde_json::Value, line: String) {
+        if self.json {
+            fields["type"] = kind.into();
+            println!("{fields}");
+        } else {
+            println!("{line}");
+        }
+    }
+
+    fn happenings(&self, happenings: &[Happening]) {
+        for h in happenings {
+            match h {
+                Happening::Team(e) if !self.json => print_event(e),
+                Happening::Team(e) => self.say("agent", team_event_json(e), String::new()),
+                Happening::Answered {
+                    request_id,
+                    from,
+                    approved,
+                    what,
+                } => self.say(
+                    "request_answered",
+                    json!({"request_id": request_id, "from": from, "approved": approved, "text": what}),
+                    format!(
+                        "{} {from}'s request {request_id}: {}",
+                        if *approved { "approved" } else { "denied" },
+                        output::one_line(what)
+                    ),
+                ),
+                Happening::Reviewed { id, text } => self.say(
+                    "review",
+                    json!({"id": id, "text": text}),
+                    output::one_line(text).into_owned(),
+                ),
+                Happening::LeadTurn { success: true, .. } => {}
+                Happening::LeadTurn {
+                    success: false,
+                    summary,
+                } => self.say(
+                    "lead_error",
+                    json!({"text": summary}),
+                    format!("the lead's turn failed: {}", output::one_line(summary)),
+                ),
+            }
+        }
+    }
+
+    /// What changed in the tasks and the requests since the last look.
+    fn store(&mut self, workspace: &crew_store::Workspace) -> anyhow::Result<()> {
+        use crew_store::Status;
+        for task in workspace.tasks().load_all()?.tasks {
+            let before = self.tasks.insert(task.id, task.status);
+            if before == Some(task.status) {
+                continue;
+            }
+            let id = task.id;
+            let owner = task
+                .owner
+                .as_ref()
+                .map(|o| o.to_string())
+                .unwrap_or_default();
+            let subject = output::one_line(&task.subject);
+            if before.is_none() {
+                self.say(
+                    "task_created",
+                    json!({"id": id, "subject": task.subject, "role": task.role}),
+                    format!("{id} created: {subject}"),
+                );
+            }
+            let why = output::one_line(task.result.as_deref().unwrap_or("no reason given"));
+            match task.status {
+                Status::Pending if before.is_some() => self.say(
+                    "task_released",
+                    json!({"id": id}),
+                    format!("{id} is pending again"),
+                ),
+                Status::Pending => {}
+                Status::InProgress => self.say(
+                    "task_claimed",
+                    json!({"id": id, "owner": owner}),
+                    format!("{id} claimed by {owner}"),
+                ),
+                Status::Review => self.say(
+                    "task_in_review",
+                    json!({"id": id, "owner": owner}),
+                    format!("{id} is in review (crew review show {id})"),
+                ),
+                Status::Completed if before == Some(Status::Review) => {
+                    self.say("task_merged", json!({"id": id}), format!("{id} merged"))
+                }
+                Status::Completed => self.say(
+                    "task_completed",
+                    json!({"id": id, "owner": owner}),
+                    format!("{id} done by {owner}: {subject}"),
+                ),
+                Status::Failed => self.say(
+                    "task_failed",
+                    json!({"id": id, "owner": owner, "reason": task.result}),
+                    format!("{id} failed ({owner}): {why}"),
+                ),
+            }
+        }
+        for r in workspace.mailboxes().requests(self.request_timeout)? {
+            let person_answers = matches!(
+                r.kind,
+                MessageKind::PermissionRequest | MessageKind::BudgetRequest
+            );
+            if r.state != RequestState::Pending
+                || !person_answers
+                || self.asked.contains(&r.request_id)
+            {
+                continue;
+            }
+            self.asked.insert(r.request_id.clone());
+            let answer = format!("crew respond {} --as user approve|reject", r.request_id);
+            let text = r.text.as_deref().unwrap_or_default();
+            let (kind, what) = if r.kind == MessageKind::BudgetRequest {
+                ("budget_reached", "budget reached")
+            } else {
+                ("request_waiting", "waiting")
+            };
+            self.say(
+                kind,
+                json!({"request_id": r.request_id, "from": r.from, "text": text, "answer": answer}),
+                format!(
+                    "{what}, {} from {}: {} — answer with `{answer}`",
+                    r.request_id,
+                    r.from,
+                    output::one_line(text)
+                ),
+            );
+        }
+        Ok(())
+    }
+}
+
+fn team_event_json(e: &TeamEvent) -> serde_json::Value {
+    match e {
+        TeamEvent::Started { name, pid } => json!({"event": "started", "name": name, "pid": pid}),
+        TeamEvent::Adopted { name, pid } => json!({"event": "adopted", "name": name, "pid": pid}),
+        TeamEvent::Died {
+            name,
+            released,
+            why,
+        } => json!({"event": "died", "name": name, "released": released, "why": why}),
+        TeamEvent::Exited { name, code } => {
+            json!({"event": "stopped", "name": name, "code": code})
+        }
+        TeamEvent::ShutDown { name } => json!({"event": "stopped", "name": name}),
     }
 }
 
@@ -238,4 +472,9 @@ pub fn replay(path: &std::path::Path) -> anyhow::Result<()> {
 /// shows the store as it is; `crew up` starts the team).
 pub fn ui(project: Project, options: crew_tui::Options) -> anyhow::Result<()> {
     crew_tui::run(project.workspace.root(), options)
+}
+
+/// The team's happenings as progress lines (the daemon's log).
+pub fn print_happenings(happenings: &[Happening]) {
+    Progress::new(false, Duration::ZERO).happenings(happenings);
 }

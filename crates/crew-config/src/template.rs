@@ -187,7 +187,8 @@ sandbox = "auto"
 [worker]
 # An idle worker looks at its inbox and the tasks when files change, and at least this often.
 idle_poll_secs = 5
-# After this long with nothing to do, a worker shuts down and tells the lead.
+# After this long with nothing to do, a worker shuts down and tells the lead (not while the
+# lead is in a turn, nor while a task it may get waits on blockers being worked on).
 idle_timeout_secs = 60
 heartbeat_secs = 2
 # A request with no answer after this long is expired (a permission request: denied).

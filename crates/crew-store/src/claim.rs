@@ -34,6 +34,14 @@ impl<'a> Claimant<'a> {
             }),
         }
     }
+
+    /// Whether `task` is one this claimant may get once its blockers are done: pending, of a
+    /// role that fits, unowned or assigned to it.
+    pub fn may_get(&self, task: &Task) -> bool {
+        task.status == Status::Pending
+            && role_fits(task, *self)
+            && task.owner.as_ref().is_none_or(|o| o == self.name)
+    }
 }
 
 impl TaskStore {

@@ -137,6 +137,8 @@ pub fn tests_pass(dir: &Path) -> (bool, String) {
 pub struct Summary {
     pub dir: String,
     pub goal_reached: bool,
+    /// Some agent was crew's offline simulator (`provider = "scripted"`), not a model.
+    pub simulator: bool,
     pub approve: String,
     pub tests: String,
     pub tasks: BTreeMap<String, usize>,
@@ -222,6 +224,7 @@ pub fn summarise(
     Ok(Summary {
         dir: workspace.root().display().to_string(),
         goal_reached: false,
+        simulator: false,
         approve: approve.to_string(),
         tests,
         tasks,

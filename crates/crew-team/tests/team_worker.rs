@@ -12,8 +12,8 @@ use crew_test_support::wait::poll;
 use crew_store::MessageKind;
 use crew_store::requests::RequestState;
 use crew_store::{
-    AgentName, AgentState, Claimant, Draft, NewTask, RequestId, Roster, Status, TaskId, USER,
-    Workspace,
+    AgentName, AgentState, AgentStatus, Claimant, Draft, NewTask, RequestId, Roster, Status,
+    TaskId, USER, Workspace,
 };
 use crew_team::run::status::StatusHandle;
 use crew_team::run::worker::{ExitReason, Worker, WorkerSettings};
@@ -456,4 +456,70 @@ fn a_teammate_that_shuts_down_gives_back_the_tasks_assigned_to_it() {
         "{:?}",
         task.notes
     );
+}
+
+#[test]
+fn a_teammate_does_not_idle_out_while_the_lead_is_in_a_turn_or_its_task_may_come() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = Workspace::new(dir.path());
+    // The lead, in this process, inside a long first turn.
+    let mut lead = AgentStatus::new(&name("lead"), AgentState::Work);
+    ws.agents().write(&lead).unwrap();
+    let worker = Worker::new(
+        ws.clone(),
+        roster(),
+        settings("alice", Duration::from_millis(300)),
+    )
+    .unwrap();
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let mut fake = Fake {
+        seen: seen.clone(),
+        gate: None,
+        started: None,
+    };
+    let handle = std::thread::spawn(move || worker.run(&mut fake, &AtomicBool::new(false)));
+    // Three distinct heartbeats: well past the 300 ms idle timeout, and alice still waits.
+    let beats_past_the_timeout = |lead_state: AgentState| {
+        let mut beats = std::collections::HashSet::new();
+        poll("alice's heartbeats", || {
+            let status = ws.agents().read(&name("alice")).unwrap()?;
+            assert_ne!(
+                status.state,
+                AgentState::Shutdown,
+                "idled out while {lead_state:?}"
+            );
+            beats.insert(status.heartbeat);
+            (beats.len() >= 3).then_some(())
+        });
+    };
+    beats_past_the_timeout(AgentState::Work);
+    // The lead plans: task_2 waits on task_1, a review bob works on; alice waits for it too.
+    ws.tasks()
+        .create(NewTask {
+            subject: "bob's review".into(),
+            role: Some("reviewer".into()),
+            ..NewTask::default()
+        })
+        .unwrap();
+    let bob_name = name("bob");
+    let bob = Claimant {
+        name: &bob_name,
+        role: Some("reviewer"),
+    };
+    ws.tasks().claim(TaskId(1), bob).unwrap();
+    ws.tasks()
+        .create(NewTask {
+            subject: "alice's part, after the review".into(),
+            blocked_by: vec![TaskId(1)],
+            ..NewTask::default()
+        })
+        .unwrap();
+    lead.state = AgentState::Idle;
+    ws.agents().write(&lead).unwrap();
+    beats_past_the_timeout(AgentState::Idle);
+    // bob is done: alice takes her task, then idles out with nothing more to come.
+    ws.tasks().complete(TaskId(1), &bob_name, None).unwrap();
+    let exit = handle.join().unwrap().unwrap();
+    assert_eq!(exit, ExitReason::IdleTimeout);
+    assert_eq!(*seen.lock().unwrap(), vec!["task_2".to_string()]);
 }

@@ -10,7 +10,7 @@ use crew_config::TeamConfig;
 use crew_git::{Author, GitError, MergeOutcome, WorktreeDiff, Worktrees};
 use crew_protocol::joined;
 use crew_store::{
-    AgentName, Draft, MessageKind, Refusal, Status, StoreError, Task, TaskCommits, TaskId,
+    AgentName, Draft, MessageKind, Refusal, Status, StoreError, Task, TaskCommits, TaskId, USER,
     Workspace,
 };
 
@@ -108,13 +108,40 @@ pub fn merge(
     id: TaskId,
     by: &AgentName,
 ) -> Result<String, ReviewError> {
+    merge_said(workspace, config, id, by, false)
+}
+
+const AUTO_MERGE: &str = "--merge auto, not reviewed by the person";
+
+/// A headless team's `--merge auto` merges for the person, who has not reviewed it: said so,
+/// rather than "by user".
+pub fn merge_automatically(
+    workspace: &Workspace,
+    config: &TeamConfig,
+    id: TaskId,
+) -> Result<String, ReviewError> {
+    merge_said(workspace, config, id, &USER, true)
+}
+
+fn merge_said(
+    workspace: &Workspace,
+    config: &TeamConfig,
+    id: TaskId,
+    by: &AgentName,
+    auto: bool,
+) -> Result<String, ReviewError> {
     let task = in_review(workspace, id)?;
     let commits = commits_of(&task)?;
     let how = merge_commits_unchecked(workspace, config, &task, &commits)?;
     let base = &config.team.base_branch;
+    let (who, how) = if auto {
+        ("automatically".to_string(), format!("{AUTO_MERGE}; {how}"))
+    } else {
+        (format!("by {by}"), how)
+    };
     workspace.tasks().mark_merged(id, by, &how)?;
     let also = mark_came_along(workspace, config, task.id, by)?;
-    let mut text = format!("{} merged into {base} by {by} ({how})", task.id);
+    let mut text = format!("{} merged into {base} {who} ({how})", task.id);
     if !also.is_empty() {
         text.push_str(&format!("; with it {}", joined(&also, ", ")));
     }

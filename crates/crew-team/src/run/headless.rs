@@ -6,17 +6,18 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::review;
 use crate::run::supervisor::{Supervisor, SupervisorError, TeamEvent};
-use crate::run::worker::{ExitReason, Worker, WorkerSettings};
+use crate::run::worker::{Canceller, ExitReason, JobReport, Worker, WorkerSettings};
 use crate::work::SetupError;
 use crate::work::work_for;
 use crew_config::TeamConfig;
 use crew_store::requests::RequestState;
 use crew_store::{AgentName, Draft, StoreError, TaskId, Workspace};
 use crew_store::{MessageKind, USER};
+use std::sync::mpsc::Receiver;
 
 /// What answers permission requests when no person is at a screen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,6 +44,11 @@ pub enum Happening {
         from: AgentName,
         approved: bool,
         what: String,
+    },
+    /// The lead's turn ended: how, and what it said (or why it failed).
+    LeadTurn {
+        success: bool,
+        summary: String,
     },
     /// A review was merged (by the merge policy) or could not be: what was said about it.
     Reviewed {
@@ -88,8 +94,14 @@ pub struct TeamRun {
     /// Reviews the merge policy could not merge, so each is reported once.
     left_for_person: std::collections::HashSet<TaskId>,
     lead: Option<JoinHandle<Result<ExitReason, StoreError>>>,
+    /// Ends the lead's turn when a stop cannot wait for it.
+    lead_cancel: Canceller,
+    lead_turns: Receiver<JobReport>,
     pub events: Vec<Happening>,
 }
+
+/// How long a cancelled lead may take to wind its turn down before the stop goes on without it.
+const LEAD_WIND_DOWN: Duration = Duration::from_secs(5);
 
 impl TeamRun {
     /// Starts every teammate as `exe worker --name NAME`, and the lead in a thread here.
@@ -105,11 +117,13 @@ impl TeamRun {
         let lead_name = config.lead_name().clone();
         // crew's own runtime, or a CLI (Claude Code) that reaches the team through `crew mcp`.
         let mut work = work_for(workspace.clone(), config.clone(), &lead_name, bypass)?;
-        let worker = Worker::new(
+        let mut worker = Worker::new(
             workspace.clone(),
             config.roster(),
             settings_for(&config, &lead_name),
         )?;
+        let lead_cancel = worker.canceller();
+        let lead_turns = worker.report_jobs();
         // The lead stops like every teammate, through a shutdown request in its inbox: a file
         // event wakes it at once, where a flag would wait for its next idle poll.
         let lead = std::thread::spawn(move || worker.run(work.as_mut(), &AtomicBool::new(false)));
@@ -145,6 +159,8 @@ impl TeamRun {
             merge,
             left_for_person: Default::default(),
             lead: Some(lead),
+            lead_cancel,
+            lead_turns,
             events,
         })
     }
@@ -182,6 +198,15 @@ impl TeamRun {
             .into_iter()
             .map(Happening::Team)
             .collect();
+        new.extend(
+            self.lead_turns
+                .try_iter()
+                .filter(|r| !r.interrupted)
+                .map(|r| Happening::LeadTurn {
+                    success: r.success,
+                    summary: r.summary,
+                }),
+        );
         if let Some(policy) = self.policy {
             new.extend(self.answer_pending(policy)?);
         }
@@ -256,8 +281,8 @@ impl TeamRun {
                 });
                 continue;
             }
-            let text = match review::merge(&self.workspace, &self.config, r.id, &USER) {
-                Ok(text) => format!("{text} (--merge auto)"),
+            let text = match review::merge_automatically(&self.workspace, &self.config, r.id) {
+                Ok(text) => text,
                 Err(e) => {
                     self.left_for_person.insert(r.id);
                     format!("{e}; it waits for the person")
@@ -273,40 +298,70 @@ impl TeamRun {
         watcher.wait(max);
     }
 
-    /// Shuts every teammate down through the shutdown protocol (bounded by `grace`), then the
-    /// lead.
+    /// Shuts the team down: the lead and every teammate are asked to stop and given `grace`
+    /// to finish the job in hand; then teammates still busy are ended and the lead's turn is
+    /// cancelled.
     pub fn stop(self, grace: Duration) -> Result<Vec<Happening>, StoreError> {
         self.stop_watched(grace, &mut |_, _| false)
     }
 
+    /// As [`TeamRun::stop`] with nothing left to do for the lead (every task done): its turn
+    /// (a reply to the last notice, say) is cancelled at once rather than waited for.
+    pub fn finish(self, grace: Duration) -> Result<Vec<Happening>, StoreError> {
+        self.stop_inner(grace, true, &mut |_, _| false)
+    }
+
     /// As [`TeamRun::stop`], telling `watch` who is still running and the time left (see
-    /// [`Supervisor::shut_down_watched`]); the lead is asked once the teammates are done.
+    /// [`Supervisor::shut_down_watched`]); `watch` returning true ends the wait at once.
     pub(crate) fn stop_watched(
-        mut self,
+        self,
         grace: Duration,
         watch: &mut dyn FnMut(&[AgentName], Duration) -> bool,
     ) -> Result<Vec<Happening>, StoreError> {
+        self.stop_inner(grace, false, watch)
+    }
+
+    fn stop_inner(
+        mut self,
+        grace: Duration,
+        cancel_lead_turn: bool,
+        watch: &mut dyn FnMut(&[AgentName], Duration) -> bool,
+    ) -> Result<Vec<Happening>, StoreError> {
+        // One grace period for everyone: the lead's counts from the stop's start too.
+        let deadline = Instant::now() + grace;
         let teammates = self.teammates();
+        let mut forced = false;
         let mut out: Vec<Happening> = self
             .supervisor
-            .shut_down_watched(&teammates, grace, watch)?
+            .shut_down_watched(&teammates, grace, &mut |names, left| {
+                forced = watch(names, left);
+                forced
+            })?
             .into_iter()
             .map(Happening::Team)
             .collect();
         if let Some(lead) = self.lead.take() {
+            // Asked once the teammates are done, so their last reports reach it first.
             if !lead.is_finished() {
                 self.ask_lead_to_stop()?;
+                if cancel_lead_turn {
+                    self.lead_cancel.cancel_turn();
+                }
             }
-            // The lead finishes the job in hand first; only a forced stop leaves it behind (the
-            // process ends, and with it the thread).
+            // An idle lead answers at once: that moment is given even when the grace is spent.
+            let deadline = deadline.max(Instant::now() + Duration::from_secs(1));
             let lead_name = [self.config.lead_name().clone()];
-            let deadline = std::time::Instant::now() + grace;
+            let mut cancelled_at = None;
             while !lead.is_finished() {
-                if watch(
-                    &lead_name,
-                    deadline.saturating_duration_since(std::time::Instant::now()),
-                ) {
-                    tracing::warn!("the stop was forced while the lead was still busy");
+                let left = deadline.saturating_duration_since(Instant::now());
+                if cancelled_at.is_none() && (forced || left.is_zero() || watch(&lead_name, left)) {
+                    tracing::warn!("the lead's turn is cancelled: the stop's grace period is over");
+                    self.lead_cancel.cancel();
+                    cancelled_at = Some(Instant::now());
+                }
+                if cancelled_at.is_some_and(|at: Instant| at.elapsed() > LEAD_WIND_DOWN) {
+                    // The process ends, and with it the thread.
+                    tracing::warn!("the lead did not wind down its cancelled turn; left behind");
                     self.events.extend(out.iter().cloned());
                     return Ok(out);
                 }

@@ -287,7 +287,21 @@ impl Supervisor {
         let deadline = Instant::now() + grace;
         let mut forced = false;
         let mut looked = Instant::now();
+        let mut events = Vec::new();
         loop {
+            // Only waiting on the person's answer to a permission request, a teammate has no
+            // work in hand to finish: the stop ends it now, not after the grace period.
+            let (waiting, rest): (Vec<_>, Vec<_>) = asked
+                .into_iter()
+                .partition(|(name, pid, _)| pid_alive(*pid) && self.only_waiting(name));
+            asked = rest;
+            for (name, pid, _) in waiting {
+                events.extend(self.end(
+                    &name,
+                    pid,
+                    "ended at the stop while it only waited on a permission request",
+                )?);
+            }
             // A teammate finishing a task refuses ("busy, ask again when it is done"); once it
             // is idle it is asked again, rather than waiting out the grace period to be killed.
             if looked.elapsed() >= ASK_AGAIN_EVERY {
@@ -314,16 +328,9 @@ impl Supervisor {
         } else {
             format!("did not stop within {}s", grace.as_secs())
         };
-        let mut events = Vec::new();
         for (name, pid, _) in asked {
             if pid_alive(pid) && !self.has_exited(&name) {
-                terminate(pid);
-                if let Some(mut child) = self.children.remove(&name) {
-                    let _ = child.wait();
-                }
-                if let Some(status) = self.workspace.agents().read(&name)? {
-                    events.push(self.declare_dead(status, why.clone())?);
-                }
+                events.extend(self.end(&name, pid, &why)?);
             } else if let Some(mut child) = self.children.remove(&name) {
                 let code = child.wait().ok().and_then(|s| s.code());
                 events.push(TeamEvent::Exited { name, code });
@@ -332,6 +339,33 @@ impl Supervisor {
             }
         }
         Ok(events)
+    }
+
+    /// Ends teammate `name` (process `pid`) now: its tasks go back, the lead is told `why`.
+    fn end(
+        &mut self,
+        name: &AgentName,
+        pid: u32,
+        why: &str,
+    ) -> Result<Option<TeamEvent>, StoreError> {
+        terminate(pid);
+        if let Some(mut child) = self.children.remove(name) {
+            let _ = child.wait();
+        }
+        match self.workspace.agents().read(name)? {
+            Some(status) => self.declare_dead(status, why.to_string()).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// WAITING: inside a job, but only for the person's answer to a permission request.
+    fn only_waiting(&self, name: &AgentName) -> bool {
+        self.workspace
+            .agents()
+            .read(name)
+            .ok()
+            .flatten()
+            .is_some_and(|s| s.state == AgentState::Waiting)
     }
 
     /// Sends `name` a shutdown request from the lead; its id.

@@ -24,10 +24,10 @@ const STOP_POLL: Duration = Duration::from_millis(100);
 pub enum StopError {
     #[error(transparent)]
     Daemon(#[from] ControlError),
-    #[error(
-        "the team (pid {0}) is still stopping; `crew down` again waits on, its log is .crew/logs/daemon.log"
-    )]
-    StillStopping(u32),
+    /// With the log that team writes: a daemon's `daemon.log`, a headless team's `crew.log`
+    /// (it writes no daemon log).
+    #[error("the team (pid {pid}) is still stopping; `crew down` again waits on, its log is {log}")]
+    StillStopping { pid: u32, log: &'static str },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -85,7 +85,14 @@ pub fn wait_stopped(
     let mut said = String::new();
     while pid_alive(team.pid) {
         if Instant::now() > until {
-            return Err(StopError::StillStopping(team.pid));
+            return Err(StopError::StillStopping {
+                pid: team.pid,
+                log: if team.headless {
+                    ".crew/logs/crew.log"
+                } else {
+                    ".crew/logs/daemon.log"
+                },
+            });
         }
         if let Ok(DaemonStatus {
             stopping: Some(stopping),

@@ -83,6 +83,42 @@ pub struct Worker {
     settings: WorkerSettings,
     status: StatusHandle,
     running: Arc<Mutex<Option<Running>>>,
+    cancelled: Arc<AtomicBool>,
+    reports: Option<std::sync::mpsc::Sender<JobReport>>,
+}
+
+/// How one job ended, for whoever watches this worker (a headless team watches its lead).
+#[derive(Debug, Clone, PartialEq)]
+pub struct JobReport {
+    pub success: bool,
+    /// What the job said at its end, or why it failed.
+    pub summary: String,
+    pub interrupted: bool,
+}
+
+/// Ends a worker from another thread: the job in hand is cancelled, no new one starts, and the
+/// worker returns [`ExitReason::Stopped`]. A stop that cannot wait for a long model reply (the
+/// lead, in this process, past its grace period) uses it.
+#[derive(Clone)]
+pub struct Canceller {
+    running: Arc<Mutex<Option<Running>>>,
+    cancelled: Arc<AtomicBool>,
+}
+
+impl Canceller {
+    /// Cancels only the job in hand; the worker goes on (to the shutdown request it was sent).
+    pub fn cancel_turn(&self) {
+        if let Some(job) = lock(&self.running).as_ref() {
+            job.cancel.cancel();
+        }
+    }
+
+    pub fn cancel(&self) {
+        self.cancelled.store(true, Ordering::Relaxed);
+        if let Some(job) = lock(&self.running).as_ref() {
+            job.cancel.cancel();
+        }
+    }
 }
 
 impl Worker {
@@ -101,7 +137,24 @@ impl Worker {
             settings,
             status,
             running: Arc::new(Mutex::new(None)),
+            cancelled: Arc::new(AtomicBool::new(false)),
+            reports: None,
         })
+    }
+
+    /// How each job ends, from now on.
+    pub fn report_jobs(&mut self) -> std::sync::mpsc::Receiver<JobReport> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        self.reports = Some(tx);
+        rx
+    }
+
+    /// What ends this worker from another thread (see [`Canceller`]).
+    pub fn canceller(&self) -> Canceller {
+        Canceller {
+            running: Arc::clone(&self.running),
+            cancelled: Arc::clone(&self.cancelled),
+        }
     }
 
     /// Runs until shut down (by request or idleness) or until `stop` is set.
@@ -169,7 +222,7 @@ impl Worker {
             held = self.run_task(work, task)?;
         }
         loop {
-            if stop.load(Ordering::Relaxed) {
+            if stop.load(Ordering::Relaxed) || self.cancelled.load(Ordering::Relaxed) {
                 return Ok(ExitReason::Stopped);
             }
             // A pass reads every task. After a periodic wake-up (no file event) it is skipped
@@ -178,7 +231,7 @@ impl Worker {
             let now_seen = self.fingerprint();
             if !woke && seen.is_some() && seen == now_seen && last_pass.elapsed() < FULL_PASS_EVERY
             {
-                match self.idle_wait(&watcher, idle_since)? {
+                match self.idle_wait(&watcher, &mut idle_since)? {
                     Wake::Exit(exit) => return Ok(exit),
                     Wake::Woke(w) => woke = w,
                 }
@@ -202,7 +255,7 @@ impl Worker {
                         self.answer_shutdown(&request_id, true, "paused at the budget")?;
                         return Ok(ExitReason::ShutdownApproved { request_id });
                     }
-                    match self.idle_wait(&watcher, Instant::now())? {
+                    match self.idle_wait(&watcher, &mut Instant::now())? {
                         Wake::Exit(exit) => return Ok(exit),
                         Wake::Woke(w) => woke = w,
                     }
@@ -216,6 +269,9 @@ impl Worker {
                     let request_id = message.request_id.clone().unwrap_or_default();
                     self.answer_shutdown(&request_id, true, "idle, shutting down")?;
                     return Ok(ExitReason::ShutdownApproved { request_id });
+                }
+                if self.cancelled.load(Ordering::Relaxed) {
+                    return Ok(ExitReason::Stopped);
                 }
                 held = self.still_held(held)?;
                 match held.take() {
@@ -251,7 +307,7 @@ impl Worker {
                 woke = true;
                 continue;
             }
-            match self.idle_wait(&watcher, idle_since)? {
+            match self.idle_wait(&watcher, &mut idle_since)? {
                 Wake::Exit(exit) => return Ok(exit),
                 Wake::Woke(w) => woke = w,
             }
@@ -259,11 +315,20 @@ impl Worker {
     }
 
     /// Sleeps until a file event or the idle poll; gives up (telling the lead) once idle for
-    /// `idle_timeout`.
-    fn idle_wait(&self, watcher: &DirWatcher, idle_since: Instant) -> Result<Wake, StoreError> {
-        let idle = idle_since.elapsed();
+    /// `idle_timeout` with no work in sight.
+    fn idle_wait(
+        &self,
+        watcher: &DirWatcher,
+        idle_since: &mut Instant,
+    ) -> Result<Wake, StoreError> {
         let mut wait = self.settings.idle_poll;
         if let Some(timeout) = self.settings.idle_timeout {
+            // While the team still plans, idleness is waiting for work, not the lack of it: the
+            // clock starts again (a slow lead's first reply can take minutes).
+            if idle_since.elapsed() >= timeout && self.work_may_come()? {
+                *idle_since = Instant::now();
+            }
+            let idle = idle_since.elapsed();
             if idle >= timeout {
                 self.tell_lead(
                     MessageKind::IdleNotification,
@@ -278,6 +343,44 @@ impl Worker {
             wait = wait.min(timeout - idle);
         }
         Ok(Wake::Woke(watcher.wait(wait)))
+    }
+
+    /// Whether work for this worker may still come: the lead is in a turn (it may create
+    /// tasks), or a pending task it may get waits on its blockers.
+    fn work_may_come(&self) -> Result<bool, StoreError> {
+        let lead_busy = self
+            .workspace
+            .agents()
+            .read(&self.settings.lead)?
+            .is_some_and(|s| {
+                matches!(s.state, AgentState::Work | AgentState::Waiting)
+                    && crew_store::pid_alive(s.pid)
+            });
+        if lead_busy || !self.settings.claims {
+            return Ok(lead_busy);
+        }
+        let me = Claimant {
+            name: &self.settings.name,
+            role: self.settings.role.as_deref(),
+        };
+        let tasks = self.workspace.tasks().load_all()?.tasks;
+        // Coming: every blocker is being worked on (or done). One failed, or left pending with
+        // nobody on it, may never complete: waiting for it would keep the worker for ever.
+        let moving: Vec<TaskId> = tasks
+            .iter()
+            .filter(|t| {
+                matches!(
+                    t.status,
+                    Status::InProgress | Status::Review | Status::Completed
+                )
+            })
+            .map(|t| t.id)
+            .collect();
+        Ok(tasks.iter().any(|t| {
+            me.may_get(t)
+                && !t.blocked_by.is_empty()
+                && t.blocked_by.iter().all(|b| moving.contains(b))
+        }))
     }
 
     /// What a pass depends on: the tasks folder (every task write renames into it) and the
@@ -514,10 +617,17 @@ impl Worker {
     ) -> Result<JobOutcome, StoreError> {
         let cancel = CancellationToken::new();
         let inbox_from = self.inbox_len().unwrap_or(0);
-        *lock(&self.running) = Some(Running {
-            cancel: cancel.clone(),
-            inbox_from,
-        });
+        {
+            let mut running = lock(&self.running);
+            // Checked under the lock a canceller takes: a cancel cannot fall between the two.
+            if self.cancelled.load(Ordering::Relaxed) {
+                cancel.cancel();
+            }
+            *running = Some(Running {
+                cancel: cancel.clone(),
+                inbox_from,
+            });
+        }
         self.status.update(|s| {
             s.state = AgentState::Work;
             s.task = task;
@@ -525,6 +635,14 @@ impl Worker {
         })?;
         let outcome = work.run(&job, &self.status, &cancel);
         *lock(&self.running) = None;
+        if let Some(reports) = &self.reports {
+            // A watcher that went away has nothing more to learn.
+            let _ = reports.send(JobReport {
+                success: outcome.success,
+                summary: outcome.summary.clone(),
+                interrupted: outcome.interrupted,
+            });
+        }
         self.status.update(|s| {
             s.state = AgentState::Idle;
             // Why a job failed (a CLI agent that died, say) stays on show until the next job.

@@ -46,6 +46,10 @@ impl TypedTool for TaskCreate {
 
     fn run(&self, input: TaskCreateInput, _ctx: ToolContext) -> ToolFuture {
         run_store(&self.env, move |env| {
+            let role = input.role.as_deref().and_then(trimmed);
+            if let Some(role) = &role {
+                check_role_is_staffed(env, role)?;
+            }
             let store = env.workspace.tasks();
             let task = store.create(NewTask {
                 subject: required_text("subject", &input.subject).map_err(CallError::Input)?,
@@ -55,7 +59,7 @@ impl TypedTool for TaskCreate {
                     .and_then(trimmed)
                     .unwrap_or_default(),
                 blocked_by: input.blocked_by,
-                role: input.role.as_deref().and_then(trimmed),
+                role,
             })?;
             Ok(json_output(&json!({
                 "created": task.id,
@@ -64,6 +68,33 @@ impl TypedTool for TaskCreate {
             })))
         })
     }
+}
+
+/// A task for a role no teammate has would sit claimable for ever: refused, naming the roles
+/// the team has.
+fn check_role_is_staffed(env: &TeamEnv, role: &str) -> Result<(), CallError> {
+    if env
+        .teammates
+        .iter()
+        .any(|t| t.role.as_deref() == Some(role))
+    {
+        return Ok(());
+    }
+    let mut roles: Vec<&str> = env
+        .teammates
+        .iter()
+        .filter_map(|t| t.role.as_deref())
+        .collect();
+    roles.sort_unstable();
+    roles.dedup();
+    let has = if roles.is_empty() {
+        "no teammate has a role; leave role out".to_string()
+    } else {
+        format!("the team's roles are {}", roles.join(", "))
+    };
+    Err(CallError::Refused(format!(
+        "no teammate has role `{role}`, so nobody could claim it; {has}"
+    )))
 }
 
 team_tool! {

@@ -93,6 +93,12 @@ async fn create_checks_its_input_and_refuses_unknown_blockers() {
     );
     let bad_role = refusal(&create, json!({"subject": "x", "role": "boss"}), &ctx).await;
     assert!(bad_role.contains("field `role`"), "{bad_role}");
+    // A role crew knows but no teammate has: the task would sit claimable for ever.
+    assert_eq!(
+        refusal(&create, json!({"subject": "x", "role": "planner"}), &ctx).await,
+        "no teammate has role `planner`, so nobody could claim it; the team's roles are \
+         explorer, implementer, reviewer"
+    );
     let bad_id = refusal(
         &create,
         json!({"subject": "x", "blocked_by": ["one"]}),
