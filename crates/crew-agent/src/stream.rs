@@ -10,6 +10,7 @@ use futures::stream::BoxStream;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::compaction::{estimate_messages, tokens_of_bytes};
 use crate::emitter::Emitter;
 use crate::event::{AgentEvent, RecoveryKind};
 use crew_model::{self, ChatMessage, ContentBlock, ModelError, Role, StreamEvent, Usage};
@@ -62,6 +63,15 @@ pub(crate) async fn receive(
             biased;
             _ = cancel.cancelled() => {
                 abandon(calls, ctx).await;
+                // Most providers report output tokens only at the reply's end: a reply cut
+                // short (the wall-time limit, the person) still spent what it streamed.
+                if usage.output_tokens == 0 {
+                    let streamed = ChatMessage {
+                        role: Role::Assistant,
+                        content: content.clone(),
+                    };
+                    usage.output_tokens = estimate_messages(&[streamed]) + tokens_of_bytes(text.len());
+                }
                 return Reply::Cancelled { usage };
             }
             item = stream.next() => item,
@@ -152,12 +162,21 @@ pub(crate) async fn receive(
             }
             // The provider is retrying: what streamed so far (no tool call) is void.
             StreamEvent::Restart { attempt, reason } => {
+                let partial = !content.is_empty() || !text.is_empty();
                 content.clear();
                 text.clear();
-                emitter.emit(AgentEvent::Recovery {
-                    kind: RecoveryKind::StreamError,
-                    attempt,
-                    reason: format!("partial reply discarded, retrying: {reason}"),
+                emitter.emit(if partial {
+                    AgentEvent::Recovery {
+                        kind: RecoveryKind::StreamError,
+                        attempt,
+                        reason: format!("partial reply discarded, retrying: {reason}"),
+                    }
+                } else {
+                    AgentEvent::Recovery {
+                        kind: RecoveryKind::ModelRetry,
+                        attempt,
+                        reason: format!("the model call failed, retrying: {reason}"),
+                    }
                 });
             }
             StreamEvent::Fallback { from, to, reason } => {

@@ -172,7 +172,12 @@ impl Agent {
             )
             .await;
             let (message, stop, calls) = match reply {
-                Reply::Cancelled { usage } => {
+                Reply::Cancelled { mut usage } => {
+                    // The prompt was read even if the reply never said so (estimated).
+                    if usage.input_tokens + usage.cache_read_input_tokens == 0 {
+                        usage.input_tokens =
+                            self.fixed_tokens(&suffix) + estimate_messages(&self.history);
+                    }
                     st.usage += usage;
                     return interrupted();
                 }

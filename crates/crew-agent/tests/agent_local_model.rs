@@ -337,3 +337,38 @@ async fn the_configured_window_counts_when_the_server_says_none() {
         .count();
     assert_eq!(asked, 1);
 }
+
+#[tokio::test]
+async fn a_reply_cut_by_the_wall_time_limit_still_counts_what_it_spent() {
+    // A slow local model: the reply streams for a while and the wall-time limit ends it. The
+    // server reports usage only at the end, which never comes; the spend is estimated, not 0.
+    let repo = Repo::new();
+    let mut gates = Vec::new();
+    let server = Server::start_with(move |request, _| {
+        if request.path != "/v1/chat/completions" {
+            return Reply::error(404, json!({"error": "not found"}));
+        }
+        let start = json!({"id": "x", "object": "chat.completion.chunk", "created": 1,
+            "model": "gemma", "choices": [{"index": 0,
+            "delta": {"role": "assistant", "content": "thinking aloud ".repeat(40)},
+            "finish_reason": null}]});
+        let (reply, gate) =
+            Reply::sse(&[format!("data: {start}\n\n"), "data: [DONE]\n\n".into()]).gated(1);
+        gates.push(gate);
+        reply
+    })
+    .await;
+    let limits = crew_agent::Limits {
+        wall_time: std::time::Duration::from_millis(1500),
+        ..crew_agent::Limits::default()
+    };
+    let (mut agent, _rx) = Build::new("alice", provider(&server, true))
+        .limits(limits)
+        .agent(&repo);
+    let result = turn(&mut agent, "Plan the work.").await;
+    assert_eq!(result.stop_reason, StopReason::MaxBudgetReached);
+    assert_eq!(result.turns, 0, "no model call completed");
+    // 600 bytes streamed ≈ 150 tokens; the prompt is the system prompt, tools and input.
+    assert!(result.usage.output_tokens >= 150, "{:?}", result.usage);
+    assert!(result.usage.input_tokens > 100, "{:?}", result.usage);
+}
