@@ -3,6 +3,7 @@
 //! the reply ends; the rest wait for the reply to finish. A reply that breaks mid-way is
 //! returned as a failure: none of it enters the history, and its early tools are cancelled.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::StreamExt;
@@ -44,18 +45,23 @@ pub(crate) enum Reply {
 }
 
 /// Reads `stream` to its end. Early tools run with `ctx` (whose token the caller owns; it is
-/// cancelled here when the reply is abandoned).
+/// cancelled here when the reply is abandoned). A call whose exact copy (name and input) is
+/// already in the reply `max_copies` times is refused, not run: a model stuck writing the same
+/// call a hundred times in one reply must not send a hundred messages or create a hundred tasks
+/// before the repeat guard sees the reply.
 pub(crate) async fn receive(
     mut stream: BoxStream<'static, Result<StreamEvent, ModelError>>,
     pipeline: &Arc<Pipeline>,
     ctx: &ToolContext,
     emitter: &Emitter,
     call: u32,
+    max_copies: u32,
     cancel: &CancellationToken,
 ) -> Reply {
     let mut content: Vec<ContentBlock> = Vec::new();
     let mut text = String::new();
     let mut calls: Vec<PendingCall> = Vec::new();
+    let mut copies: HashMap<(String, String), u32> = HashMap::new();
     let mut usage = Usage::default();
     let mut unsafe_seen = false;
     loop {
@@ -108,6 +114,25 @@ pub(crate) async fn receive(
                     input: input.clone(),
                 });
                 let tool_call = ToolCall { id, name, input };
+                let seen = copies
+                    .entry((tool_call.name.clone(), tool_call.input.to_string()))
+                    .or_default();
+                *seen += 1;
+                if *seen > max_copies {
+                    emitter.emit(AgentEvent::ToolUse {
+                        id: tool_call.id.clone(),
+                        name: tool_call.name.clone(),
+                        input: tool_call.input.clone(),
+                        early: false,
+                    });
+                    let problem = format!(
+                        "this reply already made the same call with the same input {max_copies} times; copies are not run"
+                    );
+                    // Calls after it wait, so results stay in call order.
+                    unsafe_seen = true;
+                    calls.push(PendingCall::Refused(tool_call, problem));
+                    continue;
+                }
                 let early = !unsafe_seen && pipeline.is_concurrency_safe(&tool_call);
                 unsafe_seen |= !early;
                 emitter.emit(AgentEvent::ToolUse {

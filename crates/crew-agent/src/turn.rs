@@ -168,6 +168,7 @@ impl Agent {
                 &ctx,
                 &self.emitter,
                 st.calls + 1,
+                self.limits.max_repeats,
                 cancel,
             )
             .await;
@@ -266,7 +267,12 @@ impl Agent {
                 return Some(halted(reason));
             }
             let run = st.repeats.observe(&outcomes);
-            let names: Vec<&str> = outcomes.iter().map(|o| o.name.as_str()).collect();
+            let mut names: Vec<&str> = Vec::new();
+            for outcome in &outcomes {
+                if !names.contains(&outcome.name.as_str()) {
+                    names.push(&outcome.name);
+                }
+            }
             let names = names.join(", ");
             let max = self.limits.max_repeats;
             if run >= max {

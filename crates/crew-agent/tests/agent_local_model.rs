@@ -372,3 +372,39 @@ async fn a_reply_cut_by_the_wall_time_limit_still_counts_what_it_spent() {
     assert!(result.usage.output_tokens >= 150, "{:?}", result.usage);
     assert!(result.usage.input_tokens > 100, "{:?}", result.usage);
 }
+
+#[tokio::test]
+async fn copies_of_one_call_in_one_reply_beyond_the_repeat_limit_are_not_run() {
+    // A small model writing the same call a dozen times in one reply (seen with Gemma 3 270M:
+    // `send_message` to "your_job_name" over and over): three run, the copies after them are
+    // answered with an error and never run, and the repeat guard ends the turn.
+    let repo = Repo::new();
+    std::fs::write(repo.root.join("a.txt"), "alpha\n").unwrap();
+    let dozen: Vec<Value> = (0..12)
+        .map(|i| openai_call(&format!("c{i}"), "read", "{\"path\": \"a.txt\"}"))
+        .collect();
+    let server = chat_server(vec![(calls(dozen), "tool_calls")], true).await;
+    let (mut agent, _rx) = Build::new("lead", provider(&server, true)).agent(&repo);
+    let result = turn(&mut agent, "Read it").await;
+    assert_eq!(result.stop_reason, StopReason::RepeatedAction);
+    assert!(
+        result
+            .reason
+            .starts_with("the same call (read) with the same input was made 12 times"),
+        "{}",
+        result.reason
+    );
+    assert_eq!(chats(&server).len(), 1);
+    let results = tool_results(&agent);
+    assert_eq!(results.len(), 12, "{results:?}");
+    assert!(
+        results[..3].iter().all(|(c, e)| !e && c.contains("alpha")),
+        "{results:?}"
+    );
+    assert!(
+        results[3..]
+            .iter()
+            .all(|(c, e)| *e && c.contains("copies are not run")),
+        "{results:?}"
+    );
+}
