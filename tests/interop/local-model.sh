@@ -111,7 +111,8 @@ trap 'exit 130' INT TERM
 # 32k tokens is Gemma 3 270M's window; crew's prompt and tools alone are several thousand.
 # --no-repack: a native build uses AMX where the CPU has it, and where the kernel does not grant
 # AMX to the process (VMs, sandboxes) the first matmul segfaults.
-"$SERVER" -m "$GGUF" --host 127.0.0.1 --port "$PORT" --jinja --no-repack \
+# --alias: the name /v1/models lists, so `crew init --model gemma-3-270m` finds it there.
+"$SERVER" -m "$GGUF" --alias gemma-3-270m --host 127.0.0.1 --port "$PORT" --jinja --no-repack \
     --chat-template-file "$HERE/gemma3-tools.jinja" -c 32768 -t "$(nproc)" \
     >"$ART/server.log" 2>&1 &
 SERVER_PID=$!

@@ -68,7 +68,7 @@ pub(crate) async fn receive(
         let item = tokio::select! {
             biased;
             _ = cancel.cancelled() => {
-                abandon(calls, ctx).await;
+                abandon(calls, ctx, emitter, "the reply was cut off (the turn was cancelled or reached its wall-time limit)").await;
                 // Most providers report output tokens only at the reply's end: a reply cut
                 // short (the wall-time limit, the person) still spent what it streamed.
                 if usage.output_tokens == 0 {
@@ -85,11 +85,23 @@ pub(crate) async fn receive(
         let event = match item {
             Some(Ok(event)) => event,
             Some(Err(error)) => {
-                abandon(calls, ctx).await;
+                abandon(
+                    calls,
+                    ctx,
+                    emitter,
+                    "the reply failed before it was complete",
+                )
+                .await;
                 return Reply::Failed { error, usage };
             }
             None => {
-                abandon(calls, ctx).await;
+                abandon(
+                    calls,
+                    ctx,
+                    emitter,
+                    "the reply ended before it was complete",
+                )
+                .await;
                 return Reply::Failed {
                     error: ModelError::stream("the reply ended before it was complete"),
                     usage,
@@ -229,15 +241,33 @@ pub(crate) async fn receive(
     }
 }
 
-/// Cancels and waits for the early tools of an abandoned reply (their results are dropped:
-/// their calls never enter the history).
-async fn abandon(calls: Vec<PendingCall>, ctx: &ToolContext) {
+/// Cancels and waits for the early tools of an abandoned reply. Their results are dropped (the
+/// calls never enter the history), but the transcript says of every call what became of it,
+/// and why: a call shown with no result would read as one still running.
+async fn abandon(calls: Vec<PendingCall>, ctx: &ToolContext, emitter: &Emitter, why: &str) {
     ctx.cancel.cancel();
     for call in calls {
-        if let PendingCall::Early(_, handle) = call {
-            // The outcome is discarded either way; a panicked task has nothing to clean up.
-            let _ = handle.await;
-        }
+        let (call, what) = match call {
+            PendingCall::Early(call, handle) => {
+                // The outcome is discarded either way; a panicked task has nothing to clean up.
+                let _ = handle.await;
+                (
+                    call,
+                    "started early, then cancelled; its result is discarded",
+                )
+            }
+            PendingCall::Queued(call) | PendingCall::Refused(call, _) => (call, "not run"),
+        };
+        emitter.emit(AgentEvent::ToolResult {
+            id: call.id,
+            name: call.name,
+            content: format!("{what}: {why}"),
+            is_error: true,
+            rewritten_input: None,
+            spilled: None,
+            decision: None,
+            notes: Vec::new(),
+        });
     }
 }
 

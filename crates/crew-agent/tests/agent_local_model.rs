@@ -342,6 +342,7 @@ async fn the_configured_window_counts_when_the_server_says_none() {
 async fn a_reply_cut_by_the_wall_time_limit_still_counts_what_it_spent() {
     // A slow local model: the reply streams for a while and the wall-time limit ends it. The
     // server reports usage only at the end, which never comes; the spend is estimated, not 0.
+    // The call it wrote before the cut never runs, and the transcript says so.
     let repo = Repo::new();
     let mut gates = Vec::new();
     let server = Server::start_with(move |request, _| {
@@ -352,8 +353,25 @@ async fn a_reply_cut_by_the_wall_time_limit_still_counts_what_it_spent() {
             "model": "gemma", "choices": [{"index": 0,
             "delta": {"role": "assistant", "content": "thinking aloud ".repeat(40)},
             "finish_reason": null}]});
-        let (reply, gate) =
-            Reply::sse(&[format!("data: {start}\n\n"), "data: [DONE]\n\n".into()]).gated(1);
+        // A second call's start completes the first, which the agent then holds to run.
+        let call = |index: u64, id: &str, name: &str, arguments: &str| {
+            json!({"id": "x", "object": "chat.completion.chunk", "created": 1, "model": "gemma",
+                "choices": [{"index": 0, "delta": {"tool_calls": [{"index": index, "id": id,
+                "type": "function", "function": {"name": name, "arguments": arguments}}]},
+                "finish_reason": null}]})
+        };
+        let first = call(
+            0,
+            "c1",
+            "write",
+            "{\"path\": \"b.txt\", \"content\": \"x\"}",
+        );
+        let second = call(1, "c2", "read", "{\"pa");
+        let (reply, gate) = Reply::sse(&[
+            format!("data: {start}\n\ndata: {first}\n\ndata: {second}\n\n"),
+            "data: [DONE]\n\n".into(),
+        ])
+        .gated(1);
         gates.push(gate);
         reply
     })
@@ -362,13 +380,23 @@ async fn a_reply_cut_by_the_wall_time_limit_still_counts_what_it_spent() {
         wall_time: std::time::Duration::from_millis(1500),
         ..crew_agent::Limits::default()
     };
-    let (mut agent, _rx) = Build::new("alice", provider(&server, true))
+    let (mut agent, mut rx) = Build::new("alice", provider(&server, true))
         .limits(limits)
         .agent(&repo);
     let result = turn(&mut agent, "Plan the work.").await;
+    let events = drain(&mut rx);
+    let called = events
+        .iter()
+        .any(|e| matches!(e, AgentEvent::ToolUse { name, .. } if name == "write"));
+    let told = events.iter().any(|e| {
+        matches!(e, AgentEvent::ToolResult { name, is_error: true, content, .. }
+            if name == "write" && content.starts_with("not run: the reply was cut off"))
+    });
+    assert!(called && told, "{events:?}");
+    assert!(!repo.root.join("b.txt").exists());
     assert_eq!(result.stop_reason, StopReason::MaxBudgetReached);
     assert_eq!(result.turns, 0, "no model call completed");
-    // 600 bytes streamed ≈ 150 tokens; the prompt is the system prompt, tools and input.
+    // 600 bytes and more streamed ≈ 150 tokens; the prompt is the system prompt, tools and input.
     assert!(result.usage.output_tokens >= 150, "{:?}", result.usage);
     assert!(result.usage.input_tokens > 100, "{:?}", result.usage);
 }
