@@ -42,6 +42,30 @@ pub(crate) enum Reply {
     Cancelled {
         usage: Usage,
     },
+    /// The reply kept writing the same text (a small model echoing its prompt, say): cut,
+    /// none of it enters the history; `times` is how often its last stretch had come.
+    Repeating {
+        usage: Usage,
+        times: usize,
+    },
+}
+
+/// How long a stretch of a reply's text is compared, and how often it may come before the
+/// reply counts as stuck: long enough that repeated code (tests, boilerplate) is not caught.
+const REPEAT_SPAN: usize = 512;
+const REPEAT_TIMES: usize = 4;
+/// How often (in bytes of text) a streaming reply is checked.
+const REPEAT_CHECK_EVERY: usize = 1024;
+
+/// How often the last `REPEAT_SPAN` bytes of `text` occur in it, when that is `REPEAT_TIMES`
+/// or more.
+fn repeating(text: &str) -> Option<usize> {
+    if text.len() < REPEAT_SPAN * REPEAT_TIMES {
+        return None;
+    }
+    let from = (text.len() - REPEAT_SPAN..text.len()).find(|&i| text.is_char_boundary(i))?;
+    let times = text.matches(&text[from..]).count();
+    (times >= REPEAT_TIMES).then_some(times)
 }
 
 /// Reads `stream` to its end. Early tools run with `ctx` (whose token the caller owns; it is
@@ -64,6 +88,9 @@ pub(crate) async fn receive(
     let mut copies: HashMap<(String, String), u32> = HashMap::new();
     let mut usage = Usage::default();
     let mut unsafe_seen = false;
+    // All the reply's text, for the repeat check, and where it was last checked.
+    let mut written = String::new();
+    let mut checked = 0;
     loop {
         let item = tokio::select! {
             biased;
@@ -112,7 +139,17 @@ pub(crate) async fn receive(
             StreamEvent::MessageStart => emitter.emit(AgentEvent::MessageStart { call }),
             StreamEvent::TextDelta(delta) => {
                 text.push_str(&delta);
+                written.push_str(&delta);
                 emitter.emit(AgentEvent::MessageDelta { text: delta });
+                if written.len() >= checked + REPEAT_CHECK_EVERY {
+                    checked = written.len();
+                    if let Some(times) = repeating(&written) {
+                        abandon(calls, ctx, emitter, "the reply kept repeating itself").await;
+                        usage.output_tokens =
+                            usage.output_tokens.max(tokens_of_bytes(written.len()));
+                        return Reply::Repeating { usage, times };
+                    }
+                }
             }
             StreamEvent::ToolUse { id, name, input } => {
                 if !text.is_empty() {
@@ -298,4 +335,31 @@ pub(crate) async fn finish(
     }
     outcomes.extend(pipeline.run_batch(queued, ctx).await);
     outcomes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reply_repeating_a_long_stretch_is_stuck_and_repeated_code_is_not() {
+        let prompt = "You are lead, a lead agent on a crew team. ".repeat(13);
+        assert!(prompt.len() > REPEAT_SPAN);
+        assert_eq!(
+            repeating(&prompt.repeat(3)),
+            None,
+            "three times may be code"
+        );
+        assert!(repeating(&prompt.repeat(5)).is_some_and(|t| t >= REPEAT_TIMES));
+        // Tests with the same shape but their own names are not one stretch repeated.
+        let tests: String = (0..40)
+            .map(|i| {
+                format!("#[test]\nfn case_{i}() {{\n    assert_eq!(count(\"{i}\"), {i});\n}}\n\n")
+            })
+            .collect();
+        assert_eq!(repeating(&tests), None);
+        assert_eq!(repeating("short"), None);
+        let wide = "é".repeat(2000);
+        assert!(repeating(&wide).is_some(), "cut on a char boundary");
+    }
 }

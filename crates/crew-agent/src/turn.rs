@@ -182,6 +182,15 @@ impl Agent {
                     st.usage += usage;
                     return interrupted();
                 }
+                Reply::Repeating { usage, times } => {
+                    st.usage += usage;
+                    return (
+                        StopReason::RepeatedAction,
+                        format!(
+                            "the reply kept writing the same text (its last stretch {times} times); it was cut"
+                        ),
+                    );
+                }
                 Reply::Failed { error, usage } => {
                     st.usage += usage;
                     match self.recover(st, error, &suffix, cancel).await {

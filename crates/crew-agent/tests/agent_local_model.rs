@@ -436,3 +436,33 @@ async fn copies_of_one_call_in_one_reply_beyond_the_repeat_limit_are_not_run() {
         "{results:?}"
     );
 }
+
+#[tokio::test]
+async fn a_reply_that_keeps_echoing_its_prompt_is_cut_with_the_reason() {
+    // Gemma 3 270M answered the lead's goal with 15,000 characters of its own system prompt,
+    // again and again, until the wall-time limit. Now the echo is cut once it is plain.
+    for streaming in [true, false] {
+        let repo = Repo::new();
+        let echo = "You are lead, a lead agent on a crew team: several coding agents working in one git repository, coordinated through shared task files and inboxes. Read a file before you change it. Prefer read, grep and glob over shell commands for looking. ".repeat(3);
+        let server = chat_server(vec![(text(&echo.repeat(6)), "stop")], streaming).await;
+        let (mut agent, _rx) = Build::new("lead", provider(&server, streaming)).agent(&repo);
+        let result = turn(&mut agent, "Plan it").await;
+        assert_eq!(result.stop_reason, StopReason::RepeatedAction);
+        assert!(
+            result
+                .reason
+                .starts_with("the reply kept writing the same text"),
+            "{}",
+            result.reason
+        );
+        assert!(result.usage.output_tokens > 0);
+        assert_eq!(chats(&server).len(), 1);
+        assert!(
+            agent
+                .history()
+                .iter()
+                .all(|m| !m.text().contains("several coding agents")),
+            "the echo never enters the history"
+        );
+    }
+}
