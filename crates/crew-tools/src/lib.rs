@@ -23,7 +23,7 @@ pub mod tool;
 pub mod typed;
 
 pub use context::{ReadState, ToolContext, scrub_env};
-pub use crew_sandbox::{Sandbox, SandboxMode};
+pub use crew_sandbox::{ResourceLimits, Sandbox, SandboxMode};
 pub use hooks::{HookEvent, HookRun, HookSpec, Hooks, StopDecision, StopGuard};
 pub use memory::memory_tools;
 pub use note::Note;
