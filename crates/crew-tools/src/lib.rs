@@ -2,6 +2,7 @@
 //! the result budget, and the agent's own tools (checklist, memory, skills). Tools return values; nothing here prints or reads the terminal.
 
 pub mod batch;
+pub mod beneath;
 pub mod builtin;
 pub mod context;
 pub mod hooks;
