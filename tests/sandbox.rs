@@ -93,6 +93,7 @@ fn sandbox(network: bool) -> Sandbox {
         network,
         workspace_writable: true,
         helper: PathBuf::from(crate::support::crew_exe()),
+        ..Sandbox::off()
     };
     if let Readiness::Missing(missing) = readiness(&sandbox.helper) {
         println!("this machine cannot run the sandbox tests: {missing}");
