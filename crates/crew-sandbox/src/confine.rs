@@ -1,6 +1,7 @@
 //! The child side of the sandbox, run by `crew sandbox-exec` in a fresh single-threaded process
 //! before the command: the approach of Codex CLI's `linux-sandbox`, in this order:
 //!
+//! 0. every inherited descriptor above stderr is closed (`close_range`);
 //! 1. new user + mount + PID + IPC namespaces (`unshare`), our uid/gid mapped to themselves
 //!    (the IPC namespace hides the host's SysV shared memory, semaphores and queues);
 //! 2. read-only bind mounts over the policy's protected paths (mounts and Landlock intersect:
@@ -12,9 +13,8 @@
 //! 5. seccomp, always: no socket of any family but `AF_INET`/`AF_INET6`, and those only when
 //!    the policy allows the network (Unix sockets never: only `socketpair`), no io_uring (it
 //!    can open sockets too);
-//! 6. fork again: PID 1 reaps, its child sets the resource limits, marks every inherited
-//!    descriptor above 2 close-on-exec (`close_range`), drops every capability and execs the
-//!    command. When the command ends PID 1 exits, and the kernel ends whatever the command left
+//! 6. fork again: PID 1 reaps, its child sets the resource limits, drops every capability and
+//!    execs the command. When the command ends PID 1 exits, and the kernel ends whatever the command left
 //!    behind.
 
 use std::collections::BTreeMap;
@@ -124,6 +124,8 @@ pub fn landlock_abi() -> i32 {
 /// is single-threaded (namespaces and `fork` need that). Returns in the outer process with the
 /// command's exit code, or in the confined child when something failed before the command ran.
 pub fn confine_and_run(policy: &SandboxPolicy, run: Run<'_>) -> Result<Finished, ConfineError> {
+    // Nothing here needs a descriptor above stderr: whatever is open was inherited.
+    close_inherited();
     // SAFETY: plain libc calls on a single-threaded process; see each step.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
     let flags = libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWIPC;
@@ -195,7 +197,6 @@ fn init(policy: &SandboxPolicy, run: Run<'_>) -> Result<Finished, ConfineError> 
             if let Err(e) = set_limits(&policy.limits) {
                 return Ok(Finished::NotStarted(e));
             }
-            close_inherited();
             drop_capabilities();
             Ok(Finished::NotStarted(
                 std::process::Command::new(program).args(args).exec(),
@@ -371,20 +372,14 @@ fn set_limits(limits: &ResourceLimits) -> io::Result<()> {
     Ok(())
 }
 
-/// Marks every descriptor above stderr close-on-exec, so nothing crew (or whoever started crew)
-/// left open reaches the command: `close_range`, or where the kernel lacks it (before 5.11)
-/// each descriptor listed in `/proc/self/fd`.
+/// Closes every descriptor above stderr, so nothing crew (or whoever started crew) left open
+/// reaches the command, nor this helper's processes it could reach through `/proc`:
+/// `close_range`, or where the kernel lacks it (before 5.11) each descriptor listed in
+/// `/proc/self/fd`.
 fn close_inherited() {
-    // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only sets flags on descriptors.
-    let marked = unsafe {
-        libc::syscall(
-            libc::SYS_close_range,
-            3u32,
-            u32::MAX,
-            libc::CLOSE_RANGE_CLOEXEC,
-        )
-    } == 0;
-    if marked {
+    // SAFETY: close_range only closes descriptors, none of which this process uses.
+    let closed = unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) } == 0;
+    if closed {
         return;
     }
     let fds: Vec<i32> = std::fs::read_dir("/proc/self/fd")
@@ -395,9 +390,10 @@ fn close_inherited() {
         .filter(|fd| *fd > 2)
         .collect();
     for fd in fds {
-        // SAFETY: fcntl on a descriptor number; a closed one fails with EBADF, harmlessly.
+        // SAFETY: closing a descriptor number; the listing's own, already closed, fails with
+        // EBADF, harmlessly.
         unsafe {
-            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+            libc::close(fd);
         }
     }
 }
