@@ -109,18 +109,20 @@ fn shell_team(permissions: &str, teammate: &str, limits: &str) -> Team {
     Team::new(&toml, "test_attack.toml", &[])
 }
 
-/// Before: crew's `git add -A` (task commit) and `crew worktree merge` ran the embedded
-/// repository's `core.fsmonitor`, unconfined; the task's commit held a gitlink.
+/// Before: the task's commit took the nested repositories in as gitlinks (checked against the
+/// old binary), after which git's next look at them (crew's `git add -A` on merge, the
+/// person's `git status`) ran their `core.fsmonitor` unconfined, as the issue's run showed.
 #[test]
 fn an_embedded_repository_is_refused_and_its_config_never_runs() {
     let team = shell_team("mode = \"workspace-write\"", "writes = true", "");
-    // From .worktrees/alice/sub the repository's root is ../../..; the program exists only if
-    // some git ran it.
-    let script = "mkdir -p sub/.git/objects sub/.git/refs \
-        && printf 'ref: refs/heads/main\\n' > sub/.git/HEAD \
-        && printf '[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = \"touch ../../../fsmonitor-ran; false\"\\n' > sub/.git/config \
-        && echo x > sub/file.txt \
-        && mkdir -p evil other && cp -r sub/.git/. evil/ && printf 'gitdir: ../evil\\n' > other/.git \
+    // A real nested repository (so git would commit it as a gitlink), dirty, whose config
+    // names an fsmonitor; from .worktrees/alice/sub the repository's root is ../../..: the file
+    // exists only if some git ran it. Then the variant: a `.git` file naming a git folder.
+    let script = "git init -q sub && echo x > sub/file.txt && git -C sub add file.txt \
+        && git -C sub -c user.name=a -c user.email=a@b.invalid commit -qm x \
+        && git -C sub config core.fsmonitor 'touch ../../../fsmonitor-ran; false' \
+        && echo dirty >> sub/file.txt \
+        && mkdir -p other && cp -r sub/.git evil && printf 'gitdir: ../evil\\n' > other/.git \
         && echo planted";
     let alice = team.worker("alice");
     team.repo

@@ -197,6 +197,7 @@ fn a_tool_process_cannot_stop_or_restart_the_team_through_the_daemon_socket() {
     let team = Team::new(&toml, "test_attack.toml", &[]);
     let mut daemon = team.spawn("daemon", &["up", "--daemon"]);
     team.wait_state("alice", "IDLE", BUDGET);
+    team.wait_state("bob", "IDLE", BUDGET);
     let bob_pid = team.status("bob")["pid"].clone();
 
     // Straight to the socket, as crew's own CLI would if it could see the daemon from inside
