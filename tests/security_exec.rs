@@ -96,7 +96,10 @@ fn the_init_templates_check_command_hook_cannot_be_turned_against_the_person() {
     assert!(!wt.join("bash-ran.txt").exists(), "the bash call ran");
     // Nothing the script tried outside its sandbox happened, nor in the worktree.
     assert!(!team.repo.join("pwned-by-hook").exists());
-    assert!(!wt.join("hook-wrote.txt").exists(), "the worktree was writable");
+    assert!(
+        !wt.join("hook-wrote.txt").exists(),
+        "the worktree was writable"
+    );
     let inbox =
         std::fs::read_to_string(team.repo.join(".mailboxes/lead.jsonl")).unwrap_or_default();
     assert!(!inbox.contains("hook says approved"), "{inbox}");
@@ -104,7 +107,12 @@ fn the_init_templates_check_command_hook_cannot_be_turned_against_the_person() {
 }
 
 fn shell_team(permissions: &str, teammate: &str, limits: &str) -> Team {
-    let mut toml = crew_toml("", &[("alice", "implementer", teammate)], permissions, WORKER);
+    let mut toml = crew_toml(
+        "",
+        &[("alice", "implementer", teammate)],
+        permissions,
+        WORKER,
+    );
     toml.push_str(limits);
     Team::new(&toml, "test_attack.toml", &[])
 }
@@ -162,7 +170,10 @@ fn limits_bound_processes_file_size_and_what_a_task_may_commit() {
     team.repo
         .ok(&["task", "add", "limits-attack", "--desc", script]);
     let (_, result) = finished(&team, "task_1");
-    assert!(result.contains("huge: 2000000"), "the file stopped at the limit: {result}");
+    assert!(
+        result.contains("huge: 2000000"),
+        "the file stopped at the limit: {result}"
+    );
     assert!(result.contains("nproc 40"), "{result}");
     // SAFETY: geteuid only reads. The kernel does not hold root to RLIMIT_NPROC.
     if unsafe { libc::geteuid() } != 0 {
@@ -249,11 +260,17 @@ fn with_network_no_unix_socket_no_inherited_descriptor_no_host_ipc_and_no_stray_
         2,
         "both Unix sockets were refused: {result}"
     );
-    assert!(result.contains("inet-ok"), "Internet sockets are allowed: {result}");
+    assert!(
+        result.contains("inet-ok"),
+        "Internet sockets are allowed: {result}"
+    );
     assert!(result.contains("fd7: "), "{result}");
     assert!(result.contains("Bad file descriptor"), "{result}");
     assert_eq!(std::fs::read_to_string(&outside).unwrap(), "");
-    assert!(!result.contains(&format!("ipc {}", ipc_here.display())), "{result}");
+    assert!(
+        !result.contains(&format!("ipc {}", ipc_here.display())),
+        "{result}"
+    );
     assert!(result.contains("ipc ipc:["), "{result}");
     assert!(result.contains("env [][][][wanted]"), "{result}");
     assert!(!result.contains("canary"), "{result}");
@@ -283,7 +300,10 @@ fn the_write_tool_cannot_follow_links_out_of_the_worktree() {
     let said = transcript(&team, "alice");
     assert!(said.contains("linked"), "{said}");
     assert!(!team.repo.join(".tasks/task_77.json").exists(), "{said}");
-    assert!(!team.repo.join(".crew/agents/task_77.json").exists(), "{said}");
+    assert!(
+        !team.repo.join(".crew/agents/task_77.json").exists(),
+        "{said}"
+    );
     assert!(
         said.contains("resolves outside the workspace"),
         "the kernel's refusal: {said}\n{result}"

@@ -27,7 +27,9 @@ use tracing::{debug, warn};
 /// False when git is missing or refused (why is logged).
 pub(crate) fn worktree_add(root: &Path, path: &Path, branch: &str) -> bool {
     let mut add = git(root);
-    add.args(["worktree", "add", "--quiet"]).arg(path).arg(branch);
+    add.args(["worktree", "add", "--quiet"])
+        .arg(path)
+        .arg(branch);
     run(add, None).is_some()
 }
 

@@ -6,8 +6,18 @@
 
 /// What every command gets: where programs are, who and where it is, how text looks.
 const BASE: &[&str] = &[
-    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TERM", "COLORTERM",
-    "NO_COLOR", "TZ", "TMPDIR",
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "TERM",
+    "COLORTERM",
+    "NO_COLOR",
+    "TZ",
+    "TMPDIR",
 ];
 
 /// What a build or a test run needs to find its toolchain and caches: Rust, Go, Node, Python,

@@ -95,9 +95,7 @@ async fn secrets_never_reach_the_command() {
         .push(("ANTHROPIC_BASE_URL".into(), "http://leak".into()));
     fx.ctx.env.push(("CREW_TEST_VISIBLE".into(), "fine".into()));
     // Named by no credential rule, yet not on the allow-list: it stays out too.
-    fx.ctx
-        .env
-        .push(("GH_PAT".into(), "ghp_leak".into()));
+    fx.ctx.env.push(("GH_PAT".into(), "ghp_leak".into()));
     fx.ctx.sandbox.env = vec!["CREW_TEST_VISIBLE".into()];
     let out = BashTool::default()
         .call_json(&json!({"command": "env"}), fx.ctx.clone())
