@@ -374,6 +374,15 @@ async fn tcp_connections_are_refused_unless_the_agent_has_network() {
         listener.accept().is_ok(),
         "with network = true the connection arrives"
     );
+    // The network opens Internet sockets only: Unix ones stay refused.
+    let unix = scene
+        .run_with("python3 -c 'import socket; socket.socket(socket.AF_UNIX)'", true)
+        .await;
+    assert!(
+        unix.content.contains("Operation not permitted"),
+        "{}",
+        unix.content
+    );
 }
 
 /// Stops the tmux server on `socket` however the test ends.
