@@ -376,7 +376,10 @@ async fn tcp_connections_are_refused_unless_the_agent_has_network() {
     );
     // The network opens Internet sockets only: Unix ones stay refused.
     let unix = scene
-        .run_with("python3 -c 'import socket; socket.socket(socket.AF_UNIX)'", true)
+        .run_with(
+            "python3 -c 'import socket; socket.socket(socket.AF_UNIX)'",
+            true,
+        )
         .await;
     assert!(
         unix.content.contains("Operation not permitted"),
