@@ -14,8 +14,8 @@
 //!    the policy allows the network (Unix sockets never: only `socketpair`), no io_uring (it
 //!    can open sockets too);
 //! 6. fork again: PID 1 reaps, its child sets the resource limits, drops every capability and
-//!    execs the command. When the command ends PID 1 exits, and the kernel ends whatever the command left
-//!    behind.
+//!    execs the command. When the command ends PID 1 exits, and the kernel ends whatever the
+//!    command left behind.
 
 use std::collections::BTreeMap;
 use std::ffi::CString;
