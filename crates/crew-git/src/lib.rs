@@ -13,6 +13,7 @@ mod names;
 mod provision;
 mod scratch;
 mod task_commits;
+mod uncommitted;
 mod worktree;
 
 use serde::{Deserialize, Serialize};
