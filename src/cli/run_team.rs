@@ -423,6 +423,19 @@ impl Progress {
                 );
             }
             let why = output::one_line(task.result.as_deref().unwrap_or("no reason given"));
+            // Looks are apart: a task claimed and ended between two was still claimed.
+            let unclaimed_before = matches!(before, None | Some(Status::Pending));
+            let worked = matches!(
+                task.status,
+                Status::Review | Status::Completed | Status::Failed
+            );
+            if unclaimed_before && worked && task.owner.is_some() {
+                self.say(
+                    "task_claimed",
+                    json!({"id": id, "owner": owner}),
+                    format!("{id} claimed by {owner}"),
+                );
+            }
             match task.status {
                 Status::Pending if before.is_some() => self.say(
                     "task_released",
