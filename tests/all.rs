@@ -29,6 +29,7 @@ mod team_demo;
 mod team_down;
 mod team_headless;
 mod team_memory;
+mod team_merge_queue;
 mod team_mixed_cli;
 mod team_plan;
 mod team_race;

@@ -101,6 +101,15 @@ fn run(
             return;
         }
     };
+    // A queue killed mid-test (SIGKILL: no clean-up) left its test running: ended here, so it
+    // cannot hold the scratch tree the next run writes.
+    let leftovers = crew_tools::orphans::kill_orphans();
+    if !leftovers.is_empty() {
+        tracing::info!(
+            ?leftovers,
+            "ended processes a killed team process left running"
+        );
+    }
     let mut queue = Queue {
         bisection: Bisection::new(config.merge_queue.batch),
         workspace,
@@ -362,14 +371,16 @@ impl Queue {
             .active()
             .map(|e| e.id)
             .collect();
-        let outcome = if ids.iter().any(|id| !still.contains(id)) {
+        if ids.iter().any(|id| !still.contains(id)) {
             self.bisection.forget();
-            RunOutcome::Interrupted
+            self.record(record(RunOutcome::Interrupted))?;
         } else {
-            self.judge(&ran, &ids, &base, &commit)?
-        };
+            let outcome = self.judge(&ran, &ids, &base, &commit, &record)?;
+            if outcome != RunOutcome::Passed {
+                self.record(record(outcome))?;
+            }
+        }
         self.workspace.merge_queue().update(|s| {
-            s.record_run(record(outcome));
             // Whatever did not land or fail waits again.
             let testing: Vec<TaskId> = ids
                 .iter()
@@ -386,13 +397,22 @@ impl Queue {
         Ok(())
     }
 
+    fn record(&self, run: QueueRun) -> Result<(), QueueError> {
+        Ok(self.workspace.merge_queue().update(|s| {
+            s.record_run(run);
+            Ok(())
+        })?)
+    }
+
     /// What a finished run means for the queue, carried out: land, remember red, or start over.
+    /// A green run is recorded here (`record` makes its record), before its tasks are marked.
     fn judge(
         &mut self,
         ran: &TestRun,
         ids: &[TaskId],
         base: &str,
         commit: &str,
+        record: &dyn Fn(RunOutcome) -> QueueRun,
     ) -> Result<RunOutcome, QueueError> {
         let base_branch = self.base_branch().to_string();
         let secs = ran.millis as f64 / 1000.0;
@@ -454,6 +474,7 @@ impl Queue {
                             short(commit)
                         );
                         self.bisection.passed(ids, commit);
+                        self.record(record(RunOutcome::Passed))?;
                         let text = review::mark_landed(&self.workspace, &self.config, ids, &how)?;
                         self.set_state(ids, EntryState::Merged, Some(&how))?;
                         self.say(text);
@@ -465,6 +486,7 @@ impl Queue {
                         let why = format!("passed but did not land: {e}");
                         self.set_state(ids, EntryState::Failed, Some(&why))?;
                         self.say(format!("merge queue: {} {why}", joined(ids, ", ")));
+                        self.record(record(RunOutcome::Passed))?;
                         Ok(RunOutcome::Passed)
                     }
                 }
