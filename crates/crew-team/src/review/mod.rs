@@ -169,7 +169,8 @@ pub fn approve(
     queue.approve(id, &commits.head, by)?;
     let place = queue.load()?.active().count();
     let text = format!(
-        "{id} approved into the merge queue by {by} (place {place}); it merges into {} once          the tests pass",
+        "{id} approved into the merge queue by {by} (place {place}); it merges into {} once the \
+         tests pass",
         config.team.base_branch
     );
     tell_lead(workspace, config, by, text.clone())?;
