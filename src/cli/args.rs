@@ -187,6 +187,20 @@ pub struct DemoArgs {
     /// How the demo answers permission requests.
     #[arg(long, value_enum, default_value = "allow")]
     pub approve: ApprovePolicy,
+    /// How the headless demo merges its reviews.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub merge: DemoMerge,
+}
+
+/// How `crew demo --headless` merges.
+#[derive(Debug, Clone, Copy, Default, ValueEnum)]
+pub enum DemoMerge {
+    /// Each review is merged as it comes.
+    #[default]
+    Auto,
+    /// As a person would with the merge queue: once nothing is being worked on, every review
+    /// waiting is approved at once, and the queue tests them together before they land.
+    Queue,
 }
 
 #[derive(Debug, Subcommand)]
