@@ -258,3 +258,77 @@ fn approving_a_change_to_what_governs_the_team_is_refused() {
     );
     assert!(queue(&team)["entries"].as_array().unwrap().is_empty());
 }
+
+#[test]
+fn headless_merge_queue_approves_each_review_and_lands_it_once_tested() {
+    let team = team("echo 'tests pass'\n", 2);
+    team.repo.ok(&["task", "add", "sub: one"]);
+    team.repo.ok(&["task", "assign", "task_1", "alice"]);
+    let _up = team.spawn("up", &["up", "--headless", "--merge", "queue"]);
+    let done = team.wait_task("task_1", "completed", WAIT);
+    assert!(
+        done["notes"]
+            .to_string()
+            .contains("merge queue: tested on main"),
+        "{done}"
+    );
+    assert_eq!(entry_state(&team, "task_1"), "merged");
+    let out = log(&team);
+    assert!(
+        out.contains("task_1 approved into the merge queue by user"),
+        "{out}"
+    );
+    assert!(out.contains("(--merge queue)"), "{out}");
+}
+
+#[test]
+fn without_a_sandbox_the_queue_runs_nothing_and_retry_tests_it_once_there_is_one() {
+    let team = team("echo 'tests pass'\n", 1);
+    team.repo.ok(&["task", "add", "sub: one"]);
+    team.repo.ok(&["task", "assign", "task_1", "alice"]);
+    team.repo.ok(&["task", "add", "mul: two"]);
+    team.repo.ok(&["task", "assign", "task_2", "bob"]);
+    // The probe reports Landlock missing: an agent's code is never tested unconfined.
+    let mut up = team.spawn_with_env(
+        "up",
+        &["up", "--headless"],
+        &[("CREW_SANDBOX_TEST_MISSING", "landlock")],
+    );
+    wait_review(&team, "task_1");
+    wait_review(&team, "task_2");
+    team.repo.ok(&["review", "approve", "task_1"]);
+    eventually("task_1 refused", WAIT, || {
+        (entry_state(&team, "task_1") == "failed").then_some(())
+    });
+    let q = queue(&team);
+    let note = q["entries"][0]["note"].as_str().unwrap();
+    assert!(note.contains("the sandbox is unavailable"), "{note}");
+    assert_eq!(
+        team.task("task_1")["status"],
+        "review",
+        "not sent back: nothing ran"
+    );
+    assert!(!main_log(&team).contains("task_1"));
+    signal(up.pid, libc::SIGTERM);
+    up.wait(WAIT);
+
+    // Approved and then taken out again: it stays in review, out of the queue.
+    team.repo.ok(&["review", "approve", "task_2"]);
+    let removed = team.repo.ok(&["queue", "remove", "task_2"]);
+    assert!(
+        removed.contains("task_2 taken out of the merge queue"),
+        "{removed}"
+    );
+    let again = team.repo.crew(&["queue", "remove", "task_2"]);
+    assert_eq!(again.code, 3, "{}", again.stderr);
+
+    let _up = team.spawn("up-again", &["up", "--headless"]);
+    team.repo.ok(&["queue", "retry", "task_1"]);
+    team.wait_task("task_1", "completed", WAIT);
+    assert_eq!(team.task("task_2")["status"], "review");
+    let list = team.repo.ok(&["queue", "list"]);
+    assert!(
+        list.contains("task_1") && list.contains("merged") && list.contains("test runs"),
+        "{list}"
+    );
+}
