@@ -3,41 +3,26 @@
 //! back and the rest merged either way; the figures are reported, never asserted.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-use std::process::Command;
-
-use crate::support::bench_exe;
-use serde_json::Value;
+use crate::support::bench_report;
 
 #[test]
 fn a_tiny_queue_merges_the_good_tasks_and_sends_the_bad_one_back_both_ways() {
-    let out = Command::new(bench_exe())
-        .args([
-            "queue",
-            "--tasks",
-            "5",
-            "--bad",
-            "1",
-            "--batch",
-            "4",
-            "--sleep-ms",
-            "0",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = bench_report(&[
+        "queue",
+        "--tasks",
+        "5",
+        "--bad",
+        "1",
+        "--batch",
+        "4",
+        "--sleep-ms",
+        "0",
+        "--json",
+    ]);
     for side in ["queue", "oneAtATime"] {
         let r = &report[side];
-        assert_eq!(
-            (r["merged"].as_u64(), r["sentBack"].as_u64()),
-            (Some(4), Some(1)),
-            "{report}"
-        );
+        let outcome = (r["merged"].as_u64(), r["sentBack"].as_u64());
+        assert_eq!(outcome, (Some(4), Some(1)), "{report}");
         assert!(r["testRuns"].as_u64().unwrap() > 0, "{report}");
         assert!(r["wallSecs"].is_number(), "{report}");
     }

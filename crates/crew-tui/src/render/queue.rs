@@ -42,7 +42,8 @@ pub fn render(state: &AppState, view: &QueueView, frame: &mut Frame, area: Rect)
         }
         Some(Ok(snapshot)) => snapshot,
     };
-    let tasks_height = (snapshot.queue.entries.len().max(1) as u16 + 2).min(inner.height / 2);
+    let rows_wanted = u16::try_from(snapshot.queue.entries.len().max(1)).unwrap_or(u16::MAX);
+    let tasks_height = rows_wanted.saturating_add(2).min(inner.height / 2);
     let rows = Layout::default()
         .direction(Direction::Vertical)
         .constraints([
