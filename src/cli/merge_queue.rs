@@ -74,6 +74,9 @@ fn refused(e: StoreError) -> anyhow::Error {
     }
 }
 
+/// Test runs `crew queue list` prints (all of them are in `--json`).
+const RUNS_SHOWN: usize = 10;
+
 fn print_list(project: &Project, state: &QueueState) {
     if state.paused {
         println!("merge queue PAUSED (`crew queue resume` to go on)");
@@ -100,8 +103,12 @@ fn print_list(project: &Project, state: &QueueState) {
         }
         println!("{line}");
     }
-    if let Some(last) = state.runs.last() {
-        println!("{} test runs; last: {}", state.runs.len(), run_line(last));
+    if !state.runs.is_empty() {
+        println!("{} test runs; the last ones:", state.runs.len());
+    }
+    let shown = state.runs.len().saturating_sub(RUNS_SHOWN);
+    for run in &state.runs[shown..] {
+        println!("  {}", run_line(run));
     }
     if let Some(rate) = state.throughput_per_hour() {
         println!("throughput: {rate:.1} tasks merged per hour of testing");
