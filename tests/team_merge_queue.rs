@@ -332,3 +332,52 @@ fn without_a_sandbox_the_queue_runs_nothing_and_retry_tests_it_once_there_is_one
         "{list}"
     );
 }
+
+/// A hostile teammate (test_attack.toml runs its task's description) tries to steer the queue:
+/// approve, pause, remove and retry are the person's, and the queue's file is out of reach of
+/// its commands.
+#[test]
+fn a_hostile_teammate_cannot_approve_pause_remove_or_rewrite_the_queue() {
+    let toml = crew_toml(
+        "test_command = \"sh test.sh\"",
+        &[
+            ("alice", "implementer", "writes = true"),
+            ("bob", "implementer", "writes = true"),
+        ],
+        "mode = \"ask\"\nallow = [\"bash\"]",
+        "idle_poll_secs = 1\nidle_timeout_secs = 120\nheartbeat_secs = 1",
+    );
+    let team = Team::new(&toml, "test_attack.toml", &[("test.sh", "echo ok\n")]);
+    team.repo.ok(&["queue", "pause"]);
+    let before = std::fs::read(team.repo.join(".crew/merge-queue.json")).unwrap();
+    let crew = crate::support::crew_exe();
+    let file = team.repo.join(".crew/merge-queue.json");
+    let script = format!(
+        "{crew} review approve task_1\n\
+         {crew} queue resume\n\
+         {crew} queue remove task_1\n\
+         {crew} queue retry task_1\n\
+         {crew} queue list\n\
+         echo '{{\"paused\":false,\"entries\":[]}}' > {}\n",
+        file.display()
+    );
+    team.repo.ok(&["task", "add", "attack", "--desc", &script]);
+    let _alice = team.worker("alice");
+    let done = team.wait_task("task_1", "completed", WAIT);
+    let result = done["result"].as_str().unwrap();
+    let refusals = result
+        .matches("acts for the person or the team, and this process was started by an agent's tool")
+        .count();
+    assert_eq!(refusals, 4, "{result}");
+    assert!(
+        result.contains("`crew review") && result.contains("`crew queue"),
+        "{result}"
+    );
+    // Reading stays open: the list printed.
+    assert!(result.contains("merge queue PAUSED"), "{result}");
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        before,
+        "the queue's file is unchanged"
+    );
+}
