@@ -1,8 +1,8 @@
 //! The merge queue end to end: real `crew worker` processes make the tasks' commits, the
 //! person approves them with `crew review approve`, and the team's process (`crew up
-//! --headless`) tests what would land in its sandbox and lands it, bisects a red batch, sends a
-//! culprit or a conflicting task back, tests again when the person commits meanwhile, and
-//! resumes after being killed mid-test.
+//! --headless`, or the daemon) tests what would land in its sandbox and lands it, bisects a red
+//! batch, sends a culprit or a conflicting task back, tests again when the person commits
+//! meanwhile, and resumes after the daemon is SIGKILLed mid-test.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
 use std::path::PathBuf;
@@ -34,14 +34,18 @@ fn team(test_sh: &str, batch: usize) -> Team {
     Team::new(&toml, "test_review.toml", &[("test.sh", test_sh)])
 }
 
-/// Adds each task, assigned to its teammate, and starts the team.
+/// Adds each task, assigned to its teammate, and starts the team (headless).
 fn start(team: &Team, tasks: &[(&str, &str)]) -> Bg {
+    start_with(team, tasks, &["up", "--headless"])
+}
+
+fn start_with(team: &Team, tasks: &[(&str, &str)], up: &[&str]) -> Bg {
     for (n, (subject, owner)) in tasks.iter().enumerate() {
         team.repo.ok(&["task", "add", subject]);
         team.repo
             .ok(&["task", "assign", &format!("task_{}", n + 1), owner]);
     }
-    team.spawn("up", &["up", "--headless"])
+    team.spawn("up", up)
 }
 
 fn wait_review(team: &Team, id: &str) {
@@ -216,9 +220,9 @@ fn the_person_committing_mid_test_restarts_the_test_on_the_new_base() {
 }
 
 #[test]
-fn a_team_process_killed_mid_test_resumes_the_queue_with_nothing_half_merged() {
+fn a_daemon_killed_mid_test_resumes_the_queue_with_nothing_half_merged() {
     let team = team(GATED_SH, 1);
-    let mut up = start(&team, &[("sub: one", "alice")]);
+    let mut up = start_with(&team, &[("sub: one", "alice")], &["up", "--daemon"]);
     wait_review(&team, "task_1");
     team.repo.ok(&["review", "approve", "task_1"]);
     eventually("the test to start", WAIT, || {
@@ -233,7 +237,7 @@ fn a_team_process_killed_mid_test_resumes_the_queue_with_nothing_half_merged() {
     assert_eq!(main_log(&team), before, "nothing landed");
     std::fs::remove_file(tree(&team, "started")).unwrap();
 
-    let _again = team.spawn("up-again", &["up", "--headless"]);
+    let _again = team.spawn("up-again", &["up", "--daemon"]);
     eventually("the test to start again", WAIT, || {
         tree(&team, "started").exists().then_some(())
     });
