@@ -58,7 +58,11 @@ pub fn run(project: &Project, cmd: ReviewCommand) -> anyhow::Result<()> {
             answer(json, id, "merged", &text)
         }
         ReviewCommand::Approve { id, json } => {
-            let text = review::approve(ws, config, id, &USER).map_err(refusal)?;
+            let mut text = review::approve(ws, config, id, &USER).map_err(refusal)?;
+            // The queue's worker is the team's process: said, so nobody waits on nothing.
+            if crew_team::run::daemon::running(ws).is_none() {
+                text.push_str(" (no team runs here: `crew up` starts the queue)");
+            }
             answer(json, id, "approved", &text)
         }
         ReviewCommand::SendBack { id, note, json } => {
