@@ -342,16 +342,7 @@ fn without_a_sandbox_the_queue_runs_nothing_and_retry_tests_it_once_there_is_one
 /// its commands.
 #[test]
 fn a_hostile_teammate_cannot_approve_pause_remove_or_rewrite_the_queue() {
-    let toml = crew_toml(
-        "test_command = \"sh test.sh\"",
-        &[
-            ("alice", "implementer", "writes = true"),
-            ("bob", "implementer", "writes = true"),
-        ],
-        "mode = \"ask\"\nallow = [\"bash\"]",
-        "idle_poll_secs = 1\nidle_timeout_secs = 120\nheartbeat_secs = 1",
-    );
-    let team = Team::new(&toml, "test_attack.toml", &[("test.sh", "echo ok\n")]);
+    let team = crate::security_person::hostile_team();
     team.repo.ok(&["queue", "pause"]);
     let before = std::fs::read(team.repo.join(".crew/merge-queue.json")).unwrap();
     let crew = crate::support::crew_exe();

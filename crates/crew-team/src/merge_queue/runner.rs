@@ -363,15 +363,18 @@ impl Queue {
             millis: ran.millis,
             outcome,
         };
-        // The person may have removed a task during the run: what ran is not what they want.
-        let still: Vec<TaskId> = self
-            .workspace
-            .merge_queue()
-            .load()?
-            .active()
-            .map(|e| e.id)
-            .collect();
-        if ids.iter().any(|id| !still.contains(id)) {
+        // The person may have removed a task, merged it or sent it back during the run: what
+        // ran is not what they want.
+        let queued = self.workspace.merge_queue().load()?;
+        let mut changed = false;
+        for entry in entries {
+            let task = self.workspace.tasks().read(entry.id)?;
+            let head = task.commits.as_ref().map(|c| c.head.as_str());
+            changed |= task.status != Status::Review
+                || head != Some(entry.head.as_str())
+                || !queued.entry(entry.id).is_some_and(|e| e.state.is_active());
+        }
+        if changed {
             self.bisection.forget();
             self.record(record(RunOutcome::Interrupted))?;
         } else {
