@@ -197,14 +197,19 @@ impl MergeQueue {
         }
     }
 
-    /// Changes the queue under its lock: read, `change`, write back (not when it fails).
+    /// Changes the queue under its lock: read, `change`, write back (not when it fails, nor
+    /// when nothing changed: the worker looks often).
     pub fn update<T>(
         &self,
         change: impl FnOnce(&mut QueueState) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         with_lock(&self.lock, || {
             let mut state = self.load()?;
+            let before = state.clone();
             let out = change(&mut state)?;
+            if state == before {
+                return Ok(out);
+            }
             let bytes = serde_json::to_vec_pretty(&state)
                 .map_err(|e| StoreError::malformed(&self.path, e.to_string()))?;
             write_atomic(&self.path, &bytes).map_err(|e| StoreError::io(&self.path, e))?;
