@@ -15,6 +15,7 @@ mod cli_tasks;
 mod cli_untrusted_text;
 mod mcp_server;
 mod sandbox;
+mod security_exec;
 mod security_person;
 mod store_crash;
 mod store_stress;

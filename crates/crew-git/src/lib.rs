@@ -14,6 +14,7 @@ mod provision;
 mod queue_tree;
 mod scratch;
 mod task_commits;
+mod uncommitted;
 mod worktree;
 
 use serde::{Deserialize, Serialize};
