@@ -80,6 +80,13 @@ fn entry_state(team: &Team, id: &str) -> String {
         .map_or(String::new(), |e| e["state"].as_str().unwrap().to_string())
 }
 
+/// Waits for `id`'s entry to be in `state` (a task is marked completed just before its entry).
+fn wait_entry(team: &Team, id: &str, state: &str) {
+    eventually(&format!("{id} {state} in the queue"), WAIT, || {
+        (entry_state(team, id) == state).then_some(())
+    });
+}
+
 fn runs(team: &Team) -> Vec<Value> {
     queue(team)["runs"].as_array().unwrap().clone()
 }
@@ -122,9 +129,7 @@ fn two_that_break_together_the_queue_lands_the_good_ones_and_sends_the_culprit_b
 
     team.wait_task("task_1", "completed", WAIT);
     team.wait_task("task_2", "completed", WAIT);
-    eventually("task_3 sent back", WAIT, || {
-        (entry_state(&team, "task_3") == "failed").then_some(())
-    });
+    wait_entry(&team, "task_3", "failed");
     let note = notes(&team, "task_3");
     assert!(
         note.contains("sent back by user: the merge queue's tests")
@@ -168,9 +173,7 @@ fn a_conflict_sends_the_later_task_back_and_the_base_is_unchanged_by_it() {
     approve_all(&team, &["task_1", "task_2"]);
 
     team.wait_task("task_1", "completed", WAIT);
-    eventually("task_2 sent back", WAIT, || {
-        (entry_state(&team, "task_2") == "failed").then_some(())
-    });
+    wait_entry(&team, "task_2", "failed");
     let note = notes(&team, "task_2");
     assert!(note.contains("conflicts in shared.txt"), "{note}");
     let runs = runs(&team);
@@ -243,7 +246,7 @@ fn a_daemon_killed_mid_test_resumes_the_queue_with_nothing_half_merged() {
     });
     std::fs::write(tree(&team, "go"), "").unwrap();
     team.wait_task("task_1", "completed", WAIT);
-    assert_eq!(entry_state(&team, "task_1"), "merged");
+    wait_entry(&team, "task_1", "merged");
     assert!(main_log(&team).contains("task_1: sub"));
     assert!(team.repo.join("sub.txt").exists());
 }
@@ -276,7 +279,7 @@ fn headless_merge_queue_approves_each_review_and_lands_it_once_tested() {
             .contains("merge queue: tested on main"),
         "{done}"
     );
-    assert_eq!(entry_state(&team, "task_1"), "merged");
+    wait_entry(&team, "task_1", "merged");
     let out = log(&team);
     assert!(
         out.contains("task_1 approved into the merge queue by user"),
@@ -301,9 +304,7 @@ fn without_a_sandbox_the_queue_runs_nothing_and_retry_tests_it_once_there_is_one
     wait_review(&team, "task_1");
     wait_review(&team, "task_2");
     team.repo.ok(&["review", "approve", "task_1"]);
-    eventually("task_1 refused", WAIT, || {
-        (entry_state(&team, "task_1") == "failed").then_some(())
-    });
+    wait_entry(&team, "task_1", "failed");
     let q = queue(&team);
     let note = q["entries"][0]["note"].as_str().unwrap();
     assert!(note.contains("the sandbox is unavailable"), "{note}");
@@ -329,6 +330,7 @@ fn without_a_sandbox_the_queue_runs_nothing_and_retry_tests_it_once_there_is_one
     let _up = team.spawn("up-again", &["up", "--headless"]);
     team.repo.ok(&["queue", "retry", "task_1"]);
     team.wait_task("task_1", "completed", WAIT);
+    wait_entry(&team, "task_1", "merged");
     assert_eq!(team.task("task_2")["status"], "review");
     let list = team.repo.ok(&["queue", "list"]);
     assert!(
