@@ -5,6 +5,7 @@ mod support;
 
 mod bad_input;
 mod bench_git;
+mod bench_queue;
 mod bench_team;
 mod claude_team_attach;
 mod cli_init;
@@ -30,6 +31,7 @@ mod team_demo;
 mod team_down;
 mod team_headless;
 mod team_memory;
+mod team_merge_queue;
 mod team_mixed_cli;
 mod team_plan;
 mod team_race;

@@ -12,7 +12,7 @@ use crew_test_support::wait::BUDGET;
 
 /// alice: a writing implementer (in her own worktree) whose every bash command is allowed by a
 /// rule, so nothing but crew itself stands between the attack and the store.
-fn hostile_team() -> Team {
+pub(crate) fn hostile_team() -> Team {
     let toml = crew_toml(
         "",
         &[

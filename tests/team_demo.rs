@@ -10,8 +10,20 @@ use serde_json::Value;
 use crate::support::{Run, crew_exe};
 
 fn demo(dir: &std::path::Path, approve: &str) -> (Run, Value) {
+    demo_merging(dir, approve, "auto")
+}
+
+fn demo_merging(dir: &std::path::Path, approve: &str, merge: &str) -> (Run, Value) {
     let run: Run = Command::new(crew_exe())
-        .args(["demo", "--headless", "--approve", approve, "--dir"])
+        .args([
+            "demo",
+            "--headless",
+            "--approve",
+            approve,
+            "--merge",
+            merge,
+            "--dir",
+        ])
         .arg(dir)
         .output()
         .unwrap()
@@ -130,4 +142,33 @@ fn denied_demo_fails_the_review_says_why_and_leaves_passing_code() {
         "sh test.sh fails in the demo repository: {}",
         String::from_utf8_lossy(&tests.stdout)
     );
+}
+
+#[test]
+fn queue_demo_tests_both_implementations_together_then_the_docs_task_follows() {
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("demo");
+    let (run, summary) = demo_merging(&dir, "allow", "queue");
+    assert_eq!(run.code, 0, "{}\n{summary}", run.stderr);
+    assert_eq!(summary["goal_reached"], true, "{summary}");
+    assert_eq!(count(&summary, "tasks", "completed"), 4, "{summary}");
+    // Both implementation diffs in one green run, then the docs task on its own.
+    let runs: Vec<&str> = summary["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n.as_str()?.strip_prefix("merge queue run: "))
+        .collect();
+    assert_eq!(runs.len(), 2, "{summary}");
+    assert!(runs[0].starts_with("task_1, task_2 passed"), "{summary}");
+    assert!(runs[1].starts_with("task_3 passed"), "{summary}");
+    let merges = summary["merges"].as_array().unwrap();
+    assert!(
+        merges.iter().any(|m| m
+            .as_str()
+            .unwrap()
+            .starts_with("task_1, task_2 merged into main (merge queue: tested together")),
+        "{summary}"
+    );
+    assert!(dir.join("lib/sub.sh").exists() && dir.join("lib/mul.sh").exists());
 }

@@ -54,9 +54,13 @@ pub enum Command {
     /// Each writing teammate's git worktree: list, diff, merge, discard.
     #[command(subcommand)]
     Worktree(WorktreeCommand),
-    /// Tasks waiting for review: list, show, diff, merge, send back with a note, discard.
+    /// Tasks waiting for review: list, show, diff, merge, approve into the merge queue, send
+    /// back with a note, discard.
     #[command(subcommand)]
     Review(ReviewCommand),
+    /// The merge queue of approved tasks: list, pause, resume, remove, retry.
+    #[command(subcommand)]
+    Queue(QueueCommand),
     /// The skills agents are offered (.crew/skills, .claude/skills, the user's folder).
     #[command(subcommand)]
     Skills(SkillsCommand),
@@ -110,6 +114,9 @@ pub enum MergeArg {
     /// Reviews wait for `crew review merge ID` (or send-back / discard) from another terminal.
     #[default]
     Manual,
+    /// Every review is approved into the merge queue: merged only once the tests pass on what
+    /// would land (changes to crew.toml, .crew/, hooks or CI still wait).
+    Queue,
 }
 
 #[derive(Debug, Args, Default)]
@@ -180,6 +187,20 @@ pub struct DemoArgs {
     /// How the demo answers permission requests.
     #[arg(long, value_enum, default_value = "allow")]
     pub approve: ApprovePolicy,
+    /// How the headless demo merges its reviews.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub merge: DemoMerge,
+}
+
+/// How `crew demo --headless` merges.
+#[derive(Debug, Clone, Copy, Default, ValueEnum)]
+pub enum DemoMerge {
+    /// Each review is merged as it comes.
+    #[default]
+    Auto,
+    /// As a person would with the merge queue: once nothing is being worked on, every review
+    /// waiting is approved at once, and the queue tests them together before they land.
+    Queue,
 }
 
 #[derive(Debug, Subcommand)]
@@ -262,6 +283,13 @@ pub enum ReviewCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Approve the task's diff into the merge queue: it merges once the team's tests pass on
+    /// the base with it (and the approved tasks ahead of it) merged in.
+    Approve {
+        id: TaskId,
+        #[arg(long)]
+        json: bool,
+    },
     /// Back to the same teammate, which gets the note and continues.
     SendBack {
         id: TaskId,
@@ -275,6 +303,37 @@ pub enum ReviewCommand {
         id: TaskId,
         #[arg(long)]
         reason: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum QueueCommand {
+    /// The queue in order (state, time), its test runs and throughput.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Stop starting test runs (one going on finishes).
+    Pause {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start testing again.
+    Resume {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Take a task out of the queue; it stays in review.
+    Remove {
+        id: TaskId,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Put a failed task (still in review) back into the queue at its place.
+    Retry {
+        id: TaskId,
         #[arg(long)]
         json: bool,
     },

@@ -1,11 +1,11 @@
-//! `crew demo [--dir DIR] --headless [--approve allow|deny]`.
+//! `crew demo [--dir DIR] --headless [--approve allow|deny] [--merge auto|queue]`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, anyhow};
 
-use crate::cli::args::{ApprovePolicy, DemoArgs};
+use crate::cli::args::{ApprovePolicy, DemoArgs, DemoMerge};
 use crate::cli::output;
 use crate::cli::run_team::all_done;
 use crew_config::{FILE_NAME, TeamConfig};
@@ -66,7 +66,10 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         config.clone(),
         std::env::current_exe()?,
         Some(policy),
-        MergePolicy::Auto,
+        match args.merge {
+            DemoMerge::Auto => MergePolicy::Auto,
+            DemoMerge::Queue => MergePolicy::Manual,
+        },
         false,
     )?;
     team.give_goal(demo::GOAL)?;
@@ -74,6 +77,9 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
     let mut finished = false;
     while started.elapsed() < DEADLINE {
         team.tick()?;
+        if matches!(args.merge, DemoMerge::Queue) {
+            approve_at_once(&workspace, &config)?;
+        }
         if all_done(&workspace)? {
             finished = true;
             break;
@@ -117,6 +123,14 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
             DEADLINE.as_secs()
         ));
     }
+    if matches!(args.merge, DemoMerge::Queue) {
+        for run in workspace.merge_queue().load()?.runs {
+            summary.notes.push(format!(
+                "merge queue run: {}",
+                crate::cli::merge_queue::run_line(&run)
+            ));
+        }
+    }
     output::json(&summary)?;
     if summary.goal_reached {
         Ok(())
@@ -126,4 +140,39 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
             dir.join(".crew/logs").display()
         ))
     }
+}
+
+/// `--merge queue`: what a person at the review queue does. Once no task is being worked on,
+/// every review not yet queued is approved together (the queue paused meanwhile, so it takes
+/// them as one batch).
+fn approve_at_once(workspace: &Workspace, config: &TeamConfig) -> anyhow::Result<()> {
+    use crew_store::Status;
+    let tasks = workspace.tasks().load_all()?.tasks;
+    if tasks.iter().any(|t| t.status == Status::InProgress) {
+        return Ok(());
+    }
+    let queue = workspace.merge_queue();
+    let queued = queue.load()?;
+    let waiting: Vec<_> = tasks
+        .iter()
+        .filter(|t| t.status == Status::Review)
+        .filter(|t| {
+            let head = t.commits.as_ref().map(|c| c.head.as_str());
+            queued
+                .entry(t.id)
+                .is_none_or(|e| Some(e.head.as_str()) != head)
+        })
+        .map(|t| t.id)
+        .collect();
+    if waiting.is_empty() {
+        return Ok(());
+    }
+    queue.set_paused(true)?;
+    for id in waiting {
+        if let Err(e) = crew_team::review::approve(workspace, config, id, &crew_store::USER) {
+            tracing::warn!("{id} not approved into the merge queue: {e}");
+        }
+    }
+    queue.set_paused(false)?;
+    Ok(())
 }

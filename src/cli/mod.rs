@@ -14,6 +14,7 @@ mod init;
 pub(crate) mod logging;
 mod mcp;
 mod memory;
+mod merge_queue;
 mod messages;
 mod output;
 mod person;
@@ -124,6 +125,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Interrupt { name } => messages::interrupt(&project::Project::find(&start)?, &name),
         Command::Worktree(cmd) => worktrees::run(&project::Project::find(&start)?, cmd),
         Command::Review(cmd) => review::run(&project::Project::find(&start)?, cmd),
+        Command::Queue(cmd) => merge_queue::run(&project::Project::find(&start)?, cmd),
         Command::Up(args) => run_team::up(project::Project::find(&start)?, args),
         Command::Worker(args) => run_team::worker(project::Project::find(&start)?, args),
         Command::Replay { file } => run_team::replay(&file),

@@ -5,7 +5,9 @@
 //! sandbox is what makes this hold against an agent that removes the mark, since a confined
 //! process cannot write the store at all. Reading (lists, diffs, `inbox --peek`) stays open.
 
-use crate::cli::args::{Command, InboxArgs, ReviewCommand, TaskCommand, WorktreeCommand};
+use crate::cli::args::{
+    Command, InboxArgs, QueueCommand, ReviewCommand, TaskCommand, WorktreeCommand,
+};
 use crate::cli::exit::CliError;
 use crew_tools::orphans::OWNER_ENV;
 
@@ -55,6 +57,9 @@ fn acts_for_the_team(command: Option<&Command>) -> Option<&'static str> {
         ) => None,
         // Merging, sending back or discarding answers a review: the person's call.
         Command::Review(_) => Some("review"),
+        Command::Queue(QueueCommand::List { .. }) => None,
+        // Pausing, removing or retrying steers what merges: the person's call.
+        Command::Queue(_) => Some("queue"),
         Command::Send(_) => Some("send"),
         Command::Respond(_) => Some("respond"),
         Command::Down { .. } => Some("down"),

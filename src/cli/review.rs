@@ -1,4 +1,4 @@
-//! `crew review list|show|diff|merge|send-back|discard`: the review queue from a terminal.
+//! `crew review list|show|diff|merge|approve|send-back|discard`: the review queue from a terminal.
 //! A task not in review, or commits that do not merge, exit 3 with the reason.
 
 use serde_json::json;
@@ -56,6 +56,14 @@ pub fn run(project: &Project, cmd: ReviewCommand) -> anyhow::Result<()> {
         ReviewCommand::Merge { id, json } => {
             let text = review::merge(ws, config, id, &USER).map_err(refusal)?;
             answer(json, id, "merged", &text)
+        }
+        ReviewCommand::Approve { id, json } => {
+            let mut text = review::approve(ws, config, id, &USER).map_err(refusal)?;
+            // The queue's worker is the team's process: said, so nobody waits on nothing.
+            if crew_team::run::daemon::running(ws).is_none() {
+                text.push_str(" (no team runs here: `crew up` starts the queue)");
+            }
+            answer(json, id, "approved", &text)
         }
         ReviewCommand::SendBack { id, note, json } => {
             let task = review::send_back(ws, config, id, &USER, &note).map_err(refusal)?;
@@ -115,7 +123,7 @@ fn line(r: &Review) -> String {
 }
 
 /// A refusal of the protocol (not in review, conflicts) is exit 3; the rest keep their codes.
-fn refusal(e: ReviewError) -> anyhow::Error {
+pub(crate) fn refusal(e: ReviewError) -> anyhow::Error {
     match e {
         e if e.is_refusal() && !matches!(e, ReviewError::Store(_)) => {
             CliError::Refused(e.to_string()).into()

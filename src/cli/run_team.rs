@@ -145,6 +145,7 @@ pub fn up(project: Project, args: UpArgs) -> anyhow::Result<()> {
         match args.merge {
             MergeArg::Auto => MergePolicy::Auto,
             MergeArg::Manual => MergePolicy::Manual,
+            MergeArg::Queue => MergePolicy::Queue,
         },
         args.dangerously_bypass,
     )?;
@@ -385,6 +386,11 @@ impl Progress {
                 Happening::Reviewed { id, text } => self.say(
                     "review",
                     json!({"id": id, "text": text}),
+                    output::one_line(text).into_owned(),
+                ),
+                Happening::Queue { text } => self.say(
+                    "queue",
+                    json!({"text": text}),
                     output::one_line(text).into_owned(),
                 ),
                 Happening::LeadTurn { success: true, .. } => {}

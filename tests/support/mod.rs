@@ -32,6 +32,17 @@ pub fn bench_exe() -> &'static str {
     env!("CARGO_BIN_EXE_crew-bench")
 }
 
+/// `crew-bench ARGS`, which must succeed; its JSON report.
+pub fn bench_report(args: &[&str]) -> serde_json::Value {
+    let out = Command::new(bench_exe()).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "crew-bench {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 pub struct Repo {
     pub dir: tempfile::TempDir,
 }

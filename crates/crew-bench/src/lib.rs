@@ -10,6 +10,7 @@ mod interrupt;
 mod mailbox;
 mod memory;
 mod proc;
+mod queue;
 mod render;
 mod sandbox;
 mod stats;
@@ -165,6 +166,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The merge queue: test runs and wall time for N approved tasks with some bad ones,
+    /// batched and bisected, against one test run per task.
+    Queue(queue::QueueBench),
     /// Internal: one claiming process (waits for "go" on stdin).
     #[command(hide = true)]
     ClaimWorker {
@@ -239,6 +243,7 @@ pub fn main() -> ExitCode {
             json,
         } => wake::run(teammates, rounds, idle_secs, json),
         Command::Git(bench) => git::run(bench),
+        Command::Queue(bench) => queue::run(bench),
         Command::Bash { rounds, json } => bash_rules::run(rounds, json),
         Command::Sandbox { runs, json } => sandbox::run(runs, json),
         Command::Memory {

@@ -6,8 +6,8 @@ mod template;
 
 pub use error::ConfigError;
 pub use team::{
-    AgentEntry, Budget, Dollars, ModelChoice, PROVIDERS, PermissionsConfig, Price, ROLES, SCRIPTED,
-    TeamConfig, TeamSection, WorkerConfig,
+    AgentEntry, Budget, Dollars, MergeQueueConfig, ModelChoice, PROVIDERS, PermissionsConfig,
+    Price, ROLES, SCRIPTED, TeamConfig, TeamSection, WorkerConfig,
 };
 pub use template::{InitModel, InitModels, init_template};
 

@@ -42,6 +42,9 @@ pub struct TeamConfig {
     pub worker: WorkerConfig,
     #[serde(default)]
     pub worktree: WorktreeConfig,
+    /// `[merge_queue]`: how the queue of approved tasks tests them before they land.
+    #[serde(default)]
+    pub merge_queue: MergeQueueConfig,
     /// `[limits]`: how big subjects, descriptions, messages and memories may be.
     #[serde(default)]
     pub limits: crew_store::Limits,
@@ -307,6 +310,46 @@ pub struct WorkerConfig {
     pub heartbeat_secs: u64,
     #[serde(default = "request_timeout")]
     pub request_timeout_secs: u64,
+}
+
+/// `[merge_queue]`: approved tasks are tested together, up to `batch` at a time, on the tree
+/// merging them would make; a red batch is bisected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MergeQueueConfig {
+    /// How many approved tasks one test run takes (1: one at a time).
+    #[serde(default = "one", deserialize_with = "at_least_one")]
+    pub batch: usize,
+    /// How long one run of `test_command` may take before it counts as red.
+    #[serde(default = "half_hour")]
+    pub timeout_secs: u64,
+}
+
+impl Default for MergeQueueConfig {
+    fn default() -> Self {
+        MergeQueueConfig {
+            batch: one(),
+            timeout_secs: half_hour(),
+        }
+    }
+}
+
+fn one() -> usize {
+    1
+}
+
+fn half_hour() -> u64 {
+    1800
+}
+
+fn at_least_one<'de, D: serde::Deserializer<'de>>(d: D) -> Result<usize, D::Error> {
+    let n = usize::deserialize(d)?;
+    if n == 0 {
+        return Err(serde::de::Error::custom(
+            "batch must be at least 1 (1 tests one task at a time)",
+        ));
+    }
+    Ok(n)
 }
 
 /// What a writing teammate's worktree gets from the main checkout when it is made.

@@ -170,6 +170,13 @@ sandbox = "auto"
 # max_usd = 20.0              # needs a provider that reports cost, or a price in `model`
 # wall_secs = 1800
 
+# The merge queue: tasks you approve (A in the review queue, `crew review approve ID`) are
+# merged only once `test_command` passes on the tree merging them would make. Up to `batch` are
+# tested together; a red batch is bisected to find the task that breaks it.
+# [merge_queue]
+# batch = 4
+# timeout_secs = 1800
+
 # Role instructions: each role's duties ship with crew; replace one with a file of yours (or put
 # it in .crew/roles/ROLE.md).
 # [roles]

@@ -11,6 +11,7 @@ mod inline;
 mod merge;
 mod names;
 mod provision;
+mod queue_tree;
 mod scratch;
 mod task_commits;
 mod uncommitted;
@@ -27,6 +28,7 @@ pub use inline::{InlineChanges, inline_changes};
 pub use merge::MergeOutcome;
 pub use names::validate_name;
 pub use provision::{Skipped, current_branch, exclude_from_git};
+pub use queue_tree::{Landing, QueueTree, QueuedHead};
 pub use scratch::init_with_files;
 pub use worktree::{Worktree, WorktreeInfo, Worktrees};
 

@@ -179,15 +179,7 @@ impl Worktrees {
             .write_tree_to(repo)
             .and_then(|id| repo.find_tree(id))
             .context(|| format!("writing the merged tree of {head}"))?;
-        std::fs::create_dir_all(dir).map_err(super::error::io_error(dir))?;
-        let mut builder = git2::build::CheckoutBuilder::new();
-        builder
-            .target_dir(dir)
-            .force()
-            .recreate_missing(true)
-            .update_index(false);
-        repo.checkout_tree(tree.as_object(), Some(&mut builder))
-            .context(|| format!("writing the merged files into {}", dir.display()))?;
+        write_tree_into(repo, &tree, dir)?;
         Ok(Vec::new())
     }
 
@@ -310,11 +302,28 @@ fn merge_into(
     Ok(outcome)
 }
 
-fn oid(hex: &str) -> Result<Oid, GitError> {
+/// Writes the files of `tree` into the folder `dir` (created when missing), touching no index.
+pub(crate) fn write_tree_into(
+    repo: &Repository,
+    tree: &git2::Tree<'_>,
+    dir: &std::path::Path,
+) -> Result<(), GitError> {
+    std::fs::create_dir_all(dir).map_err(super::error::io_error(dir))?;
+    let mut builder = git2::build::CheckoutBuilder::new();
+    builder
+        .target_dir(dir)
+        .force()
+        .recreate_missing(true)
+        .update_index(false);
+    repo.checkout_tree(tree.as_object(), Some(&mut builder))
+        .context(|| format!("writing the files of {} into {}", tree.id(), dir.display()))
+}
+
+pub(crate) fn oid(hex: &str) -> Result<Oid, GitError> {
     Oid::from_str(hex).context(|| format!("invalid commit id {hex:?}"))
 }
 
-fn find(repo: &Repository, id: Oid) -> Result<git2::Commit<'_>, GitError> {
+pub(crate) fn find(repo: &Repository, id: Oid) -> Result<git2::Commit<'_>, GitError> {
     repo.find_commit(id)
         .context(|| format!("reading commit {id} in {}", display_dir(repo)))
 }

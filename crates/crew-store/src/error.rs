@@ -112,6 +112,12 @@ pub enum Refusal {
         limit: usize,
         setting: &'static str,
     },
+    #[error("{id} is already in the merge queue")]
+    AlreadyQueued { id: TaskId },
+    #[error("{id} is not in the merge queue")]
+    NotQueued { id: TaskId },
+    #[error("{id} is {state} in the merge queue; only a failed one is retried")]
+    NotFailedInQueue { id: TaskId, state: &'static str },
     #[error("{what} is one line; put the rest in the description")]
     NotOneLine { what: &'static str },
 }

@@ -11,6 +11,7 @@ pub mod limits;
 pub mod lock;
 pub mod mailbox;
 pub mod memory;
+pub mod merge_queue;
 pub mod message;
 
 pub mod requests;
@@ -32,6 +33,7 @@ pub use error::{Refusal, StoreError};
 pub use limits::Limits;
 pub use mailbox::{Batch, Entry, Mailboxes};
 pub use memory::{Memory, MemoryBook, MemoryDraft, MemoryError, MemoryScope, MemoryType};
+pub use merge_queue::{EntryState, MergeQueue, QueueEntry, QueueRun, QueueState, RunOutcome};
 pub use message::{Draft, Message};
 pub use requests::{RequestInfo, RequestState};
 pub use roster::{Roster, Teammate};

@@ -50,6 +50,11 @@ impl Workspace {
         Mailboxes::new(self.mailboxes_dir()).with_limits(self.limits)
     }
 
+    /// The merge queue, in `.crew/merge-queue.json`.
+    pub fn merge_queue(&self) -> crate::MergeQueue {
+        crate::MergeQueue::new(&self.crew_dir())
+    }
+
     pub fn agents(&self) -> AgentStatuses {
         AgentStatuses::new(self.crew_dir().join("agents"))
     }

@@ -81,8 +81,13 @@ request_timeout_secs = 600
 
 [worktree]
 # Finished tasks wait in the review queue for you (ctrl-r); `crew demo --headless` merges them
-# itself (`--merge auto`).
+# itself (`--merge auto`), or approves them into the merge queue (`--merge queue`).
 merge_when_done = false
+
+[merge_queue]
+# Tasks you approve (A in the review queue) land only once `sh test.sh` passes on what would
+# land; up to 4 are tested together (ctrl-r ctrl-r shows the queue).
+batch = 4
 "#;
 
 /// Creates the scratch repository at `dir` (which must be empty or absent).

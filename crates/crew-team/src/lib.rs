@@ -5,6 +5,7 @@
 
 pub mod claude_team;
 pub mod demo;
+pub mod merge_queue;
 pub mod review;
 pub mod run;
 pub mod tools;

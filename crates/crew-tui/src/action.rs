@@ -54,6 +54,10 @@ pub enum Action {
     Interrupt,
     Memories,
     StopTeam,
+    MergeQueue,
+    QueuePause,
+    QueueRemove,
+    QueueRetry,
 }
 
 /// (name in keymap files, action, help text)
@@ -97,7 +101,11 @@ pub(crate) const ACTIONS: &[(&str, Action, &str)] = &[
     ("history_next", Action::HistoryNext, "next sent message"),
     ("approve", Action::Approve, "approve the request"),
     ("deny", Action::Deny, "deny the request"),
-    ("always", Action::Always, "always allow this (adds a rule)"),
+    (
+        "always",
+        Action::Always,
+        "always allow this (adds a rule); on a review: approve into the merge queue",
+    ),
     ("add_task", Action::AddTask, "add a task"),
     ("release", Action::Release, "take the task back to the pool"),
     ("diff", Action::Diff, "review the teammate's diff"),
@@ -108,6 +116,22 @@ pub(crate) const ACTIONS: &[(&str, Action, &str)] = &[
     ("prev_hunk", Action::PrevHunk, "previous hunk"),
     ("side_by_side", Action::SideBySide, "unified / side by side"),
     ("merge", Action::Merge, "merge into the base branch"),
+    (
+        "merge_queue",
+        Action::MergeQueue,
+        "show / leave the merge queue",
+    ),
+    (
+        "queue_pause",
+        Action::QueuePause,
+        "pause / resume the merge queue",
+    ),
+    (
+        "queue_remove",
+        Action::QueueRemove,
+        "take the task out of the merge queue",
+    ),
+    ("queue_retry", Action::QueueRetry, "retry the failed task"),
     ("send_back", Action::SendBack, "send back with a note"),
     ("discard", Action::Discard, "discard the worktree"),
     ("confirm", Action::Confirm, "confirm"),

@@ -218,6 +218,33 @@ fn execute(root: &Path, team: &TeamConfig, effect: Effect) -> Option<Event> {
         Effect::LoadReviews => Some(Event::Reviews(
             review::list(&ws, team).map_err(|e| e.to_string()),
         )),
+        Effect::ApproveReview { id } => Some(Event::Done(
+            review::approve(&ws, team, id, &USER).map_err(|e| e.to_string()),
+        )),
+        Effect::LoadQueue => Some(Event::Queue(load_queue(&ws).map_err(|e| e.to_string()))),
+        Effect::PauseQueue { paused } => Some(Event::Done(
+            ws.merge_queue()
+                .set_paused(paused)
+                .map(|()| {
+                    if paused {
+                        "merge queue paused: no new test run starts".to_string()
+                    } else {
+                        "merge queue resumed".to_string()
+                    }
+                })
+                .map_err(|e| e.to_string()),
+        )),
+        Effect::RemoveFromQueue { id } => Some(Event::Done(
+            ws.merge_queue()
+                .remove(id)
+                .map(|_| format!("{id} taken out of the merge queue; it stays in review"))
+                .map_err(|e| e.to_string()),
+        )),
+        Effect::RetryInQueue { id } => Some(Event::Done(
+            crew_team::merge_queue::retry(&ws, id)
+                .map(|()| format!("{id} waits in the merge queue again"))
+                .map_err(|e| e.to_string()),
+        )),
         Effect::MergeReview { id } => Some(Event::Done(
             review::merge(&ws, team, id, &USER).map_err(|e| e.to_string()),
         )),
@@ -335,4 +362,31 @@ pub(crate) fn highlight(highlighter: &Highlighter, effect: Effect) -> Option<Eve
         }),
         _ => None,
     }
+}
+
+/// Bytes of the test's output the queue's view reads (its end).
+const QUEUE_OUTPUT_BYTES: u64 = 16 * 1024;
+
+/// The queue, its tasks' subjects, and the end of the test's output.
+fn load_queue(ws: &Workspace) -> Result<crate::queue_view::QueueSnapshot, crew_store::StoreError> {
+    use std::io::{Read, Seek, SeekFrom};
+    let queue = ws.merge_queue().load()?;
+    let subjects = queue
+        .entries
+        .iter()
+        .filter_map(|e| Some((e.id, ws.tasks().read(e.id).ok()?.subject)))
+        .collect();
+    let mut output = String::new();
+    if let Ok(mut file) = std::fs::File::open(crew_team::merge_queue::output_log(ws)) {
+        let len = file.metadata().map_or(0, |m| m.len());
+        let _ = file.seek(SeekFrom::Start(len.saturating_sub(QUEUE_OUTPUT_BYTES)));
+        let mut bytes = Vec::new();
+        let _ = file.read_to_end(&mut bytes);
+        output = String::from_utf8_lossy(&bytes).into_owned();
+    }
+    Ok(crate::queue_view::QueueSnapshot {
+        queue,
+        subjects,
+        output,
+    })
 }

@@ -28,6 +28,8 @@ pub enum Event {
         result: Result<WorktreeDiff, String>,
     },
     Reviews(Result<Vec<Review>, String>),
+    /// The merge queue as loaded for its view.
+    Queue(Result<crate::queue_view::QueueSnapshot, String>),
     FileHighlighted {
         name: AgentName,
         file: usize,
@@ -106,6 +108,20 @@ pub enum Effect {
         task: Option<TaskId>,
     },
     LoadReviews,
+    /// Approve a task in review into the merge queue.
+    ApproveReview {
+        id: TaskId,
+    },
+    LoadQueue,
+    PauseQueue {
+        paused: bool,
+    },
+    RemoveFromQueue {
+        id: TaskId,
+    },
+    RetryInQueue {
+        id: TaskId,
+    },
     MergeReview {
         id: TaskId,
     },

@@ -31,6 +31,7 @@ pub enum Mode {
     Confirm,
     Help,
     Memory,
+    Queue,
 }
 
 pub(crate) const MODES: &[(&str, Mode)] = &[
@@ -45,6 +46,7 @@ pub(crate) const MODES: &[(&str, Mode)] = &[
     ("confirm", Mode::Confirm),
     ("help", Mode::Help),
     ("memory", Mode::Memory),
+    ("queue", Mode::Queue),
 ];
 
 impl Mode {
@@ -101,10 +103,11 @@ pub(crate) struct KeymapFile {
     confirm: Table,
     help: Table,
     memory: Table,
+    queue: Table,
 }
 
 impl KeymapFile {
-    fn tables(&self) -> [(Mode, &Table); 11] {
+    fn tables(&self) -> [(Mode, &Table); 12] {
         [
             (Mode::Global, &self.global),
             (Mode::Lead, &self.lead),
@@ -117,6 +120,7 @@ impl KeymapFile {
             (Mode::Confirm, &self.confirm),
             (Mode::Help, &self.help),
             (Mode::Memory, &self.memory),
+            (Mode::Queue, &self.queue),
         ]
     }
 }

@@ -20,6 +20,7 @@ pub mod memories;
 pub mod navigate;
 pub mod presets;
 pub mod proposal;
+pub mod queue_view;
 pub mod render;
 pub mod review;
 pub mod runtime;

@@ -110,7 +110,7 @@ pub fn run(root: &Path, options: Options) -> anyhow::Result<()> {
         for effect in effects {
             if state.attached.is_some() && !attached_may(&effect) {
                 // Nothing to review in another tool's team; the rest is said to be read-only.
-                if !matches!(effect, Effect::LoadReviews) {
+                if !matches!(effect, Effect::LoadReviews | Effect::LoadQueue) {
                     let refused = Event::Done(Err(
                         "read-only: attached to another tool's team, only its requests can be answered here".into(),
                     ));

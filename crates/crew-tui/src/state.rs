@@ -12,6 +12,7 @@ use crate::highlight::Segments;
 use crate::keymap::{Keymap, Mode};
 use crate::keys::Chord;
 use crate::memories::MemoryView;
+use crate::queue_view::QueueView;
 use crate::theme::Theme;
 use crate::warning::Warning;
 use crate::workspace_view::WorkspaceView;
@@ -164,6 +165,8 @@ pub struct AppState {
     pub history_pos: Option<usize>,
     pub overlay: Option<Overlay>,
     pub diff: Option<DiffView>,
+    /// The merge queue's view, when open.
+    pub queue: Option<QueueView>,
     pub pending_keys: Vec<Chord>,
     pub status: Option<(Level, String)>,
     pub warnings: Vec<Warning>,
@@ -209,6 +212,7 @@ impl AppState {
             history_pos: None,
             overlay: None,
             diff: None,
+            queue: None,
             pending_keys: Vec::new(),
             status: None,
             warnings: Vec::new(),
@@ -245,6 +249,7 @@ impl AppState {
             // The stop's progress view: confirming forces the stop.
             None if self.stopping().is_some() => Mode::Confirm,
             None if self.diff.is_some() => Mode::Diff,
+            None if self.queue.is_some() => Mode::Queue,
             None => self.focus.mode(),
         }
     }

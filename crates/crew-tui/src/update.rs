@@ -15,6 +15,7 @@ use crate::layout::{areas, tab_cells};
 use crate::memories;
 use crate::navigate::{focus_step, move_selection};
 use crate::proposal;
+use crate::queue_view;
 use crate::render::tab_labels;
 use crate::review::{
     act_diff, answer_review, discarded, highlight_current, merged, open_diff, open_review,
@@ -34,6 +35,14 @@ pub fn update(state: &mut AppState, event: Event) -> Vec<Effect> {
         Event::Tick(now) => {
             state.now = now;
             state.workspace.tick(now);
+            // The queue's view follows the test as it runs.
+            if state.queue.is_some() {
+                return vec![Effect::LoadQueue];
+            }
+            Vec::new()
+        }
+        Event::Queue(snapshot) => {
+            queue_view::loaded(state, snapshot);
             Vec::new()
         }
         Event::Data(changes) => on_data(state, changes),
@@ -254,6 +263,9 @@ fn act(state: &mut AppState, action: Action) -> Vec<Effect> {
     if state.diff.is_some() {
         return act_diff(state, action);
     }
+    if state.queue.is_some() {
+        return queue_view::act(state, action);
+    }
     match action {
         Action::Quit => state.quit = true,
         Action::StopTeam if state.daemon.is_some() => {
@@ -283,6 +295,10 @@ fn act(state: &mut AppState, action: Action) -> Vec<Effect> {
         Action::Open if state.focus == Pane::Tasks => state.task_open = !state.task_open,
         Action::Open if state.focus == Pane::Teammates => return open_diff(state),
         Action::Open if state.focus == Pane::Approvals => return open_review(state),
+        Action::MergeQueue => return queue_view::open(state),
+        Action::Always if let Some(id) = state.selected_review().map(|r| r.id) => {
+            return queue_view::approve(state, id);
+        }
         Action::Merge | Action::SendBack | Action::Discard if state.focus == Pane::Approvals => {
             match state.selected_review().map(|r| r.id) {
                 Some(id) => return answer_review(state, id, action),

@@ -343,3 +343,77 @@ fn merge_from_the_diff_shows_the_result_there_and_a_narrow_diff_keeps_its_way_ou
     assert!(screen.contains("task_1 merged into main"), "{screen}");
     assert_eq!(status_of(dir.path(), 1).0, Status::Completed);
 }
+
+#[test]
+fn a_approves_a_review_into_the_merge_queue_and_ctrl_r_again_shows_the_queue() {
+    let dir = repo_with_review();
+    let mut h = Harness::new(dir.path());
+    h.press(&["ctrl-r", "A"]);
+    assert!(
+        h.status().contains("task_1 approved into the merge queue"),
+        "{}",
+        h.status()
+    );
+    let queue = Workspace::new(dir.path()).merge_queue();
+    let entry = queue.load().unwrap().entries[0].clone();
+    assert_eq!(
+        (entry.id, entry.state),
+        (TaskId(1), crew_store::EntryState::Waiting)
+    );
+    assert_eq!(
+        status_of(dir.path(), 1).0,
+        Status::Review,
+        "approving merges nothing by itself"
+    );
+
+    h.press(&["ctrl-r"]);
+    let view = h.state.queue.as_ref().expect("the queue's view is open");
+    assert_eq!(view.selected_id(), Some(TaskId(1)));
+    h.press(&["p"]);
+    assert!(queue.load().unwrap().paused, "{}", h.status());
+    h.press(&["p"]);
+    assert!(!queue.load().unwrap().paused, "{}", h.status());
+    h.press(&["x"]);
+    assert!(
+        h.status().contains("taken out of the merge queue"),
+        "{}",
+        h.status()
+    );
+    assert!(queue.load().unwrap().active().next().is_none());
+    h.press(&["esc"]);
+    assert!(h.state.queue.is_none());
+    assert_eq!(h.state.focus, Pane::Approvals);
+}
+
+#[test]
+fn the_merge_queue_view_shows_states_times_runs_and_the_live_output() {
+    use crew_store::{EntryState, QueueRun, RunOutcome};
+    let dir = repo_with_review();
+    let mut h = Harness::new(dir.path());
+    h.press(&["ctrl-r", "A", "ctrl-r"]);
+    let at = "2026-01-01T00:00:00Z";
+    h.state.now = humantime::parse_rfc3339(at).unwrap() + std::time::Duration::from_secs(12);
+    let view = h.state.queue.as_mut().unwrap();
+    let Some(Ok(snapshot)) = view.snapshot.as_mut() else {
+        panic!("not loaded: {:?}", view.snapshot);
+    };
+    let mut merged = snapshot.queue.entries[0].clone();
+    merged.id = TaskId(7);
+    merged.state = EntryState::Merged;
+    merged.note = Some("merge queue: tested on main".into());
+    snapshot.subjects.insert(TaskId(7), "Add a lexer".into());
+    snapshot.queue.entries.insert(0, merged);
+    for e in &mut snapshot.queue.entries {
+        e.updated_at = at.into();
+    }
+    snapshot.queue.entries[1].state = EntryState::Testing;
+    snapshot.queue.runs.push(QueueRun {
+        tasks: vec![TaskId(7)],
+        base: "abc".into(),
+        started_at: at.into(),
+        millis: 1500,
+        outcome: RunOutcome::Passed,
+    });
+    snapshot.output = "running 2 tests\ntest parse ... ok\n".into();
+    insta::assert_snapshot!("merge_queue_view", stable_screen(&mut h));
+}

@@ -149,6 +149,72 @@ fn merge_said(
     Ok(text)
 }
 
+/// The person approves the task's diff into the merge queue: it merges once the tests pass on
+/// what would land (see `merge_queue`). Changes that govern the team are refused: only the
+/// person's own merge takes those.
+pub fn approve(
+    workspace: &Workspace,
+    config: &TeamConfig,
+    id: TaskId,
+    by: &AgentName,
+) -> Result<String, ReviewError> {
+    let task = in_review(workspace, id)?;
+    let commits = commits_of(&task)?;
+    let trees = Worktrees::open(workspace.root())?;
+    let files = protected_in_merge(&trees, config, &commits.head)?;
+    if !files.is_empty() {
+        return Err(ReviewError::Protected { id, files });
+    }
+    let queue = workspace.merge_queue();
+    queue.approve(id, &commits.head, by)?;
+    let place = queue.load()?.active().count();
+    let text = format!(
+        "{id} approved into the merge queue by {by} (place {place}); it merges into {} once the \
+         tests pass",
+        config.team.base_branch
+    );
+    tell_lead(workspace, config, by, text.clone())?;
+    Ok(text)
+}
+
+/// The changed files that govern the team among what merging `head` brings in (the whole
+/// branch: earlier tasks' unmerged commits count too).
+pub(crate) fn protected_in_merge(
+    trees: &Worktrees,
+    config: &TeamConfig,
+    head: &str,
+) -> Result<Vec<String>, ReviewError> {
+    let files = trees.merge_paths(head, &config.team.base_branch)?;
+    Ok(protected_files(&files, config))
+}
+
+/// The merge queue moved the base to a tested commit holding `ids`: each is `completed` (and
+/// any earlier task of the same branch that came along), the lead is told; what was said.
+pub(crate) fn mark_landed(
+    workspace: &Workspace,
+    config: &TeamConfig,
+    ids: &[TaskId],
+    how: &str,
+) -> Result<String, ReviewError> {
+    for id in ids {
+        workspace.tasks().mark_merged(*id, &USER, how)?;
+    }
+    let mut also = Vec::new();
+    for id in ids {
+        also.extend(mark_came_along(workspace, config, *id, &USER)?);
+    }
+    let mut text = format!(
+        "{} merged into {} ({how})",
+        joined(ids, ", "),
+        config.team.base_branch
+    );
+    if !also.is_empty() {
+        text.push_str(&format!("; with them {}", joined(&also, ", ")));
+    }
+    tell_lead(workspace, config, &USER, text.clone())?;
+    Ok(text)
+}
+
 /// Marks `completed` every task in review whose commits the base branch now holds (they came
 /// along with the merge of `merged`, an earlier task of the same branch); their ids.
 pub(crate) fn mark_came_along(

@@ -8,6 +8,7 @@ use std::sync::atomic::AtomicBool;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::merge_queue::QueueRunner;
 use crate::review;
 use crate::run::supervisor::{Supervisor, SupervisorError, TeamEvent};
 use crate::run::worker::{Canceller, ExitReason, JobReport, Worker, WorkerSettings};
@@ -33,6 +34,9 @@ pub enum MergePolicy {
     Auto,
     /// Waits, like a permission request, for `crew review merge` from another terminal.
     Manual,
+    /// Approved into the merge queue at once: merged only when the tests pass on what would
+    /// land (changes to what governs the team still wait for the person).
+    Queue,
 }
 
 /// Something that happened, for the caller to show.
@@ -53,6 +57,10 @@ pub enum Happening {
     /// A review was merged (by the merge policy) or could not be: what was said about it.
     Reviewed {
         id: TaskId,
+        text: String,
+    },
+    /// The merge queue tested, landed or sent back tasks: what it said.
+    Queue {
         text: String,
     },
 }
@@ -97,6 +105,8 @@ pub struct TeamRun {
     /// Ends the lead's turn when a stop cannot wait for it.
     lead_cancel: Canceller,
     lead_turns: Receiver<JobReport>,
+    /// Tests and lands what the person approved (and, with `--merge queue`, every review).
+    queue: Option<QueueRunner>,
     pub events: Vec<Happening>,
 }
 
@@ -151,6 +161,7 @@ impl TeamRun {
                 pid,
             }));
         }
+        let (workspace_for_queue, queue_config) = (workspace.clone(), config.clone());
         Ok(TeamRun {
             workspace,
             config,
@@ -161,6 +172,7 @@ impl TeamRun {
             lead: Some(lead),
             lead_cancel,
             lead_turns,
+            queue: Some(QueueRunner::start(workspace_for_queue, queue_config)),
             events,
         })
     }
@@ -210,8 +222,18 @@ impl TeamRun {
         if let Some(policy) = self.policy {
             new.extend(self.answer_pending(policy)?);
         }
-        if self.merge == MergePolicy::Auto {
-            new.extend(self.merge_reviews());
+        match self.merge {
+            MergePolicy::Auto => new.extend(self.merge_reviews()),
+            MergePolicy::Queue => new.extend(self.approve_reviews()),
+            MergePolicy::Manual => {}
+        }
+        if let Some(queue) = &self.queue {
+            new.extend(
+                queue
+                    .said()
+                    .into_iter()
+                    .map(|text| Happening::Queue { text }),
+            );
         }
         self.events.extend(new.iter().cloned());
         Ok(new)
@@ -293,6 +315,42 @@ impl TeamRun {
         out
     }
 
+    /// `--merge queue`: every task entering review is approved into the merge queue, as the
+    /// person would; one that cannot be (crew.toml or CI changed) waits for the person.
+    fn approve_reviews(&mut self) -> Vec<Happening> {
+        let (reviews, queued) = match (
+            review::list(&self.workspace, &self.config),
+            self.workspace.merge_queue().load(),
+        ) {
+            (Ok(reviews), Ok(queued)) => (reviews, queued),
+            (Err(e), _) => {
+                tracing::warn!("reviews not read: {e}");
+                return Vec::new();
+            }
+            (_, Err(e)) => {
+                tracing::warn!("merge queue not read: {e}");
+                return Vec::new();
+            }
+        };
+        let mut out = Vec::new();
+        for r in reviews {
+            // Once per head: a task the queue refused waits for the person's `retry`.
+            let seen = queued.entry(r.id).is_some_and(|e| e.head == r.head);
+            if seen || self.left_for_person.contains(&r.id) {
+                continue;
+            }
+            let text = match review::approve(&self.workspace, &self.config, r.id, &USER) {
+                Ok(text) => format!("{text} (--merge queue)"),
+                Err(e) => {
+                    self.left_for_person.insert(r.id);
+                    format!("{e}; it waits for the person")
+                }
+            };
+            out.push(Happening::Reviewed { id: r.id, text });
+        }
+        out
+    }
+
     /// Waits for the next change in the inboxes or tasks, at most `max`.
     pub fn wait(&self, watcher: &crew_store::DirWatcher, max: Duration) {
         watcher.wait(max);
@@ -329,6 +387,8 @@ impl TeamRun {
     ) -> Result<Vec<Happening>, StoreError> {
         // One grace period for everyone: the lead's counts from the stop's start too.
         let deadline = Instant::now() + grace;
+        // A test in progress ends; its tasks wait in the queue for the next start.
+        drop(self.queue.take());
         let teammates = self.teammates();
         let mut forced = false;
         let mut out: Vec<Happening> = self

@@ -9,6 +9,7 @@ pub(crate) mod lead;
 mod mailboxes;
 pub(crate) mod memories;
 pub(crate) mod overlay;
+mod queue;
 mod tasks;
 pub(crate) mod teammates;
 
@@ -48,9 +49,10 @@ pub fn render(state: &AppState, frame: &mut Frame) {
     if let Some(tabs) = areas.tabs {
         render_tabs(state, frame, tabs);
     }
-    match &state.diff {
-        Some(view) => diff::render(state, view, frame, areas.body),
-        None => {
+    match (&state.diff, &state.queue) {
+        (Some(view), _) => diff::render(state, view, frame, areas.body),
+        (None, Some(view)) => queue::render(state, view, frame, areas.body),
+        (None, None) => {
             for (pane, rect) in &areas.panes {
                 render_pane(state, *pane, frame, *rect);
             }
@@ -145,7 +147,7 @@ fn render_status(state: &AppState, frame: &mut Frame, area: Rect) {
 
 /// A pane's frame: highlighted when focused.
 pub(crate) fn pane_block<'a>(state: &AppState, pane: Pane, title: Line<'a>) -> Block<'a> {
-    let focused = state.focus == pane && state.diff.is_none();
+    let focused = state.focus == pane && state.diff.is_none() && state.queue.is_none();
     let theme = &state.theme;
     let (border, title_style) = if focused {
         (theme.style("border.focus"), theme.style("title.focus"))
