@@ -15,6 +15,7 @@ mod cli_untrusted_text;
 mod mcp_server;
 mod sandbox;
 mod security_person;
+mod security_policy;
 mod store_crash;
 mod store_stress;
 mod team_bash_bypass;

@@ -7,7 +7,7 @@ use crate::dag::Graph;
 use crate::lock::{try_with_lock, with_lock};
 use crate::task::{Status, Task};
 use crate::tasks::TaskStore;
-use crate::{Refusal, StoreError, Teammate};
+use crate::{Actor, Refusal, StoreError, Teammate};
 use crew_protocol::AgentName;
 use crew_protocol::TaskId;
 
@@ -189,12 +189,19 @@ impl TaskStore {
     /// only `to` may claim it (when its blockers are done). Taking a task from a worker still
     /// on it is allowed (the person decides); that worker's finish is then refused. A failed
     /// task can be handed out again; a completed one cannot.
+    /// Only the lead and the person hand tasks out.
     pub fn assign(
         &self,
         id: TaskId,
         to: Option<Claimant<'_>>,
-        by: &AgentName,
+        by: Actor<'_>,
     ) -> Result<Task, StoreError> {
+        let by = by.steers().then(|| by.name()).ok_or_else(|| Refusal::NotAllowed {
+            id,
+            who: by.name().clone(),
+            field: "owner",
+            rule: "only the lead or the person assigns tasks; claim_task takes one for yourself",
+        })?;
         self.modify(id, |task| {
             if task.status == Status::Completed {
                 return Err(Refusal::AlreadyCompleted { id: task.id }.into());
@@ -258,7 +265,32 @@ impl TaskStore {
         Ok(released)
     }
 
+    /// The owner `by` finished its task. A writing teammate's task is refused: its commits
+    /// wait for review, and only their merge completes it (invariant 8).
     pub fn complete(
+        &self,
+        id: TaskId,
+        by: Actor<'_>,
+        result: Option<String>,
+    ) -> Result<Task, StoreError> {
+        if let Actor::Teammate { writes: true, .. } = by {
+            return Err(Refusal::NeedsReview { id }.into());
+        }
+        self.complete_unreviewed(id, by.name(), result)
+    }
+
+    /// A task of which nothing waits for review (its work added no commit, or was merged at
+    /// once): crew's worker (never a tool) completes it as its owner after committing.
+    pub fn complete_with_nothing_to_review(
+        &self,
+        id: TaskId,
+        who: &AgentName,
+        result: Option<String>,
+    ) -> Result<Task, StoreError> {
+        self.complete_unreviewed(id, who, result)
+    }
+
+    fn complete_unreviewed(
         &self,
         id: TaskId,
         who: &AgentName,
@@ -357,7 +389,6 @@ fn role_fits(task: &Task, who: Claimant<'_>) -> bool {
 mod tests {
     use super::*;
     use crate::NewTask;
-    use crate::USER;
 
     #[test]
     fn a_dead_workers_claimed_and_assigned_tasks_all_go_back_to_the_pool() {
@@ -377,7 +408,7 @@ mod tests {
             role: None,
         };
         store.claim(TaskId(1), ghost).unwrap();
-        store.assign(TaskId(2), Some(ghost), &USER).unwrap();
+        store.assign(TaskId(2), Some(ghost), Actor::Person).unwrap();
         let bob = "bob".parse().unwrap();
         let other = Claimant {
             name: &bob,
