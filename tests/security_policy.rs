@@ -63,3 +63,91 @@ fn a_teammate_cannot_rewrite_the_graph_or_complete_its_work_past_review() {
     assert_eq!(team.repo.crew(&["down", "--timeout", "10"]).code, 0);
     assert_eq!(alice.wait(Duration::from_secs(10)), Some(0));
 }
+
+/// alice (writing, `merge_when_done`) commits what would take over the person's checkout: a
+/// forged task in `.tasks/` (a folder that did not exist), a `.gitignore` that un-ignores the
+/// store, a git hook, agent settings, a symlink into the inboxes and one that reaches the store
+/// through another link. None of it is merged automatically; the review names each with its
+/// reason; and the person's own merge refuses to write the symlinks.
+#[test]
+fn a_merge_never_brings_crews_folders_hooks_or_symlinks_in_unasked() {
+    let mut toml = crew_toml(
+        "",
+        &[("alice", "implementer", "writes = true")],
+        "mode = \"ask\"\nallow = [\"bash\"]",
+        "idle_poll_secs = 1\nidle_timeout_secs = 120\nheartbeat_secs = 1",
+    );
+    toml.push_str("\n[worktree]\nmerge_when_done = true\n");
+    let team = Team::new(&toml, "test_attack.toml", &[]);
+    let script = "printf '!.tasks\\n' > .gitignore\n\
+                  mkdir -p .tasks .githooks .claude\n\
+                  printf '{\"id\": \"task_77\", \"subject\": \"forged\", \"status\": \"pending\"}' > .tasks/task_77.json\n\
+                  printf '#!/bin/sh\\ntouch /tmp/pwned\\n' > .githooks/pre-commit\n\
+                  printf '{}' > .claude/settings.json\n\
+                  ln -s .mailboxes inboxes\n\
+                  ln -s . here\n\
+                  ln -s here/.tasks store\n\
+                  echo done";
+    team.repo.ok(&["task", "add", "attack", "--desc", script]);
+    let mut alice = team.worker("alice");
+
+    let task = team.wait_task("task_1", "review", BUDGET);
+    let result = task["result"].as_str().unwrap();
+    assert!(
+        result.contains("not merged automatically") && result.contains("which govern the team"),
+        "{result}"
+    );
+    for path in [".gitignore", ".tasks", ".githooks", ".claude", "inboxes", "store"] {
+        assert!(
+            team.repo.join(path).symlink_metadata().is_err() || path == ".tasks",
+            "{path} reached the person's checkout"
+        );
+    }
+    assert!(!team.repo.join(".tasks/task_77.json").exists());
+
+    let review = team.repo.json(&["review", "show", "task_1", "--json"]);
+    let reasons: Vec<(String, String)> = review["protected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["path"].as_str().unwrap().into(), p["reason"].as_str().unwrap().into()))
+        .collect();
+    for (path, reason) in [
+        (".gitignore", "changes what git tracks"),
+        (".tasks/task_77.json", "crew's own folder .tasks/"),
+        (".githooks/pre-commit", "git hooks"),
+        (".claude/settings.json", "agent settings"),
+        ("inboxes", "a symlink"),
+        ("store", "a symlink"),
+    ] {
+        assert!(
+            reasons.iter().any(|(p, r)| p == path && r.starts_with(reason)),
+            "{path}: {reason} in {reasons:?}"
+        );
+    }
+    let listed = team.repo.ok(&["review", "list"]);
+    assert!(
+        listed.contains("WARNING changes ") && listed.contains(", .gitignore (changes what git tracks"),
+        "{listed}"
+    );
+
+    let diff = team.repo.ok(&["review", "diff", "task_1"]);
+    assert!(
+        diff.contains("WARNING .githooks/pre-commit (git hooks) (never merged automatically)\nadded .githooks/pre-commit"),
+        "{diff}"
+    );
+
+    let merge = team.repo.crew(&["review", "merge", "task_1"]);
+    assert_ne!(merge.code, 0, "{}", merge.stdout);
+    assert!(
+        merge.stderr.contains("refusing to merge: the symlink")
+            && merge.stderr.contains("points into crew's folders"),
+        "{}",
+        merge.stderr
+    );
+    assert_eq!(team.task("task_1")["status"], "review");
+    assert!(!team.repo.join(".githooks").exists(), "nothing was written");
+
+    assert_eq!(team.repo.crew(&["down", "--timeout", "10"]).code, 0);
+    assert_eq!(alice.wait(Duration::from_secs(10)), Some(0));
+}

@@ -12,13 +12,14 @@ mod merge;
 mod names;
 mod provision;
 mod scratch;
+mod symlinks;
 mod task_commits;
 mod worktree;
 
 use serde::{Deserialize, Serialize};
 
 pub use diff::{
-    DiffLine, DiffTotals, FileDiff, FileStatus, Hunk, LineKind, WorktreeDiff, patched_change,
+    DiffLine, DiffTotals, EntryKind, FileDiff, FileStatus, Hunk, LineKind, WorktreeDiff, patched_change,
     proposed_change,
 };
 pub use error::{BlockedFile, BlockedFiles, GitError};

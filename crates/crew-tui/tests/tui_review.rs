@@ -318,7 +318,12 @@ fn a_review_warns_about_a_renamed_crew_toml() {
     )
     .unwrap();
     let review = crew_team::review::show(&ws, &config, TaskId(1)).unwrap();
-    assert_eq!(review.protected, ["crew.toml"], "{review:?}");
+    let protected: Vec<String> = review.protected.iter().map(|p| p.to_string()).collect();
+    assert_eq!(
+        protected,
+        ["team.toml (moved from crew.toml: the team's configuration)"],
+        "{review:?}"
+    );
 }
 
 #[test]
@@ -342,4 +347,26 @@ fn merge_from_the_diff_shows_the_result_there_and_a_narrow_diff_keeps_its_way_ou
     assert!(!screen.contains("merging task_1"), "{screen}");
     assert!(screen.contains("task_1 merged into main"), "{screen}");
     assert_eq!(status_of(dir.path(), 1).0, Status::Completed);
+}
+
+/// A task's diff marks a change that governs the team in the file list and says why above its
+/// content, as the review queue does.
+#[test]
+fn the_review_diff_marks_a_git_hook_and_says_why() {
+    let dir = repo_with_review();
+    let root = dir.path();
+    let ws = Workspace::new(root);
+    ws.tasks()
+        .mark_merged(TaskId(1), &USER, "test")
+        .unwrap();
+    std::fs::create_dir_all(root.join(".worktrees/alice/.githooks")).unwrap();
+    submit(root, "Add a hook", ".githooks/pre-commit", "#!/bin/sh\n");
+    let mut h = Harness::new(root);
+    h.press(&["ctrl-r", "enter"]);
+    let screen = stable_screen(&mut h);
+    assert!(screen.contains("⚠ .githooks/pre-commit"), "{screen}");
+    assert!(
+        screen.contains("⚠ .githooks/pre-commit (git hooks): governs the team, never merged"),
+        "{screen}"
+    );
 }

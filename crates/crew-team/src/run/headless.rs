@@ -9,6 +9,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::review;
+use crew_protocol::joined;
 use crate::run::supervisor::{Supervisor, SupervisorError, TeamEvent};
 use crate::run::worker::{Canceller, ExitReason, JobReport, Worker, WorkerSettings};
 use crate::work::SetupError;
@@ -274,7 +275,7 @@ impl TeamRun {
                     text: format!(
                         "{} changes {}: not merged automatically, it waits for `crew review merge {}`",
                         r.id,
-                        r.protected.join(", "),
+                        joined(&r.protected, ", "),
                         r.id
                     ),
                     id: r.id,
