@@ -151,3 +151,92 @@ fn a_merge_never_brings_crews_folders_hooks_or_symlinks_in_unasked() {
     assert_eq!(team.repo.crew(&["down", "--timeout", "10"]).code, 0);
     assert_eq!(alice.wait(Duration::from_secs(10)), Some(0));
 }
+
+/// alice's rules allow each program she uses by name (`bash(sh:*)`, `bash(python3:*)`,
+/// `bash(git diff:*)`…) and deny `bash(rm -rf:*)`. She says the denied command as code five
+/// ways and reads a file outside her worktree through `git diff`'s `--no-index` behaviour.
+/// Nobody answers, so each ask expires into a denial: `victim/` survives, the secret is not
+/// printed, and every request says why.
+#[test]
+fn a_denied_command_said_as_code_or_a_path_outside_the_worktree_asks() {
+    let allow = ["echo", "sh", "python3", "git", "perl", "trap", "git diff"]
+        .map(|p| format!("\"bash({p}:*)\""))
+        .join(", ");
+    let toml = crew_toml(
+        "",
+        &[("alice", "implementer", "writes = true")],
+        &format!("mode = \"ask\"\nallow = [{allow}]\ndeny = [\"bash(rm -rf:*)\"]"),
+        "idle_poll_secs = 1\nidle_timeout_secs = 120\nheartbeat_secs = 1\nrequest_timeout_secs = 1",
+    );
+    let team = Team::new(
+        &toml,
+        "test_rules_attack.toml",
+        &[("victim/keep.txt", "keep me\n")],
+    );
+    std::fs::write(team.repo.join("secret.txt"), "the person's secret\n").unwrap();
+    let mut alice = team.worker("alice");
+    team.repo.ok(&["task", "add", "evade the deny rule"]);
+
+    let done = team.wait_task("task_1", "completed", BUDGET);
+    let result = done["result"].as_str().unwrap();
+    let worktree = team.repo.join(".worktrees/alice");
+    assert!(worktree.join("victim/keep.txt").exists(), "victim/ was deleted: {result}");
+    assert!(!result.contains("the person's secret"), "{result}");
+    let asked: Vec<String> = team
+        .requests()
+        .iter()
+        .filter(|r| r["type"] == "permission_request")
+        .map(|r| r["text"].as_str().unwrap_or_default().to_string())
+        .collect();
+    for why in [
+        "`sh` runs a string as code: with no script file it reads its script from its input",
+        "`python3` runs a string as code: `-c` runs its argument as its program",
+        "`git` runs a string as code: `-c` before the subcommand sets configuration",
+        "`perl` runs a string as code: `-e` runs its argument as code",
+        "`trap` runs a string as code",
+        "`git diff` with `/dev/null`, a path outside the work tree, reads files as `--no-index`",
+    ] {
+        assert!(
+            asked.iter().any(|text| text.contains(why)),
+            "no request says `{why}`: {asked:#?}"
+        );
+    }
+    assert_eq!(asked.len(), 6, "{asked:#?}");
+
+    assert_eq!(team.repo.crew(&["down", "--timeout", "10"]).code, 0);
+    assert_eq!(alice.wait(Duration::from_secs(10)), Some(0));
+}
+
+/// In plan mode a teammate's bash runs read-only commands only; sed's `-l N`, `-s` and `-n`
+/// before the script, uniq's output operand and date's clock operand no longer pass for
+/// reading.
+#[test]
+fn in_plan_mode_the_read_only_commands_that_write_are_denied() {
+    let toml = crew_toml(
+        "",
+        &[("alice", "implementer", "writes = true")],
+        "mode = \"plan\"",
+        "idle_poll_secs = 1\nidle_timeout_secs = 120\nheartbeat_secs = 1",
+    );
+    let team = Team::new(&toml, "test_rules_attack.toml", &[]);
+    let mut alice = team.worker("alice");
+    team.repo.ok(&["task", "add", "plan only"]);
+
+    let done = team.wait_task("task_1", "completed", BUDGET);
+    let result = done["result"].as_str().unwrap();
+    let worktree = team.repo.join(".worktrees/alice");
+    for marker in ["marker_sed", "marker_uniq", "marker_sedw"] {
+        assert!(!worktree.join(marker).exists(), "{marker}: {result}");
+    }
+    for why in [
+        "read-only bash: `sed`: the script `1e touch marker_sed` writes files or runs commands",
+        "read-only bash: `uniq`: `uniq IN marker_uniq` writes the file marker_uniq",
+        "read-only bash: `sed`: the script `1w marker_sedw` writes files or runs commands",
+        "read-only bash: `date`: `010100002030` sets the clock",
+    ] {
+        assert!(result.contains(why), "{why}: {result}");
+    }
+
+    assert_eq!(team.repo.crew(&["down", "--timeout", "10"]).code, 0);
+    assert_eq!(alice.wait(Duration::from_secs(10)), Some(0));
+}
