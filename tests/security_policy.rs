@@ -240,3 +240,57 @@ fn in_plan_mode_the_read_only_commands_that_write_are_denied() {
     assert_eq!(team.repo.crew(&["down", "--timeout", "10"]).code, 0);
     assert_eq!(alice.wait(Duration::from_secs(10)), Some(0));
 }
+
+/// A headless team's progress lines (`crew up --headless --json`) quote what agents wrote: a
+/// task subject (the lead's) carrying 8-bit OSC 52 and OSC 0 sequences and a bidirectional
+/// override, and a file name (a teammate's) with an escape sequence that the review reports. JSON escapes the 7-bit
+/// controls itself; the 8-bit ones and the override are written as `\u` escapes too, so no
+/// byte of it reaches the terminal raw, and each line still reads back as the exact text.
+#[test]
+fn a_headless_team_prints_no_raw_control_from_a_teammate() {
+    let toml = crew_toml(
+        "",
+        &[("alice", "implementer", "writes = true")],
+        "mode = \"accept-edits\"",
+        "idle_poll_secs = 1\nidle_timeout_secs = 120\nheartbeat_secs = 1",
+    );
+    let team = Team::new(&toml, "test_terminal_attack.toml", &[]);
+    team.repo.ok(&["task", "add", "forge"]);
+    let mut up = team.spawn(
+        "up",
+        &[
+            "up", "--headless", "--json", "--merge", "auto", "--simulator", "--goal", "go",
+        ],
+    );
+    let log = team.repo.join(".crew/test-up.log");
+    let printed = crew_test_support::wait::eventually("the review's line", BUDGET, || {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        (text.contains("\"type\":\"review\"") && text.contains("later")).then_some(text)
+    });
+    for c in printed.chars() {
+        let raw_control = c != '\n' && c.is_control();
+        let bidi = matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+        assert!(!raw_control && !bidi, "{c:?} printed raw: {printed:?}");
+    }
+    let lines: Vec<serde_json::Value> = printed
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(
+        lines.iter().any(|l| l["type"] == "task_created"
+            && l["subject"] == "later \u{9d}52;c;cHduZWQ=\u{9c} \u{9d}0;pwned\u{9c} \u{202e}evil"),
+        "the subject reads back exactly: {lines:#?}"
+    );
+    let review = lines.iter().find(|l| l["type"] == "review").unwrap();
+    assert!(
+        review["text"]
+            .as_str()
+            .unwrap()
+            .contains(".github/ci\\u{1b}]0;pwned\\u{7}\\u{9b}2J.yml (CI and repository automation)"),
+        "{review}"
+    );
+
+    assert_eq!(team.repo.crew(&["down", "--timeout", "10"]).code, 0);
+    up.wait(Duration::from_secs(30));
+}

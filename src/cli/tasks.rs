@@ -129,7 +129,7 @@ pub fn run(project: &Project, cmd: TaskCommand) -> anyhow::Result<()> {
         }
         TaskCommand::Done { owner, result } => {
             project.claimant(&owner.who, None)?;
-            let task = store.complete(owner.id, project.config.actor(&owner.who), result)?;
+            let task = store.complete(owner.id, Actor::PersonAs(&owner.who), result)?;
             print_task_line(&task, owner.json, "completed")
         }
         TaskCommand::Fail { owner, reason } => {
@@ -169,7 +169,7 @@ fn print_task_line(task: &Task, json: bool, verb: &str) -> anyhow::Result<()> {
 /// Bad task files are reported on stderr; the rest of the graph still shows.
 fn report_problems(loaded: &Loaded) {
     for problem in &loaded.problems {
-        eprintln!("crew: warning: {problem}");
+        eprintln!("crew: warning: {}", output::one_line(&problem.to_string()));
     }
 }
 

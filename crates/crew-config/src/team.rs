@@ -12,7 +12,7 @@ use crew_model::scripted::ScriptedProvider;
 use crew_model::secret::{SECRET_NAME_RULE, is_secret_name};
 use crew_model::{ContextWindow, ModelName, OutputTokens, OverloadCount, ThinkingSpec};
 use crew_protocol::{AgentName, PermissionMode, USER, joined, validate_name};
-use crew_store::{Actor, Roster, Teammate};
+use crew_store::{Roster, Teammate};
 
 pub const ROLES: &[&str] = &["explorer", "planner", "reviewer", "implementer"];
 
@@ -661,19 +661,6 @@ impl TeamConfig {
 
     pub fn lead_name(&self) -> &AgentName {
         self.lead.name.get_ref()
-    }
-
-    /// `name`'s standing in the store's rules: the person, the lead, or a teammate (writing
-    /// when crew.toml says so; a name not on the team is a teammate that writes nothing).
-    pub fn actor<'a>(&self, name: &'a AgentName) -> Actor<'a> {
-        if *name == USER {
-            Actor::Person
-        } else if name == self.lead_name() {
-            Actor::Lead(name)
-        } else {
-            let writes = self.agent(name).is_some_and(|a| a.writes);
-            Actor::Teammate { name, writes }
-        }
     }
 
     /// The role an agent claims tasks as: `lead` for the lead, else its configured role.

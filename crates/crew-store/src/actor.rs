@@ -8,6 +8,9 @@ use crew_protocol::{AgentName, USER};
 pub enum Actor<'a> {
     /// The person (`USER`): the CLI and the screen.
     Person,
+    /// The person finishing a task for its owner (`crew task done --as NAME`): the person's
+    /// decision, under the owner's name.
+    PersonAs(&'a AgentName),
     /// The team's lead.
     Lead(&'a AgentName),
     /// A teammate. A writing one works on its own branch, so its tasks complete only through
@@ -19,12 +22,12 @@ impl Actor<'_> {
     pub fn name(&self) -> &AgentName {
         match self {
             Actor::Person => &USER,
-            Actor::Lead(name) | Actor::Teammate { name, .. } => name,
+            Actor::PersonAs(name) | Actor::Lead(name) | Actor::Teammate { name, .. } => name,
         }
     }
 
     /// The person and the lead steer the graph: they may change any task.
     pub fn steers(&self) -> bool {
-        matches!(self, Actor::Person | Actor::Lead(_))
+        matches!(self, Actor::Person | Actor::PersonAs(_) | Actor::Lead(_))
     }
 }

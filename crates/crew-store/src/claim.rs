@@ -182,6 +182,7 @@ impl TaskStore {
         self.finish(id, who, "released", |task| {
             task.status = Status::Pending;
             task.owner = None;
+            Ok(())
         })
     }
 
@@ -265,18 +266,25 @@ impl TaskStore {
         Ok(released)
     }
 
-    /// The owner `by` finished its task. A writing teammate's task is refused: its commits
-    /// wait for review, and only their merge completes it (invariant 8).
+    /// The owner `by` finished its task. A writing teammate's own finish is refused: its
+    /// commits wait for review, and only their merge completes it (invariant 8).
     pub fn complete(
         &self,
         id: TaskId,
         by: Actor<'_>,
         result: Option<String>,
     ) -> Result<Task, StoreError> {
-        if let Actor::Teammate { writes: true, .. } = by {
-            return Err(Refusal::NeedsReview { id }.into());
-        }
-        self.complete_unreviewed(id, by.name(), result)
+        let writes = matches!(by, Actor::Teammate { writes: true, .. });
+        self.finish(id, by.name(), "completed", |task| {
+            if writes {
+                return Err(Refusal::NeedsReview { id: task.id }.into());
+            }
+            task.status = Status::Completed;
+            if result.is_some() {
+                task.result = result;
+            }
+            Ok(())
+        })
     }
 
     /// A task of which nothing waits for review (its work added no commit, or was merged at
@@ -287,20 +295,12 @@ impl TaskStore {
         who: &AgentName,
         result: Option<String>,
     ) -> Result<Task, StoreError> {
-        self.complete_unreviewed(id, who, result)
-    }
-
-    fn complete_unreviewed(
-        &self,
-        id: TaskId,
-        who: &AgentName,
-        result: Option<String>,
-    ) -> Result<Task, StoreError> {
         self.finish(id, who, "completed", |task| {
             task.status = Status::Completed;
             if result.is_some() {
                 task.result = result;
             }
+            Ok(())
         })
     }
 
@@ -308,6 +308,7 @@ impl TaskStore {
         self.finish(id, who, "failed", |task| {
             task.status = Status::Failed;
             task.result = Some(reason);
+            Ok(())
         })
     }
 
@@ -316,7 +317,7 @@ impl TaskStore {
         id: TaskId,
         who: &AgentName,
         action: &'static str,
-        apply: impl FnOnce(&mut Task),
+        apply: impl FnOnce(&mut Task) -> Result<(), StoreError>,
     ) -> Result<Task, StoreError> {
         self.modify(id, |task| {
             if task.status != Status::InProgress {
@@ -335,8 +336,7 @@ impl TaskStore {
                 }
                 .into());
             }
-            apply(task);
-            Ok(())
+            apply(task)
         })
     }
 }

@@ -21,6 +21,7 @@ impl TaskStore {
             task.status = Status::Review;
             task.result = Some(result);
             task.commits = Some(Box::new(commits));
+            Ok(())
         })
     }
 

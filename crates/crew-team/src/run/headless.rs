@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::review;
 use crew_protocol::joined;
+use crew_protocol::terminal_text::one_line;
 use crate::run::supervisor::{Supervisor, SupervisorError, TeamEvent};
 use crate::run::worker::{Canceller, ExitReason, JobReport, Worker, WorkerSettings};
 use crate::work::SetupError;
@@ -271,13 +272,15 @@ impl TeamRun {
             }
             if !r.protected.is_empty() {
                 self.left_for_person.insert(r.id);
+                // The paths and reasons are agents' file names: the line is made safe here.
+                let text = format!(
+                    "{} changes {}: not merged automatically, it waits for `crew review merge {}`",
+                    r.id,
+                    joined(&r.protected, ", "),
+                    r.id
+                );
                 out.push(Happening::Reviewed {
-                    text: format!(
-                        "{} changes {}: not merged automatically, it waits for `crew review merge {}`",
-                        r.id,
-                        joined(&r.protected, ", "),
-                        r.id
-                    ),
+                    text: one_line(&text).into_owned(),
                     id: r.id,
                 });
                 continue;
@@ -289,7 +292,10 @@ impl TeamRun {
                     format!("{e}; it waits for the person")
                 }
             };
-            out.push(Happening::Reviewed { id: r.id, text });
+            out.push(Happening::Reviewed {
+                id: r.id,
+                text: one_line(&text).into_owned(),
+            });
         }
         out
     }
