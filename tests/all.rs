@@ -14,6 +14,7 @@ mod cli_tasks;
 mod cli_untrusted_text;
 mod mcp_server;
 mod sandbox;
+mod security_exec;
 mod security_person;
 mod security_policy;
 mod store_crash;

@@ -93,6 +93,7 @@ fn sandbox(network: bool) -> Sandbox {
         network,
         workspace_writable: true,
         helper: PathBuf::from(crate::support::crew_exe()),
+        ..Sandbox::off()
     };
     if let Readiness::Missing(missing) = readiness(&sandbox.helper) {
         println!("this machine cannot run the sandbox tests: {missing}");
@@ -372,6 +373,18 @@ async fn tcp_connections_are_refused_unless_the_agent_has_network() {
     assert!(
         listener.accept().is_ok(),
         "with network = true the connection arrives"
+    );
+    // The network opens Internet sockets only: Unix ones stay refused.
+    let unix = scene
+        .run_with(
+            "python3 -c 'import socket; socket.socket(socket.AF_UNIX)'",
+            true,
+        )
+        .await;
+    assert!(
+        unix.content.contains("Operation not permitted"),
+        "{}",
+        unix.content
     );
 }
 

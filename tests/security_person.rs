@@ -176,10 +176,13 @@ fn collect_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
     }
 }
 
-/// alice may open sockets (`network = true`), so she tries the team daemon's control socket:
-/// she writes stop, force and restart requests to it herself, and runs `crew down` without
-/// crew's owner mark. The daemon knows her by her process's ancestry,
-/// which she cannot shed: each is refused, and the team runs on until the person stops it.
+/// The sandbox opens no Unix socket, so with the sandbox off alice tries the team daemon's
+/// control socket: she writes stop, force and restart requests to it herself, has a child
+/// connect and hand her the socket by `SCM_RIGHTS` before it exits (so the daemon's peer pid is
+/// gone; before issue 21 that counted as "not the team" and the stop was accepted), and runs
+/// `crew down` without crew's owner mark. The daemon knows her by her process's ancestry, which
+/// she cannot shed, and refuses a peer it cannot trace: each is refused, and the team runs on
+/// until the person stops it.
 #[test]
 fn a_tool_process_cannot_stop_or_restart_the_team_through_the_daemon_socket() {
     let toml = crew_toml(
@@ -188,12 +191,13 @@ fn a_tool_process_cannot_stop_or_restart_the_team_through_the_daemon_socket() {
             ("alice", "implementer", "writes = true\nnetwork = true"),
             ("bob", "explorer", ""),
         ],
-        "mode = \"ask\"\nallow = [\"bash\"]",
+        "mode = \"ask\"\nallow = [\"bash\"]\nsandbox = \"off\"",
         "idle_poll_secs = 1\nidle_timeout_secs = 120\nheartbeat_secs = 1",
     );
     let team = Team::new(&toml, "test_attack.toml", &[]);
     let mut daemon = team.spawn("daemon", &["up", "--daemon"]);
     team.wait_state("alice", "IDLE", BUDGET);
+    team.wait_state("bob", "IDLE", BUDGET);
     let bob_pid = team.status("bob")["pid"].clone();
 
     // Straight to the socket, as crew's own CLI would if it could see the daemon from inside
@@ -206,6 +210,19 @@ s.connect(sys.argv[1])
 s.sendall(sys.argv[2].encode() + b"\n")
 print(s.recv(65536).decode())' SOCKET "$op"
 done
+python3 -c 'import os, socket, sys
+mine, theirs = socket.socketpair()
+child = os.fork()
+if child == 0:
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sys.argv[1])
+    socket.send_fds(theirs, [b"s"], [s.fileno()])
+    os._exit(0)
+os.waitpid(child, 0)
+_, fds, _, _ = socket.recv_fds(mine, 1, 1)
+s = socket.socket(fileno=fds[0])
+s.sendall(b"{\"op\":\"stop\",\"grace_secs\":1}\n")
+print("passed:", s.recv(65536).decode())' SOCKET
 "#
     .replace("SOCKET", &socket.display().to_string());
     let crew = crew_exe();
@@ -222,12 +239,17 @@ done
     ]);
     let done = team.wait_task("task_1", "completed", BUDGET);
     let result = done["result"].as_str().unwrap();
-    assert_eq!(
+    assert!(
         result
             .matches("only the person stops or restarts the team")
-            .count(),
-        3,
+            .count()
+            >= 4,
         "the daemon refuses each, saying why: {result}"
+    );
+    let passed = result.lines().find(|l| l.starts_with("passed:")).unwrap();
+    assert!(
+        passed.contains("only the person stops or restarts the team"),
+        "a socket whose connecting process is gone is refused: {result}"
     );
 
     let running = team.repo.json(&["status", "--json"])["team"].clone();

@@ -239,3 +239,59 @@ fn a_stop_cancels_a_lead_inside_a_long_turn_after_the_grace_period() {
     let lead = team.status("lead");
     assert_eq!(lead["state"], "SHUTDOWN", "{lead}");
 }
+
+#[test]
+fn a_lead_model_that_keeps_failing_is_shown_retrying_before_the_run_ends() {
+    // Rate limited on every call, retry at once: each retry is a progress line as it happens,
+    // not only a log entry, and the lead's failed turn ends the run.
+    let url = model_server(
+        b"HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\nretry-after-ms: 1\r\nconnection: close\r\ncontent-length: 74\r\n\r\n{\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\",\"message\":\"slow down\"}}",
+    );
+    let team = anthropic_lead_team(&url);
+    let mut up = team.spawn_with_env(
+        "up",
+        &["up", "--headless", "--goal", "plan it", "--until-done"],
+        &[("ANTHROPIC_API_KEY", "sk-test-not-a-key")],
+    );
+    assert_eq!(up.wait(HANG), Some(4), "{}", log(&team, "up"));
+    let out = log(&team, "up");
+    for attempt in 2..=6 {
+        let line = format!("; attempt {attempt} of 6 in 0.0s");
+        assert!(
+            out.lines()
+                .any(|l| l.starts_with("lead: the model call failed, retrying: ")
+                    && l.contains("slow down")
+                    && l.ends_with(&line)),
+            "no retry line for attempt {attempt}:\n{out}"
+        );
+    }
+    let failed = out.find("the lead's turn failed: ").expect(&out);
+    assert!(out.find("; attempt 6 of 6").unwrap() < failed, "{out}");
+
+    let team = anthropic_lead_team(&url);
+    let mut up = team.spawn_with_env(
+        "json",
+        &[
+            "up",
+            "--headless",
+            "--json",
+            "--goal",
+            "plan it",
+            "--until-done",
+        ],
+        &[("ANTHROPIC_API_KEY", "sk-test-not-a-key")],
+    );
+    assert_eq!(up.wait(HANG), Some(4), "{}", log(&team, "json"));
+    let retries: Vec<Value> = log(&team, "json")
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["type"] == "recovery")
+        .collect();
+    // Five per failed turn (a notice that reaches the lead during the stop may start another).
+    assert!(retries.len() >= 5, "{retries:?}");
+    assert!(
+        retries
+            .iter()
+            .all(|v| v["agent"] == "lead" && v["kind"] == "model_retry")
+    );
+}

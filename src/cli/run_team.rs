@@ -13,6 +13,9 @@ use crate::cli::output;
 use crate::cli::preflight;
 use crate::cli::project::Project;
 use crate::cli::team::print_event;
+use crew_agent::AgentEvent;
+use crew_agent::StopReason;
+use crew_agent::transcript_follower::TranscriptFollower;
 use crew_protocol::joined;
 use crew_store::requests::RequestState;
 use crew_store::{AgentName, DirWatcher, MessageKind, TaskId};
@@ -145,7 +148,8 @@ pub fn up(project: Project, args: UpArgs) -> anyhow::Result<()> {
         },
         args.dangerously_bypass,
     )?;
-    let mut progress = Progress::new(args.json, config.request_timeout());
+    let mut progress = Progress::new(args.json, config.request_timeout())
+        .with_agents(&workspace, config.lead_name());
     if args.json {
         // Whether the simulator plays, first: a reader must not take its run for a model's.
         progress.say(
@@ -165,6 +169,8 @@ pub fn up(project: Project, args: UpArgs) -> anyhow::Result<()> {
     let mut finished = false;
     while !stop.load(Ordering::Relaxed) {
         let happened = run.tick()?;
+        // The agents' retries come before the failed turn they led to.
+        progress.agents();
         progress.happenings(&happened);
         progress.store(&workspace)?;
         if args.until_done {
@@ -187,6 +193,7 @@ pub fn up(project: Project, args: UpArgs) -> anyhow::Result<()> {
     } else {
         run.stop(grace)?
     };
+    progress.agents();
     progress.happenings(&stopped);
     // The closing summary: what waits for review, and each review's verdict (none is no pass).
     let tasks = workspace.tasks().load_all()?.tasks;
@@ -268,12 +275,15 @@ pub fn all_done(workspace: &crew_store::Workspace) -> anyhow::Result<bool> {
 
 /// The headless progress: one line (or, with `--json`, one JSON object with a `type`) per event
 /// a person cares about. Task changes are seen in the store, so every writer's are reported;
+/// model trouble (retries, recoveries, a teammate's failed turn) in the agents' transcripts;
 /// text an agent wrote is escaped for the terminal.
 struct Progress {
     json: bool,
     request_timeout: Duration,
     tasks: HashMap<TaskId, crew_store::Status>,
     asked: HashSet<crew_store::RequestId>,
+    /// The agents' transcripts, and the lead (whose failed turns are told as `lead_error`).
+    transcripts: Option<(TranscriptFollower, AgentName)>,
 }
 
 impl Progress {
@@ -283,6 +293,64 @@ impl Progress {
             request_timeout,
             tasks: HashMap::new(),
             asked: HashSet::new(),
+            transcripts: None,
+        }
+    }
+
+    /// Also tells what the agents' transcripts say of their models from now on.
+    fn with_agents(mut self, workspace: &crew_store::Workspace, lead: &AgentName) -> Self {
+        self.transcripts = Some((TranscriptFollower::new(workspace.root()), lead.clone()));
+        self
+    }
+
+    /// Model retries, recoveries and fallbacks of every agent, and a teammate's turn that
+    /// stopped short (the lead's is a `Happening::LeadTurn`), since the last look.
+    fn agents(&mut self) {
+        let Some((follower, lead)) = &mut self.transcripts else {
+            return;
+        };
+        let lead = lead.clone();
+        for (agent, line) in follower.new_lines() {
+            let who = output::one_line(&agent).into_owned();
+            match line.event {
+                AgentEvent::Recovery {
+                    kind,
+                    attempt,
+                    reason,
+                } => self.say(
+                    "recovery",
+                    json!({"agent": agent, "kind": kind, "attempt": attempt, "text": reason}),
+                    format!("{who}: {}", output::one_line(&reason)),
+                ),
+                AgentEvent::ModelFallback { from, to, reason } => self.say(
+                    "model_fallback",
+                    json!({"agent": agent, "from": from, "to": to, "text": reason}),
+                    format!(
+                        "{who}: model {} → {}: {}",
+                        output::one_line(&from),
+                        output::one_line(&to),
+                        output::one_line(&reason)
+                    ),
+                ),
+                AgentEvent::TurnEnd { result }
+                    if agent != lead.as_str()
+                        && !matches!(
+                            result.stop_reason,
+                            StopReason::Completed | StopReason::Interrupted
+                        ) =>
+                {
+                    self.say(
+                        "turn_stopped",
+                        json!({"agent": agent, "stop_reason": result.stop_reason, "text": result.reason}),
+                        format!(
+                            "{who}'s turn stopped ({:?}): {}",
+                            result.stop_reason,
+                            output::one_line(&result.reason)
+                        ),
+                    )
+                }
+                _ => {}
+            }
         }
     }
 

@@ -12,7 +12,8 @@ use crew_git::{Author, FileStatus, LineKind, MergeOutcome, WorktreeDiff, Worktre
 use crew_team::review::ProtectedChange;
 
 pub fn run(project: &Project, cmd: WorktreeCommand) -> anyhow::Result<()> {
-    let trees = Worktrees::open(project.workspace.root())?;
+    let trees = Worktrees::open(project.workspace.root())?
+        .with_max_task_bytes(project.config.limits.max_task_bytes);
     let base = project.config.team.base_branch.clone();
     match cmd {
         WorktreeCommand::List { json } => {

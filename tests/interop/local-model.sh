@@ -22,7 +22,7 @@ GGUF=$CACHE/gemma3-270m-$WEIGHTS_VERSION/gemma-3-270m-q4_k_m.gguf
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 CREW=$TARGET/debug/crew
 # The whole run's wall clock (the model is slow on 2 cores; .ci/run must stay under 30 minutes).
-WALL_SECS=${LOCAL_MODEL_WALL_SECS:-420}
+WALL_SECS=${LOCAL_MODEL_WALL_SECS:-300}
 START=$(date +%s)
 
 skip() { echo "SKIP local-model: $*"; exit 0; }
@@ -111,7 +111,8 @@ trap 'exit 130' INT TERM
 # 32k tokens is Gemma 3 270M's window; crew's prompt and tools alone are several thousand.
 # --no-repack: a native build uses AMX where the CPU has it, and where the kernel does not grant
 # AMX to the process (VMs, sandboxes) the first matmul segfaults.
-"$SERVER" -m "$GGUF" --host 127.0.0.1 --port "$PORT" --jinja --no-repack \
+# --alias: the name /v1/models lists, so `crew init --model gemma-3-270m` finds it there.
+"$SERVER" -m "$GGUF" --alias gemma-3-270m --host 127.0.0.1 --port "$PORT" --jinja --no-repack \
     --chat-template-file "$HERE/gemma3-tools.jinja" -c 32768 -t "$(nproc)" \
     >"$ART/server.log" 2>&1 &
 SERVER_PID=$!
@@ -170,7 +171,7 @@ grep -q "base_url = \"$BASE_URL\"" "$REPO/crew.toml" ||
   { echo "FAIL local-model: crew init did not configure $BASE_URL"; cat "$ART/init.out"; exit 1; }
 sed -i -e 's/^idle_poll_secs = .*/idle_poll_secs = 1/' -e 's/^idle_timeout_secs = .*/idle_timeout_secs = 600/' \
     -e 's/^mode = "ask"/mode = "accept-edits"/' -e 's/^# test_command = .*/test_command = "python3 -m unittest"/' "$REPO/crew.toml"
-printf '\n[budget]\nmax_turns = 40\nwall_secs = 300\n' >>"$REPO/crew.toml"
+printf '\n[budget]\nmax_turns = 40\nwall_secs = 180\n' >>"$REPO/crew.toml"
 sed 's/^/  init: /' "$ART/init.out"
 
 cd "$REPO"

@@ -47,6 +47,9 @@ pub enum RecoveryKind {
     MaxTokens,
     /// The stream broke mid-way: the partial reply was discarded, retrying.
     StreamError,
+    /// The model call failed before any of the reply came (rate limit, overload, 5xx,
+    /// connection): retrying after a wait.
+    ModelRetry,
     /// A Stop hook asked the model to carry on.
     StopHook,
     /// The reply was empty (no text, no call): asking the model to answer.

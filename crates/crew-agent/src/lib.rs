@@ -26,6 +26,7 @@ mod runtime;
 mod stream;
 pub mod subagent;
 pub mod transcript;
+pub mod transcript_follower;
 mod turn;
 pub mod verdict;
 mod window;

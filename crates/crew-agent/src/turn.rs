@@ -168,13 +168,28 @@ impl Agent {
                 &ctx,
                 &self.emitter,
                 st.calls + 1,
+                self.limits.max_repeats,
                 cancel,
             )
             .await;
             let (message, stop, calls) = match reply {
-                Reply::Cancelled { usage } => {
+                Reply::Cancelled { mut usage } => {
+                    // The prompt was read even if the reply never said so (estimated).
+                    if usage.input_tokens + usage.cache_read_input_tokens == 0 {
+                        usage.input_tokens =
+                            self.fixed_tokens(&suffix) + estimate_messages(&self.history);
+                    }
                     st.usage += usage;
                     return interrupted();
+                }
+                Reply::Repeating { usage, times } => {
+                    st.usage += usage;
+                    return (
+                        StopReason::RepeatedAction,
+                        format!(
+                            "the reply kept writing the same text (its last stretch {times} times); it was cut"
+                        ),
+                    );
                 }
                 Reply::Failed { error, usage } => {
                     st.usage += usage;
@@ -261,7 +276,12 @@ impl Agent {
                 return Some(halted(reason));
             }
             let run = st.repeats.observe(&outcomes);
-            let names: Vec<&str> = outcomes.iter().map(|o| o.name.as_str()).collect();
+            let mut names: Vec<&str> = Vec::new();
+            for outcome in &outcomes {
+                if !names.contains(&outcome.name.as_str()) {
+                    names.push(&outcome.name);
+                }
+            }
             let names = names.join(", ");
             let max = self.limits.max_repeats;
             if run >= max {

@@ -337,3 +337,132 @@ async fn the_configured_window_counts_when_the_server_says_none() {
         .count();
     assert_eq!(asked, 1);
 }
+
+#[tokio::test]
+async fn a_reply_cut_by_the_wall_time_limit_still_counts_what_it_spent() {
+    // A slow local model: the reply streams for a while and the wall-time limit ends it. The
+    // server reports usage only at the end, which never comes; the spend is estimated, not 0.
+    // The call it wrote before the cut never runs, and the transcript says so.
+    let repo = Repo::new();
+    let mut gates = Vec::new();
+    let server = Server::start_with(move |request, _| {
+        if request.path != "/v1/chat/completions" {
+            return Reply::error(404, json!({"error": "not found"}));
+        }
+        let start = json!({"id": "x", "object": "chat.completion.chunk", "created": 1,
+            "model": "gemma", "choices": [{"index": 0,
+            "delta": {"role": "assistant", "content": "thinking aloud ".repeat(40)},
+            "finish_reason": null}]});
+        // A second call's start completes the first, which the agent then holds to run.
+        let call = |index: u64, id: &str, name: &str, arguments: &str| {
+            json!({"id": "x", "object": "chat.completion.chunk", "created": 1, "model": "gemma",
+                "choices": [{"index": 0, "delta": {"tool_calls": [{"index": index, "id": id,
+                "type": "function", "function": {"name": name, "arguments": arguments}}]},
+                "finish_reason": null}]})
+        };
+        let first = call(
+            0,
+            "c1",
+            "write",
+            "{\"path\": \"b.txt\", \"content\": \"x\"}",
+        );
+        let second = call(1, "c2", "read", "{\"pa");
+        let (reply, gate) = Reply::sse(&[
+            format!("data: {start}\n\ndata: {first}\n\ndata: {second}\n\n"),
+            "data: [DONE]\n\n".into(),
+        ])
+        .gated(1);
+        gates.push(gate);
+        reply
+    })
+    .await;
+    let limits = crew_agent::Limits {
+        wall_time: std::time::Duration::from_millis(1500),
+        ..crew_agent::Limits::default()
+    };
+    let (mut agent, mut rx) = Build::new("alice", provider(&server, true))
+        .limits(limits)
+        .agent(&repo);
+    let result = turn(&mut agent, "Plan the work.").await;
+    let events = drain(&mut rx);
+    let called = events
+        .iter()
+        .any(|e| matches!(e, AgentEvent::ToolUse { name, .. } if name == "write"));
+    let told = events.iter().any(|e| {
+        matches!(e, AgentEvent::ToolResult { name, is_error: true, content, .. }
+            if name == "write" && content.starts_with("not run: the reply was cut off"))
+    });
+    assert!(called && told, "{events:?}");
+    assert!(!repo.root.join("b.txt").exists());
+    assert_eq!(result.stop_reason, StopReason::MaxBudgetReached);
+    assert_eq!(result.turns, 0, "no model call completed");
+    // 600 bytes and more streamed ≈ 150 tokens; the prompt is the system prompt, tools and input.
+    assert!(result.usage.output_tokens >= 150, "{:?}", result.usage);
+    assert!(result.usage.input_tokens > 100, "{:?}", result.usage);
+}
+
+#[tokio::test]
+async fn copies_of_one_call_in_one_reply_beyond_the_repeat_limit_are_not_run() {
+    // A small model writing the same call a dozen times in one reply (seen with Gemma 3 270M:
+    // `send_message` to "your_job_name" over and over): three run, the copies after them are
+    // answered with an error and never run, and the repeat guard ends the turn.
+    let repo = Repo::new();
+    std::fs::write(repo.root.join("a.txt"), "alpha\n").unwrap();
+    let dozen: Vec<Value> = (0..12)
+        .map(|i| openai_call(&format!("c{i}"), "read", "{\"path\": \"a.txt\"}"))
+        .collect();
+    let server = chat_server(vec![(calls(dozen), "tool_calls")], true).await;
+    let (mut agent, _rx) = Build::new("lead", provider(&server, true)).agent(&repo);
+    let result = turn(&mut agent, "Read it").await;
+    assert_eq!(result.stop_reason, StopReason::RepeatedAction);
+    assert!(
+        result
+            .reason
+            .starts_with("the same call (read) with the same input was made 12 times"),
+        "{}",
+        result.reason
+    );
+    assert_eq!(chats(&server).len(), 1);
+    let results = tool_results(&agent);
+    assert_eq!(results.len(), 12, "{results:?}");
+    assert!(
+        results[..3].iter().all(|(c, e)| !e && c.contains("alpha")),
+        "{results:?}"
+    );
+    assert!(
+        results[3..]
+            .iter()
+            .all(|(c, e)| *e && c.contains("copies are not run")),
+        "{results:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_reply_that_keeps_echoing_its_prompt_is_cut_with_the_reason() {
+    // Gemma 3 270M answered the lead's goal with 15,000 characters of its own system prompt,
+    // again and again, until the wall-time limit. Now the echo is cut once it is plain.
+    for streaming in [true, false] {
+        let repo = Repo::new();
+        let echo = "You are lead, a lead agent on a crew team: several coding agents working in one git repository, coordinated through shared task files and inboxes. Read a file before you change it. Prefer read, grep and glob over shell commands for looking. ".repeat(3);
+        let server = chat_server(vec![(text(&echo.repeat(6)), "stop")], streaming).await;
+        let (mut agent, _rx) = Build::new("lead", provider(&server, streaming)).agent(&repo);
+        let result = turn(&mut agent, "Plan it").await;
+        assert_eq!(result.stop_reason, StopReason::RepeatedAction);
+        assert!(
+            result
+                .reason
+                .starts_with("the reply kept writing the same text"),
+            "{}",
+            result.reason
+        );
+        assert!(result.usage.output_tokens > 0);
+        assert_eq!(chats(&server).len(), 1);
+        assert!(
+            agent
+                .history()
+                .iter()
+                .all(|m| !m.text().contains("several coding agents")),
+            "the echo never enters the history"
+        );
+    }
+}

@@ -201,7 +201,7 @@ fallback_after = 2"#,
     }));
     assert!(events.iter().any(|e| matches!(
         e,
-        AgentEvent::Recovery { kind: RecoveryKind::StreamError, reason, .. }
+        AgentEvent::Recovery { kind: RecoveryKind::ModelRetry | RecoveryKind::StreamError, reason, .. }
             if reason.contains("overloaded")
     )));
     let shown = rendered(&agent);

@@ -40,11 +40,18 @@ fn small_window() -> CompactionThresholds {
 #[tokio::test]
 async fn retryable_model_errors_are_retried_by_the_provider_wrapper() {
     let repo = Repo::new();
-    let (mut agent, _rx) = Build::new("retry", scenario("agent_recovery")).agent(&repo);
+    let (mut agent, mut rx) = Build::new("retry", scenario("agent_recovery")).agent(&repo);
     let result = turn(&mut agent, "hello").await;
     assert_completed(&result);
     assert_eq!(result.output, "served after retries");
     assert_eq!(result.turns, 1);
+    // Each retry is told as it happens (the person sees a failing model, not a silent wait).
+    let retries = recoveries(&drain(&mut rx));
+    assert!(!retries.is_empty());
+    assert!(
+        retries.iter().all(|k| *k == RecoveryKind::ModelRetry),
+        "{retries:?}"
+    );
 
     let (mut agent, _rx) = Build::new("giveup", scenario("agent_recovery")).agent(&repo);
     let result = turn(&mut agent, "hello").await;

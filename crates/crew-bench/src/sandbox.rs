@@ -31,6 +31,7 @@ pub fn run(runs: usize, as_json: bool) -> anyhow::Result<()> {
         network: false,
         workspace_writable: true,
         helper,
+        ..Sandbox::off()
     };
     let sandboxed = runtime.block_on(measure(dir.path().into(), confined, runs))?;
     let bare = runtime.block_on(measure(dir.path().into(), Sandbox::off(), runs))?;

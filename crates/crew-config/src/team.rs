@@ -290,6 +290,10 @@ pub struct PermissionsConfig {
     /// kernel lacks a piece, every command asks. `off`: unconfined, with a warning everywhere.
     #[serde(default)]
     pub sandbox: crew_protocol::SandboxMode,
+    /// Variables the agents' commands and hooks get beyond the built-in allow-list (`PATH`,
+    /// `HOME`, the locale, the terminal, toolchains; see `crew_sandbox::environment`).
+    #[serde(default)]
+    pub env: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -364,6 +368,7 @@ impl Default for PermissionsConfig {
             deny: Vec::new(),
             allow_bypass: false,
             sandbox: Default::default(),
+            env: Vec::new(),
         }
     }
 }
@@ -638,6 +643,20 @@ impl TeamConfig {
 
     pub fn agent(&self, name: &str) -> Option<&AgentEntry> {
         self.agents().find(|a| a.name.get_ref() == name)
+    }
+
+    /// The sandbox `entry`'s commands (and hooks) run in: the configured mode, its network and
+    /// whether it writes, `[limits]`' resource limits and `[permissions] env`.
+    pub fn sandbox_for(&self, entry: &AgentEntry) -> crew_tools::Sandbox {
+        let some = |value: u64| (value > 0).then_some(value);
+        let limits = crew_tools::ResourceLimits {
+            processes: some(self.limits.max_processes),
+            memory_bytes: some(self.limits.max_memory_bytes),
+            file_bytes: some(self.limits.max_file_bytes),
+        };
+        crew_tools::Sandbox::new(self.permissions.sandbox, entry.network, entry.writes)
+            .with_limits(limits)
+            .with_env(self.permissions.env.clone())
     }
 
     /// The teammates' names, in file order.

@@ -125,12 +125,16 @@ allow_bypass = false
 # "auto": every command runs confined (writes only in the teammate's worktree and a private
 # temp folder, .git and crew's files read-only, no network, no view of other processes); where
 # the kernel lacks a piece, every command asks you. "off" gives all of that up. Per agent,
-# `network = true` lets its commands use the network.
+# `network = true` lets its commands use the network. Commands get only PATH, HOME, the locale,
+# the terminal and toolchain variables; list more here:
+# env = ["MY_TOOL_SETTING"]
 sandbox = "auto"
 
 # Hooks: commands run at an agent's events, with the event as JSON on stdin. A hook may block
 # (exit 2, stderr the reason), ask, rewrite the input, add context or stop the agent
-# ({{"continue": false}}); its allow never overrides a deny or ask rule.
+# ({{"continue": false}}); its allow never overrides a deny or ask rule. Hooks run in the
+# agent's sandbox with its worktree read-only, and for a teammate that writes (and so could
+# rewrite the script) a hook's allow is ignored: it can ask or deny, not allow.
 # [[hooks]]
 # event = "PreToolUse"        # PreToolUse | PostToolUse | PostToolUseFailure | Stop |
 #                             # SubagentStop | UserPromptSubmit | SessionStart | PreCompact |
@@ -183,6 +187,10 @@ sandbox = "auto"
 # [limits]
 # memory_bytes = 16384        # one memory's body
 # memories_per_scope = 200    # memories of one agent, and of the team
+# max_task_bytes = 104857600  # new and changed files crew commits for one task (0: no limit)
+# max_processes = 4096        # processes and threads of one command (0: no limit)
+# max_file_bytes = 8589934592 # the largest file a command writes (0: no limit)
+# max_memory_bytes = 0        # address space of each process of a command (0: no limit)
 
 [worker]
 # An idle worker looks at its inbox and the tasks when files change, and at least this often.

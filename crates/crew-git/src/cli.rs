@@ -6,6 +6,13 @@
 //! files (`crew-bench git`) libgit2 took about twice git's time for each. git also runs the
 //! repository's own filters (LFS among them) where libgit2 would write pointer files. libgit2
 //! stays the fallback when git is missing or refuses.
+//!
+//! Every git crew runs is hardened ([`git`]): a worktree holds files an agent wrote, and git
+//! runs programs its configuration names. No system or global configuration is read (its
+//! filters and hooks are the person's, not this run's: `GIT_CONFIG_NOSYSTEM`,
+//! `GIT_CONFIG_GLOBAL=/dev/null`), and `-c` settings, which beat every configuration file a
+//! nested repository could bring, turn off the file-system monitor, hooks, `file://` transport
+//! and submodule recursion. `safe.directory` is never widened.
 
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
@@ -19,19 +26,57 @@ use tracing::{debug, warn};
 /// Hooks are off: libgit2 runs none, and a teammate's worktree is crew's, not a person's checkout.
 /// False when git is missing or refused (why is logged).
 pub(crate) fn worktree_add(root: &Path, path: &Path, branch: &str) -> bool {
-    let mut git = Command::new("git");
-    git.arg("-C")
-        .arg(root)
-        .args([
-            "-c",
-            "core.hooksPath=/dev/null",
-            "worktree",
-            "add",
-            "--quiet",
-        ])
+    let mut add = git(root);
+    add.args(["worktree", "add", "--quiet"])
         .arg(path)
         .arg(branch);
-    run(git, None).is_some()
+    run(add, None).is_some()
+}
+
+/// Settings given on the command line, above any configuration file: nothing a repository's
+/// files name runs.
+const HARDENING: &[&str] = &[
+    "core.fsmonitor=false",
+    "core.hooksPath=/dev/null",
+    "protocol.file.allow=never",
+    "submodule.recurse=false",
+    "diff.external=",
+];
+
+/// `git -C dir` with crew's hardening (see this module's notes).
+fn git(dir: &Path) -> Command {
+    let mut git = Command::new("git");
+    git.env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null");
+    for setting in HARDENING {
+        git.args(["-c", setting]);
+    }
+    git.arg("-C").arg(dir);
+    git
+}
+
+/// What `git status` lists as changed in the checkout at `workdir`: modified, deleted and
+/// untracked paths (each file of an untracked folder on its own; a nested repository as its
+/// folder, with a trailing `/`). `None` when git is missing or refused (why is logged).
+pub(crate) fn changed_paths(workdir: &Path) -> Option<Vec<String>> {
+    let mut status = git(workdir);
+    status.args([
+        "status",
+        "--porcelain=v1",
+        "-z",
+        "--untracked-files=all",
+        "--no-renames",
+        "--ignore-submodules=all",
+    ]);
+    let out = run(status, None)?;
+    // Each entry is `XY path`, NUL-terminated.
+    Some(
+        out.stdout
+            .split(|b| *b == 0)
+            .filter(|entry| entry.len() > 3)
+            .map(|entry| String::from_utf8_lossy(&entry[3..]).into_owned())
+            .collect(),
+    )
 }
 
 /// A copy of a checkout's index with every change of its working directory staged, beside the
@@ -77,8 +122,8 @@ pub(crate) fn stage_all(workdir: &Path, index: &Path) -> Option<(Oid, StagedInde
         return None;
     }
     let git = |args: &[&str]| {
-        let mut git = Command::new("git");
-        git.arg("-C").arg(workdir).args(args);
+        let mut git = git(workdir);
+        git.args(args);
         git
     };
     run(git(&["add", "-A"]), Some(&staged.path))?;
@@ -106,6 +151,13 @@ fn run(mut git: Command, index: Option<&Path>) -> Option<Output> {
         "GIT_ALTERNATE_OBJECT_DIRECTORIES",
         "GIT_NAMESPACE",
         "GIT_PREFIX",
+        "GIT_CONFIG",
+        "GIT_CONFIG_PARAMETERS",
+        "GIT_CONFIG_COUNT",
+        "GIT_EXEC_PATH",
+        "GIT_EXTERNAL_DIFF",
+        "GIT_SSH",
+        "GIT_SSH_COMMAND",
     ] {
         git.env_remove(var);
     }

@@ -113,6 +113,26 @@ pub enum GitError {
     #[error("branch {branch:?} in {repo} moved while merging; nothing was merged, try again")]
     ConcurrentUpdate { repo: PathBuf, branch: String },
 
+    #[error(
+        "not committed: {folder} in {} is a git repository of its own ({folder}/.git); crew \
+         commits no embedded repository, whose configuration could run commands in any git that \
+         walks into it. Remove {folder}/.git and finish the task again",
+        worktree.display()
+    )]
+    EmbeddedRepository { worktree: PathBuf, folder: String },
+
+    #[error(
+        "not committed: the new and changed files in {} hold {bytes} bytes, more than \
+         [limits] max_task_bytes = {limit}; remove build output or large files (or ignore them \
+         in .gitignore), or raise the limit in crew.toml",
+        worktree.display()
+    )]
+    TaskTooLarge {
+        worktree: PathBuf,
+        bytes: u64,
+        limit: u64,
+    },
+
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,

@@ -14,6 +14,7 @@ mod provision;
 mod scratch;
 mod symlinks;
 mod task_commits;
+mod uncommitted;
 mod worktree;
 
 use serde::{Deserialize, Serialize};

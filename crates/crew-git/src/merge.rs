@@ -19,6 +19,7 @@ use super::error::{BlockedFiles, Context, GitError, io_error};
 use super::names::validate_branch;
 use super::symlinks::check_symlinks;
 use super::task_commits::conflict_files;
+use super::uncommitted;
 use super::worktree::{Worktrees, checkout_dir, display_dir, head_commit};
 use super::{Author, branch_for};
 
@@ -95,6 +96,7 @@ impl Worktrees {
             old_tip,
             &sig,
             &format!("crew: save uncommitted work of {name}"),
+            self.max_task_bytes(),
         )?;
         let tip = match &snapshot {
             Some(s) => s.commit.id(),
@@ -253,12 +255,15 @@ fn check_checkouts(
 
 /// Commits the worktree's uncommitted and untracked (not ignored) files on top of `head` as
 /// `message`, without moving any ref or writing the index yet. `None` when there is nothing to commit.
+/// Refused before anything is staged when `uncommitted::check` refuses the work.
 pub(crate) fn snapshot<'r>(
     wt: &'r Repository,
     head: Oid,
     sig: &Signature<'_>,
     message: &str,
+    max_task_bytes: u64,
 ) -> Result<Option<Snapshot<'r>>, GitError> {
+    uncommitted::check(wt, max_task_bytes)?;
     let dir = display_dir(wt);
     let (tree_id, index) = match cli::stage_all(&checkout_dir(wt), &wt.path().join("index")) {
         Some((tree, staged)) => (tree, Staged::Cli(staged)),

@@ -56,7 +56,7 @@ impl Worktrees {
         with_merge_lock(self.repo(), || {
             let head = head_commit(&wt)?;
             let sig = author.signature()?;
-            let Some(snap) = snapshot(&wt, head, &sig, message)? else {
+            let Some(snap) = snapshot(&wt, head, &sig, message, self.max_task_bytes())? else {
                 return Ok(head.to_string());
             };
             let new = snap.commit.id();

@@ -22,6 +22,8 @@ const WORKTREES_DIR: &str = ".worktrees";
 pub struct Worktrees {
     repo: Repository,
     root: PathBuf,
+    /// `[limits] max_task_bytes`: what one commit of a worktree's work may add (0: no limit).
+    max_task_bytes: u64,
 }
 
 /// A worktree ready for a teammate, as `ensure` left it.
@@ -75,7 +77,21 @@ impl Worktrees {
                 });
             }
         };
-        Ok(Self { repo, root })
+        Ok(Self {
+            repo,
+            root,
+            max_task_bytes: 0,
+        })
+    }
+
+    /// These worktrees, refusing to commit uncommitted work of more than `bytes` (0: any size).
+    pub fn with_max_task_bytes(mut self, bytes: u64) -> Self {
+        self.max_task_bytes = bytes;
+        self
+    }
+
+    pub(crate) fn max_task_bytes(&self) -> u64 {
+        self.max_task_bytes
     }
 
     /// The main checkout's root folder.

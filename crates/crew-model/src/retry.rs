@@ -1,9 +1,10 @@
 //! Retrying transient failures with jittered, bounded exponential backoff.
 //!
 //! A retry is safe while no tool call of the failed attempt has been passed on (a tool may
-//! already be running). Text or thinking already passed on is voided first with a
-//! [`StreamEvent::Restart`], so errors that arrive inside the stream (`overloaded_error` after
-//! `message_start`, say) are retried like those before it.
+//! already be running). Every retry is announced with a [`StreamEvent::Restart`] before its
+//! wait, so the person sees a failing model call as it happens (not only in a log), and text
+//! or thinking already passed on is voided by it; errors that arrive inside the stream
+//! (`overloaded_error` after `message_start`, say) are retried like those before it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -119,8 +120,8 @@ struct Attempts<P> {
     current: BoxStream<'static, Result<StreamEvent, ModelError>>,
     /// The most the current attempt has passed on.
     emitted: Emitted,
-    /// A retry waiting until its `Restart` notice has gone out.
-    pending: Option<ModelError>,
+    /// A retry (and its wait) announced by a `Restart` notice, to run at the next poll.
+    pending: Option<Duration>,
     done: bool,
 }
 
@@ -155,48 +156,49 @@ impl<P: ModelProvider> Attempts<P> {
         if self.done {
             return None;
         }
-        loop {
-            if let Some(error) = self.pending.take() {
-                self.retry(error).await;
+        if let Some(wait) = self.pending.take() {
+            self.retry(wait).await;
+        }
+        match self.current.next().await? {
+            Ok(event) => {
+                self.emitted = self.emitted.max(Emitted::of(&event));
+                Some((Ok(event), self))
             }
-            match self.current.next().await? {
-                Ok(event) => {
-                    self.emitted = self.emitted.max(Emitted::of(&event));
-                    return Some((Ok(event), self));
-                }
-                Err(error)
-                    if self.emitted < Emitted::Tool
-                        && error.is_retryable()
-                        && self.attempt < self.policy.max_attempts =>
-                {
-                    if self.emitted == Emitted::Content {
-                        let restart = StreamEvent::Restart {
-                            attempt: self.attempt,
-                            reason: error.to_string(),
-                        };
-                        self.pending = Some(error);
-                        return Some((Ok(restart), self));
-                    }
-                    self.retry(error).await;
-                }
-                Err(error) => {
-                    self.done = true;
-                    return Some((Err(error), self));
-                }
+            Err(error)
+                if self.emitted < Emitted::Tool
+                    && error.is_retryable()
+                    && self.attempt < self.policy.max_attempts =>
+            {
+                let wait = self.policy.delay(self.attempt, &error);
+                tracing::warn!(
+                    provider = self.inner.name(),
+                    attempt = self.attempt,
+                    wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+                    %error,
+                    "model call failed, retrying"
+                );
+                let restart = StreamEvent::Restart {
+                    attempt: self.attempt,
+                    reason: format!(
+                        "{error}; attempt {} of {} in {:.1}s",
+                        self.attempt + 1,
+                        self.policy.max_attempts,
+                        wait.as_secs_f64()
+                    ),
+                };
+                // The wait and the next attempt come at the next poll, after the notice.
+                self.pending = Some(wait);
+                Some((Ok(restart), self))
+            }
+            Err(error) => {
+                self.done = true;
+                Some((Err(error), self))
             }
         }
     }
 
-    /// Waits out the backoff for `error` and starts the next attempt.
-    async fn retry(&mut self, error: ModelError) {
-        let wait = self.policy.delay(self.attempt, &error);
-        tracing::warn!(
-            provider = self.inner.name(),
-            attempt = self.attempt,
-            wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
-            %error,
-            "model call failed, retrying"
-        );
+    /// Waits out the backoff and starts the next attempt.
+    async fn retry(&mut self, wait: Duration) {
         tokio::time::sleep(wait).await;
         self.attempt += 1;
         self.emitted = Emitted::Nothing;
@@ -284,11 +286,57 @@ mod tests {
         }
     }
 
+    /// The items, each `Restart`'s reason cut to the error (its wait is random).
     async fn run(canned: &Arc<Canned>, policy: RetryPolicy) -> Outcome {
-        Retrying::new(Arc::clone(canned), policy)
+        let items: Outcome = Retrying::new(Arc::clone(canned), policy)
             .stream(request())
             .collect()
-            .await
+            .await;
+        items
+            .into_iter()
+            .map(|item| match item {
+                Ok(StreamEvent::Restart { attempt, reason }) => Ok(StreamEvent::Restart {
+                    attempt,
+                    reason: reason.split("; attempt").next().unwrap_or_default().into(),
+                }),
+                other => other,
+            })
+            .collect()
+    }
+
+    fn restart(attempt: u32, error: &ModelError) -> Result<StreamEvent, ModelError> {
+        Ok(StreamEvent::Restart {
+            attempt,
+            reason: error.to_string(),
+        })
+    }
+
+    /// `success()` after one announced retry per error in `errors`.
+    fn retried_then_success(errors: &[ModelError]) -> Outcome {
+        let mut items: Outcome = (1u32..)
+            .zip(errors)
+            .map(|(attempt, e)| restart(attempt, e))
+            .collect();
+        items.extend(success());
+        items
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn every_retry_is_announced_with_the_next_attempt_and_its_wait() {
+        let canned = Canned::new(vec![vec![Err(overloaded())], success()]);
+        let items: Outcome = Retrying::new(Arc::clone(&canned), policy(3))
+            .stream(request())
+            .collect()
+            .await;
+        let Some(Ok(StreamEvent::Restart { attempt: 1, reason })) = items.first() else {
+            panic!("no restart notice first: {items:?}");
+        };
+        assert!(
+            reason.starts_with("model service overloaded: busy; "),
+            "{reason}"
+        );
+        assert!(reason.contains("; attempt 2 of 3 in "), "{reason}");
+        assert!(reason.ends_with('s'), "{reason}");
     }
 
     #[tokio::test(start_paused = true)]
@@ -297,10 +345,10 @@ mod tests {
             retry_after: Some(Duration::from_secs(7)),
             message: "slow down".into(),
         };
-        let canned = Canned::new(vec![vec![Err(limited)], success()]);
+        let canned = Canned::new(vec![vec![Err(limited.clone())], success()]);
         let start = tokio::time::Instant::now();
         let items = run(&canned, policy(3)).await;
-        assert_eq!(items, success());
+        assert_eq!(items, retried_then_success(&[limited]));
         assert_eq!(canned.calls.load(Ordering::SeqCst), 2);
         assert!(start.elapsed() >= Duration::from_secs(7));
     }
@@ -311,10 +359,14 @@ mod tests {
             status: 502,
             message: "bad gateway".into(),
         };
-        let canned = Canned::new(vec![vec![Err(overloaded())], vec![Err(server)], success()]);
+        let canned = Canned::new(vec![
+            vec![Err(overloaded())],
+            vec![Err(server.clone())],
+            success(),
+        ]);
         let start = tokio::time::Instant::now();
         let items = run(&canned, policy(5)).await;
-        assert_eq!(items, success());
+        assert_eq!(items, retried_then_success(&[overloaded(), server]));
         assert_eq!(canned.calls.load(Ordering::SeqCst), 3);
         // Waits of at least 0.5 s and 1 s (half of the 1 s and 2 s caps), at most 1 s + 2 s.
         let waited = start.elapsed();
@@ -323,7 +375,7 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn an_error_after_message_start_is_retried_silently() {
+    async fn an_error_after_message_start_is_retried_after_a_notice() {
         let started = vec![
             Ok(StreamEvent::MessageStart),
             Ok(StreamEvent::Usage(Usage::default())),
@@ -334,6 +386,7 @@ mod tests {
         let mut expected = vec![
             Ok(StreamEvent::MessageStart),
             Ok(StreamEvent::Usage(Usage::default())),
+            restart(1, &overloaded()),
         ];
         expected.extend(success());
         assert_eq!(items, expected);
@@ -352,10 +405,7 @@ mod tests {
         let mut expected = vec![
             Ok(StreamEvent::MessageStart),
             Ok(StreamEvent::TextDelta("par".into())),
-            Ok(StreamEvent::Restart {
-                attempt: 1,
-                reason: overloaded().to_string(),
-            }),
+            restart(1, &overloaded()),
         ];
         expected.extend(success());
         assert_eq!(items, expected);
@@ -392,7 +442,9 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn gives_up_after_max_attempts() {
         let canned = Canned::new((0..10).map(|_| vec![Err(overloaded())]).collect());
-        assert_eq!(run(&canned, policy(4)).await, vec![Err(overloaded())]);
+        let mut expected: Outcome = (1..4).map(|a| restart(a, &overloaded())).collect();
+        expected.push(Err(overloaded()));
+        assert_eq!(run(&canned, policy(4)).await, expected);
         assert_eq!(canned.calls.load(Ordering::SeqCst), 4);
     }
 

@@ -242,7 +242,12 @@ async fn rate_limit_then_success_through_retrying() {
         max_delay: Duration::from_millis(20),
     };
     let retrying = Retrying::new(provider(&server), policy);
-    let items = collect(&retrying, sample_request()).await;
+    let mut items = collect(&retrying, sample_request()).await;
+    // The retry is announced first, with the next attempt and its wait (the cap).
+    assert!(
+        matches!(items.remove(0), Ok(StreamEvent::Restart { attempt: 1, reason })
+            if reason.ends_with("slow down; attempt 2 of 3 in 0.0s")),
+    );
     assert_eq!(items, expected_full_reply());
     assert_eq!(server.requests().len(), 2);
 }

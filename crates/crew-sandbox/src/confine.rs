@@ -1,17 +1,21 @@
 //! The child side of the sandbox, run by `crew sandbox-exec` in a fresh single-threaded process
 //! before the command: the approach of Codex CLI's `linux-sandbox`, in this order:
 //!
-//! 1. new user + mount + PID namespaces (`unshare`), our uid/gid mapped to themselves;
+//! 0. every inherited descriptor above stderr is closed (`close_range`);
+//! 1. new user + mount + PID + IPC namespaces (`unshare`), our uid/gid mapped to themselves
+//!    (the IPC namespace hides the host's SysV shared memory, semaphores and queues);
 //! 2. read-only bind mounts over the policy's protected paths (mounts and Landlock intersect:
 //!    a read-only mount refuses writes Landlock would allow);
 //! 3. fork: the child is PID 1 of the new PID namespace and mounts its own `/proc`, so no crew
 //!    process (and no key-holding environment) is visible;
 //! 4. Landlock: read and execute everywhere, write only below the writable roots; signals and
 //!    abstract Unix sockets scoped to the sandbox where the kernel offers it;
-//! 5. seccomp: no socket at all, Unix ones included (only `socketpair`), no io_uring (it can
-//!    open sockets too), unless the policy allows the network;
-//! 6. fork again: PID 1 reaps, its child drops every capability and execs the command. When the
-//!    command ends PID 1 exits, and the kernel ends whatever the command left behind.
+//! 5. seccomp, always: no socket of any family but `AF_INET`/`AF_INET6`, and those only when
+//!    the policy allows the network (Unix sockets never: only `socketpair`), no io_uring (it
+//!    can open sockets too);
+//! 6. fork again: PID 1 reaps, its child sets the resource limits, drops every capability and
+//!    execs the command. When the command ends PID 1 exits, and the kernel ends whatever the
+//!    command left behind.
 
 use std::collections::BTreeMap;
 use std::ffi::CString;
@@ -24,10 +28,13 @@ use landlock::{
     ABI, Access, AccessFs, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr,
     RulesetStatus, Scope,
 };
-use seccompiler::{BpfProgram, SeccompAction, SeccompFilter, SeccompRule};
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule,
+};
 use serde::{Deserialize, Serialize};
 
-use super::policy::SandboxPolicy;
+use super::policy::{ResourceLimits, SandboxPolicy};
 
 /// The oldest Landlock ABI crew accepts: ABI 3 is the first that also refuses `truncate` outside
 /// the writable roots.
@@ -117,9 +124,11 @@ pub fn landlock_abi() -> i32 {
 /// is single-threaded (namespaces and `fork` need that). Returns in the outer process with the
 /// command's exit code, or in the confined child when something failed before the command ran.
 pub fn confine_and_run(policy: &SandboxPolicy, run: Run<'_>) -> Result<Finished, ConfineError> {
+    // Nothing here needs a descriptor above stderr: whatever is open was inherited.
+    close_inherited();
     // SAFETY: plain libc calls on a single-threaded process; see each step.
     let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
-    let flags = libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID;
+    let flags = libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWIPC;
     if unsafe { libc::unshare(flags) } != 0 {
         return Err(ConfineError::os(Piece::UserNamespace, "unshare"));
     }
@@ -170,9 +179,7 @@ fn init(policy: &SandboxPolicy, run: Run<'_>) -> Result<Finished, ConfineError> 
         }
     }
     restrict_files(policy).map_err(|e| ConfineError::new(Piece::Landlock, e))?;
-    if !policy.network {
-        refuse_network().map_err(|e| ConfineError::new(Piece::Seccomp, e))?;
-    }
+    filter_sockets(policy.network).map_err(|e| ConfineError::new(Piece::Seccomp, e))?;
     let argv = match run {
         Run::Probe => return Ok(Finished::Probed),
         Run::Command(argv) => argv,
@@ -187,6 +194,9 @@ fn init(policy: &SandboxPolicy, run: Run<'_>) -> Result<Finished, ConfineError> 
     match unsafe { libc::fork() } {
         -1 => Err(ConfineError::os(Piece::PidNamespace, "fork")),
         0 => {
+            if let Err(e) = set_limits(&policy.limits) {
+                return Ok(Finished::NotStarted(e));
+            }
             drop_capabilities();
             Ok(Finished::NotStarted(
                 std::process::Command::new(program).args(args).exec(),
@@ -298,14 +308,34 @@ fn restrict_files(policy: &SandboxPolicy) -> Result<(), String> {
     Ok(())
 }
 
-fn refuse_network() -> Result<(), String> {
+fn filter_sockets(network: bool) -> Result<(), String> {
     let fail = |e: seccompiler::BackendError| e.to_string();
-    // Every family is refused, AF_UNIX too: a Unix socket reaches servers outside the sandbox
-    // (tmux, docker, D-Bus, ssh-agent) that run commands unconfined. socketpair stays allowed:
-    // it connects only this process's own ends.
-    // An empty rule list matches the call whatever its arguments.
+    // A Unix socket (abstract ones too) reaches servers outside the sandbox (tmux, docker,
+    // D-Bus, ssh-agent, crew's own daemon) that act for the command unconfined, so no family
+    // but the Internet ones is ever allowed, and those only with the network. socketpair stays
+    // allowed: it connects only this process's own ends.
+    // An empty rule list matches the call whatever its arguments; the conditions of one rule
+    // must all hold.
+    let socket_rule = if network {
+        let not = |family: i32| {
+            SeccompCondition::new(
+                0,
+                SeccompCmpArgLen::Dword,
+                SeccompCmpOp::Ne,
+                u64::from(family.unsigned_abs()),
+            )
+        };
+        let rule = SeccompRule::new(vec![
+            not(libc::AF_INET).map_err(fail)?,
+            not(libc::AF_INET6).map_err(fail)?,
+        ])
+        .map_err(fail)?;
+        vec![rule]
+    } else {
+        Vec::new()
+    };
     let rules: BTreeMap<i64, Vec<SeccompRule>> = [
-        (libc::SYS_socket, Vec::new()),
+        (libc::SYS_socket, socket_rule),
         (libc::SYS_io_uring_setup, Vec::new()),
     ]
     .into_iter()
@@ -320,6 +350,52 @@ fn refuse_network() -> Result<(), String> {
     .map_err(fail)?;
     let program: BpfProgram = filter.try_into().map_err(fail)?;
     seccompiler::apply_filter(&program).map_err(|e| e.to_string())
+}
+
+/// Sets the policy's resource limits (soft and hard: the command cannot raise them again).
+fn set_limits(limits: &ResourceLimits) -> io::Result<()> {
+    for (resource, value) in [
+        (libc::RLIMIT_NPROC, limits.processes),
+        (libc::RLIMIT_AS, limits.memory_bytes),
+        (libc::RLIMIT_FSIZE, limits.file_bytes),
+    ] {
+        let Some(value) = value else { continue };
+        let limit = libc::rlimit {
+            rlim_cur: value,
+            rlim_max: value,
+        };
+        // SAFETY: setrlimit reads a valid rlimit.
+        if unsafe { libc::setrlimit(resource, &limit) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Closes every descriptor above stderr, so nothing crew (or whoever started crew) left open
+/// reaches the command, nor this helper's processes it could reach through `/proc`:
+/// `close_range`, or where the kernel lacks it (before 5.11) each descriptor listed in
+/// `/proc/self/fd`.
+fn close_inherited() {
+    // SAFETY: close_range only closes descriptors, none of which this process uses.
+    let closed = unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) } == 0;
+    if closed {
+        return;
+    }
+    let fds: Vec<i32> = std::fs::read_dir("/proc/self/fd")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
+        .filter(|fd| *fd > 2)
+        .collect();
+    for fd in fds {
+        // SAFETY: closing a descriptor number; the listing's own, already closed, fails with
+        // EBADF, harmlessly.
+        unsafe {
+            libc::close(fd);
+        }
+    }
 }
 
 /// Empties the bounding and ambient sets, so the command (uid 0 in the namespace when crew runs

@@ -5,6 +5,7 @@
 //! permission step asks the person for every one of them.
 
 pub mod confine;
+pub mod environment;
 pub mod exec;
 pub mod policy;
 
@@ -15,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 pub use confine::{ConfineError, Piece};
 pub use crew_protocol::SandboxMode;
-pub use policy::SandboxPolicy;
+pub use policy::{ResourceLimits, SandboxPolicy};
 
 /// The hidden subcommand of the crew executable that confines a command.
 pub const HELPER_COMMAND: &str = "sandbox-exec";
@@ -34,6 +35,10 @@ pub struct Sandbox {
     pub workspace_writable: bool,
     /// The crew executable that runs [`HELPER_COMMAND`].
     pub helper: PathBuf,
+    /// Processes, memory and file size (`[limits]` in crew.toml).
+    pub limits: ResourceLimits,
+    /// Variables commands get beyond [`environment`]'s allow-list (`[permissions] env`).
+    pub env: Vec<String>,
 }
 
 /// What happens to a command under a [`Sandbox`].
@@ -54,6 +59,8 @@ impl Sandbox {
             network: true,
             workspace_writable: true,
             helper: PathBuf::new(),
+            limits: ResourceLimits::default(),
+            env: Vec::new(),
         }
     }
 
@@ -64,6 +71,38 @@ impl Sandbox {
             network,
             workspace_writable,
             helper: std::env::current_exe().unwrap_or_default(),
+            limits: ResourceLimits::default(),
+            env: Vec::new(),
+        }
+    }
+
+    /// This sandbox with these resource limits.
+    pub fn with_limits(mut self, limits: ResourceLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// This sandbox, its commands also getting the variables `names`.
+    pub fn with_env(mut self, names: Vec<String>) -> Self {
+        self.env = names;
+        self
+    }
+
+    /// The variables of `vars` a command under this sandbox gets (see [`environment`]); the
+    /// same whether or not it is confined.
+    pub fn environment(
+        &self,
+        vars: impl IntoIterator<Item = (String, String)>,
+    ) -> Vec<(String, String)> {
+        environment::filter(vars, &self.env)
+    }
+
+    /// The same sandbox with the workspace read-only: for what must not change the files an
+    /// agent works on (its hooks, and commands granted because they only read).
+    pub fn read_only(&self) -> Self {
+        Sandbox {
+            workspace_writable: false,
+            ..self.clone()
         }
     }
 
@@ -97,8 +136,13 @@ impl Sandbox {
         }
         let temp = tempfile::Builder::new().prefix("crew-tmp-").tempdir()?;
         let temp_path = temp.path().canonicalize()?;
-        let policy =
-            SandboxPolicy::new(workspace, self.workspace_writable, &temp_path, self.network);
+        let policy = SandboxPolicy::new(
+            workspace,
+            self.workspace_writable,
+            &temp_path,
+            self.network,
+            self.limits,
+        );
         let mut wrapped = vec![
             HELPER_COMMAND.to_string(),
             "--policy".to_string(),
@@ -137,8 +181,8 @@ impl Sandbox {
 /// Said with a confined command's failure, so the transcript tells why a write or a
 /// connection was refused.
 pub const CONFINED_HINT: &str = "ran in the sandbox: writes outside the workspace and its \
-    temporary folder, to .git and to crew's files, network sockets (unless allowed) and other \
-    processes are refused";
+    temporary folder, to .git and to crew's files, Unix sockets, network sockets (unless \
+    allowed) and other processes are refused";
 
 /// A command ready to spawn; keeps its temporary folder alive until dropped.
 #[derive(Debug)]
@@ -209,6 +253,7 @@ fn probe(helper: &Path) -> Readiness {
         writable: vec![root],
         read_only: vec![protected],
         network: false,
+        limits: ResourceLimits::default(),
     };
     let output = std::process::Command::new(helper)
         .args([HELPER_COMMAND, "--probe", "--policy"])

@@ -1,6 +1,7 @@
 //! What one confined command may do: the folders it may write, the paths inside them that stay
-//! read-only, and whether it may use the network. Built by the parent, passed to
-//! `crew sandbox-exec` as JSON, enforced there.
+//! read-only, whether it may use the network, and how many processes, how much memory and how
+//! big a file it may have. Built by the parent, passed to `crew sandbox-exec` as JSON, enforced
+//! there.
 
 use std::path::{Path, PathBuf};
 
@@ -16,15 +17,37 @@ pub struct SandboxPolicy {
     /// Paths inside `writable` that stay read-only (bind-mounted read-only over themselves):
     /// git's metadata and crew's own files.
     pub read_only: Vec<PathBuf>,
-    /// Whether sockets other than Unix ones may be opened.
+    /// Whether Internet sockets (`AF_INET`, `AF_INET6`) may be opened; no other family ever
+    /// may, Unix sockets included.
     pub network: bool,
+    /// The resource limits the command runs under.
+    #[serde(default)]
+    pub limits: ResourceLimits,
+}
+
+/// Resource limits of a confined command (`[limits]` in crew.toml), each a `setrlimit` set
+/// before the command runs; `None` leaves the limit crew itself runs with.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourceLimits {
+    /// `RLIMIT_NPROC`: processes (and threads) of the command's user in its namespace.
+    pub processes: Option<u64>,
+    /// `RLIMIT_AS`: address space of each process, in bytes.
+    pub memory_bytes: Option<u64>,
+    /// `RLIMIT_FSIZE`: the largest file a process may write, in bytes.
+    pub file_bytes: Option<u64>,
 }
 
 impl SandboxPolicy {
     /// The policy for a command run in `workspace` with `temp` as its private temporary folder.
     /// A workspace that is not writable (a teammate that does not write works in the repository
     /// itself) leaves only `temp` writable.
-    pub fn new(workspace: &Path, workspace_writable: bool, temp: &Path, network: bool) -> Self {
+    pub fn new(
+        workspace: &Path,
+        workspace_writable: bool,
+        temp: &Path,
+        network: bool,
+        limits: ResourceLimits,
+    ) -> Self {
         let mut writable = vec![temp.to_path_buf()];
         if workspace_writable {
             writable.push(canonical(workspace));
@@ -37,6 +60,7 @@ impl SandboxPolicy {
             writable,
             read_only,
             network,
+            limits,
         }
     }
 }
@@ -115,7 +139,7 @@ mod tests {
         let temp = root.join("tmp");
         std::fs::create_dir(&temp).unwrap();
 
-        let policy = SandboxPolicy::new(&ws, true, &temp, false);
+        let policy = SandboxPolicy::new(&ws, true, &temp, false, ResourceLimits::default());
         assert_eq!(policy.writable, [temp.clone(), ws.clone()]);
         assert_eq!(
             policy.read_only,
@@ -127,7 +151,7 @@ mod tests {
             ]
         );
 
-        let reader = SandboxPolicy::new(&ws, false, &temp, true);
+        let reader = SandboxPolicy::new(&ws, false, &temp, true, ResourceLimits::default());
         assert_eq!(reader.writable, [temp]);
         assert!(reader.read_only.is_empty());
         assert!(reader.network);

@@ -21,6 +21,17 @@ pub struct Limits {
     pub memory_bytes: usize,
     /// Memories kept in one scope (an agent's, or the team's).
     pub memories_per_scope: usize,
+    /// What one task may add to the repository when crew commits it: the bytes of its new
+    /// and changed files (0: no limit).
+    pub max_task_bytes: u64,
+    /// Processes and threads one confined command may have at once (`RLIMIT_NPROC`; 0: no
+    /// limit).
+    pub max_processes: u64,
+    /// Address space of each process of a confined command (`RLIMIT_AS`; 0: no limit, the
+    /// default, since runtimes such as V8 and Go reserve far more than they use).
+    pub max_memory_bytes: u64,
+    /// The largest file a confined command may write (`RLIMIT_FSIZE`; 0: no limit).
+    pub max_file_bytes: u64,
 }
 
 impl Default for Limits {
@@ -31,6 +42,10 @@ impl Default for Limits {
             message_bytes: 256 * 1024,
             memory_bytes: 16 * 1024,
             memories_per_scope: 200,
+            max_task_bytes: 100 << 20,
+            max_processes: 4096,
+            max_memory_bytes: 0,
+            max_file_bytes: 8 << 30,
         }
     }
 }

@@ -24,7 +24,8 @@ pub struct ToolContext {
     pub spill_dir: PathBuf,
     pub read_state: ReadState,
     pub cancel: CancellationToken,
-    /// The scrubbed environment given to commands (see [`scrub_env`]).
+    /// This process's environment with credentials scrubbed (see [`scrub_env`]); a command
+    /// gets only what its sandbox's allow-list names of it (`Sandbox::environment`).
     pub env: Vec<(String, String)>,
     pub sandbox: Sandbox,
     /// The agent's own checklist (`todo_write`), shared like the read state.
@@ -49,6 +50,15 @@ impl ToolContext {
             todos: TodoList::default(),
             memory: None,
             skills: Arc::default(),
+        }
+    }
+
+    /// This context with the workspace read-only to commands: for a command granted because
+    /// it only reads, so a wrong entry in the read-only list cannot write.
+    pub fn read_only(&self) -> Self {
+        Self {
+            sandbox: self.sandbox.read_only(),
+            ..self.clone()
         }
     }
 

@@ -2,6 +2,7 @@
 //! the result budget, and the agent's own tools (checklist, memory, skills). Tools return values; nothing here prints or reads the terminal.
 
 pub mod batch;
+pub mod beneath;
 pub mod builtin;
 pub mod context;
 pub mod hooks;
@@ -23,7 +24,7 @@ pub mod tool;
 pub mod typed;
 
 pub use context::{ReadState, ToolContext, scrub_env};
-pub use crew_sandbox::{Sandbox, SandboxMode};
+pub use crew_sandbox::{ResourceLimits, Sandbox, SandboxMode};
 pub use hooks::{HookEvent, HookRun, HookSpec, Hooks, StopDecision, StopGuard};
 pub use memory::memory_tools;
 pub use note::Note;

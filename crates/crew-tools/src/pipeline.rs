@@ -14,7 +14,7 @@ use crate::hooks::{HookEvent, HookRun, Hooks};
 use crate::memory::keep_hook_memories;
 use crate::note::Note;
 use crate::permissions::{
-    DecidedBy, Decision, PermissionOutcome, PermissionPolicy, PermissionQuery,
+    DecidedBy, Decision, PermissionMode, PermissionOutcome, PermissionPolicy, PermissionQuery,
 };
 use crate::prompter::{PermissionAnswer, PermissionAsk, Prompter};
 use crate::registry::ToolRegistry;
@@ -170,10 +170,19 @@ impl Pipeline {
             outcome.notes.push(Note::Warning { text: warning });
         }
 
+        // Granted because it only reads (plan mode): it runs so, whatever the read-only list
+        // got wrong about it.
+        let call_ctx = if tool.kind() == ToolKind::Exec
+            && decision.decided_by == DecidedBy::Mode(PermissionMode::Plan)
+        {
+            ctx.read_only()
+        } else {
+            ctx.clone()
+        };
         let result = tokio::select! {
             biased;
             _ = ctx.cancel.cancelled() => Err(ToolError::Cancelled),
-            result = prepared.call(ctx.clone()) => result,
+            result = prepared.call(call_ctx) => result,
         };
         let output = result.unwrap_or_else(|e| ToolOutput::error(e.to_string()));
 

@@ -94,6 +94,9 @@ async fn secrets_never_reach_the_command() {
         .env
         .push(("ANTHROPIC_BASE_URL".into(), "http://leak".into()));
     fx.ctx.env.push(("CREW_TEST_VISIBLE".into(), "fine".into()));
+    // Named by no credential rule, yet not on the allow-list: it stays out too.
+    fx.ctx.env.push(("GH_PAT".into(), "ghp_leak".into()));
+    fx.ctx.sandbox.env = vec!["CREW_TEST_VISIBLE".into()];
     let out = BashTool::default()
         .call_json(&json!({"command": "env"}), fx.ctx.clone())
         .await
@@ -104,6 +107,7 @@ async fn secrets_never_reach_the_command() {
         out.content
     );
     assert!(!out.content.contains("sk-leak"));
+    assert!(!out.content.contains("ghp_leak"), "{}", out.content);
     assert!(!out.content.contains("CREW_TEST_API_KEY"));
     assert!(!out.content.contains("ANTHROPIC_BASE_URL"));
 }

@@ -314,3 +314,61 @@ async fn a_stop_hook_halt_beats_its_block() {
         }
     );
 }
+
+#[tokio::test]
+async fn a_hooks_allow_counts_only_where_the_agent_cannot_write_its_script() {
+    let fx = Fixture::new();
+    let allow = fx.hook("allow.sh", r#"echo '{"permissionDecision": "allow"}'"#);
+    let spec = || hook(HookEvent::PreToolUse, Some("bash"), allow.clone(), 10);
+    let input = json!({"command": "echo ok"});
+    // A writing agent's hook (sandbox off here, so it runs): its allow is ignored, saying why.
+    let writer = Hooks::new(vec![spec()])
+        .unwrap()
+        .confined(&crew_tools::Sandbox::off());
+    let pre = writer
+        .pre_tool_use("bash", &input, fx.ws(), &fx.ctx.cancel)
+        .await;
+    assert!(pre.permission.is_none());
+    assert!(
+        pre.notes.iter().any(
+            |n| matches!(n, Note::Warning { text } if text.contains("answered allow; ignored"))
+        ),
+        "{:?}",
+        pre.notes
+    );
+    // An agent that does not write its workspace: the allow stands.
+    let reader = Hooks::new(vec![spec()])
+        .unwrap()
+        .confined(&crew_tools::Sandbox {
+            workspace_writable: false,
+            ..crew_tools::Sandbox::off()
+        });
+    let pre = reader
+        .pre_tool_use("bash", &input, fx.ws(), &fx.ctx.cancel)
+        .await;
+    assert_eq!(
+        pre.permission,
+        Some(crew_tools::permissions::HookPermission::Allow)
+    );
+}
+
+#[tokio::test]
+async fn without_a_sandbox_a_writers_hook_does_not_run_and_blocks_its_call() {
+    let fx = Fixture::new();
+    let marker = fx.root().join("hook-ran");
+    let mark = fx.hook("mark.sh", &format!("touch {}", marker.display()));
+    // The helper is missing, so the sandbox is unavailable (tools_pipeline probes the same way).
+    let sandbox = crew_tools::Sandbox {
+        helper: fx.root().join("no-such-crew"),
+        ..crew_tools::Sandbox::new(crew_tools::SandboxMode::Auto, false, true)
+    };
+    let hooks = Hooks::new(vec![hook(HookEvent::PreToolUse, Some("bash"), mark, 10)])
+        .unwrap()
+        .confined(&sandbox);
+    let pre = hooks
+        .pre_tool_use("bash", &json!({"command": "true"}), fx.ws(), &fx.ctx.cancel)
+        .await;
+    let block = pre.block.unwrap();
+    assert!(block.contains("the sandbox is unavailable"), "{block}");
+    assert!(!marker.exists(), "the hook ran unconfined");
+}

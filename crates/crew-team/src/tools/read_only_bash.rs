@@ -1,6 +1,8 @@
 //! A `bash` for roles that must not change anything: every command of the line must be one
 //! the tools layer already counts as read-only, or start with one of the allowed prefixes
-//! (e.g. the project's test command), and nothing may be redirected into a file.
+//! (e.g. the project's test command), and nothing may be redirected into a file. What the
+//! check lets through runs with the workspace read-only too (`ToolContext::read_only`), so a
+//! command the list counts as read-only by mistake still cannot write.
 
 use crew_tools::builtin::BashTool;
 use crew_tools::builtin::bash::BashInput;
@@ -89,6 +91,6 @@ impl TypedTool for ReadOnlyBash {
         if let Err(reason) = self.check(&input.command) {
             return Box::pin(async move { Err(ToolError::Refused(reason)) });
         }
-        self.inner.run(input, ctx)
+        self.inner.run(input, ctx.read_only())
     }
 }

@@ -121,9 +121,8 @@ impl AgentWork {
                 message,
             })?;
         let (permissions, rules, bypass) = permission_setup(&config, name, bypass_flag)?;
-        let perms = &config.permissions;
         Hooks::new(config.hooks.clone()).map_err(|e| SetupError::Hooks(e.to_string()))?;
-        let sandbox = Sandbox::new(perms.sandbox, entry.network, entry.writes);
+        let sandbox = config.sandbox_for(entry);
         // Probed here, once, before the first command; said in this agent's log.
         if let Some(warning) = sandbox.warning() {
             tracing::warn!(agent = name, "{warning}");
@@ -238,7 +237,9 @@ impl AgentWork {
         let sink = status_sink(status.clone());
         let prompter =
             person_prompter(&self.workspace, &self.config, &self.name).with_events(sink.clone());
-        let hooks = Hooks::new(self.config.hooks.clone()).map_err(|e| e.to_string())?;
+        let hooks = Hooks::new(self.config.hooks.clone())
+            .map_err(|e| e.to_string())?
+            .confined(&self.sandbox);
         let pipeline = Pipeline::new(registry, policy)
             .with_hooks(hooks)
             .with_prompter(Arc::new(prompter));

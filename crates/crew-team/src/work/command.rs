@@ -77,7 +77,7 @@ impl CommandWork {
             role: config.role_of(name).unwrap_or("lead").to_string(),
             writes: entry.writes,
             cmd: entry.model.cmd.clone(),
-            sandbox: Sandbox::new(config.permissions.sandbox, entry.network, entry.writes),
+            sandbox: config.sandbox_for(entry),
             timeout: wall_secs.map_or(Limits::default().wall_time, Duration::from_secs),
             name: entry.name.get_ref().clone(),
             workspace,

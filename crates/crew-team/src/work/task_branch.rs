@@ -105,7 +105,9 @@ impl TaskBranch<'_> {
         success: bool,
         summary: &str,
     ) -> Result<Option<TaskCommits>, String> {
-        let trees = Worktrees::open(self.workspace.root()).map_err(|e| e.to_string())?;
+        let trees = Worktrees::open(self.workspace.root())
+            .map_err(|e| e.to_string())?
+            .with_max_task_bytes(self.config.limits.max_task_bytes);
         let unfinished = if success { "" } else { " (unfinished)" };
         let message = format!("{}: {}{unfinished}\n\n{summary}\n", task.id, task.subject);
         let head = trees

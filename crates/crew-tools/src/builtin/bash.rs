@@ -68,7 +68,8 @@ impl TypedTool for BashTool {
     const KIND: ToolKind = ToolKind::Exec;
 
     fn description(&self) -> &str {
-        "Run a shell command in the workspace. Secrets are removed from the environment. \
+        "Run a shell command in the workspace. Its environment holds only PATH, HOME, the locale, \
+         the terminal and toolchain variables (and what crew.toml's [permissions] env adds). \
          timeout_ms defaults to 120000 (max 600000); on timeout the command and everything it \
          started are killed. Prefer read/grep/glob for looking at files."
     }
@@ -97,8 +98,9 @@ impl TypedTool for BashTool {
                 .timeout_ms
                 .unwrap_or(DEFAULT_TIMEOUT_MS)
                 .min(MAX_TIMEOUT_MS);
-            // Scrubbed again here so a hand-built context cannot leak a secret either.
-            let env = scrub_env(ctx.env.iter().cloned());
+            // Only what the sandbox's allow-list names reaches the command, and no credential
+            // even then, so a hand-built context cannot leak one either.
+            let env = ctx.sandbox.environment(scrub_env(ctx.env.iter().cloned()));
             let prepared = ctx
                 .sandbox
                 .prepare(

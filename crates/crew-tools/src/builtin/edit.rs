@@ -88,9 +88,7 @@ impl TypedTool for EditTool {
             } else {
                 text.replacen(old, new, 1)
             };
-            tokio::fs::write(&path, &updated)
-                .await
-                .map_err(|e| ToolError::io(&path, e))?;
+            super::write_in_workspace(&ctx, &path, updated.as_bytes())?;
             record_written(&ctx, &path, updated.as_bytes()).await?;
             let noun = if count == 1 {
                 "replacement"

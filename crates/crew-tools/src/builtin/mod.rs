@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::beneath::{BeneathError, write_beneath};
 use crate::context::ToolContext;
 use crate::paths::{relative_to, resolve_within};
 use crate::tool::{Subject, Tool, ToolError};
@@ -59,6 +60,15 @@ fn writable_path(ctx: &ToolContext, raw: &str) -> Result<PathBuf, ToolError> {
         )));
     }
     Ok(path)
+}
+
+/// Writes `bytes` to `path` (from [`writable_path`]), its folders made as needed, every
+/// component resolved by the kernel beneath the workspace (see `beneath`).
+fn write_in_workspace(ctx: &ToolContext, path: &Path, bytes: &[u8]) -> Result<(), ToolError> {
+    write_beneath(&ctx.workspace, path, bytes).map_err(|e| match e {
+        BeneathError::Io { path, source } => ToolError::io(path, source),
+        refused => ToolError::Refused(refused.to_string()),
+    })
 }
 
 /// `path` with its longest existing prefix canonicalised.

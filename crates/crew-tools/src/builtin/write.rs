@@ -52,14 +52,7 @@ impl TypedTool for WriteTool {
             let content = input.content;
             // Checked again: time passes between validation and the call (hooks, a person deciding).
             existing_is_fresh(&ctx, &path).map_err(ToolError::Refused)?;
-            if let Some(parent) = path.parent() {
-                tokio::fs::create_dir_all(parent)
-                    .await
-                    .map_err(|e| ToolError::io(parent, e))?;
-            }
-            tokio::fs::write(&path, &content)
-                .await
-                .map_err(|e| ToolError::io(&path, e))?;
+            super::write_in_workspace(&ctx, &path, content.as_bytes())?;
             record_written(&ctx, &path, content.as_bytes()).await?;
             Ok(ToolOutput::ok(format!(
                 "wrote {} bytes to {}",

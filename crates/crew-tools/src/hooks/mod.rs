@@ -4,6 +4,14 @@
 //! permission decision, updated input, also nested in `hookSpecificOutput`) or block by
 //! exiting with code 2 (stderr is the reason). A hook that fails, prints bad JSON or runs past
 //! its `timeout_secs` is logged and skipped: a broken hook never stops work.
+//!
+//! A hook runs where the agent works, and whatever its command runs or reads there (its
+//! script, `cargo test`'s build scripts, a linter's config) the agent may have written. So
+//! hooks are confined ([`Hooks::confined`]): the agent's own sandbox with its workspace
+//! read-only, the same environment allow-list; and for an agent that writes its workspace a
+//! hook's `allow` counts for nothing (its `ask`, `deny` and blocks still do: they only tighten).
+//! Resolving hook commands from the person's checkout instead would not be sound: a command is
+//! a shell line whose reads no one can list.
 
 use std::path::Path;
 
@@ -15,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use crate::note::Note;
 use crate::permissions::HookPermission;
 use crate::tool::ToolOutput;
+use crew_sandbox::Sandbox;
 
 mod runner;
 
@@ -71,10 +80,33 @@ struct CompiledHook {
     matcher: Option<Regex>,
 }
 
-/// The configured hooks, matchers compiled.
-#[derive(Debug, Clone, Default)]
+/// The configured hooks, matchers compiled, and how their commands are confined.
+#[derive(Debug, Clone)]
 pub struct Hooks {
     hooks: Vec<CompiledHook>,
+    confinement: Confinement,
+}
+
+impl Default for Hooks {
+    fn default() -> Self {
+        Hooks {
+            hooks: Vec::new(),
+            confinement: Confinement {
+                sandbox: Sandbox::off(),
+                agent_writes: false,
+            },
+        }
+    }
+}
+
+/// Where and how hook commands run for one agent.
+#[derive(Debug, Clone)]
+struct Confinement {
+    /// The agent's sandbox with the workspace read-only.
+    sandbox: Sandbox,
+    /// Whether the agent writes the folder its hooks run in: then nothing a hook says can
+    /// loosen a decision, and a hook that could not be confined does not run.
+    agent_writes: bool,
 }
 
 /// What the PreToolUse hooks said.
@@ -156,7 +188,20 @@ impl Hooks {
                 Ok(CompiledHook { spec, matcher })
             })
             .collect::<Result<_, HookError>>()?;
-        Ok(Self { hooks })
+        Ok(Self {
+            hooks,
+            ..Self::default()
+        })
+    }
+
+    /// Hooks for an agent whose commands run in `sandbox`: theirs run in it too, with the
+    /// workspace read-only. Without this (hand-built hooks in tests) they run unconfined.
+    pub fn confined(mut self, sandbox: &Sandbox) -> Self {
+        self.confinement = Confinement {
+            sandbox: sandbox.read_only(),
+            agent_writes: sandbox.workspace_writable,
+        };
+        self
     }
 
     fn matching(
@@ -186,7 +231,7 @@ impl Hooks {
         for hook in self.matching(HookEvent::PreToolUse, Some(tool)) {
             let current = result.updated_input.as_ref().unwrap_or(input);
             let payload = tool_payload(HookEvent::PreToolUse, tool, current, None, cwd);
-            let output = match run_hook(hook, &payload, cwd, cancel).await {
+            let output = match run_hook(hook, &self.confinement, &payload, cwd, cancel).await {
                 HookReply::Skipped => continue,
                 HookReply::Blocked(reason) => {
                     result.block = Some(reason);
@@ -204,8 +249,21 @@ impl Hooks {
                 result.block = Some(reason);
                 return result;
             }
-            if let Some(permission) = parse_permission(&output, &hook.spec.command) {
-                result.permission = Some(stricter(result.permission.take(), permission));
+            match parse_permission(&output, &hook.spec.command) {
+                Some(HookPermission::Allow) if self.confinement.agent_writes => {
+                    result.notes.push(Note::Warning {
+                        text: format!(
+                            "hook `{}` answered allow; ignored: it runs in the folder this agent \
+                             writes, so its answer may be the agent's own (a hook can ask or \
+                             deny here, not allow)",
+                            hook.spec.command
+                        ),
+                    });
+                }
+                Some(permission) => {
+                    result.permission = Some(stricter(result.permission.take(), permission));
+                }
+                None => {}
             }
             match output.updated_input {
                 Some(updated @ Value::Object(_)) => result.updated_input = Some(updated),
@@ -335,7 +393,7 @@ impl Hooks {
     ) -> HookRun {
         let mut run = HookRun::default();
         for hook in self.matching(event, target) {
-            match run_hook(hook, payload, cwd, cancel).await {
+            match run_hook(hook, &self.confinement, payload, cwd, cancel).await {
                 HookReply::Skipped => {}
                 HookReply::Blocked(reason) => run.blocks.push(reason),
                 HookReply::Output(output) => {

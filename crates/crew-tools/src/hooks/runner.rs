@@ -7,10 +7,12 @@ use serde::Deserialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::{CompiledHook, HookEvent};
+use super::{CompiledHook, Confinement, HookEvent};
+use crate::context::scrub_env;
 use crate::note::Note;
 use crate::permissions::HookPermission;
 use crate::process::{ProcessEnd, ProcessSpec, run_process};
+use crew_sandbox::SandboxPlan;
 
 /// One hook's answer.
 pub(super) enum HookReply {
@@ -144,21 +146,51 @@ pub(super) fn parse_permission(output: &HookOutput, command: &str) -> Option<Hoo
 
 pub(super) async fn run_hook(
     hook: &CompiledHook,
+    confinement: &Confinement,
     payload: &Value,
     cwd: &Path,
     cancel: &CancellationToken,
 ) -> HookReply {
     let command = &hook.spec.command;
+    let sandbox = &confinement.sandbox;
+    if confinement.agent_writes
+        && let SandboxPlan::Unavailable(missing) = sandbox.plan()
+    {
+        // Unconfined, in a folder the agent writes, it would run the agent's code as the
+        // person: it does not run, and a tool call it guards does not either.
+        let why = format!(
+            "hook `{command}` not run: the sandbox is unavailable ({missing}) and it would run \
+             unconfined in a folder the agent writes"
+        );
+        tracing::warn!("{why}");
+        return if hook.spec.event == HookEvent::PreToolUse {
+            HookReply::Blocked(why)
+        } else {
+            HookReply::Skipped
+        };
+    }
+    let env = sandbox.environment(scrub_env(std::env::vars()));
+    let args = vec!["-c".to_string(), command.clone()];
+    let prepared = match sandbox.prepare(cwd, "sh", args, env) {
+        Ok(prepared) => prepared,
+        Err(e) => {
+            tracing::warn!(%command, error = %e, "hook could not be confined; skipped");
+            return HookReply::Skipped;
+        }
+    };
     let spec = ProcessSpec {
-        program: "sh".to_string(),
-        args: vec!["-c".to_string(), command.clone()],
+        program: prepared.program.clone(),
+        args: prepared.args.clone(),
         cwd: cwd.to_path_buf(),
-        env: None,
+        env: Some(prepared.env.clone()),
         stdin: payload.to_string().into_bytes(),
         timeout: Duration::from_secs(hook.spec.timeout_secs),
         output_cap: HOOK_OUTPUT_CAP,
     };
-    let result = match run_process(spec, cancel).await {
+    let result = run_process(spec, cancel).await;
+    // The hook's private temporary folder goes only once it is over.
+    drop(prepared);
+    let result = match result {
         Ok(result) => result,
         Err(e) => {
             tracing::warn!(%command, error = %e, "hook could not start; skipped");

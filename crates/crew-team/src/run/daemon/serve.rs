@@ -274,7 +274,9 @@ fn answer(shared: &Shared, stream: UnixStream) {
 
 /// Whether the peer of `stream` is the daemon's own process tree or a worker's: an agent's
 /// tool, however it got rid of crew's owner mark. Ancestry, unlike the environment, is not the
-/// peer's to choose. A peer that cannot be identified counts as the team.
+/// peer's to choose. A peer that cannot be identified counts as the team: no pid, or a pid
+/// whose ancestry cannot be read back to the system's first process (it exited after
+/// connecting, e.g. having passed the socket to another process by `SCM_RIGHTS`).
 fn from_the_team(shared: &Shared, stream: &UnixStream) -> bool {
     let Some(peer) = peer_pid(stream) else {
         return true;
@@ -289,7 +291,7 @@ fn from_the_team(shared: &Shared, stream: &UnixStream) -> bool {
             .map(|status| status.pid)
             .filter(|pid| *pid > 1),
     );
-    descends_from(peer, &roots)
+    descends_from(peer, &roots).unwrap_or(true)
 }
 
 /// The pid of the process at the other end of a Unix socket (`SO_PEERCRED`), in ours.
@@ -314,19 +316,24 @@ fn peer_pid(stream: &UnixStream) -> Option<u32> {
     u32::try_from(cred.pid).ok().filter(|pid| ok && *pid > 0)
 }
 
-/// Whether `pid` is one of `roots` or a descendant of one (parents from `/proc`).
-fn descends_from(mut pid: u32, roots: &[u32]) -> bool {
+/// Whether `pid` is one of `roots` or a descendant of one (parents from `/proc`); `None` when
+/// its ancestry cannot be read up to pid 1 (a process on the way is gone).
+fn descends_from(mut pid: u32, roots: &[u32]) -> Option<bool> {
     // Bounded: a parent chain is short, and a race with exiting processes must not loop.
     for _ in 0..256 {
         if roots.contains(&pid) {
-            return true;
+            return Some(true);
         }
-        match parent_of(pid) {
-            Some(parent) if parent > 0 && parent != pid => pid = parent,
-            _ => return false,
+        if pid == 1 {
+            return Some(false);
+        }
+        match parent_of(pid)? {
+            0 => return Some(false),
+            parent if parent != pid => pid = parent,
+            _ => return None,
         }
     }
-    false
+    None
 }
 
 /// The parent pid from `/proc/PID/stat` (field 4, counted after the command's last `)`).
@@ -347,11 +354,14 @@ mod tests {
             .spawn()
             .unwrap();
         let me = std::process::id();
-        assert!(descends_from(child.id(), &[me]));
-        assert!(descends_from(me, &[me]));
-        assert!(!descends_from(me, &[child.id()]));
+        assert_eq!(descends_from(child.id(), &[me]), Some(true));
+        assert_eq!(descends_from(me, &[me]), Some(true));
+        assert_eq!(descends_from(me, &[child.id()]), Some(false));
+        let gone = child.id();
         child.kill().unwrap();
         child.wait().unwrap();
+        // A peer that is gone cannot be vouched for.
+        assert_eq!(descends_from(gone, &[me + 1_000_000]), None);
     }
 
     #[test]
