@@ -25,7 +25,8 @@ fn a_teammate_cannot_rewrite_the_graph_or_complete_its_work_past_review() {
         "idle_poll_secs = 1\nidle_timeout_secs = 120\nheartbeat_secs = 1",
     );
     let team = Team::new(&toml, "test_store_attack.toml", &[]);
-    team.repo.ok(&["task", "add", "bob's work", "--desc", "careful"]);
+    team.repo
+        .ok(&["task", "add", "bob's work", "--desc", "careful"]);
     team.repo.ok(&["task", "assign", "task_1", "bob"]);
     team.repo.ok(&["task", "add", "forge"]);
     team.repo
@@ -43,7 +44,10 @@ fn a_teammate_cannot_rewrite_the_graph_or_complete_its_work_past_review() {
     ] {
         assert!(report.contains(refusal), "{refusal:?} in {report}");
     }
-    assert_eq!(task["description"], "my notes: forged.txt written", "{task}");
+    assert_eq!(
+        task["description"], "my notes: forged.txt written",
+        "{task}"
+    );
     assert_eq!(task["commits"]["branch"], "crew/alice", "{task}");
 
     let bobs = team.task("task_1");
@@ -53,7 +57,11 @@ fn a_teammate_cannot_rewrite_the_graph_or_complete_its_work_past_review() {
         "{bobs}"
     );
     let waiting = team.task("task_3");
-    assert_eq!(waiting["blockedBy"], serde_json::json!(["task_2"]), "{waiting}");
+    assert_eq!(
+        waiting["blockedBy"],
+        serde_json::json!(["task_2"]),
+        "{waiting}"
+    );
     assert_eq!(
         (&waiting["status"], &waiting["owner"]),
         (&"pending".into(), &serde_json::Value::Null),
@@ -97,7 +105,14 @@ fn a_merge_never_brings_crews_folders_hooks_or_symlinks_in_unasked() {
         result.contains("not merged automatically") && result.contains("which govern the team"),
         "{result}"
     );
-    for path in [".gitignore", ".tasks", ".githooks", ".claude", "inboxes", "store"] {
+    for path in [
+        ".gitignore",
+        ".tasks",
+        ".githooks",
+        ".claude",
+        "inboxes",
+        "store",
+    ] {
         assert!(
             team.repo.join(path).symlink_metadata().is_err() || path == ".tasks",
             "{path} reached the person's checkout"
@@ -110,7 +125,12 @@ fn a_merge_never_brings_crews_folders_hooks_or_symlinks_in_unasked() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|p| (p["path"].as_str().unwrap().into(), p["reason"].as_str().unwrap().into()))
+        .map(|p| {
+            (
+                p["path"].as_str().unwrap().into(),
+                p["reason"].as_str().unwrap().into(),
+            )
+        })
         .collect();
     for (path, reason) in [
         (".gitignore", "changes what git tracks"),
@@ -121,13 +141,16 @@ fn a_merge_never_brings_crews_folders_hooks_or_symlinks_in_unasked() {
         ("store", "a symlink"),
     ] {
         assert!(
-            reasons.iter().any(|(p, r)| p == path && r.starts_with(reason)),
+            reasons
+                .iter()
+                .any(|(p, r)| p == path && r.starts_with(reason)),
             "{path}: {reason} in {reasons:?}"
         );
     }
     let listed = team.repo.ok(&["review", "list"]);
     assert!(
-        listed.contains("WARNING changes ") && listed.contains(", .gitignore (changes what git tracks"),
+        listed.contains("WARNING changes ")
+            && listed.contains(", .gitignore (changes what git tracks"),
         "{listed}"
     );
 
@@ -180,7 +203,10 @@ fn a_denied_command_said_as_code_or_a_path_outside_the_worktree_asks() {
     let done = team.wait_task("task_1", "completed", BUDGET);
     let result = done["result"].as_str().unwrap();
     let worktree = team.repo.join(".worktrees/alice");
-    assert!(worktree.join("victim/keep.txt").exists(), "victim/ was deleted: {result}");
+    assert!(
+        worktree.join("victim/keep.txt").exists(),
+        "victim/ was deleted: {result}"
+    );
     assert!(!result.contains("the person's secret"), "{result}");
     let asked: Vec<String> = team
         .requests()
@@ -259,7 +285,14 @@ fn a_headless_team_prints_no_raw_control_from_a_teammate() {
     let mut up = team.spawn(
         "up",
         &[
-            "up", "--headless", "--json", "--merge", "auto", "--simulator", "--goal", "go",
+            "up",
+            "--headless",
+            "--json",
+            "--merge",
+            "auto",
+            "--simulator",
+            "--goal",
+            "go",
         ],
     );
     let log = team.repo.join(".crew/test-up.log");
@@ -284,10 +317,9 @@ fn a_headless_team_prints_no_raw_control_from_a_teammate() {
     );
     let review = lines.iter().find(|l| l["type"] == "review").unwrap();
     assert!(
-        review["text"]
-            .as_str()
-            .unwrap()
-            .contains(".github/ci\\u{1b}]0;pwned\\u{7}\\u{9b}2J.yml (CI and repository automation)"),
+        review["text"].as_str().unwrap().contains(
+            ".github/ci\\u{1b}]0;pwned\\u{7}\\u{9b}2J.yml (CI and repository automation)"
+        ),
         "{review}"
     );
 

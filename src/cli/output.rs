@@ -2,11 +2,14 @@
 
 use serde::Serialize;
 
-pub use crew_protocol::terminal_text::{block, one_line};
 use crew_protocol::terminal_text::json_for_terminal;
+pub use crew_protocol::terminal_text::{block, one_line};
 
 pub fn json<T: Serialize + ?Sized>(value: &T) -> anyhow::Result<()> {
-    println!("{}", json_for_terminal(&serde_json::to_string_pretty(value)?));
+    println!(
+        "{}",
+        json_for_terminal(&serde_json::to_string_pretty(value)?)
+    );
     Ok(())
 }
 

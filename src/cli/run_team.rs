@@ -209,7 +209,7 @@ pub fn up(project: Project, args: UpArgs) -> anyhow::Result<()> {
         );
     }
     for (task, verdict) in crew_team::verdict::of_reviews(&tasks) {
-        println!("{task} verdict: {}", output::one_line(&verdict.to_string()));
+        println!("{task} verdict: {}", output::one_line(&verdict));
     }
     match unfinished {
         Some(why) => Err(CliError::Unfinished(why).into()),

@@ -116,7 +116,7 @@ pub fn status(project: &Project, as_json: bool) -> anyhow::Result<()> {
     }
     println!("reviews waiting: {waiting} (crew review list)");
     for (task, verdict) in &verdicts {
-        println!("{task} verdict: {}", output::one_line(&verdict.to_string()));
+        println!("{task} verdict: {}", output::one_line(verdict));
     }
     Ok(())
 }

@@ -8,8 +8,8 @@ use serde_json::json;
 
 use crew_store::dag::Graph;
 use crew_store::{
-    Actor, AgentName, Attempt, Claimant, Draft, Mailboxes, NewTask, Roster, Status, TaskId, TaskPatch,
-    TaskStore, Workspace,
+    Actor, AgentName, Attempt, Claimant, Draft, Mailboxes, NewTask, Roster, Status, TaskId,
+    TaskPatch, TaskStore, Workspace,
 };
 
 use crate::proc::{Workers, ready_and_wait};

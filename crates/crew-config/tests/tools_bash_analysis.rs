@@ -197,7 +197,10 @@ const GRANTED_BEFORE: &[(&str, &str)] = &[
     ("git diff /dev/null ~/.ssh/id_rsa", "outside the work tree"),
     ("git diff ../../.ssh/id_rsa", "outside the work tree"),
     ("echo 'rm -rf x' | sh", "runs a string as code"),
-    ("python3 -c 'import shutil; shutil.rmtree(\"x\")'", "runs a string as code"),
+    (
+        "python3 -c 'import shutil; shutil.rmtree(\"x\")'",
+        "runs a string as code",
+    ),
     ("git -c alias.x='!rm -rf x' x", "runs a string as code"),
     ("perl -e 'system(\"rm -rf x\")'", "runs a string as code"),
 ];

@@ -101,9 +101,7 @@ pub enum GitError {
         link: String,
     },
 
-    #[error(
-        "refusing to merge: the symlink {path} -> {target} {reason}; nothing was changed"
-    )]
+    #[error("refusing to merge: the symlink {path} -> {target} {reason}; nothing was changed")]
     SymlinkOutOfBounds {
         path: String,
         target: String,

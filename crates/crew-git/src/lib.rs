@@ -20,8 +20,8 @@ mod worktree;
 use serde::{Deserialize, Serialize};
 
 pub use diff::{
-    DiffLine, DiffTotals, EntryKind, FileDiff, FileStatus, Hunk, LineKind, WorktreeDiff, patched_change,
-    proposed_change,
+    DiffLine, DiffTotals, EntryKind, FileDiff, FileStatus, Hunk, LineKind, WorktreeDiff,
+    patched_change, proposed_change,
 };
 pub use error::{BlockedFile, BlockedFiles, GitError};
 pub use inline::{InlineChanges, inline_changes};

@@ -67,7 +67,11 @@ fn allowed(path: &Path) -> Result<(), &'static str> {
 }
 
 /// The target of the symlink at `path` in `tree`; None when it is not a symlink there.
-fn link_target(repo: &Repository, tree: &Tree<'_>, path: &Path) -> Result<Option<Vec<u8>>, GitError> {
+fn link_target(
+    repo: &Repository,
+    tree: &Tree<'_>,
+    path: &Path,
+) -> Result<Option<Vec<u8>>, GitError> {
     let Ok(entry) = tree.get_path(path) else {
         return Ok(None);
     };

@@ -376,7 +376,10 @@ fn a_merge_refuses_symlinks_into_crews_folders_git_or_out_of_the_checkout() {
             &[("out", "../../../etc/passwd")][..],
             "the symlink out -> ../../../etc/passwd leaves the checkout",
         ),
-        (&[("abs", "/etc")][..], "the symlink abs -> /etc leaves the checkout"),
+        (
+            &[("abs", "/etc")][..],
+            "the symlink abs -> /etc leaves the checkout",
+        ),
     ] {
         for (link, target) in links {
             let at = wt.path.join(link);
@@ -385,7 +388,9 @@ fn a_merge_refuses_symlinks_into_crews_folders_git_or_out_of_the_checkout() {
         }
         let refused = wts.merge("alice", "main", &teammate()).unwrap_err();
         assert!(
-            refused.to_string().starts_with(&format!("refusing to merge: {refusal}")),
+            refused
+                .to_string()
+                .starts_with(&format!("refusing to merge: {refusal}")),
             "{refused}"
         );
         assert_eq!(t.branch_tip("main"), before, "{refusal}");

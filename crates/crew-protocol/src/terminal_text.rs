@@ -70,7 +70,10 @@ mod tests {
             "red\\u{1b}[31m\\nfake ✓ task_9"
         );
         assert_eq!(one_line("a\u{202E}b\r"), "a\\u{202e}b\\r");
-        assert_eq!(one_line("c1 \u{9d}0;title\u{9c}"), "c1 \\u{9d}0;title\\u{9c}");
+        assert_eq!(
+            one_line("c1 \u{9d}0;title\u{9c}"),
+            "c1 \\u{9d}0;title\\u{9c}"
+        );
         assert_eq!(
             block("line one\n\tline two\u{7}"),
             "line one\n\tline two\\u{7}"

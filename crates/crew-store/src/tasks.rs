@@ -391,9 +391,16 @@ mod tests {
                 })
                 .unwrap();
         }
-        let (alice, bob, lead): (AgentName, AgentName, AgentName) =
-            ("alice".parse().unwrap(), "bob".parse().unwrap(), "lead".parse().unwrap());
-        let claim = |id, name| store.claim(TaskId(id), Claimant { name, role: None }).unwrap();
+        let (alice, bob, lead): (AgentName, AgentName, AgentName) = (
+            "alice".parse().unwrap(),
+            "bob".parse().unwrap(),
+            "lead".parse().unwrap(),
+        );
+        let claim = |id, name| {
+            store
+                .claim(TaskId(id), Claimant { name, role: None })
+                .unwrap()
+        };
         claim(1, &alice);
         claim(2, &bob);
         let as_alice = Actor::Teammate {
@@ -401,7 +408,10 @@ mod tests {
             writes: true,
         };
         let refusal = |patch: TaskPatch, id: u64| {
-            store.update(TaskId(id), patch, as_alice).unwrap_err().to_string()
+            store
+                .update(TaskId(id), patch, as_alice)
+                .unwrap_err()
+                .to_string()
         };
         assert_eq!(
             refusal(

@@ -12,8 +12,7 @@ use crew_test_support::wait::poll;
 use crew_store::MessageKind;
 use crew_store::requests::RequestState;
 use crew_store::{
-    Actor,
-    AgentName, AgentState, AgentStatus, Claimant, Draft, NewTask, RequestId, Roster, Status,
+    Actor, AgentName, AgentState, AgentStatus, Claimant, Draft, NewTask, RequestId, Roster, Status,
     TaskId, Workspace,
 };
 use crew_team::run::status::StatusHandle;
@@ -266,7 +265,10 @@ fn a_task_reassigned_while_its_worker_is_on_it_is_reported_not_recorded_and_the_
         let handle = s.spawn(|| worker.run(&mut fake, &stop));
         let wait = Duration::from_secs(10);
         assert_eq!(started_rx.recv_timeout(wait).unwrap(), "task_1");
-        let moved = ws.tasks().assign(TaskId(1), Some(bob), Actor::Person).unwrap();
+        let moved = ws
+            .tasks()
+            .assign(TaskId(1), Some(bob), Actor::Person)
+            .unwrap();
         assert_eq!(
             (moved.status, moved.owner.as_deref()),
             (Status::Pending, Some("bob"))

@@ -629,7 +629,11 @@ fn a_string_run_as_code_is_never_granted_and_asks_while_deny_rules_exist() {
         };
         PermissionPolicy::new(mode, &rules, both).unwrap()
     };
-    for mode in [PermissionMode::Ask, PermissionMode::WorkspaceWrite, PermissionMode::Bypass] {
+    for mode in [
+        PermissionMode::Ask,
+        PermissionMode::WorkspaceWrite,
+        PermissionMode::Bypass,
+    ] {
         let p = guarded(mode);
         for command in CODE_STRINGS {
             for hook in [None, Some(HookPermission::Allow)] {
@@ -647,12 +651,35 @@ fn a_string_run_as_code_is_never_granted_and_asks_while_deny_rules_exist() {
     let specific = policy(
         PermissionMode::Ask,
         &[
-            "bash(echo:*)", "bash(sh:*)", "bash(bash:*)", "bash(curl:*)", "bash(python3:*)",
-            "bash(python:*)", "bash(node:*)", "bash(perl:*)", "bash(ruby:*)", "bash(php:*)",
-            "bash(git:*)", "bash(xargs:*)", "bash(env:*)", "bash(nice:*)", "bash(find:*)",
-            "bash(awk:*)", "bash(sed:*)", "bash(watch:*)", "bash(trap:*)", "bash(flock:*)",
-            "bash(script:*)", "bash(su:*)", "bash(busybox:*)", "bash(vim:*)", "bash(gdb:*)",
-            "bash(make:*)", "bash(tmux:*)", "bash(deno:*)", "bash(lua:*)",
+            "bash(echo:*)",
+            "bash(sh:*)",
+            "bash(bash:*)",
+            "bash(curl:*)",
+            "bash(python3:*)",
+            "bash(python:*)",
+            "bash(node:*)",
+            "bash(perl:*)",
+            "bash(ruby:*)",
+            "bash(php:*)",
+            "bash(git:*)",
+            "bash(xargs:*)",
+            "bash(env:*)",
+            "bash(nice:*)",
+            "bash(find:*)",
+            "bash(awk:*)",
+            "bash(sed:*)",
+            "bash(watch:*)",
+            "bash(trap:*)",
+            "bash(flock:*)",
+            "bash(script:*)",
+            "bash(su:*)",
+            "bash(busybox:*)",
+            "bash(vim:*)",
+            "bash(gdb:*)",
+            "bash(make:*)",
+            "bash(tmux:*)",
+            "bash(deno:*)",
+            "bash(lua:*)",
         ],
         &[],
         &[],
@@ -676,7 +703,11 @@ fn a_string_run_as_code_is_never_granted_and_asks_while_deny_rules_exist() {
         "make test",
         "sh -c 'echo hi'",
     ] {
-        assert_eq!(decide_command(&specific, ws, plain, None).0, Decision::Allow, "{plain}");
+        assert_eq!(
+            decide_command(&specific, ws, plain, None).0,
+            Decision::Allow,
+            "{plain}"
+        );
         assert_eq!(
             decide_command(&guarded(PermissionMode::Ask), ws, plain, None).0,
             Decision::Allow,
@@ -693,7 +724,10 @@ fn the_read_only_analysis_reads_options_and_operands_as_the_program_does() {
     use crew_tools::permissions::read_only::read_only_refusal;
     let refusal = |command: &str| read_only_refusal(&parse(command), &|_| false);
     for (command, why) in [
-        ("git diff /dev/null ~/.ssh/id_rsa", "a path outside the work tree"),
+        (
+            "git diff /dev/null ~/.ssh/id_rsa",
+            "a path outside the work tree",
+        ),
         ("git diff /etc/passwd", "outside the work tree"),
         ("git diff ../../other/secret", "outside the work tree"),
         ("git diff -- src/../../x", "outside the work tree"),
@@ -738,5 +772,8 @@ fn the_read_only_analysis_reads_options_and_operands_as_the_program_does() {
     let fx = Fixture::new();
     let p = policy(PermissionMode::Ask, &["bash(git diff:*)"], &[], &[]);
     let (d, _) = decide_command(&p, fx.ws(), "git diff /dev/null ~/.ssh/id_rsa", None);
-    assert!(matches!(&d, Decision::Ask(r) if r.contains("--no-index")), "{d:?}");
+    assert!(
+        matches!(&d, Decision::Ask(r) if r.contains("--no-index")),
+        "{d:?}"
+    );
 }

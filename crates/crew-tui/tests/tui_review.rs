@@ -356,9 +356,7 @@ fn the_review_diff_marks_a_git_hook_and_says_why() {
     let dir = repo_with_review();
     let root = dir.path();
     let ws = Workspace::new(root);
-    ws.tasks()
-        .mark_merged(TaskId(1), &USER, "test")
-        .unwrap();
+    ws.tasks().mark_merged(TaskId(1), &USER, "test").unwrap();
     std::fs::create_dir_all(root.join(".worktrees/alice/.githooks")).unwrap();
     submit(root, "Add a hook", ".githooks/pre-commit", "#!/bin/sh\n");
     let mut h = Harness::new(root);

@@ -119,7 +119,9 @@ fn too_small_shows_a_message() {
 }
 
 fn sample_diff() -> crew_git::WorktreeDiff {
-    use crew_git::{DiffLine, DiffTotals, EntryKind, FileDiff, FileStatus, Hunk, LineKind, WorktreeDiff};
+    use crew_git::{
+        DiffLine, DiffTotals, EntryKind, FileDiff, FileStatus, Hunk, LineKind, WorktreeDiff,
+    };
     let line = |kind, old: Option<u32>, new: Option<u32>, text: &str| DiffLine {
         kind,
         old_lineno: old,

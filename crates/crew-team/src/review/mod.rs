@@ -11,12 +11,12 @@ use serde::Serialize;
 use crew_config::TeamConfig;
 use crew_git::{Author, GitError, MergeOutcome, WorktreeDiff, Worktrees};
 use crew_protocol::joined;
-pub use policy::ProtectedChange;
-use policy::{Governed, protected_changes};
 use crew_store::{
     AgentName, Draft, MessageKind, Refusal, Status, StoreError, Task, TaskCommits, TaskId, USER,
     Workspace,
 };
+pub use policy::ProtectedChange;
+use policy::{Governed, protected_changes};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReviewError {
@@ -30,7 +30,10 @@ pub enum ReviewError {
         base: String,
         files: Vec<String>,
     },
-    #[error("{id} changes {}, which govern the team: only the person merges that", joined(files, ", "))]
+    #[error(
+        "{id} changes {}, which govern the team: only the person merges that",
+        joined(files, ", ")
+    )]
     Protected {
         id: TaskId,
         files: Vec<ProtectedChange>,

@@ -47,7 +47,10 @@ const GOVERNING_FOLDERS: &[(&str, &str)] = &[
 /// Files that govern the team or git wherever they are (agents read nested instruction files;
 /// git reads nested ignore and attribute files).
 const GOVERNING_NAMES: &[(&str, &str)] = &[
-    (".gitignore", "changes what git tracks (e.g. `!.tasks` commits crew's store)"),
+    (
+        ".gitignore",
+        "changes what git tracks (e.g. `!.tasks` commits crew's store)",
+    ),
     (".gitattributes", "changes how git filters and diffs files"),
     (".gitmodules", "adds or moves submodules"),
     ("AGENTS.md", "agent instructions"),
@@ -67,14 +70,19 @@ const CI_FILES: &[&str] = &[
 
 /// The changes among `files` that only the person merges, each with its reason (a rename
 /// counts for both its paths).
-pub(crate) fn protected_changes(files: &[FileDiff], governed: &Governed<'_>) -> Vec<ProtectedChange> {
+pub(crate) fn protected_changes(
+    files: &[FileDiff],
+    governed: &Governed<'_>,
+) -> Vec<ProtectedChange> {
     let mut found = Vec::new();
     for file in files {
         let reason = match file.kind {
             EntryKind::Symlink if file.status != FileStatus::Deleted => {
                 Some("a symlink".to_string())
             }
-            EntryKind::Gitlink => Some("a gitlink: an embedded repository or submodule".to_string()),
+            EntryKind::Gitlink => {
+                Some("a gitlink: an embedded repository or submodule".to_string())
+            }
             _ => None,
         };
         let reason = reason
@@ -107,7 +115,10 @@ fn path_reason(path: &str, governed: &Governed<'_>) -> Option<String> {
     if path == CONFIG_FILE {
         return Some("the team's configuration".to_string());
     }
-    if let Some((_, why)) = GOVERNING_FOLDERS.iter().find(|(folder, _)| *folder == first) {
+    if let Some((_, why)) = GOVERNING_FOLDERS
+        .iter()
+        .find(|(folder, _)| *folder == first)
+    {
         return Some((*why).to_string());
     }
     if let Some((_, why)) = GOVERNING_NAMES.iter().find(|(n, _)| *n == name) {
@@ -116,14 +127,21 @@ fn path_reason(path: &str, governed: &Governed<'_>) -> Option<String> {
     if CI_FILES.contains(&path) {
         return Some("CI".to_string());
     }
-    if let Some(hooks) = governed.hooks_path.as_deref().map(|h| h.trim_start_matches("./").trim_end_matches('/'))
+    if let Some(hooks) = governed
+        .hooks_path
+        .as_deref()
+        .map(|h| h.trim_start_matches("./").trim_end_matches('/'))
         && !hooks.is_empty()
         && (path == hooks || path.starts_with(&format!("{hooks}/")))
     {
         return Some("git hooks (core.hooksPath)".to_string());
     }
     let config = governed.config;
-    if config.roles.values().any(|file| file.get_ref().trim_start_matches("./") == path) {
+    if config
+        .roles
+        .values()
+        .any(|file| file.get_ref().trim_start_matches("./") == path)
+    {
         return Some("a role's instructions ([roles] in crew.toml)".to_string());
     }
     let hook_words = config
@@ -206,11 +224,21 @@ mod tests {
         let paths: Vec<&str> = found.iter().map(|p| p.path.as_str()).collect();
         let expected: Vec<&str> = files[..21].iter().map(|f| f.path.as_str()).collect();
         assert_eq!(paths, expected);
-        let reason = |path: &str| found.iter().find(|p| p.path == path).unwrap().reason.clone();
+        let reason = |path: &str| {
+            found
+                .iter()
+                .find(|p| p.path == path)
+                .unwrap()
+                .reason
+                .clone()
+        };
         assert_eq!(reason(".tasks/task_77.json"), "crew's own folder .tasks/");
         assert_eq!(reason("link"), "a symlink");
         assert!(reason("sub/.gitignore").contains("!.tasks"));
-        assert_eq!(reason("tools/hooks/post-checkout"), "git hooks (core.hooksPath)");
+        assert_eq!(
+            reason("tools/hooks/post-checkout"),
+            "git hooks (core.hooksPath)"
+        );
         assert_eq!(
             reason("notes.txt"),
             "moved from crew.toml: the team's configuration"

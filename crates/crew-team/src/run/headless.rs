@@ -9,13 +9,13 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::review;
-use crew_protocol::joined;
-use crew_protocol::terminal_text::one_line;
 use crate::run::supervisor::{Supervisor, SupervisorError, TeamEvent};
 use crate::run::worker::{Canceller, ExitReason, JobReport, Worker, WorkerSettings};
 use crate::work::SetupError;
 use crate::work::work_for;
 use crew_config::TeamConfig;
+use crew_protocol::joined;
+use crew_protocol::terminal_text::one_line;
 use crew_store::requests::RequestState;
 use crew_store::{AgentName, Draft, StoreError, TaskId, Workspace};
 use crew_store::{MessageKind, USER};

@@ -373,10 +373,20 @@ async fn a_teammate_sees_the_stores_refusals_as_tool_errors() {
         writes: true,
         ..(*team.env("alice")).clone()
     });
-    ok_json(&ClaimTask::new(writer.clone()), json!({"id": "task_1"}), &ctx).await;
+    ok_json(
+        &ClaimTask::new(writer.clone()),
+        json!({"id": "task_1"}),
+        &ctx,
+    )
+    .await;
     let update = TaskUpdate::new(writer);
     assert_eq!(
-        refusal(&update, json!({"id": "task_1", "status": "completed"}), &ctx).await,
+        refusal(
+            &update,
+            json!({"id": "task_1", "status": "completed"}),
+            &ctx
+        )
+        .await,
         "task_1 is a writing teammate's task: it is completed only when review merges its \
          commits; end your turn and crew commits your work and submits it for review"
     );
@@ -391,9 +401,20 @@ async fn a_teammate_sees_the_stores_refusals_as_tool_errors() {
             .await
             .starts_with("carol may not change task_1's description")
     );
-    let notes = ok_json(&update, json!({"id": "task_1", "description": "notes"}), &ctx).await;
+    let notes = ok_json(
+        &update,
+        json!({"id": "task_1", "description": "notes"}),
+        &ctx,
+    )
+    .await;
     assert_eq!(notes["status"], "in_progress");
     let task = team.workspace.tasks().read(TaskId(1)).unwrap();
-    assert_eq!((task.status, task.description.as_str()), (Status::InProgress, "notes"));
-    assert_eq!(team.workspace.tasks().read(TaskId(2)).unwrap().blocked_by, [TaskId(1)]);
+    assert_eq!(
+        (task.status, task.description.as_str()),
+        (Status::InProgress, "notes")
+    );
+    assert_eq!(
+        team.workspace.tasks().read(TaskId(2)).unwrap().blocked_by,
+        [TaskId(1)]
+    );
 }

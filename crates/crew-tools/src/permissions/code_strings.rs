@@ -36,8 +36,10 @@ pub fn runs_code(argv: &[String]) -> Option<String> {
         }
         "php" => interpreter(args, &["-r", "-R", "-B", "-E"], "its program"),
         "tclsh" | "wish" | "jshell" => reads_program_from_input(args),
-        "awk" | "gawk" | "mawk" | "nawk" => (!args.iter().any(|a| a == "-f" || a.starts_with("--file")))
-            .then(|| "its program is code given as a string (`system`, pipes)".to_string()),
+        "awk" | "gawk" | "mawk" | "nawk" => {
+            (!args.iter().any(|a| a == "-f" || a.starts_with("--file")))
+                .then(|| "its program is code given as a string (`system`, pipes)".to_string())
+        }
         "sed" => sed_scripts(args)
             .ok()?
             .into_iter()
@@ -94,7 +96,9 @@ fn shell_reads_input(args: &[String]) -> Option<String> {
                 .then(|| "it reads its script from its input".to_string());
         }
         if !arg.starts_with("--") && (arg.contains('s') || arg.contains('c')) {
-            return Some(format!("`{arg}` runs a script given as a string or on its input"));
+            return Some(format!(
+                "`{arg}` runs a script given as a string or on its input"
+            ));
         }
         if matches!(arg.as_str(), "-o" | "+o" | "-O" | "+O") {
             words.next();

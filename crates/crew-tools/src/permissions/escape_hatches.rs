@@ -158,9 +158,7 @@ pub fn escape_hatch(argv: &[String]) -> Option<String> {
         "date" => args
             .iter()
             .find(|a| {
-                short_bundle_has(a, 's')
-                    || long_is(a, &["--set"])
-                    || !a.starts_with(['-', '+'])
+                short_bundle_has(a, 's') || long_is(a, &["--set"]) || !a.starts_with(['-', '+'])
             })
             .map(|a| format!("`{a}` sets the clock")),
         "hostname" => args
@@ -219,7 +217,8 @@ fn uniq_output(args: &[String]) -> Option<&String> {
         } else if arg == "--" {
             options_done = true;
         } else if arg.starts_with("--") {
-            if !arg.contains('=') && long_is(arg, &["--skip-fields", "--skip-chars", "--check-chars"])
+            if !arg.contains('=')
+                && long_is(arg, &["--skip-fields", "--skip-chars", "--check-chars"])
             {
                 words.next();
             }

@@ -207,9 +207,7 @@ impl PermissionPolicy {
         {
             // Neither a hook nor an allow rule may open it: a deny rule cannot read the string.
             return PermissionOutcome::new(
-                Decision::Ask(format!(
-                    "{why}; deny rules cannot see into it, so asking"
-                )),
+                Decision::Ask(format!("{why}; deny rules cannot see into it, so asking")),
                 DecidedBy::CodeString,
             );
         }
