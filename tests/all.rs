@@ -17,6 +17,7 @@ mod mcp_server;
 mod sandbox;
 mod security_exec;
 mod security_person;
+mod security_policy;
 mod store_crash;
 mod store_stress;
 mod team_bash_bypass;

@@ -542,7 +542,7 @@ fn merge_when_done_merges_at_once_but_never_a_change_to_ci_or_crew_toml() {
     let ci = wait_review(&team, "task_2");
     let result = ci["result"].as_str().unwrap();
     assert!(
-        result.contains("task_2 changes .github/workflows/ci.yml, which govern the team"),
+        result.contains("task_2 changes .github/workflows/ci.yml (CI and repository automation), which govern the team"),
         "{ci}"
     );
     assert!(
@@ -578,7 +578,7 @@ fn merge_when_done_never_merges_an_earlier_tasks_protected_change_that_waits_in_
         sub["result"]
             .as_str()
             .unwrap()
-            .contains("task_2 changes .github/workflows/ci.yml, which govern the team"),
+            .contains("task_2 changes .github/workflows/ci.yml (CI and repository automation), which govern the team"),
         "{sub}"
     );
     assert!(!team.repo.join(".github").exists(), "{sub}");

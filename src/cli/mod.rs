@@ -80,7 +80,8 @@ pub fn main() -> ExitCode {
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("crew: {}", exit::describe(&e));
+            // Errors name files and quote text agents wrote.
+            eprintln!("crew: {}", output::block(&exit::describe(&e)));
             ExitCode::from(exit_code(&e))
         }
     }

@@ -8,6 +8,7 @@ use crate::cli::exit::CliError;
 use crate::cli::output;
 use crate::cli::project::Project;
 use crate::cli::worktrees::print_diff;
+use crew_protocol::joined;
 use crew_store::{TaskId, USER};
 use crew_team::review::{self, Review, ReviewError};
 
@@ -47,10 +48,13 @@ pub fn run(project: &Project, cmd: ReviewCommand) -> anyhow::Result<()> {
         }
         ReviewCommand::Diff { id, json } => {
             let diff = review::diff(ws, config, id).map_err(refusal)?;
+            let protected = review::show(ws, config, id).map_err(refusal)?.protected;
             if json {
-                return output::json(&diff);
+                let mut value = serde_json::to_value(&diff)?;
+                value["protected"] = serde_json::to_value(&protected)?;
+                return output::json(&value);
             }
-            print_diff(&diff);
+            print_diff(&diff, &protected);
             Ok(())
         }
         ReviewCommand::Merge { id, json } => {
@@ -116,7 +120,7 @@ fn line(r: &Review) -> String {
     if !r.protected.is_empty() {
         text.push_str(&format!(
             "  WARNING changes {} (never merged automatically)",
-            output::one_line(&r.protected.join(", "))
+            output::one_line(&joined(&r.protected, ", "))
         ));
     }
     text

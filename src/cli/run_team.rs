@@ -210,7 +210,7 @@ pub fn up(project: Project, args: UpArgs) -> anyhow::Result<()> {
         );
     }
     for (task, verdict) in crew_team::verdict::of_reviews(&tasks) {
-        println!("{task} verdict: {verdict}");
+        println!("{task} verdict: {}", output::one_line(&verdict));
     }
     match unfinished {
         Some(why) => Err(CliError::Unfinished(why).into()),
@@ -358,7 +358,7 @@ impl Progress {
     fn say(&self, kind: &str, mut fields: serde_json::Value, line: String) {
         if self.json {
             fields["type"] = kind.into();
-            println!("{fields}");
+            println!("{}", output::json_line(&fields));
         } else {
             println!("{line}");
         }

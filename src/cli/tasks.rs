@@ -8,9 +8,8 @@ use crate::cli::graph_text;
 use crate::cli::output;
 use crate::cli::project::Project;
 use crew_config::ROLES;
-use crew_store::USER;
 use crew_store::dag::Graph;
-use crew_store::{Loaded, NewTask, Task, TaskPatch};
+use crew_store::{Actor, Loaded, NewTask, Task, TaskPatch};
 
 pub fn run(project: &Project, cmd: TaskCommand) -> anyhow::Result<()> {
     let store = project.workspace.tasks();
@@ -60,6 +59,7 @@ pub fn run(project: &Project, cmd: TaskCommand) -> anyhow::Result<()> {
                     description: desc,
                     blocked_by,
                 },
+                Actor::Person,
             )?;
             print_task_line(&task, json, "updated")
         }
@@ -120,7 +120,7 @@ pub fn run(project: &Project, cmd: TaskCommand) -> anyhow::Result<()> {
         }
         TaskCommand::Assign { id, to, json, .. } => {
             let to = to.as_ref().map(|n| project.claimant(n, None)).transpose()?;
-            let task = store.assign(id, to, &USER)?;
+            let task = store.assign(id, to, Actor::Person)?;
             let verb = match &task.owner {
                 Some(owner) => format!("assigned to {owner}:"),
                 None => "unassigned:".to_string(),
@@ -129,7 +129,7 @@ pub fn run(project: &Project, cmd: TaskCommand) -> anyhow::Result<()> {
         }
         TaskCommand::Done { owner, result } => {
             project.claimant(&owner.who, None)?;
-            let task = store.complete(owner.id, &owner.who, result)?;
+            let task = store.complete(owner.id, Actor::PersonAs(&owner.who), result)?;
             print_task_line(&task, owner.json, "completed")
         }
         TaskCommand::Fail { owner, reason } => {
@@ -169,7 +169,7 @@ fn print_task_line(task: &Task, json: bool, verb: &str) -> anyhow::Result<()> {
 /// Bad task files are reported on stderr; the rest of the graph still shows.
 fn report_problems(loaded: &Loaded) {
     for problem in &loaded.problems {
-        eprintln!("crew: warning: {problem}");
+        eprintln!("crew: warning: {}", output::one_line(&problem.to_string()));
     }
 }
 

@@ -116,7 +116,7 @@ pub fn status(project: &Project, as_json: bool) -> anyhow::Result<()> {
     }
     println!("reviews waiting: {waiting} (crew review list)");
     for (task, verdict) in &verdicts {
-        println!("{task} verdict: {verdict}");
+        println!("{task} verdict: {}", output::one_line(verdict));
     }
     Ok(())
 }
@@ -143,7 +143,7 @@ pub fn print_event(event: &TeamEvent) {
             } else {
                 format!("{} back to pending", joined(released, ", "))
             };
-            println!("{name} died ({why}); {tasks}")
+            println!("{name} died ({}); {tasks}", output::one_line(why))
         }
     }
 }

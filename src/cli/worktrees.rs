@@ -9,6 +9,7 @@ use crate::cli::exit::CliError;
 use crate::cli::output;
 use crate::cli::project::Project;
 use crew_git::{Author, FileStatus, LineKind, MergeOutcome, WorktreeDiff, Worktrees};
+use crew_team::review::ProtectedChange;
 
 pub fn run(project: &Project, cmd: WorktreeCommand) -> anyhow::Result<()> {
     let trees = Worktrees::open(project.workspace.root())?
@@ -46,7 +47,7 @@ pub fn run(project: &Project, cmd: WorktreeCommand) -> anyhow::Result<()> {
             if json {
                 return output::json(&diff);
             }
-            print_diff(&diff);
+            print_diff(&diff, &[]);
             Ok(())
         }
         WorktreeCommand::Merge { name, json } => {
@@ -102,8 +103,15 @@ pub fn run(project: &Project, cmd: WorktreeCommand) -> anyhow::Result<()> {
 
 /// A diff as text: each file with its status and counts, then its hunks. Paths and lines come
 /// from agents' work, so they are shown escaped (see `output::one_line`).
-pub fn print_diff(diff: &WorktreeDiff) {
+/// Each file's changes; a file among `protected` is headed by a warning with its reason.
+pub fn print_diff(diff: &WorktreeDiff, protected: &[ProtectedChange]) {
     for file in &diff.files {
+        if let Some(p) = protected.iter().find(|p| p.path == file.path) {
+            println!(
+                "WARNING {} (never merged automatically)",
+                output::one_line(&p.to_string())
+            );
+        }
         let status = match file.status {
             FileStatus::Added => "added",
             FileStatus::Modified => "modified",

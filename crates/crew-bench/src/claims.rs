@@ -8,8 +8,8 @@ use serde_json::json;
 
 use crew_store::dag::Graph;
 use crew_store::{
-    AgentName, Attempt, Claimant, Draft, Mailboxes, NewTask, Roster, Status, TaskId, TaskPatch,
-    TaskStore, Workspace,
+    Actor, AgentName, Attempt, Claimant, Draft, Mailboxes, NewTask, Roster, Status, TaskId,
+    TaskPatch, TaskStore, Workspace,
 };
 
 use crate::proc::{Workers, ready_and_wait};
@@ -138,10 +138,15 @@ pub fn churn(dir: &Path, name: &AgentName) -> anyhow::Result<()> {
                     subject: Some(format!("{name} churn {i} (renamed)")),
                     ..TaskPatch::default()
                 },
+                Actor::Lead(&lead),
             );
         }
         if let Ok(claimed) = store.claim_next(who) {
-            store.complete(claimed.id, name, Some("done".into()))?;
+            let me = Actor::Teammate {
+                name,
+                writes: false,
+            };
+            store.complete(claimed.id, me, Some("done".into()))?;
         }
         boxes.send(
             &roster,

@@ -18,7 +18,8 @@ use serde_json::json;
 use crew_config::TeamConfig;
 use crew_git::{Author, exclude_from_git, init_with_files};
 use crew_store::{
-    AgentName, AgentState, Claimant, DirWatcher, NewTask, Status, TaskId, Workspace, pid_alive,
+    Actor, AgentName, AgentState, Claimant, DirWatcher, NewTask, Status, TaskId, Workspace,
+    pid_alive,
 };
 use crew_team::run::supervisor::{Supervisor, TeamEvent};
 
@@ -172,7 +173,11 @@ fn measure(
     let watcher = DirWatcher::new(&[&workspace.tasks_dir()])?;
     // Taken before the gate's write, so each latency includes that write.
     let opened = Instant::now();
-    store.complete(gate, config.lead_name(), Some("gate open".into()))?;
+    store.complete(
+        gate,
+        Actor::Lead(config.lead_name()),
+        Some("gate open".into()),
+    )?;
     let claims = watch_claims(workspace, &watcher, ids, names.len(), opened)?;
     let seconds = opened.elapsed().as_secs_f64();
 

@@ -184,7 +184,7 @@ const GRANTED_BEFORE: &[(&str, &str)] = &[
     // More of the class.
     ("git status; touch X", "asks before exec tools run"),
     ("git status && touch X", "asks before exec tools run"),
-    ("git status | sh", "asks before exec tools run"),
+    ("git status | sh", "runs a string as code"),
     ("git() { touch X; }; git status", "shell function"),
     ("git status <<EOF\n$(touch X)\nEOF", "here-document"),
     ("git diff <<< \"$(touch X)\"", "here-string"),
@@ -193,6 +193,16 @@ const GRANTED_BEFORE: &[(&str, &str)] = &[
     ("xargs git diff", "xargs"),
     ("git difftool", "runs other programs"),
     ("git diffx", "alias"),
+    // Issue 21: a path outside the work tree, and denied commands said as code.
+    ("git diff /dev/null ~/.ssh/id_rsa", "outside the work tree"),
+    ("git diff ../../.ssh/id_rsa", "outside the work tree"),
+    ("echo 'rm -rf x' | sh", "runs a string as code"),
+    (
+        "python3 -c 'import shutil; shutil.rmtree(\"x\")'",
+        "runs a string as code",
+    ),
+    ("git -c alias.x='!rm -rf x' x", "runs a string as code"),
+    ("perl -e 'system(\"rm -rf x\")'", "runs a string as code"),
 ];
 
 #[test]

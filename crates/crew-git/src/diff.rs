@@ -28,6 +28,9 @@ pub struct FileDiff {
     /// Path before a rename.
     pub old_path: Option<String>,
     pub status: FileStatus,
+    /// What the path holds after the change (for a deleted one, what it held): a merge policy
+    /// treats a symlink or a gitlink unlike a file.
+    pub kind: EntryKind,
     /// Binary files have no hunks and no line counts.
     pub binary: bool,
     pub additions: usize,
@@ -43,6 +46,31 @@ pub enum FileStatus {
     Deleted,
     Renamed,
     Typechange,
+}
+
+/// A tree entry's mode, as git records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EntryKind {
+    /// 100644.
+    File,
+    /// 100755.
+    Executable,
+    /// 120000: its content is the link's target.
+    Symlink,
+    /// 160000: a commit of another repository (a submodule, or an embedded `.git`).
+    Gitlink,
+}
+
+impl EntryKind {
+    fn of(mode: git2::FileMode) -> EntryKind {
+        match mode {
+            git2::FileMode::Link => EntryKind::Symlink,
+            git2::FileMode::Commit => EntryKind::Gitlink,
+            git2::FileMode::BlobExecutable => EntryKind::Executable,
+            _ => EntryKind::File,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -158,11 +186,16 @@ fn file_diff(
         FileStatus::Renamed => (new, Some(old)),
         _ => (new, None),
     };
+    let kind = EntryKind::of(match status {
+        FileStatus::Deleted => delta.old_file().mode(),
+        _ => delta.new_file().mode(),
+    });
     let binary = delta.flags().is_binary();
     let mut file = FileDiff {
         path,
         old_path,
         status,
+        kind,
         binary,
         additions: 0,
         deletions: 0,
@@ -214,6 +247,7 @@ pub fn proposed_change(path: &str, old: Option<&str>, new: &str) -> Result<FileD
         } else {
             FileStatus::Added
         },
+        kind: EntryKind::File,
         binary: false,
         additions: 0,
         deletions: 0,

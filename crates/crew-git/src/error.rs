@@ -91,6 +91,23 @@ pub enum GitError {
         state: String,
     },
 
+    #[error(
+        "refusing to merge: {path} would be written through the symlink {link} in {checkout}; \
+         nothing was changed"
+    )]
+    ThroughSymlink {
+        checkout: PathBuf,
+        path: String,
+        link: String,
+    },
+
+    #[error("refusing to merge: the symlink {path} -> {target} {reason}; nothing was changed")]
+    SymlinkOutOfBounds {
+        path: String,
+        target: String,
+        reason: &'static str,
+    },
+
     #[error("branch {branch:?} in {repo} moved while merging; nothing was merged, try again")]
     ConcurrentUpdate { repo: PathBuf, branch: String },
 

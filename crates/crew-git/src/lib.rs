@@ -13,6 +13,7 @@ mod names;
 mod provision;
 mod queue_tree;
 mod scratch;
+mod symlinks;
 mod task_commits;
 mod uncommitted;
 mod worktree;
@@ -20,8 +21,8 @@ mod worktree;
 use serde::{Deserialize, Serialize};
 
 pub use diff::{
-    DiffLine, DiffTotals, FileDiff, FileStatus, Hunk, LineKind, WorktreeDiff, patched_change,
-    proposed_change,
+    DiffLine, DiffTotals, EntryKind, FileDiff, FileStatus, Hunk, LineKind, WorktreeDiff,
+    patched_change, proposed_change,
 };
 pub use error::{BlockedFile, BlockedFiles, GitError};
 pub use inline::{InlineChanges, inline_changes};

@@ -17,6 +17,7 @@ use super::checkout::{blocked_files, changed_paths, checkouts_of, update_paths};
 use super::cli::{self, StagedIndex};
 use super::error::{BlockedFiles, Context, GitError, io_error};
 use super::names::validate_branch;
+use super::symlinks::check_symlinks;
 use super::task_commits::conflict_files;
 use super::uncommitted;
 use super::worktree::{Worktrees, checkout_dir, display_dir, head_commit};
@@ -196,6 +197,7 @@ impl Advance {
         let paths = changed_paths(repo, &old_tree, &new_tree)?;
         let checkouts = checkouts_of(repo, branch)?;
         check_checkouts(&checkouts, &paths, branch)?;
+        check_symlinks(repo, &new_tree, &paths, &checkouts)?;
         Ok(Advance {
             branch: branch.to_string(),
             old: old.id(),

@@ -4,7 +4,6 @@
 
 use git2::{DiffFindOptions, Oid, Repository};
 
-use super::checkout::changed_paths;
 use super::diff::{WorktreeDiff, collect};
 use super::error::{Context, GitError};
 use super::merge::{Advance, MergeOutcome, merge_in_memory, move_ref, snapshot, with_merge_lock};
@@ -81,6 +80,12 @@ impl Worktrees {
         let head = find(repo, oid(head)?)?;
         let base = self.base_commit(base_branch)?;
         let origin = self.origin(start, head.id(), base.id())?;
+        self.tree_diff(origin, &head)
+    }
+
+    /// The commit `origin`'s tree against `head`'s, renames detected.
+    fn tree_diff(&self, origin: Oid, head: &git2::Commit<'_>) -> Result<WorktreeDiff, GitError> {
+        let repo = self.repo();
         let old = find(repo, origin)?
             .tree()
             .context(|| format!("reading the tree of {origin}"))?;
@@ -109,9 +114,10 @@ impl Worktrees {
         Ok(if newer { fork } else { start })
     }
 
-    /// Every path (both sides of a rename) that merging `head` into `base_branch` brings in:
-    /// the changes since their merge base, so earlier tasks' commits on the branch count too.
-    pub fn merge_paths(&self, head: &str, base_branch: &str) -> Result<Vec<String>, GitError> {
+    /// Everything merging `head` into `base_branch` brings in (the whole branch since the merge
+    /// base, so earlier tasks' unmerged commits too), renames detected: what a merge policy
+    /// judges before an automatic merge.
+    pub fn merge_diff(&self, head: &str, base_branch: &str) -> Result<WorktreeDiff, GitError> {
         validate_branch(base_branch)?;
         let repo = self.repo();
         let head = find(repo, oid(head)?)?;
@@ -119,16 +125,7 @@ impl Worktrees {
         let fork = repo
             .merge_base(base.id(), head.id())
             .context(|| format!("finding the merge base of {} and {}", base.id(), head.id()))?;
-        let old = find(repo, fork)?
-            .tree()
-            .context(|| format!("reading the tree of {fork}"))?;
-        let new = head
-            .tree()
-            .context(|| format!("reading the tree of {}", head.id()))?;
-        Ok(changed_paths(repo, &old, &new)?
-            .iter()
-            .map(|p| p.to_string_lossy().into_owned())
-            .collect())
+        self.tree_diff(fork, &head)
     }
 
     /// Whether `base_branch` already holds the commit `head`.

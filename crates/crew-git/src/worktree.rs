@@ -289,6 +289,20 @@ impl Worktrees {
         }
     }
 
+    /// The repository's `core.hooksPath`, when set: the folder whose scripts git runs as hooks
+    /// (relative to a checkout's root unless absolute).
+    pub fn hooks_path(&self) -> Result<Option<String>, GitError> {
+        let config = self
+            .repo
+            .config()
+            .context(|| format!("reading the git config of {}", self.root.display()))?;
+        match config.get_string("core.hooksPath") {
+            Ok(path) => Ok(Some(path)),
+            Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
+            Err(e) => Err(e).context(|| "reading core.hooksPath".to_string()),
+        }
+    }
+
     /// The tip commit of a local branch, with an error naming the repo and branch.
     pub(crate) fn base_commit(&self, branch: &str) -> Result<git2::Commit<'_>, GitError> {
         let found = self

@@ -347,3 +347,61 @@ fn concurrent_merges_into_one_base_all_land() {
     }
     assert_eq!(dirty_paths(t.root()), Vec::<String>::new());
 }
+
+/// A symlink is resolved as the kernel will resolve it once checked out: through the tree's
+/// other links and `..`. One that reaches crew's folders (directly, or through `here -> .`),
+/// `.git`, or out of the checkout refuses the merge and changes nothing; an ordinary relative
+/// link merges.
+#[test]
+fn a_merge_refuses_symlinks_into_crews_folders_git_or_out_of_the_checkout() {
+    use std::os::unix::fs::symlink;
+    let t = TestRepo::new(&[("README.md", "hi\n")]);
+    let wts = Worktrees::open(t.root()).unwrap();
+    let wt = wts.ensure("alice", "main", &[], &[]).unwrap();
+    let before = t.branch_tip("main");
+    for (links, refusal) in [
+        (
+            &[("inbox", ".mailboxes/lead.jsonl")][..],
+            "the symlink inbox -> .mailboxes/lead.jsonl points into crew's folders",
+        ),
+        (
+            &[("here", "."), ("store", "here/.tasks")][..],
+            "the symlink store -> here/.tasks points into crew's folders",
+        ),
+        (
+            &[("deep/hooks", "../.git/hooks")][..],
+            "the symlink deep/hooks -> ../.git/hooks points into .git",
+        ),
+        (
+            &[("out", "../../../etc/passwd")][..],
+            "the symlink out -> ../../../etc/passwd leaves the checkout",
+        ),
+        (
+            &[("abs", "/etc")][..],
+            "the symlink abs -> /etc leaves the checkout",
+        ),
+    ] {
+        for (link, target) in links {
+            let at = wt.path.join(link);
+            std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+            symlink(target, &at).unwrap();
+        }
+        let refused = wts.merge("alice", "main", &teammate()).unwrap_err();
+        assert!(
+            refused
+                .to_string()
+                .starts_with(&format!("refusing to merge: {refusal}")),
+            "{refused}"
+        );
+        assert_eq!(t.branch_tip("main"), before, "{refusal}");
+        assert!(t.path(links[0].0).symlink_metadata().is_err(), "{refusal}");
+        for (link, _) in links {
+            std::fs::remove_file(wt.path.join(link)).unwrap();
+        }
+        commit_all(&wt.path, "links gone");
+    }
+    std::fs::create_dir_all(wt.path.join("docs")).unwrap();
+    symlink("../README.md", wt.path.join("docs/readme")).unwrap();
+    wts.merge("alice", "main", &teammate()).unwrap();
+    assert_eq!(t.read("docs/readme"), "hi\n");
+}

@@ -94,7 +94,7 @@ fn committing_a_task_while_its_branch_is_merged_neither_fails_nor_loses_work() {
 }
 
 #[test]
-fn the_paths_a_merge_brings_in_are_both_sides_of_a_rename_from_every_unmerged_commit() {
+fn the_changes_a_merge_brings_in_come_from_every_unmerged_commit_renames_detected() {
     let t = TestRepo::new(&[
         ("crew.toml", "[team]\nname = \"web\"\n"),
         ("a.txt", "one\n"),
@@ -106,10 +106,13 @@ fn the_paths_a_merge_brings_in_are_both_sides_of_a_rename_from_every_unmerged_co
     wts.commit_work("alice", "task_1: rename", &author).unwrap();
     write(&wt.path, "b.txt", "two\n");
     let head = wts.commit_work("alice", "task_2: b", &author).unwrap();
-    assert_eq!(
-        wts.merge_paths(&head, "main").unwrap(),
-        ["b.txt", "crew.toml", "team.toml"]
-    );
+    let merged = wts.merge_diff(&head, "main").unwrap();
+    let paths: Vec<(&str, Option<&str>)> = merged
+        .files
+        .iter()
+        .map(|f| (f.path.as_str(), f.old_path.as_deref()))
+        .collect();
+    assert_eq!(paths, [("b.txt", None), ("team.toml", Some("crew.toml"))]);
 }
 
 #[test]

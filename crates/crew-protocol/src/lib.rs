@@ -1,7 +1,7 @@
 //! The vocabulary crew's processes share through the store and the daemon's socket: the
 //! person, message kinds, how a request pairs with its answer, agent states, task ids and agent
-//! names, verdicts, the settings lower layers read from `crew.toml`, and the names of crew's
-//! files. Every other crate uses these types; the strings they stand for appear only here and in
+//! names, verdicts, the settings lower layers read from `crew.toml`, the names of crew's
+//! files, and how agent-written text is shown on a terminal (`terminal_text`). Every other crate uses these types; the strings they stand for appear only here and in
 //! their serde (ARCHITECTURE.md, "On disk"). A leaf: it depends on serde alone (and thiserror
 //! for its errors).
 
@@ -15,6 +15,7 @@ mod permission_mode;
 mod request_id;
 mod sandbox_mode;
 mod task_id;
+pub mod terminal_text;
 mod verdict;
 
 pub use agent_name::{AgentName, USER};

@@ -7,7 +7,7 @@ use crate::dag::Graph;
 use crate::lock::{try_with_lock, with_lock};
 use crate::task::{Status, Task};
 use crate::tasks::TaskStore;
-use crate::{Refusal, StoreError, Teammate};
+use crate::{Actor, Refusal, StoreError, Teammate};
 use crew_protocol::AgentName;
 use crew_protocol::TaskId;
 
@@ -182,6 +182,7 @@ impl TaskStore {
         self.finish(id, who, "released", |task| {
             task.status = Status::Pending;
             task.owner = None;
+            Ok(())
         })
     }
 
@@ -189,12 +190,19 @@ impl TaskStore {
     /// only `to` may claim it (when its blockers are done). Taking a task from a worker still
     /// on it is allowed (the person decides); that worker's finish is then refused. A failed
     /// task can be handed out again; a completed one cannot.
+    /// Only the lead and the person hand tasks out.
     pub fn assign(
         &self,
         id: TaskId,
         to: Option<Claimant<'_>>,
-        by: &AgentName,
+        by: Actor<'_>,
     ) -> Result<Task, StoreError> {
+        let by = by.steers().then(|| by.name()).ok_or_else(|| Refusal::NotAllowed {
+            id,
+            who: by.name().clone(),
+            field: "owner",
+            rule: "only the lead or the person assigns tasks; claim_task takes one for yourself",
+        })?;
         self.modify(id, |task| {
             if task.status == Status::Completed {
                 return Err(Refusal::AlreadyCompleted { id: task.id }.into());
@@ -258,7 +266,30 @@ impl TaskStore {
         Ok(released)
     }
 
+    /// The owner `by` finished its task. A writing teammate's own finish is refused: its
+    /// commits wait for review, and only their merge completes it (invariant 8).
     pub fn complete(
+        &self,
+        id: TaskId,
+        by: Actor<'_>,
+        result: Option<String>,
+    ) -> Result<Task, StoreError> {
+        let writes = matches!(by, Actor::Teammate { writes: true, .. });
+        self.finish(id, by.name(), "completed", |task| {
+            if writes {
+                return Err(Refusal::NeedsReview { id: task.id }.into());
+            }
+            task.status = Status::Completed;
+            if result.is_some() {
+                task.result = result;
+            }
+            Ok(())
+        })
+    }
+
+    /// A task of which nothing waits for review (its work added no commit, or was merged at
+    /// once): crew's worker (never a tool) completes it as its owner after committing.
+    pub fn complete_with_nothing_to_review(
         &self,
         id: TaskId,
         who: &AgentName,
@@ -269,6 +300,7 @@ impl TaskStore {
             if result.is_some() {
                 task.result = result;
             }
+            Ok(())
         })
     }
 
@@ -276,6 +308,7 @@ impl TaskStore {
         self.finish(id, who, "failed", |task| {
             task.status = Status::Failed;
             task.result = Some(reason);
+            Ok(())
         })
     }
 
@@ -284,7 +317,7 @@ impl TaskStore {
         id: TaskId,
         who: &AgentName,
         action: &'static str,
-        apply: impl FnOnce(&mut Task),
+        apply: impl FnOnce(&mut Task) -> Result<(), StoreError>,
     ) -> Result<Task, StoreError> {
         self.modify(id, |task| {
             if task.status != Status::InProgress {
@@ -303,8 +336,7 @@ impl TaskStore {
                 }
                 .into());
             }
-            apply(task);
-            Ok(())
+            apply(task)
         })
     }
 }
@@ -357,7 +389,6 @@ fn role_fits(task: &Task, who: Claimant<'_>) -> bool {
 mod tests {
     use super::*;
     use crate::NewTask;
-    use crate::USER;
 
     #[test]
     fn a_dead_workers_claimed_and_assigned_tasks_all_go_back_to_the_pool() {
@@ -377,7 +408,7 @@ mod tests {
             role: None,
         };
         store.claim(TaskId(1), ghost).unwrap();
-        store.assign(TaskId(2), Some(ghost), &USER).unwrap();
+        store.assign(TaskId(2), Some(ghost), Actor::Person).unwrap();
         let bob = "bob".parse().unwrap();
         let other = Claimant {
             name: &bob,

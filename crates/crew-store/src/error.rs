@@ -118,6 +118,18 @@ pub enum Refusal {
     NotQueued { id: TaskId },
     #[error("{id} is {state} in the merge queue; only a failed one is retried")]
     NotFailedInQueue { id: TaskId, state: &'static str },
+    #[error("{who} may not change {id}'s {field}: {rule}")]
+    NotAllowed {
+        id: TaskId,
+        who: AgentName,
+        field: &'static str,
+        rule: &'static str,
+    },
+    #[error(
+        "{id} is a writing teammate's task: it is completed only when review merges its \
+         commits; end your turn and crew commits your work and submits it for review"
+    )]
+    NeedsReview { id: TaskId },
     #[error("{what} is one line; put the rest in the description")]
     NotOneLine { what: &'static str },
 }

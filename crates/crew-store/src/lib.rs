@@ -1,6 +1,7 @@
 //! The `.tasks` DAG with atomic claim, `.mailboxes` with typed messages and requests.
 //! Knows nothing above it: no config, no terminal.
 
+pub mod actor;
 pub mod agents;
 pub mod atomic;
 pub mod claim;
@@ -24,6 +25,7 @@ pub mod todo;
 pub mod watch;
 pub mod workspace;
 
+pub use actor::Actor;
 pub use agents::{
     AgentStatus, AgentStatuses, CacheTokens, SUBAGENT_LINES, SubagentLine, pid_alive,
 };

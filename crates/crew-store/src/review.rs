@@ -21,6 +21,7 @@ impl TaskStore {
             task.status = Status::Review;
             task.result = Some(result);
             task.commits = Some(Box::new(commits));
+            Ok(())
         })
     }
 
@@ -189,7 +190,9 @@ mod tests {
             .submit_for_review(TaskId(1), &alice_name, "did it again".into(), commits)
             .unwrap();
         assert!(store.send_back(TaskId(2), &USER, "x").is_err());
-        let refused = store.assign(TaskId(1), Some(bob), &USER).unwrap_err();
+        let refused = store
+            .assign(TaskId(1), Some(bob), crate::Actor::Person)
+            .unwrap_err();
         assert!(
             refused.to_string().contains("task_1 is in review"),
             "{refused}"

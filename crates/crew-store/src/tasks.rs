@@ -11,7 +11,7 @@ use crate::atomic::{read_consistent, replace_locked};
 use crate::dag::find_cycle;
 use crate::lock::with_lock;
 use crate::task::{Status, Task, now_rfc3339};
-use crate::{Limits, Refusal, StoreError, secrets};
+use crate::{Actor, Limits, Refusal, StoreError, secrets};
 use crew_protocol::{TaskId, validate_name};
 
 #[derive(Debug, Clone, Default)]
@@ -216,7 +216,10 @@ impl TaskStore {
         Ok(highest)
     }
 
-    pub fn update(&self, id: TaskId, patch: TaskPatch) -> Result<Task, StoreError> {
+    /// Edits a task as `by`: the lead and the person may change anything; a teammate only the
+    /// description of a task it owns (its own notes), never another's task, its subject or
+    /// what it waits for.
+    pub fn update(&self, id: TaskId, patch: TaskPatch, by: Actor<'_>) -> Result<Task, StoreError> {
         let subject = patch
             .subject
             .as_deref()
@@ -228,6 +231,7 @@ impl TaskStore {
         let blockers = patch.blocked_by.as_deref().map(without_duplicates);
         with_lock(&self.structure_lock(), || {
             self.modify(id, |task| {
+                check_may_edit(task, &patch, by)?;
                 if let Some(blockers) = &blockers {
                     let loaded = self.load_all()?;
                     for &b in blockers {
@@ -280,6 +284,36 @@ impl TaskStore {
     }
 }
 
+/// The store's rule for edits (ARCHITECTURE.md, invariant 10).
+fn check_may_edit(task: &Task, patch: &TaskPatch, by: Actor<'_>) -> Result<(), StoreError> {
+    if by.steers() {
+        return Ok(());
+    }
+    let refuse = |field, rule| {
+        Err(Refusal::NotAllowed {
+            id: task.id,
+            who: by.name().clone(),
+            field,
+            rule,
+        }
+        .into())
+    };
+    const STEERING: &str = "only the lead or the person changes a task's subject and blockers";
+    if patch.subject.is_some() {
+        return refuse("subject", STEERING);
+    }
+    if patch.blocked_by.is_some() {
+        return refuse("blockedBy", STEERING);
+    }
+    if patch.description.is_some() && task.owner.as_ref() != Some(by.name()) {
+        return refuse(
+            "description",
+            "only the lead, the person or the task's owner changes its description",
+        );
+    }
+    Ok(())
+}
+
 fn parse_task(path: &Path, id: TaskId, bytes: &[u8]) -> Result<Task, StoreError> {
     let task: Task = serde_json::from_slice(bytes)
         .map_err(|e| StoreError::malformed(path, format!("invalid task JSON: {e}")))?;
@@ -309,6 +343,8 @@ fn without_duplicates(ids: &[TaskId]) -> Vec<TaskId> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Claimant;
+    use crew_protocol::AgentName;
 
     /// What crew writes for a task, byte for byte: the typed ids read back from it are written
     /// as the same text (ARCHITECTURE.md, invariant 9).
@@ -338,6 +374,117 @@ mod tests {
         );
         store.write(&task).unwrap();
         assert_eq!(fs::read_to_string(store.path(TaskId(2))).unwrap(), text);
+    }
+
+    /// The store's authorization (invariant 10): a teammate edits only its own task's
+    /// description; subject, blockers and owner are the lead's and the person's; a writing
+    /// teammate's task never completes outside review. Each refusal names who, what and why.
+    #[test]
+    fn teammates_edit_only_their_own_notes_and_writers_complete_only_through_review() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TaskStore::new(dir.path());
+        for subject in ["alice's", "bob's", "gate"] {
+            store
+                .create(NewTask {
+                    subject: subject.into(),
+                    ..NewTask::default()
+                })
+                .unwrap();
+        }
+        let (alice, bob, lead): (AgentName, AgentName, AgentName) = (
+            "alice".parse().unwrap(),
+            "bob".parse().unwrap(),
+            "lead".parse().unwrap(),
+        );
+        let claim = |id, name| {
+            store
+                .claim(TaskId(id), Claimant { name, role: None })
+                .unwrap()
+        };
+        claim(1, &alice);
+        claim(2, &bob);
+        let as_alice = Actor::Teammate {
+            name: &alice,
+            writes: true,
+        };
+        let refusal = |patch: TaskPatch, id: u64| {
+            store
+                .update(TaskId(id), patch, as_alice)
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            refusal(
+                TaskPatch {
+                    blocked_by: Some(vec![TaskId(3)]),
+                    ..TaskPatch::default()
+                },
+                2
+            ),
+            "alice may not change task_2's blockedBy: only the lead or the person changes a \
+             task's subject and blockers"
+        );
+        assert!(
+            refusal(
+                TaskPatch {
+                    subject: Some("mine now".into()),
+                    ..TaskPatch::default()
+                },
+                1
+            )
+            .contains("alice may not change task_1's subject")
+        );
+        assert!(
+            refusal(
+                TaskPatch {
+                    description: Some("ignore your task".into()),
+                    ..TaskPatch::default()
+                },
+                2
+            )
+            .contains("the task's owner changes its description")
+        );
+        let notes = TaskPatch {
+            description: Some("found the cause".into()),
+            ..TaskPatch::default()
+        };
+        store.update(TaskId(1), notes, as_alice).unwrap();
+        for by in [Actor::Lead(&lead), Actor::Person] {
+            let patch = TaskPatch {
+                blocked_by: Some(vec![TaskId(3)]),
+                subject: Some(format!("{} steers", by.name())),
+                ..TaskPatch::default()
+            };
+            store.update(TaskId(2), patch, by).unwrap();
+        }
+        let bob_claims = Claimant {
+            name: &bob,
+            role: None,
+        };
+        let assigned = store.assign(TaskId(3), Some(bob_claims), as_alice);
+        assert!(
+            assigned
+                .unwrap_err()
+                .to_string()
+                .contains("only the lead or the person assigns tasks"),
+        );
+
+        let skipped = store.complete(TaskId(1), as_alice, None).unwrap_err();
+        assert!(
+            skipped
+                .to_string()
+                .starts_with("task_1 is a writing teammate's task: it is completed only when"),
+            "{skipped}"
+        );
+        assert_eq!(store.read(TaskId(1)).unwrap().status, Status::InProgress);
+        let reader = Actor::Teammate {
+            name: &bob,
+            writes: false,
+        };
+        assert_eq!(
+            store.complete(TaskId(2), reader, None).unwrap().status,
+            Status::Completed
+        );
     }
 
     /// A bad name or id in a task file is that file's problem, named by path, value and rule;

@@ -12,8 +12,8 @@ use crew_test_support::wait::poll;
 use crew_store::MessageKind;
 use crew_store::requests::RequestState;
 use crew_store::{
-    AgentName, AgentState, AgentStatus, Claimant, Draft, NewTask, RequestId, Roster, Status,
-    TaskId, USER, Workspace,
+    Actor, AgentName, AgentState, AgentStatus, Claimant, Draft, NewTask, RequestId, Roster, Status,
+    TaskId, Workspace,
 };
 use crew_team::run::status::StatusHandle;
 use crew_team::run::worker::{ExitReason, Worker, WorkerSettings};
@@ -265,7 +265,10 @@ fn a_task_reassigned_while_its_worker_is_on_it_is_reported_not_recorded_and_the_
         let handle = s.spawn(|| worker.run(&mut fake, &stop));
         let wait = Duration::from_secs(10);
         assert_eq!(started_rx.recv_timeout(wait).unwrap(), "task_1");
-        let moved = ws.tasks().assign(TaskId(1), Some(bob), &USER).unwrap();
+        let moved = ws
+            .tasks()
+            .assign(TaskId(1), Some(bob), Actor::Person)
+            .unwrap();
         assert_eq!(
             (moved.status, moved.owner.as_deref()),
             (Status::Pending, Some("bob"))
@@ -431,7 +434,7 @@ fn a_teammate_that_shuts_down_gives_back_the_tasks_assigned_to_it() {
         name: &alice_name,
         role: Some("implementer"),
     };
-    tasks.assign(TaskId(2), Some(alice), &name("lead")).unwrap();
+    tasks.assign(TaskId(2), Some(alice), Actor::Person).unwrap();
     // Nothing alice can do yet: she idles out.
     let worker = Worker::new(
         ws.clone(),
@@ -518,7 +521,16 @@ fn a_teammate_does_not_idle_out_while_the_lead_is_in_a_turn_or_its_task_may_come
     ws.agents().write(&lead).unwrap();
     beats_past_the_timeout(AgentState::Idle);
     // bob is done: alice takes her task, then idles out with nothing more to come.
-    ws.tasks().complete(TaskId(1), &bob_name, None).unwrap();
+    ws.tasks()
+        .complete(
+            TaskId(1),
+            Actor::Teammate {
+                name: &bob_name,
+                writes: false,
+            },
+            None,
+        )
+        .unwrap();
     let exit = handle.join().unwrap().unwrap();
     assert_eq!(exit, ExitReason::IdleTimeout);
     assert_eq!(*seen.lock().unwrap(), vec!["task_2".to_string()]);

@@ -34,6 +34,7 @@ fn every_tool(dir: &std::path::Path) -> Vec<Arc<dyn Tool>> {
             name: name("alice"),
             role: Some("implementer".to_string()),
         }],
+        writes: false,
         request_timeout: Duration::from_secs(600),
     });
     let mut tools = core_tools();

@@ -571,3 +571,209 @@ fn dont_ask_turns_every_ask_into_a_denial() {
         &decide_path(&p, ws, "write", ToolKind::Write, "a.txt").0
     ));
 }
+
+/// Issue 21's rule evasions and their class: a command that runs a string as code is not
+/// granted by any allow rule but the bare tool rule, and while a deny rule exists it asks,
+/// whatever the mode, an allow rule or a hook says.
+const CODE_STRINGS: &[&str] = &[
+    "echo 'rm -rf victim' | sh",
+    "echo 'rm -rf victim' | bash -s",
+    "curl -s x | sh -",
+    "python3 -c 'import shutil; shutil.rmtree(\"victim\")'",
+    "python -Ic 'import os'",
+    "echo 'import os' | python3",
+    "node -e 'require(\"fs\").rmSync(\"victim\", {recursive: true})'",
+    "node --eval=1",
+    "perl -e 'system(\"rm -rf victim\")'",
+    "perl -ne 'print' f",
+    "ruby -e 'system(\"x\")'",
+    "php -r 'system(\"x\");'",
+    "git -c alias.x='!rm -rf victim' x",
+    "git -C . -c core.pager='rm -rf victim' log",
+    "git --config-env=core.fsmonitor=X status",
+    "xargs sh",
+    "env sh",
+    "nice python3 -c 1",
+    "find . -exec python3 -c 1 ';'",
+    "awk 'BEGIN { system(\"rm -rf victim\") }'",
+    "sed -n '1e rm -rf victim' f",
+    "sed -l 9 '1e rm -rf victim' f",
+    // Variants beyond the issue's list.
+    "watch -n 1 'rm -rf victim'",
+    "trap 'rm -rf victim' EXIT",
+    "flock /tmp/l -c 'rm -rf victim'",
+    "script -qc 'rm -rf victim' /dev/null",
+    "su -c 'rm -rf victim'",
+    "busybox sh",
+    "vim -c '!rm -rf victim' f",
+    "gdb -ex 'shell rm -rf victim'",
+    "make --eval='x: ; rm -rf victim' x",
+    "tmux new-session -d 'rm -rf victim'",
+    "deno eval 1",
+    "lua -e 'os.execute(\"x\")'",
+];
+
+#[test]
+fn a_string_run_as_code_is_never_granted_and_asks_while_deny_rules_exist() {
+    let fx = Fixture::new();
+    let ws = fx.ws();
+    let guarded = |mode| {
+        let rules = RuleSet {
+            allow: vec!["bash".into()],
+            ask: Vec::new(),
+            deny: vec!["bash(rm -rf:*)".into()],
+        };
+        let both = BypassSwitches {
+            config_allows: true,
+            flag_given: true,
+        };
+        PermissionPolicy::new(mode, &rules, both).unwrap()
+    };
+    for mode in [
+        PermissionMode::Ask,
+        PermissionMode::WorkspaceWrite,
+        PermissionMode::Bypass,
+    ] {
+        let p = guarded(mode);
+        for command in CODE_STRINGS {
+            for hook in [None, Some(HookPermission::Allow)] {
+                let (d, by) = decide_command(&p, ws, command, hook);
+                assert!(
+                    matches!(&d, Decision::Ask(r) if r.contains("runs a string as code")
+                        && r.contains("deny rules cannot see into it")),
+                    "{command} in {mode:?}: {d:?}"
+                );
+                assert_eq!(by, DecidedBy::CodeString, "{command}");
+            }
+        }
+    }
+    // A rule naming the program grants none of them; the plain forms still pass.
+    let specific = policy(
+        PermissionMode::Ask,
+        &[
+            "bash(echo:*)",
+            "bash(sh:*)",
+            "bash(bash:*)",
+            "bash(curl:*)",
+            "bash(python3:*)",
+            "bash(python:*)",
+            "bash(node:*)",
+            "bash(perl:*)",
+            "bash(ruby:*)",
+            "bash(php:*)",
+            "bash(git:*)",
+            "bash(xargs:*)",
+            "bash(env:*)",
+            "bash(nice:*)",
+            "bash(find:*)",
+            "bash(awk:*)",
+            "bash(sed:*)",
+            "bash(watch:*)",
+            "bash(trap:*)",
+            "bash(flock:*)",
+            "bash(script:*)",
+            "bash(su:*)",
+            "bash(busybox:*)",
+            "bash(vim:*)",
+            "bash(gdb:*)",
+            "bash(make:*)",
+            "bash(tmux:*)",
+            "bash(deno:*)",
+            "bash(lua:*)",
+        ],
+        &[],
+        &[],
+    );
+    for command in CODE_STRINGS {
+        let (d, _) = decide_command(&specific, ws, command, None);
+        assert!(
+            matches!(&d, Decision::Ask(r) if r.contains("no allow rule can grant that")),
+            "{command}: {d:?}"
+        );
+    }
+    for plain in [
+        "sh test.sh",
+        "python3 script.py",
+        "python3 -m pytest",
+        "node --version",
+        "perl script.pl",
+        "git status",
+        "sed -n 10,20p f",
+        "trap - EXIT",
+        "make test",
+        "sh -c 'echo hi'",
+    ] {
+        assert_eq!(
+            decide_command(&specific, ws, plain, None).0,
+            Decision::Allow,
+            "{plain}"
+        );
+        assert_eq!(
+            decide_command(&guarded(PermissionMode::Ask), ws, plain, None).0,
+            Decision::Allow,
+            "{plain} under the deny rule"
+        );
+    }
+}
+
+/// The read-only analysis reads options as the programs do: `git diff` given a path outside
+/// the work tree compares files like `--no-index`; sed's `-l N` takes a value and `-s`, `-E`,
+/// `-n` come before the script; `uniq IN OUT`, `date TIME` and `hostname NAME` write.
+#[test]
+fn the_read_only_analysis_reads_options_and_operands_as_the_program_does() {
+    use crew_tools::permissions::read_only::read_only_refusal;
+    let refusal = |command: &str| read_only_refusal(&parse(command), &|_| false);
+    for (command, why) in [
+        (
+            "git diff /dev/null ~/.ssh/id_rsa",
+            "a path outside the work tree",
+        ),
+        ("git diff /etc/passwd", "outside the work tree"),
+        ("git diff ../../other/secret", "outside the work tree"),
+        ("git diff -- src/../../x", "outside the work tree"),
+        ("git log ~/x", "outside the work tree"),
+        ("git show /etc/shadow", "outside the work tree"),
+        ("sed -l 9 '1e touch f' README.md", "`e`"),
+        ("sed -s '1e touch f' README.md", "`e`"),
+        ("sed -E -n '1e touch f' f", "`e`"),
+        ("sed -n -s '1w out' f", "`w`"),
+        ("sed --line-length 9 '1w out' f", "`w`"),
+        ("sed -nl9 '1e touch f' f", "`e`"),
+        ("sed 's/a/b/' -i f", "in place"),
+        ("echo x | uniq - out", "writes the file out"),
+        ("uniq -c in out", "writes the file out"),
+        ("uniq -f 1 in out", "writes the file out"),
+        ("date 010100002030", "sets the clock"),
+        ("hostname evil", "sets the host's name"),
+    ] {
+        let found = refusal(command);
+        assert!(
+            found.as_deref().is_some_and(|r| r.contains(why)),
+            "{command}: {found:?} lacks {why:?}"
+        );
+    }
+    for command in [
+        "git diff src/../README.md",
+        "git diff HEAD~1..HEAD -- src",
+        "git log main..feature",
+        "git show HEAD:src/main.rs",
+        "sed -n -l 9 10,20p f",
+        "sed -s -E 's/a/b/' f",
+        "sed -n '/start/,/end/p' f",
+        "uniq -c in",
+        "uniq -f 1 in",
+        "echo x | uniq -",
+        "date +%s",
+        "hostname",
+    ] {
+        assert_eq!(refusal(command), None, "{command}");
+    }
+    // An allow rule for `git diff` is held to the same reading.
+    let fx = Fixture::new();
+    let p = policy(PermissionMode::Ask, &["bash(git diff:*)"], &[], &[]);
+    let (d, _) = decide_command(&p, fx.ws(), "git diff /dev/null ~/.ssh/id_rsa", None);
+    assert!(
+        matches!(&d, Decision::Ask(r) if r.contains("--no-index")),
+        "{d:?}"
+    );
+}

@@ -11,7 +11,7 @@ use crate::uiconfig;
 use crew_config::TeamConfig;
 use crew_git::{Author, Worktrees};
 use crew_protocol::joined;
-use crew_store::{AgentName, Claimant, Draft, StoreError, TaskId, TaskPatch, Workspace};
+use crew_store::{Actor, AgentName, Claimant, Draft, StoreError, TaskId, TaskPatch, Workspace};
 use crew_store::{MessageKind, USER};
 use crew_team::review;
 use crew_team::run::daemon;
@@ -132,6 +132,7 @@ fn execute(root: &Path, team: &TeamConfig, effect: Effect) -> Option<Event> {
                         blocked_by: Some(blocked_by),
                         ..TaskPatch::default()
                     },
+                    Actor::Person,
                 )
                 .map(|t| {
                     if t.blocked_by.is_empty() {
@@ -328,7 +329,7 @@ fn assign(
     let who = to
         .map(|name| Claimant::teammate(&teammates, name))
         .transpose()?;
-    ws.tasks().assign(id, who, &USER)
+    ws.tasks().assign(id, who, Actor::Person)
 }
 
 /// Runs a highlighting effect.

@@ -318,7 +318,12 @@ fn a_review_warns_about_a_renamed_crew_toml() {
     )
     .unwrap();
     let review = crew_team::review::show(&ws, &config, TaskId(1)).unwrap();
-    assert_eq!(review.protected, ["crew.toml"], "{review:?}");
+    let protected: Vec<String> = review.protected.iter().map(|p| p.to_string()).collect();
+    assert_eq!(
+        protected,
+        ["team.toml (moved from crew.toml: the team's configuration)"],
+        "{review:?}"
+    );
 }
 
 #[test]
@@ -416,4 +421,24 @@ fn the_merge_queue_view_shows_states_times_runs_and_the_live_output() {
     });
     snapshot.output = "running 2 tests\ntest parse ... ok\n".into();
     insta::assert_snapshot!("merge_queue_view", stable_screen(&mut h));
+}
+
+/// A task's diff marks a change that governs the team in the file list and says why above its
+/// content, as the review queue does.
+#[test]
+fn the_review_diff_marks_a_git_hook_and_says_why() {
+    let dir = repo_with_review();
+    let root = dir.path();
+    let ws = Workspace::new(root);
+    ws.tasks().mark_merged(TaskId(1), &USER, "test").unwrap();
+    std::fs::create_dir_all(root.join(".worktrees/alice/.githooks")).unwrap();
+    submit(root, "Add a hook", ".githooks/pre-commit", "#!/bin/sh\n");
+    let mut h = Harness::new(root);
+    h.press(&["ctrl-r", "enter"]);
+    let screen = stable_screen(&mut h);
+    assert!(screen.contains("⚠ .githooks/pre-commit"), "{screen}");
+    assert!(
+        screen.contains("⚠ .githooks/pre-commit (git hooks): governs the team, never merged"),
+        "{screen}"
+    );
 }

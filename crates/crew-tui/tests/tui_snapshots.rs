@@ -119,7 +119,9 @@ fn too_small_shows_a_message() {
 }
 
 fn sample_diff() -> crew_git::WorktreeDiff {
-    use crew_git::{DiffLine, DiffTotals, FileDiff, FileStatus, Hunk, LineKind, WorktreeDiff};
+    use crew_git::{
+        DiffLine, DiffTotals, EntryKind, FileDiff, FileStatus, Hunk, LineKind, WorktreeDiff,
+    };
     let line = |kind, old: Option<u32>, new: Option<u32>, text: &str| DiffLine {
         kind,
         old_lineno: old,
@@ -130,6 +132,7 @@ fn sample_diff() -> crew_git::WorktreeDiff {
         path: "src/parse.rs".into(),
         old_path: None,
         status: FileStatus::Modified,
+        kind: EntryKind::File,
         binary: false,
         additions: 2,
         deletions: 1,
@@ -157,6 +160,7 @@ fn sample_diff() -> crew_git::WorktreeDiff {
         path: "README.md".into(),
         old_path: None,
         status: FileStatus::Added,
+        kind: EntryKind::File,
         binary: false,
         additions: 1,
         deletions: 0,

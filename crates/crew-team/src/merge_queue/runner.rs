@@ -291,7 +291,7 @@ impl Queue {
                 let why = format!(
                     "changes {}, which govern the team: only the person merges that (M in the \
                      review queue, or `crew review merge {}`)",
-                    files.join(", "),
+                    joined(&files, ", "),
                     entry.id
                 );
                 self.set_state(&[entry.id], EntryState::Failed, Some(&why))?;

@@ -2,6 +2,8 @@
 //! answers (merge, send back with a note, discard with a reason). The screen, the CLI and the
 //! headless runner all go through here, so a review means the same wherever it is answered.
 
+mod policy;
+
 use std::time::SystemTime;
 
 use serde::Serialize;
@@ -13,6 +15,8 @@ use crew_store::{
     AgentName, Draft, MessageKind, Refusal, Status, StoreError, Task, TaskCommits, TaskId, USER,
     Workspace,
 };
+pub use policy::ProtectedChange;
+use policy::{Governed, protected_changes};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReviewError {
@@ -26,8 +30,14 @@ pub enum ReviewError {
         base: String,
         files: Vec<String>,
     },
-    #[error("{id} changes {}, which govern the team: only the person merges that", files.join(", "))]
-    Protected { id: TaskId, files: Vec<String> },
+    #[error(
+        "{id} changes {}, which govern the team: only the person merges that",
+        joined(files, ", ")
+    )]
+    Protected {
+        id: TaskId,
+        files: Vec<ProtectedChange>,
+    },
     #[error("{id} is in review but records no commits (edited by hand?)")]
     NoCommits { id: TaskId },
 }
@@ -59,8 +69,9 @@ pub struct Review {
     pub deletions: usize,
     /// Files the merge would conflict in (empty: it merges cleanly).
     pub conflicts: Vec<String>,
-    /// Changed files that govern the team (crew.toml, .crew/, hook scripts, CI): a warning.
-    pub protected: Vec<String>,
+    /// Changes that govern the team (crew's folders, symlinks, gitlinks, git's and the
+    /// agents' settings, hooks, CI), each with why: never merged automatically.
+    pub protected: Vec<ProtectedChange>,
     /// Seconds since it entered review.
     pub age_secs: u64,
     /// The reviewer agent's verdict on these commits (`carol: pass`), when one reviewed them.
@@ -132,7 +143,11 @@ fn merge_said(
 ) -> Result<String, ReviewError> {
     let task = in_review(workspace, id)?;
     let commits = commits_of(&task)?;
-    let how = merge_commits_unchecked(workspace, config, &task, &commits)?;
+    let how = if auto {
+        merge_commits(workspace, config, &task, &commits)?
+    } else {
+        merge_commits_unchecked(workspace, config, &task, &commits)?
+    };
     let base = &config.team.base_branch;
     let (who, how) = if auto {
         ("automatically".to_string(), format!("{AUTO_MERGE}; {how}"))
@@ -177,15 +192,15 @@ pub fn approve(
     Ok(text)
 }
 
-/// The changed files that govern the team among what merging `head` brings in (the whole
-/// branch: earlier tasks' unmerged commits count too).
+/// The changes that govern the team (`policy`) among what merging `head` brings in (the
+/// whole branch: earlier tasks' unmerged commits count too).
 pub(crate) fn protected_in_merge(
     trees: &Worktrees,
     config: &TeamConfig,
     head: &str,
-) -> Result<Vec<String>, ReviewError> {
-    let files = trees.merge_paths(head, &config.team.base_branch)?;
-    Ok(protected_files(&files, config))
+) -> Result<Vec<ProtectedChange>, ReviewError> {
+    let merged = trees.merge_diff(head, &config.team.base_branch)?;
+    Ok(protected_changes(&merged.files, &governed(trees, config)?))
 }
 
 /// The merge queue moved the base to a tested commit holding `ids`: each is `completed` (and
@@ -303,7 +318,8 @@ pub fn discard(
     Ok(task)
 }
 
-/// `merge_when_done`'s merge: refused for changes that govern the team.
+/// An automatic merge (`merge_when_done`, `--merge auto`): refused for changes that govern the
+/// team (`policy`).
 pub(crate) fn merge_commits(
     workspace: &Workspace,
     config: &TeamConfig,
@@ -311,9 +327,7 @@ pub(crate) fn merge_commits(
     commits: &TaskCommits,
 ) -> Result<String, ReviewError> {
     let trees = Worktrees::open(workspace.root())?;
-    // The merge takes the whole branch, so earlier tasks' unmerged commits are checked too.
-    let files = trees.merge_paths(&commits.head, &config.team.base_branch)?;
-    let protected = protected_files(&files, config);
+    let protected = protected_in_merge(&trees, config, &commits.head)?;
     if !protected.is_empty() {
         return Err(ReviewError::Protected {
             id: task.id,
@@ -351,46 +365,12 @@ fn merge_commits_unchecked(
     }
 }
 
-/// The changed files among `paths` that govern the team: `crew.toml`, anything under `.crew/`,
-/// a script a hook in crew.toml runs, and CI configuration.
-pub(crate) fn protected_files(paths: &[String], config: &TeamConfig) -> Vec<String> {
-    let hook_words: Vec<&str> = config
-        .hooks
-        .iter()
-        .flat_map(|h| h.command.split_whitespace())
-        .map(|w| w.trim_start_matches("./"))
-        .collect();
-    paths
-        .iter()
-        .filter(|p| {
-            let p = p.as_str();
-            p == "crew.toml"
-                || p.starts_with(".crew/")
-                || p.starts_with(".github/")
-                || p.starts_with(".ci/")
-                || p.starts_with(".circleci/")
-                || p.starts_with(".buildkite/")
-                || p == ".gitlab-ci.yml"
-                || p == ".travis.yml"
-                || p == "Jenkinsfile"
-                || hook_words.contains(&p)
-        })
-        .cloned()
-        .collect()
-}
-
 fn describe(trees: &Worktrees, config: &TeamConfig, task: &Task) -> Result<Review, ReviewError> {
     let commits = commits_of(task)?;
     let base = &config.team.base_branch;
     let diff = trees.commits_diff(&commits.start, &commits.head, base)?;
     let files: Vec<String> = diff.files.iter().map(|f| f.path.clone()).collect();
-    // A rename moves a protected file away as much as an edit changes it.
-    let touched: Vec<String> = diff
-        .files
-        .iter()
-        .flat_map(|f| std::iter::once(&f.path).chain(&f.old_path))
-        .cloned()
-        .collect();
+    let protected = protected_changes(&diff.files, &governed(trees, config)?);
     // A verdict on older commits (before a send-back) says nothing about these.
     let current = task.review.as_ref().filter(|v| v.head == commits.head);
     let age_secs = humantime::parse_rfc3339_weak(&task.updated_at)
@@ -404,7 +384,7 @@ fn describe(trees: &Worktrees, config: &TeamConfig, task: &Task) -> Result<Revie
         branch: commits.branch.clone(),
         head: commits.head.clone(),
         summary: task.result.clone().unwrap_or_default(),
-        protected: protected_files(&touched, config),
+        protected,
         conflicts: trees.merge_conflicts(&commits.head, base)?,
         additions: diff.totals.additions,
         deletions: diff.totals.deletions,
@@ -412,6 +392,14 @@ fn describe(trees: &Worktrees, config: &TeamConfig, task: &Task) -> Result<Revie
         age_secs,
         verdict: current.as_ref().map(|v| format!("{}: {}", v.by, v.verdict)),
         verdict_report: current.map(|v| v.report.clone()),
+    })
+}
+
+/// What the merge policy needs besides the change itself.
+fn governed<'a>(trees: &Worktrees, config: &'a TeamConfig) -> Result<Governed<'a>, ReviewError> {
+    Ok(Governed {
+        config,
+        hooks_path: trees.hooks_path()?,
     })
 }
 
@@ -451,41 +439,4 @@ fn tell_lead(
             },
         )
         .map(|_| ())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::protected_files;
-    use crew_config::TeamConfig;
-
-    #[test]
-    fn crew_toml_crew_files_hook_scripts_and_ci_are_protected() {
-        let text = "[team]\nname = \"web\"\n\n[lead]\nname = \"lead\"\n\
-                    model = { provider = \"scripted\" }\n\n[[hooks]]\n\
-                    event = \"PreToolUse\"\ncommand = \"sh ./scripts/guard.sh --strict\"\n";
-        let config = TeamConfig::parse(std::path::Path::new("crew.toml"), text).unwrap();
-        let paths = [
-            "crew.toml",
-            ".crew/agents/x.json",
-            "scripts/guard.sh",
-            ".github/workflows/ci.yml",
-            ".ci/run",
-            ".gitlab-ci.yml",
-            "src/main.rs",
-            "scripts/other.sh",
-            "docs/crew.toml",
-        ]
-        .map(String::from);
-        assert_eq!(
-            protected_files(&paths, &config),
-            [
-                "crew.toml",
-                ".crew/agents/x.json",
-                "scripts/guard.sh",
-                ".github/workflows/ci.yml",
-                ".ci/run",
-                ".gitlab-ci.yml"
-            ]
-        );
-    }
 }

@@ -15,6 +15,8 @@ use crate::run::worker::{Canceller, ExitReason, JobReport, Worker, WorkerSetting
 use crate::work::SetupError;
 use crate::work::work_for;
 use crew_config::TeamConfig;
+use crew_protocol::joined;
+use crew_protocol::terminal_text::one_line;
 use crew_store::requests::RequestState;
 use crew_store::{AgentName, Draft, StoreError, TaskId, Workspace};
 use crew_store::{MessageKind, USER};
@@ -292,13 +294,15 @@ impl TeamRun {
             }
             if !r.protected.is_empty() {
                 self.left_for_person.insert(r.id);
+                // The paths and reasons are agents' file names: the line is made safe here.
+                let text = format!(
+                    "{} changes {}: not merged automatically, it waits for `crew review merge {}`",
+                    r.id,
+                    joined(&r.protected, ", "),
+                    r.id
+                );
                 out.push(Happening::Reviewed {
-                    text: format!(
-                        "{} changes {}: not merged automatically, it waits for `crew review merge {}`",
-                        r.id,
-                        r.protected.join(", "),
-                        r.id
-                    ),
+                    text: one_line(&text).into_owned(),
                     id: r.id,
                 });
                 continue;
@@ -310,7 +314,10 @@ impl TeamRun {
                     format!("{e}; it waits for the person")
                 }
             };
-            out.push(Happening::Reviewed { id: r.id, text });
+            out.push(Happening::Reviewed {
+                id: r.id,
+                text: one_line(&text).into_owned(),
+            });
         }
         out
     }

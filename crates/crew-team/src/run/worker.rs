@@ -573,8 +573,9 @@ impl Worker {
                 "is ready for review",
             )
         } else if outcome.success {
+            // No commit waits for review (none was made, or merged at once).
             (
-                tasks.complete(id, me, Some(outcome.summary.clone())),
+                tasks.complete_with_nothing_to_review(id, me, Some(outcome.summary.clone())),
                 "done",
             )
         } else {

@@ -38,7 +38,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use crew_protocol::{AgentName, USER};
-use crew_store::{Roster, StoreError, Workspace};
+use crew_store::{Actor, Roster, StoreError, Workspace};
 use crew_tools::{Tool, ToolError, ToolOutput};
 
 pub use claim::ClaimTask;
@@ -62,6 +62,8 @@ pub struct TeamEnv {
     pub lead: AgentName,
     /// Each teammate's name and role: whom the lead may assign a task to.
     pub teammates: Vec<crew_store::Teammate>,
+    /// Whether the calling agent writes (has a worktree): its tasks complete through review.
+    pub writes: bool,
     /// How long a request stays pending before it expires.
     pub request_timeout: Duration,
 }
@@ -81,7 +83,20 @@ impl TeamEnv {
             role: role.to_string(),
             lead: config.lead_name().clone(),
             teammates: config.teammate_roles(),
+            writes: config.agent(name).is_some_and(|a| a.writes),
             request_timeout: config.request_timeout(),
+        }
+    }
+
+    /// The calling agent's standing in the store's rules.
+    pub(crate) fn actor(&self) -> Actor<'_> {
+        if self.me == self.lead {
+            Actor::Lead(&self.me)
+        } else {
+            Actor::Teammate {
+                name: &self.me,
+                writes: self.writes,
+            }
         }
     }
 }

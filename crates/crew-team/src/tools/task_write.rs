@@ -1,5 +1,6 @@
-//! `task_create` and `task_update`: changing the task graph. Status changes go through the
-//! store's owner-only transitions, as the calling agent.
+//! `task_create` and `task_update`: changing the task graph. Edits, assignments and status
+//! changes go through the store's rules, as the calling agent (`TeamEnv::actor`): the store,
+//! not this tool, decides who may change what.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -155,11 +156,6 @@ impl TypedTool for TaskUpdate {
                     .to_string(),
             );
         }
-        if input.assign_to.is_some() && self.env.me != self.env.lead {
-            return Err(
-                "only the lead assigns tasks; claim_task takes one for yourself".to_string(),
-            );
-        }
         let result = input.result.as_deref().and_then(trimmed);
         match (input.status, result) {
             (Some(StatusChange::Failed), None) => {
@@ -185,7 +181,7 @@ impl TypedTool for TaskUpdate {
                 || patch.description.is_some()
                 || patch.blocked_by.is_some();
             if patched {
-                store.update(id, patch)?;
+                store.update(id, patch, env.actor())?;
             }
             if let Some(to) = &input.assign_to {
                 // "" puts it back in the pool.
@@ -193,7 +189,7 @@ impl TypedTool for TaskUpdate {
                     .then(|| Claimant::teammate(&env.teammates, to))
                     .transpose()
                     .map_err(StoreError::from)?;
-                store.assign(id, who, &env.me)?;
+                store.assign(id, who, env.actor())?;
             }
             if let Some(status) = input.status
                 && let Err(e) =
@@ -222,7 +218,7 @@ fn change_status(
     let store = env.workspace.tasks();
     let me = &env.me;
     match status {
-        StatusChange::Completed => store.complete(id, me, result)?,
+        StatusChange::Completed => store.complete(id, env.actor(), result)?,
         StatusChange::Failed => store.fail(id, me, result.unwrap_or_default())?,
         StatusChange::Pending => store.release(id, me)?,
     };

@@ -44,6 +44,7 @@ impl Team {
                 role: Some(r.to_string()),
             })
             .to_vec(),
+            writes: false,
             request_timeout: Duration::from_secs(600),
         })
     }

@@ -345,7 +345,8 @@ async fn the_lead_assigns_a_task_and_only_that_teammate_claims_it() {
     let by_alice = TaskUpdate::new(team.env("alice"));
     assert_eq!(
         refusal(&by_alice, json!({"id": "task_3", "assign_to": "bob"}), &ctx).await,
-        "only the lead assigns tasks; claim_task takes one for yourself"
+        "alice may not change task_3's owner: only the lead or the person assigns tasks; \
+         claim_task takes one for yourself"
     );
     ok_json(&update, json!({"id": "task_3", "assign_to": "bob"}), &ctx).await;
     let back = ok_json(&update, json!({"id": "task_3", "assign_to": ""}), &ctx).await;
@@ -357,5 +358,63 @@ async fn the_lead_assigns_a_task_and_only_that_teammate_claims_it() {
             .last()
             .unwrap()
             .ends_with("taken back from bob by lead")
+    );
+}
+
+/// The store's rules reach the model as tool errors carrying the store's reason: a teammate
+/// cannot rewrite another's task or what a task waits for, and a writing teammate cannot mark
+/// its own task completed past review.
+#[tokio::test]
+async fn a_teammate_sees_the_stores_refusals_as_tool_errors() {
+    let team = Team::new();
+    let ctx = team.ctx();
+    three_tasks(&team).await;
+    let writer = std::sync::Arc::new(crew_team::tools::TeamEnv {
+        writes: true,
+        ..(*team.env("alice")).clone()
+    });
+    ok_json(
+        &ClaimTask::new(writer.clone()),
+        json!({"id": "task_1"}),
+        &ctx,
+    )
+    .await;
+    let update = TaskUpdate::new(writer);
+    assert_eq!(
+        refusal(
+            &update,
+            json!({"id": "task_1", "status": "completed"}),
+            &ctx
+        )
+        .await,
+        "task_1 is a writing teammate's task: it is completed only when review merges its \
+         commits; end your turn and crew commits your work and submits it for review"
+    );
+    assert_eq!(
+        refusal(&update, json!({"id": "task_2", "blocked_by": []}), &ctx).await,
+        "alice may not change task_2's blockedBy: only the lead or the person changes a task's \
+         subject and blockers"
+    );
+    let carol = TaskUpdate::new(team.env("carol"));
+    assert!(
+        refusal(&carol, json!({"id": "task_1", "description": "stop"}), &ctx)
+            .await
+            .starts_with("carol may not change task_1's description")
+    );
+    let notes = ok_json(
+        &update,
+        json!({"id": "task_1", "description": "notes"}),
+        &ctx,
+    )
+    .await;
+    assert_eq!(notes["status"], "in_progress");
+    let task = team.workspace.tasks().read(TaskId(1)).unwrap();
+    assert_eq!(
+        (task.status, task.description.as_str()),
+        (Status::InProgress, "notes")
+    );
+    assert_eq!(
+        team.workspace.tasks().read(TaskId(2)).unwrap().blocked_by,
+        [TaskId(1)]
     );
 }

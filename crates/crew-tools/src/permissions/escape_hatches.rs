@@ -157,10 +157,15 @@ pub fn escape_hatch(argv: &[String]) -> Option<String> {
             .map(|a| format!("`{a}` writes a file")),
         "date" => args
             .iter()
-            .find(|a| short_bundle_has(a, 's') || long_is(a, &["--set"]))
+            .find(|a| {
+                short_bundle_has(a, 's') || long_is(a, &["--set"]) || !a.starts_with(['-', '+'])
+            })
             .map(|a| format!("`{a}` sets the clock")),
-        "uniq" => (args.iter().filter(|a| !a.starts_with('-')).count() > 1)
-            .then(|| "`uniq IN OUT` writes the file OUT".to_string()),
+        "hostname" => args
+            .iter()
+            .find(|a| !a.starts_with('-') || long_is(a, &["--file"]) || *a == "-F")
+            .map(|a| format!("`hostname {a}` sets the host's name")),
+        "uniq" => uniq_output(args).map(|out| format!("`uniq IN {out}` writes the file {out}")),
         "less" | "more" | "most" => args
             .iter()
             .find(|a| {
@@ -200,6 +205,54 @@ pub fn escape_hatch(argv: &[String]) -> Option<String> {
     Some(format!("`{program}`: {reason}"))
 }
 
+/// `uniq [OPTION]... [INPUT [OUTPUT]]`: the second operand (`-` is one: standard input) is a
+/// file it writes. `-f N`, `-s N` and `-w N` take a value.
+fn uniq_output(args: &[String]) -> Option<&String> {
+    let mut operands = Vec::new();
+    let mut words = args.iter();
+    let mut options_done = false;
+    while let Some(arg) = words.next() {
+        if options_done || arg == "-" || !arg.starts_with('-') {
+            operands.push(arg);
+        } else if arg == "--" {
+            options_done = true;
+        } else if arg.starts_with("--") {
+            if !arg.contains('=')
+                && long_is(arg, &["--skip-fields", "--skip-chars", "--check-chars"])
+            {
+                words.next();
+            }
+        } else if matches!(arg.as_str(), "-f" | "-s" | "-w") {
+            words.next();
+        }
+    }
+    operands.get(1).copied()
+}
+
+/// Git subcommands that read paths of the caller's choice: given a path outside the work
+/// tree, `git diff` compares files as `--no-index` does, reading anything.
+const GIT_READS_PATHS: &[&str] = &["diff", "log", "show", "whatchanged"];
+
+/// A path operand that leaves the work tree: absolute, from a home folder, or climbing above
+/// where the command runs.
+fn leaves_work_tree(arg: &str) -> bool {
+    if arg.starts_with(['/', '~']) {
+        return true;
+    }
+    let mut depth: i32 = 0;
+    for part in arg.split('/') {
+        match part {
+            ".." => depth -= 1,
+            "" | "." => {}
+            _ => depth += 1,
+        }
+        if depth < 0 {
+            return true;
+        }
+    }
+    false
+}
+
 fn git(args: &[String]) -> Option<String> {
     let mut i = 0;
     while let Some(arg) = args.get(i) {
@@ -224,6 +277,17 @@ fn git(args: &[String]) -> Option<String> {
         ));
     }
     let rest = &args[i + 1..];
+    if GIT_READS_PATHS.contains(&sub.as_str())
+        && let Some(path) = rest
+            .iter()
+            .filter(|a| !a.starts_with('-'))
+            .find(|a| leaves_work_tree(a))
+    {
+        return Some(format!(
+            "`git {sub}` with `{path}`, a path outside the work tree, reads files as \
+             `--no-index` does"
+        ));
+    }
     for arg in rest {
         if arg == "--" {
             break;
@@ -255,51 +319,87 @@ fn git(args: &[String]) -> Option<String> {
 /// `sed -i` (in place), `-f` (a script file) and scripts with `w`, `W`, `e` commands or the
 /// `w`/`e` flags of `s`.
 fn sed(args: &[String]) -> Option<String> {
-    let mut scripts = Vec::new();
-    let mut i = 0;
-    let mut saw_script_flag = false;
-    while let Some(arg) = args.get(i) {
-        if long_is(arg, &["--in-place", "--file"])
-            || short_bundle_has(arg, 'i')
-            || short_bundle_has(arg, 'f')
-        {
+    let scripts = match sed_scripts(args) {
+        Ok(scripts) => scripts,
+        Err(arg) => {
             return Some(format!(
                 "`{arg}` edits files in place or runs a script file"
             ));
         }
-        // The script is glued on (`--expression=S`, `-eS`, `-neS`) or the next word.
-        let glued = if long_is(arg, &["--expression"]) {
-            Some(arg.split_once('=').map_or("", |(_, script)| script))
-        } else if short_bundle_has(arg, 'e') {
-            arg.split_once('e').map(|(_, script)| script)
-        } else {
-            None
-        };
-        if let Some(glued) = glued {
-            saw_script_flag = true;
-            if glued.is_empty() {
-                scripts.extend(args.get(i + 1).cloned());
-                i += 2;
-            } else {
-                scripts.push(glued.to_string());
-                i += 1;
-            }
-            continue;
-        }
-        if !arg.starts_with('-') && !saw_script_flag && scripts.is_empty() {
-            scripts.push(arg.clone());
-        }
-        i += 1;
-    }
+    };
     scripts
         .iter()
-        .find(|s| sed_script_writes(s))
+        .find(|s| sed_script_uses(s, &['w', 'W', 'e'], &['w', 'e']))
         .map(|s| format!("the script `{s}` writes files or runs commands (`w`, `W`, `e`)"))
 }
 
+/// The scripts of a sed command line, read as GNU sed's getopt does (options anywhere, bundles,
+/// `-l N` and `-e S` taking the next word or the rest of the bundle): every `-e`/`--expression`,
+/// else the first operand. `Err` with the option when it edits in place or reads a script file.
+pub(super) fn sed_scripts(args: &[String]) -> Result<Vec<String>, String> {
+    let mut scripts = Vec::new();
+    let mut operands = Vec::new();
+    let mut i = 0;
+    while let Some(arg) = args.get(i) {
+        i += 1;
+        if arg == "--" {
+            operands.extend(args[i..].iter().cloned());
+            break;
+        }
+        if let Some(long) = arg.strip_prefix("--") {
+            let (name, value) = match long.split_once('=') {
+                Some((name, value)) => (name, Some(value.to_string())),
+                None => (long, None),
+            };
+            if long_is(&format!("--{name}"), &["--in-place", "--file"]) {
+                return Err(arg.clone());
+            }
+            let takes = long_is(&format!("--{name}"), &["--expression", "--line-length"]);
+            if takes {
+                let value = value.or_else(|| {
+                    i += 1;
+                    args.get(i - 1).cloned()
+                });
+                if long_is(&format!("--{name}"), &["--expression"]) {
+                    scripts.extend(value);
+                }
+            }
+            continue;
+        }
+        let Some(bundle) = arg.strip_prefix('-').filter(|b| !b.is_empty()) else {
+            operands.push(arg.clone());
+            continue;
+        };
+        for (at, flag) in bundle.char_indices() {
+            match flag {
+                'i' | 'f' => return Err(arg.clone()),
+                'e' | 'l' => {
+                    let rest = &bundle[at + 1..];
+                    let value = if rest.is_empty() {
+                        i += 1;
+                        args.get(i - 1).cloned()
+                    } else {
+                        Some(rest.to_string())
+                    };
+                    if flag == 'e' {
+                        scripts.extend(value);
+                    }
+                    break;
+                }
+                _ => {}
+            }
+        }
+    }
+    if scripts.is_empty() {
+        scripts.extend(operands.into_iter().next());
+    }
+    Ok(scripts)
+}
+
 /// A small reader of sed scripts: addresses, then a command letter; `s` and `y` have two
-/// delimited fields, `s` then flags.
-fn sed_script_writes(script: &str) -> bool {
+/// delimited fields, `s` then flags. True when a command in `commands`, or an `s` flag in
+/// `s_flags`, is used.
+pub(super) fn sed_script_uses(script: &str, commands: &[char], s_flags: &[char]) -> bool {
     let chars: Vec<char> = script.chars().collect();
     let mut i = 0;
     let skip_field = |i: &mut usize, delim: char| {
@@ -312,7 +412,7 @@ fn sed_script_writes(script: &str) -> bool {
         let c = chars[i];
         i += 1;
         match c {
-            'w' | 'W' | 'e' => return true,
+            c if commands.contains(&c) => return true,
             's' | 'y' if i < chars.len() => {
                 let delim = chars[i];
                 i += 1;
@@ -320,7 +420,7 @@ fn sed_script_writes(script: &str) -> bool {
                 skip_field(&mut i, delim);
                 if c == 's' {
                     while i < chars.len() && !matches!(chars[i], ';' | '\n' | '}') {
-                        if matches!(chars[i], 'w' | 'e') {
+                        if s_flags.contains(&chars[i]) {
                             return true;
                         }
                         i += 1;
@@ -336,10 +436,11 @@ fn sed_script_writes(script: &str) -> bool {
                 };
                 skip_field(&mut i, delim);
             }
-            'a' | 'i' | 'c' | 'b' | 't' | 'T' | ':' | 'r' | 'R' | '#' => {
+            'a' | 'i' | 'c' | 'b' | 't' | 'T' | ':' | 'r' | 'R' | '#' | 'w' | 'W' => {
                 while i < chars.len()
                     && chars[i] != '\n'
-                    && (c == 'a' || c == 'i' || c == 'c' || c == '#' || chars[i] != ';')
+                    && (matches!(c, 'a' | 'i' | 'c' | '#' | 'w' | 'W' | 'r' | 'R')
+                        || chars[i] != ';')
                 {
                     i += 1;
                 }

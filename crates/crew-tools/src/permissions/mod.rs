@@ -1,6 +1,7 @@
 //! Permission modes, rules, the bash subject parser and the policy that combines them.
 
 pub mod bash_subject;
+mod code_strings;
 mod command_words;
 mod escape_hatches;
 pub mod mode;

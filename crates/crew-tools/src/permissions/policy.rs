@@ -2,6 +2,8 @@
 //! workspace boundary → deny (rule, then hook) → ask (rule, then hook) → hook allow → allow
 //! rules → mode default. Nothing after a deny can turn it into an allow, and a hook's allow
 //! loses to every deny and ask the settings hold: a hook can tighten, not loosen, the rules.
+//! A command that runs a string as code (`code_strings`) asks right after the denies while
+//! any deny rule exists, and no allow rule but the bare tool rule grants it.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
@@ -10,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::paths::{relative_to, resolve_within};
 use crate::permissions::bash_subject::{self, ParsedCommand};
+use crate::permissions::code_strings::runs_code;
 use crate::permissions::escape_hatches::escape_hatch;
 use crate::permissions::mode::{PermissionMode, default_decision, settle_ask};
 use crate::permissions::read_only::read_only_refusal;
@@ -34,6 +37,8 @@ pub enum DecidedBy {
     Hook,
     /// The command could not be split into commands, so no rule could vouch for it.
     UnparsedCommand,
+    /// The command runs a string as code, which deny rules cannot see into.
+    CodeString,
     AskRule(String),
     AllowRule(String),
     Mode(PermissionMode),
@@ -196,6 +201,16 @@ impl PermissionPolicy {
         if let Some(HookPermission::Deny(reason)) = hook {
             return PermissionOutcome::new(Decision::Deny(reason.clone()), DecidedBy::Hook);
         }
+        if !self.deny.is_empty()
+            && let Resolved::Commands(parsed) = &resolved
+            && let Some(why) = parsed.commands.iter().find_map(|c| runs_code(&c.argv()))
+        {
+            // Neither a hook nor an allow rule may open it: a deny rule cannot read the string.
+            return PermissionOutcome::new(
+                Decision::Ask(format!("{why}; deny rules cannot see into it, so asking")),
+                DecidedBy::CodeString,
+            );
+        }
         if let Some((rule, detail)) = first_match(&self.ask, query.tool, &resolved) {
             return PermissionOutcome::new(
                 Decision::Ask(format!("rule `{rule}` asks first{detail}")),
@@ -334,7 +349,7 @@ fn allow_match(rules: &[Rule], tool: &str, subject: &Resolved) -> Result<String,
             let mut matched: Vec<&str> = Vec::new();
             for command in &parsed.commands {
                 let argv = command.argv();
-                if let Some(why) = escape_hatch(&argv) {
+                if let Some(why) = escape_hatch(&argv).or_else(|| runs_code(&argv)) {
                     return Err(Some(why));
                 }
                 let rule = rules

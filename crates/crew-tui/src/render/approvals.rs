@@ -14,6 +14,7 @@ use crate::keymap::Mode;
 use crate::render::{age, diff, pane_block, plain};
 use crate::state::{AppState, Pane, Proposal};
 use crew_git::{FileDiff, FileStatus};
+use crew_protocol::joined;
 use crew_store::MessageKind;
 use crew_store::RequestInfo;
 
@@ -119,7 +120,7 @@ fn review_lines(state: &AppState, selected: usize) -> Vec<Line<'static>> {
                 theme.style("status.warning"),
                 format!(
                     "    ⚠ changes {}: it governs the team, read it closely",
-                    r.protected.join(", ")
+                    joined(&r.protected, ", ")
                 ),
             ));
         }

@@ -16,6 +16,7 @@ use crate::keymap::Mode;
 use crate::render::{plain, window_start};
 use crate::state::AppState;
 use crew_git::{DiffLine, FileStatus, Hunk, LineKind, inline_changes};
+use crew_team::review::ProtectedChange;
 
 pub fn render(state: &AppState, view: &DiffView, frame: &mut Frame, area: Rect) {
     let theme = &state.theme;
@@ -67,6 +68,22 @@ pub fn render(state: &AppState, view: &DiffView, frame: &mut Frame, area: Rect) 
         .split(rows[1]);
     render_files(state, view, frame, cols[0]);
     if let Some(file) = view.current() {
+        // A change only the person merges says so above its content, with why.
+        let cols = match protected(state, view, &file.path) {
+            Some(p) => {
+                let parts = Layout::default()
+                    .direction(Direction::Vertical)
+                    .constraints([Constraint::Length(1), Constraint::Min(1)])
+                    .split(cols[1]);
+                let warning = format!("⚠ {p}: governs the team, never merged automatically");
+                frame.render_widget(
+                    Paragraph::new(plain(theme.style("status.warning"), warning)),
+                    parts[0],
+                );
+                [cols[0], parts[1]]
+            }
+            None => [cols[0], cols[1]],
+        };
         let hl = view.highlights.get(&view.file);
         if file.binary {
             frame.render_widget(
@@ -87,6 +104,18 @@ pub fn render(state: &AppState, view: &DiffView, frame: &mut Frame, area: Rect) 
             }
         }
     }
+}
+
+/// The review's protected change at `path`, when this diff is a task's review.
+fn protected<'a>(state: &'a AppState, view: &DiffView, path: &str) -> Option<&'a ProtectedChange> {
+    let task = view.task?;
+    state
+        .reviews
+        .iter()
+        .find(|r| r.id == task)?
+        .protected
+        .iter()
+        .find(|p| p.path == path)
 }
 
 fn title(state: &AppState, view: &DiffView) -> String {
@@ -172,8 +201,12 @@ fn render_files(state: &AppState, view: &DiffView, frame: &mut Frame, area: Rect
                 FileStatus::Renamed => "R",
                 FileStatus::Typechange => "T",
             };
+            let (mark, style) = match protected(state, view, &f.path) {
+                Some(_) => ("⚠", theme.style("status.warning")),
+                None => (mark, theme.style("diff.file")),
+            };
             let line = Line::from(vec![
-                Span::styled(format!("{mark} {} ", f.path), theme.style("diff.file")),
+                Span::styled(format!("{mark} {} ", f.path), style),
                 Span::styled(format!("+{}", f.additions), theme.style("task.completed")),
                 Span::styled(format!(" -{}", f.deletions), theme.style("task.failed")),
             ]);
