@@ -300,6 +300,7 @@ impl Pipeline {
             subject,
             reason,
             workspace: ctx.workspace.clone(),
+            purpose: None,
         };
         let answer = tokio::select! {
             biased;

@@ -450,8 +450,14 @@ pub(crate) struct PermissionGate<'a> {
 }
 
 impl PermissionGate<'_> {
-    /// crew's answer to one request for `view`; `input` is what the person is shown.
-    pub(crate) fn decide(&self, view: CrewView, input: &Value) -> Result<(), String> {
+    /// crew's answer to one request for `view`; `input` is what the person is shown, `purpose`
+    /// why the agent says it wants it.
+    pub(crate) fn decide(
+        &self,
+        view: CrewView,
+        input: &Value,
+        purpose: Option<String>,
+    ) -> Result<(), String> {
         if let Some(refusal) = refuse_writes(self.writes, &view) {
             return Err(refusal);
         }
@@ -481,6 +487,7 @@ impl PermissionGate<'_> {
             subject: view.subject.clone(),
             reason,
             workspace: workdir.to_path_buf(),
+            purpose,
         }));
         let verdict = match answer {
             PermissionAnswer::Allow => Ok(()),

@@ -15,6 +15,7 @@
 pub(crate) mod permission;
 mod stream;
 
+use std::collections::VecDeque;
 use std::path::Path;
 
 use serde_json::json;
@@ -44,6 +45,11 @@ const MCP_NOTE: &str = "crew's team tools named above (task_create, task_list, s
 /// How often a turn waiting on the CLI looks whether the person interrupted it.
 const INTERRUPT_POLL: std::time::Duration = std::time::Duration::from_millis(100);
 
+/// How long a permission request waits for the end of the reply that made the call (the CLI
+/// may ask before the reply's last stream events), so the transcript keeps the order of events
+/// and the call's whole usage.
+const REPLY_END_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ClaudeError {
     #[error(
@@ -72,6 +78,8 @@ pub(crate) const PROTOCOL_ARGS: &[&str] = &[
     "--output-format",
     "stream-json",
     "--verbose",
+    // The reply's raw stream too, so its words reach the pane as they come.
+    "--include-partial-messages",
     "--permission-prompt-tool",
     "stdio",
 ];
@@ -175,10 +183,16 @@ impl CliAgent for ClaudeCode {
             return Err(ClaudeError::Died(session.process.death()));
         }
         let mut interrupted = false;
+        // Lines read ahead while a permission request waited for its reply's end.
+        let mut backlog = VecDeque::new();
         loop {
-            let Some(line) = session.process.next_within(INTERRUPT_POLL) else {
+            let Some(line) = backlog
+                .pop_front()
+                .or_else(|| session.process.next_within(INTERRUPT_POLL))
+            else {
                 if turn.cancel.is_cancelled() && !interrupted {
                     interrupted = true;
+                    session.translator.interrupt();
                     session.process.send(&json!({
                         "type": "control_request",
                         "request_id": new_id("req_int"),
@@ -203,7 +217,7 @@ impl CliAgent for ClaudeCode {
                         cli_agent::save_id(&session_file, id);
                     }
                 }
-                Some("assistant" | "user") => {
+                Some("assistant" | "user" | "stream_event") => {
                     for event in session.translator.events(&line) {
                         turn.gate.emitter.emit(event);
                     }
@@ -213,11 +227,19 @@ impl CliAgent for ClaudeCode {
                     let request = &line["request"];
                     let reply = match request["subtype"].as_str().unwrap_or_default() {
                         "can_use_tool" => {
-                            let view = CrewView::of(
-                                request["tool_name"].as_str().unwrap_or_default(),
-                                &request["input"],
+                            finish_reply(session, turn, &mut backlog);
+                            let tool = request["tool_name"].as_str().unwrap_or_default();
+                            let input = &request["input"];
+                            let view = CrewView::of(tool, input);
+                            let purpose = input["description"].as_str().or_else(|| {
+                                let id = request["tool_use_id"].as_str().unwrap_or_default();
+                                session.translator.words_before(id)
+                            });
+                            let verdict = turn.gate.decide(
+                                view,
+                                &permission::shown_input(tool, input, turn.gate.workdir),
+                                purpose.map(str::to_string),
                             );
-                            let verdict = turn.gate.decide(view, &request["input"]);
                             control_response(
                                 request_id,
                                 &request["input"],
@@ -264,6 +286,38 @@ impl CliAgent for ClaudeCode {
                 "{}: stale Claude Code session not forgotten: {e}",
                 seat.name
             );
+        }
+    }
+}
+
+/// Before a permission request: the stream events of the reply that made the call, read ahead
+/// (within [`REPLY_END_WAIT`]) to its end; other lines wait in `backlog` for their turn.
+fn finish_reply(session: &mut Session, turn: &Turn<'_>, backlog: &mut VecDeque<Line>) {
+    let deadline = std::time::Instant::now() + REPLY_END_WAIT;
+    while session.translator.replying() {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        let Some(line) = session.process.next_within(left.min(INTERRUPT_POLL)) else {
+            continue;
+        };
+        let Line::Json(value) = &line else {
+            backlog.push_back(line);
+            return;
+        };
+        match (value["type"].as_str(), value["subtype"].as_str()) {
+            (Some("stream_event" | "assistant"), _) => {
+                for event in session.translator.events(value) {
+                    turn.gate.emitter.emit(event);
+                }
+            }
+            // Status and token estimates: nothing crew shows (as in the turn).
+            (Some("system"), Some(subtype)) if subtype != "init" => {}
+            _ => {
+                backlog.push_back(line);
+                return;
+            }
         }
     }
 }

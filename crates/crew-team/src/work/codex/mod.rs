@@ -257,7 +257,11 @@ impl CliAgent for Codex {
                     let verdict = match approval.precheck(gate.policy, gate.sandbox, gate.workdir) {
                         Err(reason) => Err(reason),
                         Ok(None) => Ok(()),
-                        Ok(Some(view)) => gate.decide(view, &approval.input),
+                        Ok(Some(view)) => gate.decide(
+                            view,
+                            &approval.input,
+                            params["reason"].as_str().map(str::to_string),
+                        ),
                     };
                     if let Err(reason) = &verdict {
                         tracing::info!("{}: Codex's {method} refused: {reason}", turn.seat.name);
