@@ -225,10 +225,30 @@ fn request_lines(state: &AppState, r: &RequestInfo, selected: bool) -> Vec<Line<
                 .map(|l| plain(theme.style("approval.command"), format!("  {l}"))),
         );
     }
-    if let Some(reason) = ask::reason(m) {
-        for (i, l) in reason.lines().enumerate() {
-            let lead = if i == 0 { "  why: " } else { "       " };
-            lines.push(plain(theme.style("text"), format!("{lead}{l}")));
+    // Why, in the agent's own words, beside crew's reason for asking.
+    let why = if r.kind == MessageKind::PlanApprovalRequest {
+        "the plan"
+    } else {
+        "crew asks"
+    };
+    let labelled = [
+        (format!("{} says", r.from), ask::purpose(m)),
+        (why.to_string(), ask::reason(m)),
+    ];
+    let width = labelled
+        .iter()
+        .filter(|(_, text)| text.is_some())
+        .map(|(label, _)| label.len())
+        .max()
+        .unwrap_or(0);
+    for (label, text) in labelled {
+        let Some(text) = text else { continue };
+        for (i, l) in text.lines().enumerate() {
+            let lead = if i == 0 { format!("{label}:") } else { String::new() };
+            lines.push(plain(
+                theme.style("text"),
+                format!("  {lead:<w$} {l}", w = width + 1),
+            ));
         }
     }
     lines
