@@ -24,7 +24,7 @@ pub mod watch;
 pub mod workspace;
 
 pub use agents::{
-    AgentStatus, AgentStatuses, CacheTokens, SUBAGENT_LINES, SubagentLine, pid_alive,
+    AgentStatus, AgentStatuses, CacheTokens, SUBAGENT_LINES, SubagentLine, dollars, pid_alive,
 };
 pub use claim::{Attempt, Claimant};
 pub use crew_protocol::{AgentName, AgentState, MessageKind, RequestId, TaskId, USER};

@@ -129,7 +129,7 @@ impl Worker {
     ) -> Result<Self, StoreError> {
         let status = StatusHandle::new(
             workspace.agents(),
-            AgentStatus::new(&settings.name, AgentState::Idle),
+            carried_over(&workspace, AgentStatus::new(&settings.name, AgentState::Idle)),
         )?;
         Ok(Worker {
             workspace,
@@ -633,6 +633,8 @@ impl Worker {
             s.task = task;
             s.note = None;
         })?;
+        // Each call's tokens show as they come (`status_sink`); the job's own count settles them.
+        let tokens_before = self.status.get().tokens;
         let outcome = work.run(&job, &self.status, &cancel);
         *lock(&self.running) = None;
         if let Some(reports) = &self.reports {
@@ -659,7 +661,7 @@ impl Worker {
             }
             s.waiting_on = None;
             s.turns += outcome.turns;
-            s.tokens += outcome.tokens;
+            s.tokens = tokens_before + outcome.tokens;
             if let Some(cost) = outcome.cost_micros {
                 s.cost_micros = Some(s.cost_micros.unwrap_or(0) + cost);
             }
@@ -815,4 +817,21 @@ fn refuse_shutdowns_while_busy(
             tracing::info!("{}: shutdown refusal not sent: {e}", settings.name);
         }
     }
+}
+
+
+/// A new life's status, with what the agent's earlier lives spent (turns, tokens, cost, cache):
+/// the team's spend is kept in the store, not per worker process.
+fn carried_over(workspace: &Workspace, mut status: AgentStatus) -> AgentStatus {
+    match workspace.agents().read(&status.name) {
+        Ok(Some(earlier)) => {
+            status.turns = earlier.turns;
+            status.tokens = earlier.tokens;
+            status.cost_micros = earlier.cost_micros;
+            status.cache = earlier.cache;
+        }
+        Ok(None) => {}
+        Err(e) => tracing::warn!("{}: earlier spend not carried over: {e}", status.name),
+    }
+    status
 }
