@@ -429,6 +429,8 @@ fn starts(log: &Path) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// A restarted worker resumes the kept session for what continues it (a message), forgets one
+/// the CLI cannot resume, and never resumes it into another task.
 #[test]
 fn a_restarted_worker_resumes_the_cli_session_and_forgets_one_the_cli_cannot_resume() {
     let team = fake_team();
@@ -451,11 +453,14 @@ fn a_restarted_worker_resumes_the_cli_session_and_forgets_one_the_cli_cannot_res
         "run1.transcript.jsonl",
         &[("FAKE_CLAUDE_CRASH_AFTER", "0")],
     );
-    team.repo.ok(&["task", "add", "second"]);
-    let reason = team.failure("task_2", WAIT);
-    assert!(reason.contains("exited mid-turn"), "{reason}");
+    team.repo
+        .ok(&["send", "--from", "user", "--to", "alice", "second"]);
+    eventually("the resumed CLI's death in alice's note", WAIT, || {
+        let note = team.status("alice")["note"].as_str()?.to_string();
+        note.contains("exited mid-turn").then_some(())
+    });
     team.repo.ok(&["task", "add", "third"]);
-    team.wait_task("task_3", "failed", WAIT);
+    team.wait_task("task_2", "failed", WAIT);
 
     let argvs = starts(&log);
     assert_eq!(argvs.len(), 3, "{argvs:?}");
@@ -467,6 +472,28 @@ fn a_restarted_worker_resumes_the_cli_session_and_forgets_one_the_cli_cannot_res
         "a session that could not be resumed is not tried again: {argvs:?}"
     );
     assert!(!saved.exists());
+}
+
+/// A restarted worker never resumes task_1's session into task_2: the CLI starts afresh.
+#[test]
+fn a_new_task_never_resumes_the_previous_tasks_session() {
+    let team = fake_team();
+    let (mut alice, log) = start_alice(&team, "run1.transcript.jsonl", &[]);
+    team.repo.ok(&["task", "add", "first message"]);
+    team.wait_task("task_1", "completed", WAIT);
+    let down = team.repo.crew(&["down", "--timeout", "10"]);
+    assert_eq!(down.code, 0, "{}", down.stderr);
+    assert_eq!(alice.wait(Duration::from_secs(15)), Some(0));
+    assert!(team.repo.join(".crew/claude-code/alice.session").exists());
+    let (_alice, _) = start_alice(&team, "run1.transcript.jsonl", &[]);
+    team.repo.ok(&["task", "add", "second"]);
+    team.wait_task("task_2", "completed", WAIT);
+    let argvs = starts(&log);
+    assert_eq!(argvs.len(), 2, "{argvs:?}");
+    assert!(
+        argvs.iter().all(|a| !a.contains(&"--resume".to_string())),
+        "{argvs:?}"
+    );
 }
 
 #[test]

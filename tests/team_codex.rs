@@ -606,6 +606,10 @@ fn a_thread_codex_no_longer_has_is_replaced_by_a_new_one() {
     let saved = team.repo.join(".crew/codex/carol.thread");
     std::fs::create_dir_all(saved.parent().unwrap()).unwrap();
     std::fs::write(&saved, "0190ffff-dead-7000-8000-000000000000").unwrap();
+    // The kept thread was task_1's (only its own task resumes it).
+    let kept_task = team.repo.join(".crew/conversation/carol.task");
+    std::fs::create_dir_all(kept_task.parent().unwrap()).unwrap();
+    std::fs::write(&kept_task, "task_1").unwrap();
     let (_carol, log) = start_carol(
         &team,
         "approvals-followup-interrupt.transcript.jsonl",

@@ -177,7 +177,7 @@ impl Worker {
             Ok(ExitReason::IdleTimeout) => (
                 AgentState::Shutdown,
                 format!(
-                    "idle for {}s",
+                    "{IDLE_NOTE}{}s",
                     self.settings.idle_timeout.unwrap_or_default().as_secs()
                 ),
             ),
@@ -346,7 +346,8 @@ impl Worker {
     }
 
     /// Whether work for this worker may still come: the lead is in a turn (it may create
-    /// tasks), or a pending task it may get waits on its blockers.
+    /// tasks), a task of its own waits in review (it may be sent back), or a pending task it
+    /// may get waits on its blockers.
     fn work_may_come(&self) -> Result<bool, StoreError> {
         let lead_busy = self
             .workspace
@@ -364,6 +365,12 @@ impl Worker {
             role: self.settings.role.as_deref(),
         };
         let tasks = self.workspace.tasks().load_all()?.tasks;
+        if tasks
+            .iter()
+            .any(|t| t.status == Status::Review && t.owner.as_ref() == Some(me.name))
+        {
+            return Ok(true);
+        }
         // Coming: every blocker is being worked on (or done). One failed, or left pending with
         // nobody on it, may never complete: waiting for it would keep the worker for ever.
         let moving: Vec<TaskId> = tasks
@@ -819,6 +826,16 @@ fn refuse_shutdowns_while_busy(
     }
 }
 
+
+/// How the status note of a worker that shut down for idleness begins.
+const IDLE_NOTE: &str = "idle for ";
+
+/// Whether `status` is of a teammate that shut itself down for idleness (not one the person
+/// shut down or stopped): the team starts it again when there is work for it.
+pub(crate) fn idled_out(status: &AgentStatus) -> bool {
+    status.state == AgentState::Shutdown
+        && status.note.as_deref().is_some_and(|n| n.starts_with(IDLE_NOTE))
+}
 
 /// A new life's status, with what the agent's earlier lives spent (turns, tokens, cost, cache):
 /// the team's spend is kept in the store, not per worker process.

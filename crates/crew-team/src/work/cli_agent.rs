@@ -15,7 +15,7 @@ use crew_agent::emitter::Emitter;
 use crew_agent::{AgentEvent, EventSink, MailboxPrompter, StopReason, TurnResult};
 use crew_config::{ModelChoice, TeamConfig};
 use crew_model::Usage;
-use crew_store::{AgentName, Task, Workspace};
+use crew_store::{AgentName, Task, TaskId, Workspace};
 use crew_tools::{
     Decision, PermissionAnswer, PermissionAsk, PermissionMode, PermissionPolicy, Prompter,
     SandboxMode, ToolKind,
@@ -42,6 +42,9 @@ pub(crate) trait CliAgent: Sized {
 
     /// The CLI set up for `seat` (its arguments from the agent's model, say).
     fn new(seat: &CliTeammate) -> Result<Self, SetupError>;
+
+    /// Where the CLI's conversation id is kept, so a restarted worker resumes it.
+    fn conversation_file(seat: &CliTeammate) -> PathBuf;
 
     /// Starts the CLI in `workdir` for a conversation (the one kept from before a restart, if
     /// it still has it).
@@ -117,12 +120,38 @@ impl<A: CliAgent> CliWork<A> {
     }
 }
 
+impl<A: CliAgent> CliWork<A> {
+    /// A kept conversation is resumed (after a restart) only for the task it worked on: a CLI
+    /// started for another task starts a new conversation, so the previous task's history does
+    /// not come back with it (a task sent back continues its own; its packet says what came
+    /// back from review). The live process's conversation goes on from task to task.
+    fn for_task(&mut self, id: TaskId) {
+        let kept = self.seat.id_file("conversation", "task");
+        let same = std::fs::read_to_string(&kept).is_ok_and(|t| t.trim() == id.to_string());
+        if same {
+            return;
+        }
+        save_id(&kept, &id.to_string());
+        if self.conversation.is_some() {
+            return;
+        }
+        if let Err(e) = std::fs::remove_file(A::conversation_file(&self.seat))
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!("{}: the last task's conversation kept: {e}", self.seat.name);
+        }
+    }
+}
+
 impl<A: CliAgent> Work for CliWork<A> {
     fn entered_review(&mut self, task: &Task) {
         self.seat.branch().ask_for_review(task);
     }
 
     fn run(&mut self, job: &Job, status: &StatusHandle, cancel: &CancellationToken) -> JobOutcome {
+        if let Job::Task(task) = job {
+            self.for_task(task.id);
+        }
         let (input, _) = task_packet(job);
         let mut conversation = match self.conversation(status) {
             Ok(conversation) => conversation,

@@ -102,10 +102,6 @@ pub(crate) struct ClaudeCode {
 }
 
 impl ClaudeCode {
-    /// Where the CLI's session id is kept, so a restarted worker resumes the conversation.
-    fn session_file(seat: &CliTeammate) -> std::path::PathBuf {
-        seat.id_file("claude-code", "session")
-    }
 
     /// What crew adds to the CLI's arguments: its team tools as the MCP server `crew`
     /// (`crew mcp --as NAME`, this very binary) and the role's instructions.
@@ -125,6 +121,11 @@ impl CliAgent for ClaudeCode {
     const BIN: &'static str = "claude";
     type Session = Session;
     type Error = ClaudeError;
+
+    /// The CLI's session id.
+    fn conversation_file(seat: &CliTeammate) -> std::path::PathBuf {
+        seat.id_file("claude-code", "session")
+    }
 
     fn new(seat: &CliTeammate) -> Result<Self, SetupError> {
         let mut args = Vec::new();
@@ -148,7 +149,7 @@ impl CliAgent for ClaudeCode {
         let mut args: Vec<String> = PROTOCOL_ARGS.iter().map(|a| a.to_string()).collect();
         args.extend(self.crew_args(seat).map_err(ClaudeError::McpSetup)?);
         args.extend(self.args.iter().cloned());
-        if let Some(id) = cli_agent::saved_id(&Self::session_file(seat)) {
+        if let Some(id) = cli_agent::saved_id(&Self::conversation_file(seat)) {
             args.extend(["--resume".to_string(), id]);
         }
         let process = CliProcess::spawn(
@@ -173,7 +174,7 @@ impl CliAgent for ClaudeCode {
     /// person interrupts, the CLI is sent its own `interrupt` request and the turn ends with the
     /// `result` that follows.
     fn turn(&self, session: &mut Session, turn: &Turn<'_>) -> Result<TurnEnding, ClaudeError> {
-        let session_file = Self::session_file(turn.seat);
+        let session_file = Self::conversation_file(turn.seat);
         let sent = session.process.send(&json!({
             "type": "user",
             "message": {"role": "user", "content": turn.input},
@@ -279,7 +280,7 @@ impl CliAgent for ClaudeCode {
     /// the next one starts a new conversation instead of failing the same way.
     fn broken(&self, seat: &CliTeammate, session: &Session) {
         if !session.initialised
-            && let Err(e) = std::fs::remove_file(Self::session_file(seat))
+            && let Err(e) = std::fs::remove_file(Self::conversation_file(seat))
             && e.kind() != std::io::ErrorKind::NotFound
         {
             tracing::warn!(

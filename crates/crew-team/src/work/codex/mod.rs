@@ -74,12 +74,6 @@ pub(crate) struct Codex {
     codex_sandbox: &'static str,
 }
 
-impl Codex {
-    /// Where the thread id is kept, so a restarted worker resumes the conversation.
-    fn thread_file(seat: &CliTeammate) -> std::path::PathBuf {
-        seat.id_file("codex", "thread")
-    }
-}
 
 /// Refuses a Codex older than the protocol crew speaks; `user_agent` is `originator/version …`.
 fn check_version(user_agent: &str) -> Result<(), CodexError> {
@@ -118,6 +112,11 @@ impl CliAgent for Codex {
     type Session = Session;
     type Error = CodexError;
 
+    /// The thread id.
+    fn conversation_file(seat: &CliTeammate) -> std::path::PathBuf {
+        seat.id_file("codex", "thread")
+    }
+
     fn new(seat: &CliTeammate) -> Result<Self, SetupError> {
         Ok(Self {
             codex_sandbox: match seat.mode {
@@ -151,7 +150,7 @@ impl CliAgent for Codex {
             .map_err(|message| refused("initialize", message))?;
         check_version(init["userAgent"].as_str().unwrap_or("(unnamed)"))?;
         rpc.notify("initialized")?;
-        let saved = cli_agent::saved_id(&Self::thread_file(seat));
+        let saved = cli_agent::saved_id(&Self::conversation_file(seat));
         let resumed = match saved {
             Some(id) => {
                 let answer = rpc.call(
@@ -189,7 +188,7 @@ impl CliAgent for Codex {
                     .as_str()
                     .ok_or_else(|| refused("thread/start", "no thread id in the answer".into()))?
                     .to_string();
-                cli_agent::save_id(&Self::thread_file(seat), &id);
+                cli_agent::save_id(&Self::conversation_file(seat), &id);
                 id
             }
         };
