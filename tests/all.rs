@@ -28,6 +28,7 @@ mod team_daemon;
 mod team_demo;
 mod team_down;
 mod team_headless;
+mod team_idle;
 mod team_memory;
 mod team_mixed_cli;
 mod team_plan;
