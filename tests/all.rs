@@ -39,6 +39,7 @@ mod team_sandbox;
 mod team_subagents;
 mod team_timeout;
 mod team_until_done;
+mod tui_claude_code_live;
 mod tui_demo_pty;
 mod tui_pty;
 mod tui_steering;
