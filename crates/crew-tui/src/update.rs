@@ -251,7 +251,8 @@ fn act(state: &mut AppState, action: Action) -> Vec<Effect> {
         }
         return Vec::new();
     }
-    if state.diff.is_some() {
+    // Stopping the team works from the diff view too (its confirmation is drawn over it).
+    if state.diff.is_some() && action != Action::StopTeam {
         return act_diff(state, action);
     }
     match action {

@@ -88,12 +88,22 @@ fn review_lines(state: &AppState, selected: usize) -> Vec<Line<'static>> {
                 .collect();
         }
         lines.push(Line::from(head));
+        // Counted from when it entered review to the screen's clock, so it grows while shown.
+        let entered = state
+            .workspace
+            .tasks
+            .iter()
+            .find(|t| t.id == r.id)
+            .and_then(|t| humantime::parse_rfc3339_weak(&t.updated_at).ok());
+        let age_secs = entered
+            .and_then(|t| state.now.duration_since(t).ok())
+            .map_or(r.age_secs, |d| d.as_secs());
         lines.push(Line::from(vec![
             Span::styled(format!("    {} files ", r.files.len()), theme.style("dim")),
             Span::styled(format!("+{}", r.additions), theme.style("task.completed")),
             Span::styled(format!(" -{}", r.deletions), theme.style("task.failed")),
             Span::styled(
-                format!("  {} ago  {}", age(r.age_secs), r.files.join(", ")),
+                format!("  {} ago  {}", age(age_secs), r.files.join(", ")),
                 theme.style("dim"),
             ),
         ]));
