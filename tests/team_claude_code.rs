@@ -196,6 +196,12 @@ fn a_permission_goes_to_the_person_and_back_and_a_denial_reaches_the_cli() {
     )
     .unwrap();
     assert_eq!(record["cost_micros"], 4000, "{record}");
+    // ... and is the task's, in the review queue and the team's status.
+    assert_eq!(team.task("task_1")["usage"]["costMicros"], 4000);
+    let queue = team.repo.ok(&["review", "list"]);
+    assert!(queue.contains("$0.0040"), "{queue}");
+    let status = team.repo.ok(&["status"]);
+    assert!(status.contains("task_1 review: ") && status.contains("$0.0040"), "{status}");
 
     let transcript = std::fs::read_dir(team.repo.join(".crew/transcripts/alice"))
         .unwrap()

@@ -162,6 +162,8 @@ fn a_real_claude_code_teammate_streams_asks_with_a_diff_is_interrupted_and_keeps
     });
     assert_eq!(turn_ends(&team), 0, "the reply was shown only after it ended");
     team.wait_task("task_1", "review", BUDGET);
+    let queue = team.repo.ok(&["review", "list"]);
+    assert!(queue.contains(" tokens, $"), "the task's cost: {queue}");
 
     // An interrupted reply is marked interrupted.
     team.repo

@@ -35,7 +35,7 @@ pub use memory::{Memory, MemoryBook, MemoryDraft, MemoryError, MemoryScope, Memo
 pub use message::{Draft, Message};
 pub use requests::{RequestInfo, RequestState};
 pub use roster::{Roster, Teammate};
-pub use task::{ReviewerVerdict, Status, Task, TaskCommits};
+pub use task::{ReviewerVerdict, Status, Task, TaskCommits, TaskUsage};
 pub use tasks::{Loaded, NewTask, TaskPatch, TaskStore};
 pub use todo::{TodoItem, TodoStatus, render_todos};
 pub use watch::{DirWatcher, Waker};

@@ -644,6 +644,15 @@ impl Worker {
         let tokens_before = self.status.get().tokens;
         let outcome = work.run(&job, &self.status, &cancel);
         *lock(&self.running) = None;
+        if let Some(id) = task
+            && let Err(e) = self.workspace.tasks().add_usage(
+                id,
+                outcome.tokens,
+                outcome.cost_micros,
+            )
+        {
+            tracing::warn!("{id}: this job's tokens and cost not added to it: {e}");
+        }
         if let Some(reports) = &self.reports {
             // A watcher that went away has nothing more to learn.
             let _ = reports.send(JobReport {
