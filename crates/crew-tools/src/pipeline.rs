@@ -300,7 +300,7 @@ impl Pipeline {
             subject,
             reason,
             workspace: ctx.workspace.clone(),
-            purpose: None,
+            purpose: ctx.purpose.clone(),
         };
         let answer = tokio::select! {
             biased;

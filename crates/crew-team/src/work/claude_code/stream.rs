@@ -13,8 +13,6 @@ use serde_json::Value;
 use crew_agent::AgentEvent;
 use crew_model::{ContentBlock, FinishReason, Usage};
 
-/// The most of the agent's own words kept as why it makes a call.
-const WORDS_KEPT: usize = 600;
 
 /// The end of one turn, from the `result` event.
 #[derive(Debug, Clone, PartialEq)]
@@ -290,7 +288,7 @@ impl Translator {
                     let id = block["id"].as_str().unwrap_or_default().to_string();
                     let name = block["name"].as_str().unwrap_or_default().to_string();
                     reply.used_tools = true;
-                    let words: String = reply.text.trim().chars().take(WORDS_KEPT).collect();
+                    let words: String = reply.text.trim().chars().take(crew_tools::context::PURPOSE_KEPT).collect();
                     called.push((id.clone(), name.clone(), words));
                     out.push(AgentEvent::ToolUse {
                         id,
