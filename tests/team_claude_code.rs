@@ -201,7 +201,10 @@ fn a_permission_goes_to_the_person_and_back_and_a_denial_reaches_the_cli() {
     let queue = team.repo.ok(&["review", "list"]);
     assert!(queue.contains("$0.0040"), "{queue}");
     let status = team.repo.ok(&["status"]);
-    assert!(status.contains("task_1 review: ") && status.contains("$0.0040"), "{status}");
+    assert!(
+        status.contains("task_1 review: ") && status.contains("$0.0040"),
+        "{status}"
+    );
 
     let transcript = std::fs::read_dir(team.repo.join(".crew/transcripts/alice"))
         .unwrap()
@@ -435,17 +438,23 @@ fn starts(log: &Path) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// A restarted worker resumes the kept session for what continues it (a message), forgets one
-/// the CLI cannot resume, and never resumes it into another task.
-#[test]
-fn a_restarted_worker_resumes_the_cli_session_and_forgets_one_the_cli_cannot_resume() {
-    let team = fake_team();
-    let (mut alice, log) = start_alice(&team, "run1.transcript.jsonl", &[]);
+/// alice (replaying run1) completes task_1, then the team goes down; the fake's log.
+fn first_task_then_down(team: &Team) -> PathBuf {
+    let (mut alice, log) = start_alice(team, "run1.transcript.jsonl", &[]);
     team.repo.ok(&["task", "add", "first message"]);
     team.wait_task("task_1", "completed", WAIT);
     let down = team.repo.crew(&["down", "--timeout", "10"]);
     assert_eq!(down.code, 0, "{}", down.stderr);
     assert_eq!(alice.wait(Duration::from_secs(15)), Some(0));
+    log
+}
+
+/// A restarted worker resumes the kept session for what continues it (a message), forgets one
+/// the CLI cannot resume, and never resumes it into another task.
+#[test]
+fn a_restarted_worker_resumes_the_cli_session_and_forgets_one_the_cli_cannot_resume() {
+    let team = fake_team();
+    let log = first_task_then_down(&team);
     let saved = team.repo.join(".crew/claude-code/alice.session");
     assert_eq!(
         std::fs::read_to_string(&saved).unwrap(),
@@ -484,12 +493,7 @@ fn a_restarted_worker_resumes_the_cli_session_and_forgets_one_the_cli_cannot_res
 #[test]
 fn a_new_task_never_resumes_the_previous_tasks_session() {
     let team = fake_team();
-    let (mut alice, log) = start_alice(&team, "run1.transcript.jsonl", &[]);
-    team.repo.ok(&["task", "add", "first message"]);
-    team.wait_task("task_1", "completed", WAIT);
-    let down = team.repo.crew(&["down", "--timeout", "10"]);
-    assert_eq!(down.code, 0, "{}", down.stderr);
-    assert_eq!(alice.wait(Duration::from_secs(15)), Some(0));
+    let log = first_task_then_down(&team);
     assert!(team.repo.join(".crew/claude-code/alice.session").exists());
     let (_alice, _) = start_alice(&team, "run1.transcript.jsonl", &[]);
     team.repo.ok(&["task", "add", "second"]);

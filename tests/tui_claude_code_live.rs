@@ -22,7 +22,8 @@ fn pinned_claude() -> Option<PathBuf> {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"));
-    let bin = target.join("interop/claude-code/node_modules/@anthropic-ai/claude-code-linux-x64/claude");
+    let bin =
+        target.join("interop/claude-code/node_modules/@anthropic-ai/claude-code-linux-x64/claude");
     bin.is_file().then_some(bin)
 }
 
@@ -52,9 +53,7 @@ fn missing() -> Option<String> {
 /// slow reply; "tell me a story" gets a slower one (to be interrupted); after the restart a
 /// short answer.
 fn mock_script(worktree: &Path) -> Value {
-    let slow = |secs: u32| {
-        json!({"text": format!("Streaming slowly, word after word, {}", "and on and on ".repeat(12)), "slow": secs})
-    };
+    let slow = |secs: u32| json!({"text": format!("Streaming slowly, word after word, {}", "and on and on ".repeat(12)), "slow": secs});
     json!({
         "agents": [
             {"name": "restart", "match": "after the restart", "steps": []},
@@ -119,7 +118,9 @@ fn a_real_claude_code_teammate_streams_asks_with_a_diff_is_interrupted_and_keeps
     std::fs::create_dir_all(&home).unwrap();
     std::fs::create_dir_all(&log).unwrap();
     let script = work.path().join("script.json");
-    let worktree = std::fs::canonicalize(&root).unwrap().join(".worktrees/alice");
+    let worktree = std::fs::canonicalize(&root)
+        .unwrap()
+        .join(".worktrees/alice");
     std::fs::write(&script, mock_script(&worktree).to_string()).unwrap();
     let mock = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop/mock_anthropic.py");
     let crew = env!("CARGO_BIN_EXE_crew");
@@ -160,7 +161,11 @@ fn a_real_claude_code_teammate_streams_asks_with_a_diff_is_interrupted_and_keeps
     screen.wait_until("the first words of the slow reply", BUDGET, |t| {
         t.contains("Streaming slowly, word")
     });
-    assert_eq!(turn_ends(&team), 0, "the reply was shown only after it ended");
+    assert_eq!(
+        turn_ends(&team),
+        0,
+        "the reply was shown only after it ended"
+    );
     team.wait_task("task_1", "review", BUDGET);
     let queue = team.repo.ok(&["review", "list"]);
     assert!(queue.contains(" tokens, $"), "the task's cost: {queue}");
@@ -198,7 +203,12 @@ fn a_real_claude_code_teammate_streams_asks_with_a_diff_is_interrupted_and_keeps
     });
     let ends = turn_ends(&team);
     team.repo.ok(&[
-        "send", "--from", "user", "--to", "alice", "say hello after the restart",
+        "send",
+        "--from",
+        "user",
+        "--to",
+        "alice",
+        "say hello after the restart",
     ]);
     eventually("the answer after the restart", BUDGET, || {
         (turn_ends(&team) > ends && status(&team, "alice")["state"] == "IDLE").then_some(())
@@ -215,7 +225,8 @@ fn a_real_claude_code_teammate_streams_asks_with_a_diff_is_interrupted_and_keeps
         })
         .unwrap();
     let usage = &end["result"]["usage"];
-    let job_tokens = usage["input_tokens"].as_u64().unwrap() + usage["output_tokens"].as_u64().unwrap();
+    let job_tokens =
+        usage["input_tokens"].as_u64().unwrap() + usage["output_tokens"].as_u64().unwrap();
     assert_eq!(
         second["tokens"].as_u64().unwrap(),
         tokens + job_tokens,

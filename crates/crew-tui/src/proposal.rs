@@ -67,8 +67,8 @@ pub fn prepare(root: &Path, request: &Message) -> Result<FileDiff, String> {
             .map_err(|e| e.to_string());
     }
     let (path, edits) = if input.get("edits").is_some() {
-        let multi: MultiEditInput = serde_json::from_value(input.clone())
-            .map_err(|e| unfit(e.to_string()))?;
+        let multi: MultiEditInput =
+            serde_json::from_value(input.clone()).map_err(|e| unfit(e.to_string()))?;
         (multi.path, multi.edits)
     } else {
         let edit: EditInput = parse_input(input).map_err(unfit)?;
@@ -232,7 +232,11 @@ mod tests {
             "edit",
             json!({"path": "hello.txt", "edits": [{"old_string": "gone", "new_string": "x"}]}),
         );
-        assert!(prepare(dir.path(), &stale).unwrap_err().contains("old_string is not in"));
+        assert!(
+            prepare(dir.path(), &stale)
+                .unwrap_err()
+                .contains("old_string is not in")
+        );
     }
 
     #[test]

@@ -94,7 +94,10 @@ fn a_claude_code_write_shows_the_diff_and_the_words_before_the_call() {
         Some("I'll write the greeting file."),
     );
     let screen = approvals(dir.path());
-    assert!(screen.contains("-world") && screen.contains("+crew"), "{screen}");
+    assert!(
+        screen.contains("-world") && screen.contains("+crew"),
+        "{screen}"
+    );
     insta::assert_snapshot!("approval_claude_code_write", screen);
 }
 

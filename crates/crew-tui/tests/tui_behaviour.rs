@@ -115,7 +115,10 @@ fn deny_answers_no() {
     let id = ask(dir.path(), "rm -rf target");
     let mut h = Harness::new(dir.path());
     h.press(&["esc", "5", "d"]);
-    assert!(inbox(dir.path(), "alice").is_empty(), "the note comes first");
+    assert!(
+        inbox(dir.path(), "alice").is_empty(),
+        "the note comes first"
+    );
     h.press(&["enter"]);
     assert_eq!(answer_in_alices_inbox(dir.path(), &id).approve, Some(false));
 }

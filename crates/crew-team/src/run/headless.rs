@@ -231,9 +231,7 @@ impl TeamRun {
             let Some(status) = self.workspace.agents().read(&name)? else {
                 continue;
             };
-            if !worker::idled_out(&status)
-                || self.woken.get(&name) == Some(&status.started_at)
-            {
+            if !worker::idled_out(&status) || self.woken.get(&name) == Some(&status.started_at) {
                 continue;
             }
             let tasks = match &mut tasks {

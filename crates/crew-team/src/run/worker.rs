@@ -129,7 +129,10 @@ impl Worker {
     ) -> Result<Self, StoreError> {
         let status = StatusHandle::new(
             workspace.agents(),
-            carried_over(&workspace, AgentStatus::new(&settings.name, AgentState::Idle)),
+            carried_over(
+                &workspace,
+                AgentStatus::new(&settings.name, AgentState::Idle),
+            ),
         )?;
         Ok(Worker {
             workspace,
@@ -645,11 +648,10 @@ impl Worker {
         let outcome = work.run(&job, &self.status, &cancel);
         *lock(&self.running) = None;
         if let Some(id) = task
-            && let Err(e) = self.workspace.tasks().add_usage(
-                id,
-                outcome.tokens,
-                outcome.cost_micros,
-            )
+            && let Err(e) =
+                self.workspace
+                    .tasks()
+                    .add_usage(id, outcome.tokens, outcome.cost_micros)
         {
             tracing::warn!("{id}: this job's tokens and cost not added to it: {e}");
         }
@@ -835,7 +837,6 @@ fn refuse_shutdowns_while_busy(
     }
 }
 
-
 /// How the status note of a worker that shut down for idleness begins.
 const IDLE_NOTE: &str = "idle for ";
 
@@ -843,7 +844,10 @@ const IDLE_NOTE: &str = "idle for ";
 /// shut down or stopped): the team starts it again when there is work for it.
 pub(crate) fn idled_out(status: &AgentStatus) -> bool {
     status.state == AgentState::Shutdown
-        && status.note.as_deref().is_some_and(|n| n.starts_with(IDLE_NOTE))
+        && status
+            .note
+            .as_deref()
+            .is_some_and(|n| n.starts_with(IDLE_NOTE))
 }
 
 /// A new life's status, with what the agent's earlier lives spent (turns, tokens, cost, cache):

@@ -127,7 +127,7 @@ impl<A: CliAgent> CliWork<A> {
     /// back from review). The live process's conversation goes on from task to task.
     fn for_task(&mut self, id: TaskId) {
         let kept = self.seat.id_file("conversation", "task");
-        let same = std::fs::read_to_string(&kept).is_ok_and(|t| t.trim() == id.to_string());
+        let same = std::fs::read_to_string(&kept).is_ok_and(|t| id == t.trim());
         if same {
             return;
         }

@@ -110,7 +110,10 @@ impl TaskBranch<'_> {
         // A round after a send-back says so, so the branch's history tells the rounds apart.
         let round = match crew_store::review::review_notes(task).last() {
             Some(note) if task.commits.is_some() => {
-                format!(" (sent back by {})", note.lines().next().unwrap_or_default())
+                format!(
+                    " (sent back by {})",
+                    note.lines().next().unwrap_or_default()
+                )
             }
             _ => String::new(),
         };

@@ -254,7 +254,11 @@ fn request_lines(state: &AppState, r: &RequestInfo, selected: bool) -> Vec<Line<
     for (label, text) in labelled {
         let Some(text) = text else { continue };
         for (i, l) in text.lines().enumerate() {
-            let lead = if i == 0 { format!("{label}:") } else { String::new() };
+            let lead = if i == 0 {
+                format!("{label}:")
+            } else {
+                String::new()
+            };
             lines.push(plain(
                 theme.style("text"),
                 format!("  {lead:<w$} {l}", w = width + 1),

@@ -102,7 +102,6 @@ pub(crate) struct ClaudeCode {
 }
 
 impl ClaudeCode {
-
     /// What crew adds to the CLI's arguments: its team tools as the MCP server `crew`
     /// (`crew mcp --as NAME`, this very binary) and the role's instructions.
     fn crew_args(&self, seat: &CliTeammate) -> std::io::Result<Vec<String>> {

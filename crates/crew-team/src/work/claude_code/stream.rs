@@ -13,7 +13,6 @@ use serde_json::Value;
 use crew_agent::AgentEvent;
 use crew_model::{ContentBlock, FinishReason, Usage};
 
-
 /// The end of one turn, from the `result` event.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct TurnEnd {
@@ -288,7 +287,12 @@ impl Translator {
                     let id = block["id"].as_str().unwrap_or_default().to_string();
                     let name = block["name"].as_str().unwrap_or_default().to_string();
                     reply.used_tools = true;
-                    let words: String = reply.text.trim().chars().take(crew_tools::context::PURPOSE_KEPT).collect();
+                    let words: String = reply
+                        .text
+                        .trim()
+                        .chars()
+                        .take(crew_tools::context::PURPOSE_KEPT)
+                        .collect();
                     called.push((id.clone(), name.clone(), words));
                     out.push(AgentEvent::ToolUse {
                         id,
@@ -506,11 +510,14 @@ mod tests {
             json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Half"}}),
         )));
         translator.interrupt();
-        events.extend(translator.events(&json!({"type": "assistant", "parent_tool_use_id": null,
-            "message": {"id": "m1", "content": [{"type": "text", "text": "Half a reply"}]}})));
+        events.extend(
+            translator.events(&json!({"type": "assistant", "parent_tool_use_id": null,
+            "message": {"id": "m1", "content": [{"type": "text", "text": "Half a reply"}]}})),
+        );
         assert_eq!(said(&events), "Half a reply");
         assert!(translator.replying());
-        let (end, _) = translator.finish(&json!({"type": "result", "subtype": "error_during_execution"}));
+        let (end, _) =
+            translator.finish(&json!({"type": "result", "subtype": "error_during_execution"}));
         assert!(
             matches!(&end[..], [AgentEvent::MessageStop { stop_reason: FinishReason::Interrupted, usage }] if usage.input_tokens == 10),
             "{end:?}"

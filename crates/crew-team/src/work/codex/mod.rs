@@ -74,7 +74,6 @@ pub(crate) struct Codex {
     codex_sandbox: &'static str,
 }
 
-
 /// Refuses a Codex older than the protocol crew speaks; `user_agent` is `originator/version …`.
 fn check_version(user_agent: &str) -> Result<(), CodexError> {
     let version = user_agent
