@@ -1,9 +1,9 @@
 //! Codex's `item/*`, token-usage and `turn/completed` notifications as crew's transcript events,
 //! so the panes, folding and `crew replay` show a Codex teammate like any other. Agent messages
 //! become messages, reasoning a folded thinking block, commands `bash` calls, file changes
-//! `apply_patch` calls; items Codex never
-//! completes (after an interrupt or `cancel`) are closed when the turn ends. Unknown item types
-//! and notifications are skipped (Codex adds them between releases).
+//! `apply_patch` calls; items Codex never completes (after an interrupt or `cancel`) are closed
+//! when the turn ends. Unknown item types and notifications are skipped (Codex adds them between
+//! releases).
 
 use std::collections::HashMap;
 
