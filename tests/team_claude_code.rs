@@ -536,8 +536,14 @@ fn the_cli_gets_its_own_credentials_and_no_others() {
 #[test]
 fn crew_interrupt_sends_the_clis_interrupt_keeps_the_task_and_a_message_continues_it() {
     let team = fake_team();
-    // The recording's third turn is the one its host interrupted.
-    let (mut alice, log) = start_alice(&team, "run1.transcript.jsonl", &[]);
+    // The recording's third turn is the one its host interrupted; each task is a new CLI
+    // conversation, which goes on in the recording where the last one stopped.
+    let cursor = team.repo.join(".crew/fake-claude.cursor");
+    let (mut alice, log) = start_alice(
+        &team,
+        "run1.transcript.jsonl",
+        &[("FAKE_CLAUDE_CURSOR", cursor.to_str().unwrap())],
+    );
     for subject in ["one", "two"] {
         team.repo.ok(&["task", "add", subject]);
     }
@@ -582,7 +588,10 @@ fn crew_interrupt_sends_the_clis_interrupt_keeps_the_task_and_a_message_continue
         .iter()
         .filter(|l| l.get("argv").is_some())
         .count();
-    assert_eq!(starts, 1, "one CLI process for every job");
+    assert_eq!(
+        starts, 3,
+        "a CLI process (a conversation) per task; the message went on in task_3's"
+    );
 
     assert_eq!(team.repo.crew(&["down", "--timeout", "10"]).code, 0);
     assert_eq!(alice.wait(WAIT), Some(0));

@@ -1,6 +1,7 @@
 //! What the coding-agent CLI teammates share. Claude Code and Codex are driven alike by
 //! [`CliWork`]: one conversation with the CLI at a time (started when a job needs one, resumed
-//! from the id kept before a restart, dropped when it breaks), a job a turn, and permission
+//! from the id kept before a restart, dropped when it breaks or a new task begins: each task is
+//! its own conversation), a job a turn, and permission
 //! requests answered by crew's [`PermissionGate`]; an implementation of [`CliAgent`] says only how
 //! its CLI starts and how a turn goes. Any `command` shares how a turn begins and becomes the
 //! job's outcome ([`begin`], [`conclude`]), and what happens to the task after.
@@ -121,10 +122,10 @@ impl<A: CliAgent> CliWork<A> {
 }
 
 impl<A: CliAgent> CliWork<A> {
-    /// A kept conversation is resumed (after a restart) only for the task it worked on: a CLI
-    /// started for another task starts a new conversation, so the previous task's history does
-    /// not come back with it (a task sent back continues its own; its packet says what came
-    /// back from review). The live process's conversation goes on from task to task.
+    /// Each task is its own conversation: a task other than the one the conversation worked
+    /// on (live, or kept for a restart) starts a new one, so the previous task's history never
+    /// comes with it (a task sent back continues its own; its packet says what came back from
+    /// review). Messages go on in the conversation there is.
     fn for_task(&mut self, id: TaskId) {
         let kept = self.seat.id_file("conversation", "task");
         let same = std::fs::read_to_string(&kept).is_ok_and(|t| id == t.trim());
@@ -132,9 +133,8 @@ impl<A: CliAgent> CliWork<A> {
             return;
         }
         save_id(&kept, &id.to_string());
-        if self.conversation.is_some() {
-            return;
-        }
+        // The last task's CLI ends here (its stdin closed); the next turn starts a new one.
+        self.conversation = None;
         if let Err(e) = std::fs::remove_file(A::conversation_file(&self.seat))
             && e.kind() != std::io::ErrorKind::NotFound
         {

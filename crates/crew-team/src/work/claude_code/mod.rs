@@ -10,7 +10,7 @@
 //! headless policy). The CLI's events become crew transcript events. A CLI that cannot start,
 //! speaks another version, prints a line that is not JSON or dies ends the job as failed with the
 //! reason; the next job starts a new process, which resumes the CLI's session (also after the
-//! worker restarts).
+//! worker restarts) unless it is a new task, which starts a new conversation.
 
 pub(crate) mod permission;
 mod stream;
