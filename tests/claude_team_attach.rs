@@ -268,7 +268,7 @@ fn a_denial_is_written_as_an_error_response() {
     h.state.now = humantime::parse_rfc3339("2026-12-01T10:47:00Z").unwrap();
     h.reload();
     h.state.focus = Pane::Approvals;
-    h.press(&["d"]);
+    h.press(&["d", "enter"]);
     mirror.sync().unwrap();
     let messages: Vec<Value> =
         serde_json::from_slice(&fs::read(home.team().join("inboxes/worker1.json")).unwrap())

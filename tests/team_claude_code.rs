@@ -196,6 +196,15 @@ fn a_permission_goes_to_the_person_and_back_and_a_denial_reaches_the_cli() {
     )
     .unwrap();
     assert_eq!(record["cost_micros"], 4000, "{record}");
+    // ... and is the task's, in the review queue and the team's status.
+    assert_eq!(team.task("task_1")["usage"]["costMicros"], 4000);
+    let queue = team.repo.ok(&["review", "list"]);
+    assert!(queue.contains("$0.0040"), "{queue}");
+    let status = team.repo.ok(&["status"]);
+    assert!(
+        status.contains("task_1 review: ") && status.contains("$0.0040"),
+        "{status}"
+    );
 
     let transcript = std::fs::read_dir(team.repo.join(".crew/transcripts/alice"))
         .unwrap()
@@ -429,15 +438,23 @@ fn starts(log: &Path) -> Vec<Vec<String>> {
         .collect()
 }
 
-#[test]
-fn a_restarted_worker_resumes_the_cli_session_and_forgets_one_the_cli_cannot_resume() {
-    let team = fake_team();
-    let (mut alice, log) = start_alice(&team, "run1.transcript.jsonl", &[]);
+/// alice (replaying run1) completes task_1, then the team goes down; the fake's log.
+fn first_task_then_down(team: &Team) -> PathBuf {
+    let (mut alice, log) = start_alice(team, "run1.transcript.jsonl", &[]);
     team.repo.ok(&["task", "add", "first message"]);
     team.wait_task("task_1", "completed", WAIT);
     let down = team.repo.crew(&["down", "--timeout", "10"]);
     assert_eq!(down.code, 0, "{}", down.stderr);
     assert_eq!(alice.wait(Duration::from_secs(15)), Some(0));
+    log
+}
+
+/// A restarted worker resumes the kept session for what continues it (a message), forgets one
+/// the CLI cannot resume, and never resumes it into another task.
+#[test]
+fn a_restarted_worker_resumes_the_cli_session_and_forgets_one_the_cli_cannot_resume() {
+    let team = fake_team();
+    let log = first_task_then_down(&team);
     let saved = team.repo.join(".crew/claude-code/alice.session");
     assert_eq!(
         std::fs::read_to_string(&saved).unwrap(),
@@ -451,11 +468,14 @@ fn a_restarted_worker_resumes_the_cli_session_and_forgets_one_the_cli_cannot_res
         "run1.transcript.jsonl",
         &[("FAKE_CLAUDE_CRASH_AFTER", "0")],
     );
-    team.repo.ok(&["task", "add", "second"]);
-    let reason = team.failure("task_2", WAIT);
-    assert!(reason.contains("exited mid-turn"), "{reason}");
+    team.repo
+        .ok(&["send", "--from", "user", "--to", "alice", "second"]);
+    eventually("the resumed CLI's death in alice's note", WAIT, || {
+        let note = team.status("alice")["note"].as_str()?.to_string();
+        note.contains("exited mid-turn").then_some(())
+    });
     team.repo.ok(&["task", "add", "third"]);
-    team.wait_task("task_3", "failed", WAIT);
+    team.wait_task("task_2", "failed", WAIT);
 
     let argvs = starts(&log);
     assert_eq!(argvs.len(), 3, "{argvs:?}");
@@ -467,6 +487,23 @@ fn a_restarted_worker_resumes_the_cli_session_and_forgets_one_the_cli_cannot_res
         "a session that could not be resumed is not tried again: {argvs:?}"
     );
     assert!(!saved.exists());
+}
+
+/// A restarted worker never resumes task_1's session into task_2: the CLI starts afresh.
+#[test]
+fn a_new_task_never_resumes_the_previous_tasks_session() {
+    let team = fake_team();
+    let log = first_task_then_down(&team);
+    assert!(team.repo.join(".crew/claude-code/alice.session").exists());
+    let (_alice, _) = start_alice(&team, "run1.transcript.jsonl", &[]);
+    team.repo.ok(&["task", "add", "second"]);
+    team.wait_task("task_2", "completed", WAIT);
+    let argvs = starts(&log);
+    assert_eq!(argvs.len(), 2, "{argvs:?}");
+    assert!(
+        argvs.iter().all(|a| !a.contains(&"--resume".to_string())),
+        "{argvs:?}"
+    );
 }
 
 #[test]
@@ -499,8 +536,14 @@ fn the_cli_gets_its_own_credentials_and_no_others() {
 #[test]
 fn crew_interrupt_sends_the_clis_interrupt_keeps_the_task_and_a_message_continues_it() {
     let team = fake_team();
-    // The recording's third turn is the one its host interrupted.
-    let (mut alice, log) = start_alice(&team, "run1.transcript.jsonl", &[]);
+    // The recording's third turn is the one its host interrupted; each task is a new CLI
+    // conversation, which goes on in the recording where the last one stopped.
+    let cursor = team.repo.join(".crew/fake-claude.cursor");
+    let (mut alice, log) = start_alice(
+        &team,
+        "run1.transcript.jsonl",
+        &[("FAKE_CLAUDE_CURSOR", cursor.to_str().unwrap())],
+    );
     for subject in ["one", "two"] {
         team.repo.ok(&["task", "add", subject]);
     }
@@ -545,7 +588,10 @@ fn crew_interrupt_sends_the_clis_interrupt_keeps_the_task_and_a_message_continue
         .iter()
         .filter(|l| l.get("argv").is_some())
         .count();
-    assert_eq!(starts, 1, "one CLI process for every job");
+    assert_eq!(
+        starts, 3,
+        "a CLI process (a conversation) per task; the message went on in task_3's"
+    );
 
     assert_eq!(team.repo.crew(&["down", "--timeout", "10"]).code, 0);
     assert_eq!(alice.wait(WAIT), Some(0));

@@ -229,7 +229,13 @@ fn an_approval_goes_to_the_person_and_back_and_a_decline_reaches_codex() {
 #[test]
 fn a_follow_up_is_a_turn_on_the_same_thread_and_an_interrupt_is_codexs_turn_interrupt() {
     let team = fake_team();
-    let (mut carol, log) = start_carol(&team, "approvals-followup-interrupt.transcript.jsonl", &[]);
+    // Each task is a new Codex thread: the recording goes on where the last process stopped.
+    let cursor = team.repo.join(".crew/fake-codex.cursor");
+    let (mut carol, log) = start_carol(
+        &team,
+        "approvals-followup-interrupt.transcript.jsonl",
+        &[("FAKE_CODEX_CURSOR", cursor.to_str().unwrap())],
+    );
     first_task(&team, "approve", "approve");
     team.wait_task("task_1", "review", WAIT);
     // The approved file change was applied by Codex in the worktree and committed.
@@ -331,7 +337,10 @@ fn a_follow_up_is_a_turn_on_the_same_thread_and_an_interrupt_is_codexs_turn_inte
         .iter()
         .filter(|l| l.get("argv").is_some())
         .count();
-    assert_eq!(starts, 1, "one app-server for every job");
+    assert_eq!(
+        starts, 2,
+        "an app-server (a thread) per task; the follow-up went on in task_1's"
+    );
 
     assert_eq!(team.repo.crew(&["down", "--timeout", "10"]).code, 0);
     assert_eq!(carol.wait(WAIT), Some(0));
@@ -606,6 +615,10 @@ fn a_thread_codex_no_longer_has_is_replaced_by_a_new_one() {
     let saved = team.repo.join(".crew/codex/carol.thread");
     std::fs::create_dir_all(saved.parent().unwrap()).unwrap();
     std::fs::write(&saved, "0190ffff-dead-7000-8000-000000000000").unwrap();
+    // The kept thread was task_1's (only its own task resumes it).
+    let kept_task = team.repo.join(".crew/conversation/carol.task");
+    std::fs::create_dir_all(kept_task.parent().unwrap()).unwrap();
+    std::fs::write(&kept_task, "task_1").unwrap();
     let (_carol, log) = start_carol(
         &team,
         "approvals-followup-interrupt.transcript.jsonl",

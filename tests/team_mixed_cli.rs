@@ -100,6 +100,15 @@ fn a_lead_with_a_claude_code_and_a_codex_teammate_completes_the_demo_goal() {
         ),
         ("FAKE_CODEX_SAMPLE", fixture("codex/demo.transcript.jsonl")),
         ("FAKE_CODEX_LOG", log("codex").to_str().unwrap().to_string()),
+        // Each task is a new CLI conversation: each goes on where the last one stopped.
+        (
+            "FAKE_CLAUDE_CURSOR",
+            log("claude-cursor").to_str().unwrap().to_string(),
+        ),
+        (
+            "FAKE_CODEX_CURSOR",
+            log("codex-cursor").to_str().unwrap().to_string(),
+        ),
     ];
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
 

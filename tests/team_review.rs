@@ -228,6 +228,10 @@ fn a_task_sent_back_returns_to_its_teammate_and_a_discarded_one_fails_leaving_no
     assert!(diff.to_string().contains("hello, fixed by alice"), "{diff}");
     let subjects = git(team.repo.path(), &["log", "--format=%s", "crew/alice"]);
     assert_eq!(subjects.matches("task_1: greet").count(), 2, "{subjects}");
+    assert!(
+        subjects.contains("task_1: greet: write greet.txt (sent back by user: say more)"),
+        "the second round says it is one: {subjects}"
+    );
     team.repo.ok(&["review", "merge", "task_1"]);
     assert_eq!(
         std::fs::read_to_string(team.repo.join("greet.txt")).unwrap(),

@@ -22,6 +22,10 @@ fn an_unanswered_permission_request_expires_into_a_denial() {
     let (request_id, asked) = team.waiting_request("alice", BUDGET);
     assert_eq!(team.status("alice")["task"], "task_1");
     assert_eq!(asked["type"], "permission_request", "{asked}");
+    assert_eq!(
+        asked["purpose"], "Creating the file.",
+        "crew's own agent's words before the call are its purpose: {asked}"
+    );
 
     let done = team.wait_task("task_1", "completed", BUDGET);
     let result = done["result"].as_str().unwrap();

@@ -108,6 +108,9 @@ fn line(r: &Review) -> String {
         r.deletions,
         output::age(r.age_secs)
     );
+    if let Some(usage) = &r.usage {
+        text.push_str(&format!("  ({})", usage.text()));
+    }
     if let Some(verdict) = &r.verdict {
         text.push_str(&format!("  VERDICT {verdict}"));
     }

@@ -39,6 +39,7 @@ pub fn status(project: &Project, as_json: bool) -> anyhow::Result<()> {
             "heartbeat_age_secs": status.as_ref().map(|s| s.heartbeat_age(now).as_secs()),
             "turns": status.as_ref().map_or(0, |s| s.turns),
             "tokens": status.as_ref().map_or(0, |s| s.tokens),
+            "cost_micros": status.as_ref().and_then(|s| s.cost_micros),
             "cache": status.as_ref().map(|s| s.cache).unwrap_or_default(),
             "note": status.as_ref().and_then(|s| s.note.clone()).or(dead.then(|| "process gone or heartbeat stale".to_string())),
         }));
@@ -69,6 +70,9 @@ pub fn status(project: &Project, as_json: bool) -> anyhow::Result<()> {
             "simulated_agents": project.config.simulated_agents(),
             "agents": rows,
             "reviews_waiting": waiting,
+            "tasks": tasks.iter().filter(|t| t.usage.is_some()).map(|t| json!({
+                "id": t.id, "status": t.status, "usage": t.usage,
+            })).collect::<Vec<_>>(),
             "verdicts": verdicts,
         }));
     }
@@ -100,7 +104,7 @@ pub fn status(project: &Project, as_json: bool) -> anyhow::Result<()> {
             .map(output::age)
             .unwrap_or_else(|| "-".into());
         println!(
-            "{:<10} {:<12} {:<11} pid {:<7} task {:<8} beat {:<4} turns {:<4} tokens {:<8} cache {}/{} {}",
+            "{:<10} {:<12} {:<11} pid {:<7} task {:<8} beat {:<4} turns {:<4} tokens {:<8} {:<12} cache {}/{} {}",
             field("name"),
             field("role"),
             field("state"),
@@ -109,10 +113,18 @@ pub fn status(project: &Project, as_json: bool) -> anyhow::Result<()> {
             age,
             r["turns"],
             r["tokens"],
+            r["cost_micros"]
+                .as_u64()
+                .map_or_else(|| "cost unknown".to_string(), crew_store::dollars),
             r["cache"]["read"],
             r["cache"]["written"],
             output::one_line(r["note"].as_str().unwrap_or(""))
         );
+    }
+    for task in &tasks {
+        if let Some(usage) = &task.usage {
+            println!("{} {}: {}", task.id, task.status, usage.text());
+        }
     }
     println!("reviews waiting: {waiting} (crew review list)");
     for (task, verdict) in &verdicts {

@@ -36,6 +36,33 @@ impl Screen {
         cols: u16,
         rows: u16,
     ) -> Screen {
+        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_crew"));
+        cmd.args(args);
+        for (name, value) in env {
+            cmd.env(name, value);
+        }
+        Self::spawn(cmd, dir, cols, rows)
+    }
+
+    /// Runs `program ARGS` (which runs the built `crew` its own way: inside a private network
+    /// namespace, say) in `dir` on a `cols`×`rows` terminal, with these variables set.
+    pub fn start_program(
+        dir: &Path,
+        program: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+        cols: u16,
+        rows: u16,
+    ) -> Screen {
+        let mut cmd = CommandBuilder::new(program);
+        cmd.args(args);
+        for (name, value) in env {
+            cmd.env(name, value);
+        }
+        Self::spawn(cmd, dir, cols, rows)
+    }
+
+    fn spawn(mut cmd: CommandBuilder, dir: &Path, cols: u16, rows: u16) -> Screen {
         let pair = native_pty_system()
             .openpty(PtySize {
                 rows,
@@ -44,14 +71,9 @@ impl Screen {
                 pixel_height: 0,
             })
             .unwrap();
-        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_crew"));
-        cmd.args(args);
         cmd.cwd(dir);
         cmd.env("TERM", "xterm-256color");
         cmd.env("XDG_CONFIG_HOME", dir.join(".no-config"));
-        for (name, value) in env {
-            cmd.env(name, value);
-        }
         let child = pair.slave.spawn_command(cmd).unwrap();
         drop(pair.slave);
         let mut reader = pair.master.try_clone_reader().unwrap();

@@ -148,12 +148,17 @@ impl Team {
             .unwrap_or_else(|| panic!("{name} is not in crew status: {all}"))
     }
 
-    /// Every event of `name`'s transcripts.
+    /// Every event of `name`'s transcripts, oldest session first (session ids sort by time).
     pub fn transcript_events(&self, name: &str) -> Vec<Value> {
         let dir = self.repo.join(&format!(".crew/transcripts/{name}"));
+        let mut files: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        files.sort();
         let mut events = Vec::new();
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        for file in files {
+            let text = std::fs::read_to_string(file).unwrap();
             events.extend(
                 text.lines()
                     .map(|l| serde_json::from_str::<Value>(l).unwrap()["event"].clone()),

@@ -116,6 +116,9 @@ impl MailboxPrompter {
         );
         extra.insert("reason".into(), json!(ask.reason));
         extra.insert("workspace".into(), json!(ask.workspace));
+        if let Some(purpose) = &ask.purpose {
+            extra.insert("purpose".into(), json!(purpose));
+        }
         extra.insert("timeout_secs".into(), json!(self.timeout.as_secs()));
         Draft {
             from: self.agent.clone(),

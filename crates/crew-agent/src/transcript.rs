@@ -288,9 +288,10 @@ fn render_event(event: AgentEvent) -> Vec<Piece> {
         AgentEvent::PermissionAsked { tool, reason, .. } => {
             text(format!("? permission asked for {tool}: {reason}\n"))
         }
-        AgentEvent::PermissionWaiting { request_id, to } => text(format!(
-            "… waiting for an answer to {request_id} (sent to {to})\n"
-        )),
+        // Only the person answers (invariant 5); `to` is only whose inbox carries the request.
+        AgentEvent::PermissionWaiting { request_id, .. } => {
+            text(format!("… waiting for you to answer {request_id}\n"))
+        }
         AgentEvent::PermissionAnswered {
             tool,
             allowed,
@@ -373,11 +374,15 @@ fn render_event(event: AgentEvent) -> Vec<Piece> {
             })
             .collect(),
         AgentEvent::TurnEnd { result } => text(format!(
-            "=== end: {:?} after {} model calls, {} tokens: {} ===\n",
+            "=== end: {:?} after {} model calls, {} tokens{} ===\n",
             result.stop_reason,
             result.turns,
             result.usage.total(),
-            result.reason
+            if result.reason.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", result.reason)
+            }
         )),
     }
 }

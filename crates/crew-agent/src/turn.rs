@@ -261,6 +261,16 @@ impl Agent {
         }
         if !calls.is_empty() {
             st.output.clear();
+            // The reply's words before its calls are why the agent makes them.
+            let words: String = text
+                .trim()
+                .chars()
+                .take(crew_tools::context::PURPOSE_KEPT)
+                .collect();
+            let ctx = &ToolContext {
+                purpose: (!words.is_empty()).then_some(words),
+                ..ctx.clone()
+            };
             let outcomes = stream::finish(calls, &self.pipeline, ctx).await;
             if let Some(link) = &self.subagent_link {
                 // Subagents spend within the caller's turn and its budget.

@@ -45,6 +45,7 @@ fn ask(repo: &Repo) -> PermissionAsk {
         subject: Subject::Command("cargo publish".into()),
         reason: "ask mode asks before exec tools run".into(),
         workspace: repo.root.clone(),
+        purpose: None,
     }
 }
 

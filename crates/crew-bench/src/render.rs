@@ -1,5 +1,6 @@
-//! `crew-bench render`: the screen on a big workspace (TestBackend, 200×60): frame times, peak
-//! memory, file change → frame latency through the real watcher and loader, start → first frame.
+//! `crew-bench render`: the screen on a big workspace (TestBackend, 200×60): frame times (also
+//! while every teammate streams), peak memory, file change → frame latency through the real
+//! watcher and loader, start → first frame.
 
 use std::fmt::Write as _;
 use std::fs;
@@ -66,6 +67,32 @@ pub fn run(teammates: usize, tasks: usize, messages: usize, as_json: bool) -> an
         terminal.draw(|f| render(&state, f))?;
         frame_ms.push(t.elapsed().as_secs_f64() * 1000.0);
     }
+    // Every teammate streaming at once: a text delta appended to each one's transcript, what
+    // changed read by the loader, then the frame (the screen's work per frame while they stream).
+    let mut streaming_ms = Vec::with_capacity(FRAMES);
+    let names: Vec<String> = (0..teammates).map(|i| format!("mate{i}")).collect();
+    let paths: Vec<std::path::PathBuf> = names
+        .iter()
+        .map(|n| root.join(".crew/transcripts").join(n).join("bench.jsonl"))
+        .collect();
+    state.focus = Pane::Teammates;
+    for i in 0..FRAMES {
+        for path in &paths {
+            let line = TranscriptLine {
+                ts: "2026-01-01T00:00:00Z".into(),
+                turn: 2,
+                event: AgentEvent::MessageDelta {
+                    text: format!("word{i} "),
+                },
+            };
+            let mut file = fs::OpenOptions::new().append(true).open(path)?;
+            writeln!(file, "{}", serde_json::to_string(&line)?)?;
+        }
+        let t = Instant::now();
+        update(&mut state, Event::Data(loader.changed(&paths)));
+        terminal.draw(|f| render(&state, f))?;
+        streaming_ms.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
     drop(state);
 
     // File change → the frame that shows it, through the watcher and loader the screen uses.
@@ -98,6 +125,7 @@ pub fn run(teammates: usize, tasks: usize, messages: usize, as_json: bool) -> an
     }
 
     frame_ms.sort_by(f64::total_cmp);
+    streaming_ms.sort_by(f64::total_cmp);
     change_ms.sort_by(f64::total_cmp);
     let peak_mb = peak_memory_kb().map(|kb| round3(kb as f64 / 1024.0));
     let report = json!({
@@ -109,6 +137,10 @@ pub fn run(teammates: usize, tasks: usize, messages: usize, as_json: bool) -> an
         "frame_ms": {
             "p50": round3(percentile(&frame_ms, 0.50)),
             "p99": round3(percentile(&frame_ms, 0.99)),
+        },
+        "streaming_frame_ms": {
+            "p50": round3(percentile(&streaming_ms, 0.50)),
+            "p99": round3(percentile(&streaming_ms, 0.99)),
         },
         "change_to_frame_ms": {
             "p50": round3(percentile(&change_ms, 0.50)),

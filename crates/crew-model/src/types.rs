@@ -208,6 +208,8 @@ pub enum FinishReason {
     StopSequence,
     PauseTurn,
     Refusal,
+    /// The person interrupted the reply before the model ended it.
+    Interrupted,
     /// A reason this crate does not know, kept verbatim.
     Other(String),
 }

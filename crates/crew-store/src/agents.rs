@@ -179,9 +179,27 @@ impl AgentStatuses {
     }
 }
 
+/// A cost in millionths of a dollar as a person reads it: cents, or tenths of a cent below one
+/// cent (so a small spend is not shown as `$0.00`).
+pub fn dollars(micros: u64) -> String {
+    let value = micros as f64 / 1e6;
+    if micros > 0 && micros < 10_000 {
+        format!("${value:.4}")
+    } else {
+        format!("${value:.2}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_small_cost_is_not_shown_as_nothing() {
+        assert_eq!(dollars(3000), "$0.0030");
+        assert_eq!(dollars(0), "$0.00");
+        assert_eq!(dollars(1_234_567), "$1.23");
+    }
 
     #[test]
     fn an_exited_but_unreaped_child_is_not_alive() {

@@ -27,7 +27,7 @@ pub mod workspace;
 
 pub use actor::Actor;
 pub use agents::{
-    AgentStatus, AgentStatuses, CacheTokens, SUBAGENT_LINES, SubagentLine, pid_alive,
+    AgentStatus, AgentStatuses, CacheTokens, SUBAGENT_LINES, SubagentLine, dollars, pid_alive,
 };
 pub use claim::{Attempt, Claimant};
 pub use crew_protocol::{AgentName, AgentState, MessageKind, RequestId, TaskId, USER};
@@ -39,7 +39,7 @@ pub use merge_queue::{EntryState, MergeQueue, QueueEntry, QueueRun, QueueState, 
 pub use message::{Draft, Message};
 pub use requests::{RequestInfo, RequestState};
 pub use roster::{Roster, Teammate};
-pub use task::{ReviewerVerdict, Status, Task, TaskCommits};
+pub use task::{ReviewerVerdict, Status, Task, TaskCommits, TaskUsage};
 pub use tasks::{Loaded, NewTask, TaskPatch, TaskStore};
 pub use todo::{TodoItem, TodoStatus, render_todos};
 pub use watch::{DirWatcher, Waker};

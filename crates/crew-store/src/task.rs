@@ -65,9 +65,32 @@ pub struct Task {
     /// What happened to it beyond its status, oldest first (e.g. released from a dead worker).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// What the agents' work on it used so far, every job and send-back added up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<TaskUsage>,
     /// Fields this version does not know, kept so a rewrite loses nothing.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// Tokens and cost spent on a task.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskUsage {
+    pub tokens: u64,
+    /// In millionths of a dollar; `None` while some of its work had no known price.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_micros: Option<u64>,
+}
+
+impl TaskUsage {
+    /// `tokens, $cost` (or `cost unknown`), as a person reads it.
+    pub fn text(&self) -> String {
+        let cost = self
+            .cost_micros
+            .map_or_else(|| "cost unknown".to_string(), crate::agents::dollars);
+        format!("{} tokens, {cost}", self.tokens)
+    }
 }
 
 /// The commits a task added on a teammate's branch: after `start` up to and including `head`.

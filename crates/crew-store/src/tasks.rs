@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use crate::atomic::{read_consistent, replace_locked};
 use crate::dag::find_cycle;
 use crate::lock::with_lock;
-use crate::task::{Status, Task, now_rfc3339};
+use crate::task::{Status, Task, TaskUsage, now_rfc3339};
 use crate::{Actor, Limits, Refusal, StoreError, secrets};
 use crew_protocol::{TaskId, validate_name};
 
@@ -165,6 +165,7 @@ impl TaskStore {
                 commits: None,
                 review: None,
                 notes: Vec::new(),
+                usage: None,
                 extra: Default::default(),
             };
             // The task's lock file is made with it, so a claim never pays for creating one.
@@ -260,6 +261,27 @@ impl TaskStore {
     }
 
     /// Read-modify-write of one task under its lock; `change` sees the latest state.
+    /// Adds one job's tokens and cost to what task `id` used (its cost stays unknown once a
+    /// job of it had no known price).
+    pub fn add_usage(
+        &self,
+        id: TaskId,
+        tokens: u64,
+        cost_micros: Option<u64>,
+    ) -> Result<Task, StoreError> {
+        self.modify(id, |task| {
+            let first = task.usage.is_none();
+            let usage = task.usage.get_or_insert_with(TaskUsage::default);
+            usage.tokens += tokens;
+            usage.cost_micros = match (first, usage.cost_micros, cost_micros) {
+                (true, _, cost) => cost,
+                (false, Some(sum), Some(cost)) => Some(sum + cost),
+                _ => None,
+            };
+            Ok(())
+        })
+    }
+
     pub(crate) fn modify(
         &self,
         id: TaskId,
@@ -345,6 +367,25 @@ mod tests {
     use super::*;
     use crate::Claimant;
     use crew_protocol::AgentName;
+
+    #[test]
+    fn a_tasks_usage_adds_up_and_an_unknown_cost_stays_unknown() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TaskStore::new(dir.path().join(".tasks"));
+        let new = NewTask {
+            subject: "t".into(),
+            description: String::new(),
+            blocked_by: Vec::new(),
+            role: None,
+        };
+        let id = store.create(new).unwrap().id;
+        store.add_usage(id, 100, Some(2000)).unwrap();
+        let both = store.add_usage(id, 20, Some(1000)).unwrap();
+        assert_eq!(both.usage.unwrap().text(), "120 tokens, $0.0030");
+        let unknown = store.add_usage(id, 5, None).unwrap().usage.unwrap();
+        assert_eq!((unknown.tokens, unknown.cost_micros), (125, None));
+        assert_eq!(unknown.text(), "125 tokens, cost unknown");
+    }
 
     /// What crew writes for a task, byte for byte: the typed ids read back from it are written
     /// as the same text (ARCHITECTURE.md, invariant 9).

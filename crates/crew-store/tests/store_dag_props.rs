@@ -21,6 +21,7 @@ fn task(i: usize, status: Status, owner: bool, blockers: &[usize]) -> Task {
         commits: None,
         review: None,
         notes: Vec::new(),
+        usage: None,
         extra: Default::default(),
     }
 }

@@ -15,6 +15,9 @@ use crew_model::secret::is_secret_name;
 use crew_sandbox::Sandbox;
 use crew_store::MemoryBook;
 
+/// The most characters of an agent's words kept as its purpose.
+pub const PURPOSE_KEPT: usize = 600;
+
 /// Per-call context. Cloning shares the read-state tracker and the cancellation token.
 #[derive(Debug, Clone)]
 pub struct ToolContext {
@@ -34,6 +37,9 @@ pub struct ToolContext {
     pub memory: Option<MemoryBook>,
     /// The skills `skill_load` may load (found once, when the agent starts).
     pub skills: Arc<SkillCatalogue>,
+    /// What the agent said in its reply before these calls: why it makes them, shown to the
+    /// person with a permission request.
+    pub purpose: Option<String>,
 }
 
 impl ToolContext {
@@ -50,6 +56,7 @@ impl ToolContext {
             todos: TodoList::default(),
             memory: None,
             skills: Arc::default(),
+            purpose: None,
         }
     }
 

@@ -309,6 +309,7 @@ impl Pipeline {
             subject,
             reason,
             workspace: ctx.workspace.clone(),
+            purpose: ctx.purpose.clone(),
         };
         let answer = tokio::select! {
             biased;

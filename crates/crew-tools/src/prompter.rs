@@ -16,8 +16,13 @@ pub struct PermissionAsk {
     pub tool: String,
     pub input: Value,
     pub subject: Subject,
+    /// crew's policy reason for asking.
     pub reason: String,
     pub workspace: PathBuf,
+    /// Why the agent says it wants this (its own description of the call, or its words just
+    /// before it), shown beside crew's reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub purpose: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -43,6 +43,15 @@ pub(crate) fn reason(request: &Message) -> Option<&str> {
         .or(request.text.as_deref())
 }
 
+/// Why the agent says it asks (its own description of the call, or its words before it).
+pub(crate) fn purpose(request: &Message) -> Option<&str> {
+    request
+        .extra
+        .get("purpose")
+        .and_then(Value::as_str)
+        .filter(|p| !p.trim().is_empty())
+}
+
 /// The shell command of a bash request (input `{"command": ...}` or a plain string).
 pub(crate) fn command(request: &Message) -> Option<&str> {
     if tool(request) != Some("bash") {

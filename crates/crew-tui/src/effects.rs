@@ -82,9 +82,10 @@ fn execute(root: &Path, team: &TeamConfig, effect: Effect) -> Option<Event> {
         Effect::Respond {
             request_id,
             approve,
+            note,
         } => Some(Event::Done(
             ws.mailboxes()
-                .respond(&roster, &request_id, &USER, approve, None, timeout)
+                .respond(&roster, &request_id, &USER, approve, note, timeout)
                 .map(|m| {
                     let verb = if approve { "approved" } else { "denied" };
                     format!("{verb} {request_id} ({} told)", m.to)

@@ -65,6 +65,8 @@ pub enum Effect {
     Respond {
         request_id: crew_store::RequestId,
         approve: bool,
+        /// What the asking agent is told with the answer (the person's note on a denial).
+        note: Option<String>,
     },
     /// Add the allow rule to crew.toml, then approve.
     AllowAndApprove {

@@ -58,14 +58,19 @@ pub(crate) fn areas(state: &AppState, area: Rect) -> Option<Areas> {
     })
 }
 
+/// From this width on, the teammates' pane (their transcripts, the longest lines) gets the
+/// most room: at 200 columns 80 of them, not 60.
+const ROOMY: u16 = 160;
+
 fn side_by_side(body: Rect) -> Vec<(Pane, Rect)> {
+    let shares = if body.width >= ROOMY {
+        [30, 40, 30]
+    } else {
+        [34, 30, 36]
+    };
     let cols = Layout::default()
         .direction(Direction::Horizontal)
-        .constraints([
-            Constraint::Percentage(34),
-            Constraint::Percentage(30),
-            Constraint::Percentage(36),
-        ])
+        .constraints(shares.map(Constraint::Percentage))
         .split(body);
     let right = Layout::default()
         .direction(Direction::Vertical)

@@ -6,6 +6,7 @@ use std::fs;
 use std::io::ErrorKind;
 use std::path::Path;
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::ask;
@@ -28,9 +29,26 @@ pub(crate) fn applies(request: &Message) -> bool {
             .is_some_and(Value::is_string)
 }
 
+/// A list of edits of one file, applied in order (Claude Code's `MultiEdit`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MultiEditInput {
+    path: String,
+    edits: Vec<OneEdit>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OneEdit {
+    old_string: String,
+    new_string: String,
+    #[serde(default)]
+    replace_all: bool,
+}
+
 /// The diff the request would make, or why there is none to show. The input is read as the
 /// tool itself reads it.
-pub(crate) fn prepare(root: &Path, request: &Message) -> Result<FileDiff, String> {
+pub fn prepare(root: &Path, request: &Message) -> Result<FileDiff, String> {
     let input = ask::input(request).ok_or("the request has no input")?;
     let tool = ask::tool(request).unwrap_or_default();
     let text = |key: &str| input.get(key).and_then(Value::as_str);
@@ -48,27 +66,45 @@ pub(crate) fn prepare(root: &Path, request: &Message) -> Result<FileDiff, String
         return proposed_change(&write.path, current.as_deref(), &write.content)
             .map_err(|e| e.to_string());
     }
-    let edit: EditInput = parse_input(input).map_err(unfit)?;
-    let path = edit.path.as_str();
-    let file = ask::workspace(request).unwrap_or(root).join(path);
+    let (path, edits) = if input.get("edits").is_some() {
+        let multi: MultiEditInput =
+            serde_json::from_value(input.clone()).map_err(|e| unfit(e.to_string()))?;
+        (multi.path, multi.edits)
+    } else {
+        let edit: EditInput = parse_input(input).map_err(unfit)?;
+        let one = OneEdit {
+            old_string: edit.old_string,
+            new_string: edit.new_string,
+            replace_all: edit.replace_all,
+        };
+        (edit.path, vec![one])
+    };
+    let file = ask::workspace(request).unwrap_or(root).join(&path);
     let current = read(&file)?;
+    let mut new = current
+        .clone()
+        .ok_or_else(|| format!("{path} does not exist"))?;
+    for edit in &edits {
+        new = apply(&new, edit, &path)?;
+    }
+    proposed_change(&path, current.as_deref(), &new).map_err(|e| e.to_string())
+}
+
+/// `now` with one edit made, as the edit tool makes it.
+fn apply(now: &str, edit: &OneEdit, path: &str) -> Result<String, String> {
     if edit.old_string.is_empty() {
         return Err("the edit has an empty old_string".into());
     }
-    let now = current
-        .as_deref()
-        .ok_or_else(|| format!("{path} does not exist"))?;
     if !now.contains(&edit.old_string) {
         return Err(format!(
             "old_string is not in {path} as it is now (the edit would fail)"
         ));
     }
-    let new = if edit.replace_all {
+    Ok(if edit.replace_all {
         now.replace(&edit.old_string, &edit.new_string)
     } else {
         now.replacen(&edit.old_string, &edit.new_string, 1)
-    };
-    proposed_change(path, current.as_deref(), &new).map_err(|e| e.to_string())
+    })
 }
 
 /// The file's text, None when it does not exist.
@@ -172,6 +208,34 @@ mod tests {
         assert!(
             why.starts_with("the request's input does not fit edit: field `old_string`"),
             "{why}"
+        );
+    }
+
+    #[test]
+    fn a_list_of_edits_is_the_diff_of_them_all_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir_all(dir.path().join("wt")).unwrap();
+        fs::write(dir.path().join("wt/hello.txt"), "hello\nworld\n").unwrap();
+        let multi = request(
+            dir.path(),
+            "edit",
+            json!({"path": "hello.txt", "edits": [
+                {"old_string": "hello", "new_string": "hi"},
+                {"old_string": "hi\nworld", "new_string": "hi\ncrew"},
+            ]}),
+        );
+        assert!(applies(&multi));
+        let diff = prepare(dir.path(), &multi).unwrap();
+        assert_eq!(changed(&diff), ["-hello", "-world", "+hi", "+crew"]);
+        let stale = request(
+            dir.path(),
+            "edit",
+            json!({"path": "hello.txt", "edits": [{"old_string": "gone", "new_string": "x"}]}),
+        );
+        assert!(
+            prepare(dir.path(), &stale)
+                .unwrap_err()
+                .contains("old_string is not in")
         );
     }
 

@@ -456,6 +456,7 @@ mod tests {
         let answer = Effect::Respond {
             request_id: "req_1".into(),
             approve: true,
+            note: None,
         };
         assert_eq!(lane(&answer), Lane::Store);
         let message = Effect::Send {

@@ -86,6 +86,11 @@ pub enum PromptKind {
     ReviewDiscard {
         id: TaskId,
     },
+    /// Deny a permission request, with a note for the agent that asked (may be empty).
+    Deny {
+        request_id: crew_store::RequestId,
+        from: AgentName,
+    },
 }
 
 /// Which tool calls of one agent's transcript are unfolded, and which one the keys act on

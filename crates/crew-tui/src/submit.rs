@@ -23,6 +23,10 @@ pub(crate) fn open_prompt(state: &mut AppState, kind: PromptKind) {
             format!("why discard {id} (its changes are taken back out)"),
             String::new(),
         )],
+        PromptKind::Deny { request_id, from } => vec![(
+            format!("deny {request_id}: a note for {from} (empty: none)"),
+            String::new(),
+        )],
         PromptKind::EditDeps { id } => vec![(
             "blocked by (ids, comma separated; empty: none)".into(),
             task(id)
@@ -61,7 +65,7 @@ pub(crate) fn submit_prompt(state: &mut AppState, prompt: Prompt) -> Vec<Effect>
     // Empty means "none" / "nobody" for these; for the others it is a slip.
     let may_be_empty = matches!(
         prompt.kind,
-        PromptKind::EditDeps { .. } | PromptKind::Assign { .. }
+        PromptKind::EditDeps { .. } | PromptKind::Assign { .. } | PromptKind::Deny { .. }
     );
     if first.is_empty() && !may_be_empty {
         state.set_status(Level::Warning, format!("{} is empty", prompt.fields[0].0));
@@ -101,6 +105,11 @@ pub(crate) fn submit_prompt(state: &mut AppState, prompt: Prompt) -> Vec<Effect>
     }
     match &prompt.kind {
         PromptKind::AddTask | PromptKind::EditDeps { .. } | PromptKind::Assign { .. } => Vec::new(),
+        PromptKind::Deny { request_id, .. } => vec![Effect::Respond {
+            request_id: request_id.clone(),
+            approve: false,
+            note: (!first.is_empty()).then_some(first),
+        }],
         PromptKind::Message { to } => vec![Effect::Send {
             to: to.clone(),
             text: first,

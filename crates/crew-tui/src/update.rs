@@ -260,7 +260,8 @@ fn act(state: &mut AppState, action: Action) -> Vec<Effect> {
         }
         return Vec::new();
     }
-    if state.diff.is_some() {
+    // Stopping the team works from the diff view too (its confirmation is drawn over it).
+    if state.diff.is_some() && action != Action::StopTeam {
         return act_diff(state, action);
     }
     if state.queue.is_some() {
@@ -310,17 +311,25 @@ fn act(state: &mut AppState, action: Action) -> Vec<Effect> {
         Action::Newline => state.input.insert_newline(),
         Action::HistoryPrev | Action::HistoryNext => recall(state, action == Action::HistoryPrev),
         Action::Approve | Action::Deny => {
-            if let Some(request) = state
+            let selected = state
                 .workspace
                 .pending()
                 .get(state.selected(Pane::Approvals))
-            {
-                return vec![Effect::Respond {
-                    request_id: request.request_id.clone(),
-                    approve: action == Action::Approve,
-                }];
+                .map(|r| (r.request_id.clone(), r.from.clone()));
+            match selected {
+                Some((request_id, _)) if action == Action::Approve => {
+                    return vec![Effect::Respond {
+                        request_id,
+                        approve: true,
+                        note: None,
+                    }];
+                }
+                // A denial asks for a note first: the agent is told it with the answer.
+                Some((request_id, from)) => {
+                    open_prompt(state, PromptKind::Deny { request_id, from })
+                }
+                None => state.set_status(Level::Warning, "no pending request selected"),
             }
-            state.set_status(Level::Warning, "no pending request selected");
         }
         Action::Always => {
             let selected = state

@@ -115,7 +115,25 @@ fn deny_answers_no() {
     let id = ask(dir.path(), "rm -rf target");
     let mut h = Harness::new(dir.path());
     h.press(&["esc", "5", "d"]);
+    assert!(
+        inbox(dir.path(), "alice").is_empty(),
+        "the note comes first"
+    );
+    h.press(&["enter"]);
     assert_eq!(answer_in_alices_inbox(dir.path(), &id).approve, Some(false));
+}
+
+#[test]
+fn a_denial_carries_the_persons_note_to_the_agent() {
+    let dir = workspace();
+    let id = ask(dir.path(), "rm -rf target");
+    let mut h = Harness::new(dir.path());
+    h.press(&["esc", "5", "d"]);
+    h.type_text("keep target, run cargo clean");
+    h.press(&["enter"]);
+    let answer = answer_in_alices_inbox(dir.path(), &id);
+    assert_eq!(answer.approve, Some(false));
+    assert_eq!(answer.text.as_deref(), Some("keep target, run cargo clean"));
 }
 
 #[test]

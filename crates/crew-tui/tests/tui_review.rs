@@ -442,3 +442,21 @@ fn the_review_diff_marks_a_git_hook_and_says_why() {
         "{screen}"
     );
 }
+
+#[test]
+fn a_reviews_age_grows_with_the_screens_clock_and_stop_team_works_from_its_diff() {
+    let dir = repo_with_review();
+    let mut h = Harness::new(dir.path());
+    h.press(&["ctrl-r"]);
+    let task = Workspace::new(dir.path()).tasks().read(TaskId(1)).unwrap();
+    let entered = humantime::parse_rfc3339_weak(&task.updated_at).unwrap();
+    h.feed(crew_tui::event::Event::Tick(
+        entered + std::time::Duration::from_secs(300),
+    ));
+    let screen = crew_tui_test_support::screen_text(&mut h.state, 120, 32);
+    assert!(screen.contains("5m ago"), "{screen}");
+    h.press(&["enter"]);
+    assert!(h.state.diff.is_some());
+    h.press(&["Q"]);
+    assert!(h.status().contains("no team daemon"), "{}", h.status());
+}

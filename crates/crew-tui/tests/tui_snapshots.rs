@@ -358,3 +358,18 @@ fn at_80x24_the_header_cuts_the_folder_before_waiting_approvals_the_sandbox_or_s
         draw(&mut state, 80, 24)
     );
 }
+
+#[test]
+fn at_200_columns_the_teammates_pane_gets_the_most_room() {
+    let mut state = fixture_state();
+    let screen = crew_tui_test_support::screen_text(&mut state, 200, 50);
+    let row: Vec<char> = screen.lines().nth(1).unwrap().chars().collect();
+    let title: Vec<char> = "teammates".chars().collect();
+    let at = row
+        .windows(title.len())
+        .position(|w| w == title.as_slice())
+        .unwrap();
+    let start = row[..at].iter().rposition(|c| "┌┏".contains(*c)).unwrap();
+    let end = at + row[at..].iter().position(|c| "┐┓".contains(*c)).unwrap();
+    assert_eq!(end - start + 1, 80, "{screen}");
+}

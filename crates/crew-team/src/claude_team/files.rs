@@ -263,6 +263,7 @@ pub(crate) fn to_crew_task(task: &TaskFile, crew_name: &dyn Fn(&str) -> AgentNam
         commits: None,
         review: None,
         notes,
+        usage: None,
         extra,
     })
 }

@@ -74,6 +74,8 @@ pub struct Review {
     pub protected: Vec<ProtectedChange>,
     /// Seconds since it entered review.
     pub age_secs: u64,
+    /// What the work on it used so far.
+    pub usage: Option<crew_store::TaskUsage>,
     /// The reviewer agent's verdict on these commits (`carol: pass`), when one reviewed them.
     pub verdict: Option<String>,
     /// The reviewer's report with that verdict.
@@ -390,6 +392,7 @@ fn describe(trees: &Worktrees, config: &TeamConfig, task: &Task) -> Result<Revie
         deletions: diff.totals.deletions,
         files,
         age_secs,
+        usage: task.usage,
         verdict: current.as_ref().map(|v| format!("{}: {}", v.by, v.verdict)),
         verdict_report: current.map(|v| v.report.clone()),
     })

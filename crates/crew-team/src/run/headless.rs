@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use crate::merge_queue::QueueRunner;
 use crate::review;
 use crate::run::supervisor::{Supervisor, SupervisorError, TeamEvent};
-use crate::run::worker::{Canceller, ExitReason, JobReport, Worker, WorkerSettings};
+use crate::run::worker::{self, Canceller, ExitReason, JobReport, Worker, WorkerSettings};
 use crate::work::SetupError;
 use crate::work::work_for;
 use crew_config::TeamConfig;
@@ -103,6 +103,9 @@ pub struct TeamRun {
     merge: MergePolicy,
     /// Reviews the merge policy could not merge, so each is reported once.
     left_for_person: std::collections::HashSet<TaskId>,
+    /// Teammates started again after they idled out, with when their old life began (until
+    /// the new life writes its status, the old one still says SHUTDOWN).
+    woken: std::collections::HashMap<AgentName, String>,
     lead: Option<JoinHandle<Result<ExitReason, StoreError>>>,
     /// Ends the lead's turn when a stop cannot wait for it.
     lead_cancel: Canceller,
@@ -171,6 +174,7 @@ impl TeamRun {
             policy,
             merge,
             left_for_person: Default::default(),
+            woken: Default::default(),
             lead: Some(lead),
             lead_cancel,
             lead_turns,
@@ -221,6 +225,7 @@ impl TeamRun {
                     summary: r.summary,
                 }),
         );
+        new.extend(self.wake_idled_out()?);
         if let Some(policy) = self.policy {
             new.extend(self.answer_pending(policy)?);
         }
@@ -239,6 +244,48 @@ impl TeamRun {
         }
         self.events.extend(new.iter().cloned());
         Ok(new)
+    }
+
+    /// Teammates that shut themselves down for idleness, started again once a task they may
+    /// claim is ready (its blockers completed).
+    fn wake_idled_out(&mut self) -> Result<Vec<Happening>, StoreError> {
+        let mut woken = Vec::new();
+        let mut tasks: Option<Vec<crew_store::Task>> = None;
+        for name in self.teammates() {
+            let Some(status) = self.workspace.agents().read(&name)? else {
+                continue;
+            };
+            if !worker::idled_out(&status) || self.woken.get(&name) == Some(&status.started_at) {
+                continue;
+            }
+            let tasks = match &mut tasks {
+                Some(tasks) => tasks,
+                None => tasks.insert(self.workspace.tasks().load_all()?.tasks),
+            };
+            let done: Vec<TaskId> = tasks
+                .iter()
+                .filter(|t| t.status == crew_store::Status::Completed)
+                .map(|t| t.id)
+                .collect();
+            let me = crew_store::Claimant {
+                name: &name,
+                role: self.config.role_of(&name),
+            };
+            let ready = tasks
+                .iter()
+                .any(|t| me.may_get(t) && t.blocked_by.iter().all(|b| done.contains(b)));
+            if !ready {
+                continue;
+            }
+            match self.supervisor.restart(&self.config, &name) {
+                Ok(pid) => {
+                    self.woken.insert(name.clone(), status.started_at.clone());
+                    woken.push(Happening::Team(TeamEvent::Started { name, pid }));
+                }
+                Err(e) => tracing::warn!("{name} not started again for its new task: {e}"),
+            }
+        }
+        Ok(woken)
     }
 
     fn answer_pending(&self, policy: Policy) -> Result<Vec<Happening>, StoreError> {

@@ -129,7 +129,10 @@ impl Worker {
     ) -> Result<Self, StoreError> {
         let status = StatusHandle::new(
             workspace.agents(),
-            AgentStatus::new(&settings.name, AgentState::Idle),
+            carried_over(
+                &workspace,
+                AgentStatus::new(&settings.name, AgentState::Idle),
+            ),
         )?;
         Ok(Worker {
             workspace,
@@ -177,7 +180,7 @@ impl Worker {
             Ok(ExitReason::IdleTimeout) => (
                 AgentState::Shutdown,
                 format!(
-                    "idle for {}s",
+                    "{IDLE_NOTE}{}s",
                     self.settings.idle_timeout.unwrap_or_default().as_secs()
                 ),
             ),
@@ -346,7 +349,8 @@ impl Worker {
     }
 
     /// Whether work for this worker may still come: the lead is in a turn (it may create
-    /// tasks), or a pending task it may get waits on its blockers.
+    /// tasks), a task of its own waits in review (it may be sent back), or a pending task it
+    /// may get waits on its blockers.
     fn work_may_come(&self) -> Result<bool, StoreError> {
         let lead_busy = self
             .workspace
@@ -364,6 +368,12 @@ impl Worker {
             role: self.settings.role.as_deref(),
         };
         let tasks = self.workspace.tasks().load_all()?.tasks;
+        if tasks
+            .iter()
+            .any(|t| t.status == Status::Review && t.owner.as_ref() == Some(me.name))
+        {
+            return Ok(true);
+        }
         // Coming: every blocker is being worked on (or done). One failed, or left pending with
         // nobody on it, may never complete: waiting for it would keep the worker for ever.
         let moving: Vec<TaskId> = tasks
@@ -634,8 +644,18 @@ impl Worker {
             s.task = task;
             s.note = None;
         })?;
+        // Each call's tokens show as they come (`status_sink`); the job's own count settles them.
+        let tokens_before = self.status.get().tokens;
         let outcome = work.run(&job, &self.status, &cancel);
         *lock(&self.running) = None;
+        if let Some(id) = task
+            && let Err(e) =
+                self.workspace
+                    .tasks()
+                    .add_usage(id, outcome.tokens, outcome.cost_micros)
+        {
+            tracing::warn!("{id}: this job's tokens and cost not added to it: {e}");
+        }
         if let Some(reports) = &self.reports {
             // A watcher that went away has nothing more to learn.
             let _ = reports.send(JobReport {
@@ -660,7 +680,7 @@ impl Worker {
             }
             s.waiting_on = None;
             s.turns += outcome.turns;
-            s.tokens += outcome.tokens;
+            s.tokens = tokens_before + outcome.tokens;
             if let Some(cost) = outcome.cost_micros {
                 s.cost_micros = Some(s.cost_micros.unwrap_or(0) + cost);
             }
@@ -816,4 +836,33 @@ fn refuse_shutdowns_while_busy(
             tracing::info!("{}: shutdown refusal not sent: {e}", settings.name);
         }
     }
+}
+
+/// How the status note of a worker that shut down for idleness begins.
+const IDLE_NOTE: &str = "idle for ";
+
+/// Whether `status` is of a teammate that shut itself down for idleness (not one the person
+/// shut down or stopped): the team starts it again when there is work for it.
+pub(crate) fn idled_out(status: &AgentStatus) -> bool {
+    status.state == AgentState::Shutdown
+        && status
+            .note
+            .as_deref()
+            .is_some_and(|n| n.starts_with(IDLE_NOTE))
+}
+
+/// A new life's status, with what the agent's earlier lives spent (turns, tokens, cost, cache):
+/// the team's spend is kept in the store, not per worker process.
+fn carried_over(workspace: &Workspace, mut status: AgentStatus) -> AgentStatus {
+    match workspace.agents().read(&status.name) {
+        Ok(Some(earlier)) => {
+            status.turns = earlier.turns;
+            status.tokens = earlier.tokens;
+            status.cost_micros = earlier.cost_micros;
+            status.cache = earlier.cache;
+        }
+        Ok(None) => {}
+        Err(e) => tracing::warn!("{}: earlier spend not carried over: {e}", status.name),
+    }
+    status
 }

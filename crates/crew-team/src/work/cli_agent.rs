@@ -1,6 +1,7 @@
 //! What the coding-agent CLI teammates share. Claude Code and Codex are driven alike by
 //! [`CliWork`]: one conversation with the CLI at a time (started when a job needs one, resumed
-//! from the id kept before a restart, dropped when it breaks), a job a turn, and permission
+//! from the id kept before a restart, dropped when it breaks or a new task begins: each task is
+//! its own conversation), a job a turn, and permission
 //! requests answered by crew's [`PermissionGate`]; an implementation of [`CliAgent`] says only how
 //! its CLI starts and how a turn goes. Any `command` shares how a turn begins and becomes the
 //! job's outcome ([`begin`], [`conclude`]), and what happens to the task after.
@@ -15,7 +16,7 @@ use crew_agent::emitter::Emitter;
 use crew_agent::{AgentEvent, EventSink, MailboxPrompter, StopReason, TurnResult};
 use crew_config::{ModelChoice, TeamConfig};
 use crew_model::Usage;
-use crew_store::{AgentName, Task, Workspace};
+use crew_store::{AgentName, Task, TaskId, Workspace};
 use crew_tools::{
     Decision, PermissionAnswer, PermissionAsk, PermissionMode, PermissionPolicy, Prompter,
     SandboxMode, ToolKind,
@@ -42,6 +43,9 @@ pub(crate) trait CliAgent: Sized {
 
     /// The CLI set up for `seat` (its arguments from the agent's model, say).
     fn new(seat: &CliTeammate) -> Result<Self, SetupError>;
+
+    /// Where the CLI's conversation id is kept, so a restarted worker resumes it.
+    fn conversation_file(seat: &CliTeammate) -> PathBuf;
 
     /// Starts the CLI in `workdir` for a conversation (the one kept from before a restart, if
     /// it still has it).
@@ -117,12 +121,37 @@ impl<A: CliAgent> CliWork<A> {
     }
 }
 
+impl<A: CliAgent> CliWork<A> {
+    /// Each task is its own conversation: a task other than the one the conversation worked
+    /// on (live, or kept for a restart) starts a new one, so the previous task's history never
+    /// comes with it (a task sent back continues its own; its packet says what came back from
+    /// review). Messages go on in the conversation there is.
+    fn for_task(&mut self, id: TaskId) {
+        let kept = self.seat.id_file("conversation", "task");
+        let same = std::fs::read_to_string(&kept).is_ok_and(|t| id == t.trim());
+        if same {
+            return;
+        }
+        save_id(&kept, &id.to_string());
+        // The last task's CLI ends here (its stdin closed); the next turn starts a new one.
+        self.conversation = None;
+        if let Err(e) = std::fs::remove_file(A::conversation_file(&self.seat))
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!("{}: the last task's conversation kept: {e}", self.seat.name);
+        }
+    }
+}
+
 impl<A: CliAgent> Work for CliWork<A> {
     fn entered_review(&mut self, task: &Task) {
         self.seat.branch().ask_for_review(task);
     }
 
     fn run(&mut self, job: &Job, status: &StatusHandle, cancel: &CancellationToken) -> JobOutcome {
+        if let Job::Task(task) = job {
+            self.for_task(task.id);
+        }
         let (input, _) = task_packet(job);
         let mut conversation = match self.conversation(status) {
             Ok(conversation) => conversation,
@@ -450,8 +479,14 @@ pub(crate) struct PermissionGate<'a> {
 }
 
 impl PermissionGate<'_> {
-    /// crew's answer to one request for `view`; `input` is what the person is shown.
-    pub(crate) fn decide(&self, view: CrewView, input: &Value) -> Result<(), String> {
+    /// crew's answer to one request for `view`; `input` is what the person is shown, `purpose`
+    /// why the agent says it wants it.
+    pub(crate) fn decide(
+        &self,
+        view: CrewView,
+        input: &Value,
+        purpose: Option<String>,
+    ) -> Result<(), String> {
         if let Some(refusal) = refuse_writes(self.writes, &view) {
             return Err(refusal);
         }
@@ -481,6 +516,7 @@ impl PermissionGate<'_> {
             subject: view.subject.clone(),
             reason,
             workspace: workdir.to_path_buf(),
+            purpose,
         }));
         let verdict = match answer {
             PermissionAnswer::Allow => Ok(()),

@@ -225,6 +225,7 @@ impl CommandWork {
             subject: Subject::Command(self.cmd.join(" ")),
             reason,
             workspace: workdir.to_path_buf(),
+            purpose: None,
         }));
         let verdict = match answer {
             PermissionAnswer::Allow | PermissionAnswer::AllowAlways(_) => Ok(()),

@@ -215,6 +215,10 @@ pub(crate) fn person_prompter(
 pub(crate) fn status_sink(status: StatusHandle) -> EventSink {
     EventSink::new(move |event| {
         let result = match &event {
+            // Each call's tokens as they come; the job's end settles the count.
+            AgentEvent::MessageStop { usage, .. } => {
+                status.update(|s| s.tokens += usage.input_tokens + usage.output_tokens)
+            }
             AgentEvent::PermissionWaiting { request_id, .. } => status.update(|s| {
                 s.state = AgentState::Waiting;
                 s.waiting_on = Some(request_id.clone());

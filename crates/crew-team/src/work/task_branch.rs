@@ -109,7 +109,20 @@ impl TaskBranch<'_> {
             .map_err(|e| e.to_string())?
             .with_max_task_bytes(self.config.limits.max_task_bytes);
         let unfinished = if success { "" } else { " (unfinished)" };
-        let message = format!("{}: {}{unfinished}\n\n{summary}\n", task.id, task.subject);
+        // A round after a send-back says so, so the branch's history tells the rounds apart.
+        let round = match crew_store::review::review_notes(task).last() {
+            Some(note) if task.commits.is_some() => {
+                format!(
+                    " (sent back by {})",
+                    note.lines().next().unwrap_or_default()
+                )
+            }
+            _ => String::new(),
+        };
+        let message = format!(
+            "{}: {}{round}{unfinished}\n\n{summary}\n",
+            task.id, task.subject
+        );
         let head = trees
             .commit_work(self.name, &message, &self.author())
             .map_err(|e| e.to_string())?;

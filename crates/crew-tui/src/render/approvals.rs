@@ -89,12 +89,22 @@ fn review_lines(state: &AppState, selected: usize) -> Vec<Line<'static>> {
                 .collect();
         }
         lines.push(Line::from(head));
+        // Counted from when it entered review to the screen's clock, so it grows while shown.
+        let entered = state
+            .workspace
+            .tasks
+            .iter()
+            .find(|t| t.id == r.id)
+            .and_then(|t| humantime::parse_rfc3339_weak(&t.updated_at).ok());
+        let age_secs = entered
+            .and_then(|t| state.now.duration_since(t).ok())
+            .map_or(r.age_secs, |d| d.as_secs());
         lines.push(Line::from(vec![
             Span::styled(format!("    {} files ", r.files.len()), theme.style("dim")),
             Span::styled(format!("+{}", r.additions), theme.style("task.completed")),
             Span::styled(format!(" -{}", r.deletions), theme.style("task.failed")),
             Span::styled(
-                format!("  {} ago  {}", age(r.age_secs), r.files.join(", ")),
+                format!("  {} ago  {}", age(age_secs), r.files.join(", ")),
                 theme.style("dim"),
             ),
         ]));
@@ -226,10 +236,34 @@ fn request_lines(state: &AppState, r: &RequestInfo, selected: bool) -> Vec<Line<
                 .map(|l| plain(theme.style("approval.command"), format!("  {l}"))),
         );
     }
-    if let Some(reason) = ask::reason(m) {
-        for (i, l) in reason.lines().enumerate() {
-            let lead = if i == 0 { "  why: " } else { "       " };
-            lines.push(plain(theme.style("text"), format!("{lead}{l}")));
+    // Why, in the agent's own words, beside crew's reason for asking.
+    let why = if r.kind == MessageKind::PlanApprovalRequest {
+        "the plan"
+    } else {
+        "crew asks"
+    };
+    let labelled = [
+        (format!("{} says", r.from), ask::purpose(m)),
+        (why.to_string(), ask::reason(m)),
+    ];
+    let width = labelled
+        .iter()
+        .filter(|(_, text)| text.is_some())
+        .map(|(label, _)| label.len())
+        .max()
+        .unwrap_or(0);
+    for (label, text) in labelled {
+        let Some(text) = text else { continue };
+        for (i, l) in text.lines().enumerate() {
+            let lead = if i == 0 {
+                format!("{label}:")
+            } else {
+                String::new()
+            };
+            lines.push(plain(
+                theme.style("text"),
+                format!("  {lead:<w$} {l}", w = width + 1),
+            ));
         }
     }
     lines

@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use crate::state::{AppState, SandboxState};
-use crew_store::{AgentName, AgentState};
+use crew_store::{AgentName, AgentState, dollars};
 
 pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
     let theme = &state.theme;
@@ -101,22 +101,21 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
         style,
     ));
     // Only agents whose provider reports a cost (or that have a price in crew.toml) count;
-    // a "+" says some agents' cost is unknown.
+    // the others are said to be unknown, not left out.
     let costs: Vec<u64> = model
         .agents
         .values()
         .filter_map(|a| a.cost_micros)
         .collect();
-    if !costs.is_empty() {
-        let partial = if costs.len() < model.agents.len() {
-            "+"
-        } else {
-            ""
-        };
-        spans.push(Span::styled(
-            format!("│ ${:.2}{partial} ", costs.iter().sum::<u64>() as f64 / 1e6),
-            style,
-        ));
+    let unknown = model.agents.len() - costs.len();
+    let cost = match (costs.is_empty(), unknown) {
+        (true, 0) => None,
+        (true, _) => Some("cost unknown".to_string()),
+        (false, 0) => Some(dollars(costs.iter().sum())),
+        (false, n) => Some(format!("{} + {n} unknown", dollars(costs.iter().sum()))),
+    };
+    if let Some(cost) = cost {
+        spans.push(Span::styled(format!("│ {cost} "), style));
     }
     if let Some(text) = budget_text(state) {
         spans.push(Span::styled(text, theme.style("msg.pending")));
@@ -158,11 +157,7 @@ fn budget_text(state: &AppState) -> Option<String> {
     }
     if let Some(max) = budget.max_usd {
         let spent: u64 = agents().filter_map(|a| a.cost_micros).sum();
-        parts.push(format!(
-            "${:.2}/${:.2}",
-            spent as f64 / 1e6,
-            max * times as f64
-        ));
+        parts.push(format!("{}/${:.2}", dollars(spent), max * times as f64));
     }
     (!parts.is_empty()).then(|| format!("│ budget {} ", parts.join(" · ")))
 }

@@ -109,6 +109,7 @@ fn render_prompt(state: &AppState, prompt: &Prompt, frame: &mut Frame, body: Rec
         PromptKind::Assign { id } => format!(" assign {id} "),
         PromptKind::ReviewSendBack { id } => format!(" send {id} back "),
         PromptKind::ReviewDiscard { id } => format!(" discard {id} "),
+        PromptKind::Deny { from, .. } => format!(" deny {from}'s request "),
     };
     let height = cells(prompt.fields.len())
         .saturating_mul(2)

@@ -10,11 +10,12 @@
 //! headless policy). The CLI's events become crew transcript events. A CLI that cannot start,
 //! speaks another version, prints a line that is not JSON or dies ends the job as failed with the
 //! reason; the next job starts a new process, which resumes the CLI's session (also after the
-//! worker restarts).
+//! worker restarts) unless it is a new task, which starts a new conversation.
 
 pub(crate) mod permission;
 mod stream;
 
+use std::collections::VecDeque;
 use std::path::Path;
 
 use serde_json::json;
@@ -44,6 +45,11 @@ const MCP_NOTE: &str = "crew's team tools named above (task_create, task_list, s
 /// How often a turn waiting on the CLI looks whether the person interrupted it.
 const INTERRUPT_POLL: std::time::Duration = std::time::Duration::from_millis(100);
 
+/// How long a permission request waits for the end of the reply that made the call (the CLI
+/// may ask before the reply's last stream events), so the transcript keeps the order of events
+/// and the call's whole usage.
+const REPLY_END_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum ClaudeError {
     #[error(
@@ -72,6 +78,8 @@ pub(crate) const PROTOCOL_ARGS: &[&str] = &[
     "--output-format",
     "stream-json",
     "--verbose",
+    // The reply's raw stream too, so its words reach the pane as they come.
+    "--include-partial-messages",
     "--permission-prompt-tool",
     "stdio",
 ];
@@ -94,11 +102,6 @@ pub(crate) struct ClaudeCode {
 }
 
 impl ClaudeCode {
-    /// Where the CLI's session id is kept, so a restarted worker resumes the conversation.
-    fn session_file(seat: &CliTeammate) -> std::path::PathBuf {
-        seat.id_file("claude-code", "session")
-    }
-
     /// What crew adds to the CLI's arguments: its team tools as the MCP server `crew`
     /// (`crew mcp --as NAME`, this very binary) and the role's instructions.
     fn crew_args(&self, seat: &CliTeammate) -> std::io::Result<Vec<String>> {
@@ -117,6 +120,11 @@ impl CliAgent for ClaudeCode {
     const BIN: &'static str = "claude";
     type Session = Session;
     type Error = ClaudeError;
+
+    /// The CLI's session id.
+    fn conversation_file(seat: &CliTeammate) -> std::path::PathBuf {
+        seat.id_file("claude-code", "session")
+    }
 
     fn new(seat: &CliTeammate) -> Result<Self, SetupError> {
         let mut args = Vec::new();
@@ -140,7 +148,7 @@ impl CliAgent for ClaudeCode {
         let mut args: Vec<String> = PROTOCOL_ARGS.iter().map(|a| a.to_string()).collect();
         args.extend(self.crew_args(seat).map_err(ClaudeError::McpSetup)?);
         args.extend(self.args.iter().cloned());
-        if let Some(id) = cli_agent::saved_id(&Self::session_file(seat)) {
+        if let Some(id) = cli_agent::saved_id(&Self::conversation_file(seat)) {
             args.extend(["--resume".to_string(), id]);
         }
         let process = CliProcess::spawn(
@@ -165,7 +173,7 @@ impl CliAgent for ClaudeCode {
     /// person interrupts, the CLI is sent its own `interrupt` request and the turn ends with the
     /// `result` that follows.
     fn turn(&self, session: &mut Session, turn: &Turn<'_>) -> Result<TurnEnding, ClaudeError> {
-        let session_file = Self::session_file(turn.seat);
+        let session_file = Self::conversation_file(turn.seat);
         let sent = session.process.send(&json!({
             "type": "user",
             "message": {"role": "user", "content": turn.input},
@@ -175,10 +183,16 @@ impl CliAgent for ClaudeCode {
             return Err(ClaudeError::Died(session.process.death()));
         }
         let mut interrupted = false;
+        // Lines read ahead while a permission request waited for its reply's end.
+        let mut backlog = VecDeque::new();
         loop {
-            let Some(line) = session.process.next_within(INTERRUPT_POLL) else {
+            let Some(line) = backlog
+                .pop_front()
+                .or_else(|| session.process.next_within(INTERRUPT_POLL))
+            else {
                 if turn.cancel.is_cancelled() && !interrupted {
                     interrupted = true;
+                    session.translator.interrupt();
                     session.process.send(&json!({
                         "type": "control_request",
                         "request_id": new_id("req_int"),
@@ -203,7 +217,7 @@ impl CliAgent for ClaudeCode {
                         cli_agent::save_id(&session_file, id);
                     }
                 }
-                Some("assistant" | "user") => {
+                Some("assistant" | "user" | "stream_event") => {
                     for event in session.translator.events(&line) {
                         turn.gate.emitter.emit(event);
                     }
@@ -213,11 +227,19 @@ impl CliAgent for ClaudeCode {
                     let request = &line["request"];
                     let reply = match request["subtype"].as_str().unwrap_or_default() {
                         "can_use_tool" => {
-                            let view = CrewView::of(
-                                request["tool_name"].as_str().unwrap_or_default(),
-                                &request["input"],
+                            finish_reply(session, turn, &mut backlog);
+                            let tool = request["tool_name"].as_str().unwrap_or_default();
+                            let input = &request["input"];
+                            let view = CrewView::of(tool, input);
+                            let purpose = input["description"].as_str().or_else(|| {
+                                let id = request["tool_use_id"].as_str().unwrap_or_default();
+                                session.translator.words_before(id)
+                            });
+                            let verdict = turn.gate.decide(
+                                view,
+                                &permission::shown_input(tool, input, turn.gate.workdir),
+                                purpose.map(str::to_string),
                             );
-                            let verdict = turn.gate.decide(view, &request["input"]);
                             control_response(
                                 request_id,
                                 &request["input"],
@@ -257,13 +279,45 @@ impl CliAgent for ClaudeCode {
     /// the next one starts a new conversation instead of failing the same way.
     fn broken(&self, seat: &CliTeammate, session: &Session) {
         if !session.initialised
-            && let Err(e) = std::fs::remove_file(Self::session_file(seat))
+            && let Err(e) = std::fs::remove_file(Self::conversation_file(seat))
             && e.kind() != std::io::ErrorKind::NotFound
         {
             tracing::warn!(
                 "{}: stale Claude Code session not forgotten: {e}",
                 seat.name
             );
+        }
+    }
+}
+
+/// Before a permission request: the stream events of the reply that made the call, read ahead
+/// (within [`REPLY_END_WAIT`]) to its end; other lines wait in `backlog` for their turn.
+fn finish_reply(session: &mut Session, turn: &Turn<'_>, backlog: &mut VecDeque<Line>) {
+    let deadline = std::time::Instant::now() + REPLY_END_WAIT;
+    while session.translator.replying() {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        let Some(line) = session.process.next_within(left.min(INTERRUPT_POLL)) else {
+            continue;
+        };
+        let Line::Json(value) = &line else {
+            backlog.push_back(line);
+            return;
+        };
+        match (value["type"].as_str(), value["subtype"].as_str()) {
+            (Some("stream_event" | "assistant"), _) => {
+                for event in session.translator.events(value) {
+                    turn.gate.emitter.emit(event);
+                }
+            }
+            // Status and token estimates: nothing crew shows (as in the turn).
+            (Some("system"), Some(subtype)) if subtype != "init" => {}
+            _ => {
+                backlog.push_back(line);
+                return;
+            }
         }
     }
 }

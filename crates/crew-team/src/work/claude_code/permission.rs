@@ -96,6 +96,34 @@ impl CrewView {
     }
 }
 
+/// The input of a `can_use_tool` request as the person is shown it: a file change under the
+/// field names of crew's own `write` and `edit` (`path` relative to the working folder), so the
+/// approval shows it as the diff it would make (a `MultiEdit` keeps its list of `edits`);
+/// anything else as the CLI sent it.
+pub(crate) fn shown_input(tool_name: &str, input: &Value, workdir: &Path) -> Value {
+    let path_key = match tool_name {
+        "Write" | "Edit" | "MultiEdit" => "file_path",
+        "NotebookEdit" => "notebook_path",
+        _ => return input.clone(),
+    };
+    let Value::Object(fields) = input else {
+        return input.clone();
+    };
+    let mut shown = serde_json::Map::new();
+    for (key, value) in fields {
+        if key == path_key {
+            let path = value.as_str().unwrap_or_default();
+            let relative = Path::new(path)
+                .strip_prefix(workdir)
+                .map_or(path.to_string(), |rel| rel.display().to_string());
+            shown.insert("path".to_string(), Value::String(relative));
+        } else {
+            shown.insert(key.clone(), value.clone());
+        }
+    }
+    Value::Object(shown)
+}
+
 /// The answer to control request `request_id`: allow with the input unchanged, or deny with
 /// the reason (which the CLI shows the model as the tool's error).
 pub(crate) fn control_response(request_id: &str, input: &Value, allow: Result<(), &str>) -> Value {
@@ -195,6 +223,28 @@ mod tests {
             bash.decide(&ruled, SandboxMode::Auto, dir.path()).decision,
             Decision::Allow
         );
+    }
+
+    #[test]
+    fn a_file_change_is_shown_under_crews_field_names_relative_to_the_worktree() {
+        let workdir = Path::new("/repo/.worktrees/alice");
+        let write = json!({"file_path": "/repo/.worktrees/alice/src/a.txt", "content": "x\n"});
+        assert_eq!(
+            shown_input("Write", &write, workdir),
+            json!({"path": "src/a.txt", "content": "x\n"})
+        );
+        let edit = json!({"file_path": "/elsewhere/b.txt", "old_string": "a", "new_string": "b", "replace_all": false});
+        assert_eq!(
+            shown_input("Edit", &edit, workdir),
+            json!({"path": "/elsewhere/b.txt", "old_string": "a", "new_string": "b", "replace_all": false})
+        );
+        let multi = json!({"file_path": "/repo/.worktrees/alice/c.txt", "edits": [{"old_string": "a", "new_string": "b"}]});
+        assert_eq!(
+            shown_input("MultiEdit", &multi, workdir)["path"],
+            json!("c.txt")
+        );
+        let bash = json!({"command": "ls", "description": "List the files"});
+        assert_eq!(shown_input("Bash", &bash, workdir), bash);
     }
 
     #[test]

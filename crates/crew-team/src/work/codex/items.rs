@@ -1,15 +1,16 @@
 //! Codex's `item/*`, token-usage and `turn/completed` notifications as crew's transcript events,
 //! so the panes, folding and `crew replay` show a Codex teammate like any other. Agent messages
-//! become messages, commands `bash` calls, file changes `apply_patch` calls; items Codex never
-//! completes (after an interrupt or `cancel`) are closed when the turn ends. Unknown item types
-//! and notifications are skipped (Codex adds them between releases).
+//! become messages, reasoning a folded thinking block, commands `bash` calls, file changes
+//! `apply_patch` calls; items Codex never completes (after an interrupt or `cancel`) are closed
+//! when the turn ends. Unknown item types and notifications are skipped (Codex adds them between
+//! releases).
 
 use std::collections::HashMap;
 
 use serde_json::{Value, json};
 
 use crew_agent::AgentEvent;
-use crew_model::{FinishReason, Usage};
+use crew_model::{ContentBlock, FinishReason, Usage};
 use crew_tools::TypedTool;
 use crew_tools::builtin::BashTool;
 
@@ -99,6 +100,18 @@ impl Items {
                 }
                 self.close_message(out);
                 self.last_text = text;
+            }
+            // Its reasoning, whole once the item completes: folded like every provider's thinking.
+            ("item/completed", Some("reasoning")) => {
+                let thinking = reasoning_text(item);
+                if !thinking.is_empty() {
+                    out.push(AgentEvent::Thinking {
+                        block: ContentBlock::Thinking {
+                            thinking,
+                            signature: String::new(),
+                        },
+                    });
+                }
             }
             ("item/started", Some("commandExecution")) => {
                 self.close_message(out);
@@ -254,9 +267,53 @@ fn tool_result(id: String, name: &str, content: String, is_error: bool) -> Agent
     }
 }
 
+/// A reasoning item's text: its summary, else its raw content (parts as strings or `{text}`).
+fn reasoning_text(item: &Value) -> String {
+    let parts = |key: &str| -> Vec<String> {
+        item[key]
+            .as_array()
+            .map(|all| {
+                all.iter()
+                    .filter_map(|p| p.as_str().or_else(|| p["text"].as_str()))
+                    .filter(|t| !t.trim().is_empty())
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let summary = parts("summary");
+    let shown = if summary.is_empty() {
+        parts("content")
+    } else {
+        summary
+    };
+    shown.join("\n\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reasoning_item_is_one_folded_thinking_block() {
+        let mut items = Items::default();
+        let mut out = Vec::new();
+        let item = json!({"type": "reasoning", "id": "rs_1",
+            "summary": ["Look at the tests first.", {"text": "Then fix the parser."}], "content": []});
+        items.on("item/completed", &json!({ "item": item }), &mut out);
+        let empty = json!({"type": "reasoning", "id": "rs_2", "summary": [], "content": []});
+        items.on("item/completed", &json!({ "item": empty }), &mut out);
+        match &out[..] {
+            [
+                AgentEvent::Thinking {
+                    block: ContentBlock::Thinking { thinking, .. },
+                },
+            ] => {
+                assert_eq!(thinking, "Look at the tests first.\n\nThen fix the parser.")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 
     const RECORDED: &str = include_str!(
         "../../../../../tests/fixtures/codex/approvals-followup-interrupt.transcript.jsonl"

@@ -74,13 +74,6 @@ pub(crate) struct Codex {
     codex_sandbox: &'static str,
 }
 
-impl Codex {
-    /// Where the thread id is kept, so a restarted worker resumes the conversation.
-    fn thread_file(seat: &CliTeammate) -> std::path::PathBuf {
-        seat.id_file("codex", "thread")
-    }
-}
-
 /// Refuses a Codex older than the protocol crew speaks; `user_agent` is `originator/version …`.
 fn check_version(user_agent: &str) -> Result<(), CodexError> {
     let version = user_agent
@@ -118,6 +111,11 @@ impl CliAgent for Codex {
     type Session = Session;
     type Error = CodexError;
 
+    /// The thread id.
+    fn conversation_file(seat: &CliTeammate) -> std::path::PathBuf {
+        seat.id_file("codex", "thread")
+    }
+
     fn new(seat: &CliTeammate) -> Result<Self, SetupError> {
         Ok(Self {
             codex_sandbox: match seat.mode {
@@ -151,7 +149,7 @@ impl CliAgent for Codex {
             .map_err(|message| refused("initialize", message))?;
         check_version(init["userAgent"].as_str().unwrap_or("(unnamed)"))?;
         rpc.notify("initialized")?;
-        let saved = cli_agent::saved_id(&Self::thread_file(seat));
+        let saved = cli_agent::saved_id(&Self::conversation_file(seat));
         let resumed = match saved {
             Some(id) => {
                 let answer = rpc.call(
@@ -189,7 +187,7 @@ impl CliAgent for Codex {
                     .as_str()
                     .ok_or_else(|| refused("thread/start", "no thread id in the answer".into()))?
                     .to_string();
-                cli_agent::save_id(&Self::thread_file(seat), &id);
+                cli_agent::save_id(&Self::conversation_file(seat), &id);
                 id
             }
         };
@@ -257,7 +255,11 @@ impl CliAgent for Codex {
                     let verdict = match approval.precheck(gate.policy, gate.sandbox, gate.workdir) {
                         Err(reason) => Err(reason),
                         Ok(None) => Ok(()),
-                        Ok(Some(view)) => gate.decide(view, &approval.input),
+                        Ok(Some(view)) => gate.decide(
+                            view,
+                            &approval.input,
+                            params["reason"].as_str().map(str::to_string),
+                        ),
                     };
                     if let Err(reason) = &verdict {
                         tracing::info!("{}: Codex's {method} refused: {reason}", turn.seat.name);
