@@ -390,7 +390,7 @@ impl Work for AgentWork {
         let Some(Current { agent, .. }) = self.current.as_mut() else {
             return JobOutcome::failed("agent not started".to_string());
         };
-        let (input, task) = task_packet(job);
+        let (input, task) = task_packet(job, &self.workspace);
         if task.is_some() {
             agent.set_task(task);
         }

@@ -152,7 +152,7 @@ impl<A: CliAgent> Work for CliWork<A> {
         if let Job::Task(task) = job {
             self.for_task(task.id);
         }
-        let (input, _) = task_packet(job);
+        let (input, _) = task_packet(job, &self.seat.workspace);
         let mut conversation = match self.conversation(status) {
             Ok(conversation) => conversation,
             Err(e) => return failed(status, e),

@@ -303,7 +303,7 @@ impl Work for CommandWork {
     }
 
     fn run(&mut self, job: &Job, status: &StatusHandle, cancel: &CancellationToken) -> JobOutcome {
-        let (input, _) = task_packet(job);
+        let (input, _) = task_packet(job, &self.workspace);
         let ready = working_dir(&self.workspace, &self.config, &self.name, self.writes)
             .map_err(|e| format!("no worktree: {e}"))
             .and_then(|dir| self.emitter(status).map(|emitter| (dir, emitter)));

@@ -289,12 +289,21 @@ pub(crate) fn open_transcript(
     Ok(Arc::new(Emitter::new(status_sink(status.clone()), writer)))
 }
 
-pub(crate) fn task_packet(job: &Job) -> (String, Option<String>) {
+/// The turn's input for `job`, and the task it is about. A task starts a conversation of its
+/// own, so what it builds on is told here: each blocker's subject, who did it and its summary.
+pub(crate) fn task_packet(job: &Job, workspace: &Workspace) -> (String, Option<String>) {
     match job {
         Job::Task(task) => {
             let mut text = format!("Task {}: {}\n", task.id, task.subject);
             if !task.description.is_empty() {
                 text.push_str(&format!("\n{}\n", task.description));
+            }
+            let earlier = earlier_work(task, workspace);
+            if !earlier.is_empty() {
+                text.push_str("\nIt builds on work done before it:\n");
+                for line in earlier {
+                    text.push_str(&format!("- {line}\n"));
+                }
             }
             let notes = review_notes(task);
             if !notes.is_empty() {
@@ -337,10 +346,86 @@ pub(crate) fn task_packet(job: &Job) -> (String, Option<String>) {
     }
 }
 
+/// Longest summary of a blocker's work carried into a task's packet.
+const EARLIER_SUMMARY_MAX: usize = 600;
+
+/// One line per blocker of `task` that is done: its subject, its owner and what it said at its
+/// end (cut to `EARLIER_SUMMARY_MAX`); a blocker that cannot be read is left out.
+fn earlier_work(task: &Task, workspace: &Workspace) -> Vec<String> {
+    let tasks = workspace.tasks();
+    task.blocked_by
+        .iter()
+        .filter_map(|id| tasks.read(*id).ok())
+        .filter(|t| t.status == crew_store::Status::Completed)
+        .map(|t| {
+            let by = t
+                .owner
+                .as_ref()
+                .map_or("crew".to_string(), |o| o.to_string());
+            let summary = t.result.as_deref().unwrap_or("no summary").trim();
+            let summary: String = if summary.chars().count() > EARLIER_SUMMARY_MAX {
+                let cut: String = summary.chars().take(EARLIER_SUMMARY_MAX).collect();
+                format!("{cut}…")
+            } else {
+                summary.to_string()
+            };
+            format!("{} ({}), done by {by}: {summary}", t.id, t.subject)
+        })
+        .collect()
+}
+
 /// The prompt-cache part of a turn's input tokens.
 pub(crate) fn cache_tokens(usage: &crew_model::Usage) -> CacheTokens {
     CacheTokens {
         read: usage.cache_read_input_tokens,
         written: usage.cache_creation_input_tokens,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crew_store::tasks::NewTask;
+    use crew_store::{Actor, Claimant, TaskId};
+
+    #[test]
+    fn a_task_packet_tells_what_its_done_blockers_did() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::new(dir.path());
+        let tasks = ws.tasks();
+        let new = |subject: &str, blocked_by: Vec<TaskId>| NewTask {
+            subject: subject.into(),
+            description: String::new(),
+            blocked_by,
+            role: None,
+        };
+        tasks.create(new("Add a lexer", vec![])).unwrap();
+        tasks.create(new("Sketch the parser", vec![])).unwrap();
+        let bob = AgentName::parse("bob").unwrap();
+        tasks
+            .claim(
+                TaskId(1),
+                Claimant {
+                    name: &bob,
+                    role: None,
+                },
+            )
+            .unwrap();
+        let reader = Actor::Teammate {
+            name: &bob,
+            writes: false,
+        };
+        let long = format!("Lexer in src/lex.rs; tokens are {}", "x".repeat(900));
+        tasks.complete(TaskId(1), reader, Some(long)).unwrap();
+        let third = tasks
+            .create(new("Add the parser", vec![TaskId(1), TaskId(2)]))
+            .unwrap();
+        let (text, _) = task_packet(&Job::Task(third), &ws);
+        assert!(text.contains("It builds on work done before it:\n- task_1 (Add a lexer), done by bob: Lexer in src/lex.rs; tokens are xxx"), "{text}");
+        assert!(text.contains("x…\n"), "a long summary is cut: {text}");
+        assert!(
+            !text.contains("Sketch the parser"),
+            "only done blockers: {text}"
+        );
     }
 }
