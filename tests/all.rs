@@ -7,6 +7,7 @@ mod bad_input;
 mod bench_git;
 mod bench_team;
 mod claude_team_attach;
+mod claude_teams_under_crew;
 mod cli_init;
 mod cli_messages;
 mod cli_skills_memory;

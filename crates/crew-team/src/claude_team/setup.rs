@@ -151,7 +151,12 @@ pub fn undo(root: &Path) -> Result<Undone, SetupError> {
     for change in &record.changes {
         let now = get(&settings, &change.key);
         if now == change.after {
-            set(&settings_path, &mut settings, &change.key, change.before.clone())?;
+            set(
+                &settings_path,
+                &mut settings,
+                &change.key,
+                change.before.clone(),
+            )?;
             undone.restored.push(Change {
                 key: change.key.clone(),
                 before: now,
@@ -173,7 +178,9 @@ pub fn undo(root: &Path) -> Result<Undone, SetupError> {
     if settings == original {
         // Byte for byte as it was (or gone, when the setup created it).
         match &record.original {
-            Some(bytes) => write_atomic(&settings_path, bytes.as_bytes()).map_err(io(&settings_path))?,
+            Some(bytes) => {
+                write_atomic(&settings_path, bytes.as_bytes()).map_err(io(&settings_path))?
+            }
             None if settings_path.exists() => {
                 fs::remove_file(&settings_path).map_err(io(&settings_path))?;
                 undone.removed.push(settings_path.clone());
@@ -301,9 +308,16 @@ mod tests {
                 "CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS": "1"}})
         );
         let script = fs::read_to_string(root.join(LAUNCHER)).unwrap();
-        assert!(script.ends_with("exec '/opt/crew'\\''s/crew' cc-teammate \"$@\"\n"), "{script}");
+        assert!(
+            script.ends_with("exec '/opt/crew'\\''s/crew' cc-teammate \"$@\"\n"),
+            "{script}"
+        );
         // Twice is once.
-        assert!(apply(root, Path::new("/opt/crew's/crew")).unwrap().is_empty());
+        assert!(
+            apply(root, Path::new("/opt/crew's/crew"))
+                .unwrap()
+                .is_empty()
+        );
         let undone = undo(root).unwrap();
         assert_eq!(undone.restored.len(), 3);
         assert!(undone.kept.is_empty());
@@ -347,7 +361,10 @@ mod tests {
         for bad in ["[1]", "{not json", "{\"env\": \"x\"}"] {
             fs::write(root.join(SETTINGS), bad).unwrap();
             let err = apply(root, Path::new("/bin/crew")).unwrap_err().to_string();
-            assert!(err.contains("settings.local.json") && err.contains("nothing was changed"), "{err}");
+            assert!(
+                err.contains("settings.local.json") && err.contains("nothing was changed"),
+                "{err}"
+            );
             assert_eq!(fs::read_to_string(root.join(SETTINGS)).unwrap(), bad);
         }
     }

@@ -26,9 +26,7 @@ pub enum LaunchError {
     NoValue(&'static str),
     #[error("`{flag}` {value:?} is not a folder name")]
     BadName { flag: &'static str, value: String },
-    #[error(
-        "`--agent-id` {agent_id:?} is not `--agent-name`@`--team-name` ({name:?}@{team:?})"
-    )]
+    #[error("`--agent-id` {agent_id:?} is not `--agent-name`@`--team-name` ({name:?}@{team:?})")]
     Inconsistent {
         agent_id: String,
         name: String,
@@ -113,7 +111,8 @@ impl TeammateLaunch {
         let agent_id = agent_id.ok_or(LaunchError::Missing("--agent-id"))?;
         let name = folder_name("--agent-name", name)?;
         let team = folder_name("--team-name", team)?;
-        let parent_session_id = parent_session_id.ok_or(LaunchError::Missing("--parent-session-id"))?;
+        let parent_session_id =
+            parent_session_id.ok_or(LaunchError::Missing("--parent-session-id"))?;
         if agent_id != format!("{name}@{team}") {
             return Err(LaunchError::Inconsistent {
                 agent_id,
@@ -340,7 +339,10 @@ mod tests {
     fn a_launch_without_the_team_environment_is_shown() {
         let (args, _) = launches().remove(0);
         let launch = parse(&args, &[("CLAUDECODE".into(), "1".into())]).unwrap();
-        assert_eq!(launch.env_missing, vec!["CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS"]);
+        assert_eq!(
+            launch.env_missing,
+            vec!["CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS"]
+        );
         assert_eq!(launch.notes().len(), 1);
         assert!(launch.notes()[0].starts_with("CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS=1 is not set"));
     }
@@ -354,13 +356,24 @@ mod tests {
             out.drain(i..i + 2);
             out
         };
-        for flag in ["--agent-id", "--agent-name", "--team-name", "--parent-session-id"] {
+        for flag in [
+            "--agent-id",
+            "--agent-name",
+            "--team-name",
+            "--parent-session-id",
+        ] {
             let err = parse(&without(flag), &env).unwrap_err();
-            assert_eq!(err.to_string(), format!("Claude Code launched a teammate without `{flag}`"));
+            assert_eq!(
+                err.to_string(),
+                format!("Claude Code launched a teammate without `{flag}`")
+            );
         }
         let mut cut = args.clone();
         cut.truncate(cut.len() - 1);
-        assert_eq!(parse(&cut, &env).unwrap_err(), LaunchError::NoValue("--model"));
+        assert_eq!(
+            parse(&cut, &env).unwrap_err(),
+            LaunchError::NoValue("--model")
+        );
         let mut other = args.clone();
         other[3] = "worker9".into();
         assert!(matches!(
