@@ -239,9 +239,11 @@ mod tests {
     const SHIM_LOG: &str =
         include_str!("../../../../tests/fixtures/claude-team/teams-tmux/teammate-shim.log");
 
-    /// Each launch of the log: its arguments and its `NAME=value` variables.
-    fn launches() -> Vec<(Vec<String>, Vec<(String, String)>)> {
-        let mut out: Vec<(Vec<String>, Vec<(String, String)>)> = Vec::new();
+    /// One launch of the log: its arguments and its `NAME=value` variables.
+    type Launch = (Vec<String>, Vec<(String, String)>);
+
+    fn launches() -> Vec<Launch> {
+        let mut out: Vec<Launch> = Vec::new();
         for line in SHIM_LOG.lines() {
             if line.starts_with("=== ") {
                 out.push(Default::default());

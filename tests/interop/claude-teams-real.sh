@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Claude Code's own agent team under crew, with the real pinned Claude Code: `crew claude setup`
+# writes the repository's .claude/settings.local.json (nothing else tells Claude Code about teams
+# or tmux mode here), then an interactive lead runs in a private tmux server inside a private
+# network namespace with only loopback, against the scripted mock Anthropic API
+# (claude-teams-real.json): the lead spawns teammate worker1, which must be launched through
+# crew's launcher (`crew cc-teammate`, seen as the pane's start command and in its first screen),
+# run as Claude Code against the mock, and its SendMessage must reach the lead (the lead's next
+# request to the API carries worker1's message). Then `crew claude setup --undo` must leave no
+# settings file. Prints SKIP (exit 0) when npm, tmux or `unshare --net` is not available, PASS or
+# FAIL otherwise.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+VERSION=2.1.197
+TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
+CACHE=$TARGET/interop/claude-code
+CREW=$TARGET/debug/crew
+CLAUDE=$CACHE/node_modules/@anthropic-ai/claude-code-linux-x64/claude
+
+skip() { echo "SKIP claude-teams-real: $*"; exit 0; }
+command -v python3 >/dev/null || skip "python3 is not installed"
+command -v tmux >/dev/null || skip "tmux is not installed"
+unshare --net true 2>/dev/null || skip "cannot make a private network namespace (unshare --net)"
+if [ ! -x "$CLAUDE" ]; then
+  command -v npm >/dev/null || skip "npm is not installed"
+  mkdir -p "$CACHE"
+  (cd "$CACHE" && npm install --no-audit --no-fund --ignore-scripts \
+      "@anthropic-ai/claude-code@$VERSION" >npm.log 2>&1) ||
+    skip "npm could not install @anthropic-ai/claude-code@$VERSION (see $CACHE/npm.log)"
+  [ -x "$CLAUDE" ] || skip "the package has no linux-x64 binary at $CLAUDE"
+fi
+[ -x "$CREW" ] || (cd "$ROOT" && cargo build --quiet)
+
+WORK=$(mktemp -d)
+[ -n "${KEEP:-}" ] && echo "work folder: $WORK" || trap 'rm -rf "$WORK"' EXIT
+REPO=$WORK/repo
+mkdir -p "$WORK/home/.claude" "$WORK/log" "$REPO"
+git -C "$REPO" init -q -b main
+git -C "$REPO" -c user.email=t@t -c user.name=t commit -q --allow-empty -m init
+# Onboarding done, the mock's key accepted, the repository trusted: no start-up dialogs.
+cat >"$WORK/home/.claude.json" <<JSON
+{"hasCompletedOnboarding": true, "theme": "dark", "numStartups": 3, "lastOnboardingVersion": "$VERSION",
+ "customApiKeyResponses": {"approved": ["sk-test"], "rejected": []},
+ "projects": {"$REPO": {"hasTrustDialogAccepted": true, "hasCompletedProjectOnboarding": true, "allowedTools": []}}}
+JSON
+fail() { echo "FAIL claude-teams-real: $*"; for f in "$WORK"/screen-*.txt; do echo "--- $f"; cat "$f"; done 2>/dev/null;
+  tail -20 "$WORK/log/index.log" 2>/dev/null; exit 1; }
+(cd "$REPO" && "$CREW" claude setup) >"$WORK/setup.out" 2>&1 || fail "crew claude setup: $(cat "$WORK/setup.out")"
+grep -q 'teammateMode: set to "tmux"' "$WORK/setup.out" || fail "setup did not say it set teammateMode"
+LAUNCHER=$REPO/.crew/bin/cc-teammate
+
+export HERE REPO WORK CLAUDE
+unshare --net bash -c '
+set -uo pipefail
+ip link set lo up
+python3 "$HERE/mock_anthropic.py" 8765 "$WORK/log" "$HERE/claude-teams-real.json" >"$WORK/mock.out" 2>&1 &
+MOCK=$!
+for i in $(seq 50); do (exec 3<>/dev/tcp/127.0.0.1/8765) 2>/dev/null && break; sleep 0.1; done
+export HOME="$WORK/home" PATH="$(dirname "$CLAUDE"):$PATH" TERM=xterm-256color \
+  ANTHROPIC_BASE_URL=http://127.0.0.1:8765 ANTHROPIC_API_KEY=sk-test DISABLE_TELEMETRY=1 \
+  CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1 DISABLE_ERROR_REPORTING=1
+unset TMUX TMUX_PANE CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS CLAUDE_CODE_TEAMMATE_COMMAND
+SOCK=$WORK/tmux.sock
+tm() { tmux -S "$SOCK" "$@"; }
+tm -f /dev/null new-session -d -s main -x 200 -y 50 "cd $REPO && exec claude"
+screen() { tm capture-pane -p -t "$1" 2>/dev/null; }
+ready=""
+for i in $(seq 60); do
+  sleep 1
+  s=$(screen main)
+  if echo "$s" | grep -qE "trust this folder|Yes, I trust|Yes, proceed"; then tm send-keys -t main Enter; continue; fi
+  if echo "$s" | grep -qE "Detected a custom API key|use this API key"; then tm send-keys -t main Up Enter; continue; fi
+  if echo "$s" | grep -qE "for shortcuts|\? for help|Try \""; then ready=1; break; fi
+done
+[ -n "$ready" ] || { screen main >"$WORK/screen-lead-not-ready.txt"; }
+tm send-keys -t main -l "LEAD-START: one teammate please"; sleep 0.5; tm send-keys -t main Enter
+# Answer the prompts of the lead (spawning a teammate may ask), and keep what the panes show.
+for i in $(seq 90); do
+  sleep 1
+  for p in $(tm list-panes -a -F "#{pane_id}"); do
+    s=$(screen "$p")
+    echo "$s" >"$WORK/screen-$p.txt"
+    [ -f "$WORK/first-$p.txt" ] || echo "$s" >"$WORK/first-$p.txt"
+    if echo "$s" | grep -qE "Do you want to|Allow " && echo "$s" | grep -qE "1\. Yes"; then tm send-keys -t "$p" Enter; fi
+  done
+  tm list-panes -a -F "#{pane_id} #{pane_start_command}" >"$WORK/panes.txt" 2>/dev/null
+  grep -rl "WORKER1-REPORT" "$WORK/log" 2>/dev/null | xargs -r grep -l "LEAD-START" 2>/dev/null | grep -q . && break
+done
+sleep 2
+tm list-panes -a -F "#{pane_id} #{pane_start_command}" >>"$WORK/panes.txt" 2>/dev/null
+tm kill-server 2>/dev/null
+kill $MOCK 2>/dev/null
+exit 0
+'
+grep -q "$LAUNCHER" "$WORK/panes.txt" || fail "no pane was started with crew's launcher: $(cat "$WORK/panes.txt")"
+cat "$WORK"/first-*.txt | grep -q "crew cc-teammate: worker1 of team session-.* runs Claude Code $VERSION" ||
+  fail "the teammate pane does not show crew checking the launch"
+grep -rl "WORKER1-PROMPT" "$WORK/log" | xargs -r grep -L "LEAD-START" | grep -q . ||
+  fail "worker1 never asked the API (it did not run as Claude Code)"
+grep -rl "WORKER1-REPORT" "$WORK/log" | xargs -r grep -l "LEAD-START" | grep -q . ||
+  fail "worker1's message never reached the lead"
+echo "PASS claude-teams-real (launch): the real lead launched worker1 through $LAUNCHER; it ran as Claude Code $VERSION and its message reached the lead"
+(cd "$REPO" && "$CREW" claude setup --undo) >"$WORK/undo.out" 2>&1 || fail "undo: $(cat "$WORK/undo.out")"
+[ ! -e "$REPO/.claude/settings.local.json" ] || fail "undo left $(cat "$REPO/.claude/settings.local.json")"
+[ ! -e "$LAUNCHER" ] || fail "undo left the launcher"
+echo "PASS claude-teams-real (undo): the settings file the setup created is gone again"
