@@ -56,7 +56,8 @@ fn claude_home(dir: &Path, lead_version: &str) -> PathBuf {
     home
 }
 
-/// A stand-in `claude` at `version`: logs its arguments, two variables and its pid, exits 7.
+/// A stand-in `claude` at `version`: logs its parent's pid, its folder, two variables and its
+/// arguments, writes `made-by-teammate.txt` where it runs, exits 7.
 fn stand_in(dir: &Path, version: &str) -> PathBuf {
     let bin = dir.join("bin");
     fs::create_dir_all(&bin).unwrap();
@@ -65,7 +66,7 @@ fn stand_in(dir: &Path, version: &str) -> PathBuf {
         &path,
         format!(
             "#!/bin/sh\nif [ \"$1\" = --version ]; then echo '{version} (Claude Code)'; exit 0; fi\n\
-             {{ echo \"pid=$$\"; echo \"key=$ANTHROPIC_API_KEY\"; echo \"teams=$CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS\"; \
+             echo made > made-by-teammate.txt\n{{ echo \"ppid=$PPID\"; echo \"cwd=$PWD\"; echo \"key=$ANTHROPIC_API_KEY\"; echo \"teams=$CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS\"; \
              for a in \"$@\"; do echo \"ARG: $a\"; done; }} > \"{}\"\nexit 7\n",
             dir.join("claude-ran.log").display()
         ),
@@ -111,9 +112,45 @@ fn lead_inbox(home: &Path) -> Vec<Value> {
     serde_json::from_slice(&fs::read(path).unwrap()).unwrap()
 }
 
+/// `repo` with one commit on main, as a lead's repository has.
+fn committed(repo: &Repo) {
+    let ok = Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "init",
+        ])
+        .current_dir(repo.path())
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+}
+
+fn git(repo: &Repo, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(repo.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 #[test]
-fn setup_launches_teammates_through_crew_and_undo_puts_everything_back() {
+fn setup_launches_each_teammate_in_its_own_worktree_and_undo_puts_everything_back() {
     let repo = Repo::git();
+    committed(&repo);
     let out = repo.ok(&["claude", "setup"]);
     assert!(
         out.contains("teammateMode: set to \"tmux\" (was unset)"),
@@ -138,22 +175,65 @@ fn setup_launches_teammates_through_crew_and_undo_puts_everything_back() {
     let bin = stand_in(scratch.path(), "2.1.197");
     let args = recorded_args();
     let (run, pid) = launch(&launcher, repo.path(), &home, &bin, &args);
-    // The teammate's process is `claude` itself: the lead sees it run and end as its own.
+    // crew ends as the teammate's `claude` did: the lead sees its teammate stop as it would.
     assert_eq!(run.code, 7, "{}", run.stderr);
+    let worktree = repo.join(".worktrees/worker1");
     assert!(
+        run.stderr.contains(&format!(
+            "worker1 of team session-dd379740 runs Claude Code 2.1.197 in {} (branch crew/worker1)",
+            worktree.display()
+        )),
+        "{}",
         run.stderr
-            .contains("worker1 of team session-dd379740 runs Claude Code 2.1.197")
     );
     let ran = fs::read_to_string(scratch.path().join("claude-ran.log")).unwrap();
     let mut lines = ran.lines();
-    assert_eq!(lines.next(), Some(format!("pid={pid}").as_str()));
+    // The pane's process (crew) is the parent of the teammate's `claude`.
+    assert_eq!(lines.next(), Some(format!("ppid={pid}").as_str()));
+    assert_eq!(
+        lines.next(),
+        Some(format!("cwd={}", worktree.canonicalize().unwrap().display()).as_str())
+    );
     // The key reaches Claude Code (crew seals keys away from its own processes only).
     assert_eq!(lines.next(), Some("key=sk-test-teammate"));
     assert_eq!(lines.next(), Some("teams=1"));
     let passed: Vec<&str> = lines.filter_map(|l| l.strip_prefix("ARG: ")).collect();
     assert_eq!(passed, args.iter().map(String::as_str).collect::<Vec<_>>());
 
-    // Arguments of a later Claude Code are shown and passed on, never fatal.
+    // Its work is not in the lead's checkout: it is a commit on its branch, kept and said.
+    assert!(!repo.join("made-by-teammate.txt").exists());
+    assert_eq!(
+        git(&repo, &["show", "crew/worker1:made-by-teammate.txt"]),
+        "made\n"
+    );
+    assert!(
+        git(&repo, &["log", "-1", "--format=%s", "crew/worker1"])
+            .starts_with("worker1: work of Claude Code teammate worker1@session-dd379740")
+    );
+    assert!(
+        run.stderr.contains("worker1's work is kept as commit"),
+        "{}",
+        run.stderr
+    );
+    let told = lead_inbox(&home);
+    assert_eq!(told.len(), 1);
+    assert_eq!(told[0]["from"], "worker1");
+    assert!(
+        told[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("on branch crew/worker1")
+    );
+    let log = fs::read_to_string(repo.join(".crew/logs/cc-teammates.log")).unwrap();
+    assert!(log.contains("worker1's work is kept as commit"), "{log}");
+    let status = git(&repo, &["status", "--porcelain"]);
+    assert!(
+        !status.contains(".worktrees") && !status.contains(".crew"),
+        "the worktrees stay out of git status: {status}"
+    );
+
+    // Arguments of a later Claude Code are shown and passed on, never fatal; a second run of
+    // the same teammate goes on in its worktree.
     let mut more = args.clone();
     more.extend(["--effort".to_string(), "high".to_string()]);
     let (run, _) = launch(&launcher, repo.path(), &home, &bin, &more);
@@ -162,8 +242,25 @@ fn setup_launches_teammates_through_crew_and_undo_puts_everything_back() {
         run.stderr
             .contains("arguments crew does not know, passed on: --effort high")
     );
+    assert!(
+        run.stderr.contains("worker1 left nothing uncommitted"),
+        "{}",
+        run.stderr
+    );
     let ran = fs::read_to_string(scratch.path().join("claude-ran.log")).unwrap();
     assert!(ran.ends_with("ARG: --effort\nARG: high\n"), "{ran}");
+
+    // Outside a repository the teammate runs in the lead's folder, as Claude Code would run it.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let (run, _) = launch(&launcher, elsewhere.path(), &home, &bin, &args);
+    assert_eq!(run.code, 7);
+    assert!(
+        run.stderr
+            .contains("in the lead's folder (no worktree of its own"),
+        "{}",
+        run.stderr
+    );
+    assert!(elsewhere.path().join("made-by-teammate.txt").exists());
 
     let out = repo.ok(&["claude", "setup", "--undo"]);
     assert!(

@@ -5,9 +5,11 @@
 # network namespace with only loopback, against the scripted mock Anthropic API
 # (claude-teams-real.json): the lead spawns teammate worker1, which must be launched through
 # crew's launcher (`crew cc-teammate`, seen as the pane's start command and in its first screen),
-# run as Claude Code against the mock, and its SendMessage must reach the lead (the lead's next
-# request to the API carries worker1's message). Then `crew claude setup --undo` must leave no
-# settings file. Prints SKIP (exit 0) when npm, tmux or `unshare --net` is not available, PASS or
+# run as Claude Code against the mock in its own worktree (.worktrees/worker1), write a file with
+# Bash (its permission prompt answered where Claude Code shows it), and its SendMessage must reach
+# the lead (the lead's next request to the API carries worker1's message). When the tmux server
+# ends, worker1's file must be a commit on branch crew/worker1 and not in the lead's checkout.
+# Then `crew claude setup --undo` must leave no settings file. Prints SKIP (exit 0) when npm, tmux or `unshare --net` is not available, PASS or
 # FAIL otherwise.
 set -euo pipefail
 NAME=claude-teams-real
@@ -64,7 +66,8 @@ for i in $(seq 90); do
     s=$(screen "$p")
     echo "$s" >"$WORK/screen-$p.txt"
     [ -f "$WORK/first-$p.txt" ] || echo "$s" >"$WORK/first-$p.txt"
-    if echo "$s" | grep -qE "Do you want to|Allow " && echo "$s" | grep -qE "1\. Yes"; then tm send-keys -t "$p" Enter; fi
+    if echo "$s" | grep -qE "Do you want to|Allow " && echo "$s" | grep -qE "1\. Yes"; then
+      tm send-keys -t "$p" Enter; echo "$p $(date +%T) answered" >>"$WORK/answered.txt"; cp "$WORK/screen-$p.txt" "$WORK/prompt-$p-$i.txt"; fi
   done
   tm list-panes -a -F "#{pane_id} #{pane_start_command}" >"$WORK/panes.txt" 2>/dev/null
   grep -rl "WORKER1-REPORT" "$WORK/log" 2>/dev/null | xargs -r grep -l "LEAD-START" 2>/dev/null | grep -q . && break
@@ -72,6 +75,9 @@ done
 sleep 2
 tm list-panes -a -F "#{pane_id} #{pane_start_command}" >>"$WORK/panes.txt" 2>/dev/null
 tm kill-server 2>/dev/null
+# The teammate keeps its work when its pane goes: give crew the moment it takes.
+for i in $(seq 20); do git -C "$REPO" rev-parse -q --verify crew/worker1 >/dev/null && \
+  [ "$(git -C "$REPO" rev-list --count main..crew/worker1)" != 0 ] && break; sleep 0.5; done
 kill $MOCK 2>/dev/null
 exit 0
 '
@@ -83,6 +89,10 @@ grep -rl "WORKER1-PROMPT" "$WORK/log" | xargs -r grep -L "LEAD-START" | grep -q 
 grep -rl "WORKER1-REPORT" "$WORK/log" | xargs -r grep -l "LEAD-START" | grep -q . ||
   fail "worker1's message never reached the lead"
 echo "PASS claude-teams-real (launch): the real lead launched worker1 through $LAUNCHER; it ran as Claude Code $VERSION and its message reached the lead"
+[ ! -e "$REPO/worker1.txt" ] || fail "worker1 wrote into the lead's checkout"
+[ "$(git -C "$REPO" show crew/worker1:worker1.txt 2>/dev/null)" = from-worker1 ] ||
+  fail "worker1's file is not a commit on crew/worker1: $(cat "$REPO/.crew/logs/cc-teammates.log" 2>/dev/null)"
+echo "PASS claude-teams-real (worktree): worker1 worked in its own worktree; its file is a commit on crew/worker1, not in the lead's checkout"
 (cd "$REPO" && "$CREW" claude setup --undo) >"$WORK/undo.out" 2>&1 || fail "undo: $(cat "$WORK/undo.out")"
 [ ! -e "$REPO/.claude/settings.local.json" ] || fail "undo left $(cat "$REPO/.claude/settings.local.json")"
 [ ! -e "$LAUNCHER" ] || fail "undo left the launcher"

@@ -183,6 +183,11 @@ impl TeammateLaunch {
         out
     }
 
+    /// The teammate's crew name (its worktree's and branch's): its Claude Code name made valid.
+    pub fn crew_name(&self) -> crew_store::AgentName {
+        super::files::crew_name(&self.name)
+    }
+
     /// The Claude Code version of the lead, when its session file (in `claude_home`) says.
     pub fn lead_version(&self, claude_home: &Path) -> Option<String> {
         super::lead_version(claude_home, &self.parent_session_id)
