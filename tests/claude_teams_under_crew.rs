@@ -14,6 +14,7 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 use crate::support::{Repo, Run};
+use crew_test_support::git::git_cli;
 
 const TEAM: &str = "session-dd379740";
 const LEAD_SESSION: &str = "dd379740-b5fa-4cdf-85c2-79d5c9d1275d";
@@ -112,45 +113,16 @@ fn lead_inbox(home: &Path) -> Vec<Value> {
     serde_json::from_slice(&fs::read(path).unwrap()).unwrap()
 }
 
-/// `repo` with one commit on main, as a lead's repository has.
-fn committed(repo: &Repo) {
-    let ok = Command::new("git")
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-q",
-            "--allow-empty",
-            "-m",
-            "init",
-        ])
-        .current_dir(repo.path())
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok);
-}
-
+/// `git ARGS` in `repo`; its stdout.
 fn git(repo: &Repo, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(repo.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    git_cli(Path::new("git"), repo.path(), args)
 }
 
 #[test]
 fn setup_launches_each_teammate_in_its_own_worktree_and_undo_puts_everything_back() {
     let repo = Repo::git();
-    committed(&repo);
+    // A lead's repository has a commit to branch from.
+    git(&repo, &["commit", "-q", "--allow-empty", "-m", "init"]);
     let out = repo.ok(&["claude", "setup"]);
     assert!(
         out.contains("teammateMode: set to \"tmux\" (was unset)"),
