@@ -8,6 +8,7 @@ mod bench_git;
 mod bench_queue;
 mod bench_team;
 mod claude_team_attach;
+mod claude_teams_under_crew;
 mod cli_init;
 mod cli_messages;
 mod cli_skills_memory;

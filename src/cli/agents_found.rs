@@ -133,7 +133,7 @@ fn cli(bin: &str, supported: fn(&str) -> bool, wanted: &str) -> Cli {
     }
 }
 
-fn on_path(bin: &str) -> Option<PathBuf> {
+pub(crate) fn on_path(bin: &str) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
@@ -145,7 +145,7 @@ fn on_path(bin: &str) -> Option<PathBuf> {
 }
 
 /// The first word of `path --version`'s output that reads as a version (`2.1.197`).
-fn version_of(path: &Path) -> Result<String, String> {
+pub(crate) fn version_of(path: &Path) -> Result<String, String> {
     let mut child = Command::new(path)
         .arg("--version")
         .stdin(Stdio::null())

@@ -85,6 +85,30 @@ pub enum Command {
     /// Internal: run a command confined by a sandbox policy (crew wraps agents' commands in it).
     #[command(name = "sandbox-exec", hide = true)]
     SandboxExec(SandboxExecArgs),
+    /// Claude Code's own agent teams with crew: `setup` this repository (or `setup --undo`).
+    #[command(subcommand)]
+    Claude(ClaudeCommand),
+    /// Internal: what a Claude Code lead launches for a teammate (CLAUDE_CODE_TEAMMATE_COMMAND).
+    #[command(name = "cc-teammate", hide = true)]
+    CcTeammate(CcTeammateArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ClaudeCommand {
+    /// Make a Claude Code lead in this repository launch its teammates through crew: writes
+    /// `teammateMode` and `env` into .claude/settings.local.json (this repository only).
+    Setup {
+        /// Put back exactly what the setup changed (settings changed since are left).
+        #[arg(long)]
+        undo: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct CcTeammateArgs {
+    /// Claude Code's teammate arguments (`--agent-id NAME@TEAM --agent-name NAME ...`), all kept.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+    pub args: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -7,6 +7,8 @@ mod agents_found;
 mod args;
 mod attach;
 mod attach_claude;
+mod cc_teammate;
+mod claude_setup;
 mod demo;
 mod exit;
 mod graph_text;
@@ -63,6 +65,8 @@ pub fn main() -> ExitCode {
             }
             return ExitCode::from(ended.code);
         }
+        // Before the keys are sealed: the teammate's `claude` needs them as Claude Code gave them.
+        Some(Command::CcTeammate(args)) => return cc_teammate::run(&args.args),
         command => Cli { command, ..cli },
     };
     // Before any thread starts: the keys leave the environment, and no process of ours can be
@@ -99,6 +103,7 @@ fn only_prints(command: Option<&Command>) -> bool {
                 | Command::Mcp(_)
                 | Command::Attach(_)
                 | Command::SandboxExec(_)
+                | Command::CcTeammate(_)
         )
     )
 }
@@ -151,6 +156,11 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         ),
         Command::Attach(args::AttachCommand::Claude { team, ui }) => {
             attach_claude::claude(team.as_deref(), ui)
+        }
+        Command::Claude(args::ClaudeCommand::Setup { undo }) => claude_setup::run(&start, undo),
+        Command::CcTeammate(args) => {
+            // Handled in `main` before anything else runs; here only for completeness.
+            anyhow::bail!("cc-teammate {:?} must be the whole command line", args.args)
         }
     }
 }

@@ -73,5 +73,9 @@ fn acts_for_the_team(command: Option<&Command>) -> Option<&'static str> {
         Command::Mcp(_) => None,
         // Answers teammates' permission requests for the person.
         Command::Attach(_) => Some("attach"),
+        // Changes how the person's Claude Code launches teammates.
+        Command::Claude(_) => Some("claude setup"),
+        // Run by `cli::main` before this check; it starts Claude Code as Claude Code asked.
+        Command::CcTeammate(_) => None,
     }
 }

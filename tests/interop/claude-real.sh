@@ -12,26 +12,8 @@
 # First of all, `crew init --yes` with that CLI on PATH must pick Claude Code for the team.
 # Prints SKIP (exit 0) when npm or `unshare --net` is not available, PASS or FAIL otherwise.
 set -euo pipefail
-HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
-VERSION=2.1.197
-TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
-CACHE=$TARGET/interop/claude-code
-CREW=$TARGET/debug/crew
-CLAUDE=$CACHE/node_modules/@anthropic-ai/claude-code-linux-x64/claude
-
-skip() { echo "SKIP claude-real: $*"; exit 0; }
-command -v python3 >/dev/null || skip "python3 is not installed"
-unshare --net true 2>/dev/null || skip "cannot make a private network namespace (unshare --net)"
-if [ ! -x "$CLAUDE" ]; then
-  command -v npm >/dev/null || skip "npm is not installed"
-  mkdir -p "$CACHE"
-  (cd "$CACHE" && npm install --no-audit --no-fund --ignore-scripts \
-      "@anthropic-ai/claude-code@$VERSION" >npm.log 2>&1) ||
-    skip "npm could not install @anthropic-ai/claude-code@$VERSION (see $CACHE/npm.log)"
-  [ -x "$CLAUDE" ] || skip "the package has no linux-x64 binary at $CLAUDE"
-fi
-[ -x "$CREW" ] || (cd "$ROOT" && cargo build --quiet)
+NAME=claude-real
+. "$(dirname "$0")/pinned-claude.sh"
 
 WORK=$(mktemp -d)
 [ -n "${KEEP:-}" ] && echo "work folder: $WORK" || trap 'rm -rf "$WORK"' EXIT

@@ -13,6 +13,8 @@
 
 pub(crate) mod files;
 mod inbox_write;
+pub mod setup;
+pub mod teammate;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fs;

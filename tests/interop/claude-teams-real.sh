@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Claude Code's own agent team under crew, with the real pinned Claude Code: `crew claude setup`
+# writes the repository's .claude/settings.local.json (nothing else tells Claude Code about teams
+# or tmux mode here), then an interactive lead runs in a private tmux server inside a private
+# network namespace with only loopback, against the scripted mock Anthropic API
+# (claude-teams-real.json): the lead spawns teammate worker1, which must be launched through
+# crew's launcher (`crew cc-teammate`, seen as the pane's start command and in its first screen),
+# run as Claude Code against the mock in its own worktree (.worktrees/worker1), write a file with
+# Bash (its permission prompt answered where Claude Code shows it), and its SendMessage must reach
+# the lead (the lead's next request to the API carries worker1's message). When the tmux server
+# ends, worker1's file must be a commit on branch crew/worker1 and not in the lead's checkout.
+# Then `crew claude setup --undo` must leave no settings file. Prints SKIP (exit 0) when npm, tmux or `unshare --net` is not available, PASS or
+# FAIL otherwise.
+set -euo pipefail
+NAME=claude-teams-real
+. "$(dirname "$0")/pinned-claude.sh"
+command -v tmux >/dev/null || skip "tmux is not installed"
+
+WORK=$(mktemp -d)
+[ -n "${KEEP:-}" ] && echo "work folder: $WORK" || trap 'rm -rf "$WORK"' EXIT
+REPO=$WORK/repo
+mkdir -p "$WORK/home/.claude" "$WORK/log" "$REPO"
+git -C "$REPO" init -q -b main
+git -C "$REPO" -c user.email=t@t -c user.name=t commit -q --allow-empty -m init
+# Onboarding done, the mock's key accepted, the repository trusted: no start-up dialogs.
+cat >"$WORK/home/.claude.json" <<JSON
+{"hasCompletedOnboarding": true, "theme": "dark", "numStartups": 3, "lastOnboardingVersion": "$VERSION",
+ "customApiKeyResponses": {"approved": ["sk-test"], "rejected": []},
+ "projects": {"$REPO": {"hasTrustDialogAccepted": true, "hasCompletedProjectOnboarding": true, "allowedTools": []}}}
+JSON
+fail() { echo "FAIL claude-teams-real: $*"; for f in "$WORK"/screen-*.txt; do echo "--- $f"; cat "$f"; done 2>/dev/null;
+  tail -20 "$WORK/log/index.log" 2>/dev/null; exit 1; }
+(cd "$REPO" && "$CREW" claude setup) >"$WORK/setup.out" 2>&1 || fail "crew claude setup: $(cat "$WORK/setup.out")"
+grep -q 'teammateMode: set to "tmux"' "$WORK/setup.out" || fail "setup did not say it set teammateMode"
+LAUNCHER=$REPO/.crew/bin/cc-teammate
+
+export HERE REPO WORK CLAUDE
+unshare --net bash -c '
+set -uo pipefail
+ip link set lo up
+python3 "$HERE/mock_anthropic.py" 8765 "$WORK/log" "$HERE/claude-teams-real.json" >"$WORK/mock.out" 2>&1 &
+MOCK=$!
+for i in $(seq 50); do (exec 3<>/dev/tcp/127.0.0.1/8765) 2>/dev/null && break; sleep 0.1; done
+export HOME="$WORK/home" PATH="$(dirname "$CLAUDE"):$PATH" TERM=xterm-256color \
+  ANTHROPIC_BASE_URL=http://127.0.0.1:8765 ANTHROPIC_API_KEY=sk-test DISABLE_TELEMETRY=1 \
+  CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1 DISABLE_ERROR_REPORTING=1
+unset TMUX TMUX_PANE CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS CLAUDE_CODE_TEAMMATE_COMMAND
+SOCK=$WORK/tmux.sock
+tm() { tmux -S "$SOCK" "$@"; }
+tm -f /dev/null new-session -d -s main -x 200 -y 50 "cd $REPO && exec claude"
+screen() { tm capture-pane -p -t "$1" 2>/dev/null; }
+ready=""
+for i in $(seq 60); do
+  sleep 1
+  s=$(screen main)
+  if echo "$s" | grep -qE "trust this folder|Yes, I trust|Yes, proceed"; then tm send-keys -t main Enter; continue; fi
+  if echo "$s" | grep -qE "Detected a custom API key|use this API key"; then tm send-keys -t main Up Enter; continue; fi
+  if echo "$s" | grep -qE "for shortcuts|\? for help|Try \""; then ready=1; break; fi
+done
+[ -n "$ready" ] || { screen main >"$WORK/screen-lead-not-ready.txt"; }
+tm send-keys -t main -l "LEAD-START: one teammate please"; sleep 0.5; tm send-keys -t main Enter
+# Answer the prompts of the lead (spawning a teammate may ask), and keep what the panes show.
+for i in $(seq 90); do
+  sleep 1
+  for p in $(tm list-panes -a -F "#{pane_id}"); do
+    s=$(screen "$p")
+    echo "$s" >"$WORK/screen-$p.txt"
+    [ -f "$WORK/first-$p.txt" ] || echo "$s" >"$WORK/first-$p.txt"
+    if echo "$s" | grep -qE "Do you want to|Allow " && echo "$s" | grep -qE "1\. Yes"; then
+      tm send-keys -t "$p" Enter; echo "$p $(date +%T) answered" >>"$WORK/answered.txt"; cp "$WORK/screen-$p.txt" "$WORK/prompt-$p-$i.txt"; fi
+  done
+  tm list-panes -a -F "#{pane_id} #{pane_start_command}" >"$WORK/panes.txt" 2>/dev/null
+  grep -rl "WORKER1-REPORT" "$WORK/log" 2>/dev/null | xargs -r grep -l "LEAD-START" 2>/dev/null | grep -q . && break
+done
+sleep 2
+tm list-panes -a -F "#{pane_id} #{pane_start_command}" >>"$WORK/panes.txt" 2>/dev/null
+tm kill-server 2>/dev/null
+# The teammate keeps its work when its pane goes: give crew the moment it takes.
+for i in $(seq 20); do git -C "$REPO" rev-parse -q --verify crew/worker1 >/dev/null && \
+  [ "$(git -C "$REPO" rev-list --count main..crew/worker1)" != 0 ] && break; sleep 0.5; done
+kill $MOCK 2>/dev/null
+exit 0
+'
+grep -q "$LAUNCHER" "$WORK/panes.txt" || fail "no pane was started with crew's launcher: $(cat "$WORK/panes.txt")"
+cat "$WORK"/first-*.txt | grep -q "crew cc-teammate: worker1 of team session-.* runs Claude Code $VERSION" ||
+  fail "the teammate pane does not show crew checking the launch"
+grep -rl "WORKER1-PROMPT" "$WORK/log" | xargs -r grep -L "LEAD-START" | grep -q . ||
+  fail "worker1 never asked the API (it did not run as Claude Code)"
+grep -rl "WORKER1-REPORT" "$WORK/log" | xargs -r grep -l "LEAD-START" | grep -q . ||
+  fail "worker1's message never reached the lead"
+echo "PASS claude-teams-real (launch): the real lead launched worker1 through $LAUNCHER; it ran as Claude Code $VERSION and its message reached the lead"
+[ ! -e "$REPO/worker1.txt" ] || fail "worker1 wrote into the lead's checkout"
+[ "$(git -C "$REPO" show crew/worker1:worker1.txt 2>/dev/null)" = from-worker1 ] ||
+  fail "worker1's file is not a commit on crew/worker1: $(cat "$REPO/.crew/logs/cc-teammates.log" 2>/dev/null)"
+echo "PASS claude-teams-real (worktree): worker1 worked in its own worktree; its file is a commit on crew/worker1, not in the lead's checkout"
+(cd "$REPO" && "$CREW" claude setup --undo) >"$WORK/undo.out" 2>&1 || fail "undo: $(cat "$WORK/undo.out")"
+[ ! -e "$REPO/.claude/settings.local.json" ] || fail "undo left $(cat "$REPO/.claude/settings.local.json")"
+[ ! -e "$LAUNCHER" ] || fail "undo left the launcher"
+echo "PASS claude-teams-real (undo): the settings file the setup created is gone again"
