@@ -110,8 +110,8 @@ fn print_list(project: &Project, state: &QueueState) {
     for run in &state.runs[shown..] {
         println!("  {}", run_line(run));
     }
-    if let Some(rate) = state.throughput_per_hour() {
-        println!("throughput: {rate:.1} tasks merged per hour of testing");
+    if let Some(throughput) = state.throughput_text() {
+        println!("throughput: {throughput}");
     }
 }
 

@@ -154,6 +154,30 @@ impl QueueState {
         (millis > 0).then(|| merged as f64 * 3_600_000.0 / millis as f64)
     }
 
+    /// The throughput for a person: what merged for how much testing, and the hourly rate once
+    /// there has been a minute of testing (a rate from a few quick runs means nothing).
+    pub fn throughput_text(&self) -> Option<String> {
+        let merged = self
+            .entries
+            .iter()
+            .filter(|e| e.state == EntryState::Merged)
+            .count();
+        let millis: u64 = self.runs.iter().map(|r| r.millis).sum();
+        if self.runs.is_empty() {
+            return None;
+        }
+        let mut text = format!(
+            "{merged} merged for {:.1} s of testing",
+            millis as f64 / 1000.0
+        );
+        if millis >= 60_000
+            && let Some(rate) = self.throughput_per_hour()
+        {
+            text.push_str(&format!(" ({rate:.1} per hour)"));
+        }
+        Some(text)
+    }
+
     fn prune(&mut self) {
         let finished = self.entries.iter().filter(|e| !e.state.is_active()).count();
         let mut extra = finished.saturating_sub(KEEP_FINISHED);

@@ -60,6 +60,7 @@ fn review_lines(state: &AppState, selected: usize) -> Vec<Line<'static>> {
         &[
             (Action::Open, "diff"),
             (Action::Merge, "merge"),
+            (Action::Always, "queue"),
             (Action::SendBack, "send back"),
             (Action::Discard, "discard"),
         ],

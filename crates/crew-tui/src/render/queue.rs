@@ -76,17 +76,17 @@ pub fn render(state: &AppState, view: &QueueView, frame: &mut Frame, area: Rect)
 fn hint_line(state: &AppState) -> Line<'static> {
     let theme = &state.theme;
     let spans: Vec<Span> = [
-        Action::QueuePause,
-        Action::QueueRemove,
-        Action::QueueRetry,
-        Action::Back,
+        (Action::QueuePause, "pause / resume"),
+        (Action::QueueRemove, "remove"),
+        (Action::QueueRetry, "retry"),
+        (Action::Back, "back"),
     ]
     .iter()
-    .flat_map(|a| {
+    .flat_map(|(a, label)| {
         let key = state.keymap.key_for(Mode::Queue, *a).unwrap_or_default();
         [
             Span::styled(format!(" {key} "), theme.style("approval.key")),
-            Span::styled(format!(" {} ", a.name()), theme.style("dim")),
+            Span::styled(format!(" {label} "), theme.style("dim")),
         ]
     })
     .collect();
@@ -153,8 +153,8 @@ fn runs_line(snapshot: &QueueSnapshot) -> String {
     if let Some(last) = queue.runs.last() {
         text.push_str(&format!(" · last: {}", run_text(last)));
     }
-    if let Some(rate) = queue.throughput_per_hour() {
-        text.push_str(&format!(" · {rate:.1} tasks merged per hour of testing"));
+    if let Some(throughput) = queue.throughput_text() {
+        text.push_str(&format!(" · {throughput}"));
     }
     text
 }
