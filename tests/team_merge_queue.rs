@@ -378,3 +378,23 @@ fn a_hostile_teammate_cannot_approve_pause_remove_or_rewrite_the_queue() {
         "the queue's file is unchanged"
     );
 }
+
+#[test]
+fn reviews_approved_one_after_the_other_are_tested_together() {
+    // The person on the screen approves one review, then the next: the queue waits a moment
+    // for a batch that is not full, so both are tested in one run (not paused, not at once).
+    let team = team("echo 'tests pass'\n", 3);
+    let _up = start(&team, &[("sub: one", "alice"), ("mul: two", "bob")]);
+    wait_review(&team, "task_1");
+    wait_review(&team, "task_2");
+    for id in ["task_1", "task_2"] {
+        let said = team.repo.ok(&["review", "approve", id]);
+        assert!(said.contains("approved into the merge queue"), "{said}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    team.wait_task("task_1", "completed", WAIT);
+    team.wait_task("task_2", "completed", WAIT);
+    let runs = runs(&team);
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["tasks"], serde_json::json!(["task_1", "task_2"]));
+}

@@ -42,6 +42,11 @@ impl<T: Clone + PartialEq> Bisection<T> {
         }
     }
 
+    /// Whether a red set is being bisected (its next run is decided, not gathered).
+    pub fn bisecting(&self) -> bool {
+        self.red.is_some()
+    }
+
     /// The next step for the tasks `waiting` (in queue order) on the base at `base`. What was
     /// known red counts only while the base is the one it was red on and the queue still starts
     /// with the red set (the person may have removed or added a task in between).

@@ -49,6 +49,8 @@ pub struct QueueRunner {
 
 /// How long an idle queue waits before it looks again.
 const IDLE: Duration = Duration::from_millis(400);
+/// How long a batch that is not full waits after an approval for the next one.
+const GATHER: Duration = Duration::from_secs(3);
 
 impl QueueRunner {
     pub fn start(workspace: Workspace, config: Arc<TeamConfig>) -> QueueRunner {
@@ -165,6 +167,9 @@ impl Queue {
             return Ok(false);
         }
         let waiting: Vec<TaskId> = state.active().map(|e| e.id).collect();
+        if self.gathering(&state) {
+            return Ok(false);
+        }
         let base = trees.base_head(self.base_branch())?;
         match self.bisection.next(&waiting, &base) {
             Step::Idle => Ok(false),
@@ -182,6 +187,25 @@ impl Queue {
                 Ok(true)
             }
         }
+    }
+
+    /// A batch not yet full whose last task was approved moments ago waits for `GATHER`: a
+    /// person approving reviews one key at a time gets them tested together, not one by one.
+    fn gathering(&self, state: &QueueState) -> bool {
+        let batch = self.config.merge_queue.batch;
+        let waiting: Vec<&QueueEntry> = state
+            .active()
+            .filter(|e| e.state == EntryState::Waiting)
+            .collect();
+        if batch < 2 || waiting.is_empty() || waiting.len() >= batch || self.bisection.bisecting() {
+            return false;
+        }
+        waiting.iter().any(|e| {
+            humantime::parse_rfc3339_weak(&e.approved_at)
+                .ok()
+                .and_then(|at| at.elapsed().ok())
+                .is_some_and(|age| age < GATHER)
+        })
     }
 
     /// Brings the queue in line with the tasks: entries whose task left review (sent back,
