@@ -35,7 +35,53 @@ const MIGRATIONS: &[&str] = &[
         updated_at timestamptz NOT NULL DEFAULT now()
     );
     CREATE INDEX tasks_pending ON tasks (id) WHERE status = 'pending';
+    CREATE INDEX tasks_assigned ON tasks (owner, id) WHERE status = 'pending';
     CREATE INDEX tasks_leased ON tasks (lease_until) WHERE status = 'in_progress';
+
+    -- Whether every blocker exists and is completed.
+    CREATE FUNCTION crew_ready(blockers bigint[]) RETURNS boolean LANGUAGE sql STABLE AS $$
+        SELECT cardinality(blockers) = 0 OR NOT EXISTS (
+            SELECT 1 FROM unnest(blockers) AS b(id) LEFT JOIN tasks d ON d.id = b.id
+            WHERE d.status IS DISTINCT FROM 'completed')
+    $$;
+
+    -- One claim, in one round trip: a ready task assigned to `who`, else one whose lease
+    -- passed, else the oldest ready unowned one, each of a role that fits; the row locked with
+    -- SKIP LOCKED (another claimer's row is passed over; one it just took fails the re-check
+    -- of the WHERE on the new row version), then taken under a lease. Each pick walks an index
+    -- in order and stops at the first fit.
+    CREATE FUNCTION crew_claim(who text, who_role text, key text, lease_ms double precision)
+    RETURNS SETOF tasks LANGUAGE plpgsql AS $$
+    DECLARE
+        picked bigint;
+        lapsed text;
+    BEGIN
+        SELECT t.id INTO picked FROM tasks t
+        WHERE t.status = 'pending' AND t.owner = who
+          AND (t.role IS NULL OR t.role = who_role) AND crew_ready(t.blocked_by)
+        ORDER BY t.id LIMIT 1 FOR UPDATE SKIP LOCKED;
+        IF picked IS NULL THEN
+            SELECT t.id, t.owner INTO picked, lapsed FROM tasks t
+            WHERE t.status = 'in_progress' AND t.lease_until < now()
+              AND (t.role IS NULL OR t.role = who_role) AND crew_ready(t.blocked_by)
+            ORDER BY t.lease_until LIMIT 1 FOR UPDATE SKIP LOCKED;
+        END IF;
+        IF picked IS NULL THEN
+            SELECT t.id INTO picked FROM tasks t
+            WHERE t.status = 'pending' AND t.owner IS NULL
+              AND (t.role IS NULL OR t.role = who_role) AND crew_ready(t.blocked_by)
+            ORDER BY t.id LIMIT 1 FOR UPDATE SKIP LOCKED;
+        END IF;
+        IF picked IS NULL THEN
+            RETURN;
+        END IF;
+        RETURN QUERY UPDATE tasks SET status = 'in_progress', owner = who, claim_token = key,
+            lease_until = now() + lease_ms * interval '1 millisecond', updated_at = now(),
+            notes = CASE WHEN lapsed IS NULL THEN notes
+                ELSE notes || ('lease of ' || lapsed || ' expired; claimed by ' || who) END
+        WHERE id = picked RETURNING *;
+    END
+    $$;
 
     CREATE TABLE messages (
         seq bigserial PRIMARY KEY,

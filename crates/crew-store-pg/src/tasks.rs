@@ -1,9 +1,10 @@
-//! Tasks as rows. A claim is one statement: pick the oldest task this claimant may take whose
-//! blockers are all completed, lock it with `FOR UPDATE SKIP LOCKED` (a row another claimer
-//! holds is passed over, a row another claimer just took fails the re-check), and set owner,
-//! `in_progress` and a lease. The lease is renewed by the owner's heartbeat; once it passes,
+//! Tasks as rows. A claim is one call of the schema's `crew_claim`, one round trip: pick a task
+//! this claimant may take whose blockers are all completed, lock it with `FOR UPDATE SKIP
+//! LOCKED` (a row another claimer holds is passed over, a row another claimer just took fails
+//! the re-check), and set owner, `in_progress` and a lease. The lease is renewed by the owner's heartbeat; once it passes,
 //! the task is claimable again, by anyone it fits.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tokio_postgres::Row;
@@ -98,33 +99,15 @@ impl PgStore {
         let key = token();
         let name = who.name.as_str();
         let lease_ms = millis(lease);
-        let claim = format!(
-            "WITH pick AS (
-                SELECT t.id, t.status AS was, t.owner AS was_owner FROM tasks t
-                WHERE ((t.status = 'pending' AND (t.owner IS NULL OR t.owner = $1))
-                       OR (t.status = 'in_progress' AND t.lease_until < now()))
-                  AND (t.role IS NULL OR t.role = $2)
-                  AND NOT EXISTS (
-                      SELECT 1 FROM unnest(t.blocked_by) AS b(id)
-                      LEFT JOIN tasks d ON d.id = b.id
-                      WHERE d.status IS DISTINCT FROM 'completed')
-                ORDER BY (t.owner IS NOT DISTINCT FROM $1) DESC, t.id
-                LIMIT 1
-                FOR UPDATE OF t SKIP LOCKED)
-             UPDATE tasks SET status = 'in_progress', owner = $1, claim_token = $3,
-                 lease_until = now() + $4 * interval '1 millisecond', updated_at = now(),
-                 notes = CASE WHEN pick.was = 'in_progress'
-                     THEN tasks.notes || ('lease of ' || pick.was_owner || ' expired; claimed by ' || $1)
-                     ELSE tasks.notes END
-             FROM pick WHERE tasks.id = pick.id
-             RETURNING {}",
-            prefixed(TASK_COLUMNS)
-        );
+        let claim = format!("SELECT {TASK_COLUMNS} FROM crew_claim($1, $2, $3, $4)");
         let mine = format!("SELECT {TASK_COLUMNS} FROM tasks WHERE claim_token = $1");
+        let retried = AtomicBool::new(false);
         self.retry(|| async {
             let client = self.client().await?;
-            // A retry after a lost reply: the first try's claim committed.
-            if let Some(row) = client.query_opt(&mine, &[&key]).await? {
+            // A retry after a lost reply: the first try's claim may have committed.
+            if retried.swap(true, Ordering::Relaxed)
+                && let Some(row) = client.query_opt(&mine, &[&key]).await?
+            {
                 return task_from_row(&row);
             }
             let params: [&(dyn ToSql + Sync); 4] = [&name, &who.role, &key, &lease_ms];
@@ -165,44 +148,41 @@ impl PgStore {
         result: Option<String>,
     ) -> Result<Task, PgStoreError> {
         let id_sql = id_to_sql(id)?;
+        // One statement, so one round trip; the notification goes out on its commit (its
+        // dependents may be claimable now).
         let sql = format!(
             "UPDATE tasks SET status = 'completed', result = $3, lease_until = NULL,
                  updated_at = now()
              WHERE id = $1 AND owner = $2 AND status = 'in_progress'
-             RETURNING {TASK_COLUMNS}"
+             RETURNING {TASK_COLUMNS}, pg_notify('{TASKS_CHANNEL}', '')"
         );
         self.retry(|| async {
-            let mut client = self.client().await?;
-            let tx = client.transaction().await?;
-            let row = tx
+            let client = self.client().await?;
+            if let Some(row) = client
                 .query_opt(&sql, &[&id_sql, &who.as_str(), &result])
-                .await?;
-            let Some(row) = row else {
-                drop(tx);
-                let task = self.task(id).await?;
-                // A retry after a lost reply: the first try completed it.
-                if task.status == Status::Completed && task.owner.as_ref() == Some(who) {
-                    return Ok(task);
-                }
-                if task.owner.as_ref() != Some(who) {
-                    return Err(Refusal::NotOwner {
-                        id,
-                        owner: task.owner,
-                        who: who.clone(),
-                    }
-                    .into());
-                }
-                return Err(Refusal::NotInProgress {
+                .await?
+            {
+                return task_from_row(&row);
+            }
+            let task = self.task(id).await?;
+            // A retry after a lost reply: the first try completed it.
+            if task.status == Status::Completed && task.owner.as_ref() == Some(who) {
+                return Ok(task);
+            }
+            if task.owner.as_ref() != Some(who) {
+                return Err(Refusal::NotOwner {
                     id,
-                    status: task.status.to_string(),
-                    action: "completed",
+                    owner: task.owner,
+                    who: who.clone(),
                 }
                 .into());
-            };
-            // Its dependents may be claimable now.
-            notify_tasks(&tx).await?;
-            tx.commit().await?;
-            task_from_row(&row)
+            }
+            Err(Refusal::NotInProgress {
+                id,
+                status: task.status.to_string(),
+                action: "completed",
+            }
+            .into())
         })
         .await
     }
@@ -245,18 +225,6 @@ async fn next_id(tx: &deadpool_postgres::Transaction<'_>) -> Result<u64, PgStore
         .query_one("SELECT coalesce(max(id), 0) + 1 FROM tasks", &[])
         .await?;
     id_from_sql(row.get(0)).map(|id| id.0)
-}
-
-/// `TASK_COLUMNS` qualified with the table, for a statement that joins.
-fn prefixed(columns: &str) -> String {
-    columns
-        .split(", ")
-        .map(|c| match c.strip_prefix("crew_ts(") {
-            Some(rest) => format!("crew_ts(tasks.{rest}"),
-            None => format!("tasks.{c}"),
-        })
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 fn millis(d: Duration) -> f64 {
