@@ -72,8 +72,8 @@ impl PgStore {
                 &extra,
                 &INBOX_CHANNEL,
             ];
-            let inserted = client
-                .query_opt(
+            let insert = client
+                .prepare_cached(
                     "WITH ins AS (
                          INSERT INTO messages
                              (id, sender, recipient, kind, body, request_id, approve, extra)
@@ -81,9 +81,9 @@ impl PgStore {
                          ON CONFLICT (id) DO NOTHING
                          RETURNING crew_ts(ts) AS ts, recipient)
                      SELECT ts, pg_notify($9, recipient) FROM ins",
-                    &params,
                 )
-                .await;
+                .await?;
+            let inserted = client.query_opt(&insert, &params).await;
             let row = match inserted {
                 Ok(Some(row)) => row,
                 Ok(None) => {
@@ -142,10 +142,10 @@ impl PgStore {
         loop {
             let rows = self
                 .retry(|| async {
-                    Ok(self
-                        .client()
-                        .await?
-                        .query(&sql, &[&reader.as_str(), &inbox.as_str(), &limit])
+                    let client = self.client().await?;
+                    let select = client.prepare_cached(&sql).await?;
+                    Ok(client
+                        .query(&select, &[&reader.as_str(), &inbox.as_str(), &limit])
                         .await?)
                 })
                 .await?;

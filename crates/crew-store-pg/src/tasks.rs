@@ -70,7 +70,9 @@ impl PgStore {
         let sql = format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = $1");
         let id_sql = id_to_sql(id)?;
         self.retry(|| async {
-            match self.client().await?.query_opt(&sql, &[&id_sql]).await? {
+            let client = self.client().await?;
+            let select = client.prepare_cached(&sql).await?;
+            match client.query_opt(&select, &[&id_sql]).await? {
                 Some(row) => task_from_row(&row),
                 None => Err(PgStoreError::NoSuchTask(id)),
             }
@@ -106,11 +108,14 @@ impl PgStore {
             let client = self.client().await?;
             // A retry after a lost reply: the first try's claim may have committed.
             if retried.swap(true, Ordering::Relaxed)
-                && let Some(row) = client.query_opt(&mine, &[&key]).await?
+                && let Some(row) = client
+                    .query_opt(&client.prepare_cached(&mine).await?, &[&key])
+                    .await?
             {
                 return task_from_row(&row);
             }
             let params: [&(dyn ToSql + Sync); 4] = [&name, &who.role, &key, &lease_ms];
+            let claim = client.prepare_cached(&claim).await?;
             match client.query_opt(&claim, &params).await? {
                 Some(row) => task_from_row(&row),
                 None => Err(Refusal::NothingClaimable {
@@ -158,8 +163,9 @@ impl PgStore {
         );
         self.retry(|| async {
             let client = self.client().await?;
+            let update = client.prepare_cached(&sql).await?;
             if let Some(row) = client
-                .query_opt(&sql, &[&id_sql, &who.as_str(), &result])
+                .query_opt(&update, &[&id_sql, &who.as_str(), &result])
                 .await?
             {
                 return task_from_row(&row);
