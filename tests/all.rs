@@ -5,6 +5,7 @@ mod support;
 
 mod bad_input;
 mod bench_git;
+mod bench_pg;
 mod bench_queue;
 mod bench_team;
 mod claude_team_attach;

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use crew_store::dag::Graph;
 use crew_store::{
-    Actor, AgentName, Attempt, Claimant, Draft, Mailboxes, NewTask, Roster, Status, TaskId,
+    Actor, AgentName, Attempt, Claimant, Draft, Mailboxes, NewTask, Roster, Status, Task, TaskId,
     TaskPatch, TaskStore, Workspace,
 };
 
@@ -42,6 +42,21 @@ pub fn run(procs: usize, tasks: usize, as_json: bool) -> anyhow::Result<()> {
     let (start, reports) = workers.go()?;
     let seconds = start.elapsed().as_secs_f64();
 
+    let loaded = store.load_all()?;
+    report("files", procs, &reports, &loaded.tasks, seconds, as_json)
+}
+
+/// Counts double claims from the workers' reports (each a JSON list of the ids it claimed)
+/// against the tasks as the store has them, and prints the figures.
+pub(crate) fn report(
+    store: &str,
+    procs: usize,
+    reports: &[String],
+    all: &[Task],
+    seconds: f64,
+    as_json: bool,
+) -> anyhow::Result<()> {
+    let tasks = all.len();
     let mut claims_by_task: HashMap<TaskId, Vec<String>> = HashMap::new();
     for (k, report) in reports.iter().enumerate() {
         let ids: Vec<TaskId> = serde_json::from_str(report.trim())
@@ -50,9 +65,8 @@ pub fn run(procs: usize, tasks: usize, as_json: bool) -> anyhow::Result<()> {
             claims_by_task.entry(id).or_default().push(format!("w{k}"));
         }
     }
-    let loaded = store.load_all()?;
     let mut double_claims = 0usize;
-    for task in &loaded.tasks {
+    for task in all {
         let claimers = claims_by_task.get(&task.id).map_or(0, Vec::len);
         let owner_agrees = claimers == 0
             || claims_by_task[&task.id].first().map(String::as_str) == task.owner.as_deref();
@@ -60,17 +74,13 @@ pub fn run(procs: usize, tasks: usize, as_json: bool) -> anyhow::Result<()> {
             double_claims += claimers.saturating_sub(1).max(usize::from(!owner_agrees));
         }
     }
-    let claimed = loaded
-        .tasks
+    let claimed = all
         .iter()
         .filter(|t| t.status == Status::InProgress && t.owner.is_some())
         .count();
-    let unclaimed = loaded
-        .tasks
-        .iter()
-        .filter(|t| t.status == Status::Pending)
-        .count();
+    let unclaimed = all.iter().filter(|t| t.status == Status::Pending).count();
     let report = json!({
+        "store": store,
         "procs": procs,
         "tasks": tasks,
         "claimed": claimed,
@@ -83,7 +93,7 @@ pub fn run(procs: usize, tasks: usize, as_json: bool) -> anyhow::Result<()> {
         println!("{report}");
     } else {
         println!(
-            "{procs} processes claimed {claimed}/{tasks} tasks in {:.3}s ({:.0} claims/s), {double_claims} double claims, {unclaimed} unclaimed",
+            "{procs} processes claimed {claimed}/{tasks} tasks ({store}) in {:.3}s ({:.0} claims/s), {double_claims} double claims, {unclaimed} unclaimed",
             seconds,
             claimed as f64 / seconds
         );

@@ -9,6 +9,7 @@ mod git;
 mod interrupt;
 mod mailbox;
 mod memory;
+mod pg;
 mod proc;
 mod queue;
 mod render;
@@ -42,6 +43,10 @@ enum Command {
         procs: usize,
         #[arg(long, default_value_t = 5000)]
         tasks: usize,
+        /// A PostgreSQL server (`postgres://user@host:port/db`) instead of the file store; the
+        /// run uses a scratch database there.
+        #[arg(long)]
+        store: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -55,6 +60,9 @@ enum Command {
         /// append flat out (a burst: latency is then mostly queueing).
         #[arg(long)]
         rate: Option<u32>,
+        /// A PostgreSQL server instead of the file store (flat out only: no `--rate`).
+        #[arg(long, conflicts_with = "rate")]
+        store: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -124,6 +132,10 @@ enum Command {
         /// How long the idle workers' CPU is measured for.
         #[arg(long, default_value_t = 20)]
         idle_secs: u64,
+        /// A PostgreSQL server instead of the file store: the waiters are idle store clients
+        /// woken by NOTIFY (not `crew worker`s, which do not run on PostgreSQL yet).
+        #[arg(long)]
+        store: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -192,6 +204,32 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         offset_us: u64,
     },
+    /// Internal: one claiming process on PostgreSQL (waits for "go" on stdin).
+    #[command(hide = true)]
+    PgClaimWorker {
+        #[arg(long)]
+        store: String,
+        #[arg(long)]
+        name: AgentName,
+    },
+    /// Internal: one appending process on PostgreSQL (waits for "go" on stdin).
+    #[command(hide = true)]
+    PgAppendWorker {
+        #[arg(long)]
+        store: String,
+        #[arg(long)]
+        name: AgentName,
+        #[arg(long)]
+        count: usize,
+    },
+    /// Internal: one idle waiter on PostgreSQL, until a message tells it to stop.
+    #[command(hide = true)]
+    PgWakeWorker {
+        #[arg(long)]
+        store: String,
+        #[arg(long)]
+        name: AgentName,
+    },
     /// Internal: writes tasks and messages in a loop until killed (crash tests).
     #[command(hide = true)]
     Churn {
@@ -205,12 +243,28 @@ enum Command {
 pub fn main() -> ExitCode {
     let bench = Bench::parse();
     let result = match bench.command {
-        Command::Claims { procs, tasks, json } => claims::run(procs, tasks, json),
+        Command::Claims {
+            procs,
+            tasks,
+            store: Some(url),
+            json,
+        } => pg::claims(&url, procs, tasks, json),
+        Command::Claims {
+            procs, tasks, json, ..
+        } => claims::run(procs, tasks, json),
+        Command::Mailbox {
+            procs,
+            messages,
+            store: Some(url),
+            json,
+            ..
+        } => pg::mailbox(&url, procs, messages, json),
         Command::Mailbox {
             procs,
             messages,
             rate,
             json,
+            ..
         } => mailbox::run(procs, messages, rate, json),
         Command::Loop {
             turns,
@@ -239,8 +293,16 @@ pub fn main() -> ExitCode {
         Command::Wake {
             teammates,
             rounds,
+            store: Some(url),
+            json,
+            ..
+        } => pg::wake(&url, teammates, rounds, json),
+        Command::Wake {
+            teammates,
+            rounds,
             idle_secs,
             json,
+            ..
         } => wake::run(teammates, rounds, idle_secs, json),
         Command::Git(bench) => git::run(bench),
         Command::Queue(bench) => queue::run(bench),
@@ -266,6 +328,9 @@ pub fn main() -> ExitCode {
             offset_us,
         } => mailbox::worker(&dir, &name, count, every_us, offset_us),
         Command::Churn { dir, name } => claims::churn(&dir, &name),
+        Command::PgClaimWorker { store, name } => pg::claim_worker(&store, &name),
+        Command::PgAppendWorker { store, name, count } => pg::append_worker(&store, &name, count),
+        Command::PgWakeWorker { store, name } => pg::wake_worker(&store, &name),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

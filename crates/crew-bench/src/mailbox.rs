@@ -18,7 +18,7 @@ use crew_store::MessageKind;
 
 const READER: &str = "reader";
 
-fn unix_nanos() -> u128 {
+pub(crate) fn unix_nanos() -> u128 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos())
@@ -114,12 +114,39 @@ pub fn run(procs: usize, messages: usize, rate: Option<u32>, as_json: bool) -> a
         .join()
         .map_err(|_| anyhow::anyhow!("the reader thread panicked"))??;
 
+    let figures = Received {
+        ids: &seen.ids,
+        torn: seen.torn,
+        latencies_ms: seen.latencies_ms,
+    };
+    report("files", procs, messages, rate, figures, seconds, as_json);
+    Ok(())
+}
+
+/// What a following reader saw: each id with how often, torn lines, latencies.
+pub(crate) struct Received<'a> {
+    pub ids: &'a HashMap<String, usize>,
+    pub torn: usize,
+    pub latencies_ms: Vec<f64>,
+}
+
+/// Prints the figures of one run: loss, duplicates, rate, latency.
+pub(crate) fn report(
+    store: &str,
+    procs: usize,
+    messages: usize,
+    rate: Option<u32>,
+    seen: Received<'_>,
+    seconds: f64,
+    as_json: bool,
+) {
     let received: usize = seen.ids.values().sum();
     let duplicated: usize = seen.ids.values().map(|n| n - 1).sum();
     let lost = messages.saturating_sub(seen.ids.len());
     let mut latencies = seen.latencies_ms;
     latencies.sort_by(f64::total_cmp);
     let report = json!({
+        "store": store,
         "procs": procs,
         "messages": messages,
         "received": received,
@@ -137,14 +164,13 @@ pub fn run(procs: usize, messages: usize, rate: Option<u32>, as_json: bool) -> a
         println!("{report}");
     } else {
         println!(
-            "{procs} processes appended {messages} messages at {:.0}/s; received {received}, lost {lost}, duplicated {duplicated}, torn {}; latency p50 {:.3} ms, p99 {:.3} ms",
+            "{procs} processes appended {messages} messages ({store}) at {:.0}/s; received {received}, lost {lost}, duplicated {duplicated}, torn {}; latency p50 {:.3} ms, p99 {:.3} ms",
             messages as f64 / seconds,
             seen.torn,
             percentile(&latencies, 0.5),
             percentile(&latencies, 0.99)
         );
     }
-    Ok(())
 }
 
 /// One appending process: `count` messages to the reader's inbox, each stamped with its send time.

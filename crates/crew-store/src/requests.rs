@@ -62,6 +62,44 @@ fn parse_ts(ts: &str) -> Option<SystemTime> {
     humantime::parse_rfc3339_weak(ts).ok()
 }
 
+/// Whether `who` may answer `req` now: it must be pending (not expired, not answered), and a
+/// permission request is the person's to answer, any other the person's or its addressee's.
+/// Every store answers through this one rule.
+pub fn may_answer(req: &RequestInfo, who: &AgentName) -> Result<(), Refusal> {
+    match req.state {
+        RequestState::Pending => {}
+        RequestState::Expired => {
+            return Err(Refusal::Expired {
+                id: req.request_id.to_string(),
+                age: humantime::format_duration(Duration::from_secs(
+                    req.age_secs.saturating_sub(req.timeout_secs),
+                ))
+                .to_string(),
+            });
+        }
+        state => {
+            return Err(Refusal::AlreadyAnswered {
+                id: req.request_id.to_string(),
+                state: state.as_str().to_string(),
+                by: req
+                    .answered_by
+                    .as_ref()
+                    .map(AgentName::to_string)
+                    .unwrap_or_default(),
+            });
+        }
+    }
+    let person_only = req.kind == MessageKind::PermissionRequest;
+    if *who == USER || (!person_only && *who == req.to) {
+        return Ok(());
+    }
+    Err(Refusal::NotAddressee {
+        id: req.request_id.to_string(),
+        to: if person_only { USER } else { req.to.clone() },
+        who: who.clone(),
+    })
+}
+
 /// Every request among `messages`, oldest first, with its state as of `now`.
 pub fn derive(
     messages: &[Message],
@@ -163,42 +201,7 @@ impl Mailboxes {
             let Some(req) = requests.iter().find(|r| r.request_id == request_id) else {
                 return Err(Refusal::UnknownRequest(request_id.to_string()).into());
             };
-            match req.state {
-                RequestState::Pending => {}
-                RequestState::Expired => {
-                    return Err(Refusal::Expired {
-                        id: req.request_id.to_string(),
-                        age: humantime::format_duration(Duration::from_secs(
-                            req.age_secs.saturating_sub(req.timeout_secs),
-                        ))
-                        .to_string(),
-                    }
-                    .into());
-                }
-                state => {
-                    return Err(Refusal::AlreadyAnswered {
-                        id: req.request_id.to_string(),
-                        state: state.as_str().to_string(),
-                        by: req
-                            .answered_by
-                            .as_ref()
-                            .map(AgentName::to_string)
-                            .unwrap_or_default(),
-                    }
-                    .into());
-                }
-            }
-            let person_only = req.kind == MessageKind::PermissionRequest;
-            let allowed = *who == USER || (!person_only && *who == req.to);
-            if !allowed {
-                let to = if person_only { USER } else { req.to.clone() };
-                return Err(Refusal::NotAddressee {
-                    id: req.request_id.to_string(),
-                    to,
-                    who: who.clone(),
-                }
-                .into());
-            }
+            may_answer(req, who)?;
             let answer = Message {
                 id: new_id("msg"),
                 ts: now_rfc3339(),

@@ -18,6 +18,8 @@ pub mod agent;
 pub mod git;
 #[cfg(feature = "model")]
 pub mod model;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 #[cfg(feature = "tools")]
 pub mod tools;
 

@@ -1,0 +1,19 @@
+//! The team store on PostgreSQL, for a team whose teammates run on several machines: tasks as
+//! rows claimed with `FOR UPDATE SKIP LOCKED` under a lease, inboxes as append-only rows read
+//! through per-reader cursors, requests derived from them as in crew-store, and wake-ups through
+//! `LISTEN/NOTIFY`. Same vocabulary as crew-store (its `Task`, `Message`, `Claimant`, ...);
+//! nothing above it. Every operation survives a server restart: it reconnects with backoff and
+//! retries, and each write carries a client-made key so a retry never does it twice.
+
+pub mod error;
+pub mod inbox;
+pub mod schema;
+pub mod store;
+pub mod tasks;
+pub mod wakeups;
+
+pub use error::PgStoreError;
+pub use inbox::Position;
+pub use schema::{SCHEMA_VERSION, migrate};
+pub use store::PgStore;
+pub use wakeups::Wakeups;

@@ -1,0 +1,170 @@
+//! The store's schema, versioned in this crate. `migrate` applies what a database lacks in one
+//! transaction (all or nothing), and refuses a database that a newer crew migrated.
+
+use tokio_postgres::Client;
+
+use crate::PgStoreError;
+
+/// Each entry brings the schema from version `index` to `index + 1`. Append only: a released
+/// migration never changes, a change is a new entry.
+const MIGRATIONS: &[&str] = &[
+    // 1: tasks with leased claims, append-only inboxes with per-reader cursors.
+    r#"
+    CREATE FUNCTION crew_ts(t timestamptz) RETURNS text LANGUAGE sql IMMUTABLE AS
+        $$ SELECT to_char(t AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') $$;
+
+    CREATE TABLE tasks (
+        id bigserial PRIMARY KEY,
+        -- Made by the creating client: a create retried after a lost reply finds its row.
+        token text NOT NULL UNIQUE,
+        subject text NOT NULL,
+        description text NOT NULL DEFAULT '',
+        status text NOT NULL DEFAULT 'pending'
+            CHECK (status IN ('pending', 'in_progress', 'review', 'completed', 'failed')),
+        owner text,
+        role text,
+        blocked_by bigint[] NOT NULL DEFAULT '{}',
+        result text,
+        notes text[] NOT NULL DEFAULT '{}',
+        -- Held by the owner while in_progress, renewed by its heartbeat; once past, the task
+        -- is claimable again (a host that went silent loses its work to the queue).
+        lease_until timestamptz,
+        -- Made by the claiming client: a claim retried after a lost reply finds its task.
+        claim_token text UNIQUE,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now()
+    );
+    CREATE INDEX tasks_pending ON tasks (id) WHERE status = 'pending';
+    CREATE INDEX tasks_assigned ON tasks (owner, id) WHERE status = 'pending';
+    CREATE INDEX tasks_leased ON tasks (lease_until) WHERE status = 'in_progress';
+
+    -- Whether every blocker exists and is completed.
+    CREATE FUNCTION crew_ready(blockers bigint[]) RETURNS boolean LANGUAGE sql STABLE AS $$
+        SELECT cardinality(blockers) = 0 OR NOT EXISTS (
+            SELECT 1 FROM unnest(blockers) AS b(id) LEFT JOIN tasks d ON d.id = b.id
+            WHERE d.status IS DISTINCT FROM 'completed')
+    $$;
+
+    -- One claim, in one round trip: a ready task assigned to `who`, else one whose lease
+    -- passed, else the oldest ready unowned one, each of a role that fits; the row locked with
+    -- SKIP LOCKED (another claimer's row is passed over; one it just took fails the re-check
+    -- of the WHERE on the new row version), then taken under a lease. Each pick walks an index
+    -- in order and stops at the first fit.
+    CREATE FUNCTION crew_claim(who text, who_role text, key text, lease_ms double precision)
+    RETURNS SETOF tasks LANGUAGE plpgsql AS $$
+    DECLARE
+        picked bigint;
+        lapsed text;
+    BEGIN
+        SELECT t.id INTO picked FROM tasks t
+        WHERE t.status = 'pending' AND t.owner = who
+          AND (t.role IS NULL OR t.role = who_role) AND crew_ready(t.blocked_by)
+        ORDER BY t.id LIMIT 1 FOR UPDATE SKIP LOCKED;
+        IF picked IS NULL THEN
+            SELECT t.id, t.owner INTO picked, lapsed FROM tasks t
+            WHERE t.status = 'in_progress' AND t.lease_until < now()
+              AND (t.role IS NULL OR t.role = who_role) AND crew_ready(t.blocked_by)
+            ORDER BY t.lease_until LIMIT 1 FOR UPDATE SKIP LOCKED;
+        END IF;
+        IF picked IS NULL THEN
+            SELECT t.id INTO picked FROM tasks t
+            WHERE t.status = 'pending' AND t.owner IS NULL
+              AND (t.role IS NULL OR t.role = who_role) AND crew_ready(t.blocked_by)
+            ORDER BY t.id LIMIT 1 FOR UPDATE SKIP LOCKED;
+        END IF;
+        IF picked IS NULL THEN
+            RETURN;
+        END IF;
+        RETURN QUERY UPDATE tasks SET status = 'in_progress', owner = who, claim_token = key,
+            lease_until = now() + lease_ms * interval '1 millisecond', updated_at = now(),
+            notes = CASE WHEN lapsed IS NULL THEN notes
+                ELSE notes || ('lease of ' || lapsed || ' expired; claimed by ' || who) END
+        WHERE id = picked RETURNING *;
+    END
+    $$;
+
+    CREATE TABLE messages (
+        seq bigserial PRIMARY KEY,
+        -- The appending transaction: a reader takes only rows of transactions older than every
+        -- one still running, so a row that commits late never lands behind a cursor.
+        txid bigint NOT NULL DEFAULT (pg_current_xact_id()::text::bigint),
+        id text NOT NULL UNIQUE,
+        ts timestamptz NOT NULL DEFAULT now(),
+        sender text NOT NULL,
+        recipient text NOT NULL,
+        kind text NOT NULL,
+        body text,
+        request_id text,
+        approve boolean,
+        extra jsonb NOT NULL DEFAULT '{}'
+    );
+    CREATE INDEX messages_inbox ON messages (recipient, txid, seq);
+    CREATE INDEX messages_request ON messages (request_id) WHERE request_id IS NOT NULL;
+    -- One answer per request, enforced where two answerers meet.
+    CREATE UNIQUE INDEX messages_one_answer ON messages (request_id) WHERE approve IS NOT NULL;
+
+    CREATE TABLE inbox_cursors (
+        reader text NOT NULL,
+        inbox text NOT NULL,
+        txid bigint NOT NULL,
+        seq bigint NOT NULL,
+        PRIMARY KEY (reader, inbox)
+    );
+    "#,
+];
+
+/// The schema version this binary knows.
+#[allow(clippy::cast_possible_truncation)] // a few dozen migrations at most
+pub const SCHEMA_VERSION: i32 = MIGRATIONS.len() as i32;
+
+/// Brings the database to `SCHEMA_VERSION`; returns the version it found. Concurrent callers
+/// are serialised by an advisory lock, so two hosts starting at once migrate once.
+pub async fn migrate(client: &mut Client) -> Result<i32, PgStoreError> {
+    let tx = client.transaction().await?;
+    tx.batch_execute(
+        "SELECT pg_advisory_xact_lock(7267726577);
+         CREATE TABLE IF NOT EXISTS crew_schema (version integer NOT NULL);",
+    )
+    .await?;
+    let found: i32 = match tx.query_opt("SELECT version FROM crew_schema", &[]).await? {
+        Some(row) => row.get(0),
+        None => {
+            tx.execute("INSERT INTO crew_schema (version) VALUES (0)", &[])
+                .await?;
+            0
+        }
+    };
+    if found > SCHEMA_VERSION {
+        return Err(PgStoreError::SchemaTooNew {
+            found,
+            known: SCHEMA_VERSION,
+        });
+    }
+    for version in found + 1..=SCHEMA_VERSION {
+        let sql = usize::try_from(version - 1)
+            .ok()
+            .and_then(|at| MIGRATIONS.get(at))
+            .copied()
+            .unwrap_or_default();
+        tx.batch_execute(sql).await?;
+        tx.execute("UPDATE crew_schema SET version = $1", &[&version])
+            .await?;
+    }
+    tx.commit().await?;
+    Ok(found)
+}
+
+/// The version a database is at (0 before the first migration).
+pub async fn version(client: &Client) -> Result<i32, PgStoreError> {
+    let exists: bool = client
+        .query_one("SELECT to_regclass('crew_schema') IS NOT NULL", &[])
+        .await?
+        .get(0);
+    if !exists {
+        return Ok(0);
+    }
+    Ok(client
+        .query_opt("SELECT version FROM crew_schema", &[])
+        .await?
+        .map_or(0, |row| row.get(0)))
+}

@@ -1,0 +1,302 @@
+//! Tasks as rows. A claim is one call of the schema's `crew_claim`, one round trip: pick a task
+//! this claimant may take whose blockers are all completed, lock it with `FOR UPDATE SKIP
+//! LOCKED` (a row another claimer holds is passed over, a row another claimer just took fails
+//! the re-check), and set owner, `in_progress` and a lease. The lease is renewed by the owner's heartbeat; once it passes,
+//! the task is claimable again, by anyone it fits.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
+
+use crew_protocol::{AgentName, TaskId};
+use crew_store::{Claimant, NewTask, Refusal, Status, Task};
+
+use crate::store::token;
+use crate::{PgStore, PgStoreError};
+
+/// The columns `task_from_row` reads, in its order.
+const TASK_COLUMNS: &str = "id, subject, description, status, owner, role, blocked_by, result, \
+     notes, crew_ts(created_at), crew_ts(updated_at)";
+
+/// Wakes the `LISTEN`ers when a task may have become claimable (sent on commit).
+pub(crate) const TASKS_CHANNEL: &str = "crew_tasks";
+
+impl PgStore {
+    /// Adds a pending task; every blocker must exist.
+    pub async fn create_task(&self, new: NewTask) -> Result<Task, PgStoreError> {
+        let key = token();
+        let blockers = ids_to_sql(&new.blocked_by)?;
+        self.retry(|| async {
+            let mut client = self.client().await?;
+            let tx = client.transaction().await?;
+            // A retry after a lost reply: the first try committed.
+            let sql = format!("SELECT {TASK_COLUMNS} FROM tasks WHERE token = $1");
+            if let Some(row) = tx.query_opt(&sql, &[&key]).await? {
+                return task_from_row(&row);
+            }
+            let known: Vec<i64> = tx
+                .query("SELECT id FROM tasks WHERE id = ANY($1)", &[&blockers])
+                .await?
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            if let Some(unknown) = blockers.iter().find(|b| !known.contains(b)) {
+                return Err(Refusal::UnknownBlocker {
+                    id: TaskId(next_id(&tx).await?),
+                    unknown: id_from_sql(*unknown)?,
+                }
+                .into());
+            }
+            let sql = format!(
+                "INSERT INTO tasks (token, subject, description, role, blocked_by)
+                 VALUES ($1, $2, $3, $4, $5) RETURNING {TASK_COLUMNS}"
+            );
+            let row = tx
+                .query_one(
+                    &sql,
+                    &[&key, &new.subject, &new.description, &new.role, &blockers],
+                )
+                .await?;
+            notify_tasks(&tx).await?;
+            tx.commit().await?;
+            task_from_row(&row)
+        })
+        .await
+    }
+
+    pub async fn task(&self, id: TaskId) -> Result<Task, PgStoreError> {
+        let sql = format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = $1");
+        let id_sql = id_to_sql(id)?;
+        self.retry(|| async {
+            let client = self.client().await?;
+            let select = client.prepare_cached(&sql).await?;
+            match client.query_opt(&select, &[&id_sql]).await? {
+                Some(row) => task_from_row(&row),
+                None => Err(PgStoreError::NoSuchTask(id)),
+            }
+        })
+        .await
+    }
+
+    /// Every task, by id.
+    pub async fn tasks(&self) -> Result<Vec<Task>, PgStoreError> {
+        let sql = format!("SELECT {TASK_COLUMNS} FROM tasks ORDER BY id");
+        self.retry(|| async {
+            let rows = self.client().await?.query(&sql, &[]).await?;
+            rows.iter().map(task_from_row).collect()
+        })
+        .await
+    }
+
+    /// Claims a task assigned to `who` if one is ready, else the oldest claimable one that
+    /// fits its role, for `lease`. Never one with an unfinished blocker, never one another
+    /// claimer holds; a task whose owner's lease passed counts as claimable.
+    pub async fn claim_next(
+        &self,
+        who: Claimant<'_>,
+        lease: Duration,
+    ) -> Result<Task, PgStoreError> {
+        let key = token();
+        let name = who.name.as_str();
+        let lease_ms = millis(lease);
+        let claim = format!("SELECT {TASK_COLUMNS} FROM crew_claim($1, $2, $3, $4)");
+        let mine = format!("SELECT {TASK_COLUMNS} FROM tasks WHERE claim_token = $1");
+        let retried = AtomicBool::new(false);
+        self.retry(|| async {
+            let client = self.client().await?;
+            // A retry after a lost reply: the first try's claim may have committed.
+            if retried.swap(true, Ordering::Relaxed)
+                && let Some(row) = client
+                    .query_opt(&client.prepare_cached(&mine).await?, &[&key])
+                    .await?
+            {
+                return task_from_row(&row);
+            }
+            let params: [&(dyn ToSql + Sync); 4] = [&name, &who.role, &key, &lease_ms];
+            let claim = client.prepare_cached(&claim).await?;
+            match client.query_opt(&claim, &params).await? {
+                Some(row) => task_from_row(&row),
+                None => Err(Refusal::NothingClaimable {
+                    who: who.name.clone(),
+                }
+                .into()),
+            }
+        })
+        .await
+    }
+
+    /// Renews the lease on every task `who` has in progress; returns how many it holds.
+    pub async fn heartbeat(&self, who: &AgentName, lease: Duration) -> Result<u64, PgStoreError> {
+        let lease_ms = millis(lease);
+        self.retry(|| async {
+            Ok(self
+                .client()
+                .await?
+                .execute(
+                    "UPDATE tasks SET lease_until = now() + $2 * interval '1 millisecond'
+                     WHERE owner = $1 AND status = 'in_progress'",
+                    &[&who.as_str(), &lease_ms],
+                )
+                .await?)
+        })
+        .await
+    }
+
+    /// The owner finishes its task. Refused unless `who` holds it in progress (a host whose
+    /// lease passed and whose task went to another cannot complete it).
+    pub async fn complete(
+        &self,
+        id: TaskId,
+        who: &AgentName,
+        result: Option<String>,
+    ) -> Result<Task, PgStoreError> {
+        let id_sql = id_to_sql(id)?;
+        // One statement, so one round trip; the notification goes out on its commit (its
+        // dependents may be claimable now).
+        let sql = format!(
+            "UPDATE tasks SET status = 'completed', result = $3, lease_until = NULL,
+                 updated_at = now()
+             WHERE id = $1 AND owner = $2 AND status = 'in_progress'
+             RETURNING {TASK_COLUMNS}, pg_notify('{TASKS_CHANNEL}', '')"
+        );
+        self.retry(|| async {
+            let client = self.client().await?;
+            let update = client.prepare_cached(&sql).await?;
+            if let Some(row) = client
+                .query_opt(&update, &[&id_sql, &who.as_str(), &result])
+                .await?
+            {
+                return task_from_row(&row);
+            }
+            let task = self.task(id).await?;
+            // A retry after a lost reply: the first try completed it.
+            if task.status == Status::Completed && task.owner.as_ref() == Some(who) {
+                return Ok(task);
+            }
+            if task.owner.as_ref() != Some(who) {
+                return Err(Refusal::NotOwner {
+                    id,
+                    owner: task.owner,
+                    who: who.clone(),
+                }
+                .into());
+            }
+            Err(Refusal::NotInProgress {
+                id,
+                status: task.status.to_string(),
+                action: "completed",
+            }
+            .into())
+        })
+        .await
+    }
+
+    /// Puts every task whose lease passed back in the queue, unowned, with a note; returns
+    /// their ids. Claims already treat such tasks as claimable: this makes it visible.
+    pub async fn release_expired(&self) -> Result<Vec<TaskId>, PgStoreError> {
+        self.retry(|| async {
+            let mut client = self.client().await?;
+            let tx = client.transaction().await?;
+            let rows = tx
+                .query(
+                    "UPDATE tasks SET status = 'pending', owner = NULL, lease_until = NULL,
+                         updated_at = now(),
+                         notes = notes || ('lease of ' || owner || ' expired; released')
+                     WHERE status = 'in_progress' AND lease_until < now()
+                     RETURNING id",
+                    &[],
+                )
+                .await?;
+            if !rows.is_empty() {
+                notify_tasks(&tx).await?;
+            }
+            tx.commit().await?;
+            rows.iter().map(|r| id_from_sql(r.get(0))).collect()
+        })
+        .await
+    }
+}
+
+async fn notify_tasks(tx: &deadpool_postgres::Transaction<'_>) -> Result<(), PgStoreError> {
+    tx.execute("SELECT pg_notify($1, '')", &[&TASKS_CHANNEL])
+        .await?;
+    Ok(())
+}
+
+/// The id the next task would get, to name a refused one.
+async fn next_id(tx: &deadpool_postgres::Transaction<'_>) -> Result<u64, PgStoreError> {
+    let row = tx
+        .query_one("SELECT coalesce(max(id), 0) + 1 FROM tasks", &[])
+        .await?;
+    id_from_sql(row.get(0)).map(|id| id.0)
+}
+
+fn millis(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn id_to_sql(id: TaskId) -> Result<i64, PgStoreError> {
+    i64::try_from(id.0).map_err(|e| PgStoreError::BadRow {
+        what: "task id",
+        value: id.to_string(),
+        reason: e.to_string(),
+    })
+}
+
+fn ids_to_sql(ids: &[TaskId]) -> Result<Vec<i64>, PgStoreError> {
+    ids.iter().map(|id| id_to_sql(*id)).collect()
+}
+
+fn id_from_sql(id: i64) -> Result<TaskId, PgStoreError> {
+    u64::try_from(id)
+        .map(TaskId)
+        .map_err(|e| PgStoreError::BadRow {
+            what: "task id",
+            value: id.to_string(),
+            reason: e.to_string(),
+        })
+}
+
+pub(crate) fn name_from_sql(what: &'static str, name: &str) -> Result<AgentName, PgStoreError> {
+    AgentName::parse(name).map_err(|e| PgStoreError::BadRow {
+        what,
+        value: name.to_string(),
+        reason: e.to_string(),
+    })
+}
+
+fn task_from_row(row: &Row) -> Result<Task, PgStoreError> {
+    let status: String = row.try_get(3)?;
+    let status: Status = serde_json::from_value(serde_json::Value::String(status.clone()))
+        .map_err(|e| PgStoreError::BadRow {
+            what: "task status",
+            value: status,
+            reason: e.to_string(),
+        })?;
+    let owner: Option<String> = row.try_get(4)?;
+    let blocked_by: Vec<i64> = row.try_get(6)?;
+    Ok(Task {
+        id: id_from_sql(row.try_get(0)?)?,
+        subject: row.try_get(1)?,
+        description: row.try_get(2)?,
+        status,
+        owner: owner.map(|o| name_from_sql("task owner", &o)).transpose()?,
+        role: row.try_get(5)?,
+        blocked_by: blocked_by
+            .into_iter()
+            .map(id_from_sql)
+            .collect::<Result<_, _>>()?,
+        result: row.try_get(7)?,
+        notes: row.try_get(8)?,
+        created_at: row.try_get(9)?,
+        updated_at: row.try_get(10)?,
+        worktree: None,
+        commits: None,
+        review: None,
+        // Spend per task is not kept on PostgreSQL yet (the file store keeps it).
+        usage: None,
+        extra: serde_json::Map::new(),
+    })
+}

@@ -1,0 +1,134 @@
+//! Wake-ups through `LISTEN/NOTIFY`: one connection per process listens for "a task may be
+//! claimable" and "a message arrived"; waiters sleep until one comes. When the server goes away
+//! the listener reconnects with backoff and then wakes everyone, since a notification sent
+//! while it was away is lost: a woken waiter always re-reads the store, so nothing is missed.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use tokio::sync::watch;
+use tokio_postgres::{AsyncMessage, NoTls};
+
+use crate::inbox::INBOX_CHANNEL;
+use crate::store::{FIRST_BACKOFF, MAX_BACKOFF};
+use crate::tasks::TASKS_CHANNEL;
+use crate::{PgStore, PgStoreError};
+
+/// What woke a waiter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Wake {
+    /// A task was added, finished or released.
+    Tasks,
+    /// A message for this recipient was appended.
+    Inbox(String),
+    /// The listener (re)connected: anything may have changed meanwhile.
+    Connected,
+}
+
+pub struct Wakeups {
+    rx: watch::Receiver<(u64, Wake)>,
+    listener: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Wakeups {
+    fn drop(&mut self) {
+        self.listener.abort();
+    }
+}
+
+impl Wakeups {
+    /// Starts listening; returns once the first connection listens (or fails to).
+    pub async fn listen(store: &PgStore) -> Result<Self, PgStoreError> {
+        let config = store.config().clone();
+        let (tx, rx) = watch::channel((0, Wake::Connected));
+        let (first, ready) = tokio::sync::oneshot::channel();
+        let listener = tokio::spawn(listen_forever(config, tx, Some(first)));
+        let wakeups = Wakeups { rx, listener };
+        ready
+            .await
+            .map_err(|_| PgStoreError::Pool("the listener stopped".into()))??;
+        Ok(wakeups)
+    }
+
+    /// Sleeps until a notification or `timeout`; returns what woke it last (a hint: several
+    /// at once are one wake-up, so a woken waiter re-reads the store), `None` on timeout.
+    pub async fn wait(&mut self, timeout: Duration) -> Option<Wake> {
+        match tokio::time::timeout(timeout, self.rx.changed()).await {
+            Ok(Ok(())) => Some(self.rx.borrow_and_update().1.clone()),
+            _ => None,
+        }
+    }
+}
+
+async fn listen_forever(
+    config: tokio_postgres::Config,
+    tx: watch::Sender<(u64, Wake)>,
+    mut first: Option<tokio::sync::oneshot::Sender<Result<(), PgStoreError>>>,
+) {
+    let mut pause = FIRST_BACKOFF;
+    loop {
+        match listen_once(&config, &tx, &mut first, &mut pause).await {
+            Err(e) if !e.is_transient() => {
+                if let Some(first) = first.take() {
+                    let _ = first.send(Err(e));
+                    return;
+                }
+            }
+            _ => {}
+        }
+        tokio::time::sleep(pause).await;
+        pause = (pause * 2).min(MAX_BACKOFF);
+    }
+}
+
+/// One connection's life: connect, `LISTEN`, forward notifications until it drops.
+async fn listen_once(
+    config: &tokio_postgres::Config,
+    tx: &watch::Sender<(u64, Wake)>,
+    first: &mut Option<tokio::sync::oneshot::Sender<Result<(), PgStoreError>>>,
+    pause: &mut Duration,
+) -> Result<(), PgStoreError> {
+    let (client, mut connection) = config.connect(NoTls).await?;
+    let (msg_tx, mut msgs) = tokio::sync::mpsc::unbounded_channel();
+    let driver = tokio::spawn(async move {
+        let mut stream = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
+        while let Some(Ok(message)) = stream.next().await {
+            if msg_tx.send(message).is_err() {
+                break;
+            }
+        }
+    });
+    let listening = client
+        .batch_execute(&format!("LISTEN {TASKS_CHANNEL}; LISTEN {INBOX_CHANNEL}"))
+        .await;
+    if let Err(e) = listening {
+        driver.abort();
+        return Err(e.into());
+    }
+    *pause = FIRST_BACKOFF;
+    if let Some(first) = first.take() {
+        let _ = first.send(Ok(()));
+    }
+    bump(tx, Wake::Connected);
+    while let Some(message) = msgs.recv().await {
+        if let AsyncMessage::Notification(n) = message {
+            let wake = if n.channel() == INBOX_CHANNEL {
+                Wake::Inbox(n.payload().to_string())
+            } else {
+                Wake::Tasks
+            };
+            bump(tx, wake);
+        }
+    }
+    driver.abort();
+    // Kept until here: dropping the client would close the connection.
+    drop(client);
+    Ok(())
+}
+
+fn bump(tx: &watch::Sender<(u64, Wake)>, wake: Wake) {
+    tx.send_modify(|(n, w)| {
+        *n += 1;
+        *w = wake;
+    });
+}
