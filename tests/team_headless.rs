@@ -184,20 +184,26 @@ fn anthropic_lead_team(url: &str) -> Team {
     Team::new(&toml, "echo.toml", &[])
 }
 
-#[test]
-fn a_lead_whose_model_refuses_ends_the_run_with_exit_4_and_the_error() {
-    // A 400 is not retried: the lead's turn fails for good at once.
-    let url = model_server(
-        b"HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: 79\r\n\r\n{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"bad model\"}}",
-    );
-    let team = anthropic_lead_team(&url);
+/// `crew up --headless --until-done` with the lead on the model at `url`, which must end it with
+/// exit 4; what the run printed.
+fn lead_gives_up(url: &str) -> String {
+    let team = anthropic_lead_team(url);
     let mut up = team.spawn_with_env(
         "up",
         &["up", "--headless", "--goal", "plan it", "--until-done"],
         &[("ANTHROPIC_API_KEY", "sk-test-not-a-key")],
     );
     assert_eq!(up.wait(HANG), Some(4), "{}", log(&team, "up"));
-    let out = log(&team, "up");
+    log(&team, "up")
+}
+
+#[test]
+fn a_lead_whose_model_refuses_ends_the_run_with_exit_4_and_the_error() {
+    // A 400 is not retried: the lead's turn fails for good at once.
+    let url = model_server(
+        b"HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\nconnection: close\r\ncontent-length: 79\r\n\r\n{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":\"bad model\"}}",
+    );
+    let out = lead_gives_up(&url);
     assert!(out.contains("the lead's turn failed: "), "{out}");
     assert!(out.contains("bad model"), "{out}");
 }
@@ -247,14 +253,7 @@ fn a_lead_model_that_keeps_failing_is_shown_retrying_before_the_run_ends() {
     let url = model_server(
         b"HTTP/1.1 429 Too Many Requests\r\ncontent-type: application/json\r\nretry-after-ms: 1\r\nconnection: close\r\ncontent-length: 74\r\n\r\n{\"type\":\"error\",\"error\":{\"type\":\"rate_limit_error\",\"message\":\"slow down\"}}",
     );
-    let team = anthropic_lead_team(&url);
-    let mut up = team.spawn_with_env(
-        "up",
-        &["up", "--headless", "--goal", "plan it", "--until-done"],
-        &[("ANTHROPIC_API_KEY", "sk-test-not-a-key")],
-    );
-    assert_eq!(up.wait(HANG), Some(4), "{}", log(&team, "up"));
-    let out = log(&team, "up");
+    let out = lead_gives_up(&url);
     for attempt in 2..=6 {
         let line = format!("; attempt {attempt} of 6 in 0.0s");
         assert!(

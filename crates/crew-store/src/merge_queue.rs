@@ -145,24 +145,24 @@ impl QueueState {
 
     /// Tasks merged per hour over the runs kept, when any ran.
     pub fn throughput_per_hour(&self) -> Option<f64> {
+        let (merged, millis) = self.merged_and_testing();
+        (millis > 0).then(|| merged as f64 * 3_600_000.0 / millis as f64)
+    }
+
+    /// Tasks merged, and the milliseconds of testing in the runs kept.
+    fn merged_and_testing(&self) -> (usize, u64) {
         let merged = self
             .entries
             .iter()
             .filter(|e| e.state == EntryState::Merged)
             .count();
-        let millis: u64 = self.runs.iter().map(|r| r.millis).sum();
-        (millis > 0).then(|| merged as f64 * 3_600_000.0 / millis as f64)
+        (merged, self.runs.iter().map(|r| r.millis).sum())
     }
 
     /// The throughput for a person: what merged for how much testing, and the hourly rate once
     /// there has been a minute of testing (a rate from a few quick runs means nothing).
     pub fn throughput_text(&self) -> Option<String> {
-        let merged = self
-            .entries
-            .iter()
-            .filter(|e| e.state == EntryState::Merged)
-            .count();
-        let millis: u64 = self.runs.iter().map(|r| r.millis).sum();
+        let (merged, millis) = self.merged_and_testing();
         if self.runs.is_empty() {
             return None;
         }
