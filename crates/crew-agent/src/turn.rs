@@ -173,17 +173,12 @@ impl Agent {
             )
             .await;
             let (message, stop, calls) = match reply {
-                Reply::Cancelled { mut usage } => {
-                    // The prompt was read even if the reply never said so (estimated).
-                    if usage.input_tokens + usage.cache_read_input_tokens == 0 {
-                        usage.input_tokens =
-                            self.fixed_tokens(&suffix) + estimate_messages(&self.history);
-                    }
-                    st.usage += usage;
+                Reply::Cancelled { usage } => {
+                    st.usage += self.with_prompt_estimate(usage, &suffix);
                     return interrupted();
                 }
                 Reply::Repeating { usage, times } => {
-                    st.usage += usage;
+                    st.usage += self.with_prompt_estimate(usage, &suffix);
                     return (
                         StopReason::RepeatedAction,
                         format!(
@@ -443,6 +438,15 @@ impl Agent {
             },
             other => Err((StopReason::Error, format!("model call failed: {other}"))),
         }
+    }
+
+    /// A reply cut short before the server said what it read: the prompt it was sent counts
+    /// as its estimate (bytes / 4), not as nothing.
+    fn with_prompt_estimate(&self, mut usage: Usage, suffix: &str) -> Usage {
+        if usage.input_tokens + usage.cache_read_input_tokens == 0 {
+            usage.input_tokens = self.fixed_tokens(suffix) + estimate_messages(&self.history);
+        }
+        usage
     }
 
     fn recovery_event(&self, kind: RecoveryKind, attempt: u32, reason: &str) {

@@ -456,6 +456,7 @@ async fn a_reply_that_keeps_echoing_its_prompt_is_cut_with_the_reason() {
             result.reason
         );
         assert!(result.usage.output_tokens > 0);
+        assert!(result.usage.input_tokens > 0, "the prompt it read counts");
         assert_eq!(chats(&server).len(), 1);
         assert!(
             agent
