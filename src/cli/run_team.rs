@@ -187,6 +187,8 @@ pub fn up(project: Project, args: UpArgs) -> anyhow::Result<()> {
         }
         run.wait(&watcher, Duration::from_millis(500));
     }
+    // The last look: a task that ended after this loop's look at the store is still told.
+    progress.store(&workspace)?;
     let grace = Duration::from_secs(15);
     // With every task done the lead's reply to the last notice changes nothing: not waited for.
     let stopped = if finished {
