@@ -275,14 +275,21 @@ impl Supervisor {
     ) -> Result<Vec<TeamEvent>, StoreError> {
         let mut asked = Vec::new();
         for name in teammates {
-            let Some(status) = self.workspace.agents().read(name)? else {
-                continue;
+            // One started a moment ago may not have written its status yet: its process is
+            // ours, and the request waits in its inbox for its first look.
+            let pid = match self.workspace.agents().read(name)? {
+                Some(status) if !status.state.is_final() && pid_alive(status.pid) => status.pid,
+                Some(_) => continue,
+                None => match self.children.get_mut(name) {
+                    Some(child) => match child.try_wait() {
+                        Ok(None) => child.id(),
+                        _ => continue,
+                    },
+                    None => continue,
+                },
             };
-            if status.state.is_final() || !pid_alive(status.pid) {
-                continue;
-            }
             let request = self.ask_to_shut_down(name)?;
-            asked.push((name.clone(), status.pid, request));
+            asked.push((name.clone(), pid, request));
         }
         let deadline = Instant::now() + grace;
         let mut forced = false;
