@@ -128,6 +128,19 @@ impl Worktrees {
         self.tree_diff(fork, &head)
     }
 
+    /// Where `head`'s history left `base_branch` (their merge base, hex): the start of what a
+    /// review of a branch whose task commits were not recorded one by one shows.
+    pub fn fork_point(&self, head: &str, base_branch: &str) -> Result<String, GitError> {
+        validate_branch(base_branch)?;
+        let base = self.base_commit(base_branch)?.id();
+        let head = oid(head)?;
+        let fork = self
+            .repo()
+            .merge_base(base, head)
+            .context(|| format!("finding the merge base of {base} and {head}"))?;
+        Ok(fork.to_string())
+    }
+
     /// Whether `base_branch` already holds the commit `head`.
     pub fn base_contains(&self, base_branch: &str, head: &str) -> Result<bool, GitError> {
         validate_branch(base_branch)?;

@@ -203,7 +203,7 @@ fn execute(root: &Path, team: &TeamConfig, effect: Effect) -> Option<Event> {
                 .map_err(|e| e.to_string()),
         )),
         Effect::LoadDiff { name, task: None } => Some(Event::Diff {
-            result: Worktrees::open(root)
+            result: Worktrees::open(&ws.repository_root())
                 .and_then(|w| w.diff(&name, &team.team.base_branch))
                 .map_err(|e| e.to_string()),
             name,
@@ -269,14 +269,14 @@ fn execute(root: &Path, team: &TeamConfig, effect: Effect) -> Option<Event> {
         Effect::Merge { name } => {
             let author = Author::crew(&name);
             Some(Event::Merged {
-                result: Worktrees::open(root)
+                result: Worktrees::open(&ws.repository_root())
                     .and_then(|w| w.merge(&name, &team.team.base_branch, &author))
                     .map_err(|e| e.to_string()),
                 name,
             })
         }
         Effect::Discard { name } => Some(Event::Discarded {
-            result: Worktrees::open(root)
+            result: Worktrees::open(&ws.repository_root())
                 .and_then(|w| w.discard(&name))
                 .map_err(|e| e.to_string()),
             name,

@@ -76,6 +76,8 @@ pub fn run(root: &Path, options: Options) -> anyhow::Result<()> {
     let mut state = initial_state(root, &options, SystemTime::now());
     state.sandbox = sandbox_state(root);
     state.attached = options.attached.clone();
+    // Another tool's team whose teammates crew runs in the person's repository: reviewable here.
+    let reviews_here = crew_store::Workspace::new(root).is_linked();
     state.since = LastSeen::read(root);
     let (tx, rx) = channel::<Event>();
     let _watcher = spawn_loader(root, tx.clone())?;
@@ -108,7 +110,7 @@ pub fn run(root: &Path, options: Options) -> anyhow::Result<()> {
             effects.extend(crate::update::update(&mut state, next));
         }
         for effect in effects {
-            if state.attached.is_some() && !attached_may(&effect) {
+            if state.attached.is_some() && !attached_may(&effect, reviews_here) {
                 // Nothing to review in another tool's team; the rest is said to be read-only.
                 if !matches!(effect, Effect::LoadReviews | Effect::LoadQueue) {
                     let refused = Event::Done(Err(
@@ -152,19 +154,29 @@ pub fn run(root: &Path, options: Options) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// What the screen may do on a team it is attached to: answer once, show, ring.
-fn attached_may(effect: &Effect) -> bool {
-    matches!(
+/// What the screen may do on a team it is attached to: answer once, show, ring; and review
+/// when crew runs the team's teammates in worktrees of the person's repository (`reviews`).
+fn attached_may(effect: &Effect, reviews: bool) -> bool {
+    let review = matches!(
         effect,
-        Effect::Respond { .. }
-            | Effect::HighlightFile { .. }
-            | Effect::HighlightCommand { .. }
-            | Effect::PrepareProposal { .. }
-            | Effect::HighlightProposal { .. }
-            | Effect::Bell
-            | Effect::DesktopNotify { .. }
-            | Effect::Notify { .. }
-    )
+        Effect::LoadReviews
+            | Effect::LoadDiff { .. }
+            | Effect::MergeReview { .. }
+            | Effect::SendBackReview { .. }
+            | Effect::DiscardReview { .. }
+    );
+    (reviews && review)
+        || matches!(
+            effect,
+            Effect::Respond { .. }
+                | Effect::HighlightFile { .. }
+                | Effect::HighlightCommand { .. }
+                | Effect::PrepareProposal { .. }
+                | Effect::HighlightProposal { .. }
+                | Effect::Bell
+                | Effect::DesktopNotify { .. }
+                | Effect::Notify { .. }
+        )
 }
 
 /// How often an attached screen refreshes its last-seen marker.
@@ -392,6 +404,24 @@ fn spawn_input(tx: Sender<Event>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_attached_screen_reviews_only_where_crew_runs_the_teammates() {
+        let merge = Effect::MergeReview {
+            id: crew_store::TaskId(1),
+        };
+        assert!(!attached_may(&merge, false));
+        assert!(attached_may(&merge, true));
+        assert!(attached_may(&Effect::LoadReviews, true));
+        // Steering another tool's team stays refused either way.
+        assert!(!attached_may(&Effect::StopTeam, true));
+        assert!(!attached_may(
+            &Effect::ApproveReview {
+                id: crew_store::TaskId(1)
+            },
+            true
+        ));
+    }
 
     /// Diffs asked for faster than they are worked out: the last one asked for always arrives,
     /// and nothing older ever arrives after something newer.

@@ -84,7 +84,7 @@ pub struct Review {
 
 /// Every task in review, oldest id first.
 pub fn list(workspace: &Workspace, config: &TeamConfig) -> Result<Vec<Review>, ReviewError> {
-    let trees = Worktrees::open(workspace.root())?;
+    let trees = worktrees(workspace)?;
     workspace
         .tasks()
         .load_all()?
@@ -97,7 +97,7 @@ pub fn list(workspace: &Workspace, config: &TeamConfig) -> Result<Vec<Review>, R
 
 /// The task `id` in review.
 pub fn show(workspace: &Workspace, config: &TeamConfig, id: TaskId) -> Result<Review, ReviewError> {
-    let trees = Worktrees::open(workspace.root())?;
+    let trees = worktrees(workspace)?;
     describe(&trees, config, &in_review(workspace, id)?)
 }
 
@@ -109,7 +109,7 @@ pub fn diff(
 ) -> Result<WorktreeDiff, ReviewError> {
     let task = in_review(workspace, id)?;
     let commits = commits_of(&task)?;
-    let trees = Worktrees::open(workspace.root())?;
+    let trees = worktrees(workspace)?;
     Ok(trees.commits_diff(&commits.start, &commits.head, &config.team.base_branch)?)
 }
 
@@ -177,7 +177,7 @@ pub fn approve(
 ) -> Result<String, ReviewError> {
     let task = in_review(workspace, id)?;
     let commits = commits_of(&task)?;
-    let trees = Worktrees::open(workspace.root())?;
+    let trees = worktrees(workspace)?;
     let files = protected_in_merge(&trees, config, &commits.head)?;
     if !files.is_empty() {
         return Err(ReviewError::Protected { id, files });
@@ -240,7 +240,7 @@ pub(crate) fn mark_came_along(
     merged: TaskId,
     by: &AgentName,
 ) -> Result<Vec<TaskId>, ReviewError> {
-    let trees = Worktrees::open(workspace.root())?;
+    let trees = worktrees(workspace)?;
     let mut also = Vec::new();
     for other in workspace.tasks().load_all()?.tasks {
         let Some(c) = other
@@ -298,7 +298,7 @@ pub fn discard(
         .branch
         .strip_prefix("crew/")
         .unwrap_or(&commits.branch);
-    let trees = Worktrees::open(workspace.root())?;
+    let trees = worktrees(workspace)?;
     let message = format!("{}: discarded by {by}\n\n{reason}\n", task.id);
     let author = Author::crew(by);
     if let MergeOutcome::Conflicts { files } =
@@ -328,7 +328,7 @@ pub(crate) fn merge_commits(
     task: &Task,
     commits: &TaskCommits,
 ) -> Result<String, ReviewError> {
-    let trees = Worktrees::open(workspace.root())?;
+    let trees = worktrees(workspace)?;
     let protected = protected_in_merge(&trees, config, &commits.head)?;
     if !protected.is_empty() {
         return Err(ReviewError::Protected {
@@ -345,7 +345,7 @@ fn merge_commits_unchecked(
     task: &Task,
     commits: &TaskCommits,
 ) -> Result<String, ReviewError> {
-    let trees = Worktrees::open(workspace.root())?;
+    let trees = worktrees(workspace)?;
     let base = &config.team.base_branch;
     let owner = task.owner.as_deref().unwrap_or("crew");
     let author = Author::crew(owner);
@@ -404,6 +404,11 @@ fn governed<'a>(trees: &Worktrees, config: &'a TeamConfig) -> Result<Governed<'a
         config,
         hooks_path: trees.hooks_path()?,
     })
+}
+
+/// The repository the team's worktrees are in (another folder for a linked workspace).
+fn worktrees(workspace: &Workspace) -> Result<Worktrees, ReviewError> {
+    Ok(Worktrees::open(&workspace.repository_root())?)
 }
 
 fn in_review(workspace: &Workspace, id: TaskId) -> Result<Task, ReviewError> {
