@@ -691,13 +691,19 @@ impl TeamConfig {
     /// The sandbox `entry`'s commands (and hooks) run in: the configured mode, its network and
     /// whether it writes, `[limits]`' resource limits and `[permissions] env`.
     pub fn sandbox_for(&self, entry: &AgentEntry) -> crew_tools::Sandbox {
+        self.sandbox(entry.network, entry.writes)
+    }
+
+    /// The sandbox of an agent with this network and writing, whether or not crew.toml lists
+    /// it (a Claude Code teammate crew runs).
+    pub fn sandbox(&self, network: bool, writes: bool) -> crew_tools::Sandbox {
         let some = |value: u64| (value > 0).then_some(value);
         let limits = crew_tools::ResourceLimits {
             processes: some(self.limits.max_processes),
             memory_bytes: some(self.limits.max_memory_bytes),
             file_bytes: some(self.limits.max_file_bytes),
         };
-        crew_tools::Sandbox::new(self.permissions.sandbox, entry.network, entry.writes)
+        crew_tools::Sandbox::new(self.permissions.sandbox, network, writes)
             .with_limits(limits)
             .with_env(self.permissions.env.clone())
     }

@@ -136,10 +136,31 @@ impl Sandbox {
         }
         let temp = tempfile::Builder::new().prefix("crew-tmp-").tempdir()?;
         let temp_path = temp.path().canonicalize()?;
+        let wrapped = self.helper_args(workspace, &temp_path, program, args)?;
+        env.retain(|(name, _)| name != "TMPDIR");
+        env.push(("TMPDIR".to_string(), temp_path.display().to_string()));
+        Ok(Prepared {
+            program: self.helper.display().to_string(),
+            args: wrapped,
+            env,
+            temp: Some(temp),
+        })
+    }
+
+    /// The helper's arguments that run `program args…` confined to `workspace` and the
+    /// temporary folder `temp` (which the caller keeps): for a command another program runs,
+    /// such as a Claude Code teammate's Bash, rewritten by crew's hook.
+    pub fn helper_args(
+        &self,
+        workspace: &Path,
+        temp: &Path,
+        program: &str,
+        args: Vec<String>,
+    ) -> std::io::Result<Vec<String>> {
         let policy = SandboxPolicy::new(
             workspace,
             self.workspace_writable,
-            &temp_path,
+            temp,
             self.network,
             self.limits,
         );
@@ -151,14 +172,7 @@ impl Sandbox {
             program.to_string(),
         ];
         wrapped.extend(args);
-        env.retain(|(name, _)| name != "TMPDIR");
-        env.push(("TMPDIR".to_string(), temp_path.display().to_string()));
-        Ok(Prepared {
-            program: self.helper.display().to_string(),
-            args: wrapped,
-            env,
-            temp: Some(temp),
-        })
+        Ok(wrapped)
     }
 
     /// A line for the person when commands are not confined (`crew up`, the log, the
