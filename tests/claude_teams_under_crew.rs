@@ -88,6 +88,7 @@ fn launch(launcher: &str, dir: &Path, home: &Path, bin: &Path, args: &[String]) 
         .current_dir(dir)
         .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
         .env("CLAUDE_CONFIG_DIR", home)
+        .env("XDG_DATA_HOME", data_home(home))
         .env("CLAUDECODE", "1")
         .env("CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS", "1")
         .env("CLAUDE_CODE_TEAMMATE_COMMAND", launcher)
@@ -102,6 +103,11 @@ fn launch(launcher: &str, dir: &Path, home: &Path, bin: &Path, args: &[String]) 
         .unwrap()
         .to_string();
     (run, pid)
+}
+
+/// Where crew keeps its workspaces for Claude Code teams in these tests (beside the home).
+fn data_home(claude_home: &Path) -> PathBuf {
+    claude_home.parent().unwrap().join("data")
 }
 
 fn settings(repo: &Repo) -> Value {
@@ -170,7 +176,13 @@ fn setup_launches_each_teammate_in_its_own_worktree_and_undo_puts_everything_bac
     assert_eq!(lines.next(), Some("key=sk-test-teammate"));
     assert_eq!(lines.next(), Some("teams=1"));
     let passed: Vec<&str> = lines.filter_map(|l| l.strip_prefix("ARG: ")).collect();
-    assert_eq!(passed, args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(
+        passed[..args.len()],
+        args.iter().map(String::as_str).collect::<Vec<_>>()
+    );
+    // ... and crew's hook for its tool calls (see the test below).
+    assert_eq!(passed[args.len()], "--settings");
+    assert_eq!(passed.len(), args.len() + 2);
 
     // Its work is not in the lead's checkout: it is a commit on its branch, kept and said.
     assert!(!repo.join("made-by-teammate.txt").exists());
@@ -220,7 +232,10 @@ fn setup_launches_each_teammate_in_its_own_worktree_and_undo_puts_everything_bac
         run.stderr
     );
     let ran = fs::read_to_string(scratch.path().join("claude-ran.log")).unwrap();
-    assert!(ran.ends_with("ARG: --effort\nARG: high\n"), "{ran}");
+    assert!(
+        ran.contains("ARG: --effort\nARG: high\nARG: --settings\n"),
+        "{ran}"
+    );
 
     // Outside a repository the teammate runs in the lead's folder, as Claude Code would run it.
     let elsewhere = tempfile::tempdir().unwrap();
@@ -328,4 +343,358 @@ fn setup_outside_a_repository_or_on_broken_settings_changes_nothing() {
     assert!(!repo.join(".crew/bin/cc-teammate").exists());
     let run = repo.crew(&["claude", "setup", "--undo"]);
     assert!(run.stderr.contains("nothing to undo"), "{}", run.stderr);
+}
+
+/// The hook crew gave the teammate's `claude` (`--settings`), as the stand-in was started.
+fn hook_command(ran: &str) -> String {
+    let args: Vec<&str> = ran
+        .lines()
+        .filter_map(|l| l.strip_prefix("ARG: "))
+        .collect();
+    let at = args.iter().position(|a| *a == "--settings").unwrap();
+    let settings: Value = serde_json::from_str(args[at + 1]).unwrap();
+    let hook = &settings["hooks"]["PreToolUse"][0];
+    assert_eq!(hook["matcher"], "*");
+    hook["hooks"][0]["command"].as_str().unwrap().to_string()
+}
+
+/// One tool call through the hook, as Claude Code runs it (`sh -c`, the call on stdin).
+fn call_hook(command: &str, home: &Path, call: Value) -> std::process::Child {
+    use std::io::Write;
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .env("CLAUDE_CONFIG_DIR", home)
+        .env("XDG_DATA_HOME", data_home(home))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let input = json!({"session_id": "s", "hook_event_name": "PreToolUse", "tool_use_id": "toolu_1",
+                       "tool_name": call["tool"], "tool_input": call["input"]});
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.to_string().as_bytes())
+        .unwrap();
+    child
+}
+
+/// The hook's `hookSpecificOutput` (`None`: it left the call to Claude Code).
+fn hook_output(child: std::process::Child) -> Option<Value> {
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    if text.trim().is_empty() {
+        return None;
+    }
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let o = v["hookSpecificOutput"].clone();
+    assert_eq!(o["hookEventName"], "PreToolUse");
+    Some(o)
+}
+
+/// The hook's decision and reason (`None`: it left the call to Claude Code).
+fn decision(child: std::process::Child) -> Option<(String, String)> {
+    hook_output(child).map(|o| {
+        (
+            o["permissionDecision"].as_str().unwrap().to_string(),
+            o["permissionDecisionReason"].as_str().unwrap().to_string(),
+        )
+    })
+}
+
+fn task_file(home: &Path, id: &str) -> PathBuf {
+    home.join("tasks").join(TEAM).join(format!("{id}.json"))
+}
+
+fn write_task(home: &Path, id: &str, subject: &str) {
+    fs::create_dir_all(home.join("tasks").join(TEAM)).unwrap();
+    fs::write(
+        task_file(home, id),
+        json!({"id": id, "subject": subject, "description": "", "status": "in_progress",
+               "owner": "worker1", "blocks": [], "blockedBy": []})
+        .to_string(),
+    )
+    .unwrap();
+}
+
+fn task_status(home: &Path, id: &str) -> String {
+    let v: Value = serde_json::from_slice(&fs::read(task_file(home, id)).unwrap()).unwrap();
+    v["status"].as_str().unwrap().to_string()
+}
+
+/// worker1 launched through `crew claude setup`'s launcher (the stand-in `claude` has run and
+/// ended): the hook crew gave it, and where its worktree and crew's workspace for the team are.
+struct Launched {
+    repo: Repo,
+    _scratch: tempfile::TempDir,
+    home: PathBuf,
+    command: String,
+    worktree: PathBuf,
+    mirror: PathBuf,
+}
+
+impl Launched {
+    fn new() -> Self {
+        let repo = Repo::git();
+        git(&repo, &["commit", "-q", "--allow-empty", "-m", "init"]);
+        repo.ok(&["claude", "setup"]);
+        let launcher = settings(&repo)["env"]["CLAUDE_CODE_TEAMMATE_COMMAND"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let scratch = tempfile::tempdir().unwrap();
+        let home = claude_home(scratch.path(), "2.1.197");
+        write_task(&home, "1", "Make the file");
+        let bin = stand_in(scratch.path(), "2.1.197");
+        let (run, _) = launch(&launcher, repo.path(), &home, &bin, &recorded_args());
+        assert_eq!(run.code, 7, "{}", run.stderr);
+        assert!(
+            run.stderr
+                .contains("its tool calls go through crew's permissions"),
+            "{}",
+            run.stderr
+        );
+        let command =
+            hook_command(&fs::read_to_string(scratch.path().join("claude-ran.log")).unwrap());
+        let worktree = repo.join(".worktrees/worker1");
+        let mirror = data_home(&home).join("crew/claude-code").join(TEAM);
+        Launched {
+            repo,
+            _scratch: scratch,
+            home,
+            command,
+            worktree,
+            mirror,
+        }
+    }
+
+    /// `crew -C <crew's workspace for the team> ARGS`.
+    fn mirror_crew(&self, args: &[&str]) -> Run {
+        let mut all = vec!["-C", self.mirror.to_str().unwrap()];
+        all.extend_from_slice(args);
+        self.repo.crew(&all)
+    }
+}
+
+#[test]
+fn a_teammates_tool_calls_meet_crews_permissions_and_its_completed_task_waits_for_the_merge() {
+    let launched = Launched::new();
+    let Launched {
+        repo,
+        home,
+        command,
+        worktree,
+        mirror,
+        ..
+    } = &launched;
+    let mirror_crew = |args: &[&str]| launched.mirror_crew(args);
+
+    // Reading and editing in its own worktree: allowed by crew (accept-edits), no prompt.
+    let inside = worktree.join("made-by-teammate.txt");
+    let read = json!({"tool": "Read", "input": {"file_path": inside}});
+    assert_eq!(decision(call_hook(command, home, read)).unwrap().0, "allow");
+    let write = json!({"tool": "Write", "input": {"file_path": inside, "content": "x\n"}});
+    assert_eq!(
+        decision(call_hook(command, home, write)).unwrap().0,
+        "allow"
+    );
+    // The team protocol's own tools are Claude Code's business.
+    let list = json!({"tool": "TaskList", "input": {}});
+    assert_eq!(decision(call_hook(command, home, list)), None);
+
+    // A command waits for the person in crew's store (the approvals pane), with its purpose.
+    let bash = json!({"tool": "Bash", "input": {"command": "make check", "description": "Run the checks"}});
+    let waiting = call_hook(command, home, bash.clone());
+    let request = wait_for_request(&mirror_crew);
+    assert_eq!(request["from"], "worker1");
+    assert_eq!(request["request"]["purpose"], "Run the checks");
+    let id = request["request_id"].as_str().unwrap().to_string();
+    let out = mirror_crew(&["respond", &id, "--as", "user", "approve"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(decision(waiting).unwrap().0, "allow");
+    // Denied by the person: the reason goes back to the model.
+    let waiting = call_hook(command, home, bash);
+    let request = wait_for_request(&mirror_crew);
+    let id = request["request_id"].as_str().unwrap().to_string();
+    mirror_crew(&[
+        "respond", &id, "--as", "user", "reject", "--note", "not now",
+    ]);
+    let (denied, reason) = decision(waiting).unwrap();
+    assert_eq!(denied, "deny");
+    assert!(reason.contains("not now"), "{reason}");
+
+    // "Completed" goes to crew's review: Claude Code's task stays in progress meanwhile.
+    let done = json!({"tool": "TaskUpdate", "input": {"taskId": "1", "status": "completed"}});
+    let (refused, reason) = decision(call_hook(command, home, done)).unwrap();
+    assert_eq!(refused, "deny");
+    assert!(
+        reason.contains("crew holds task #1 for the person's review"),
+        "{reason}"
+    );
+    assert_eq!(task_status(home, "1"), "in_progress");
+    let reviews = mirror_crew(&["review", "list", "--json"]);
+    let reviews: Value = serde_json::from_str(&reviews.stdout).unwrap();
+    assert_eq!(
+        reviews["reviews"][0]["files"],
+        json!(["made-by-teammate.txt"])
+    );
+    // The screen's mirror keeps crew's hold while Claude Code's copy says in progress.
+    let sync = || {
+        let mut m = crew_team::claude_team::Mirror::open(home, TEAM, mirror).unwrap();
+        m.sync().unwrap();
+    };
+    sync();
+    let out = mirror_crew(&["review", "merge", "1"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(git(repo, &["show", "main:made-by-teammate.txt"]), "made\n");
+    // Merged: only now is Claude Code's task completed, and the lead told, once.
+    sync();
+    sync();
+    assert_eq!(task_status(home, "1"), "completed");
+    let merged: Vec<Value> = lead_inbox(home)
+        .into_iter()
+        .filter(|m| m["from"] == "crew")
+        .collect();
+    assert_eq!(merged.len(), 1, "{merged:?}");
+    assert!(
+        merged[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("was reviewed and merged into main by the person"),
+        "{merged:?}"
+    );
+
+    // A send-back reaches the teammate's own inbox with the note; its next "completed" is
+    // reviewed again.
+    write_task(home, "2", "Add a second file");
+    fs::write(worktree.join("second.txt"), "2\n").unwrap();
+    let done = json!({"tool": "TaskUpdate", "input": {"taskId": "2", "status": "completed"}});
+    assert_eq!(
+        decision(call_hook(command, home, done.clone())).unwrap().0,
+        "deny"
+    );
+    let out = mirror_crew(&["review", "send-back", "2", "--note", "name it 2.txt"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    sync();
+    let inbox: Vec<Value> = serde_json::from_slice(
+        &fs::read(home.join("teams").join(TEAM).join("inboxes/worker1.json")).unwrap(),
+    )
+    .unwrap();
+    assert!(
+        inbox[0]["text"].as_str().unwrap().contains("name it 2.txt"),
+        "{inbox:?}"
+    );
+    git_cli(Path::new("git"), worktree, &["mv", "second.txt", "2.txt"]);
+    assert_eq!(decision(call_hook(command, home, done)).unwrap().0, "deny");
+    let out = mirror_crew(&["review", "diff", "2", "--json"]);
+    assert!(out.stdout.contains("2.txt"), "{}", out.stdout);
+    assert_eq!(task_status(home, "2"), "in_progress");
+}
+
+#[test]
+fn a_teammates_bash_runs_in_crews_sandbox_writing_only_in_its_worktree() {
+    let launched = Launched::new();
+    let (home, worktree) = (&launched.home, &launched.worktree);
+    // The teammate's private temporary folder lives while its `claude` does; the stand-in has
+    // ended, so it is made again, as it is while a real teammate runs.
+    let temp = launched
+        .command
+        .split(" --tmp ")
+        .nth(1)
+        .expect("the hook is given the teammate's temporary folder")
+        .trim_matches('\'');
+    fs::create_dir_all(temp).unwrap();
+    let outside = launched.repo.join("escaped.txt");
+    let script = format!(
+        "echo in > inside.txt; echo out > {}; touch \"$TMPDIR/scratch\"; echo ran",
+        outside.display()
+    );
+    let bash =
+        json!({"tool": "Bash", "input": {"command": script, "description": "Try to escape"}});
+    let waiting = call_hook(&launched.command, home, bash);
+    // The person is shown the command as the teammate wrote it.
+    let request = wait_for_request(&|args| launched.mirror_crew(args));
+    assert_eq!(request["request"]["input"]["command"], script);
+    let id = request["request_id"].as_str().unwrap().to_string();
+    let out = launched.mirror_crew(&["respond", &id, "--as", "user", "approve"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let answer = hook_output(waiting).unwrap();
+    assert_eq!(answer["permissionDecision"], "allow");
+    assert!(
+        answer["permissionDecisionReason"]
+            .as_str()
+            .unwrap()
+            .contains("crew's sandbox"),
+        "{answer}"
+    );
+    let wrapped = answer["updatedInput"]["command"].as_str().unwrap();
+    assert!(wrapped.contains("sandbox-exec"), "{wrapped}");
+    assert_eq!(answer["updatedInput"]["description"], "Try to escape");
+
+    // Run as Claude Code's Bash runs it: in the teammate's folder, through a shell.
+    let ran = Command::new("bash")
+        .arg("-c")
+        .arg(wrapped)
+        .current_dir(worktree)
+        .output()
+        .unwrap();
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&ran.stdout),
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    assert!(said.contains("ran"), "{said}");
+    assert_eq!(
+        fs::read_to_string(worktree.join("inside.txt"))
+            .ok()
+            .as_deref(),
+        Some("in\n"),
+        "{wrapped}\n{said}"
+    );
+    assert!(Path::new(temp).join("scratch").exists(), "{said}");
+    assert!(
+        !outside.exists(),
+        "a write outside the worktree got through: {said}"
+    );
+
+    // With `sandbox = "off"` in the repository's crew.toml the command runs as written.
+    fs::write(
+        launched.repo.join("crew.toml"),
+        "[team]\nname = \"t\"\n[lead]\nname = \"lead\"\n\
+         model = { provider = \"scripted\", scenario = \"demo\" }\n\
+         [permissions]\nmode = \"accept-edits\"\nallow = [\"bash\"]\nsandbox = \"off\"\n",
+    )
+    .unwrap();
+    let bash = json!({"tool": "Bash", "input": {"command": "echo hi"}});
+    let answer = hook_output(call_hook(&launched.command, home, bash)).unwrap();
+    assert_eq!(answer["permissionDecision"], "allow", "{answer}");
+    assert_eq!(answer.get("updatedInput"), None, "{answer}");
+}
+
+/// The permission request waiting in crew's workspace for the team.
+fn wait_for_request(crew: &dyn Fn(&[&str]) -> crate::support::Run) -> Value {
+    for _ in 0..100 {
+        let out = crew(&["requests", "--json"]);
+        if let Ok(all) = serde_json::from_str::<Value>(&out.stdout) {
+            let pending = all["requests"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .find(|r| r["state"] == "pending")
+                .cloned();
+            if let Some(request) = pending {
+                return request;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    panic!("no permission request came");
 }

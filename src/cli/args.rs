@@ -91,6 +91,26 @@ pub enum Command {
     /// Internal: what a Claude Code lead launches for a teammate (CLAUDE_CODE_TEAMMATE_COMMAND).
     #[command(name = "cc-teammate", hide = true)]
     CcTeammate(CcTeammateArgs),
+    /// Internal: the PreToolUse hook `crew cc-teammate` gives a Claude Code teammate (crew's
+    /// policy and approvals for its tool calls; its "completed" into crew's review).
+    #[command(name = "cc-teammate-hook", hide = true)]
+    CcTeammateHook(CcTeammateHookArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CcTeammateHookArgs {
+    /// The Claude Code team.
+    #[arg(long)]
+    pub team: String,
+    /// The teammate's Claude Code name.
+    #[arg(long)]
+    pub name: String,
+    /// The teammate's worktree.
+    #[arg(long)]
+    pub worktree: PathBuf,
+    /// The teammate's private temporary folder: its Bash commands run in crew's sandbox.
+    #[arg(long)]
+    pub tmp: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

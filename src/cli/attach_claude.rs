@@ -12,8 +12,14 @@ pub fn claude(team: Option<&str>, ui: UiArgs) -> anyhow::Result<()> {
     let version = mirror
         .version()
         .unwrap_or_else(|| "version unknown".to_string());
+    // Teammates crew runs in the person's repository are reviewed here too.
+    let may = if crew_store::Workspace::new(&root).is_linked() {
+        "answers and reviews"
+    } else {
+        "answers only"
+    };
     let header = format!(
-        "Claude Code {version} team {team} · answers only · log {}",
+        "Claude Code {version} team {team} · {may} · log {}",
         root.display()
     );
     let _watcher = mirror.watch()?;

@@ -21,8 +21,11 @@ use anyhow::anyhow;
 use crate::cli::agents_found::{on_path, version_of};
 use crate::cli::project::find_upwards;
 use crew_git::{Author, Worktree, Worktrees, current_branch, exclude_from_git};
+use crew_store::Workspace;
 use crew_team::claude_team::{
-    claude_home,
+    Mirror, claude_home,
+    gate::{HookCall, TeammateGate, shell_word},
+    mirror_root,
     teammate::{LaunchError, TeammateLaunch, check_version},
 };
 
@@ -108,12 +111,40 @@ fn start(launch: &TeammateLaunch, home: Option<&PathBuf>) -> anyhow::Result<Exit
         worktree.path.display(),
         worktree.branch
     );
+    // The teammate's commands' private temporary folder, while its `claude` runs.
+    let temp = tempfile::Builder::new().prefix("crew-cc-tmp-").tempdir();
+    let temp_path = temp
+        .as_ref()
+        .ok()
+        .and_then(|t| t.path().canonicalize().ok());
+    match home.map(|home| gate_settings(home, launch, &trees, &worktree.path, temp_path.as_deref()))
+    {
+        Some(Ok(settings)) => {
+            command.arg("--settings").arg(settings);
+            eprintln!(
+                "crew cc-teammate: its tool calls go through crew's permissions and its \
+                 completed tasks through crew's review: `crew attach claude {}`",
+                launch.team
+            );
+        }
+        Some(Err(e)) => eprintln!(
+            "crew cc-teammate: {} runs without crew's permissions and review ({e:#}); Claude \
+             Code's own prompts ask",
+            launch.name
+        ),
+        None => eprintln!(
+            "crew cc-teammate: no Claude Code folder ($CLAUDE_CONFIG_DIR, $HOME): {} runs \
+             without crew's permissions and review",
+            launch.name
+        ),
+    }
     let mut child = command
         .current_dir(&worktree.path)
         .spawn()
         .map_err(|e| anyhow!("cannot start {}: {e}", claude.display()))?;
     forward_stops_to(child.id());
     let status = child.wait()?;
+    drop(temp);
     let kept = keep_work(&trees, &worktree, launch);
     log(&trees, &kept);
     eprintln!("crew cc-teammate: {kept}");
@@ -124,6 +155,84 @@ fn start(launch: &TeammateLaunch, home: Option<&PathBuf>) -> anyhow::Result<Exit
             .and_then(|c| u8::try_from(c).ok())
             .unwrap_or(1),
     ))
+}
+
+/// crew's workspace for the team, linked to the repository, with the teammate on it; and the
+/// `--settings` that hook its tool calls to `crew cc-teammate-hook`.
+fn gate_settings(
+    home: &Path,
+    launch: &TeammateLaunch,
+    trees: &Worktrees,
+    worktree: &Path,
+    temp: Option<&Path>,
+) -> anyhow::Result<String> {
+    let root = mirror_root(&launch.team)?;
+    let mut mirror = Mirror::open(home, &launch.team, &root)?;
+    mirror.link(trees.root())?;
+    mirror.sync()?;
+    mirror.admit(&launch.name)?;
+    let exe = std::env::current_exe()?;
+    let mut command = format!(
+        "{} cc-teammate-hook --team {} --name {} --worktree {}",
+        shell_word(&exe.display().to_string()),
+        shell_word(&launch.team),
+        shell_word(&launch.name),
+        shell_word(&worktree.display().to_string()),
+    );
+    if let Some(temp) = temp {
+        command.push_str(&format!(
+            " --tmp {}",
+            shell_word(&temp.display().to_string())
+        ));
+    }
+    // Past the request's own timeout, so crew's denial is what Claude Code hears.
+    let config = crew_config::TeamConfig::load(&root.join(crew_config::FILE_NAME))?;
+    let timeout = config.request_timeout().as_secs() + 30;
+    let settings = serde_json::json!({
+        "hooks": {"PreToolUse": [{"matcher": "*", "hooks": [
+            {"type": "command", "command": command, "timeout": timeout}
+        ]}]}
+    });
+    Ok(settings.to_string())
+}
+
+/// `crew cc-teammate-hook`: one tool call of a teammate, answered on stdout as Claude Code's
+/// `PreToolUse` hooks answer. A call crew cannot judge is refused (exit 2, the reason on
+/// stderr, which Claude Code shows the model), never let through unjudged.
+pub fn hook(args: &crate::cli::args::CcTeammateHookArgs) -> anyhow::Result<()> {
+    let mut input = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::stdin(), &mut input)?;
+    let refuse = |why: String| -> anyhow::Result<()> {
+        eprintln!("crew: {why}");
+        std::process::exit(2)
+    };
+    let call = match HookCall::parse(&input) {
+        Ok(call) => call,
+        Err(e) => return refuse(e),
+    };
+    let Some(home) = claude_home() else {
+        return refuse("no Claude Code folder ($CLAUDE_CONFIG_DIR, $HOME)".to_string());
+    };
+    let root = match mirror_root(&args.team) {
+        Ok(root) => root,
+        Err(e) => return refuse(e.to_string()),
+    };
+    let gate = TeammateGate {
+        home,
+        team: args.team.clone(),
+        teammate: args.name.clone(),
+        workspace: Workspace::new(root),
+        worktree: args.worktree.clone(),
+        temp: args.tmp.clone(),
+    };
+    let answer = gate.answer(&call);
+    if let Some(reason) = answer.reason() {
+        tracing::info!(tool = %call.tool_name, %reason, "cc-teammate-hook");
+    }
+    if let Some(json) = answer.to_json() {
+        println!("{json}");
+    }
+    Ok(())
 }
 
 /// `.worktrees/NAME` on `crew/NAME`, from the branch the lead's checkout is on.

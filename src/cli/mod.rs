@@ -104,6 +104,7 @@ fn only_prints(command: Option<&Command>) -> bool {
                 | Command::Attach(_)
                 | Command::SandboxExec(_)
                 | Command::CcTeammate(_)
+                | Command::CcTeammateHook(_)
         )
     )
 }
@@ -158,6 +159,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             attach_claude::claude(team.as_deref(), ui)
         }
         Command::Claude(args::ClaudeCommand::Setup { undo }) => claude_setup::run(&start, undo),
+        Command::CcTeammateHook(args) => cc_teammate::hook(&args),
         Command::CcTeammate(args) => {
             // Handled in `main` before anything else runs; here only for completeness.
             anyhow::bail!("cc-teammate {:?} must be the whole command line", args.args)

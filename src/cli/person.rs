@@ -77,5 +77,7 @@ fn acts_for_the_team(command: Option<&Command>) -> Option<&'static str> {
         Command::Claude(_) => Some("claude setup"),
         // Run by `cli::main` before this check; it starts Claude Code as Claude Code asked.
         Command::CcTeammate(_) => None,
+        // Asks the person and hands work in for a Claude Code teammate: never an agent's tool.
+        Command::CcTeammateHook(_) => Some("cc-teammate-hook"),
     }
 }

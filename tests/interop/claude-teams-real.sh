@@ -5,12 +5,16 @@
 # network namespace with only loopback, against the scripted mock Anthropic API
 # (claude-teams-real.json): the lead spawns teammate worker1, which must be launched through
 # crew's launcher (`crew cc-teammate`, seen as the pane's start command and in its first screen),
-# run as Claude Code against the mock in its own worktree (.worktrees/worker1), write a file with
-# Bash (its permission prompt answered where Claude Code shows it), and its SendMessage must reach
-# the lead (the lead's next request to the API carries worker1's message). When the tmux server
-# ends, worker1's file must be a commit on branch crew/worker1 and not in the lead's checkout.
-# Then `crew claude setup --undo` must leave no settings file. Prints SKIP (exit 0) when npm, tmux or `unshare --net` is not available, PASS or
-# FAIL otherwise.
+# run as Claude Code against the mock in its own worktree (.worktrees/worker1), take a task, write
+# a file with Bash, its permission request answered through crew's store (`crew respond`, as
+# the approvals pane of `crew attach claude`, which runs in a second window, answers), mark the
+# task completed (crew holds it for review: Claude Code's task stays in progress), and its
+# SendMessage must reach the lead. The person then merges the task from crew's review queue
+# (`crew review merge`): only then is Claude Code's task completed and the lead told (its next
+# request to the API carries crew's word). worker1's file must be on the base branch through
+# the merge, never written into the lead's checkout before it. Then `crew claude setup --undo`
+# must leave no settings file. Prints SKIP (exit 0) when npm, tmux or `unshare --net` is not
+# available, PASS or FAIL otherwise.
 set -euo pipefail
 NAME=claude-teams-real
 . "$(dirname "$0")/pinned-claude.sh"
@@ -34,7 +38,7 @@ fail() { echo "FAIL claude-teams-real: $*"; for f in "$WORK"/screen-*.txt; do ec
 grep -q 'teammateMode: set to "tmux"' "$WORK/setup.out" || fail "setup did not say it set teammateMode"
 LAUNCHER=$REPO/.crew/bin/cc-teammate
 
-export HERE REPO WORK CLAUDE
+export HERE REPO WORK CLAUDE CREW
 unshare --net bash -c '
 set -uo pipefail
 ip link set lo up
@@ -43,7 +47,8 @@ MOCK=$!
 for i in $(seq 50); do (exec 3<>/dev/tcp/127.0.0.1/8765) 2>/dev/null && break; sleep 0.1; done
 export HOME="$WORK/home" PATH="$(dirname "$CLAUDE"):$PATH" TERM=xterm-256color \
   ANTHROPIC_BASE_URL=http://127.0.0.1:8765 ANTHROPIC_API_KEY=sk-test DISABLE_TELEMETRY=1 \
-  CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1 DISABLE_ERROR_REPORTING=1
+  CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1 DISABLE_ERROR_REPORTING=1 \
+  XDG_DATA_HOME="$WORK/data"
 unset TMUX TMUX_PANE CLAUDE_CODE_EXPERIMENTAL_AGENT_TEAMS CLAUDE_CODE_TEAMMATE_COMMAND
 SOCK=$WORK/tmux.sock
 tm() { tmux -S "$SOCK" "$@"; }
@@ -58,6 +63,11 @@ for i in $(seq 60); do
   if echo "$s" | grep -qE "for shortcuts|\? for help|Try \""; then ready=1; break; fi
 done
 [ -n "$ready" ] || { screen main >"$WORK/screen-lead-not-ready.txt"; }
+TEAM=$(ls "$HOME/.claude/teams" 2>/dev/null | head -1)
+MIRROR=$XDG_DATA_HOME/crew/claude-code/$TEAM
+echo "$TEAM" >"$WORK/team.txt"
+# The person watches the team on the crew screen (which keeps the crew workspace for it in step).
+tm new-window -d -n crew "cd $REPO && exec $CREW attach claude $TEAM"
 tm send-keys -t main -l "LEAD-START: one teammate please"; sleep 0.5; tm send-keys -t main Enter
 # Answer the prompts of the lead (spawning a teammate may ask), and keep what the panes show.
 for i in $(seq 90); do
@@ -69,9 +79,26 @@ for i in $(seq 90); do
     if echo "$s" | grep -qE "Do you want to|Allow " && echo "$s" | grep -qE "1\. Yes"; then
       tm send-keys -t "$p" Enter; echo "$p $(date +%T) answered" >>"$WORK/answered.txt"; cp "$WORK/screen-$p.txt" "$WORK/prompt-$p-$i.txt"; fi
   done
+  # Requests waiting in the crew store are answered there, as the approvals pane answers them.
+  for r in $("$CREW" -C "$MIRROR" requests --pending --json 2>/dev/null |
+      python3 -c "import json,sys; [print(r[\"request_id\"], r[\"from\"]) for r in json.load(sys.stdin)[\"requests\"]]" 2>/dev/null |
+      tr " " ":"); do
+    "$CREW" -C "$MIRROR" respond "${r%%:*}" --as user approve >>"$WORK/crew-answers.txt" 2>&1 &&
+      echo "${r#*:}" >>"$WORK/crew-askers.txt"
+  done
   tm list-panes -a -F "#{pane_id} #{pane_start_command}" >"$WORK/panes.txt" 2>/dev/null
   grep -rl "WORKER1-REPORT" "$WORK/log" 2>/dev/null | xargs -r grep -l "LEAD-START" 2>/dev/null | grep -q . && break
 done
+# The task waits in the crew review queue; the checkout of the lead does not have the file yet.
+cp "$HOME/.claude/tasks/$TEAM/1.json" "$WORK/task-before-merge.json" 2>/dev/null
+[ -e "$REPO/worker1.txt" ] && touch "$WORK/in-checkout-before-merge"
+"$CREW" -C "$MIRROR" review list --json >"$WORK/reviews.json" 2>&1
+"$CREW" -C "$MIRROR" review merge 1 >"$WORK/merge.out" 2>&1
+for i in $(seq 30); do
+  grep -rl "reviewed and merged" "$WORK/log" 2>/dev/null | xargs -r grep -l "LEAD-START" 2>/dev/null | grep -q . && break
+  sleep 1
+done
+cp "$HOME/.claude/tasks/$TEAM/1.json" "$WORK/task-after-merge.json" 2>/dev/null
 sleep 2
 tm list-panes -a -F "#{pane_id} #{pane_start_command}" >>"$WORK/panes.txt" 2>/dev/null
 tm kill-server 2>/dev/null
@@ -89,10 +116,23 @@ grep -rl "WORKER1-PROMPT" "$WORK/log" | xargs -r grep -L "LEAD-START" | grep -q 
 grep -rl "WORKER1-REPORT" "$WORK/log" | xargs -r grep -l "LEAD-START" | grep -q . ||
   fail "worker1's message never reached the lead"
 echo "PASS claude-teams-real (launch): the real lead launched worker1 through $LAUNCHER; it ran as Claude Code $VERSION and its message reached the lead"
-[ ! -e "$REPO/worker1.txt" ] || fail "worker1 wrote into the lead's checkout"
+grep -qx worker1 "$WORK/crew-askers.txt" 2>/dev/null ||
+  fail "worker1's Bash call never waited in crew's store: $(cat "$WORK/crew-answers.txt" 2>/dev/null)"
+echo "PASS claude-teams-real (permissions): worker1's Bash call waited for the person in crew's store and ran once approved there"
+[ ! -e "$WORK/in-checkout-before-merge" ] || fail "worker1 wrote into the lead's checkout"
 [ "$(git -C "$REPO" show crew/worker1:worker1.txt 2>/dev/null)" = from-worker1 ] ||
   fail "worker1's file is not a commit on crew/worker1: $(cat "$REPO/.crew/logs/cc-teammates.log" 2>/dev/null)"
 echo "PASS claude-teams-real (worktree): worker1 worked in its own worktree; its file is a commit on crew/worker1, not in the lead's checkout"
+grep -q '"status": *"in_progress"' "$WORK/task-before-merge.json" 2>/dev/null ||
+  fail "Claude Code's task was not held in progress during the review: $(cat "$WORK/task-before-merge.json" 2>/dev/null)"
+grep -q "worker1.txt" "$WORK/reviews.json" || fail "the task is not in crew's review queue: $(cat "$WORK/reviews.json")"
+grep -q "merged into main" "$WORK/merge.out" || fail "crew review merge: $(cat "$WORK/merge.out")"
+[ "$(git -C "$REPO" show main:worker1.txt 2>/dev/null)" = from-worker1 ] || fail "worker1's file is not on main after the merge"
+grep -q '"status": *"completed"' "$WORK/task-after-merge.json" 2>/dev/null ||
+  fail "Claude Code's task is not completed after the merge: $(cat "$WORK/task-after-merge.json" 2>/dev/null)"
+grep -rl "reviewed and merged" "$WORK/log" | xargs -r grep -l "LEAD-START" | grep -q . ||
+  fail "the lead never heard of the merge"
+echo "PASS claude-teams-real (review): worker1's completed task waited in crew's review queue (in progress for Claude Code) until the person merged it; then it was completed and the lead told"
 (cd "$REPO" && "$CREW" claude setup --undo) >"$WORK/undo.out" 2>&1 || fail "undo: $(cat "$WORK/undo.out")"
 [ ! -e "$REPO/.claude/settings.local.json" ] || fail "undo left $(cat "$REPO/.claude/settings.local.json")"
 [ ! -e "$LAUNCHER" ] || fail "undo left the launcher"

@@ -12,7 +12,10 @@
 //! (as an `unreadable` message, or a task saying so), never fatal.
 
 pub(crate) mod files;
+pub mod gate;
 mod inbox_write;
+mod locked_file;
+pub mod review_hold;
 pub mod setup;
 pub mod teammate;
 
@@ -55,6 +58,8 @@ pub enum AttachError {
     NoClaudeHome,
     #[error(transparent)]
     Store(#[from] crew_store::StoreError),
+    #[error(transparent)]
+    Git(#[from] crew_git::GitError),
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> AttachError + '_ {
@@ -230,6 +235,25 @@ impl Mirror {
         &self.root
     }
 
+    /// Names `repository` as the one whose worktrees the team's teammates work in (crew runs
+    /// them there): reviews of their work diff and merge in it.
+    pub fn link(&self, repository: &Path) -> Result<(), AttachError> {
+        self.workspace()
+            .link_repository(repository)
+            .map_err(io(&self.root))?;
+        self.write_config()
+    }
+
+    /// `name` is on the team even before Claude Code's team file says so (a teammate crew
+    /// starts asks for permissions under its name).
+    pub fn admit(&mut self, name: &str) -> Result<(), AttachError> {
+        if !self.members.iter().any(|m| m == name) {
+            self.members.push(name.to_string());
+            self.write_statuses(&BTreeMap::new())?;
+        }
+        self.write_config()
+    }
+
     pub(crate) fn team_dir(&self) -> PathBuf {
         self.home.join("teams").join(&self.team)
     }
@@ -269,6 +293,7 @@ impl Mirror {
         self.sync_inboxes()?;
         self.sync_config()?;
         let holding = self.sync_tasks()?;
+        self.tell_outcomes()?;
         self.write_statuses(&holding)?;
         self.forward_answers()
     }
@@ -298,13 +323,7 @@ impl Mirror {
     }
 
     fn lead_name(&self) -> AgentName {
-        let lead = self
-            .team_file
-            .as_ref()
-            .and_then(|t| t.lead_agent_id.split('@').next())
-            .filter(|l| !l.is_empty())
-            .unwrap_or("team-lead");
-        Self::crew_name(lead)
+        Self::crew_name(&self.lead_claude_name())
     }
 
     fn sync_config(&mut self) -> Result<(), AttachError> {
@@ -366,10 +385,11 @@ impl Mirror {
         names.insert(lead.clone());
         let mut text = format!(
             "# Written by `crew attach claude`: Claude Code team {:?}, for the screen only.\n\
-             [team]\nname = {:?}\nbase_branch = \"main\"\n\n\
+             [team]\nname = {:?}\nbase_branch = {:?}\n\n\
              [lead]\nname = {lead:?}\nmodel = {{ provider = \"scripted\" }}\n",
             self.team,
             Self::crew_name(&self.team),
+            self.base_branch(),
         );
         for member in &self.members {
             let name = Self::crew_name(member);
@@ -380,7 +400,14 @@ impl Mirror {
                 "\n[[teammate]]\nname = {name:?}\nrole = \"implementer\"\nmodel = {{ provider = \"scripted\" }}\n"
             ));
         }
-        text.push_str("\n[permissions]\nmode = \"ask\"\n");
+        // Teammates crew runs in worktrees of their own change files there freely, as crew's own
+        // writers do: their work waits for review anyway.
+        let mode = if self.workspace().is_linked() {
+            "accept-edits"
+        } else {
+            "ask"
+        };
+        text.push_str(&format!("\n[permissions]\nmode = {mode:?}\n"));
         let path = self.root.join(crew_config::FILE_NAME);
         if fs::read_to_string(&path).is_ok_and(|old| old == text) {
             return Ok(());
@@ -509,7 +536,11 @@ impl Mirror {
             let path = entry.path();
             let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
             let mirrored = TaskId::parse(stem).is_ok_and(|id| now.contains_key(&id));
-            if path.extension().and_then(|e| e.to_str()) == Some("json") && !mirrored {
+            // A task crew holds for review outlives Claude Code's copy.
+            let held = TaskId::parse(stem)
+                .map_or(Ok(None), |id| review_hold::read_held(&self.workspace(), id))?
+                .is_some();
+            if path.extension().and_then(|e| e.to_str()) == Some("json") && !mirrored && !held {
                 fs::remove_file(&path).map_err(io(&path))?;
             }
         }
@@ -519,6 +550,10 @@ impl Mirror {
             .filter_map(|t| Some((t.owner.clone()?, t.id)))
             .collect();
         for (id, task) in now {
+            // From its hand-in to its merge crew's copy is the task (see `review_hold`).
+            if review_hold::read_held(&self.workspace(), id)?.is_some() {
+                continue;
+            }
             let path = tasks_dir.join(format!("{id}.json"));
             let bytes = serde_json::to_vec_pretty(&task)
                 .map_err(std::io::Error::from)
@@ -529,6 +564,44 @@ impl Mirror {
             write_atomic(&path, &bytes).map_err(io(&path))?;
         }
         Ok(holding)
+    }
+
+    /// What the person did to the tasks crew holds for review, told to Claude Code once.
+    fn tell_outcomes(&mut self) -> Result<(), AttachError> {
+        let workspace = self.workspace();
+        let lead = self.lead_claude_name();
+        let base = self.base_branch();
+        for task in workspace.tasks().load_all()?.tasks {
+            if task.commits.is_none() {
+                continue;
+            }
+            match review_hold::tell_outcome(&self.home, &self.team, &lead, &task, &base) {
+                Ok(Some(told)) => review_hold::keep(&workspace, &told)?,
+                Ok(None) => {}
+                Err(e) => self.report(format!("{}: {e}", task.id))?,
+            }
+        }
+        Ok(())
+    }
+
+    /// The lead's Claude Code name (its inbox's).
+    fn lead_claude_name(&self) -> String {
+        self.team_file
+            .as_ref()
+            .and_then(|t| t.lead_agent_id.split('@').next())
+            .filter(|l| !l.is_empty())
+            .unwrap_or("team-lead")
+            .to_string()
+    }
+
+    /// The branch reviews merge into: the linked repository's, else `main`.
+    fn base_branch(&self) -> String {
+        let workspace = self.workspace();
+        workspace
+            .is_linked()
+            .then(|| crew_git::current_branch(&workspace.repository_root()))
+            .flatten()
+            .unwrap_or_else(|| "main".to_string())
     }
 
     /// Keeps crew's workspace up to date on a thread of its own, from file events in Claude

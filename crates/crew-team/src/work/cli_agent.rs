@@ -436,7 +436,7 @@ pub(crate) fn failed(status: &StatusHandle, why: String) -> JobOutcome {
 
 /// What every CLI teammate needs from crew.toml besides its model: its permission mode and
 /// policy, and a runtime for asking the person.
-fn permissions(
+pub(crate) fn permissions(
     config: &TeamConfig,
     name: &str,
     bypass_flag: bool,

@@ -8,7 +8,7 @@
 
 pub(crate) mod agent;
 pub(crate) mod claude_code;
-mod cli_agent;
+pub(crate) mod cli_agent;
 mod cli_process;
 pub(crate) mod codex;
 pub(crate) mod command;

@@ -1,0 +1,319 @@
+//! A Claude Code teammate's tool calls through crew: `crew cc-teammate` gives the teammate's
+//! `claude` a `PreToolUse` hook (`--settings`) that runs `crew cc-teammate-hook`, which answers
+//! each call as crew answers its own CLI teammates' `can_use_tool` requests: crew's rules (the
+//! repository's crew.toml `[permissions]`, else accept-edits), then the person through the
+//! approvals pane of crew's workspace for the team (`crew attach claude`). A hook's `allow`
+//! spares the call Claude Code's own prompt, its `deny` refuses the call with the reason; the
+//! team protocol's own tools (messages, tasks, plans) are left to Claude Code. The teammate's
+//! "completed" goes to crew's review first (`review_hold`).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crew_agent::emitter::Emitter;
+use crew_agent::transcript::TranscriptWriter;
+use crew_agent::{EventSink, MailboxPrompter};
+use crew_config::TeamConfig;
+use crew_sandbox::{SandboxMode, SandboxPlan};
+use crew_store::{AgentName, Workspace};
+
+use super::review_hold::{HandIn, HeldTeammate};
+use crate::work::claude_code::permission::{CrewView, shown_input};
+use crate::work::cli_agent::{PermissionGate, permissions};
+
+/// Claude Code's own coordination tools: the team protocol, not the repository.
+const TEAM_PROTOCOL_TOOLS: &[&str] = &[
+    "SendMessage",
+    "TaskCreate",
+    "TaskGet",
+    "TaskList",
+    "TaskUpdate",
+    "TodoWrite",
+    "ExitPlanMode",
+];
+
+/// One `PreToolUse` hook input, as Claude Code sends it on stdin.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookCall {
+    pub tool_name: String,
+    pub tool_input: Value,
+}
+
+impl HookCall {
+    pub fn parse(bytes: &[u8]) -> Result<Self, String> {
+        let value: Value = serde_json::from_slice(bytes)
+            .map_err(|e| format!("the hook input is not JSON: {e}"))?;
+        let tool_name = value["tool_name"]
+            .as_str()
+            .ok_or("the hook input has no `tool_name`")?
+            .to_string();
+        Ok(HookCall {
+            tool_name,
+            tool_input: value.get("tool_input").cloned().unwrap_or(json!({})),
+        })
+    }
+}
+
+/// crew's answer to one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HookAnswer {
+    /// Runs, as the input says or as `updated_input` rewrote it (a Bash command wrapped in
+    /// crew's sandbox).
+    Allow {
+        reason: String,
+        updated_input: Option<Value>,
+    },
+    Deny(String),
+    /// crew has no word on it: Claude Code's own permissions decide.
+    Pass,
+}
+
+impl HookAnswer {
+    /// What the hook prints on stdout (nothing for [`HookAnswer::Pass`]).
+    pub fn to_json(&self) -> Option<Value> {
+        let mut output = match self {
+            HookAnswer::Allow { reason, .. } => json!({
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "allow",
+                "permissionDecisionReason": reason,
+            }),
+            HookAnswer::Deny(reason) => json!({
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "deny",
+                "permissionDecisionReason": reason,
+            }),
+            HookAnswer::Pass => return None,
+        };
+        if let HookAnswer::Allow {
+            updated_input: Some(input),
+            ..
+        } = self
+        {
+            output["updatedInput"] = input.clone();
+        }
+        Some(json!({ "hookSpecificOutput": output }))
+    }
+
+    /// The reason said with an allow or a deny.
+    pub fn reason(&self) -> Option<&str> {
+        match self {
+            HookAnswer::Allow { reason, .. } | HookAnswer::Deny(reason) => Some(reason),
+            HookAnswer::Pass => None,
+        }
+    }
+}
+
+/// `text` as one word of a POSIX shell command line.
+pub fn shell_word(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
+/// Everything the hook needs to answer for teammate `teammate` of team `team`.
+pub struct TeammateGate {
+    pub home: PathBuf,
+    pub team: String,
+    pub teammate: String,
+    /// crew's workspace for the team (linked to the repository).
+    pub workspace: Workspace,
+    pub worktree: PathBuf,
+    /// The teammate's private temporary folder (kept by `crew cc-teammate` while its `claude`
+    /// runs): with it, its Bash commands run in crew's sandbox; without, they ask.
+    pub temp: Option<PathBuf>,
+}
+
+impl TeammateGate {
+    /// The hook's answer to `call`.
+    pub fn answer(&self, call: &HookCall) -> HookAnswer {
+        let tool = call.tool_name.as_str();
+        if tool == "TaskUpdate" && call.tool_input["status"] == "completed" {
+            return self.completed(call);
+        }
+        if TEAM_PROTOCOL_TOOLS.contains(&tool) {
+            return HookAnswer::Pass;
+        }
+        match self.decide(call) {
+            Ok(updated_input) => HookAnswer::Allow {
+                reason: if updated_input.is_some() {
+                    "allowed by crew; runs in crew's sandbox".to_string()
+                } else {
+                    "allowed by crew".to_string()
+                },
+                updated_input,
+            },
+            Err(reason) => HookAnswer::Deny(format!("crew: {reason}")),
+        }
+    }
+
+    /// crew's rules, then the person, as for crew's own Claude Code teammates; a Bash command
+    /// allowed comes back wrapped in crew's sandbox where it can be confined.
+    fn decide(&self, call: &HookCall) -> Result<Option<Value>, String> {
+        let repository = self.workspace.repository_root();
+        let config = policy_source(&repository, self.workspace.root())?;
+        let name = AgentName::from_lossy(&self.teammate);
+        let confined = self.confined_bash(&config, name.as_str(), call);
+        let (_, policy, runtime) =
+            permissions(&config, name.as_str(), false).map_err(|e| e.to_string())?;
+        let team_config = TeamConfig::load(&self.workspace.root().join(crew_config::FILE_NAME))
+            .map_err(|e| e.to_string())?;
+        let prompter = MailboxPrompter::new(
+            self.workspace.mailboxes(),
+            team_config.roster(),
+            name.clone(),
+            team_config.lead_name().clone(),
+            config.request_timeout(),
+        );
+        let transcript = crew_agent::transcript::transcript_path(
+            self.workspace.root(),
+            name.as_str(),
+            "claude-code",
+        );
+        let writer = TranscriptWriter::open(transcript).map_err(|e| e.to_string())?;
+        let emitter = Arc::new(Emitter::new(EventSink::new(|_| {}), writer));
+        let gate = PermissionGate {
+            writes: true,
+            policy: &policy,
+            // A command crew confines itself is no longer "outside crew's sandbox": what the
+            // mode allows, runs (as for crew's own agents).
+            sandbox: if confined.is_some() {
+                SandboxMode::Off
+            } else {
+                config.permissions.sandbox
+            },
+            workdir: &self.worktree,
+            prompter: &prompter,
+            runtime: &runtime,
+            emitter: &emitter,
+        };
+        let view = CrewView::of(&call.tool_name, &call.tool_input);
+        let purpose = call.tool_input["description"].as_str().map(str::to_string);
+        gate.decide(
+            view,
+            &shown_input(&call.tool_name, &call.tool_input, &self.worktree),
+            purpose,
+        )?;
+        Ok(confined)
+    }
+
+    /// A Bash call's input with its command run by crew's sandbox helper, confined to the
+    /// worktree and the teammate's temporary folder; `None` when it cannot be confined here
+    /// (no temporary folder, `sandbox = "off"`, or the kernel lacks a piece).
+    fn confined_bash(&self, config: &TeamConfig, name: &str, call: &HookCall) -> Option<Value> {
+        let temp = self.temp.as_deref()?;
+        let command = call.tool_input["command"]
+            .as_str()
+            .filter(|_| call.tool_name == "Bash")?;
+        // It writes in its own worktree whatever crew.toml says of a member by its name; the
+        // network only where its entry allows it.
+        let network = config.agent(name).is_some_and(|entry| entry.network);
+        let sandbox = config.sandbox(network, true);
+        if sandbox.plan() != SandboxPlan::Confined {
+            return None;
+        }
+        let args = sandbox
+            .helper_args(
+                &self.worktree,
+                temp,
+                "/bin/bash",
+                vec!["-c".into(), command.into()],
+            )
+            .ok()?;
+        let line = std::iter::once(format!(
+            "TMPDIR={}",
+            shell_word(&temp.display().to_string())
+        ))
+        .chain(std::iter::once(shell_word(
+            &sandbox.helper.display().to_string(),
+        )))
+        .chain(args.iter().map(|arg| shell_word(arg)))
+        .collect::<Vec<_>>()
+        .join(" ");
+        let mut input = call.tool_input.clone();
+        input["command"] = Value::String(line);
+        Some(input)
+    }
+
+    /// The teammate marks a task completed: into crew's review when it is its own.
+    fn completed(&self, call: &HookCall) -> HookAnswer {
+        let id = match &call.tool_input["taskId"] {
+            Value::String(id) => id.clone(),
+            Value::Number(n) => n.to_string(),
+            _ => return HookAnswer::Pass,
+        };
+        let repository = self.workspace.repository_root();
+        let trees = match crew_git::Worktrees::open(&repository) {
+            Ok(trees) => trees,
+            Err(e) => {
+                return HookAnswer::Deny(format!("crew cannot open {}: {e}", repository.display()));
+            }
+        };
+        let base = crew_git::current_branch(&repository).unwrap_or_else(|| "main".to_string());
+        let held = HeldTeammate {
+            home: &self.home,
+            team: &self.team,
+            teammate: &self.teammate,
+            workspace: &self.workspace,
+            trees: &trees,
+            base_branch: &base,
+        };
+        match held.hand_in(&id) {
+            Ok(HandIn::InReview(text)) => HookAnswer::Deny(text),
+            Ok(HandIn::NothingToReview | HandIn::NotHeld) => HookAnswer::Pass,
+            Err(e) => HookAnswer::Deny(format!(
+                "crew could not keep task #{id}'s work for review: {e}"
+            )),
+        }
+    }
+}
+
+/// The crew.toml whose `[permissions]` rule the teammates: the repository's, else the one crew
+/// keeps for the team (which says accept-edits).
+fn policy_source(repository: &Path, workspace: &Path) -> Result<TeamConfig, String> {
+    let own = repository.join(crew_config::FILE_NAME);
+    let path = if own.is_file() {
+        own
+    } else {
+        workspace.join(crew_config::FILE_NAME)
+    };
+    TeamConfig::load(&path).map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_hook_call_is_read_from_claude_codes_input_and_answered_in_its_shape() {
+        let call = HookCall::parse(
+            br#"{"session_id":"s","hook_event_name":"PreToolUse","tool_name":"Bash",
+                 "tool_input":{"command":"ls"},"tool_use_id":"toolu_1"}"#,
+        )
+        .unwrap();
+        assert_eq!(call.tool_name, "Bash");
+        assert_eq!(call.tool_input, json!({"command": "ls"}));
+        assert!(
+            HookCall::parse(b"not json")
+                .unwrap_err()
+                .contains("not JSON")
+        );
+        assert!(HookCall::parse(b"{}").unwrap_err().contains("tool_name"));
+
+        let deny = HookAnswer::Deny("no".into()).to_json().unwrap();
+        assert_eq!(deny["hookSpecificOutput"]["permissionDecision"], "deny");
+        assert_eq!(deny["hookSpecificOutput"]["permissionDecisionReason"], "no");
+        assert_eq!(deny["hookSpecificOutput"]["hookEventName"], "PreToolUse");
+        assert_eq!(HookAnswer::Pass.to_json(), None);
+        let rewritten = HookAnswer::Allow {
+            reason: "ok".into(),
+            updated_input: Some(json!({"command": "wrapped"})),
+        };
+        let allow = rewritten.to_json().unwrap();
+        assert_eq!(allow["hookSpecificOutput"]["permissionDecision"], "allow");
+        assert_eq!(
+            allow["hookSpecificOutput"]["updatedInput"]["command"],
+            "wrapped"
+        );
+        assert_eq!(shell_word("it's"), "'it'\\''s'");
+    }
+}
