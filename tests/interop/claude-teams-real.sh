@@ -6,7 +6,9 @@
 # (claude-teams-real.json): the lead spawns teammate worker1, which must be launched through
 # crew's launcher (`crew cc-teammate`, seen as the pane's start command and in its first screen),
 # run as Claude Code against the mock in its own worktree (.worktrees/worker1), take a task, write
-# a file with Bash, its permission request answered through crew's store (`crew respond`, as
+# a file with Bash (which also tries to write into the lead's checkout: crew's sandbox, where the
+# hook runs the approved command, must refuse that), its permission request answered through
+# crew's store (`crew respond`, as
 # the approvals pane of `crew attach claude`, which runs in a second window, answers), mark the
 # task completed (crew holds it for review: Claude Code's task stays in progress), and its
 # SendMessage must reach the lead. The person then merges the task from crew's review queue
@@ -123,6 +125,9 @@ echo "PASS claude-teams-real (permissions): worker1's Bash call waited for the p
 [ "$(git -C "$REPO" show crew/worker1:worker1.txt 2>/dev/null)" = from-worker1 ] ||
   fail "worker1's file is not a commit on crew/worker1: $(cat "$REPO/.crew/logs/cc-teammates.log" 2>/dev/null)"
 echo "PASS claude-teams-real (worktree): worker1 worked in its own worktree; its file is a commit on crew/worker1, not in the lead's checkout"
+[ ! -e "$REPO/escaped-by-worker1.txt" ] ||
+  fail "worker1's command wrote into the lead's checkout: crew's sandbox did not confine it"
+echo "PASS claude-teams-real (sandbox): worker1's approved Bash ran in crew's sandbox: its write into the lead's checkout was refused"
 grep -q '"status": *"in_progress"' "$WORK/task-before-merge.json" 2>/dev/null ||
   fail "Claude Code's task was not held in progress during the review: $(cat "$WORK/task-before-merge.json" 2>/dev/null)"
 grep -q "worker1.txt" "$WORK/reviews.json" || fail "the task is not in crew's review queue: $(cat "$WORK/reviews.json")"
