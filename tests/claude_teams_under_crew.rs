@@ -355,11 +355,22 @@ fn hook_command(ran: &str) -> String {
     let settings: Value = serde_json::from_str(args[at + 1]).unwrap();
     let hook = &settings["hooks"]["PreToolUse"][0];
     assert_eq!(hook["matcher"], "*");
+    // The same command is told what each call gave.
+    let after = &settings["hooks"]["PostToolUse"][0];
+    assert_eq!(after["matcher"], "*");
+    assert_eq!(after["hooks"][0]["command"], hook["hooks"][0]["command"]);
     hook["hooks"][0]["command"].as_str().unwrap().to_string()
 }
 
 /// One tool call through the hook, as Claude Code runs it (`sh -c`, the call on stdin).
 fn call_hook(command: &str, home: &Path, call: Value) -> std::process::Child {
+    let input = json!({"session_id": "s", "hook_event_name": "PreToolUse", "tool_use_id": "toolu_1",
+                       "tool_name": call["tool"], "tool_input": call["input"]});
+    run_hook(command, home, &input)
+}
+
+/// The hook run on `input`, Claude Code's whole hook input.
+fn run_hook(command: &str, home: &Path, input: &Value) -> std::process::Child {
     use std::io::Write;
     let mut child = Command::new("sh")
         .arg("-c")
@@ -371,8 +382,6 @@ fn call_hook(command: &str, home: &Path, call: Value) -> std::process::Child {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let input = json!({"session_id": "s", "hook_event_name": "PreToolUse", "tool_use_id": "toolu_1",
-                       "tool_name": call["tool"], "tool_input": call["input"]});
     child
         .stdin
         .take()
@@ -530,6 +539,24 @@ fn a_teammates_tool_calls_meet_crews_permissions_and_its_completed_task_waits_fo
     let (denied, reason) = decision(waiting).unwrap();
     assert_eq!(denied, "deny");
     assert!(reason.contains("not now"), "{reason}");
+    // What an allowed call gave (the PostToolUse hook) is recorded, never answered.
+    let gave = json!({"session_id": "s", "hook_event_name": "PostToolUse", "tool_use_id": "toolu_9",
+                      "tool_name": "Bash", "tool_input": {"command": "make check"},
+                      "tool_response": {"stdout": "all checks pass", "stderr": "", "interrupted": false}});
+    assert_eq!(hook_output(run_hook(command, home, &gave)), None);
+    // The teammate's pane on crew's screen: each call, the person's answers and what it gave.
+    let transcript = mirror.join(".crew/transcripts/worker1/claude-code.jsonl");
+    let replay = repo.crew(&["replay", transcript.to_str().unwrap()]);
+    assert_eq!(replay.code, 0, "{}", replay.stderr);
+    for seen in [
+        "made-by-teammate.txt",
+        "TaskList",
+        "make check",
+        "not now",
+        "all checks pass",
+    ] {
+        assert!(replay.stdout.contains(seen), "{seen}: {}", replay.stdout);
+    }
 
     // "Completed" goes to crew's review: Claude Code's task stays in progress meanwhile.
     let done = json!({"tool": "TaskUpdate", "input": {"taskId": "1", "status": "completed"}});

@@ -12,11 +12,12 @@ pub fn claude(team: Option<&str>, ui: UiArgs) -> anyhow::Result<()> {
     let version = mirror
         .version()
         .unwrap_or_else(|| "version unknown".to_string());
-    // Teammates crew runs in the person's repository are reviewed here too.
+    // Teammates crew runs in the person's repository are reviewed here too (the screen may
+    // start before crew runs the first of them).
     let may = if crew_store::Workspace::new(&root).is_linked() {
         "answers and reviews"
     } else {
-        "answers only"
+        "answers (and reviews, once crew runs a teammate)"
     };
     let header = format!(
         "Claude Code {version} team {team} · {may} · log {}",

@@ -188,10 +188,16 @@ fn gate_settings(
     // Past the request's own timeout, so crew's denial is what Claude Code hears.
     let config = crew_config::TeamConfig::load(&root.join(crew_config::FILE_NAME))?;
     let timeout = config.request_timeout().as_secs() + 30;
+    // After each call too: what it gave goes into the teammate's pane on crew's screen.
     let settings = serde_json::json!({
-        "hooks": {"PreToolUse": [{"matcher": "*", "hooks": [
-            {"type": "command", "command": command, "timeout": timeout}
-        ]}]}
+        "hooks": {
+            "PreToolUse": [{"matcher": "*", "hooks": [
+                {"type": "command", "command": command, "timeout": timeout}
+            ]}],
+            "PostToolUse": [{"matcher": "*", "hooks": [
+                {"type": "command", "command": command, "timeout": 30}
+            ]}]
+        }
     });
     Ok(settings.to_string())
 }

@@ -12,7 +12,7 @@
 # the approvals pane of `crew attach claude`, which runs in a second window, answers), mark the
 # task completed (crew holds it for review: Claude Code's task stays in progress), and its
 # SendMessage must reach the lead. The person then merges the task from crew's review queue
-# (`crew review merge`): only then is Claude Code's task completed and the lead told (its next
+# (M in the review queue of `crew attach claude`, the screen that runs beside the lead): only then is Claude Code's task completed and the lead told (its next
 # request to the API carries crew's word). worker1's file must be on the base branch through
 # the merge, never written into the lead's checkout before it. Then `crew claude setup --undo`
 # must leave no settings file. Prints SKIP (exit 0) when npm, tmux or `unshare --net` is not
@@ -95,13 +95,22 @@ done
 cp "$HOME/.claude/tasks/$TEAM/1.json" "$WORK/task-before-merge.json" 2>/dev/null
 [ -e "$REPO/worker1.txt" ] && touch "$WORK/in-checkout-before-merge"
 "$CREW" -C "$MIRROR" review list --json >"$WORK/reviews.json" 2>&1
-"$CREW" -C "$MIRROR" review merge 1 >"$WORK/merge.out" 2>&1
+# The person merges it from the review queue of the crew screen: ctrl-r, then M on the review.
+for i in $(seq 10); do screen main:crew | grep -q "reviews (1)" && break; sleep 1; done
+screen main:crew >"$WORK/crew-screen-review.txt"
+tm send-keys -t main:crew C-r; sleep 1; tm send-keys -t main:crew M
+for i in $(seq 20); do [ -n "$(git -C "$REPO" show main:worker1.txt 2>/dev/null)" ] && break; sleep 0.5; done
+screen main:crew >"$WORK/crew-screen-merged.txt"
 for i in $(seq 30); do
   grep -rl "reviewed and merged" "$WORK/log" 2>/dev/null | xargs -r grep -l "LEAD-START" 2>/dev/null | grep -q . && break
   sleep 1
 done
 cp "$HOME/.claude/tasks/$TEAM/1.json" "$WORK/task-after-merge.json" 2>/dev/null
 sleep 2
+# What the person sees of the team on the crew screen, and the transcript behind the worker1 pane.
+screen main:crew >"$WORK/crew-screen.txt"
+cp "$XDG_DATA_HOME/crew/claude-code/$TEAM/.crew/transcripts/worker1/claude-code.jsonl" \
+  "$WORK/worker1-transcript.jsonl" 2>/dev/null
 tm list-panes -a -F "#{pane_id} #{pane_start_command}" >>"$WORK/panes.txt" 2>/dev/null
 tm kill-server 2>/dev/null
 # The teammate keeps its work when its pane goes: give crew the moment it takes.
@@ -128,16 +137,27 @@ echo "PASS claude-teams-real (worktree): worker1 worked in its own worktree; its
 [ ! -e "$REPO/escaped-by-worker1.txt" ] ||
   fail "worker1's command wrote into the lead's checkout: crew's sandbox did not confine it"
 echo "PASS claude-teams-real (sandbox): worker1's approved Bash ran in crew's sandbox: its write into the lead's checkout was refused"
+python3 - "$WORK/worker1-transcript.jsonl" <<'PY' || fail "worker1's transcript in crew's workspace lacks its Bash call or what it gave: $(cat "$WORK/worker1-transcript.jsonl" 2>/dev/null)"
+import json, sys
+events = [json.loads(line)["event"] for line in open(sys.argv[1])]
+calls = {e["id"]: e for e in events if e["type"] == "tool_use" and e["name"] == "Bash"}
+results = [e for e in events if e["type"] == "tool_result" and e["id"] in calls]
+assert calls and results and "from-worker1" in json.dumps(list(calls.values())), events
+PY
+grep -q "from-worker1" "$WORK/crew-screen.txt" ||
+  fail "crew's screen does not show worker1's Bash call: $(cat "$WORK/crew-screen.txt")"
+echo "PASS claude-teams-real (watch): crew's screen shows worker1's tool calls (its transcript in crew's workspace holds each call and what it gave)"
 grep -q '"status": *"in_progress"' "$WORK/task-before-merge.json" 2>/dev/null ||
   fail "Claude Code's task was not held in progress during the review: $(cat "$WORK/task-before-merge.json" 2>/dev/null)"
 grep -q "worker1.txt" "$WORK/reviews.json" || fail "the task is not in crew's review queue: $(cat "$WORK/reviews.json")"
-grep -q "merged into main" "$WORK/merge.out" || fail "crew review merge: $(cat "$WORK/merge.out")"
+grep -q "reviews (1)" "$WORK/crew-screen-review.txt" ||
+  fail "the review is not in the queue of the crew screen: $(cat "$WORK/crew-screen-review.txt")"
 [ "$(git -C "$REPO" show main:worker1.txt 2>/dev/null)" = from-worker1 ] || fail "worker1's file is not on main after the merge"
 grep -q '"status": *"completed"' "$WORK/task-after-merge.json" 2>/dev/null ||
   fail "Claude Code's task is not completed after the merge: $(cat "$WORK/task-after-merge.json" 2>/dev/null)"
 grep -rl "reviewed and merged" "$WORK/log" | xargs -r grep -l "LEAD-START" | grep -q . ||
   fail "the lead never heard of the merge"
-echo "PASS claude-teams-real (review): worker1's completed task waited in crew's review queue (in progress for Claude Code) until the person merged it; then it was completed and the lead told"
+echo "PASS claude-teams-real (review): worker1's completed task waited in crew's review queue (in progress for Claude Code) until the person merged it from crew's screen; then it was completed and the lead told"
 (cd "$REPO" && "$CREW" claude setup --undo) >"$WORK/undo.out" 2>&1 || fail "undo: $(cat "$WORK/undo.out")"
 [ ! -e "$REPO/.claude/settings.local.json" ] || fail "undo left $(cat "$REPO/.claude/settings.local.json")"
 [ ! -e "$LAUNCHER" ] || fail "undo left the launcher"

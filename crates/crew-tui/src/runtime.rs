@@ -77,7 +77,9 @@ pub fn run(root: &Path, options: Options) -> anyhow::Result<()> {
     state.sandbox = sandbox_state(root);
     state.attached = options.attached.clone();
     // Another tool's team whose teammates crew runs in the person's repository: reviewable here.
-    let reviews_here = crew_store::Workspace::new(root).is_linked();
+    // Looked at each time, as the link is made when crew starts the first teammate, which may be
+    // after the screen.
+    let reviews_here = || crew_store::Workspace::new(root).is_linked();
     state.since = LastSeen::read(root);
     let (tx, rx) = channel::<Event>();
     let _watcher = spawn_loader(root, tx.clone())?;
@@ -110,7 +112,7 @@ pub fn run(root: &Path, options: Options) -> anyhow::Result<()> {
             effects.extend(crate::update::update(&mut state, next));
         }
         for effect in effects {
-            if state.attached.is_some() && !attached_may(&effect, reviews_here) {
+            if state.attached.is_some() && !attached_may(&effect, reviews_here()) {
                 // Nothing to review in another tool's team; the rest is said to be read-only.
                 if !matches!(effect, Effect::LoadReviews | Effect::LoadQueue) {
                     let refused = Event::Done(Err(

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use crew_agent::emitter::Emitter;
 use crew_agent::transcript::TranscriptWriter;
-use crew_agent::{EventSink, MailboxPrompter};
+use crew_agent::{AgentEvent, EventSink, MailboxPrompter};
 use crew_config::TeamConfig;
 use crew_sandbox::{SandboxMode, SandboxPlan};
 use crew_store::{AgentName, Workspace};
@@ -34,11 +34,24 @@ const TEAM_PROTOCOL_TOOLS: &[&str] = &[
     "ExitPlanMode",
 ];
 
-/// One `PreToolUse` hook input, as Claude Code sends it on stdin.
+/// Which of the two hooks crew gives the teammate a call comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookEvent {
+    /// Before the tool runs: crew answers it.
+    PreToolUse,
+    /// After it ran: crew only records what it gave (the teammate's pane).
+    PostToolUse,
+}
+
+/// One tool-use hook input, as Claude Code sends it on stdin.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HookCall {
+    pub event: HookEvent,
     pub tool_name: String,
     pub tool_input: Value,
+    pub tool_use_id: String,
+    /// What the tool gave (`PostToolUse` only).
+    pub tool_response: Option<Value>,
 }
 
 impl HookCall {
@@ -49,11 +62,65 @@ impl HookCall {
             .as_str()
             .ok_or("the hook input has no `tool_name`")?
             .to_string();
+        // An input without the field is the one crew asked for first, before the tool runs.
+        let event = match value["hook_event_name"].as_str() {
+            None | Some("PreToolUse") => HookEvent::PreToolUse,
+            Some("PostToolUse") => HookEvent::PostToolUse,
+            Some(other) => {
+                return Err(format!(
+                    "the hook input's `hook_event_name` is {other:?}, not PreToolUse or PostToolUse"
+                ));
+            }
+        };
         Ok(HookCall {
+            event,
             tool_name,
             tool_input: value.get("tool_input").cloned().unwrap_or(json!({})),
+            tool_use_id: value["tool_use_id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            tool_response: value.get("tool_response").cloned(),
         })
     }
+
+    /// What the tool gave, as text for the pane: a command's output, else the response as JSON.
+    fn response_text(&self) -> String {
+        let text = match &self.tool_response {
+            None | Some(Value::Null) => String::new(),
+            Some(Value::String(text)) => text.clone(),
+            Some(response @ Value::Object(fields))
+                if fields.contains_key("stdout") || fields.contains_key("stderr") =>
+            {
+                [&response["stdout"], &response["stderr"]]
+                    .iter()
+                    .filter_map(|v| v.as_str())
+                    .filter(|t| !t.is_empty())
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            }
+            Some(response) => response.to_string(),
+        };
+        cut(text, RESPONSE_SHOWN)
+    }
+}
+
+/// How much of a tool's response the teammate's transcript keeps (the pane shows less).
+const RESPONSE_SHOWN: usize = 4000;
+
+/// `text` cut to at most `max` bytes at a character boundary, saying so.
+fn cut(mut text: String, max: usize) -> String {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let total = text.len();
+    text.truncate(end);
+    text.push_str(&format!("… ({total} bytes in all)"));
+    text
 }
 
 /// crew's answer to one call.
@@ -125,7 +192,51 @@ pub struct TeammateGate {
 
 impl TeammateGate {
     /// The hook's answer to `call`.
+    /// Each call and what it gave go into the teammate's transcript in crew's workspace, so
+    /// its pane on crew's screen shows the teammate working.
     pub fn answer(&self, call: &HookCall) -> HookAnswer {
+        let emitter = self.emitter();
+        if call.event == HookEvent::PostToolUse {
+            if let Some(emitter) = &emitter {
+                emitter.emit(AgentEvent::ToolResult {
+                    id: call.tool_use_id.clone(),
+                    name: call.tool_name.clone(),
+                    content: call.response_text(),
+                    is_error: false,
+                    rewritten_input: None,
+                    spilled: None,
+                    decision: None,
+                    notes: Vec::new(),
+                });
+            }
+            return HookAnswer::Pass;
+        }
+        if let Some(emitter) = &emitter {
+            emitter.emit(AgentEvent::ToolUse {
+                id: call.tool_use_id.clone(),
+                name: call.tool_name.clone(),
+                input: call.tool_input.clone(),
+                early: false,
+            });
+        }
+        let answer = self.judge(call, emitter.as_ref());
+        // A refused call never runs, so no PostToolUse tells its end: the refusal does.
+        if let (HookAnswer::Deny(reason), Some(emitter)) = (&answer, &emitter) {
+            emitter.emit(AgentEvent::ToolResult {
+                id: call.tool_use_id.clone(),
+                name: call.tool_name.clone(),
+                content: reason.clone(),
+                is_error: true,
+                rewritten_input: None,
+                spilled: None,
+                decision: None,
+                notes: Vec::new(),
+            });
+        }
+        answer
+    }
+
+    fn judge(&self, call: &HookCall, emitter: Option<&Arc<Emitter>>) -> HookAnswer {
         let tool = call.tool_name.as_str();
         if tool == "TaskUpdate" && call.tool_input["status"] == "completed" {
             return self.completed(call);
@@ -133,7 +244,14 @@ impl TeammateGate {
         if TEAM_PROTOCOL_TOOLS.contains(&tool) {
             return HookAnswer::Pass;
         }
-        match self.decide(call) {
+        let Some(emitter) = emitter else {
+            return HookAnswer::Deny(format!(
+                "crew cannot keep {}'s transcript in {}",
+                self.teammate,
+                self.workspace.root().display()
+            ));
+        };
+        match self.decide(call, emitter) {
             Ok(updated_input) => HookAnswer::Allow {
                 reason: if updated_input.is_some() {
                     "allowed by crew; runs in crew's sandbox".to_string()
@@ -146,9 +264,26 @@ impl TeammateGate {
         }
     }
 
+    /// What writes the teammate's transcript in crew's workspace (`None`: it cannot be opened).
+    fn emitter(&self) -> Option<Arc<Emitter>> {
+        let name = AgentName::from_lossy(&self.teammate);
+        let transcript = crew_agent::transcript::transcript_path(
+            self.workspace.root(),
+            name.as_str(),
+            "claude-code",
+        );
+        match TranscriptWriter::open(transcript.clone()) {
+            Ok(writer) => Some(Arc::new(Emitter::new(EventSink::new(|_| {}), writer))),
+            Err(e) => {
+                tracing::warn!(path = %transcript.display(), %e, "cannot write the teammate's transcript");
+                None
+            }
+        }
+    }
+
     /// crew's rules, then the person, as for crew's own Claude Code teammates; a Bash command
     /// allowed comes back wrapped in crew's sandbox where it can be confined.
-    fn decide(&self, call: &HookCall) -> Result<Option<Value>, String> {
+    fn decide(&self, call: &HookCall, emitter: &Arc<Emitter>) -> Result<Option<Value>, String> {
         let repository = self.workspace.repository_root();
         let config = policy_source(&repository, self.workspace.root())?;
         let name = AgentName::from_lossy(&self.teammate);
@@ -164,13 +299,6 @@ impl TeammateGate {
             team_config.lead_name().clone(),
             config.request_timeout(),
         );
-        let transcript = crew_agent::transcript::transcript_path(
-            self.workspace.root(),
-            name.as_str(),
-            "claude-code",
-        );
-        let writer = TranscriptWriter::open(transcript).map_err(|e| e.to_string())?;
-        let emitter = Arc::new(Emitter::new(EventSink::new(|_| {}), writer));
         let gate = PermissionGate {
             writes: true,
             policy: &policy,
@@ -184,7 +312,7 @@ impl TeammateGate {
             workdir: &self.worktree,
             prompter: &prompter,
             runtime: &runtime,
-            emitter: &emitter,
+            emitter,
         };
         let view = CrewView::of(&call.tool_name, &call.tool_input);
         let purpose = call.tool_input["description"].as_str().map(str::to_string);
@@ -292,6 +420,33 @@ mod tests {
         .unwrap();
         assert_eq!(call.tool_name, "Bash");
         assert_eq!(call.tool_input, json!({"command": "ls"}));
+        assert_eq!(call.event, HookEvent::PreToolUse);
+        assert_eq!(call.tool_use_id, "toolu_1");
+        let after = HookCall::parse(
+            br#"{"hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{},
+                 "tool_response":{"stdout":"out","stderr":"err","interrupted":false}}"#,
+        )
+        .unwrap();
+        assert_eq!(after.event, HookEvent::PostToolUse);
+        assert_eq!(after.response_text(), "out\nerr");
+        let read = HookCall {
+            tool_response: Some(json!({"type": "text", "file": {"numLines": 1}})),
+            ..after.clone()
+        };
+        assert_eq!(
+            read.response_text(),
+            r#"{"type":"text","file":{"numLines":1}}"#
+        );
+        let long = HookCall {
+            tool_response: Some(json!("é".repeat(RESPONSE_SHOWN))),
+            ..after
+        };
+        assert!(
+            long.response_text()
+                .ends_with(&format!("({} bytes in all)", 2 * RESPONSE_SHOWN))
+        );
+        let unknown = HookCall::parse(br#"{"hook_event_name":"Stop","tool_name":"Bash"}"#);
+        assert!(unknown.unwrap_err().contains("\"Stop\""));
         assert!(
             HookCall::parse(b"not json")
                 .unwrap_err()
