@@ -641,7 +641,7 @@ fn a_teammates_bash_runs_in_crews_sandbox_writing_only_in_its_worktree() {
     fs::create_dir_all(temp).unwrap();
     let outside = launched.repo.join("escaped.txt");
     let script = format!(
-        "echo in > inside.txt; echo out > {}; touch \"$TMPDIR/scratch\"; echo ran",
+        "echo in > inside.txt; echo out > {}; touch \"$TMPDIR/scratch\"; echo \"key=[$ANTHROPIC_API_KEY]\"; echo ran",
         outside.display()
     );
     let bash =
@@ -670,6 +670,7 @@ fn a_teammates_bash_runs_in_crews_sandbox_writing_only_in_its_worktree() {
     let ran = Command::new("bash")
         .arg("-c")
         .arg(wrapped)
+        .env("ANTHROPIC_API_KEY", "sk-ant-secret")
         .current_dir(worktree)
         .output()
         .unwrap();
@@ -679,6 +680,8 @@ fn a_teammates_bash_runs_in_crews_sandbox_writing_only_in_its_worktree() {
         String::from_utf8_lossy(&ran.stderr)
     );
     assert!(said.contains("ran"), "{said}");
+    // Only the allow-listed variables reach it: not the CLI's credentials.
+    assert!(said.contains("key=[]"), "{said}");
     assert_eq!(
         fs::read_to_string(worktree.join("inside.txt"))
             .ok()

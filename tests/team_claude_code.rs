@@ -23,13 +23,18 @@ fn fixture(name: &str) -> PathBuf {
 
 /// A team whose teammate alice (a writing implementer) is Claude Code run from `bin`.
 fn claude_team(bin: &str) -> Team {
+    claude_team_in(bin, "ask")
+}
+
+/// The same, under permission mode `mode`.
+fn claude_team_in(bin: &str, mode: &str) -> Team {
     let model = format!(
         "model = {{ provider = \"claude-code\", model = \"claude-opus-4-8\", bin = \"{bin}\", args = [\"--max-turns\", \"5\"] }}"
     );
     let mut toml = crew_toml(
         "",
         &[],
-        "mode = \"ask\"",
+        &format!("mode = \"{mode}\""),
         "idle_poll_secs = 1\nidle_timeout_secs = 120\nheartbeat_secs = 1\nrequest_timeout_secs = 30",
     );
     toml.push_str(&format!(
@@ -75,6 +80,41 @@ fn control_responses(log: &Path) -> Vec<Value> {
         .filter(|l| l["in"]["type"] == "control_response")
         .map(|l| l["in"]["response"].clone())
         .collect()
+}
+
+#[test]
+fn a_command_the_mode_allows_runs_without_asking_because_crew_confines_it() {
+    // workspace-write allows commands in the worktree: crew runs Claude Code's Bash under its
+    // own sandbox (updatedInput), so the mode's allow stands and nobody is asked.
+    let team = claude_team_in(fixture("fake-claude").to_str().unwrap(), "workspace-write");
+    let (_alice, log) = start_alice(&team, "partial.transcript.jsonl", &[]);
+    team.repo.ok(&["task", "add", "do the things"]);
+    let responses = eventually("crew's answers to both calls", WAIT, || {
+        let responses = control_responses(&log);
+        (responses.len() >= 2).then_some(responses)
+    });
+    // The Write names a path outside the worktree: the boundary refuses it, without asking.
+    assert_eq!(
+        responses[0]["response"]["behavior"], "deny",
+        "{responses:?}"
+    );
+    assert_eq!(
+        responses[1]["response"]["behavior"], "allow",
+        "{responses:?}"
+    );
+    let command = responses[1]["response"]["updatedInput"]["command"]
+        .as_str()
+        .unwrap();
+    assert!(
+        command.contains("sandbox-exec") && command.contains("'echo done > done.txt'"),
+        "{command}"
+    );
+    assert_eq!(
+        responses[1]["response"]["updatedInput"]["description"],
+        "Mark the work as done"
+    );
+    let requests = team.repo.ok(&["requests", "--json"]);
+    assert!(!requests.contains("permission_request"), "{requests}");
 }
 
 #[test]
@@ -124,9 +164,13 @@ fn a_permission_goes_to_the_person_and_back_and_a_denial_reaches_the_cli() {
     let responses = control_responses(&log);
     assert_eq!(responses.len(), 3, "{responses:?}");
     assert_eq!(responses[0]["response"]["behavior"], "allow");
-    assert_eq!(
-        responses[0]["response"]["updatedInput"]["command"], "date > /home/dev/project/x1",
-        "allow carries the input back as updatedInput"
+    // Allowed, the command comes back as updatedInput run by crew's sandbox helper.
+    let command = responses[0]["response"]["updatedInput"]["command"]
+        .as_str()
+        .unwrap();
+    assert!(
+        command.contains("sandbox-exec") && command.contains("'date > /home/dev/project/x1'"),
+        "{command}"
     );
     assert_eq!(responses[1]["response"]["behavior"], "deny");
     assert_eq!(responses[1]["response"]["message"], "not that one");

@@ -120,6 +120,8 @@ done
 DIFF=$("$CREW" review diff task_1)
 case "$DIFF" in *real.txt*) ;; *) fail "the commit of task_1 does not hold real.txt: $DIFF" ;; esac
 [ ! -e .worktrees/alice/denied.txt ] || fail "the rejected command ran"
+# The approved command ran in the sandbox of crew: its write beside the worktree was refused.
+[ ! -e escaped-by-alice.txt ] || fail "the approved command wrote outside its worktree: the sandbox of crew did not hold it"
 # The tool result the CLI itself reports for the rejected call carries the note of the person.
 python3 -c "
 import glob, json, sys
@@ -127,7 +129,7 @@ events = [json.loads(l)[\"event\"] for f in glob.glob(\".crew/transcripts/alice/
 sys.exit(0 if any(e[\"type\"] == \"tool_result\" and e[\"is_error\"] and \"not that one\" in e[\"content\"] for e in events) else 1)
 " || fail "the rejection never reached the CLI"
 "$CREW" down --timeout 10 >/dev/null
-echo "PASS claude-real: Claude Code $VERSION asked crew before its Bash calls; the approved one is the commit of task_1, in review; the rejected one never ran"
+echo "PASS claude-real: Claude Code $VERSION asked crew before its Bash calls; the approved one ran in the sandbox of crew (its write outside the worktree refused) and is the commit of task_1, in review; the rejected one never ran"
 '
 
 # Part two: the real CLI as the lead, planning through `crew mcp`.

@@ -16,11 +16,12 @@ use crew_agent::emitter::Emitter;
 use crew_agent::transcript::TranscriptWriter;
 use crew_agent::{AgentEvent, EventSink, MailboxPrompter};
 use crew_config::TeamConfig;
-use crew_sandbox::{SandboxMode, SandboxPlan};
+use crew_sandbox::SandboxMode;
 use crew_store::{AgentName, Workspace};
 
 use super::review_hold::{HandIn, HeldTeammate};
-use crate::work::claude_code::permission::{CrewView, shown_input};
+pub use crate::work::claude_code::permission::shell_word;
+use crate::work::claude_code::permission::{BashConfinement, CrewView, shown_input};
 use crate::work::cli_agent::{PermissionGate, permissions};
 
 /// Claude Code's own coordination tools: the team protocol, not the repository.
@@ -170,11 +171,6 @@ impl HookAnswer {
             HookAnswer::Pass => None,
         }
     }
-}
-
-/// `text` as one word of a POSIX shell command line.
-pub fn shell_word(text: &str) -> String {
-    format!("'{}'", text.replace('\'', "'\\''"))
 }
 
 /// Everything the hook needs to answer for teammate `teammate` of team `team`.
@@ -328,38 +324,14 @@ impl TeammateGate {
     /// worktree and the teammate's temporary folder; `None` when it cannot be confined here
     /// (no temporary folder, `sandbox = "off"`, or the kernel lacks a piece).
     fn confined_bash(&self, config: &TeamConfig, name: &str, call: &HookCall) -> Option<Value> {
-        let temp = self.temp.as_deref()?;
-        let command = call.tool_input["command"]
-            .as_str()
-            .filter(|_| call.tool_name == "Bash")?;
         // It writes in its own worktree whatever crew.toml says of a member by its name; the
         // network only where its entry allows it.
         let network = config.agent(name).is_some_and(|entry| entry.network);
-        let sandbox = config.sandbox(network, true);
-        if sandbox.plan() != SandboxPlan::Confined {
-            return None;
-        }
-        let args = sandbox
-            .helper_args(
-                &self.worktree,
-                temp,
-                "/bin/bash",
-                vec!["-c".into(), command.into()],
-            )
-            .ok()?;
-        let line = std::iter::once(format!(
-            "TMPDIR={}",
-            shell_word(&temp.display().to_string())
-        ))
-        .chain(std::iter::once(shell_word(
-            &sandbox.helper.display().to_string(),
-        )))
-        .chain(args.iter().map(|arg| shell_word(arg)))
-        .collect::<Vec<_>>()
-        .join(" ");
-        let mut input = call.tool_input.clone();
-        input["command"] = Value::String(line);
-        Some(input)
+        BashConfinement::in_folder(config.sandbox(network, true), self.temp.as_deref()?)?.wrap(
+            &call.tool_name,
+            &call.tool_input,
+            &self.worktree,
+        )
     }
 
     /// The teammate marks a task completed: into crew's review when it is its own.

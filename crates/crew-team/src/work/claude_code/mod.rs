@@ -23,10 +23,11 @@ use serde_json::json;
 use crew_store::message::new_id;
 
 use crate::tools::mcp;
-use crate::work::cli_agent::{self, CliAgent, CliTeammate, Turn, TurnEnding};
+use crate::work::cli_agent::{self, CliAgent, CliTeammate, PermissionGate, Turn, TurnEnding};
 use crate::work::cli_process::{CliProcess, Line, StdinClosed};
 use crate::work::{SetupError, role_prompt};
-use permission::{CrewView, control_response, unsupported};
+use crew_tools::SandboxMode;
+use permission::{BashConfinement, CrewView, control_response, unsupported};
 use stream::Translator;
 
 /// The major version whose protocol crew speaks (recorded from Claude Code 2.1.197).
@@ -92,6 +93,8 @@ pub(crate) struct Session {
     cost_so_far: f64,
     /// Whether the process has said `init` (so a session id it was given worked).
     initialised: bool,
+    /// Where its Bash commands are confined (`None`: they cannot be here, and ask).
+    confinement: Option<BashConfinement>,
 }
 
 /// Claude Code for one teammate: its extra arguments and the role's instructions.
@@ -161,11 +164,16 @@ impl CliAgent for ClaudeCode {
             bin: seat.bin.clone(),
             source,
         })?;
+        let confinement = seat
+            .config
+            .agent(seat.name.as_str())
+            .and_then(|entry| BashConfinement::new(seat.config.sandbox_for(entry)));
         Ok(Session {
             process,
             translator: Translator::default(),
             cost_so_far: 0.0,
             initialised: false,
+            confinement,
         })
     }
 
@@ -235,14 +243,28 @@ impl CliAgent for ClaudeCode {
                                 let id = request["tool_use_id"].as_str().unwrap_or_default();
                                 session.translator.words_before(id)
                             });
-                            let verdict = turn.gate.decide(
+                            let confined = session
+                                .confinement
+                                .as_ref()
+                                .and_then(|c| c.wrap(tool, input, turn.gate.workdir));
+                            let gate = PermissionGate {
+                                // A command crew confines is no longer one the CLI runs
+                                // outside crew's sandbox: what the mode allows, runs.
+                                sandbox: if confined.is_some() {
+                                    SandboxMode::Off
+                                } else {
+                                    turn.gate.sandbox
+                                },
+                                ..turn.gate
+                            };
+                            let verdict = gate.decide(
                                 view,
                                 &permission::shown_input(tool, input, turn.gate.workdir),
                                 purpose.map(str::to_string),
                             );
                             control_response(
                                 request_id,
-                                &request["input"],
+                                confined.as_ref().unwrap_or(input),
                                 verdict.as_ref().map(|_| ()).map_err(String::as_str),
                             )
                         }

@@ -124,6 +124,88 @@ pub(crate) fn shown_input(tool_name: &str, input: &Value, workdir: &Path) -> Val
     Value::Object(shown)
 }
 
+/// Claude Code's Bash commands run under crew's sandbox helper: an allowed Bash call is answered
+/// with its command rewritten (`updatedInput`) to run confined to the agent's working folder and
+/// a private temporary folder, so what runs is bounded as crew's own agents' commands are.
+pub(crate) struct BashConfinement {
+    sandbox: crew_sandbox::Sandbox,
+    temp: std::path::PathBuf,
+    /// The temporary folder, when this confinement made it (removed with it).
+    _made: Option<tempfile::TempDir>,
+}
+
+impl BashConfinement {
+    /// With a temporary folder of its own; `None` where commands cannot be confined here
+    /// (`sandbox = "off"`, the kernel lacks a piece, or no temporary folder can be made).
+    pub(crate) fn new(sandbox: crew_sandbox::Sandbox) -> Option<Self> {
+        if sandbox.plan() != crew_sandbox::SandboxPlan::Confined {
+            return None;
+        }
+        let made = tempfile::Builder::new()
+            .prefix("crew-tmp-")
+            .tempdir()
+            .ok()?;
+        let temp = made.path().canonicalize().ok()?;
+        Some(BashConfinement {
+            sandbox,
+            temp,
+            _made: Some(made),
+        })
+    }
+
+    /// With the temporary folder `temp`, kept by the caller.
+    pub(crate) fn in_folder(sandbox: crew_sandbox::Sandbox, temp: &Path) -> Option<Self> {
+        (sandbox.plan() == crew_sandbox::SandboxPlan::Confined && temp.is_dir()).then(|| {
+            BashConfinement {
+                sandbox,
+                temp: temp.to_path_buf(),
+                _made: None,
+            }
+        })
+    }
+
+    /// `input` of a `tool_name` call with its command run confined in `workdir`; `None` for a
+    /// call that is not a Bash command.
+    pub(crate) fn wrap(&self, tool_name: &str, input: &Value, workdir: &Path) -> Option<Value> {
+        let command = input["command"].as_str().filter(|_| tool_name == "Bash")?;
+        let args = self
+            .sandbox
+            .helper_args(
+                workdir,
+                &self.temp,
+                "/bin/bash",
+                vec!["-c".into(), command.into()],
+            )
+            .ok()?;
+        // Only the allow-listed variables, as for crew's own commands: not the CLI's
+        // credentials.
+        let env = self
+            .sandbox
+            .environment(std::env::vars())
+            .into_iter()
+            .filter(|(name, _)| name != "TMPDIR")
+            .map(|(name, value)| shell_word(&format!("{name}={value}")));
+        let line = ["env".to_string(), "-i".to_string()]
+            .into_iter()
+            .chain(env)
+            .chain([
+                shell_word(&format!("TMPDIR={}", self.temp.display())),
+                shell_word(&self.sandbox.helper.display().to_string()),
+            ])
+            .chain(args.iter().map(|arg| shell_word(arg)))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let mut input = input.clone();
+        input["command"] = Value::String(line);
+        Some(input)
+    }
+}
+
+/// `text` as one word of a POSIX shell command line.
+pub fn shell_word(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
 /// The answer to control request `request_id`: allow with the input unchanged, or deny with
 /// the reason (which the CLI shows the model as the tool's error).
 pub(crate) fn control_response(request_id: &str, input: &Value, allow: Result<(), &str>) -> Value {
