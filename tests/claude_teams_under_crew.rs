@@ -452,9 +452,16 @@ struct Launched {
 
 impl Launched {
     fn new() -> Self {
+        Self::set_up_with(&[])
+    }
+
+    /// After `crew claude setup ARGS`.
+    fn set_up_with(args: &[&str]) -> Self {
         let repo = Repo::git();
         git(&repo, &["commit", "-q", "--allow-empty", "-m", "init"]);
-        repo.ok(&["claude", "setup"]);
+        let mut setup = vec!["claude", "setup"];
+        setup.extend_from_slice(args);
+        repo.ok(&setup);
         let launcher = settings(&repo)["env"]["CLAUDE_CODE_TEAMMATE_COMMAND"]
             .as_str()
             .unwrap()
@@ -707,6 +714,51 @@ fn a_teammates_bash_runs_in_crews_sandbox_writing_only_in_its_worktree() {
     let answer = hook_output(call_hook(&launched.command, home, bash)).unwrap();
     assert_eq!(answer["permissionDecision"], "allow", "{answer}");
     assert_eq!(answer.get("updatedInput"), None, "{answer}");
+}
+
+#[test]
+fn with_merge_auto_a_completed_task_merges_at_once_unless_it_changes_what_governs_the_team() {
+    let launched = Launched::set_up_with(&["--merge", "auto"]);
+    let (repo, home, command) = (&launched.repo, &launched.home, &launched.command);
+    assert!(command.contains("--merge-when-done"), "{command}");
+    // The merge queue runs in `crew up`'s daemon, which a Claude Code team does not have.
+    let queue = repo.crew(&["claude", "setup", "--merge", "queue"]);
+    assert_ne!(queue.code, 0);
+    assert!(
+        queue.stderr.contains("--merge queue needs"),
+        "{}",
+        queue.stderr
+    );
+    fs::write(launched.worktree.join("made-by-teammate.txt"), "made\n").unwrap();
+    // Merged at once: Claude Code's own "completed" goes through, and crew says nothing more.
+    let done = json!({"tool": "TaskUpdate", "input": {"taskId": "1", "status": "completed"}});
+    assert_eq!(decision(call_hook(command, home, done)), None);
+    assert_eq!(git(repo, &["show", "main:made-by-teammate.txt"]), "made\n");
+    let reviews = launched.mirror_crew(&["review", "list", "--json"]);
+    assert!(!reviews.stdout.contains("task_1"), "{}", reviews.stdout);
+    let mut mirror = crew_team::claude_team::Mirror::open(home, TEAM, &launched.mirror).unwrap();
+    mirror.sync().unwrap();
+    assert!(
+        lead_inbox(home).iter().all(|m| m["from"] != "crew"),
+        "{:?}",
+        lead_inbox(home)
+    );
+
+    // A change to crew.toml never merges by itself: it waits for the person, and the teammate
+    // is told why.
+    write_task(home, "2", "Change the team");
+    fs::write(
+        launched.worktree.join("crew.toml"),
+        "[team]\nname = \"x\"\n",
+    )
+    .unwrap();
+    let done = json!({"tool": "TaskUpdate", "input": {"taskId": "2", "status": "completed"}});
+    let (refused, reason) = decision(call_hook(command, home, done)).unwrap();
+    assert_eq!(refused, "deny");
+    assert!(reason.contains("not merged automatically"), "{reason}");
+    assert_eq!(task_status(home, "2"), "in_progress");
+    let reviews = launched.mirror_crew(&["review", "list", "--json"]);
+    assert!(reviews.stdout.contains("crew.toml"), "{}", reviews.stdout);
 }
 
 /// The permission request waiting in crew's workspace for the team.

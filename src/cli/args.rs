@@ -111,6 +111,9 @@ pub struct CcTeammateHookArgs {
     /// The teammate's private temporary folder: its Bash commands run in crew's sandbox.
     #[arg(long)]
     pub tmp: Option<PathBuf>,
+    /// A completed task is merged at once rather than waiting for the person.
+    #[arg(long)]
+    pub merge_when_done: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -121,11 +124,20 @@ pub enum ClaudeCommand {
         /// Put back exactly what the setup changed (settings changed since are left).
         #[arg(long)]
         undo: bool,
+        /// Who merges a teammate's completed task: `manual` (the person, from crew's review
+        /// queue) or `auto` (at once; conflicts and changes to crew.toml, .crew/, hooks or CI
+        /// still wait for the person).
+        #[arg(long, value_enum, default_value_t = MergeArg::Manual, conflicts_with = "undo")]
+        merge: MergeArg,
     },
 }
 
 #[derive(Debug, Args)]
 pub struct CcTeammateArgs {
+    /// Merge each completed task at once (`crew claude setup --merge auto` writes it into the
+    /// launcher).
+    #[arg(long)]
+    pub merge_when_done: bool,
     /// Claude Code's teammate arguments (`--agent-id NAME@TEAM --agent-name NAME ...`), all kept.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
     pub args: Vec<String>,

@@ -30,7 +30,7 @@ use crew_team::claude_team::{
 };
 
 /// Runs the launch; returns when the teammate's `claude` ended or could not start.
-pub fn run(args: &[String]) -> ExitCode {
+pub fn run(args: &[String], merge_when_done: bool) -> ExitCode {
     let launch = match TeammateLaunch::parse(args, |name| std::env::var(name).ok()) {
         Ok(launch) => launch,
         Err(e) => {
@@ -42,7 +42,7 @@ pub fn run(args: &[String]) -> ExitCode {
         eprintln!("crew cc-teammate: {note}");
     }
     let home = claude_home();
-    let error = match start(&launch, home.as_ref()) {
+    let error = match start(&launch, home.as_ref(), merge_when_done) {
         Ok(code) => return code,
         Err(e) => e,
     };
@@ -77,7 +77,11 @@ fn tell_lead(launch: &TeammateLaunch, home: Option<&PathBuf>, text: &str) {
 }
 
 /// Checks the versions, runs `claude` and keeps its work; `claude`'s exit code.
-fn start(launch: &TeammateLaunch, home: Option<&PathBuf>) -> anyhow::Result<ExitCode> {
+fn start(
+    launch: &TeammateLaunch,
+    home: Option<&PathBuf>,
+    merge_when_done: bool,
+) -> anyhow::Result<ExitCode> {
     let claude = on_path("claude").ok_or_else(|| {
         anyhow!("no `claude` on PATH to run the teammate with (crew runs Claude Code's own CLI)")
     })?;
@@ -117,13 +121,22 @@ fn start(launch: &TeammateLaunch, home: Option<&PathBuf>) -> anyhow::Result<Exit
         .as_ref()
         .ok()
         .and_then(|t| t.path().canonicalize().ok());
-    match home.map(|home| gate_settings(home, launch, &trees, &worktree.path, temp_path.as_deref()))
-    {
+    let hook = HookSettings {
+        worktree: &worktree.path,
+        temp: temp_path.as_deref(),
+        merge_when_done,
+    };
+    match home.map(|home| gate_settings(home, launch, &trees, &hook)) {
         Some(Ok(settings)) => {
             command.arg("--settings").arg(settings);
             eprintln!(
                 "crew cc-teammate: its tool calls go through crew's permissions and its \
-                 completed tasks through crew's review: `crew attach claude {}`",
+                 completed tasks through crew's review{}: `crew attach claude {}`",
+                if merge_when_done {
+                    " (merged at once: --merge auto)"
+                } else {
+                    ""
+                },
                 launch.team
             );
         }
@@ -157,14 +170,21 @@ fn start(launch: &TeammateLaunch, home: Option<&PathBuf>) -> anyhow::Result<Exit
     ))
 }
 
+/// What the teammate's hook is told beyond its team and name.
+struct HookSettings<'a> {
+    worktree: &'a Path,
+    /// Its commands' private temporary folder (see `TeammateGate::temp`).
+    temp: Option<&'a Path>,
+    merge_when_done: bool,
+}
+
 /// crew's workspace for the team, linked to the repository, with the teammate on it; and the
 /// `--settings` that hook its tool calls to `crew cc-teammate-hook`.
 fn gate_settings(
     home: &Path,
     launch: &TeammateLaunch,
     trees: &Worktrees,
-    worktree: &Path,
-    temp: Option<&Path>,
+    hook: &HookSettings<'_>,
 ) -> anyhow::Result<String> {
     let root = mirror_root(&launch.team)?;
     let mut mirror = Mirror::open(home, &launch.team, &root)?;
@@ -177,13 +197,16 @@ fn gate_settings(
         shell_word(&exe.display().to_string()),
         shell_word(&launch.team),
         shell_word(&launch.name),
-        shell_word(&worktree.display().to_string()),
+        shell_word(&hook.worktree.display().to_string()),
     );
-    if let Some(temp) = temp {
+    if let Some(temp) = hook.temp {
         command.push_str(&format!(
             " --tmp {}",
             shell_word(&temp.display().to_string())
         ));
+    }
+    if hook.merge_when_done {
+        command.push_str(" --merge-when-done");
     }
     // Past the request's own timeout, so crew's denial is what Claude Code hears.
     let config = crew_config::TeamConfig::load(&root.join(crew_config::FILE_NAME))?;
@@ -230,6 +253,7 @@ pub fn hook(args: &crate::cli::args::CcTeammateHookArgs) -> anyhow::Result<()> {
         workspace: Workspace::new(root),
         worktree: args.worktree.clone(),
         temp: args.tmp.clone(),
+        merge_when_done: args.merge_when_done,
     };
     let answer = gate.answer(&call);
     if let Some(reason) = answer.reason() {

@@ -6,10 +6,11 @@ use std::path::Path;
 use anyhow::anyhow;
 use serde_json::Value;
 
+use crate::cli::args::MergeArg;
 use crate::cli::project::find_upwards;
 use crew_team::claude_team::setup::{self, Change, SETTINGS};
 
-pub fn run(start: &Path, undo: bool) -> anyhow::Result<()> {
+pub fn run(start: &Path, undo: bool, merge: MergeArg) -> anyhow::Result<()> {
     let root = find_upwards(start, ".git").ok_or_else(|| {
         anyhow!(
             "{} is not inside a git repository; the setup is for one repository",
@@ -35,8 +36,19 @@ pub fn run(start: &Path, undo: bool) -> anyhow::Result<()> {
         }
         return Ok(());
     }
+    let merge_when_done = match merge {
+        MergeArg::Manual => false,
+        MergeArg::Auto => true,
+        MergeArg::Queue => {
+            anyhow::bail!(
+                "--merge queue needs the merge queue of `crew up`, which a Claude Code team does \
+                 not run: use --merge manual (the person merges from crew's review queue) or \
+                 --merge auto"
+            )
+        }
+    };
     let exe = std::env::current_exe()?;
-    let changes = setup::apply(&root, &exe)?;
+    let changes = setup::apply(&root, &exe, merge_when_done)?;
     if changes.is_empty() {
         println!("{}: already set up; nothing changed", settings.display());
     } else {
@@ -51,6 +63,17 @@ pub fn run(start: &Path, undo: bool) -> anyhow::Result<()> {
         root.join(setup::LAUNCHER).display(),
         exe.display()
     );
+    if merge_when_done {
+        println!(
+            "--merge auto: a teammate's completed task is merged at once (conflicts and changes \
+             to crew.toml, .crew/, hooks or CI still wait in `crew attach claude`'s review queue)"
+        );
+    } else {
+        println!(
+            "A teammate's completed task waits in the review queue of `crew attach claude` until \
+             you merge it (`crew claude setup --merge auto` merges at once)"
+        );
+    }
     Ok(())
 }
 

@@ -66,7 +66,9 @@ pub fn main() -> ExitCode {
             return ExitCode::from(ended.code);
         }
         // Before the keys are sealed: the teammate's `claude` needs them as Claude Code gave them.
-        Some(Command::CcTeammate(args)) => return cc_teammate::run(&args.args),
+        Some(Command::CcTeammate(args)) => {
+            return cc_teammate::run(&args.args, args.merge_when_done);
+        }
         command => Cli { command, ..cli },
     };
     // Before any thread starts: the keys leave the environment, and no process of ours can be
@@ -158,7 +160,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Attach(args::AttachCommand::Claude { team, ui }) => {
             attach_claude::claude(team.as_deref(), ui)
         }
-        Command::Claude(args::ClaudeCommand::Setup { undo }) => claude_setup::run(&start, undo),
+        Command::Claude(args::ClaudeCommand::Setup { undo, merge }) => {
+            claude_setup::run(&start, undo, merge)
+        }
         Command::CcTeammateHook(args) => cc_teammate::hook(&args),
         Command::CcTeammate(args) => {
             // Handled in `main` before anything else runs; here only for completeness.

@@ -19,7 +19,7 @@ use crew_config::TeamConfig;
 use crew_sandbox::SandboxMode;
 use crew_store::{AgentName, Workspace};
 
-use super::review_hold::{HandIn, HeldTeammate};
+use super::review_hold::{self, HandIn, HeldTeammate};
 pub use crate::work::claude_code::permission::shell_word;
 use crate::work::claude_code::permission::{BashConfinement, CrewView, shown_input};
 use crate::work::cli_agent::{PermissionGate, permissions};
@@ -184,6 +184,9 @@ pub struct TeammateGate {
     /// The teammate's private temporary folder (kept by `crew cc-teammate` while its `claude`
     /// runs): with it, its Bash commands run in crew's sandbox; without, they ask.
     pub temp: Option<PathBuf>,
+    /// A completed task is merged at once (`crew claude setup --merge auto`), unless it
+    /// conflicts or changes what governs the team: then it waits for the person.
+    pub merge_when_done: bool,
 }
 
 impl TeammateGate {
@@ -358,11 +361,40 @@ impl TeammateGate {
             base_branch: &base,
         };
         match held.hand_in(&id) {
-            Ok(HandIn::InReview(text)) => HookAnswer::Deny(text),
+            Ok(HandIn::InReview { task, text }) if self.merge_when_done => {
+                self.merge_at_once(task, text)
+            }
+            Ok(HandIn::InReview { text, .. }) => HookAnswer::Deny(text),
             Ok(HandIn::NothingToReview | HandIn::NotHeld) => HookAnswer::Pass,
             Err(e) => HookAnswer::Deny(format!(
                 "crew could not keep task #{id}'s work for review: {e}"
             )),
+        }
+    }
+}
+
+impl TeammateGate {
+    /// `--merge auto`: held task `task` merged now; its "completed" then goes through to
+    /// Claude Code. What cannot merge automatically stays in review, and the teammate is told
+    /// why (`text`, crew's word that it is held, and the reason).
+    fn merge_at_once(&self, task: crew_store::TaskId, text: String) -> HookAnswer {
+        let merged = TeamConfig::load(&self.workspace.root().join(crew_config::FILE_NAME))
+            .map_err(|e| e.to_string())
+            .and_then(|config| {
+                crate::review::merge_automatically(&self.workspace, &config, task)
+                    .map_err(|e| e.to_string())
+            });
+        match merged {
+            Ok(said) => match review_hold::mark_told_end(&self.workspace, task) {
+                Ok(()) => {
+                    tracing::info!(%said, "cc-teammate-hook merged at once");
+                    HookAnswer::Pass
+                }
+                Err(e) => {
+                    HookAnswer::Deny(format!("{text} ({said}; but crew could not note it: {e})"))
+                }
+            },
+            Err(why) => HookAnswer::Deny(format!("{text} It was not merged automatically: {why}.")),
         }
     }
 }

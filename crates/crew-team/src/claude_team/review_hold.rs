@@ -28,8 +28,12 @@ const TOLD_NOTES: &str = "claude_told_notes";
 /// What became of a teammate's "completed".
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HandIn {
-    /// In crew's review: the text says so to the teammate (as the tool's refusal).
-    InReview(String),
+    /// In crew's review as crew's task `task`: the text says so to the teammate (as the
+    /// tool's refusal).
+    InReview {
+        task: crew_store::TaskId,
+        text: String,
+    },
     /// The task changed nothing: completed as Claude Code would have it.
     NothingToReview,
     /// Not this teammate's task (or not a task crew knows): Claude Code decides.
@@ -106,18 +110,34 @@ impl HeldTeammate<'_> {
             }
         }
         write_task(self.workspace, &held)?;
-        Ok(HandIn::InReview(format!(
-            "crew holds task #{id} for the person's review: your work is commit {} on branch \
-             {branch}. It becomes completed when the person merges it; do not mark it \
-             completed again. Tell the lead it is in review.",
-            &head[..head.len().min(12)]
-        )))
+        Ok(HandIn::InReview {
+            task: held.id,
+            text: format!(
+                "crew holds task #{id} for the person's review: your work is commit {} on \
+                 branch {branch}. It becomes completed when the person merges it; do not mark \
+                 it completed again. Tell the lead it is in review.",
+                &head[..head.len().min(12)]
+            ),
+        })
     }
 
     /// The task crew holds for Claude Code task `id`, if any.
     fn held(&self, id: crew_store::TaskId) -> Result<Option<Task>, AttachError> {
         read_held(self.workspace, id)
     }
+}
+
+/// Held task `id` needs no word to Claude Code of its end: it was merged at once, and the
+/// teammate's own "completed" stands.
+pub(crate) fn mark_told_end(
+    workspace: &Workspace,
+    id: crew_store::TaskId,
+) -> Result<(), AttachError> {
+    let Some(mut task) = read_held(workspace, id)? else {
+        return Ok(());
+    };
+    task.extra.insert(TOLD_END.into(), json!(true));
+    write_task(workspace, &task)
 }
 
 /// `tasks/<team>/<id>.json` under Claude Code's folder.

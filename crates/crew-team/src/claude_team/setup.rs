@@ -72,9 +72,14 @@ struct Record {
     changes: Vec<Change>,
 }
 
-/// Writes the settings and the launcher for `crew_exe`; returns the settings it changed (none
-/// when it was set up already).
-pub fn apply(root: &Path, crew_exe: &Path) -> Result<Vec<Change>, SetupError> {
+/// Writes the settings and the launcher for `crew_exe` (whose teammates' completed tasks merge
+/// at once with `merge_when_done`); returns the settings it changed (none when it was set up
+/// already).
+pub fn apply(
+    root: &Path,
+    crew_exe: &Path,
+    merge_when_done: bool,
+) -> Result<Vec<Change>, SetupError> {
     let settings_path = root.join(SETTINGS);
     let record_path = root.join(RECORD);
     let original = read_text(&settings_path)?;
@@ -124,7 +129,7 @@ pub fn apply(root: &Path, crew_exe: &Path) -> Result<Vec<Change>, SetupError> {
         changes: recorded,
     };
     // Only now that every setting could be made is anything written.
-    write_launcher(&launcher, crew_exe)?;
+    write_launcher(&launcher, crew_exe, merge_when_done)?;
     let record = serde_json::to_value(&record).map_err(|source| SetupError::Json {
         path: record_path.clone(),
         source,
@@ -272,15 +277,20 @@ fn write_json(path: &Path, value: &Value) -> Result<(), SetupError> {
 }
 
 /// `#!/bin/sh` running `crew_exe cc-teammate` with the launch's arguments.
-fn write_launcher(path: &Path, crew_exe: &Path) -> Result<(), SetupError> {
+fn write_launcher(path: &Path, crew_exe: &Path, merge_when_done: bool) -> Result<(), SetupError> {
     use std::os::unix::fs::PermissionsExt;
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir).map_err(io(dir))?;
     }
     let quoted = crew_exe.display().to_string().replace('\'', r"'\''");
+    let flag = if merge_when_done {
+        " --merge-when-done"
+    } else {
+        ""
+    };
     let text = format!(
         "#!/bin/sh\n# Written by `crew claude setup`; `crew claude setup --undo` removes it.\n\
-         exec '{quoted}' cc-teammate \"$@\"\n"
+         exec '{quoted}' cc-teammate{flag} \"$@\"\n"
     );
     write_atomic(path, text.as_bytes()).map_err(io(path))?;
     fs::set_permissions(path, fs::Permissions::from_mode(0o755)).map_err(io(path))
@@ -298,7 +308,7 @@ mod tests {
     fn a_setup_in_a_repository_without_settings_is_undone_to_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
-        let changes = apply(root, Path::new("/opt/crew's/crew")).unwrap();
+        let changes = apply(root, Path::new("/opt/crew's/crew"), false).unwrap();
         assert_eq!(changes.len(), 3);
         let launcher = root.join(LAUNCHER).display().to_string();
         assert_eq!(
@@ -312,12 +322,25 @@ mod tests {
             script.ends_with("exec '/opt/crew'\\''s/crew' cc-teammate \"$@\"\n"),
             "{script}"
         );
-        // Twice is once.
+        // Twice is once; with `--merge auto` the launcher says so, and a later setup without
+        // it takes it back.
         assert!(
-            apply(root, Path::new("/opt/crew's/crew"))
+            apply(root, Path::new("/opt/crew's/crew"), true)
                 .unwrap()
                 .is_empty()
         );
+        let script = fs::read_to_string(root.join(LAUNCHER)).unwrap();
+        assert!(
+            script.ends_with("cc-teammate --merge-when-done \"$@\"\n"),
+            "{script}"
+        );
+        assert!(
+            apply(root, Path::new("/opt/crew's/crew"), false)
+                .unwrap()
+                .is_empty()
+        );
+        let script = fs::read_to_string(root.join(LAUNCHER)).unwrap();
+        assert!(!script.contains("--merge-when-done"), "{script}");
         let undone = undo(root).unwrap();
         assert_eq!(undone.restored.len(), 3);
         assert!(undone.kept.is_empty());
@@ -333,7 +356,7 @@ mod tests {
         fs::create_dir_all(root.join(".claude")).unwrap();
         let own = "{\"permissions\":{\"allow\":[\"Bash(ls)\"]},  \"teammateMode\": \"in-process\",\n \"env\": {\"FOO\": \"1\"}}";
         fs::write(root.join(SETTINGS), own).unwrap();
-        let changes = apply(root, Path::new("/bin/crew")).unwrap();
+        let changes = apply(root, Path::new("/bin/crew"), false).unwrap();
         assert_eq!(changes[0].before, Some(json!("in-process")));
         assert_eq!(settings(root)["env"]["FOO"], "1");
         assert_eq!(settings(root)["permissions"]["allow"][0], "Bash(ls)");
@@ -341,7 +364,7 @@ mod tests {
         assert_eq!(fs::read_to_string(root.join(SETTINGS)).unwrap(), own);
 
         // A key the person changed after the setup is theirs: left, and said.
-        apply(root, Path::new("/bin/crew")).unwrap();
+        apply(root, Path::new("/bin/crew"), false).unwrap();
         let mut now = settings(root);
         now["teammateMode"] = json!("auto");
         fs::write(root.join(SETTINGS), now.to_string()).unwrap();
@@ -360,7 +383,9 @@ mod tests {
         fs::create_dir_all(root.join(".claude")).unwrap();
         for bad in ["[1]", "{not json", "{\"env\": \"x\"}"] {
             fs::write(root.join(SETTINGS), bad).unwrap();
-            let err = apply(root, Path::new("/bin/crew")).unwrap_err().to_string();
+            let err = apply(root, Path::new("/bin/crew"), false)
+                .unwrap_err()
+                .to_string();
             assert!(
                 err.contains("settings.local.json") && err.contains("nothing was changed"),
                 "{err}"
