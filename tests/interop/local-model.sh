@@ -66,6 +66,9 @@ if [ ! -x "$SERVER" ]; then
   cp "$BUILD/bin/llama-server" "$SERVER.tmp" && mv "$SERVER.tmp" "$SERVER"
   echo "built llama-server in $(($(date +%s) - BUILD_START)) s"
   rm -rf "$BUILD"
+  # The one-off build is not the run: the wall clock starts again (else a first run leaves
+  # crew up less time than its own budget below and the timeout, not crew, ends it).
+  START=$(date +%s)
 fi
 
 if [ ! -f "$GGUF" ]; then
@@ -177,7 +180,8 @@ sed 's/^/  init: /' "$ART/init.out"
 cd "$REPO"
 export OPENAI_API_KEY=sk-local RUST_LOG=info
 LEFT=$((WALL_SECS - ($(date +%s) - START)))
-[ "$LEFT" -gt 60 ] || LEFT=60
+# Never less than crew's own wall clock (wall_secs above) and its stop's grace period.
+[ "$LEFT" -gt 240 ] || LEFT=240
 RUN_START=$(date +%s)
 set +e
 timeout -k 15 "$LEFT" "$CREW" up --headless --until-done --approve allow --merge auto \
