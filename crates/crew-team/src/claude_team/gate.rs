@@ -85,6 +85,20 @@ impl HookCall {
         })
     }
 
+    /// The transcript's record of how this call ended.
+    fn result(&self, content: String, is_error: bool) -> AgentEvent {
+        AgentEvent::ToolResult {
+            id: self.tool_use_id.clone(),
+            name: self.tool_name.clone(),
+            content,
+            is_error,
+            rewritten_input: None,
+            spilled: None,
+            decision: None,
+            notes: Vec::new(),
+        }
+    }
+
     /// What the tool gave, as text for the pane: a command's output, else the response as JSON.
     fn response_text(&self) -> String {
         let text = match &self.tool_response {
@@ -141,24 +155,20 @@ pub enum HookAnswer {
 impl HookAnswer {
     /// What the hook prints on stdout (nothing for [`HookAnswer::Pass`]).
     pub fn to_json(&self) -> Option<Value> {
-        let mut output = match self {
-            HookAnswer::Allow { reason, .. } => json!({
-                "hookEventName": "PreToolUse",
-                "permissionDecision": "allow",
-                "permissionDecisionReason": reason,
-            }),
-            HookAnswer::Deny(reason) => json!({
-                "hookEventName": "PreToolUse",
-                "permissionDecision": "deny",
-                "permissionDecisionReason": reason,
-            }),
+        let (decision, reason, updated_input) = match self {
+            HookAnswer::Allow {
+                reason,
+                updated_input,
+            } => ("allow", reason, updated_input.as_ref()),
+            HookAnswer::Deny(reason) => ("deny", reason, None),
             HookAnswer::Pass => return None,
         };
-        if let HookAnswer::Allow {
-            updated_input: Some(input),
-            ..
-        } = self
-        {
+        let mut output = json!({
+            "hookEventName": "PreToolUse",
+            "permissionDecision": decision,
+            "permissionDecisionReason": reason,
+        });
+        if let Some(input) = updated_input {
             output["updatedInput"] = input.clone();
         }
         Some(json!({ "hookSpecificOutput": output }))
@@ -190,23 +200,13 @@ pub struct TeammateGate {
 }
 
 impl TeammateGate {
-    /// The hook's answer to `call`.
-    /// Each call and what it gave go into the teammate's transcript in crew's workspace, so
-    /// its pane on crew's screen shows the teammate working.
+    /// The hook's answer to `call`. Each call and what it gave go into the teammate's
+    /// transcript in crew's workspace, so its pane on crew's screen shows the teammate working.
     pub fn answer(&self, call: &HookCall) -> HookAnswer {
         let emitter = self.emitter();
         if call.event == HookEvent::PostToolUse {
             if let Some(emitter) = &emitter {
-                emitter.emit(AgentEvent::ToolResult {
-                    id: call.tool_use_id.clone(),
-                    name: call.tool_name.clone(),
-                    content: call.response_text(),
-                    is_error: false,
-                    rewritten_input: None,
-                    spilled: None,
-                    decision: None,
-                    notes: Vec::new(),
-                });
+                emitter.emit(call.result(call.response_text(), false));
             }
             return HookAnswer::Pass;
         }
@@ -221,16 +221,7 @@ impl TeammateGate {
         let answer = self.judge(call, emitter.as_ref());
         // A refused call never runs, so no PostToolUse tells its end: the refusal does.
         if let (HookAnswer::Deny(reason), Some(emitter)) = (&answer, &emitter) {
-            emitter.emit(AgentEvent::ToolResult {
-                id: call.tool_use_id.clone(),
-                name: call.tool_name.clone(),
-                content: reason.clone(),
-                is_error: true,
-                rewritten_input: None,
-                spilled: None,
-                decision: None,
-                notes: Vec::new(),
-            });
+            emitter.emit(call.result(reason.clone(), true));
         }
         answer
     }
