@@ -4,6 +4,7 @@
 pub mod actor;
 pub mod agents;
 pub mod atomic;
+pub mod backend;
 pub mod claim;
 pub mod dag;
 pub mod error;
@@ -29,6 +30,7 @@ pub use actor::Actor;
 pub use agents::{
     AgentStatus, AgentStatuses, CacheTokens, SUBAGENT_LINES, SubagentLine, dollars, pid_alive,
 };
+pub use backend::{BackendError, FileStore, TeamStore};
 pub use claim::{Attempt, Claimant};
 pub use crew_protocol::{AgentName, AgentState, MessageKind, RequestId, TaskId, USER};
 pub use error::{Refusal, StoreError};

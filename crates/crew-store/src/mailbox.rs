@@ -22,8 +22,8 @@ use crate::message::{Draft, Message, new_id};
 use crate::roster::Roster;
 use crate::task::now_rfc3339;
 use crate::{Limits, StoreError, secrets};
-use crew_protocol::validate_name;
 use crew_protocol::{AgentName, MessageKind, RequestId};
+use crew_protocol::{InvalidName, validate_name};
 
 #[derive(Debug, Clone)]
 pub struct Mailboxes {
@@ -89,16 +89,7 @@ impl Mailboxes {
         if let Some(text) = &draft.text {
             self.limits.check_message(text)?;
         }
-        // A kind crew does not know still becomes part of a file name nowhere, but it is shown
-        // on screens: hold it to the same characters as a name.
-        let kind = match draft.kind {
-            MessageKind::Other(raw) if raw.is_empty() => MessageKind::Message,
-            MessageKind::Other(raw) => {
-                validate_name("message type", &raw)?;
-                MessageKind::Other(raw)
-            }
-            known => known,
-        };
+        let kind = checked_kind(draft.kind)?;
         let message = Message {
             id: new_id("msg"),
             ts: now_rfc3339(),
@@ -188,6 +179,23 @@ impl Mailboxes {
         }
     }
 
+    /// Moves `name`'s cursor to `offset` if that is forward. A cursor past the end of the
+    /// inbox (removed and made again: `read_from` started over) moves back to it too. One
+    /// reader, the inbox's owner, moves it, so no lock is taken.
+    pub fn advance_cursor(&self, name: &AgentName, offset: u64) -> Result<(), StoreError> {
+        let current = self.cursor(name)?;
+        let path = self.inbox_path(name);
+        let len = match fs::metadata(&path) {
+            Ok(meta) => meta.len(),
+            Err(e) if e.kind() == ErrorKind::NotFound => 0,
+            Err(e) => return Err(StoreError::io(&path, e)),
+        };
+        if offset > current || current > len {
+            self.set_cursor(name, offset)?;
+        }
+        Ok(())
+    }
+
     pub fn set_cursor(&self, name: &AgentName, offset: u64) -> Result<(), StoreError> {
         let path = self.cursor_path(name);
         fs::create_dir_all(&self.dir).map_err(|e| StoreError::io(&self.dir, e))?;
@@ -229,6 +237,20 @@ impl Mailboxes {
         }
         Ok(all)
     }
+}
+
+/// The kind a message is stored with, in every store: an empty one is a plain message, and
+/// one crew does not know, though it becomes part of a file name nowhere, is shown on screens,
+/// so it is held to the same characters as a name.
+pub fn checked_kind(kind: MessageKind) -> Result<MessageKind, InvalidName> {
+    Ok(match kind {
+        MessageKind::Other(raw) if raw.is_empty() => MessageKind::Message,
+        MessageKind::Other(raw) => {
+            validate_name("message type", &raw)?;
+            MessageKind::Other(raw)
+        }
+        known => known,
+    })
 }
 
 /// Cuts what follows the last newline: a line a killed writer never finished. Called with the

@@ -351,8 +351,8 @@ fn parse_task(path: &Path, id: TaskId, bytes: &[u8]) -> Result<Task, StoreError>
     Ok(task)
 }
 
-/// Duplicates dropped, order kept.
-fn without_duplicates(ids: &[TaskId]) -> Vec<TaskId> {
+/// Duplicates dropped, order kept: a task's blockers, each once, in every store.
+pub fn without_duplicates(ids: &[TaskId]) -> Vec<TaskId> {
     let mut out: Vec<TaskId> = Vec::new();
     for &id in ids {
         if !out.contains(&id) {

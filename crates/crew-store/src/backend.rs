@@ -1,0 +1,266 @@
+//! One interface to the team store, with two backends: [`FileStore`] here (`.tasks`,
+//! `.mailboxes`, the embedded default) and `crew_store_pg::PgStore` (a team across machines,
+//! issue #24). Both give each operation the same meaning, and the conformance suite
+//! (crew-store-pg's `tests/conformance.rs`) runs the same test bodies against both to keep it so.
+//!
+//! The methods return `impl Future + Send` rather than being `async fn`: a caller may spawn the
+//! futures on a multi-threaded runtime, which needs the `Send` bound named in the trait. A
+//! store is used generically (`S: TeamStore`), so no `dyn` is needed. The file store's
+//! operations are synchronous (file locks, no waiting on the network): its futures are ready
+//! at once.
+
+use std::future::Future;
+use std::time::Duration;
+
+use crew_protocol::{AgentName, TaskId};
+
+use crate::{
+    Actor, Claimant, Draft, Entry, Message, NewTask, Refusal, RequestInfo, Roster, StoreError,
+    Task, TaskCommits, Workspace,
+};
+
+/// What a backend's errors say beyond their text: whether the protocol refused (and why), or
+/// the task asked for does not exist. Callers decide on these, not on a message's wording.
+pub trait BackendError: std::error::Error + Send + Sync + 'static {
+    fn refusal(&self) -> Option<&Refusal>;
+    fn no_such_task(&self) -> Option<TaskId>;
+}
+
+impl BackendError for StoreError {
+    fn refusal(&self) -> Option<&Refusal> {
+        match self {
+            StoreError::Refused(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    fn no_such_task(&self) -> Option<TaskId> {
+        match self {
+            StoreError::NoSuchTask(id) => Some(*id),
+            _ => None,
+        }
+    }
+}
+
+/// The team's tasks, inboxes and requests, whatever keeps them.
+pub trait TeamStore: Send + Sync {
+    type Error: BackendError;
+    /// Where the inbox's owner has read up to: just after the message it came with.
+    type Position: Copy + Ord + std::fmt::Debug + Send + Sync;
+
+    /// Adds a pending task; every blocker must exist (each is kept once).
+    fn create_task(&self, new: NewTask) -> impl Future<Output = Result<Task, Self::Error>> + Send;
+
+    fn task(&self, id: TaskId) -> impl Future<Output = Result<Task, Self::Error>> + Send;
+
+    /// Every task, by id.
+    fn tasks(&self) -> impl Future<Output = Result<Vec<Task>, Self::Error>> + Send;
+
+    /// Claims a ready task assigned to `who`, else the oldest ready unowned one of a role that
+    /// fits: never one with a blocker not completed, never one another claimer holds.
+    /// `NothingClaimable` when there is none.
+    fn claim_next(
+        &self,
+        who: Claimant<'_>,
+    ) -> impl Future<Output = Result<Task, Self::Error>> + Send;
+
+    /// The owner `by` finished its in-progress task (a writing teammate's only through review).
+    /// A result of `None` keeps the one the task had.
+    fn complete(
+        &self,
+        id: TaskId,
+        by: Actor<'_>,
+        result: Option<String>,
+    ) -> impl Future<Output = Result<Task, Self::Error>> + Send;
+
+    /// The owner gives up on its in-progress task: `failed`, with `reason` as its result.
+    fn fail(
+        &self,
+        id: TaskId,
+        who: &AgentName,
+        reason: String,
+    ) -> impl Future<Output = Result<Task, Self::Error>> + Send;
+
+    /// The owner finished its in-progress task and its commits wait for review.
+    fn submit_for_review(
+        &self,
+        id: TaskId,
+        who: &AgentName,
+        result: String,
+        commits: TaskCommits,
+    ) -> impl Future<Output = Result<Task, Self::Error>> + Send;
+
+    /// Appends a message to its recipient's inbox (a request, with a new request id, when
+    /// `draft.request`).
+    fn send(&self, draft: Draft) -> impl Future<Output = Result<Message, Self::Error>> + Send;
+
+    /// Every message in `inbox`, in the order they were appended.
+    fn inbox(
+        &self,
+        inbox: &AgentName,
+    ) -> impl Future<Output = Result<Vec<Message>, Self::Error>> + Send;
+
+    /// At most `limit` messages of `inbox` after its owner's cursor, oldest first. The cursor
+    /// does not move: a reader that dies before handling them gets them again.
+    fn unread(
+        &self,
+        inbox: &AgentName,
+        limit: usize,
+    ) -> impl Future<Output = Result<Vec<(Self::Position, Message)>, Self::Error>> + Send;
+
+    /// Moves the owner's cursor in `inbox` to just after `upto`; never back.
+    fn mark_read(
+        &self,
+        inbox: &AgentName,
+        upto: Self::Position,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
+    /// Every request with its state as of now (pending, approved, rejected, expired), oldest
+    /// first; a request without its own `timeout_secs` expires after `default_timeout`.
+    fn requests(
+        &self,
+        default_timeout: Duration,
+    ) -> impl Future<Output = Result<Vec<RequestInfo>, Self::Error>> + Send;
+
+    /// Answers a pending request (`requests::may_answer` says who may); the answer goes to the
+    /// asker. Of two answers the first is kept, the second refused.
+    fn respond(
+        &self,
+        request_id: &str,
+        who: &AgentName,
+        approve: bool,
+        note: Option<String>,
+        default_timeout: Duration,
+    ) -> impl Future<Output = Result<Message, Self::Error>> + Send;
+}
+
+/// The file backend: a workspace's `.tasks` and `.mailboxes`, and the team's names (a message
+/// to or from a name not on the team is refused, never a new inbox).
+#[derive(Debug, Clone)]
+pub struct FileStore {
+    workspace: Workspace,
+    roster: Roster,
+}
+
+impl FileStore {
+    pub fn new(workspace: Workspace, roster: Roster) -> Self {
+        FileStore { workspace, roster }
+    }
+}
+
+impl TeamStore for FileStore {
+    type Error = StoreError;
+    /// The byte offset just past the message's line.
+    type Position = u64;
+
+    async fn create_task(&self, new: NewTask) -> Result<Task, StoreError> {
+        self.workspace.tasks().create(new)
+    }
+
+    async fn task(&self, id: TaskId) -> Result<Task, StoreError> {
+        self.workspace.tasks().read(id)
+    }
+
+    async fn tasks(&self) -> Result<Vec<Task>, StoreError> {
+        // A broken task file is passed over and the rest still work (invariant 7);
+        // `TaskStore::load_all` is where the screen and `crew task list` report it.
+        Ok(self.workspace.tasks().load_all()?.tasks)
+    }
+
+    async fn claim_next(&self, who: Claimant<'_>) -> Result<Task, StoreError> {
+        self.workspace.tasks().claim_next(who)
+    }
+
+    async fn complete(
+        &self,
+        id: TaskId,
+        by: Actor<'_>,
+        result: Option<String>,
+    ) -> Result<Task, StoreError> {
+        self.workspace.tasks().complete(id, by, result)
+    }
+
+    async fn fail(&self, id: TaskId, who: &AgentName, reason: String) -> Result<Task, StoreError> {
+        self.workspace.tasks().fail(id, who, reason)
+    }
+
+    async fn submit_for_review(
+        &self,
+        id: TaskId,
+        who: &AgentName,
+        result: String,
+        commits: TaskCommits,
+    ) -> Result<Task, StoreError> {
+        self.workspace
+            .tasks()
+            .submit_for_review(id, who, result, commits)
+    }
+
+    async fn send(&self, draft: Draft) -> Result<Message, StoreError> {
+        self.workspace.mailboxes().send(&self.roster, draft)
+    }
+
+    async fn inbox(&self, inbox: &AgentName) -> Result<Vec<Message>, StoreError> {
+        Ok(messages(self.workspace.mailboxes().read_from(inbox, 0)?)
+            .map(|(_, m)| m)
+            .collect())
+    }
+
+    async fn unread(
+        &self,
+        inbox: &AgentName,
+        limit: usize,
+    ) -> Result<Vec<(u64, Message)>, StoreError> {
+        let boxes = self.workspace.mailboxes();
+        let batch = boxes.read_from(inbox, boxes.cursor(inbox)?)?;
+        Ok(messages(batch).take(limit).collect())
+    }
+
+    async fn mark_read(&self, inbox: &AgentName, upto: u64) -> Result<(), StoreError> {
+        self.workspace.mailboxes().advance_cursor(inbox, upto)
+    }
+
+    async fn requests(&self, default_timeout: Duration) -> Result<Vec<RequestInfo>, StoreError> {
+        self.workspace.mailboxes().requests(default_timeout)
+    }
+
+    async fn respond(
+        &self,
+        request_id: &str,
+        who: &AgentName,
+        approve: bool,
+        note: Option<String>,
+        default_timeout: Duration,
+    ) -> Result<Message, StoreError> {
+        self.workspace.mailboxes().respond(
+            &self.roster,
+            request_id,
+            who,
+            approve,
+            note,
+            default_timeout,
+        )
+    }
+}
+
+/// The batch's messages, each with the offset just past its line (where the next line starts,
+/// or the batch's end); lines that do not parse are passed over.
+fn messages(batch: crate::Batch) -> impl Iterator<Item = (u64, Message)> {
+    let ends: Vec<u64> = batch
+        .entries
+        .iter()
+        .skip(1)
+        .map(|e| match e {
+            Entry::Message { offset, .. } | Entry::Broken { offset, .. } => *offset,
+        })
+        .chain([batch.end])
+        .collect();
+    batch
+        .entries
+        .into_iter()
+        .zip(ends)
+        .filter_map(|(entry, end)| match entry {
+            Entry::Message { message, .. } => Some((end, message)),
+            Entry::Broken { .. } => None,
+        })
+}
