@@ -25,6 +25,8 @@ pub enum PgStoreError {
     NoSuchTask(crew_protocol::TaskId),
     #[error("{0}")]
     Refused(#[from] Refusal),
+    #[error(transparent)]
+    InvalidName(#[from] crew_protocol::InvalidName),
     #[error("the store was unreachable for {secs}s: {last}")]
     Unreachable { secs: u64, last: String },
 }

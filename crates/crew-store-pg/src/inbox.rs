@@ -12,6 +12,7 @@ use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
 use crew_protocol::{AgentName, MessageKind, RequestId};
+use crew_store::mailbox::checked_kind;
 use crew_store::message::new_id;
 use crew_store::requests::{derive, may_answer};
 use crew_store::{Draft, Message, Refusal, RequestInfo, RequestState};
@@ -44,7 +45,7 @@ impl PgStore {
             ts: String::new(),
             from: draft.from,
             to: draft.to,
-            kind: draft.kind,
+            kind: checked_kind(draft.kind)?,
             text: draft.text,
             request_id: draft.request.then(RequestId::new),
             approve: None,

@@ -111,6 +111,11 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (reader, inbox)
     );
     "#,
+    // 2: the commits a task submitted for review added on its teammate's branch
+    // (`TaskCommits` as JSON: branch, start, head), as the file store keeps them.
+    r#"
+    ALTER TABLE tasks ADD COLUMN commits jsonb;
+    "#,
 ];
 
 /// The schema version this binary knows.

@@ -11,14 +11,15 @@ use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
 use crew_protocol::{AgentName, TaskId};
-use crew_store::{Claimant, NewTask, Refusal, Status, Task};
+use crew_store::tasks::without_duplicates;
+use crew_store::{Claimant, NewTask, Refusal, Status, Task, TaskCommits};
 
 use crate::store::token;
 use crate::{PgStore, PgStoreError};
 
 /// The columns `task_from_row` reads, in its order.
 const TASK_COLUMNS: &str = "id, subject, description, status, owner, role, blocked_by, result, \
-     notes, crew_ts(created_at), crew_ts(updated_at)";
+     notes, crew_ts(created_at), crew_ts(updated_at), commits";
 
 /// Wakes the `LISTEN`ers when a task may have become claimable (sent on commit).
 pub(crate) const TASKS_CHANNEL: &str = "crew_tasks";
@@ -27,7 +28,7 @@ impl PgStore {
     /// Adds a pending task; every blocker must exist.
     pub async fn create_task(&self, new: NewTask) -> Result<Task, PgStoreError> {
         let key = token();
-        let blockers = ids_to_sql(&new.blocked_by)?;
+        let blockers = ids_to_sql(&without_duplicates(&new.blocked_by))?;
         self.retry(|| async {
             let mut client = self.client().await?;
             let tx = client.transaction().await?;
@@ -145,50 +146,123 @@ impl PgStore {
     }
 
     /// The owner finishes its task. Refused unless `who` holds it in progress (a host whose
-    /// lease passed and whose task went to another cannot complete it).
+    /// lease passed and whose task went to another cannot complete it). A result of `None`
+    /// keeps the one the task had.
     pub async fn complete(
         &self,
         id: TaskId,
         who: &AgentName,
         result: Option<String>,
     ) -> Result<Task, PgStoreError> {
+        self.finish(id, who, Status::Completed, result, None, false)
+            .await
+    }
+
+    /// The owner gives up on its task: `failed`, with `reason` as its result.
+    pub async fn fail(
+        &self,
+        id: TaskId,
+        who: &AgentName,
+        reason: String,
+    ) -> Result<Task, PgStoreError> {
+        self.finish(id, who, Status::Failed, Some(reason), None, false)
+            .await
+    }
+
+    /// The owner finished its task and its commits wait for review.
+    pub async fn submit_for_review(
+        &self,
+        id: TaskId,
+        who: &AgentName,
+        result: String,
+        commits: TaskCommits,
+    ) -> Result<Task, PgStoreError> {
+        self.finish(id, who, Status::Review, Some(result), Some(commits), false)
+            .await
+    }
+
+    /// Moves `who`'s in-progress task to `to` (dropping its lease) in one statement, so one
+    /// round trip; a completion notifies on its commit (its dependents may be claimable now).
+    /// Refused as the file store refuses (`TaskStore::finish`), in its order: not in progress,
+    /// not the owner's, then (`needs_review`: a writing teammate completing) not without review.
+    pub(crate) async fn finish(
+        &self,
+        id: TaskId,
+        who: &AgentName,
+        to: Status,
+        result: Option<String>,
+        commits: Option<TaskCommits>,
+        needs_review: bool,
+    ) -> Result<Task, PgStoreError> {
         let id_sql = id_to_sql(id)?;
-        // One statement, so one round trip; the notification goes out on its commit (its
-        // dependents may be claimable now).
+        let commits =
+            commits
+                .map(serde_json::to_value)
+                .transpose()
+                .map_err(|e| PgStoreError::BadRow {
+                    what: "task commits",
+                    value: id.to_string(),
+                    reason: e.to_string(),
+                })?;
+        let notify = match to {
+            Status::Completed => format!(", pg_notify('{TASKS_CHANNEL}', '')"),
+            _ => String::new(),
+        };
         let sql = format!(
-            "UPDATE tasks SET status = 'completed', result = $3, lease_until = NULL,
-                 updated_at = now()
-             WHERE id = $1 AND owner = $2 AND status = 'in_progress'
-             RETURNING {TASK_COLUMNS}, pg_notify('{TASKS_CHANNEL}', '')"
+            "UPDATE tasks SET status = $3, result = coalesce($4, result),
+                 commits = coalesce($5, commits), lease_until = NULL, updated_at = now()
+             WHERE id = $1 AND owner = $2 AND status = 'in_progress' AND NOT $6
+             RETURNING {TASK_COLUMNS}{notify}"
         );
+        let action = match to {
+            Status::Completed => "completed",
+            Status::Failed => "failed",
+            _ => "submitted for review",
+        };
+        let retried = AtomicBool::new(false);
         self.retry(|| async {
+            let again = retried.swap(true, Ordering::Relaxed);
             let client = self.client().await?;
             let update = client.prepare_cached(&sql).await?;
-            if let Some(row) = client
-                .query_opt(&update, &[&id_sql, &who.as_str(), &result])
-                .await?
-            {
-                return task_from_row(&row);
-            }
-            let task = self.task(id).await?;
-            // A retry after a lost reply: the first try completed it.
-            if task.status == Status::Completed && task.owner.as_ref() == Some(who) {
-                return Ok(task);
-            }
-            if task.owner.as_ref() != Some(who) {
-                return Err(Refusal::NotOwner {
-                    id,
-                    owner: task.owner,
-                    who: who.clone(),
+            let params: [&(dyn ToSql + Sync); 6] = [
+                &id_sql,
+                &who.as_str(),
+                &to.as_str(),
+                &result,
+                &commits,
+                &needs_review,
+            ];
+            loop {
+                if let Some(row) = client.query_opt(&update, &params).await? {
+                    return task_from_row(&row);
                 }
-                .into());
+                let task = self.task(id).await?;
+                // A retry after a lost reply: the first try did it. Only then: a second
+                // finish of a finished task is refused, as on files.
+                if again && task.status == to && task.owner.as_ref() == Some(who) {
+                    return Ok(task);
+                }
+                if task.status != Status::InProgress {
+                    return Err(Refusal::NotInProgress {
+                        id,
+                        status: task.status.to_string(),
+                        action,
+                    }
+                    .into());
+                }
+                if task.owner.as_ref() != Some(who) {
+                    return Err(Refusal::NotOwner {
+                        id,
+                        owner: task.owner,
+                        who: who.clone(),
+                    }
+                    .into());
+                }
+                if needs_review {
+                    return Err(Refusal::NeedsReview { id }.into());
+                }
+                // It became `who`'s in progress between the update and the read: try again.
             }
-            Err(Refusal::NotInProgress {
-                id,
-                status: task.status.to_string(),
-                action: "completed",
-            }
-            .into())
         })
         .await
     }
@@ -276,6 +350,16 @@ fn task_from_row(row: &Row) -> Result<Task, PgStoreError> {
             reason: e.to_string(),
         })?;
     let owner: Option<String> = row.try_get(4)?;
+    let commits = row
+        .try_get::<_, Option<serde_json::Value>>(11)?
+        .map(|c| {
+            serde_json::from_value::<TaskCommits>(c.clone()).map_err(|e| PgStoreError::BadRow {
+                what: "task commits",
+                value: c.to_string(),
+                reason: e.to_string(),
+            })
+        })
+        .transpose()?;
     let blocked_by: Vec<i64> = row.try_get(6)?;
     Ok(Task {
         id: id_from_sql(row.try_get(0)?)?,
@@ -293,7 +377,7 @@ fn task_from_row(row: &Row) -> Result<Task, PgStoreError> {
         created_at: row.try_get(9)?,
         updated_at: row.try_get(10)?,
         worktree: None,
-        commits: None,
+        commits: commits.map(Box::new),
         review: None,
         // Spend per task is not kept on PostgreSQL yet (the file store keeps it).
         usage: None,
