@@ -16,10 +16,14 @@ pub(crate) const MAX_BACKOFF: Duration = Duration::from_secs(1);
 /// How long an operation keeps trying while the server is away before it gives up.
 const GIVE_UP_AFTER: Duration = Duration::from_secs(60);
 
+/// How long a claim made through the `TeamStore` interface holds its task without a heartbeat.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(60);
+
 #[derive(Clone)]
 pub struct PgStore {
     pool: Pool,
     config: tokio_postgres::Config,
+    lease: Duration,
 }
 
 impl PgStore {
@@ -48,7 +52,20 @@ impl PgStore {
             .max_size(max_connections.max(1))
             .build()
             .map_err(|e| PgStoreError::Pool(e.to_string()))?;
-        Ok(PgStore { pool, config })
+        Ok(PgStore {
+            pool,
+            config,
+            lease: DEFAULT_LEASE,
+        })
+    }
+
+    /// The same store, its `TeamStore::claim_next` holding tasks for `lease`.
+    pub fn with_lease(self, lease: Duration) -> Self {
+        PgStore { lease, ..self }
+    }
+
+    pub(crate) fn lease(&self) -> Duration {
+        self.lease
     }
 
     pub(crate) fn config(&self) -> &tokio_postgres::Config {

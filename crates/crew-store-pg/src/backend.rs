@@ -1,0 +1,124 @@
+//! The PostgreSQL backend of crew-store's `TeamStore`. A claim holds its task for the store's
+//! lease (`PgStore::with_lease`); the inbox's cursor is its owner's (`reader` = `inbox`), as on
+//! files, where each inbox has one cursor.
+
+use std::time::Duration;
+
+use crew_protocol::{AgentName, TaskId};
+use crew_store::{
+    Actor, BackendError, Claimant, Draft, Message, NewTask, Refusal, RequestInfo, Task,
+    TaskCommits, TeamStore,
+};
+
+use crate::{PgStore, PgStoreError, Position};
+
+impl BackendError for PgStoreError {
+    fn refusal(&self) -> Option<&Refusal> {
+        match self {
+            PgStoreError::Refused(r) => Some(r),
+            _ => None,
+        }
+    }
+
+    fn no_such_task(&self) -> Option<TaskId> {
+        match self {
+            PgStoreError::NoSuchTask(id) => Some(*id),
+            _ => None,
+        }
+    }
+}
+
+impl TeamStore for PgStore {
+    type Error = PgStoreError;
+    type Position = Position;
+
+    async fn create_task(&self, new: NewTask) -> Result<Task, PgStoreError> {
+        PgStore::create_task(self, new).await
+    }
+
+    async fn task(&self, id: TaskId) -> Result<Task, PgStoreError> {
+        PgStore::task(self, id).await
+    }
+
+    async fn tasks(&self) -> Result<Vec<Task>, PgStoreError> {
+        PgStore::tasks(self).await
+    }
+
+    async fn claim_next(&self, who: Claimant<'_>) -> Result<Task, PgStoreError> {
+        PgStore::claim_next(self, who, self.lease()).await
+    }
+
+    async fn complete(
+        &self,
+        id: TaskId,
+        by: Actor<'_>,
+        result: Option<String>,
+    ) -> Result<Task, PgStoreError> {
+        // A writing teammate's task completes only through review (invariant 8).
+        let writes = matches!(by, Actor::Teammate { writes: true, .. });
+        self.finish(
+            id,
+            by.name(),
+            crew_store::Status::Completed,
+            result,
+            None,
+            writes,
+        )
+        .await
+    }
+
+    async fn fail(
+        &self,
+        id: TaskId,
+        who: &AgentName,
+        reason: String,
+    ) -> Result<Task, PgStoreError> {
+        PgStore::fail(self, id, who, reason).await
+    }
+
+    async fn submit_for_review(
+        &self,
+        id: TaskId,
+        who: &AgentName,
+        result: String,
+        commits: TaskCommits,
+    ) -> Result<Task, PgStoreError> {
+        PgStore::submit_for_review(self, id, who, result, commits).await
+    }
+
+    async fn send(&self, draft: Draft) -> Result<Message, PgStoreError> {
+        PgStore::send(self, draft).await
+    }
+
+    async fn inbox(&self, inbox: &AgentName) -> Result<Vec<Message>, PgStoreError> {
+        PgStore::inbox(self, inbox).await
+    }
+
+    async fn unread(
+        &self,
+        inbox: &AgentName,
+        limit: usize,
+    ) -> Result<Vec<(Position, Message)>, PgStoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        PgStore::unread(self, inbox, inbox, limit).await
+    }
+
+    async fn mark_read(&self, inbox: &AgentName, upto: Position) -> Result<(), PgStoreError> {
+        PgStore::mark_read(self, inbox, inbox, upto).await
+    }
+
+    async fn requests(&self, default_timeout: Duration) -> Result<Vec<RequestInfo>, PgStoreError> {
+        PgStore::requests(self, default_timeout).await
+    }
+
+    async fn respond(
+        &self,
+        request_id: &str,
+        who: &AgentName,
+        approve: bool,
+        note: Option<String>,
+        default_timeout: Duration,
+    ) -> Result<Message, PgStoreError> {
+        PgStore::respond(self, request_id, who, approve, note, default_timeout).await
+    }
+}
