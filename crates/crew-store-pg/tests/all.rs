@@ -4,6 +4,7 @@
 
 mod claims;
 mod common;
+mod conformance;
 mod inbox;
 mod restart;
 mod schema;

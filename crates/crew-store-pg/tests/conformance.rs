@@ -1,0 +1,668 @@
+//! The store's conformance suite: the same test bodies, generic over crew-store's `TeamStore`,
+//! run against both backends. `NAME::file` runs the body on a `FileStore` in a scratch folder,
+//! `NAME::postgres` on a `PgStore` on a fresh cluster (it skips, saying why, without the server
+//! binaries). A body that passes on one and fails on the other is a difference in meaning.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crew_protocol::{AgentName, MessageKind, TaskId, USER};
+use crew_store::{
+    Actor, BackendError, Claimant, Draft, FileStore, NewTask, Refusal, RequestState, Roster,
+    Status, TaskCommits, TeamStore, Workspace,
+};
+use crew_store_pg::PgStore;
+use crew_test_support::postgres::PgCluster;
+
+use crate::common::name;
+
+/// Longer than any test: no lease lapses mid-test.
+const LONG: Duration = Duration::from_secs(600);
+const CLAIMERS: usize = 6;
+
+fn file_store() -> (tempfile::TempDir, FileStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let team = ["lead", "alice", "bob"]
+        .into_iter()
+        .map(str::to_string)
+        .chain((0..CLAIMERS).map(|k| format!("w{k}")))
+        .map(|n| name(&n));
+    let store = FileStore::new(Workspace::new(dir.path()), Roster::new(team));
+    (dir, store)
+}
+
+async fn pg_store() -> Option<(PgCluster, PgStore)> {
+    let (cluster, store) = crate::common::store(16).await?;
+    Some((cluster, store.with_lease(LONG)))
+}
+
+/// Each body as two tests, `BODY::file` and `BODY::postgres`.
+macro_rules! conformance {
+    ($($body:ident),* $(,)?) => {$(
+        mod $body {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn file() {
+                let (_dir, store) = super::file_store();
+                super::$body(store).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+            async fn postgres() {
+                let Some((_cluster, store)) = super::pg_store().await else {
+                    return;
+                };
+                super::$body(store).await;
+            }
+        }
+    )*};
+}
+
+conformance!(
+    racing_claimers_never_claim_a_task_twice,
+    a_blocked_task_is_claimed_only_once_every_blocker_is_completed,
+    racing_claimers_never_claim_a_task_before_its_blockers_complete,
+    complete_and_fail_keep_their_outcome_and_result_and_refuse_a_second_finish,
+    a_task_in_review_keeps_its_commits_and_holds_its_dependents,
+    each_senders_messages_reach_the_inbox_in_order_and_none_is_lost,
+    unread_leaves_the_cursor_and_mark_read_moves_it_forward_only,
+    a_request_goes_pending_then_approved_rejected_or_expired_and_is_answered_once,
+);
+
+fn refusal<E: BackendError>(result: Result<impl std::fmt::Debug, E>) -> Refusal {
+    match result {
+        Err(e) => e
+            .refusal()
+            .cloned()
+            .unwrap_or_else(|| panic!("not a refusal: {e}")),
+        Ok(v) => panic!("not refused: {v:?}"),
+    }
+}
+
+fn nothing_left<E: BackendError>(e: &E) -> bool {
+    matches!(e.refusal(), Some(Refusal::NothingClaimable { .. }))
+}
+
+fn claimant(who: &AgentName) -> Claimant<'_> {
+    Claimant {
+        name: who,
+        role: None,
+    }
+}
+
+/// A teammate that does not write: it completes its own tasks.
+fn reader(who: &AgentName) -> Actor<'_> {
+    Actor::Teammate {
+        name: who,
+        writes: false,
+    }
+}
+
+async fn add<S: TeamStore>(store: &S, subject: &str, blocked_by: Vec<TaskId>) -> TaskId {
+    store
+        .create_task(NewTask {
+            subject: subject.into(),
+            blocked_by,
+            ..NewTask::default()
+        })
+        .await
+        .unwrap()
+        .id
+}
+
+async fn claim<S: TeamStore>(store: &S, who: &AgentName) -> Result<TaskId, S::Error> {
+    store.claim_next(claimant(who)).await.map(|t| t.id)
+}
+
+/// Claimers racing for the same tasks (tokio tasks on four threads, each claim a separate
+/// operation on the store) claim every task exactly once, and the store names the claimer
+/// that got it as its owner.
+async fn racing_claimers_never_claim_a_task_twice<S: TeamStore + Clone + 'static>(store: S) {
+    const TASKS: usize = 60;
+    for i in 0..TASKS {
+        add(&store, &format!("task {i}"), vec![]).await;
+    }
+    let runs: Vec<_> = (0..CLAIMERS)
+        .map(|k| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let who = name(&format!("w{k}"));
+                let mut mine = Vec::new();
+                loop {
+                    match store.claim_next(claimant(&who)).await {
+                        Ok(task) => {
+                            assert_eq!(
+                                (task.status, task.owner.as_ref()),
+                                (Status::InProgress, Some(&who))
+                            );
+                            mine.push(task.id);
+                        }
+                        Err(e) if nothing_left(&e) => return (who, mine),
+                        Err(e) => panic!("{who}: {e}"),
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut claimer_of: HashMap<TaskId, Vec<AgentName>> = HashMap::new();
+    for run in runs {
+        let (who, ids) = run.await.unwrap();
+        for id in ids {
+            claimer_of.entry(id).or_default().push(who.clone());
+        }
+    }
+    let all = store.tasks().await.unwrap();
+    assert_eq!(all.len(), TASKS);
+    for task in all {
+        let claimers = claimer_of.remove(&task.id).unwrap_or_default();
+        assert_eq!(claimers.len(), 1, "{} claimed by {claimers:?}", task.id);
+        assert_eq!(task.owner.as_ref(), Some(&claimers[0]));
+    }
+}
+
+/// A task waits until every blocker is completed: one completed of two is not enough, a
+/// failed one never is. Blockers are kept once each; an unknown one is refused.
+async fn a_blocked_task_is_claimed_only_once_every_blocker_is_completed<S: TeamStore>(store: S) {
+    let a = add(&store, "a", vec![]).await;
+    let b = add(&store, "b", vec![]).await;
+    let doomed = add(&store, "doomed", vec![]).await;
+    let after_both = add(&store, "after a and b", vec![a, b, a]).await;
+    let after_doomed = add(&store, "after doomed", vec![doomed]).await;
+    assert_eq!(
+        store.task(after_both).await.unwrap().blocked_by,
+        vec![a, b],
+        "each blocker once"
+    );
+    let unknown = store
+        .create_task(NewTask {
+            subject: "after nothing".into(),
+            blocked_by: vec![TaskId(999)],
+            ..NewTask::default()
+        })
+        .await;
+    assert!(matches!(
+        refusal(unknown),
+        Refusal::UnknownBlocker {
+            unknown: TaskId(999),
+            ..
+        }
+    ));
+
+    let [w0, w1, w2, w3] = ["w0", "w1", "w2", "w3"].map(name);
+    // Oldest ready first; the blocked ones are passed over.
+    assert_eq!(claim(&store, &w0).await.unwrap(), a);
+    assert_eq!(claim(&store, &w1).await.unwrap(), b);
+    assert_eq!(claim(&store, &w2).await.unwrap(), doomed);
+    assert!(nothing_left(&claim(&store, &w3).await.unwrap_err()));
+
+    store.complete(a, reader(&w0), None).await.unwrap();
+    assert!(nothing_left(&claim(&store, &w3).await.unwrap_err()));
+    store
+        .fail(doomed, &w2, "cannot be done".into())
+        .await
+        .unwrap();
+    assert!(nothing_left(&claim(&store, &w3).await.unwrap_err()));
+
+    store.complete(b, reader(&w1), None).await.unwrap();
+    let next = store.claim_next(claimant(&w3)).await.unwrap();
+    assert_eq!(
+        (next.id, next.status, next.owner.as_ref()),
+        (after_both, Status::InProgress, Some(&w3))
+    );
+    // `after doomed` waits for ever: its blocker failed.
+    assert!(nothing_left(&claim(&store, &w0).await.unwrap_err()));
+    assert_eq!(
+        store.task(after_doomed).await.unwrap().status,
+        Status::Pending
+    );
+}
+
+/// Chains of tasks, each blocked by the one before, and claimers racing through them, each
+/// completing what it claims. A claim is logged after it returns, a completion before it
+/// starts: a claim that came before its blocker's completion began would show in the log.
+async fn racing_claimers_never_claim_a_task_before_its_blockers_complete<
+    S: TeamStore + Clone + 'static,
+>(
+    store: S,
+) {
+    let mut blocker_of: HashMap<TaskId, TaskId> = HashMap::new();
+    for chain in 0..4 {
+        let mut previous: Option<TaskId> = None;
+        for step in 0..6 {
+            let blockers = previous.into_iter().collect();
+            let id = add(&store, &format!("chain {chain} step {step}"), blockers).await;
+            if let Some(p) = previous {
+                blocker_of.insert(id, p);
+            }
+            previous = Some(id);
+        }
+    }
+    // (completing, id): false when claimed, true when its completion begins.
+    let log: Arc<Mutex<Vec<(bool, TaskId)>>> = Arc::default();
+    let runs: Vec<_> = (0..4)
+        .map(|k| {
+            let (store, log) = (store.clone(), log.clone());
+            tokio::spawn(async move {
+                let who = name(&format!("w{k}"));
+                loop {
+                    match store.claim_next(claimant(&who)).await {
+                        Ok(task) => {
+                            log.lock().unwrap().push((false, task.id));
+                            log.lock().unwrap().push((true, task.id));
+                            store.complete(task.id, reader(&who), None).await.unwrap();
+                        }
+                        Err(e) if nothing_left(&e) => {
+                            let tasks = store.tasks().await.unwrap();
+                            if tasks.iter().all(|t| t.status == Status::Completed) {
+                                return;
+                            }
+                            tokio::time::sleep(Duration::from_millis(5)).await;
+                        }
+                        Err(e) => panic!("{who}: {e}"),
+                    }
+                }
+            })
+        })
+        .collect();
+    for run in runs {
+        run.await.unwrap();
+    }
+    let log = log.lock().unwrap().clone();
+    assert_eq!(log.len(), 2 * 24, "every task claimed once and completed");
+    for (at, (completing, id)) in log.iter().enumerate() {
+        if let (false, Some(blocker)) = (completing, blocker_of.get(id)) {
+            let began = log[..at].iter().any(|(c, b)| *c && b == blocker);
+            assert!(began, "{id} claimed before its blocker {blocker} completed");
+        }
+    }
+}
+
+/// Only the owner finishes its in-progress task, once: a second completion or failure is
+/// refused as not in progress. A failure keeps its reason as the result; a writing
+/// teammate's own completion is refused (review completes it) and leaves the task as it was.
+async fn complete_and_fail_keep_their_outcome_and_result_and_refuse_a_second_finish<
+    S: TeamStore,
+>(
+    store: S,
+) {
+    let done = add(&store, "to complete", vec![]).await;
+    let broken = add(&store, "to fail", vec![]).await;
+    let written = add(&store, "a writer's", vec![]).await;
+    let untouched = add(&store, "nobody's", vec![]).await;
+    let (w0, w1) = (name("w0"), name("w1"));
+    assert_eq!(claim(&store, &w0).await.unwrap(), done);
+
+    assert!(matches!(
+        refusal(store.complete(done, reader(&w1), None).await),
+        Refusal::NotOwner { .. }
+    ));
+    assert!(matches!(
+        refusal(store.complete(untouched, reader(&w0), None).await),
+        Refusal::NotInProgress { .. }
+    ));
+    let completed = store
+        .complete(done, reader(&w0), Some("done".into()))
+        .await
+        .unwrap();
+    assert_eq!(
+        (completed.status, completed.result.as_deref()),
+        (Status::Completed, Some("done"))
+    );
+    assert!(matches!(
+        refusal(
+            store
+                .complete(done, reader(&w0), Some("again".into()))
+                .await
+        ),
+        Refusal::NotInProgress { .. }
+    ));
+    assert!(matches!(
+        refusal(store.fail(done, &w0, "too late".into()).await),
+        Refusal::NotInProgress { .. }
+    ));
+
+    assert_eq!(claim(&store, &w0).await.unwrap(), broken);
+    let failed = store.fail(broken, &w0, "broke".into()).await.unwrap();
+    assert_eq!(
+        (failed.status, failed.result.as_deref()),
+        (Status::Failed, Some("broke"))
+    );
+    assert!(matches!(
+        refusal(store.fail(broken, &w0, "again".into()).await),
+        Refusal::NotInProgress { .. }
+    ));
+
+    assert_eq!(claim(&store, &w1).await.unwrap(), written);
+    let writer = Actor::Teammate {
+        name: &w1,
+        writes: true,
+    };
+    assert!(matches!(
+        refusal(store.complete(written, writer, Some("mine".into())).await),
+        Refusal::NeedsReview { .. }
+    ));
+    let still = store.task(written).await.unwrap();
+    assert_eq!(
+        (still.status, still.owner.as_ref(), still.result),
+        (Status::InProgress, Some(&w1), None)
+    );
+
+    // What was written is what is read back, whole list and one by one.
+    let all = store.tasks().await.unwrap();
+    let outcomes: Vec<(TaskId, Status, Option<&str>)> = all
+        .iter()
+        .map(|t| (t.id, t.status, t.result.as_deref()))
+        .collect();
+    assert_eq!(
+        outcomes,
+        [
+            (done, Status::Completed, Some("done")),
+            (broken, Status::Failed, Some("broke")),
+            (written, Status::InProgress, None),
+            (untouched, Status::Pending, None),
+        ]
+    );
+    let missing = store.task(TaskId(999)).await.unwrap_err();
+    assert_eq!(missing.no_such_task(), Some(TaskId(999)), "{missing}");
+}
+
+/// A task submitted for review keeps its owner, result and commits, is claimable by no one,
+/// and holds its dependents (review is not completion); only an in-progress task is
+/// submitted, by its owner.
+async fn a_task_in_review_keeps_its_commits_and_holds_its_dependents<S: TeamStore>(store: S) {
+    let code = add(&store, "code", vec![]).await;
+    let docs = add(&store, "docs", vec![code]).await;
+    let (w0, w1) = (name("w0"), name("w1"));
+    assert_eq!(claim(&store, &w0).await.unwrap(), code);
+    let commits = TaskCommits {
+        branch: "crew/w0".into(),
+        start: "a0".repeat(20),
+        head: "b1".repeat(20),
+    };
+    assert!(matches!(
+        refusal(
+            store
+                .submit_for_review(code, &w1, "not mine".into(), commits.clone())
+                .await
+        ),
+        Refusal::NotOwner { .. }
+    ));
+    assert!(matches!(
+        refusal(
+            store
+                .submit_for_review(docs, &w0, "not started".into(), commits.clone())
+                .await
+        ),
+        Refusal::NotInProgress { .. }
+    ));
+    let submitted = store
+        .submit_for_review(code, &w0, "did it".into(), commits.clone())
+        .await
+        .unwrap();
+    let read = store.task(code).await.unwrap();
+    for task in [&submitted, &read] {
+        assert_eq!(
+            (
+                task.status,
+                task.owner.as_ref(),
+                task.result.as_deref(),
+                task.commits.as_deref()
+            ),
+            (Status::Review, Some(&w0), Some("did it"), Some(&commits))
+        );
+    }
+    // Neither the task in review nor what waits for its merge is claimable.
+    assert!(nothing_left(&claim(&store, &w1).await.unwrap_err()));
+    assert!(nothing_left(&claim(&store, &w0).await.unwrap_err()));
+    assert!(matches!(
+        refusal(
+            store
+                .submit_for_review(code, &w0, "again".into(), commits)
+                .await
+        ),
+        Refusal::NotInProgress { .. }
+    ));
+    assert!(matches!(
+        refusal(store.complete(code, reader(&w0), None).await),
+        Refusal::NotInProgress { .. }
+    ));
+    assert_eq!(store.task(docs).await.unwrap().status, Status::Pending);
+}
+
+/// Senders appending at once: the inbox holds every message once, each sender's in the order
+/// it sent them, each read back as it was returned when sent. A kind crew does not know is
+/// kept raw; an empty kind is a plain message; a kind that is no name is refused.
+async fn each_senders_messages_reach_the_inbox_in_order_and_none_is_lost<
+    S: TeamStore + Clone + 'static,
+>(
+    store: S,
+) {
+    const SENDERS: usize = 4;
+    const EACH: usize = 40;
+    let lead = name("lead");
+    let runs: Vec<_> = (0..SENDERS)
+        .map(|k| {
+            let (store, lead) = (store.clone(), lead.clone());
+            tokio::spawn(async move {
+                let mut sent = Vec::new();
+                for i in 0..EACH {
+                    let draft = Draft {
+                        text: Some(i.to_string()),
+                        ..Draft::new(name(&format!("w{k}")), lead.clone())
+                    };
+                    sent.push(store.send(draft).await.unwrap());
+                }
+                sent
+            })
+        })
+        .collect();
+    let mut sent = HashMap::new();
+    for run in runs {
+        for m in run.await.unwrap() {
+            sent.insert(m.id.clone(), m);
+        }
+    }
+    store
+        .send(Draft {
+            text: Some("not for the lead".into()),
+            ..Draft::new(USER, name("alice"))
+        })
+        .await
+        .unwrap();
+
+    let inbox = store.inbox(&lead).await.unwrap();
+    assert_eq!(inbox.len(), SENDERS * EACH);
+    let ids: HashSet<&str> = inbox.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(ids.len(), SENDERS * EACH, "a message doubled");
+    let mut next: HashMap<&str, usize> = HashMap::new();
+    for m in &inbox {
+        assert_eq!(Some(m), sent.get(&m.id), "read back as sent");
+        let expected = next.entry(m.from.as_str()).or_default();
+        assert_eq!(m.text, Some(expected.to_string()), "{}'s order", m.from);
+        *expected += 1;
+    }
+
+    let bob = name("bob");
+    let odd = store
+        .send(Draft {
+            kind: MessageKind::Other("weird_kind".into()),
+            ..Draft::new(USER, bob.clone())
+        })
+        .await
+        .unwrap();
+    let plain = store
+        .send(Draft {
+            kind: MessageKind::Other(String::new()),
+            ..Draft::new(USER, bob.clone())
+        })
+        .await
+        .unwrap();
+    let bad = store
+        .send(Draft {
+            kind: MessageKind::Other("Not a name!".into()),
+            ..Draft::new(USER, bob.clone())
+        })
+        .await;
+    assert!(bad.is_err(), "{bad:?}");
+    let kinds: Vec<MessageKind> = store
+        .inbox(&bob)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.kind)
+        .collect();
+    assert_eq!(kinds, [odd.kind, plain.kind]);
+    assert_eq!(kinds[0].as_str(), "weird_kind");
+    assert_eq!(kinds[1], MessageKind::Message);
+}
+
+/// `unread` hands out what follows the owner's cursor without moving it (at most `limit`);
+/// `mark_read` moves it, never back; each inbox has its own.
+async fn unread_leaves_the_cursor_and_mark_read_moves_it_forward_only<S: TeamStore>(store: S) {
+    let (alice, bob, lead) = (name("alice"), name("bob"), name("lead"));
+    let send = |to: &AgentName, text: &str| {
+        store.send(Draft {
+            text: Some(text.into()),
+            ..Draft::new(lead.clone(), to.clone())
+        })
+    };
+    let texts = |batch: &[(S::Position, crew_store::Message)]| -> Vec<String> {
+        batch
+            .iter()
+            .map(|(_, m)| m.text.clone().unwrap_or_default())
+            .collect()
+    };
+    for text in ["m0", "m1", "m2"] {
+        send(&alice, text).await.unwrap();
+    }
+    let first = store.unread(&alice, 10).await.unwrap();
+    assert_eq!(texts(&first), ["m0", "m1", "m2"]);
+    assert_eq!(
+        texts(&store.unread(&alice, 10).await.unwrap()),
+        ["m0", "m1", "m2"],
+        "unread moves nothing"
+    );
+    store.mark_read(&alice, first[1].0).await.unwrap();
+    assert_eq!(texts(&store.unread(&alice, 10).await.unwrap()), ["m2"]);
+    store.mark_read(&alice, first[0].0).await.unwrap();
+    assert_eq!(
+        texts(&store.unread(&alice, 10).await.unwrap()),
+        ["m2"],
+        "never back"
+    );
+
+    send(&bob, "for bob").await.unwrap();
+    for text in ["m3", "m4"] {
+        send(&alice, text).await.unwrap();
+    }
+    let two = store.unread(&alice, 2).await.unwrap();
+    assert_eq!(texts(&two), ["m2", "m3"]);
+    store.mark_read(&alice, two[1].0).await.unwrap();
+    let rest = store.unread(&alice, 10).await.unwrap();
+    assert_eq!(texts(&rest), ["m4"]);
+    store.mark_read(&alice, rest[0].0).await.unwrap();
+    assert!(store.unread(&alice, 10).await.unwrap().is_empty());
+    assert_eq!(store.inbox(&alice).await.unwrap().len(), 5, "all kept");
+    assert_eq!(texts(&store.unread(&bob, 10).await.unwrap()), ["for bob"]);
+}
+
+async fn ask<S: TeamStore>(store: &S, kind: MessageKind, timeout_secs: Option<u64>) -> String {
+    let extra = match timeout_secs {
+        Some(secs) => serde_json::json!({ "timeout_secs": secs }),
+        None => serde_json::json!({}),
+    };
+    let sent = store
+        .send(Draft {
+            kind,
+            request: true,
+            text: Some("may I?".into()),
+            extra: extra.as_object().cloned().unwrap_or_default(),
+            ..Draft::new(name("w0"), name("lead"))
+        })
+        .await
+        .unwrap();
+    assert!(sent.is_request());
+    sent.request_id.unwrap().to_string()
+}
+
+/// A request is pending until answered, then approved or rejected, for good: a second answer
+/// is refused. A permission request is the person's to answer; another its addressee's too.
+/// Unanswered past its timeout it is expired and can no longer be answered.
+async fn a_request_goes_pending_then_approved_rejected_or_expired_and_is_answered_once<
+    S: TeamStore,
+>(
+    store: S,
+) {
+    const TIMEOUT: Duration = Duration::from_secs(600);
+    let state = |id: String| {
+        let store = &store;
+        async move {
+            let all = store.requests(TIMEOUT).await.unwrap();
+            let found = all.into_iter().find(|r| r.request_id == id.as_str());
+            found.unwrap()
+        }
+    };
+    let (lead, w0) = (name("lead"), name("w0"));
+    let permission = ask(&store, MessageKind::PermissionRequest, None).await;
+    let plan = ask(&store, MessageKind::PlanApprovalRequest, None).await;
+    assert_eq!(state(permission.clone()).await.state, RequestState::Pending);
+    assert!(matches!(
+        refusal(store.respond(&permission, &lead, true, None, TIMEOUT).await),
+        Refusal::NotAddressee { .. }
+    ));
+    let yes = store
+        .respond(&permission, &USER, true, Some("go".into()), TIMEOUT)
+        .await
+        .unwrap();
+    assert_eq!(
+        (&yes.to, yes.approve, &yes.kind),
+        (&w0, Some(true), &MessageKind::PermissionResponse)
+    );
+    let approved = state(permission.clone()).await;
+    assert_eq!(
+        (
+            approved.state,
+            approved.answered_by,
+            approved.note.as_deref()
+        ),
+        (RequestState::Approved, Some(USER), Some("go"))
+    );
+    assert!(matches!(
+        refusal(
+            store
+                .respond(&permission, &USER, false, None, TIMEOUT)
+                .await
+        ),
+        Refusal::AlreadyAnswered { .. }
+    ));
+
+    store
+        .respond(&plan, &lead, false, Some("smaller steps".into()), TIMEOUT)
+        .await
+        .unwrap();
+    assert_eq!(state(plan.clone()).await.state, RequestState::Rejected);
+    // Both answers reached the asker, in the order given.
+    let answers: Vec<Option<bool>> = store
+        .inbox(&w0)
+        .await
+        .unwrap()
+        .iter()
+        .map(|m| m.approve)
+        .collect();
+    assert_eq!(answers, [Some(true), Some(false)]);
+
+    let quick = ask(&store, MessageKind::PlanApprovalRequest, Some(0)).await;
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    assert_eq!(state(quick.clone()).await.state, RequestState::Expired);
+    assert!(matches!(
+        refusal(store.respond(&quick, &lead, true, None, TIMEOUT).await),
+        Refusal::Expired { .. }
+    ));
+    assert_eq!(state(quick).await.state, RequestState::Expired);
+    assert!(matches!(
+        refusal(store.respond("req_nope", &USER, true, None, TIMEOUT).await),
+        Refusal::UnknownRequest(_)
+    ));
+    let all = store.requests(TIMEOUT).await.unwrap();
+    assert_eq!(all.len(), 3, "answers are not requests");
+}
