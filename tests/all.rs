@@ -13,6 +13,7 @@ mod claude_teams_under_crew;
 mod cli_init;
 mod cli_messages;
 mod cli_skills_memory;
+mod cli_store;
 mod cli_tasks;
 mod cli_untrusted_text;
 mod mcp_server;

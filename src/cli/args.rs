@@ -67,6 +67,10 @@ pub enum Command {
     /// The agents' memories (.crew/memory/NAME/ and the team's .crew/memory/team/).
     #[command(subcommand)]
     Memory(MemoryCommand),
+    /// The team store on a PostgreSQL server (`postgres://user@host:port/db`, a password from
+    /// PGPASSWORD): `migrate` its schema, or show its `status`. crew itself still uses .tasks/.
+    #[command(subcommand)]
+    Store(StoreCommand),
     /// Open the full-screen workbench.
     Ui(UiArgs),
     /// Serve an agent's team tools over MCP on stdin/stdout (for Claude Code or any MCP client).
@@ -114,6 +118,15 @@ pub struct CcTeammateHookArgs {
     /// A completed task is merged at once rather than waiting for the person.
     #[arg(long)]
     pub merge_when_done: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum StoreCommand {
+    /// Bring the store's schema to this crew's version and print it (a store a newer crew
+    /// migrated is refused, both versions named).
+    Migrate { url: String },
+    /// The store's schema version, this crew's, and how many tasks and messages it holds.
+    Status { url: String },
 }
 
 #[derive(Debug, Subcommand)]

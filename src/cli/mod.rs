@@ -25,6 +25,7 @@ mod project;
 mod review;
 mod run_team;
 mod skills;
+mod store;
 mod tasks;
 mod team;
 mod worktrees;
@@ -140,6 +141,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Replay { file } => run_team::replay(&file),
         Command::Skills(cmd) => skills::run(&project::Project::find(&start)?, cmd),
         Command::Memory(cmd) => memory::run(&project::Project::find(&start)?, cmd),
+        Command::Store(cmd) => store::run(cmd),
         Command::Demo(args) => demo::run(args),
         Command::Mcp(args) => mcp::run(project::Project::find(&start)?, &args.name),
         Command::SandboxExec(args) => {

@@ -6,7 +6,7 @@
 //! process cannot write the store at all. Reading (lists, diffs, `inbox --peek`) stays open.
 
 use crate::cli::args::{
-    Command, InboxArgs, QueueCommand, ReviewCommand, TaskCommand, WorktreeCommand,
+    Command, InboxArgs, QueueCommand, ReviewCommand, StoreCommand, TaskCommand, WorktreeCommand,
 };
 use crate::cli::exit::CliError;
 use crew_tools::orphans::OWNER_ENV;
@@ -60,6 +60,9 @@ fn acts_for_the_team(command: Option<&Command>) -> Option<&'static str> {
         Command::Queue(QueueCommand::List { .. }) => None,
         // Pausing, removing or retrying steers what merges: the person's call.
         Command::Queue(_) => Some("queue"),
+        Command::Store(StoreCommand::Status { .. }) => None,
+        // Changes the schema of the store the whole team works in.
+        Command::Store(StoreCommand::Migrate { .. }) => Some("store migrate"),
         Command::Send(_) => Some("send"),
         Command::Respond(_) => Some("respond"),
         Command::Down { .. } => Some("down"),

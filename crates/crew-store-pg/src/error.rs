@@ -27,6 +27,9 @@ pub enum PgStoreError {
     Refused(#[from] Refusal),
     #[error(transparent)]
     InvalidName(#[from] crew_protocol::InvalidName),
+    /// A command line's first try found no server (operations retry; a person hears at once).
+    #[error("cannot reach the store at {server}: {reason}")]
+    CannotReach { server: String, reason: String },
     #[error("the store was unreachable for {secs}s: {last}")]
     Unreachable { secs: u64, last: String },
 }

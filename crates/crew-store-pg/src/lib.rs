@@ -16,5 +16,5 @@ pub mod wakeups;
 pub use error::PgStoreError;
 pub use inbox::Position;
 pub use schema::{SCHEMA_VERSION, migrate};
-pub use store::PgStore;
+pub use store::{PgStore, StoreStatus};
 pub use wakeups::Wakeups;

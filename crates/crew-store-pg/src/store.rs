@@ -19,11 +19,23 @@ const GIVE_UP_AFTER: Duration = Duration::from_secs(60);
 /// How long a claim made through the `TeamStore` interface holds its task without a heartbeat.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(60);
 
+/// How long `reach` waits for a server that does not answer at all.
+const REACH_TIMEOUT: Duration = Duration::from_secs(10);
+
 #[derive(Clone)]
 pub struct PgStore {
     pool: Pool,
     config: tokio_postgres::Config,
     lease: Duration,
+}
+
+/// What `crew store status` says of a store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreStatus {
+    /// The schema version the database is at (0: never migrated).
+    pub version: i32,
+    pub tasks: i64,
+    pub messages: i64,
 }
 
 impl PgStore {
@@ -66,6 +78,70 @@ impl PgStore {
 
     pub(crate) fn lease(&self) -> Duration {
         self.lease
+    }
+
+    /// One connection attempt, no retry, bounded in time: for a person at a command line,
+    /// who should hear at once which server is not there (operations retry for a minute).
+    pub async fn reach(&self) -> Result<(), PgStoreError> {
+        let reason = match tokio::time::timeout(REACH_TIMEOUT, self.client()).await {
+            Ok(Ok(_)) => return Ok(()),
+            Ok(Err(e)) => with_causes(&e),
+            Err(_) => format!("no answer within {}s", REACH_TIMEOUT.as_secs()),
+        };
+        Err(PgStoreError::CannotReach {
+            server: self.server(),
+            reason,
+        })
+    }
+
+    /// `host:port` of each server the URL names, for messages (never the password).
+    fn server(&self) -> String {
+        let ports = self.config.get_ports();
+        if self.config.get_hosts().is_empty() {
+            return "(the URL names no host)".into();
+        }
+        self.config
+            .get_hosts()
+            .iter()
+            .enumerate()
+            .map(|(at, host)| {
+                let host = match host {
+                    tokio_postgres::config::Host::Tcp(name) => name.clone(),
+                    tokio_postgres::config::Host::Unix(dir) => dir.display().to_string(),
+                };
+                // One port for every host, or one each; 5432 when the URL names none.
+                let port = ports.get(at).or(ports.first()).copied().unwrap_or(5432);
+                format!("{host}:{port}")
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The schema version and how many tasks and messages the store holds.
+    pub async fn status(&self) -> Result<StoreStatus, PgStoreError> {
+        self.retry(|| async {
+            let client = self.client().await?;
+            let version = crate::schema::version(&client).await?;
+            if version == 0 {
+                return Ok(StoreStatus {
+                    version,
+                    tasks: 0,
+                    messages: 0,
+                });
+            }
+            let row = client
+                .query_one(
+                    "SELECT (SELECT count(*) FROM tasks), (SELECT count(*) FROM messages)",
+                    &[],
+                )
+                .await?;
+            Ok(StoreStatus {
+                version,
+                tasks: row.try_get(0)?,
+                messages: row.try_get(1)?,
+            })
+        })
+        .await
     }
 
     pub(crate) fn config(&self) -> &tokio_postgres::Config {
@@ -131,6 +207,21 @@ fn redact(url: &str) -> String {
         }
         _ => url.to_string(),
     }
+}
+
+/// `e` and what caused it ("error connecting to server" alone does not say "refused"), each
+/// cause once: a wrapper's text often ends with its source's.
+fn with_causes(e: &PgStoreError) -> String {
+    let mut text = e.to_string();
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        let said = c.to_string();
+        if !text.ends_with(&said) {
+            text = format!("{text}: {said}");
+        }
+        cause = c.source();
+    }
+    text
 }
 
 /// A key no other client makes: for creates and claims that must not happen twice on retry.
