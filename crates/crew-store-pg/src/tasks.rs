@@ -11,8 +11,7 @@ use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
 use crew_protocol::{AgentName, TaskId};
-use crew_store::tasks::without_duplicates;
-use crew_store::{Claimant, NewTask, Refusal, Status, Task, TaskCommits};
+use crew_store::{Claimant, Limits, NewTask, Refusal, Status, Task, TaskCommits};
 
 use crate::store::token;
 use crate::{PgStore, PgStoreError};
@@ -25,10 +24,13 @@ const TASK_COLUMNS: &str = "id, subject, description, status, owner, role, block
 pub(crate) const TASKS_CHANNEL: &str = "crew_tasks";
 
 impl PgStore {
-    /// Adds a pending task; every blocker must exist.
+    /// Adds a pending task, its fields checked as on files (`NewTask::checked`, with the
+    /// default limits: crew.toml's `[limits]` are not in the store yet); every blocker must
+    /// exist.
     pub async fn create_task(&self, new: NewTask) -> Result<Task, PgStoreError> {
+        let new = new.checked::<PgStoreError>(&Limits::default())?;
         let key = token();
-        let blockers = ids_to_sql(&without_duplicates(&new.blocked_by))?;
+        let blockers = ids_to_sql(&new.blocked_by)?;
         self.retry(|| async {
             let mut client = self.client().await?;
             let tx = client.transaction().await?;

@@ -59,6 +59,7 @@ macro_rules! conformance {
 }
 
 conformance!(
+    a_new_tasks_fields_are_checked_and_kept_alike,
     racing_claimers_never_claim_a_task_twice,
     a_blocked_task_is_claimed_only_once_every_blocker_is_completed,
     racing_claimers_never_claim_a_task_before_its_blockers_complete,
@@ -112,6 +113,51 @@ async fn add<S: TeamStore>(store: &S, subject: &str, blocked_by: Vec<TaskId>) ->
 
 async fn claim<S: TeamStore>(store: &S, who: &AgentName) -> Result<TaskId, S::Error> {
     store.claim_next(claimant(who)).await.map(|t| t.id)
+}
+
+/// A new task's subject is kept trimmed and must be one line and not empty, its description
+/// within the limits, its role a name; what passes is read back as it was given.
+async fn a_new_tasks_fields_are_checked_and_kept_alike<S: TeamStore>(store: S) {
+    let create = |subject: &str, description: String, role: Option<&str>| {
+        store.create_task(NewTask {
+            subject: subject.into(),
+            description,
+            role: role.map(str::to_string),
+            blocked_by: vec![],
+        })
+    };
+    let made = create("  spaced out \t", "why".into(), Some("reviewer"))
+        .await
+        .unwrap();
+    let read = store.task(made.id).await.unwrap();
+    for task in [&made, &read] {
+        assert_eq!(
+            (
+                task.subject.as_str(),
+                task.description.as_str(),
+                task.role.as_deref(),
+                task.status,
+                task.owner.as_ref()
+            ),
+            ("spaced out", "why", Some("reviewer"), Status::Pending, None)
+        );
+    }
+    let empty = create("   ", String::new(), None).await;
+    assert!(
+        empty.as_ref().is_err_and(|e| e.refusal().is_none()),
+        "{empty:?}"
+    );
+    assert!(matches!(
+        refusal(create("two\nlines", String::new(), None).await),
+        Refusal::NotOneLine { .. }
+    ));
+    assert!(matches!(
+        refusal(create("big", "x".repeat(64 * 1024 + 1), None).await),
+        Refusal::TooLarge { .. }
+    ));
+    let role = create("odd role", String::new(), Some("Not A Name")).await;
+    assert!(role.is_err(), "{role:?}");
+    assert_eq!(store.tasks().await.unwrap().len(), 1, "only the good one");
 }
 
 /// Claimers racing for the same tasks (tokio tasks on four threads, each claim a separate

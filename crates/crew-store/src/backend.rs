@@ -48,7 +48,8 @@ pub trait TeamStore: Send + Sync {
     /// Where the inbox's owner has read up to: just after the message it came with.
     type Position: Copy + Ord + std::fmt::Debug + Send + Sync;
 
-    /// Adds a pending task; every blocker must exist (each is kept once).
+    /// Adds a pending task, its fields as `NewTask::checked` leaves them; every blocker must
+    /// exist.
     fn create_task(&self, new: NewTask) -> impl Future<Output = Result<Task, Self::Error>> + Send;
 
     fn task(&self, id: TaskId) -> impl Future<Output = Result<Task, Self::Error>> + Send;

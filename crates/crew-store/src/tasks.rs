@@ -12,7 +12,7 @@ use crate::dag::find_cycle;
 use crate::lock::with_lock;
 use crate::task::{Status, Task, TaskUsage, now_rfc3339};
 use crate::{Actor, Limits, Refusal, StoreError, secrets};
-use crew_protocol::{TaskId, validate_name};
+use crew_protocol::{InvalidName, TaskId, validate_name};
 
 #[derive(Debug, Clone, Default)]
 pub struct NewTask {
@@ -20,6 +20,44 @@ pub struct NewTask {
     pub description: String,
     pub blocked_by: Vec<TaskId>,
     pub role: Option<String>,
+}
+
+impl NewTask {
+    /// The task as every store keeps it, or why not: its subject as `checked_subject` says,
+    /// its description within `limits`, its role a name, each blocker once.
+    pub fn checked<E: From<InvalidName> + From<Refusal>>(
+        self,
+        limits: &Limits,
+    ) -> Result<NewTask, E> {
+        let subject = checked_subject::<E>(&self.subject, limits)?;
+        limits.check_description(&self.description)?;
+        if let Some(role) = &self.role {
+            validate_name("role", role)?;
+        }
+        Ok(NewTask {
+            subject,
+            blocked_by: without_duplicates(&self.blocked_by),
+            ..self
+        })
+    }
+}
+
+/// A task's subject as every store keeps it: trimmed, not empty, one line, within `limits`.
+pub fn checked_subject<E: From<InvalidName> + From<Refusal>>(
+    subject: &str,
+    limits: &Limits,
+) -> Result<String, E> {
+    let subject = subject.trim();
+    if subject.is_empty() {
+        return Err(InvalidName {
+            what: "subject",
+            value: String::new(),
+            reason: "a task needs a subject",
+        }
+        .into());
+    }
+    limits.check_subject(subject)?;
+    Ok(subject.to_string())
 }
 
 #[derive(Debug, Clone, Default)]
@@ -53,20 +91,6 @@ impl TaskStore {
     /// The same store, checking subjects and descriptions against `limits`.
     pub fn with_limits(self, limits: Limits) -> Self {
         TaskStore { limits, ..self }
-    }
-
-    fn clean_subject(&self, subject: &str) -> Result<String, StoreError> {
-        let subject = subject.trim();
-        if subject.is_empty() {
-            return Err(crew_protocol::InvalidName {
-                what: "subject",
-                value: String::new(),
-                reason: "a task needs a subject",
-            }
-            .into());
-        }
-        self.limits.check_subject(subject)?;
-        Ok(subject.to_string())
     }
 
     pub fn dir(&self) -> &Path {
@@ -137,12 +161,12 @@ impl TaskStore {
     }
 
     pub fn create(&self, new: NewTask) -> Result<Task, StoreError> {
-        let subject = self.clean_subject(&new.subject)?;
-        self.limits.check_description(&new.description)?;
-        if let Some(role) = &new.role {
-            validate_name("role", role)?;
-        }
-        let blockers = without_duplicates(&new.blocked_by);
+        let NewTask {
+            subject,
+            description,
+            blocked_by: blockers,
+            role,
+        } = new.checked::<StoreError>(&self.limits)?;
         fs::create_dir_all(&self.dir).map_err(|e| StoreError::io(&self.dir, e))?;
         with_lock(&self.structure_lock(), || {
             let next = self.next_id()?;
@@ -153,13 +177,13 @@ impl TaskStore {
             let task = Task {
                 id: next,
                 subject,
-                description: new.description,
+                description,
                 status: Status::Pending,
                 owner: None,
                 blocked_by: blockers,
                 created_at: now.clone(),
                 updated_at: now,
-                role: new.role,
+                role,
                 worktree: None,
                 result: None,
                 commits: None,
@@ -224,7 +248,7 @@ impl TaskStore {
         let subject = patch
             .subject
             .as_deref()
-            .map(|s| self.clean_subject(s))
+            .map(|s| checked_subject::<StoreError>(s, &self.limits))
             .transpose()?;
         if let Some(description) = &patch.description {
             self.limits.check_description(description)?;
@@ -351,8 +375,8 @@ fn parse_task(path: &Path, id: TaskId, bytes: &[u8]) -> Result<Task, StoreError>
     Ok(task)
 }
 
-/// Duplicates dropped, order kept: a task's blockers, each once, in every store.
-pub fn without_duplicates(ids: &[TaskId]) -> Vec<TaskId> {
+/// Duplicates dropped, order kept.
+fn without_duplicates(ids: &[TaskId]) -> Vec<TaskId> {
     let mut out: Vec<TaskId> = Vec::new();
     for &id in ids {
         if !out.contains(&id) {
