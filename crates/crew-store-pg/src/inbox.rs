@@ -15,7 +15,7 @@ use crew_protocol::{AgentName, MessageKind, RequestId};
 use crew_store::mailbox::checked_kind;
 use crew_store::message::new_id;
 use crew_store::requests::{derive, may_answer};
-use crew_store::{Draft, Message, Refusal, RequestInfo, RequestState};
+use crew_store::{Draft, Message, Refusal, RequestInfo, RequestState, secrets};
 
 use crate::tasks::name_from_sql;
 use crate::{PgStore, PgStoreError};
@@ -56,9 +56,12 @@ impl PgStore {
     }
 
     /// Inserts `message` keyed by its id (a retry after a lost reply inserts nothing) and
-    /// returns the store's timestamp for it.
+    /// returns the store's timestamp for it. A key this process read is stored redacted, as
+    /// every inbox line is on files.
     async fn append(&self, message: &Message) -> Result<String, PgStoreError> {
-        let extra = serde_json::Value::Object(message.extra.clone());
+        let mut extra = serde_json::Value::Object(message.extra.clone());
+        secrets::redact_json(&mut extra);
+        let text = message.text.as_deref().map(secrets::redact);
         let request_id = message.request_id.as_ref().map(RequestId::as_str);
         self.retry(|| async {
             let client = self.client().await?;
@@ -67,7 +70,7 @@ impl PgStore {
                 &message.from.as_str(),
                 &message.to.as_str(),
                 &message.kind.as_str(),
-                &message.text,
+                &text,
                 &request_id,
                 &message.approve,
                 &extra,

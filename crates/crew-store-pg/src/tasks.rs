@@ -11,6 +11,7 @@ use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
 use crew_protocol::{AgentName, TaskId};
+use crew_store::secrets::redact;
 use crew_store::{Claimant, Limits, NewTask, Refusal, Status, Task, TaskCommits};
 
 use crate::store::token;
@@ -29,6 +30,8 @@ impl PgStore {
     /// exist.
     pub async fn create_task(&self, new: NewTask) -> Result<Task, PgStoreError> {
         let new = new.checked::<PgStoreError>(&Limits::default())?;
+        // A key this process read is stored redacted, as every task file is.
+        let (subject, description) = (redact(&new.subject), redact(&new.description));
         let key = token();
         let blockers = ids_to_sql(&new.blocked_by)?;
         self.retry(|| async {
@@ -57,10 +60,7 @@ impl PgStore {
                  VALUES ($1, $2, $3, $4, $5) RETURNING {TASK_COLUMNS}"
             );
             let row = tx
-                .query_one(
-                    &sql,
-                    &[&key, &new.subject, &new.description, &new.role, &blockers],
-                )
+                .query_one(&sql, &[&key, &subject, &description, &new.role, &blockers])
                 .await?;
             notify_tasks(&tx).await?;
             tx.commit().await?;
@@ -197,6 +197,7 @@ impl PgStore {
         needs_review: bool,
     ) -> Result<Task, PgStoreError> {
         let id_sql = id_to_sql(id)?;
+        let result = result.map(|r| redact(&r).into_owned());
         let commits =
             commits
                 .map(serde_json::to_value)

@@ -68,6 +68,7 @@ conformance!(
     each_senders_messages_reach_the_inbox_in_order_and_none_is_lost,
     unread_leaves_the_cursor_and_mark_read_moves_it_forward_only,
     a_request_goes_pending_then_approved_rejected_or_expired_and_is_answered_once,
+    a_key_this_process_read_is_stored_redacted,
 );
 
 fn refusal<E: BackendError>(result: Result<impl std::fmt::Debug, E>) -> Refusal {
@@ -711,4 +712,51 @@ async fn a_request_goes_pending_then_approved_rejected_or_expired_and_is_answere
     ));
     let all = store.requests(TIMEOUT).await.unwrap();
     assert_eq!(all.len(), 3, "answers are not requests");
+}
+
+/// A key this process read (`secrets::register`) never reaches the store: not in a task's
+/// subject, description or result, not in a message's text or typed fields.
+async fn a_key_this_process_read_is_stored_redacted<S: TeamStore>(store: S) {
+    const KEY: &str = "sk-conformance-0123456789abcdef";
+    crew_store::secrets::register(KEY);
+    let id = store
+        .create_task(NewTask {
+            subject: format!("use {KEY}"),
+            description: format!("the key is {KEY}"),
+            ..NewTask::default()
+        })
+        .await
+        .unwrap()
+        .id;
+    let w0 = name("w0");
+    assert_eq!(claim(&store, &w0).await.unwrap(), id);
+    store.fail(id, &w0, format!("leaked {KEY}")).await.unwrap();
+    let task = store.task(id).await.unwrap();
+    assert_eq!(
+        (
+            task.subject.as_str(),
+            task.description.as_str(),
+            task.result.as_deref()
+        ),
+        (
+            "use [redacted]",
+            "the key is [redacted]",
+            Some("leaked [redacted]")
+        )
+    );
+
+    let alice = name("alice");
+    let extra = serde_json::json!({"input": {"command": format!("echo {KEY}")}});
+    store
+        .send(Draft {
+            text: Some(format!("here: {KEY}")),
+            extra: extra.as_object().cloned().unwrap_or_default(),
+            ..Draft::new(USER, alice.clone())
+        })
+        .await
+        .unwrap();
+    let inbox = store.inbox(&alice).await.unwrap();
+    assert_eq!(inbox.len(), 1);
+    assert_eq!(inbox[0].text.as_deref(), Some("here: [redacted]"));
+    assert_eq!(inbox[0].extra["input"]["command"], "echo [redacted]");
 }

@@ -47,6 +47,20 @@ pub fn redact_bytes(bytes: &[u8]) -> Cow<'_, [u8]> {
     }
 }
 
+/// As [`redact`], for every string in a JSON value (what a store keeps as JSON, not as text).
+pub fn redact_json(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::String(text) => {
+            if let Cow::Owned(clean) = redact(text) {
+                *text = clean;
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(redact_json),
+        serde_json::Value::Object(map) => map.values_mut().for_each(redact_json),
+        _ => {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
