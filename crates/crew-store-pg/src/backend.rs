@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use crew_protocol::{AgentName, TaskId};
 use crew_store::{
-    Actor, BackendError, Claimant, Draft, Message, NewTask, Refusal, RequestInfo, Task,
-    TaskCommits, TeamStore,
+    Actor, AgentStatus, BackendError, Claimant, Draft, Message, NewTask, Refusal, RequestInfo,
+    Task, TaskCommits, TeamStore,
 };
 
 use crate::{PgStore, PgStoreError, Position};
@@ -120,5 +120,13 @@ impl TeamStore for PgStore {
         default_timeout: Duration,
     ) -> Result<Message, PgStoreError> {
         PgStore::respond(self, request_id, who, approve, note, default_timeout).await
+    }
+
+    async fn write_status(&self, status: &AgentStatus) -> Result<(), PgStoreError> {
+        PgStore::write_status(self, status).await
+    }
+
+    async fn agent_status(&self, name: &AgentName) -> Result<Option<AgentStatus>, PgStoreError> {
+        PgStore::agent_status(self, name).await
     }
 }

@@ -5,6 +5,7 @@
 //! nothing above it. Every operation survives a server restart: it reconnects with backoff and
 //! retries, and each write carries a client-made key so a retry never does it twice.
 
+pub mod agents;
 pub mod backend;
 pub mod error;
 pub mod inbox;

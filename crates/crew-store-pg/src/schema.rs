@@ -116,6 +116,16 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE tasks ADD COLUMN commits jsonb;
     "#,
+    // 3: each agent's latest status (`AgentStatus` as JSON, as the file store keeps
+    // `.crew/agents/NAME.json`), with when the server last heard from it: a host's own clock
+    // cannot say that for another host.
+    r#"
+    CREATE TABLE agents (
+        name text PRIMARY KEY,
+        status jsonb NOT NULL,
+        heard_at timestamptz NOT NULL DEFAULT now()
+    );
+    "#,
 ];
 
 /// The schema version this binary knows.

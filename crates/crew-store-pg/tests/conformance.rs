@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use crew_protocol::{AgentName, MessageKind, TaskId, USER};
 use crew_store::{
-    Actor, BackendError, Claimant, Draft, FileStore, NewTask, Refusal, RequestState, Roster,
-    Status, TaskCommits, TeamStore, Workspace,
+    Actor, AgentState, AgentStatus, BackendError, Claimant, Draft, FileStore, NewTask, Refusal,
+    RequestState, Roster, Status, TaskCommits, TeamStore, Workspace,
 };
 use crew_store_pg::PgStore;
 use crew_test_support::postgres::PgCluster;
@@ -69,6 +69,7 @@ conformance!(
     unread_leaves_the_cursor_and_mark_read_moves_it_forward_only,
     a_request_goes_pending_then_approved_rejected_or_expired_and_is_answered_once,
     a_key_this_process_read_is_stored_redacted,
+    an_agents_latest_status_replaces_the_one_before_and_reads_back_whole,
 );
 
 fn refusal<E: BackendError>(result: Result<impl std::fmt::Debug, E>) -> Refusal {
@@ -759,4 +760,36 @@ async fn a_key_this_process_read_is_stored_redacted<S: TeamStore>(store: S) {
     assert_eq!(inbox.len(), 1);
     assert_eq!(inbox[0].text.as_deref(), Some("here: [redacted]"));
     assert_eq!(inbox[0].extra["input"]["command"], "echo [redacted]");
+}
+
+async fn an_agents_latest_status_replaces_the_one_before_and_reads_back_whole<S: TeamStore>(
+    store: S,
+) {
+    let (alice, bob) = (name("alice"), name("bob"));
+    assert!(store.agent_status(&alice).await.unwrap().is_none());
+    let mut working = AgentStatus::new(&alice, AgentState::Work);
+    working.task = Some(TaskId(3));
+    working.tokens = 1234;
+    working.cost_micros = Some(56);
+    working.note = Some("on task_3: ünïcode, \"quotes\"".into());
+    store.write_status(&working).await.unwrap();
+    store
+        .write_status(&AgentStatus::new(&bob, AgentState::Idle))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.agent_status(&alice).await.unwrap(),
+        Some(working.clone())
+    );
+    // The next word replaces it, and leaves the other agent's alone.
+    let mut done = working.clone();
+    done.state = AgentState::Shutdown;
+    done.task = None;
+    done.note = Some("shutdown approved (req_1)".into());
+    store.write_status(&done).await.unwrap();
+    assert_eq!(store.agent_status(&alice).await.unwrap(), Some(done));
+    assert_eq!(
+        store.agent_status(&bob).await.unwrap().map(|s| s.state),
+        Some(AgentState::Idle)
+    );
 }

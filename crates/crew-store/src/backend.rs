@@ -15,8 +15,8 @@ use std::time::Duration;
 use crew_protocol::{AgentName, TaskId};
 
 use crate::{
-    Actor, Claimant, Draft, Entry, Message, NewTask, Refusal, RequestInfo, Roster, StoreError,
-    Task, TaskCommits, Workspace,
+    Actor, AgentStatus, Claimant, Draft, Entry, Message, NewTask, Refusal, RequestInfo, Roster,
+    StoreError, Task, TaskCommits, Workspace,
 };
 
 /// What a backend's errors say beyond their text: whether the protocol refused (and why), or
@@ -133,6 +133,19 @@ pub trait TeamStore: Send + Sync {
         note: Option<String>,
         default_timeout: Duration,
     ) -> impl Future<Output = Result<Message, Self::Error>> + Send;
+
+    /// Keeps `status` as its agent's latest word on itself (its state, task, heartbeat),
+    /// replacing the one before.
+    fn write_status(
+        &self,
+        status: &AgentStatus,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
+    /// Agent `name`'s latest status; `None` before its first.
+    fn agent_status(
+        &self,
+        name: &AgentName,
+    ) -> impl Future<Output = Result<Option<AgentStatus>, Self::Error>> + Send;
 }
 
 /// The file backend: a workspace's `.tasks` and `.mailboxes`, and the team's names (a message
@@ -241,6 +254,14 @@ impl TeamStore for FileStore {
             note,
             default_timeout,
         )
+    }
+
+    async fn write_status(&self, status: &AgentStatus) -> Result<(), StoreError> {
+        self.workspace.agents().write(status)
+    }
+
+    async fn agent_status(&self, name: &AgentName) -> Result<Option<AgentStatus>, StoreError> {
+        self.workspace.agents().read(name)
     }
 }
 
