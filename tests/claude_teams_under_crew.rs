@@ -180,9 +180,13 @@ fn setup_launches_each_teammate_in_its_own_worktree_and_undo_puts_everything_bac
         passed[..args.len()],
         args.iter().map(String::as_str).collect::<Vec<_>>()
     );
-    // ... and crew's hook for its tool calls (see the test below).
-    assert_eq!(passed[args.len()], "--settings");
-    assert_eq!(passed.len(), args.len() + 2);
+    // ... and crew's hook for its tool calls (see the test below), with only the person's own
+    // settings besides: none the teammate could write in its worktree to switch the hook off.
+    assert_eq!(
+        passed[args.len()..args.len() + 3],
+        ["--setting-sources", "user", "--settings"]
+    );
+    assert_eq!(passed.len(), args.len() + 4);
 
     // Its work is not in the lead's checkout: it is a commit on its branch, kept and said.
     assert!(!repo.join("made-by-teammate.txt").exists());
@@ -233,7 +237,9 @@ fn setup_launches_each_teammate_in_its_own_worktree_and_undo_puts_everything_bac
     );
     let ran = fs::read_to_string(scratch.path().join("claude-ran.log")).unwrap();
     assert!(
-        ran.contains("ARG: --effort\nARG: high\nARG: --settings\n"),
+        ran.contains(
+            "ARG: --effort\nARG: high\nARG: --setting-sources\nARG: user\nARG: --settings\n"
+        ),
         "{ran}"
     );
 

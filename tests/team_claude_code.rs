@@ -203,6 +203,11 @@ fn a_permission_goes_to_the_person_and_back_and_a_denial_reaches_the_cli() {
     ] {
         assert!(argv.contains(&flag), "{flag} missing from {argv:?}");
     }
+    // Not the worktree's `.claude/` settings, which alice could write.
+    assert!(
+        argv.windows(2).any(|w| w == ["--setting-sources", "user"]),
+        "{argv:?}"
+    );
     let cwd = std::fs::canonicalize(start["cwd"].as_str().unwrap()).unwrap();
     assert_eq!(
         cwd,

@@ -128,7 +128,10 @@ fn start(
     };
     match home.map(|home| gate_settings(home, launch, &trees, &hook)) {
         Some(Ok(settings)) => {
-            command.arg("--settings").arg(settings);
+            command
+                .args(crew_team::work::PERSONS_SETTINGS_ONLY)
+                .arg("--settings")
+                .arg(settings);
             eprintln!(
                 "crew cc-teammate: its tool calls go through crew's permissions and its \
                  completed tasks through crew's review{}: `crew attach claude {}`",

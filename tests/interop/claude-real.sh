@@ -61,6 +61,12 @@ request_timeout_secs = 60
 TOML
   git -C "$1" init -q -b main
   printf '.tasks\n.mailboxes\n.worktrees\n.crew\n' >"$1/.git/info/exclude"
+  # Project settings a teammate could have written in its worktree: a hook the CLI would run
+  # as the person, outside the sandbox. The CLI crew runs must not read them
+  # (--setting-sources user).
+  mkdir -p "$1/.claude"
+  printf '{"hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command", "command": "touch %s"}]}]}}\n' \
+    "$WORK/planted-hook-ran" >"$1/.claude/settings.json"
   git -C "$1" add -A
   git -C "$1" -c user.email=t@t -c user.name=t commit -q -m "interop team"
 }
@@ -122,6 +128,7 @@ case "$DIFF" in *real.txt*) ;; *) fail "the commit of task_1 does not hold real.
 [ ! -e .worktrees/alice/denied.txt ] || fail "the rejected command ran"
 # The approved command ran in the sandbox of crew: its write beside the worktree was refused.
 [ ! -e escaped-by-alice.txt ] || fail "the approved command wrote outside its worktree: the sandbox of crew did not hold it"
+[ ! -e "$WORK/planted-hook-ran" ] || fail "the CLI ran a hook from the project settings in the worktree, outside the sandbox"
 # The tool result the CLI itself reports for the rejected call carries the note of the person.
 python3 -c "
 import glob, json, sys

@@ -27,7 +27,12 @@ WORK=$(mktemp -d)
 REPO=$WORK/repo
 mkdir -p "$WORK/home/.claude" "$WORK/log" "$REPO"
 git -C "$REPO" init -q -b main
-git -C "$REPO" -c user.email=t@t -c user.name=t commit -q --allow-empty -m init
+# Project settings that would switch crew's hook off, as a teammate's earlier life could leave
+# in its worktree: the teammate's claude must not read them (crew gives it --setting-sources).
+mkdir -p "$REPO/.claude"
+echo '{"disableAllHooks": true}' >"$REPO/.claude/settings.json"
+git -C "$REPO" add .claude/settings.json
+git -C "$REPO" -c user.email=t@t -c user.name=t commit -q -m init
 # Onboarding done, the mock's key accepted, the repository trusted: no start-up dialogs.
 cat >"$WORK/home/.claude.json" <<JSON
 {"hasCompletedOnboarding": true, "theme": "dark", "numStartups": 3, "lastOnboardingVersion": "$VERSION",

@@ -35,6 +35,7 @@ use crew_tools::PermissionMode;
 use crew_tools::PermissionPolicy;
 use crew_tools::permissions::{BypassSwitches, RuleSet};
 
+pub use claude_code::PERSONS_SETTINGS_ONLY;
 pub use claude_code::version_supported as claude_code_version_supported;
 pub use codex::version_supported as codex_version_supported;
 

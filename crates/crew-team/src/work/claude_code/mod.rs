@@ -85,6 +85,11 @@ pub(crate) const PROTOCOL_ARGS: &[&str] = &[
     "stdio",
 ];
 
+/// Claude Code reads the person's own settings only: the worktree's `.claude/settings*.json`
+/// are the agent's to write, and could allow what crew's policy asks about, add hooks that run
+/// unconfined, or switch crew's own hook off.
+pub const PERSONS_SETTINGS_ONLY: &[&str] = &["--setting-sources", "user"];
+
 /// The live conversation's process and what spans its turns.
 pub(crate) struct Session {
     process: CliProcess,
@@ -148,7 +153,11 @@ impl CliAgent for ClaudeCode {
     }
 
     fn start(&self, seat: &CliTeammate, workdir: &Path) -> Result<Session, ClaudeError> {
-        let mut args: Vec<String> = PROTOCOL_ARGS.iter().map(|a| a.to_string()).collect();
+        let mut args: Vec<String> = PROTOCOL_ARGS
+            .iter()
+            .chain(PERSONS_SETTINGS_ONLY)
+            .map(|a| a.to_string())
+            .collect();
         args.extend(self.crew_args(seat).map_err(ClaudeError::McpSetup)?);
         args.extend(self.args.iter().cloned());
         if let Some(id) = cli_agent::saved_id(&Self::conversation_file(seat)) {
