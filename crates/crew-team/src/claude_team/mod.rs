@@ -532,15 +532,15 @@ impl Mirror {
         }
         let tasks_dir = self.workspace().tasks_dir();
         fs::create_dir_all(&tasks_dir).map_err(io(&tasks_dir))?;
+        // From its hand-in to its merge crew's copy is the task, and it outlives Claude Code's
+        // (see `review_hold`).
+        let held = review_hold::held_ids(&self.workspace())?;
         for entry in fs::read_dir(&tasks_dir).map_err(io(&tasks_dir))?.flatten() {
             let path = entry.path();
             let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
-            let mirrored = TaskId::parse(stem).is_ok_and(|id| now.contains_key(&id));
-            // A task crew holds for review outlives Claude Code's copy.
-            let held = TaskId::parse(stem)
-                .map_or(Ok(None), |id| review_hold::read_held(&self.workspace(), id))?
-                .is_some();
-            if path.extension().and_then(|e| e.to_str()) == Some("json") && !mirrored && !held {
+            let kept =
+                TaskId::parse(stem).is_ok_and(|id| now.contains_key(&id) || held.contains(&id));
+            if path.extension().and_then(|e| e.to_str()) == Some("json") && !kept {
                 fs::remove_file(&path).map_err(io(&path))?;
             }
         }
@@ -550,8 +550,7 @@ impl Mirror {
             .filter_map(|t| Some((t.owner.clone()?, t.id)))
             .collect();
         for (id, task) in now {
-            // From its hand-in to its merge crew's copy is the task (see `review_hold`).
-            if review_hold::read_held(&self.workspace(), id)?.is_some() {
+            if held.contains(&id) {
                 continue;
             }
             let path = tasks_dir.join(format!("{id}.json"));

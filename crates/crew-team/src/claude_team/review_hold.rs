@@ -109,7 +109,7 @@ impl HeldTeammate<'_> {
                 held.extra.insert(TOLD_NOTES.into(), told.clone());
             }
         }
-        write_task(self.workspace, &held)?;
+        keep(self.workspace, &held)?;
         Ok(HandIn::InReview {
             task: held.id,
             text: format!(
@@ -137,7 +137,7 @@ pub(crate) fn mark_told_end(
         return Ok(());
     };
     task.extra.insert(TOLD_END.into(), json!(true));
-    write_task(workspace, &task)
+    keep(workspace, &task)
 }
 
 /// `tasks/<team>/<id>.json` under Claude Code's folder.
@@ -156,11 +156,22 @@ fn read_task(path: &Path) -> Result<Option<TaskFile>, AttachError> {
     }
 }
 
-/// crew's task `id` in `workspace` when crew holds it (it has commits), else `None`.
-pub(crate) fn read_held(
+/// The ids of the tasks crew holds for review in `workspace` (those with commits).
+pub(crate) fn held_ids(
     workspace: &Workspace,
-    id: crew_store::TaskId,
-) -> Result<Option<Task>, AttachError> {
+) -> Result<std::collections::HashSet<crew_store::TaskId>, AttachError> {
+    Ok(workspace
+        .tasks()
+        .load_all()?
+        .tasks
+        .into_iter()
+        .filter(|t| t.commits.is_some())
+        .map(|t| t.id)
+        .collect())
+}
+
+/// crew's task `id` in `workspace` when crew holds it (it has commits), else `None`.
+fn read_held(workspace: &Workspace, id: crew_store::TaskId) -> Result<Option<Task>, AttachError> {
     let path = workspace.tasks_dir().join(format!("{id}.json"));
     match fs::read(&path) {
         Ok(bytes) => Ok(serde_json::from_slice::<Task>(&bytes)
@@ -171,7 +182,8 @@ pub(crate) fn read_held(
     }
 }
 
-fn write_task(workspace: &Workspace, task: &Task) -> Result<(), AttachError> {
+/// Writes held task `task` back into `workspace`.
+pub(crate) fn keep(workspace: &Workspace, task: &Task) -> Result<(), AttachError> {
     let dir = workspace.tasks_dir();
     let path = dir.join(format!("{}.json", task.id));
     let io = |source| AttachError::Io {
@@ -273,9 +285,4 @@ pub(crate) fn tell_outcome(
         _ => return Ok(None),
     }
     Ok(Some(told))
-}
-
-/// Keeps `told` as crew's copy of the task.
-pub(crate) fn keep(workspace: &Workspace, told: &Task) -> Result<(), AttachError> {
-    write_task(workspace, told)
 }
