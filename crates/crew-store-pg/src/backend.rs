@@ -7,7 +7,7 @@ use std::time::Duration;
 use crew_protocol::{AgentName, TaskId};
 use crew_store::{
     Actor, AgentStatus, BackendError, Claimant, Draft, Message, NewTask, Refusal, RequestInfo,
-    Task, TaskCommits, TeamStore,
+    ReviewerVerdict, Task, TaskCommits, TeamStore,
 };
 
 use crate::{PgStore, PgStoreError, Position};
@@ -128,5 +128,49 @@ impl TeamStore for PgStore {
 
     async fn agent_status(&self, name: &AgentName) -> Result<Option<AgentStatus>, PgStoreError> {
         PgStore::agent_status(self, name).await
+    }
+
+    async fn record_start(
+        &self,
+        id: TaskId,
+        branch: &str,
+        start: &str,
+    ) -> Result<Task, PgStoreError> {
+        PgStore::record_start(self, id, branch, start).await
+    }
+
+    async fn record_verdict(
+        &self,
+        id: TaskId,
+        verdict: ReviewerVerdict,
+    ) -> Result<Task, PgStoreError> {
+        PgStore::record_verdict(self, id, verdict).await
+    }
+
+    async fn mark_merged(
+        &self,
+        id: TaskId,
+        by: &AgentName,
+        how: &str,
+    ) -> Result<Task, PgStoreError> {
+        PgStore::mark_merged(self, id, by, how).await
+    }
+
+    async fn send_back(
+        &self,
+        id: TaskId,
+        by: &AgentName,
+        note: &str,
+    ) -> Result<Task, PgStoreError> {
+        PgStore::send_back(self, id, by, note).await
+    }
+
+    async fn discard_review(
+        &self,
+        id: TaskId,
+        by: &AgentName,
+        reason: &str,
+    ) -> Result<Task, PgStoreError> {
+        PgStore::discard_review(self, id, by, reason).await
     }
 }

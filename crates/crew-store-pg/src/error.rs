@@ -30,6 +30,17 @@ pub enum PgStoreError {
     /// A command line's first try found no server (operations retry; a person hears at once).
     #[error("cannot reach the store at {server}: {reason}")]
     CannotReach { server: String, reason: String },
+    /// The database refused: the connected role may not do this (an agent's role acting
+    /// beyond its agent, schema 4), with the database's reason.
+    #[error("not permitted by the store: {0}")]
+    NotPermitted(String),
+    #[error("{0:?} is the person, not an agent: the person connects with the store owner's role")]
+    NotAnAgent(crew_protocol::AgentName),
+    #[error("database role {role:?}: {reason}")]
+    RoleName { role: String, reason: String },
+    /// Only the person's role makes agents' roles.
+    #[error("database role {role:?} cannot make agents' roles: it needs {needs}")]
+    NotThePerson { role: String, needs: &'static str },
     #[error("the store was unreachable for {secs}s: {last}")]
     Unreachable { secs: u64, last: String },
 }
@@ -44,6 +55,22 @@ impl From<deadpool_postgres::PoolError> for PgStoreError {
 }
 
 impl PgStoreError {
+    /// A refusal by the database's rights (SQLSTATE 42501: a grant, a row policy, or the
+    /// task guard) as `NotPermitted`, with the database's own words; any other error as is.
+    pub(crate) fn permission_as_refusal(self) -> Self {
+        match &self {
+            PgStoreError::Postgres(e) => match e.as_db_error() {
+                Some(db)
+                    if db.code() == &tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE =>
+                {
+                    PgStoreError::NotPermitted(db.message().to_string())
+                }
+                _ => self,
+            },
+            _ => self,
+        }
+    }
+
     /// Whether trying again on a fresh connection may succeed: the server went away, is
     /// restarting or refused the connection for now. Refusals and bad rows are final.
     pub fn is_transient(&self) -> bool {

@@ -9,6 +9,8 @@ pub mod agents;
 pub mod backend;
 pub mod error;
 pub mod inbox;
+pub mod review;
+pub mod roles;
 pub mod schema;
 pub mod store;
 pub mod tasks;

@@ -126,6 +126,125 @@ const MIGRATIONS: &[&str] = &[
         heard_at timestamptz NOT NULL DEFAULT now()
     );
     "#,
+    // 4: a review's verdict kept on its task (`ReviewerVerdict` as JSON, as on files); and the
+    // person's rights kept by the database itself. An agent connects as a role of its own
+    // (`agent_roles`, made by `PgStore::add_agent`); the database owner is the person. Agents
+    // cannot answer a permission request, answer for another, write as another, take another's
+    // live claim, or move a task out of review (merge, send back, discard): a hostile teammate
+    // holding its own credentials and raw SQL is held to what crew's protocol allows it.
+    r#"
+    ALTER TABLE tasks ADD COLUMN review jsonb;
+
+    CREATE TABLE agent_roles (
+        role name PRIMARY KEY,
+        agent text NOT NULL UNIQUE,
+        -- A writing teammate's task is completed only by the person's merge.
+        writes boolean NOT NULL
+    );
+
+    -- The agent the connected role is; NULL for the person.
+    CREATE FUNCTION crew_agent() RETURNS text LANGUAGE sql STABLE AS
+        $$ SELECT agent FROM agent_roles WHERE role = current_user $$;
+
+    CREATE FUNCTION crew_guard_task() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE
+        me text;
+        writes boolean;
+    BEGIN
+        SELECT a.agent, a.writes INTO me, writes FROM agent_roles a WHERE a.role = current_user;
+        IF me IS NULL THEN
+            RETURN NEW;
+        END IF;
+        IF TG_OP = 'INSERT' THEN
+            IF NEW.status <> 'pending' OR NEW.review IS NOT NULL OR NEW.commits IS NOT NULL
+               OR NEW.lease_until IS NOT NULL THEN
+                RAISE EXCEPTION 'agent % may add a task only as pending', me
+                    USING ERRCODE = '42501';
+            END IF;
+            RETURN NEW;
+        END IF;
+        IF OLD.status = 'review' THEN
+            IF NEW.status = 'review' AND NEW.review->>'by' = me
+               AND NEW.owner IS NOT DISTINCT FROM OLD.owner
+               AND NEW.result IS NOT DISTINCT FROM OLD.result
+               AND NEW.commits IS NOT DISTINCT FROM OLD.commits
+               AND NEW.notes = OLD.notes AND NEW.subject = OLD.subject
+               AND NEW.description = OLD.description AND NEW.blocked_by = OLD.blocked_by THEN
+                RETURN NEW;
+            END IF;
+            RAISE EXCEPTION 'task %: in review, only the person merges, sends back or discards it; agent % may only record its own verdict', OLD.id, me
+                USING ERRCODE = '42501';
+        END IF;
+        IF OLD.status IN ('completed', 'failed') THEN
+            RAISE EXCEPTION 'task %: %, only the person changes a finished task (agent %)', OLD.id, OLD.status, me
+                USING ERRCODE = '42501';
+        END IF;
+        IF OLD.status = 'in_progress' AND OLD.owner IS DISTINCT FROM me
+           AND NOT (OLD.lease_until < now()) THEN
+            RAISE EXCEPTION 'task %: % holds it, agent % cannot change it', OLD.id, OLD.owner, me
+                USING ERRCODE = '42501';
+        END IF;
+        IF OLD.status = 'pending' AND OLD.owner IS NOT NULL AND OLD.owner <> me
+           AND NEW.status <> 'pending' THEN
+            RAISE EXCEPTION 'task %: assigned to %, agent % cannot take it', OLD.id, OLD.owner, me
+                USING ERRCODE = '42501';
+        END IF;
+        IF NEW.status <> 'pending' AND NEW.owner IS DISTINCT FROM me THEN
+            RAISE EXCEPTION 'task %: agent % cannot act as %', OLD.id, me, NEW.owner
+                USING ERRCODE = '42501';
+        END IF;
+        IF NEW.status IN ('review', 'completed', 'failed') AND OLD.status <> 'in_progress' THEN
+            RAISE EXCEPTION 'task %: %, agent % can finish only a task it has in progress', OLD.id, OLD.status, me
+                USING ERRCODE = '42501';
+        END IF;
+        IF NEW.status = 'completed' AND writes THEN
+            RAISE EXCEPTION 'task %: agent % writes code, its task is completed only by the person merging it', OLD.id, me
+                USING ERRCODE = '42501';
+        END IF;
+        IF NEW.review IS DISTINCT FROM OLD.review THEN
+            RAISE EXCEPTION 'task %: a verdict is recorded only while the task is in review (agent %)', OLD.id, me
+                USING ERRCODE = '42501';
+        END IF;
+        RETURN NEW;
+    END
+    $$;
+    CREATE TRIGGER tasks_guard BEFORE INSERT OR UPDATE ON tasks
+        FOR EACH ROW EXECUTE FUNCTION crew_guard_task();
+
+    -- Whether the agent may answer request `rid` to `asker`: it is the request's addressee,
+    -- the request is not a permission request (the person's alone), and the answer goes to
+    -- whoever asked. The request is the first row with that id (`derive` reads it so).
+    CREATE FUNCTION crew_may_answer(rid text, asker text) RETURNS boolean LANGUAGE sql STABLE AS $$
+        SELECT coalesce((
+            SELECT q.approve IS NULL AND q.recipient = crew_agent()
+                AND q.kind <> 'permission_request' AND q.sender = asker
+            FROM messages q WHERE q.request_id = rid ORDER BY q.txid, q.seq LIMIT 1), false)
+    $$;
+
+    -- Whether request id `rid` is unused but by message `mid` itself (a retried append): an
+    -- agent's new request cannot reuse another's id (it would then be the addressee of a
+    -- request it made up, and answer the real one).
+    CREATE FUNCTION crew_new_request(rid text, mid text) RETURNS boolean LANGUAGE sql STABLE AS
+        $$ SELECT NOT EXISTS (SELECT 1 FROM messages q WHERE q.request_id = rid AND q.id <> mid) $$;
+
+    ALTER TABLE messages ENABLE ROW LEVEL SECURITY;
+    CREATE POLICY messages_read ON messages FOR SELECT USING (true);
+    CREATE POLICY messages_append ON messages FOR INSERT WITH CHECK (
+        sender = crew_agent() AND (
+            request_id IS NULL
+            OR (approve IS NULL AND crew_new_request(request_id, id))
+            OR (approve IS NOT NULL AND crew_may_answer(request_id, recipient))));
+
+    ALTER TABLE inbox_cursors ENABLE ROW LEVEL SECURITY;
+    CREATE POLICY cursors_read ON inbox_cursors FOR SELECT USING (true);
+    CREATE POLICY cursors_own ON inbox_cursors FOR ALL
+        USING (reader = crew_agent()) WITH CHECK (reader = crew_agent());
+
+    ALTER TABLE agents ENABLE ROW LEVEL SECURITY;
+    CREATE POLICY agents_read ON agents FOR SELECT USING (true);
+    CREATE POLICY agents_own ON agents FOR ALL
+        USING (name = crew_agent()) WITH CHECK (name = crew_agent());
+    "#,
 ];
 
 /// The schema version this binary knows.

@@ -184,7 +184,7 @@ impl PgStore {
                     tokio::time::sleep(pause).await;
                     pause = (pause * 2).min(MAX_BACKOFF);
                 }
-                other => return other,
+                other => return other.map_err(PgStoreError::permission_as_refusal),
             }
         }
     }

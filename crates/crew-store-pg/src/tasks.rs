@@ -12,14 +12,14 @@ use tokio_postgres::types::ToSql;
 
 use crew_protocol::{AgentName, TaskId};
 use crew_store::secrets::redact;
-use crew_store::{Claimant, Limits, NewTask, Refusal, Status, Task, TaskCommits};
+use crew_store::{Claimant, Limits, NewTask, Refusal, ReviewerVerdict, Status, Task, TaskCommits};
 
 use crate::store::token;
 use crate::{PgStore, PgStoreError};
 
 /// The columns `task_from_row` reads, in its order.
-const TASK_COLUMNS: &str = "id, subject, description, status, owner, role, blocked_by, result, \
-     notes, crew_ts(created_at), crew_ts(updated_at), commits";
+pub(crate) const TASK_COLUMNS: &str = "id, subject, description, status, owner, role, blocked_by, \
+     result, notes, crew_ts(created_at), crew_ts(updated_at), commits, review";
 
 /// Wakes the `LISTEN`ers when a task may have become claimable (sent on commit).
 pub(crate) const TASKS_CHANNEL: &str = "crew_tasks";
@@ -314,7 +314,7 @@ fn millis(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-fn id_to_sql(id: TaskId) -> Result<i64, PgStoreError> {
+pub(crate) fn id_to_sql(id: TaskId) -> Result<i64, PgStoreError> {
     i64::try_from(id.0).map_err(|e| PgStoreError::BadRow {
         what: "task id",
         value: id.to_string(),
@@ -344,7 +344,7 @@ pub(crate) fn name_from_sql(what: &'static str, name: &str) -> Result<AgentName,
     })
 }
 
-fn task_from_row(row: &Row) -> Result<Task, PgStoreError> {
+pub(crate) fn task_from_row(row: &Row) -> Result<Task, PgStoreError> {
     let status: String = row.try_get(3)?;
     let status: Status = serde_json::from_value(serde_json::Value::String(status.clone()))
         .map_err(|e| PgStoreError::BadRow {
@@ -359,6 +359,16 @@ fn task_from_row(row: &Row) -> Result<Task, PgStoreError> {
             serde_json::from_value::<TaskCommits>(c.clone()).map_err(|e| PgStoreError::BadRow {
                 what: "task commits",
                 value: c.to_string(),
+                reason: e.to_string(),
+            })
+        })
+        .transpose()?;
+    let review = row
+        .try_get::<_, Option<serde_json::Value>>(12)?
+        .map(|v| {
+            serde_json::from_value::<ReviewerVerdict>(v.clone()).map_err(|e| PgStoreError::BadRow {
+                what: "task review",
+                value: v.to_string(),
                 reason: e.to_string(),
             })
         })
@@ -381,7 +391,7 @@ fn task_from_row(row: &Row) -> Result<Task, PgStoreError> {
         updated_at: row.try_get(10)?,
         worktree: None,
         commits: commits.map(Box::new),
-        review: None,
+        review: review.map(Box::new),
         // Spend per task is not kept on PostgreSQL yet (the file store keeps it).
         usage: None,
         extra: serde_json::Map::new(),

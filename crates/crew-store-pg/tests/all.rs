@@ -7,5 +7,6 @@ mod common;
 mod conformance;
 mod inbox;
 mod restart;
+mod roles;
 mod schema;
 mod wakeups;

@@ -10,7 +10,7 @@ use std::time::Duration;
 use crew_protocol::{AgentName, MessageKind, TaskId, USER};
 use crew_store::{
     Actor, AgentState, AgentStatus, BackendError, Claimant, Draft, FileStore, NewTask, Refusal,
-    RequestState, Roster, Status, TaskCommits, TeamStore, Workspace,
+    RequestState, ReviewerVerdict, Roster, Status, TaskCommits, TeamStore, Workspace,
 };
 use crew_store_pg::PgStore;
 use crew_test_support::postgres::PgCluster;
@@ -70,6 +70,7 @@ conformance!(
     a_request_goes_pending_then_approved_rejected_or_expired_and_is_answered_once,
     a_key_this_process_read_is_stored_redacted,
     an_agents_latest_status_replaces_the_one_before_and_reads_back_whole,
+    a_review_keeps_the_verdict_and_ends_merged_sent_back_or_discarded,
 );
 
 fn refusal<E: BackendError>(result: Result<impl std::fmt::Debug, E>) -> Refusal {
@@ -792,4 +793,107 @@ async fn an_agents_latest_status_replaces_the_one_before_and_reads_back_whole<S:
         store.agent_status(&bob).await.unwrap().map(|s| s.state),
         Some(AgentState::Idle)
     );
+}
+
+/// A task's commits start where it first started on a branch; in review it takes a
+/// reviewer's verdict; the person then merges it (completed, its dependents claimable), sends
+/// it back (pending, to the same teammate, first start kept) or discards it (failed, with the
+/// reason). Each ends the review: a second ending, or a verdict outside review, is refused.
+async fn a_review_keeps_the_verdict_and_ends_merged_sent_back_or_discarded<S: TeamStore>(store: S) {
+    let merged = add(&store, "merged", vec![]).await;
+    let after = add(&store, "after the merge", vec![merged]).await;
+    let back = add(&store, "sent back", vec![]).await;
+    let dropped = add(&store, "discarded", vec![]).await;
+    let (w0, w1) = (name("w0"), name("w1"));
+    let (start, head) = ("a0".repeat(20), "b1".repeat(20));
+    let verdict = ReviewerVerdict {
+        by: name("bob"),
+        verdict: "pass".into(),
+        head: head.clone(),
+        report: "tests pass on the merged code".into(),
+    };
+    for id in [merged, back, dropped] {
+        assert_eq!(claim(&store, &w0).await.unwrap(), id);
+        let started = store.record_start(id, "crew/w0", &start).await.unwrap();
+        assert_eq!(started.commits.as_ref().unwrap().start, start);
+        // Starting again on the same branch keeps the first start.
+        let again = store.record_start(id, "crew/w0", &head).await.unwrap();
+        assert_eq!(again.commits.as_ref().unwrap().start, start);
+        assert!(matches!(
+            refusal(store.record_verdict(id, verdict.clone()).await),
+            Refusal::NotInReview { .. }
+        ));
+        let commits = TaskCommits {
+            branch: "crew/w0".into(),
+            start: start.clone(),
+            head: head.clone(),
+        };
+        store
+            .submit_for_review(id, &w0, format!("did {id}"), commits)
+            .await
+            .unwrap();
+    }
+    let judged = store.record_verdict(merged, verdict.clone()).await.unwrap();
+    assert_eq!(judged.review.as_deref(), Some(&verdict));
+    assert_eq!(
+        store.task(merged).await.unwrap().review.as_deref(),
+        Some(&verdict)
+    );
+
+    let done = store
+        .mark_merged(merged, &USER, "fast-forward")
+        .await
+        .unwrap();
+    assert_eq!(done.status, Status::Completed);
+    assert!(
+        done.notes
+            .last()
+            .unwrap()
+            .ends_with(": merged by user (fast-forward)")
+    );
+    assert!(matches!(
+        refusal(store.mark_merged(merged, &USER, "again").await),
+        Refusal::NotInReview { .. }
+    ));
+    assert_eq!(claim(&store, &w1).await.unwrap(), after);
+
+    let returned = store.send_back(back, &USER, "add a test").await.unwrap();
+    assert_eq!(
+        (returned.status, returned.owner.as_ref()),
+        (Status::Pending, Some(&w0))
+    );
+    assert!(
+        returned
+            .notes
+            .last()
+            .unwrap()
+            .ends_with(": sent back by user: add a test")
+    );
+    // Assigned to w0: another claimer does not get it, w0 does, and its start is kept.
+    assert!(nothing_left(&claim(&store, &w1).await.unwrap_err()));
+    assert_eq!(claim(&store, &w0).await.unwrap(), back);
+    let restarted = store.record_start(back, "crew/w0", &head).await.unwrap();
+    assert_eq!(restarted.commits.as_ref().unwrap().start, start);
+    // On another branch (the task changed hands) it starts afresh.
+    let moved = store.record_start(back, "crew/w1", &head).await.unwrap();
+    assert_eq!(
+        (
+            moved.commits.as_ref().unwrap().branch.as_str(),
+            moved.commits.as_ref().unwrap().start.as_str()
+        ),
+        ("crew/w1", head.as_str())
+    );
+
+    let failed = store
+        .discard_review(dropped, &USER, "wrong approach")
+        .await
+        .unwrap();
+    assert_eq!(
+        (failed.status, failed.result.as_deref()),
+        (Status::Failed, Some("discarded by user: wrong approach"))
+    );
+    assert!(matches!(
+        refusal(store.send_back(dropped, &USER, "too late").await),
+        Refusal::NotInReview { .. }
+    ));
 }

@@ -15,8 +15,8 @@ use std::time::Duration;
 use crew_protocol::{AgentName, TaskId};
 
 use crate::{
-    Actor, AgentStatus, Claimant, Draft, Entry, Message, NewTask, Refusal, RequestInfo, Roster,
-    StoreError, Task, TaskCommits, Workspace,
+    Actor, AgentStatus, Claimant, Draft, Entry, Message, NewTask, Refusal, RequestInfo,
+    ReviewerVerdict, Roster, StoreError, Task, TaskCommits, Workspace,
 };
 
 /// What a backend's errors say beyond their text: whether the protocol refused (and why), or
@@ -146,6 +146,46 @@ pub trait TeamStore: Send + Sync {
         &self,
         name: &AgentName,
     ) -> impl Future<Output = Result<Option<AgentStatus>, Self::Error>> + Send;
+
+    /// Records where the task's commits start on `branch`, the first time it starts there
+    /// (a task sent back keeps its first start; one that changed hands starts afresh).
+    fn record_start(
+        &self,
+        id: TaskId,
+        branch: &str,
+        start: &str,
+    ) -> impl Future<Output = Result<Task, Self::Error>> + Send;
+
+    /// A reviewer agent's verdict on the task's commits; refused unless it is in review.
+    fn record_verdict(
+        &self,
+        id: TaskId,
+        verdict: ReviewerVerdict,
+    ) -> impl Future<Output = Result<Task, Self::Error>> + Send;
+
+    /// The task's commits are in the base branch: from review to `completed`.
+    fn mark_merged(
+        &self,
+        id: TaskId,
+        by: &AgentName,
+        how: &str,
+    ) -> impl Future<Output = Result<Task, Self::Error>> + Send;
+
+    /// From review back to its teammate with `note`: pending, still assigned to it.
+    fn send_back(
+        &self,
+        id: TaskId,
+        by: &AgentName,
+        note: &str,
+    ) -> impl Future<Output = Result<Task, Self::Error>> + Send;
+
+    /// From review to `failed`: its commits were taken back out, for `reason`.
+    fn discard_review(
+        &self,
+        id: TaskId,
+        by: &AgentName,
+        reason: &str,
+    ) -> impl Future<Output = Result<Task, Self::Error>> + Send;
 }
 
 /// The file backend: a workspace's `.tasks` and `.mailboxes`, and the team's names (a message
@@ -262,6 +302,40 @@ impl TeamStore for FileStore {
 
     async fn agent_status(&self, name: &AgentName) -> Result<Option<AgentStatus>, StoreError> {
         self.workspace.agents().read(name)
+    }
+
+    async fn record_start(
+        &self,
+        id: TaskId,
+        branch: &str,
+        start: &str,
+    ) -> Result<Task, StoreError> {
+        self.workspace.tasks().record_start(id, branch, start)
+    }
+
+    async fn record_verdict(
+        &self,
+        id: TaskId,
+        verdict: ReviewerVerdict,
+    ) -> Result<Task, StoreError> {
+        self.workspace.tasks().record_verdict(id, verdict)
+    }
+
+    async fn mark_merged(&self, id: TaskId, by: &AgentName, how: &str) -> Result<Task, StoreError> {
+        self.workspace.tasks().mark_merged(id, by, how)
+    }
+
+    async fn send_back(&self, id: TaskId, by: &AgentName, note: &str) -> Result<Task, StoreError> {
+        self.workspace.tasks().send_back(id, by, note)
+    }
+
+    async fn discard_review(
+        &self,
+        id: TaskId,
+        by: &AgentName,
+        reason: &str,
+    ) -> Result<Task, StoreError> {
+        self.workspace.tasks().discard_review(id, by, reason)
     }
 }
 

@@ -124,7 +124,12 @@ impl PgCluster {
 
     /// `postgres://crew@127.0.0.1:PORT/postgres`.
     pub fn url(&self) -> String {
-        format!("postgres://crew@127.0.0.1:{}/postgres", self.port)
+        self.url_as("crew")
+    }
+
+    /// The URL for logging in as database role `role` (trust auth: no password asked).
+    pub fn url_as(&self, role: &str) -> String {
+        format!("postgres://{role}@127.0.0.1:{}/postgres", self.port)
     }
 
     /// Restarts the server (a fast shutdown: every connection is cut), waiting until it

@@ -1,0 +1,385 @@
+//! The person stays the only person: an agent logged in with its own role (made by
+//! `PgStore::add_agent`) is held by the database to what its agent may do, even sending its own
+//! SQL — the attacks here are what a hostile teammate holding its credentials would try.
+
+use std::time::Duration;
+
+use crew_protocol::{MessageKind, USER};
+use crew_store::{
+    AgentState, AgentStatus, Claimant, Draft, NewTask, RequestState, ReviewerVerdict, Status,
+    TaskCommits, TeamStore,
+};
+use crew_store_pg::{PgStore, PgStoreError};
+use crew_test_support::postgres::PgCluster;
+
+use crate::common::name;
+
+const TIMEOUT: Duration = Duration::from_secs(600);
+
+/// A migrated store with writing teammates alice and bob and a reviewer carol (who writes no
+/// code), each as its own store connection.
+async fn team() -> Option<(PgCluster, PgStore, PgStore, PgStore, PgStore)> {
+    let (cluster, person) = crate::common::store(4).await?;
+    let mut agents = Vec::new();
+    for (agent, writes) in [("alice", true), ("bob", true), ("carol", false)] {
+        let role = person.add_agent(&name(agent), writes, None).await.unwrap();
+        assert_eq!(role.role, format!("crew_postgres_{agent}"));
+        agents.push(PgStore::connect(&cluster.url_as(&role.role), 2).unwrap());
+    }
+    let carol = agents.pop().unwrap();
+    let bob = agents.pop().unwrap();
+    let alice = agents.pop().unwrap();
+    Some((cluster, person, alice, bob, carol))
+}
+
+/// What the database said when it refused, or a panic naming what it let through.
+fn refused<T: std::fmt::Debug>(result: Result<T, PgStoreError>) -> String {
+    match result {
+        Err(PgStoreError::NotPermitted(why)) => why,
+        Err(e) if e.to_string().contains("permission denied") => e.to_string(),
+        other => panic!("not refused by the database: {other:?}"),
+    }
+}
+
+/// Raw SQL on the agent's own connection, around the store's own checks: what the database
+/// said refusing it (SQLSTATE 42501), or a panic naming what it let through.
+async fn raw_refused(store: &PgStore, sql: &str) -> String {
+    let client = store.client().await.unwrap();
+    match client.batch_execute(sql).await {
+        Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE) => {
+            e.as_db_error().unwrap().message().to_string()
+        }
+        other => panic!("{sql}: not refused by the database: {other:?}"),
+    }
+}
+
+/// How many rows raw SQL on the agent's own connection changed.
+async fn raw_count(store: &PgStore, sql: &str) -> u64 {
+    store
+        .client()
+        .await
+        .unwrap()
+        .execute(sql, &[])
+        .await
+        .unwrap()
+}
+
+fn claimant(who: &crew_protocol::AgentName) -> Claimant<'_> {
+    Claimant {
+        name: who,
+        role: None,
+    }
+}
+
+fn commits() -> TaskCommits {
+    TaskCommits {
+        branch: "crew/bob".into(),
+        start: "a0".repeat(20),
+        head: "b1".repeat(20),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_cannot_answer_the_persons_request_nor_write_as_another() {
+    let Some((_cluster, person, alice, bob, _carol)) = team().await else {
+        return;
+    };
+    let (a, b) = (name("alice"), name("bob"));
+    let ask = bob
+        .send(Draft {
+            kind: MessageKind::PermissionRequest,
+            text: Some("run rm -rf target".into()),
+            request: true,
+            ..Draft::new(b.clone(), USER)
+        })
+        .await
+        .unwrap();
+    let rid = ask.request_id.clone().unwrap();
+
+    // Through the store: the protocol's own check refuses it first.
+    assert!(
+        alice
+            .respond(rid.as_str(), &a, true, None, TIMEOUT)
+            .await
+            .is_err()
+    );
+    // Around it, with raw rows: answering as the person, as itself, or writing as bob.
+    for (what, sql) in [
+        (
+            "an answer as the person",
+            format!(
+                "INSERT INTO messages (id, sender, recipient, kind, request_id, approve)
+                 VALUES ('m1', 'user', 'bob', 'permission_response', '{rid}', true)"
+            ),
+        ),
+        (
+            "its own answer to the person's request",
+            format!(
+                "INSERT INTO messages (id, sender, recipient, kind, request_id, approve)
+                 VALUES ('m2', 'alice', 'bob', 'permission_response', '{rid}', true)"
+            ),
+        ),
+        (
+            "a request of its own reusing the request id, addressed to itself",
+            format!(
+                "INSERT INTO messages (id, sender, recipient, kind, request_id)
+                 VALUES ('m3', 'alice', 'alice', 'plan_approval_request', '{rid}')"
+            ),
+        ),
+        (
+            "a message as bob",
+            "INSERT INTO messages (id, sender, recipient, kind) VALUES ('m4', 'bob', 'lead', 'message')"
+                .to_string(),
+        ),
+        (
+            "rewriting bob's request",
+            format!("UPDATE messages SET body = 'run ls' WHERE request_id = '{rid}'"),
+        ),
+        ("deleting a message", "DELETE FROM messages".to_string()),
+    ] {
+        let why = raw_refused(&alice, &sql).await;
+        eprintln!("{what}: refused: {why}");
+    }
+    let pending = person.requests(TIMEOUT).await.unwrap();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(pending[0].state, RequestState::Pending, "{pending:?}");
+
+    // What alice may do: ask, and answer a request addressed to her.
+    let plan = bob
+        .send(Draft {
+            kind: MessageKind::from("plan_approval_request"),
+            request: true,
+            ..Draft::new(b.clone(), a.clone())
+        })
+        .await
+        .unwrap();
+    let answer = alice
+        .respond(
+            plan.request_id.as_ref().unwrap().as_str(),
+            &a,
+            true,
+            Some("go".into()),
+            TIMEOUT,
+        )
+        .await
+        .unwrap();
+    assert_eq!(answer.to, b);
+    // The person answers the permission request.
+    person
+        .respond(rid.as_str(), &USER, false, Some("no".into()), TIMEOUT)
+        .await
+        .unwrap();
+    let states: Vec<_> = person
+        .requests(TIMEOUT)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.state)
+        .collect();
+    assert_eq!(states, [RequestState::Rejected, RequestState::Approved]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_cannot_merge_nor_take_or_finish_anothers_task() {
+    let Some((_cluster, person, alice, bob, carol)) = team().await else {
+        return;
+    };
+    let (a, b, c) = (name("alice"), name("bob"), name("carol"));
+    let code = person
+        .create_task(NewTask {
+            subject: "code".into(),
+            ..NewTask::default()
+        })
+        .await
+        .unwrap()
+        .id;
+    let notes = alice
+        .create_task(NewTask {
+            subject: "notes, added by an agent".into(),
+            ..NewTask::default()
+        })
+        .await
+        .unwrap()
+        .id;
+    assert_eq!(
+        TeamStore::claim_next(&bob, claimant(&b)).await.unwrap().id,
+        code
+    );
+    // Alice claiming as bob, taking bob's live claim, or finishing it.
+    let why = refused(TeamStore::claim_next(&alice, claimant(&b)).await);
+    assert!(why.contains("cannot act as bob"), "{why}");
+    for sql in [
+        format!("UPDATE tasks SET owner = 'alice' WHERE id = {}", code.0),
+        format!("UPDATE tasks SET status = 'failed' WHERE id = {}", code.0),
+        format!(
+            "UPDATE tasks SET lease_until = now() - interval '1 hour' WHERE id = {}",
+            code.0
+        ),
+    ] {
+        let why = raw_refused(&alice, &sql).await;
+        assert!(why.contains("bob holds it"), "{why}");
+    }
+    // Bob writes code: he may not complete his own task, only hand it in for review. The
+    // store refuses it; so does the database, to a bob who goes around the store.
+    let not_alone = TeamStore::complete(
+        &bob,
+        code,
+        crew_store::Actor::Teammate {
+            name: &b,
+            writes: true,
+        },
+        None,
+    )
+    .await;
+    assert!(matches!(
+        not_alone,
+        Err(PgStoreError::Refused(
+            crew_store::Refusal::NeedsReview { .. }
+        ))
+    ));
+    let why = raw_refused(
+        &bob,
+        &format!(
+            "UPDATE tasks SET status = 'completed' WHERE id = {}",
+            code.0
+        ),
+    )
+    .await;
+    assert!(
+        why.contains("completed only by the person merging it"),
+        "{why}"
+    );
+    bob.submit_for_review(code, &b, "done".into(), commits())
+        .await
+        .unwrap();
+    // In review, no agent merges, sends back or discards it, by the store or by SQL.
+    let why = refused(bob.mark_merged(code, &b, "ff").await);
+    assert!(why.contains("only the person merges"), "{why}");
+    refused(alice.send_back(code, &a, "mine now").await);
+    refused(bob.discard_review(code, &b, "hide it").await);
+    raw_refused(
+        &bob,
+        &format!(
+            "UPDATE tasks SET status = 'completed' WHERE id = {}",
+            code.0
+        ),
+    )
+    .await;
+    // A verdict only as itself: carol records hers; bob cannot write one as carol.
+    let forged = ReviewerVerdict {
+        by: c.clone(),
+        verdict: "pass".into(),
+        head: "b1".repeat(20),
+        report: "forged".into(),
+    };
+    refused(bob.record_verdict(code, forged.clone()).await);
+    let mine = ReviewerVerdict {
+        report: "read it, tests pass".into(),
+        ..forged
+    };
+    carol.record_verdict(code, mine.clone()).await.unwrap();
+    // The person merges.
+    let merged = person.mark_merged(code, &USER, "ff").await.unwrap();
+    assert_eq!(
+        (merged.status, merged.review.as_deref()),
+        (Status::Completed, Some(&mine))
+    );
+    raw_refused(
+        &bob,
+        &format!("UPDATE tasks SET status = 'pending' WHERE id = {}", code.0),
+    )
+    .await;
+    // Carol writes no code: she completes her own task herself.
+    assert_eq!(
+        TeamStore::claim_next(&carol, claimant(&c))
+            .await
+            .unwrap()
+            .id,
+        notes
+    );
+    let done = TeamStore::complete(
+        &carol,
+        notes,
+        crew_store::Actor::Teammate {
+            name: &c,
+            writes: false,
+        },
+        Some("ok".into()),
+    )
+    .await
+    .unwrap();
+    assert_eq!(done.status, Status::Completed);
+    // An agent adds tasks only as pending work.
+    raw_refused(
+        &alice,
+        "INSERT INTO tasks (token, subject, status, owner) VALUES ('t', 'x', 'completed', 'alice')",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agents_status_and_inbox_cursor_are_its_own_and_the_schema_is_the_persons() {
+    let Some((_cluster, person, alice, bob, _carol)) = team().await else {
+        return;
+    };
+    let (a, b) = (name("alice"), name("bob"));
+    let status = |who: &crew_protocol::AgentName| AgentStatus::new(who, AgentState::Work);
+    alice.write_status(&status(&a)).await.unwrap();
+    refused(alice.write_status(&status(&b)).await);
+    // Bob's row is not hers to touch: a raw update finds nothing to change.
+    assert_eq!(
+        raw_count(
+            &alice,
+            "UPDATE agents SET heard_at = now() + interval '1 year' WHERE name = 'bob'"
+        )
+        .await,
+        0
+    );
+    bob.write_status(&status(&b)).await.unwrap();
+
+    bob.send(Draft::new(b.clone(), a.clone())).await.unwrap();
+    let unread = TeamStore::unread(&alice, &a, 10).await.unwrap();
+    assert_eq!(unread.len(), 1);
+    // Alice moves her own cursor, never bob's.
+    alice.mark_read(&a, &a, unread[0].0).await.unwrap();
+    refused(alice.mark_read(&b, &a, unread[0].0).await);
+
+    for sql in [
+        "DROP TABLE tasks",
+        "ALTER TABLE tasks DISABLE TRIGGER tasks_guard",
+        "UPDATE crew_schema SET version = 99",
+        "DELETE FROM tasks",
+        "CREATE TABLE mine (x int)",
+        "INSERT INTO agent_roles VALUES ('crew_postgres_alice2', 'user', false)",
+        "CREATE ROLE sneaky LOGIN",
+    ] {
+        let why = raw_refused(&alice, sql).await;
+        eprintln!("{sql}: refused: {why}");
+    }
+    assert!(matches!(
+        alice.add_agent(&name("mallory"), false, None).await,
+        Err(PgStoreError::NotThePerson { .. })
+    ));
+    assert!(alice.migrate().await.is_err() || person.status().await.unwrap().version > 0);
+    assert!(matches!(
+        person.add_agent(&USER, false, None).await,
+        Err(PgStoreError::NotAnAgent(_))
+    ));
+    // Roles are listed, and making one again keeps it (a new password, its rights as now).
+    person.add_agent(&a, true, Some("s3cret")).await.unwrap();
+    let roles: Vec<_> = person
+        .agent_roles()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.agent.to_string(), r.writes))
+        .collect();
+    assert_eq!(
+        roles,
+        [
+            ("alice".into(), true),
+            ("bob".into(), true),
+            ("carol".into(), false)
+        ]
+    );
+}
