@@ -122,3 +122,107 @@ fn an_unreachable_store_is_a_clear_error_naming_its_server() {
         );
     }
 }
+
+#[test]
+fn add_agent_makes_a_login_role_whose_password_is_never_stored_or_logged_as_given() {
+    let Some(cluster) = crew_test_support::postgres::start() else {
+        return;
+    };
+    let url = cluster.url();
+    ok(&["store", "migrate", &url]);
+    cluster.require_passwords();
+    let password = "s3cret-of-alice";
+    let run: Run = Command::new(crew_exe())
+        .args([
+            "store",
+            "add-agent",
+            &url,
+            "alice",
+            "--password-env",
+            "ALICE_PW",
+        ])
+        .env("ALICE_PW", password)
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let port = url.rsplit(':').next().unwrap().split('/').next().unwrap();
+    assert_eq!(
+        run.stdout,
+        format!(
+            "agent alice: database role crew_postgres_alice (writes code: its tasks are \
+             completed only by your merge)\n\
+             it connects with postgres://crew_postgres_alice@127.0.0.1:{port}/postgres\n\
+             its password: the one in $ALICE_PW now; on its host put it in PGPASSWORD or \
+             ~/.pgpass\n"
+        )
+    );
+    ok(&["store", "add-agent", &url, "carol", "--no-code"]);
+    assert_eq!(
+        ok(&["store", "agents", &url]),
+        "alice\tcrew_postgres_alice\twrites code\ncarol\tcrew_postgres_carol\tno code\n"
+    );
+
+    // The role logs in with that password, and with no other.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let as_alice = |pw: &str| {
+        let url = format!("postgres://crew_postgres_alice:{pw}@127.0.0.1:{port}/postgres");
+        runtime.block_on(async { PgStore::connect(&url, 1).unwrap().reach().await })
+    };
+    as_alice(password).unwrap();
+    let wrong = as_alice("guess").unwrap_err().to_string();
+    assert!(wrong.contains("password authentication failed"), "{wrong}");
+    assert!(!wrong.contains("guess"), "{wrong}");
+    // The server keeps only a SCRAM verifier, and its statement log never saw the password.
+    let stored: String = runtime.block_on(async {
+        let store = PgStore::connect(&url, 1).unwrap();
+        let client = store.client().await.unwrap();
+        client
+            .query_one(
+                "SELECT rolpassword FROM pg_authid WHERE rolname = 'crew_postgres_alice'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0)
+    });
+    assert!(stored.starts_with("SCRAM-SHA-256$"), "{stored}");
+    let log = cluster.log_text();
+    assert!(
+        log.contains("ALTER ROLE") || log.contains("CREATE ROLE"),
+        "{log}"
+    );
+    assert!(!log.contains(password) && !stored.contains(password));
+
+    // Mistakes are said, naming what was wrong.
+    let unset = crew(&[
+        "store",
+        "add-agent",
+        &url,
+        "bob",
+        "--password-env",
+        "NO_SUCH_VAR_X",
+    ]);
+    assert_eq!(unset.code, 1);
+    assert!(
+        unset
+            .stderr
+            .contains("--password-env NO_SUCH_VAR_X: the variable is not set"),
+        "{}",
+        unset.stderr
+    );
+    let bad = crew(&["store", "add-agent", &url, "Not A Name"]);
+    assert_eq!(bad.code, 1);
+    assert!(
+        bad.stderr.contains("agent name \"Not A Name\""),
+        "{}",
+        bad.stderr
+    );
+    let person = crew(&["store", "add-agent", &url, "user"]);
+    assert_eq!(person.code, 1);
+    assert!(
+        person.stderr.contains("is the person, not an agent"),
+        "{}",
+        person.stderr
+    );
+}

@@ -127,6 +127,22 @@ pub enum StoreCommand {
     Migrate { url: String },
     /// The store's schema version, this crew's, and how many tasks and messages it holds.
     Status { url: String },
+    /// Give agent NAME a database role of its own (run as the person, the store's owner):
+    /// whoever logs in with it can do only what that agent may, whatever SQL it sends.
+    AddAgent {
+        url: String,
+        name: String,
+        /// The agent writes no code (explorer, reviewer, planner, lead): it completes its own
+        /// tasks. Without it, the agent's tasks are completed only by the person's merge.
+        #[arg(long)]
+        no_code: bool,
+        /// The environment variable holding the role's password (never on the command line);
+        /// without it the role has none, and the server's own auth (peer, cert) decides.
+        #[arg(long, value_name = "VAR")]
+        password_env: Option<String>,
+    },
+    /// The agents that have a database role on the store.
+    Agents { url: String },
 }
 
 #[derive(Debug, Subcommand)]

@@ -60,7 +60,9 @@ fn acts_for_the_team(command: Option<&Command>) -> Option<&'static str> {
         Command::Queue(QueueCommand::List { .. }) => None,
         // Pausing, removing or retrying steers what merges: the person's call.
         Command::Queue(_) => Some("queue"),
-        Command::Store(StoreCommand::Status { .. }) => None,
+        Command::Store(StoreCommand::Status { .. } | StoreCommand::Agents { .. }) => None,
+        // Makes who may log in as an agent.
+        Command::Store(StoreCommand::AddAgent { .. }) => Some("store add-agent"),
         // Changes the schema of the store the whole team works in.
         Command::Store(StoreCommand::Migrate { .. }) => Some("store migrate"),
         Command::Send(_) => Some("send"),

@@ -1,5 +1,5 @@
-//! `crew store migrate URL | status URL`: the team store on a PostgreSQL server (issue #24;
-//! crew's team still runs on the file store). Both try the server once first, so a wrong or
+//! `crew store migrate | status | add-agent | agents URL`: the team store on a PostgreSQL
+//! server (issue #24; crew's team still runs on the file store). Both try the server once first, so a wrong or
 //! unreachable URL is said at once, naming the server, not after a minute of retries.
 
 use std::cmp::Ordering;
@@ -7,6 +7,7 @@ use std::cmp::Ordering;
 use anyhow::Context;
 
 use crate::cli::args::StoreCommand;
+use crew_protocol::AgentName;
 use crew_store_pg::{PgStore, SCHEMA_VERSION};
 
 pub fn run(cmd: StoreCommand) -> anyhow::Result<()> {
@@ -18,6 +19,13 @@ pub fn run(cmd: StoreCommand) -> anyhow::Result<()> {
         match cmd {
             StoreCommand::Migrate { url } => migrate(&url).await,
             StoreCommand::Status { url } => status(&url).await,
+            StoreCommand::AddAgent {
+                url,
+                name,
+                no_code,
+                password_env,
+            } => add_agent(&url, &name, !no_code, password_env.as_deref()).await,
+            StoreCommand::Agents { url } => agents(&url).await,
         }
     })
 }
@@ -53,5 +61,53 @@ async fn status(url: &str) -> anyhow::Result<()> {
     println!("this crew's schema version: {SCHEMA_VERSION}");
     println!("tasks: {}", status.tasks);
     println!("messages: {}", status.messages);
+    Ok(())
+}
+
+async fn add_agent(
+    url: &str,
+    name: &str,
+    writes: bool,
+    password_env: Option<&str>,
+) -> anyhow::Result<()> {
+    let agent = AgentName::parse(name).with_context(|| format!("agent name {name:?}"))?;
+    let password = password_env
+        .map(|var| {
+            std::env::var(var).with_context(|| {
+                format!("--password-env {var}: the variable is not set (or not UTF-8)")
+            })
+        })
+        .transpose()?;
+    let store = reach(url).await?;
+    let role = store.add_agent(&agent, writes, password.as_deref()).await?;
+    let completes = if role.writes {
+        "writes code: its tasks are completed only by your merge"
+    } else {
+        "writes no code: completes its own tasks"
+    };
+    println!("agent {agent}: database role {} ({completes})", role.role);
+    println!("it connects with {}", store.url_as(&role.role));
+    match password_env {
+        Some(var) => println!(
+            "its password: the one in ${var} now; on its host put it in PGPASSWORD or ~/.pgpass"
+        ),
+        None => println!("its password: none set; the server's own auth (pg_hba.conf) decides"),
+    }
+    Ok(())
+}
+
+async fn agents(url: &str) -> anyhow::Result<()> {
+    let roles = reach(url).await?.agent_roles().await?;
+    if roles.is_empty() {
+        println!("no agent has a role yet: crew store add-agent URL NAME");
+    }
+    for role in roles {
+        let writes = if role.writes {
+            "writes code"
+        } else {
+            "no code"
+        };
+        println!("{}\t{}\t{writes}", role.agent, role.role);
+    }
     Ok(())
 }

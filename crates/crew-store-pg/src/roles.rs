@@ -36,10 +36,7 @@ impl PgStore {
         if *agent == USER {
             return Err(PgStoreError::NotAnAgent(agent.clone()));
         }
-        let database = self.config().get_dbname().map_or_else(
-            || self.config().get_user().unwrap_or("postgres").to_string(),
-            str::to_string,
-        );
+        let database = self.database();
         let role = format!("crew_{database}_{agent}");
         if role.len() > ROLE_NAME_MAX {
             return Err(PgStoreError::RoleName {

@@ -96,10 +96,14 @@ impl PgStore {
 
     /// `host:port` of each server the URL names, for messages (never the password).
     fn server(&self) -> String {
-        let ports = self.config.get_ports();
         if self.config.get_hosts().is_empty() {
             return "(the URL names no host)".into();
         }
+        self.servers().join(", ")
+    }
+
+    fn servers(&self) -> Vec<String> {
+        let ports = self.config.get_ports();
         self.config
             .get_hosts()
             .iter()
@@ -113,8 +117,25 @@ impl PgStore {
                 let port = ports.get(at).or(ports.first()).copied().unwrap_or(5432);
                 format!("{host}:{port}")
             })
-            .collect::<Vec<_>>()
-            .join(", ")
+            .collect()
+    }
+
+    /// The URL of this store for logging in as `role`: same servers and database, no
+    /// password (the host that uses it keeps its own, in `PGPASSWORD` or `.pgpass`).
+    pub fn url_as(&self, role: &str) -> String {
+        format!(
+            "postgres://{role}@{}/{}",
+            self.servers().join(","),
+            self.database()
+        )
+    }
+
+    /// The database the URL names (PostgreSQL's default: the user's name).
+    pub fn database(&self) -> String {
+        self.config.get_dbname().map_or_else(
+            || self.config.get_user().unwrap_or("postgres").to_string(),
+            str::to_string,
+        )
     }
 
     /// The schema version and how many tasks and messages the store holds.

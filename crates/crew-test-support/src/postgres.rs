@@ -132,6 +132,24 @@ impl PgCluster {
         format!("postgres://{role}@127.0.0.1:{}/postgres", self.port)
     }
 
+    /// From now on every role but `crew` logs in over TCP with its password (SCRAM), and
+    /// the server logs every statement: as a person's server would check and might log.
+    pub fn require_passwords(&self) {
+        std::fs::write(
+            self.data.join("pg_hba.conf"),
+            "local all all trust\n\
+             host all crew 127.0.0.1/32 trust\n\
+             host all all 127.0.0.1/32 scram-sha-256\n",
+        )
+        .unwrap();
+        std::fs::write(
+            self.data.join("postgresql.auto.conf"),
+            "log_statement = 'all'\n",
+        )
+        .unwrap();
+        self.pg_ctl(&["reload"]);
+    }
+
     /// Restarts the server (a fast shutdown: every connection is cut), waiting until it
     /// accepts connections again.
     pub fn restart(&self) {
