@@ -30,7 +30,9 @@ fn migrate_brings_the_schema_to_this_crews_version_and_refuses_a_newer_one() {
     assert!(
         fresh.starts_with("schema version: 0 (never migrated")
             && fresh.contains(&format!("this crew's schema version: {SCHEMA_VERSION}\n"))
-            && fresh.contains("tasks: 0\nmessages: 0\n"),
+            && fresh.contains(
+                "tasks: 0\nmessages: 0\nconnection: not encrypted (the server offers no TLS)\n"
+            ),
         "{fresh}"
     );
     let migrated = ok(&["store", "migrate", &url]);
@@ -70,7 +72,7 @@ fn migrate_brings_the_schema_to_this_crews_version_and_refuses_a_newer_one() {
         ok(&["store", "status", &url]),
         format!(
             "schema version: {SCHEMA_VERSION}\nthis crew's schema version: {SCHEMA_VERSION}\n\
-             tasks: 1\nmessages: 2\n"
+             tasks: 1\nmessages: 2\nconnection: not encrypted (the server offers no TLS)\n"
         )
     );
 
@@ -224,5 +226,72 @@ fn add_agent_makes_a_login_role_whose_password_is_never_stored_or_logged_as_give
         person.stderr.contains("is the person, not an agent"),
         "{}",
         person.stderr
+    );
+}
+
+#[test]
+fn status_says_whether_the_connection_is_encrypted_and_the_server_verified() {
+    let Some(cluster) = crew_test_support::postgres::start() else {
+        return;
+    };
+    let Some(ca) = cluster.enable_tls() else {
+        return;
+    };
+    let url = cluster.url();
+    // A HOME of its own: no ~/.postgresql/root.crt of this machine's is read.
+    let home = tempfile::tempdir().unwrap();
+    let status = |roots: Option<&std::path::Path>| -> Run {
+        let mut cmd = Command::new(crew_exe());
+        cmd.args(["store", "status", &url])
+            .env("HOME", home.path())
+            .env_remove("PGSSLROOTCERT");
+        if let Some(roots) = roots {
+            cmd.env("PGSSLROOTCERT", roots);
+        }
+        cmd.output().unwrap().into()
+    };
+    let unverified = status(None);
+    assert!(
+        unverified.stdout.ends_with(
+            "connection: TLS, the server not verified (set PGSSLROOTCERT to its CA to verify it)\n"
+        ),
+        "{}{}",
+        unverified.stdout,
+        unverified.stderr
+    );
+    let verified = status(Some(&ca));
+    assert!(
+        verified.stdout.ends_with(&format!(
+            "connection: TLS, the server verified against {}\n",
+            ca.display()
+        )),
+        "{}{}",
+        verified.stdout,
+        verified.stderr
+    );
+    // Another CA's roots: this server is not the one they vouch for, and crew will not talk
+    // to it.
+    let other = crew_test_support::postgres::start().unwrap();
+    let other_ca = other.enable_tls().unwrap();
+    let impostor = status(Some(&other_ca));
+    assert_eq!(impostor.code, 1, "{}", impostor.stdout);
+    assert!(
+        impostor
+            .stderr
+            .contains("cannot reach the store at 127.0.0.1:")
+            && impostor.stderr.to_lowercase().contains("certificate"),
+        "{}",
+        impostor.stderr
+    );
+    // A roots file that is not one is said, naming it.
+    let junk = home.path().join("junk.crt");
+    std::fs::write(&junk, "not a certificate").unwrap();
+    let bad = status(Some(&junk));
+    assert_eq!(bad.code, 1);
+    assert!(
+        bad.stderr
+            .contains(&format!("TLS to the store: {}", junk.display())),
+        "{}",
+        bad.stderr
     );
 }

@@ -8,7 +8,7 @@ use anyhow::Context;
 
 use crate::cli::args::StoreCommand;
 use crew_protocol::AgentName;
-use crew_store_pg::{PgStore, SCHEMA_VERSION};
+use crew_store_pg::{Connection, PgStore, SCHEMA_VERSION};
 
 pub fn run(cmd: StoreCommand) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -61,6 +61,16 @@ async fn status(url: &str) -> anyhow::Result<()> {
     println!("this crew's schema version: {SCHEMA_VERSION}");
     println!("tasks: {}", status.tasks);
     println!("messages: {}", status.messages);
+    let connection = match &status.connection {
+        Connection::Plain => "not encrypted (the server offers no TLS)".to_string(),
+        Connection::Encrypted => {
+            "TLS, the server not verified (set PGSSLROOTCERT to its CA to verify it)".to_string()
+        }
+        Connection::Verified(roots) => {
+            format!("TLS, the server verified against {}", roots.display())
+        }
+    };
+    println!("connection: {connection}");
     Ok(())
 }
 

@@ -8,6 +8,8 @@ pub enum PgStoreError {
     BadUrl { url: String, reason: String },
     #[error("PostgreSQL: {0}")]
     Postgres(#[from] tokio_postgres::Error),
+    #[error("TLS to the store: {0}")]
+    Tls(String),
     #[error("PostgreSQL connection pool: {0}")]
     Pool(String),
     /// The database was migrated by a newer crew than this one.

@@ -14,10 +14,11 @@ pub mod roles;
 pub mod schema;
 pub mod store;
 pub mod tasks;
+mod tls;
 pub mod wakeups;
 
 pub use error::PgStoreError;
 pub use inbox::Position;
 pub use schema::{SCHEMA_VERSION, migrate};
-pub use store::{PgStore, StoreStatus};
+pub use store::{Connection, PgStore, StoreStatus};
 pub use wakeups::Wakeups;

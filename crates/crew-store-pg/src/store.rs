@@ -6,7 +6,7 @@ use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod};
-use tokio_postgres::NoTls;
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::PgStoreError;
 
@@ -26,16 +26,31 @@ const REACH_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct PgStore {
     pool: Pool,
     config: tokio_postgres::Config,
+    tls: MakeRustlsConnect,
+    roots: Option<std::path::PathBuf>,
     lease: Duration,
 }
 
 /// What `crew store status` says of a store.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoreStatus {
     /// The schema version the database is at (0: never migrated).
     pub version: i32,
     pub tasks: i64,
     pub messages: i64,
+    /// How this connection reached the server.
+    pub connection: Connection,
+}
+
+/// Whether a connection to the store is encrypted, and whether the server was proven.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Connection {
+    /// The server offers no TLS (or the URL said `sslmode=disable`).
+    Plain,
+    /// Encrypted; the server's certificate was not verified (no roots given).
+    Encrypted,
+    /// Encrypted, the server's certificate verified against the roots in this file.
+    Verified(std::path::PathBuf),
 }
 
 impl PgStore {
@@ -52,9 +67,10 @@ impl PgStore {
         {
             config.password(password);
         }
+        let (tls, roots) = crate::tls::connector()?;
         let manager = Manager::from_config(
             config.clone(),
-            NoTls,
+            tls.clone(),
             ManagerConfig {
                 // A connection the server closed is dropped at checkout, not handed out.
                 recycling_method: RecyclingMethod::Fast,
@@ -67,6 +83,8 @@ impl PgStore {
         Ok(PgStore {
             pool,
             config,
+            tls,
+            roots,
             lease: DEFAULT_LEASE,
         })
     }
@@ -143,11 +161,24 @@ impl PgStore {
         self.retry(|| async {
             let client = self.client().await?;
             let version = crate::schema::version(&client).await?;
+            let encrypted: bool = client
+                .query_opt(
+                    "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                    &[],
+                )
+                .await?
+                .is_some_and(|row| row.get(0));
+            let connection = match (&self.roots, encrypted) {
+                (_, false) => Connection::Plain,
+                (None, true) => Connection::Encrypted,
+                (Some(file), true) => Connection::Verified(file.clone()),
+            };
             if version == 0 {
                 return Ok(StoreStatus {
                     version,
                     tasks: 0,
                     messages: 0,
+                    connection,
                 });
             }
             let row = client
@@ -160,6 +191,7 @@ impl PgStore {
                 version,
                 tasks: row.try_get(0)?,
                 messages: row.try_get(1)?,
+                connection,
             })
         })
         .await
@@ -167,6 +199,11 @@ impl PgStore {
 
     pub(crate) fn config(&self) -> &tokio_postgres::Config {
         &self.config
+    }
+
+    /// How every connection of this store does TLS (`tls.rs`).
+    pub(crate) fn tls(&self) -> MakeRustlsConnect {
+        self.tls.clone()
     }
 
     /// A pooled connection.

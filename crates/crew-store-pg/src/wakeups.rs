@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use tokio::sync::watch;
-use tokio_postgres::{AsyncMessage, NoTls};
+use tokio_postgres::AsyncMessage;
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::inbox::INBOX_CHANNEL;
 use crate::store::{FIRST_BACKOFF, MAX_BACKOFF};
@@ -40,9 +41,10 @@ impl Wakeups {
     /// Starts listening; returns once the first connection listens (or fails to).
     pub async fn listen(store: &PgStore) -> Result<Self, PgStoreError> {
         let config = store.config().clone();
+        let tls = store.tls();
         let (tx, rx) = watch::channel((0, Wake::Connected));
         let (first, ready) = tokio::sync::oneshot::channel();
-        let listener = tokio::spawn(listen_forever(config, tx, Some(first)));
+        let listener = tokio::spawn(listen_forever(config, tls, tx, Some(first)));
         let wakeups = Wakeups { rx, listener };
         ready
             .await
@@ -62,12 +64,13 @@ impl Wakeups {
 
 async fn listen_forever(
     config: tokio_postgres::Config,
+    tls: MakeRustlsConnect,
     tx: watch::Sender<(u64, Wake)>,
     mut first: Option<tokio::sync::oneshot::Sender<Result<(), PgStoreError>>>,
 ) {
     let mut pause = FIRST_BACKOFF;
     loop {
-        match listen_once(&config, &tx, &mut first, &mut pause).await {
+        match listen_once(&config, &tls, &tx, &mut first, &mut pause).await {
             Err(e) if !e.is_transient() => {
                 if let Some(first) = first.take() {
                     let _ = first.send(Err(e));
@@ -84,11 +87,12 @@ async fn listen_forever(
 /// One connection's life: connect, `LISTEN`, forward notifications until it drops.
 async fn listen_once(
     config: &tokio_postgres::Config,
+    tls: &MakeRustlsConnect,
     tx: &watch::Sender<(u64, Wake)>,
     first: &mut Option<tokio::sync::oneshot::Sender<Result<(), PgStoreError>>>,
     pause: &mut Duration,
 ) -> Result<(), PgStoreError> {
-    let (client, mut connection) = config.connect(NoTls).await?;
+    let (client, mut connection) = config.connect(tls.clone()).await?;
     let (msg_tx, mut msgs) = tokio::sync::mpsc::unbounded_channel();
     let driver = tokio::spawn(async move {
         let mut stream = futures::stream::poll_fn(move |cx| connection.poll_message(cx));

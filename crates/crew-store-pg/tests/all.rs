@@ -9,4 +9,5 @@ mod inbox;
 mod restart;
 mod roles;
 mod schema;
+mod tls;
 mod wakeups;

@@ -142,12 +142,86 @@ impl PgCluster {
              host all all 127.0.0.1/32 scram-sha-256\n",
         )
         .unwrap();
-        std::fs::write(
-            self.data.join("postgresql.auto.conf"),
-            "log_statement = 'all'\n",
-        )
-        .unwrap();
+        self.add_setting("log_statement = 'all'");
         self.pg_ctl(&["reload"]);
+    }
+
+    /// Turns TLS on with a certificate for 127.0.0.1 signed by a CA made here (OpenSSL's
+    /// command line makes both); returns the CA's certificate file, which a client verifies
+    /// the server against. `None` (the test skips) without `openssl`.
+    pub fn enable_tls(&self) -> Option<PathBuf> {
+        let dir = self.socket_dir().join("tls");
+        std::fs::create_dir_all(&dir).unwrap();
+        let openssl = |args: &[&str]| {
+            let out = Command::new("openssl")
+                .args(args)
+                .current_dir(&dir)
+                .output();
+            match out {
+                Ok(out) if out.status.success() => Some(()),
+                Ok(out) => panic!("openssl {args:?}: {}", String::from_utf8_lossy(&out.stderr)),
+                Err(_) => None,
+            }
+        };
+        let ec = [
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+        ];
+        let mut ca = vec!["req", "-x509", "-days", "2", "-subj", "/CN=crew test CA"];
+        ca.extend(ec);
+        ca.extend(["-keyout", "ca.key", "-out", "ca.crt"]);
+        if openssl(&ca).is_none() {
+            eprintln!("skipped: no `openssl` command to make the test certificates");
+            return None;
+        }
+        let mut request = vec!["req", "-subj", "/CN=127.0.0.1"];
+        request.extend(ec);
+        request.extend(["-keyout", "server.key", "-out", "server.csr"]);
+        openssl(&request)?;
+        std::fs::write(dir.join("san"), "subjectAltName=IP:127.0.0.1\n").unwrap();
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.crt",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-days",
+            "2",
+            "-extfile",
+            "san",
+            "-out",
+            "server.crt",
+        ])?;
+        for file in ["server.crt", "server.key"] {
+            std::fs::copy(dir.join(file), self.data.join(file)).unwrap();
+            let target = self.data.join(file);
+            std::fs::set_permissions(&target, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+                .unwrap();
+            if let Some(user) = self.run_as {
+                let (uid, gid) = user_ids(user);
+                std::os::unix::fs::chown(&target, Some(uid), Some(gid)).unwrap();
+            }
+        }
+        self.add_setting("ssl = on");
+        self.pg_ctl(&["reload"]);
+        Some(dir.join("ca.crt"))
+    }
+
+    /// Appends a setting to the cluster's `postgresql.auto.conf` (read at the next reload).
+    fn add_setting(&self, line: &str) {
+        use std::io::Write;
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(self.data.join("postgresql.auto.conf"))
+            .unwrap();
+        writeln!(file, "{line}").unwrap();
     }
 
     /// Restarts the server (a fast shutdown: every connection is cut), waiting until it
