@@ -6,6 +6,7 @@ mod attach;
 mod bash_rules;
 mod claims;
 mod git;
+mod hosts;
 mod interrupt;
 mod mailbox;
 mod memory;
@@ -222,6 +223,48 @@ enum Command {
         #[arg(long)]
         count: usize,
     },
+    /// A scripted team across several "host" processes on one PostgreSQL store, with chaos:
+    /// SIGKILL a host mid-task, cut one off (SIGSTOP: no heartbeat) until its leases lapse.
+    /// Checks every task completed once and no message lost.
+    Hosts {
+        #[arg(long)]
+        store: String,
+        #[arg(long, default_value_t = 4)]
+        hosts: usize,
+        /// Workers per host.
+        #[arg(long, default_value_t = 16)]
+        workers: usize,
+        #[arg(long, default_value_t = 1000)]
+        tasks: usize,
+        /// How long a claim holds without its host's heartbeat.
+        #[arg(long, default_value_t = 2000)]
+        lease_ms: u64,
+        /// How long each scripted task takes.
+        #[arg(long, default_value_t = 5)]
+        work_ms: u64,
+        /// SIGKILL this host once a quarter of the tasks are completed.
+        #[arg(long)]
+        kill_host: Option<usize>,
+        /// SIGSTOP this host at a third of the tasks, SIGCONT it after twice the lease.
+        #[arg(long)]
+        freeze_host: Option<usize>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Internal: one host of `hosts`.
+    #[command(hide = true)]
+    PgHost {
+        #[arg(long)]
+        store: String,
+        #[arg(long)]
+        host: usize,
+        #[arg(long)]
+        workers: usize,
+        #[arg(long)]
+        lease_ms: u64,
+        #[arg(long)]
+        work_ms: u64,
+    },
     /// Internal: one idle waiter on PostgreSQL, until a message tells it to stop.
     #[command(hide = true)]
     PgWakeWorker {
@@ -331,6 +374,36 @@ pub fn main() -> ExitCode {
         Command::PgClaimWorker { store, name } => pg::claim_worker(&store, &name),
         Command::PgAppendWorker { store, name, count } => pg::append_worker(&store, &name, count),
         Command::PgWakeWorker { store, name } => pg::wake_worker(&store, &name),
+        Command::Hosts {
+            store,
+            hosts,
+            workers,
+            tasks,
+            lease_ms,
+            work_ms,
+            kill_host,
+            freeze_host,
+            json,
+        } => hosts::run(
+            &store,
+            &hosts::Plan {
+                hosts,
+                workers,
+                tasks,
+                lease_ms,
+                work_ms,
+                kill_host,
+                freeze_host,
+            },
+            json,
+        ),
+        Command::PgHost {
+            store,
+            host,
+            workers,
+            lease_ms,
+            work_ms,
+        } => hosts::host(&store, host, workers, lease_ms, work_ms),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -21,7 +21,7 @@ const READER: &str = "reader";
 /// Claims in the benches hold their lease for longer than any run.
 const LEASE: Duration = Duration::from_secs(3600);
 
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+pub(crate) fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     // One thread: a bench process is one client; spare cores go to the server.
     Ok(tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -29,14 +29,14 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 }
 
 /// A scratch database on the server at `url`, dropped with the guard.
-struct Scratch {
+pub(crate) struct Scratch {
     admin: PgStore,
     name: String,
-    url: String,
+    pub(crate) url: String,
 }
 
 impl Scratch {
-    async fn create(url: &str) -> anyhow::Result<Scratch> {
+    pub(crate) async fn create(url: &str) -> anyhow::Result<Scratch> {
         let admin = PgStore::connect(url, 1)?;
         let name = format!(
             "crew_bench_{}_{}",
@@ -54,7 +54,7 @@ impl Scratch {
         Ok(Scratch { admin, name, url })
     }
 
-    async fn drop_it(self) -> anyhow::Result<()> {
+    pub(crate) async fn drop_it(self) -> anyhow::Result<()> {
         self.admin
             .client()
             .await?
@@ -81,7 +81,7 @@ fn with_database(url: &str, db: &str) -> anyhow::Result<String> {
     ))
 }
 
-fn nothing_left(e: &PgStoreError) -> bool {
+pub(crate) fn nothing_left(e: &PgStoreError) -> bool {
     matches!(e, PgStoreError::Refused(Refusal::NothingClaimable { .. }))
 }
 
