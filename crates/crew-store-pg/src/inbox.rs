@@ -99,7 +99,9 @@ impl PgStore {
                         .await?
                 }
                 Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) => {
-                    // The one-answer-per-request index: someone answered first.
+                    // The one-answer-per-request index: someone answered first. The
+                    // connection goes back first: reading who needs one of its own.
+                    drop(client);
                     return Err(self.already_answered(request_id.unwrap_or_default()).await);
                 }
                 Err(e) => return Err(e.into()),

@@ -10,7 +10,7 @@ use crew_protocol::{AgentName, TaskId};
 use crew_store::task::now_rfc3339;
 use crew_store::{Refusal, ReviewerVerdict, Status, Task, TaskCommits};
 
-use crate::tasks::{TASK_COLUMNS, id_to_sql, task_from_row};
+use crate::tasks::{TASK_COLUMNS, id_to_sql, read_task, task_from_row};
 use crate::{PgStore, PgStoreError};
 
 impl PgStore {
@@ -136,7 +136,7 @@ impl PgStore {
             if let Some(row) = client.query_opt(&sql, &params).await? {
                 return task_from_row(&row);
             }
-            let task = self.task(id).await?;
+            let task = read_task(&client, id).await?;
             if again && leaves_for.as_ref() == Some(&task.status) {
                 return Ok(task);
             }

@@ -70,17 +70,8 @@ impl PgStore {
     }
 
     pub async fn task(&self, id: TaskId) -> Result<Task, PgStoreError> {
-        let sql = format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = $1");
-        let id_sql = id_to_sql(id)?;
-        self.retry(|| async {
-            let client = self.client().await?;
-            let select = client.prepare_cached(&sql).await?;
-            match client.query_opt(&select, &[&id_sql]).await? {
-                Some(row) => task_from_row(&row),
-                None => Err(PgStoreError::NoSuchTask(id)),
-            }
-        })
-        .await
+        self.retry(|| async { read_task(&self.client().await?, id).await })
+            .await
     }
 
     /// Every task, by id.
@@ -239,7 +230,7 @@ impl PgStore {
                 if let Some(row) = client.query_opt(&update, &params).await? {
                     return task_from_row(&row);
                 }
-                let task = self.task(id).await?;
+                let task = read_task(&client, id).await?;
                 // A retry after a lost reply: the first try did it. Only then: a second
                 // finish of a finished task is refused, as on files.
                 if again && task.status == to && task.owner.as_ref() == Some(who) {
@@ -293,6 +284,21 @@ impl PgStore {
             rows.iter().map(|r| id_from_sql(r.get(0))).collect()
         })
         .await
+    }
+}
+
+/// Task `id`, read on a connection the caller already holds: an operation never waits for a
+/// second connection while holding one (a pool of N shared by more than N callers would
+/// deadlock, every caller holding one and waiting for another).
+pub(crate) async fn read_task(
+    client: &deadpool_postgres::Object,
+    id: TaskId,
+) -> Result<Task, PgStoreError> {
+    let sql = format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = $1");
+    let select = client.prepare_cached(&sql).await?;
+    match client.query_opt(&select, &[&id_to_sql(id)?]).await? {
+        Some(row) => task_from_row(&row),
+        None => Err(PgStoreError::NoSuchTask(id)),
     }
 }
 

@@ -349,3 +349,53 @@ async fn separate_processes_never_claim_a_task_twice() {
     }
     assert_each_claimed_once(&store, &claims, 300).await;
 }
+
+/// More callers than pooled connections, each refused (a finish of a task another holds, a
+/// merge of a task not in review): the refusal reads the task on the connection the operation
+/// already holds. Found by `crew-bench hosts`: a host of 16 workers on 8 connections hung for
+/// good, each worker holding one connection and waiting for a second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn refusals_never_wait_for_a_second_connection_while_holding_one() {
+    let Some((_cluster, store)) = store(1).await else {
+        return;
+    };
+    let mut ids = Vec::new();
+    for k in 0..8 {
+        ids.push(add(&store, &format!("t{k}"), vec![], None).await);
+        store
+            .claim_next(
+                Claimant {
+                    name: &name("owner"),
+                    role: None,
+                },
+                LONG,
+            )
+            .await
+            .unwrap();
+    }
+    let refusals = ids.iter().map(|&id| {
+        let store = store.clone();
+        tokio::spawn(async move {
+            let finish = store.complete(id, &name("other"), None).await;
+            let merge = store.mark_merged(id, &name("user"), "ff").await;
+            (finish, merge)
+        })
+    });
+    let all = tokio::time::timeout(Duration::from_secs(30), futures::future::join_all(refusals))
+        .await
+        .expect("refusals hung: an operation waited for a second connection");
+    for joined in all {
+        let (finish, merge) = joined.unwrap();
+        assert!(
+            matches!(finish, Err(PgStoreError::Refused(Refusal::NotOwner { .. }))),
+            "{finish:?}"
+        );
+        assert!(
+            matches!(
+                merge,
+                Err(PgStoreError::Refused(Refusal::NotInReview { .. }))
+            ),
+            "{merge:?}"
+        );
+    }
+}
