@@ -295,3 +295,54 @@ fn status_says_whether_the_connection_is_encrypted_and_the_server_verified() {
         bad.stderr
     );
 }
+
+#[test]
+fn publish_puts_the_teams_crew_toml_names_and_limits_in_the_store() {
+    let Some(cluster) = crew_test_support::postgres::start() else {
+        return;
+    };
+    let url = cluster.url();
+    let repo = crate::support::Repo::init();
+    // Before the schema is there the store says what to do.
+    let early = repo.crew(&["store", "publish", &url]);
+    assert_eq!(early.code, 1, "{}", early.stdout);
+    assert!(
+        early.stderr.contains(&format!(
+            "the store is at schema version 0, this crew's is {SCHEMA_VERSION}: run `crew store migrate {url}` first"
+        )),
+        "{}",
+        early.stderr
+    );
+    repo.ok(&["store", "migrate", &url]);
+    let said = repo.ok(&["store", "publish", &url]);
+    assert!(
+        said.starts_with(&format!(
+            "published {} to the store at ",
+            repo.join("crew.toml").display()
+        )) && said
+            .trim_end()
+            .ends_with(": team lead, alice, bob, carol, user"),
+        "{said}"
+    );
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let store = PgStore::connect(&url, 1).unwrap();
+    let team = runtime.block_on(store.team()).unwrap().unwrap();
+    assert_eq!(
+        team.toml,
+        std::fs::read_to_string(repo.join("crew.toml")).unwrap()
+    );
+    // Now a misspelt name is refused there as it is on files.
+    let refused =
+        runtime.block_on(store.send(Draft::new(USER, AgentName::parse("alcie").unwrap())));
+    assert!(refused.unwrap_err().to_string().contains("alcie"),);
+    // Outside a crew repository: said, naming what is missing.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let lost: Run = Command::new(crew_exe())
+        .args(["store", "publish", &url])
+        .current_dir(elsewhere.path())
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(lost.code, 1);
+    assert!(lost.stderr.contains("no crew.toml in"), "{}", lost.stderr);
+}

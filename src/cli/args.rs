@@ -143,6 +143,10 @@ pub enum StoreCommand {
     },
     /// The agents that have a database role on the store.
     Agents { url: String },
+    /// Publish this repository's team (crew.toml: its text, names and `[limits]`) to the
+    /// store, for hosts that join it; once published, a message to or from a name not on the
+    /// team is refused there, as on files.
+    Publish { url: String },
 }
 
 #[derive(Debug, Subcommand)]

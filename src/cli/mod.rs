@@ -141,7 +141,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Replay { file } => run_team::replay(&file),
         Command::Skills(cmd) => skills::run(&project::Project::find(&start)?, cmd),
         Command::Memory(cmd) => memory::run(&project::Project::find(&start)?, cmd),
-        Command::Store(cmd) => store::run(cmd),
+        Command::Store(cmd) => store::run(cmd, &start),
         Command::Demo(args) => demo::run(args),
         Command::Mcp(args) => mcp::run(project::Project::find(&start)?, &args.name),
         Command::SandboxExec(args) => {

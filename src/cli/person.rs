@@ -63,6 +63,8 @@ fn acts_for_the_team(command: Option<&Command>) -> Option<&'static str> {
         Command::Store(StoreCommand::Status { .. } | StoreCommand::Agents { .. }) => None,
         // Makes who may log in as an agent.
         Command::Store(StoreCommand::AddAgent { .. }) => Some("store add-agent"),
+        // Changes the team every host works to.
+        Command::Store(StoreCommand::Publish { .. }) => Some("store publish"),
         // Changes the schema of the store the whole team works in.
         Command::Store(StoreCommand::Migrate { .. }) => Some("store migrate"),
         Command::Send(_) => Some("send"),

@@ -1,8 +1,9 @@
-//! `crew store migrate | status | add-agent | agents URL`: the team store on a PostgreSQL
-//! server (issue #24; crew's team still runs on the file store). Both try the server once first, so a wrong or
+//! `crew store migrate | status | add-agent | agents | publish URL`: the team store on a
+//! PostgreSQL server (issue #24; crew's team still runs on the file store). Both try the server once first, so a wrong or
 //! unreachable URL is said at once, naming the server, not after a minute of retries.
 
 use std::cmp::Ordering;
+use std::path::Path;
 
 use anyhow::Context;
 
@@ -10,7 +11,7 @@ use crate::cli::args::StoreCommand;
 use crew_protocol::AgentName;
 use crew_store_pg::{Connection, PgStore, SCHEMA_VERSION};
 
-pub fn run(cmd: StoreCommand) -> anyhow::Result<()> {
+pub fn run(cmd: StoreCommand, start: &Path) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -26,6 +27,7 @@ pub fn run(cmd: StoreCommand) -> anyhow::Result<()> {
                 password_env,
             } => add_agent(&url, &name, !no_code, password_env.as_deref()).await,
             StoreCommand::Agents { url } => agents(&url).await,
+            StoreCommand::Publish { url } => publish(&url, start).await,
         }
     })
 }
@@ -36,6 +38,22 @@ async fn reach(url: &str) -> anyhow::Result<PgStore> {
     let store = PgStore::connect(url, 1)?;
     store.reach().await?;
     Ok(store)
+}
+
+/// The store at `url`, once it answered and is at this crew's schema version (what every
+/// command but `migrate` and `status` needs).
+async fn reach_current(url: &str) -> anyhow::Result<PgStore> {
+    let store = reach(url).await?;
+    let version = store.status().await?.version;
+    match version.cmp(&SCHEMA_VERSION) {
+        Ordering::Equal => Ok(store),
+        Ordering::Less => anyhow::bail!(
+            "the store is at schema version {version}, this crew's is {SCHEMA_VERSION}: run `crew store migrate {url}` first"
+        ),
+        Ordering::Greater => anyhow::bail!(
+            "the store is at schema version {version}, newer than this crew's {SCHEMA_VERSION}: upgrade crew"
+        ),
+    }
 }
 
 async fn migrate(url: &str) -> anyhow::Result<()> {
@@ -88,7 +106,7 @@ async fn add_agent(
             })
         })
         .transpose()?;
-    let store = reach(url).await?;
+    let store = reach_current(url).await?;
     let role = store.add_agent(&agent, writes, password.as_deref()).await?;
     let completes = if role.writes {
         "writes code: its tasks are completed only by your merge"
@@ -107,7 +125,7 @@ async fn add_agent(
 }
 
 async fn agents(url: &str) -> anyhow::Result<()> {
-    let roles = reach(url).await?.agent_roles().await?;
+    let roles = reach_current(url).await?.agent_roles().await?;
     if roles.is_empty() {
         println!("no agent has a role yet: crew store add-agent URL NAME");
     }
@@ -119,5 +137,24 @@ async fn agents(url: &str) -> anyhow::Result<()> {
         };
         println!("{}\t{}\t{writes}", role.agent, role.role);
     }
+    Ok(())
+}
+
+async fn publish(url: &str, start: &Path) -> anyhow::Result<()> {
+    let project = crate::cli::project::Project::find(start)?;
+    let file = project.workspace.root().join(crew_config::FILE_NAME);
+    let toml =
+        std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+    let store = reach_current(url).await?;
+    let team = store
+        .publish_team(&toml, &project.roster, project.config.limits)
+        .await?;
+    let names: Vec<&str> = team.roster.names().iter().map(AgentName::as_str).collect();
+    println!(
+        "published {} to the store at {}: team {}",
+        file.display(),
+        team.published_at,
+        names.join(", ")
+    );
     Ok(())
 }

@@ -9,6 +9,7 @@
 use std::time::{Duration, SystemTime};
 
 use tokio_postgres::Row;
+use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
 
 use crew_protocol::{AgentName, MessageKind, RequestId};
@@ -97,6 +98,9 @@ impl PgStore {
                             &[&message.id],
                         )
                         .await?
+                }
+                Err(e) if e.code().map(SqlState::code) == Some(NOT_ON_TEAM) => {
+                    return Err(not_on_team(&client, &e).await);
                 }
                 Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) => {
                     // The one-answer-per-request index: someone answered first. The
@@ -267,6 +271,39 @@ impl PgStore {
             by: first.map(|m| m.from.to_string()).unwrap_or_default(),
         }
         .into()
+    }
+}
+
+/// The SQLSTATE of schema 5's trigger refusing a name that is not on the published team.
+const NOT_ON_TEAM: &str = "CRW01";
+
+/// The refusal for a message the team trigger refused, as the file store words it (which
+/// side, the name, the valid names).
+async fn not_on_team(
+    client: &deadpool_postgres::Object,
+    e: &tokio_postgres::Error,
+) -> PgStoreError {
+    let Some(db) = e.as_db_error() else {
+        return PgStoreError::Pool(e.to_string());
+    };
+    let role = if db.column() == Some("sender") {
+        "sender"
+    } else {
+        "recipient"
+    };
+    let name = db
+        .message()
+        .strip_prefix(role)
+        .and_then(|rest| rest.strip_suffix(" is not on the team"))
+        .unwrap_or_default()
+        .trim();
+    match crate::team::read_team(client).await {
+        Ok(Some(team)) => match team.roster.check(role, name) {
+            Err(refusal) => refusal.into(),
+            Ok(()) => PgStoreError::NotPermitted(db.message().to_string()),
+        },
+        Ok(None) => PgStoreError::NotPermitted(db.message().to_string()),
+        Err(e) => e,
     }
 }
 

@@ -14,6 +14,7 @@ pub mod roles;
 pub mod schema;
 pub mod store;
 pub mod tasks;
+pub mod team;
 mod tls;
 pub mod wakeups;
 
@@ -21,4 +22,5 @@ pub use error::PgStoreError;
 pub use inbox::Position;
 pub use schema::{SCHEMA_VERSION, migrate};
 pub use store::{Connection, PgStore, StoreStatus};
+pub use team::PublishedTeam;
 pub use wakeups::Wakeups;

@@ -113,8 +113,8 @@ impl PgStore {
                  GRANT USAGE ON SCHEMA public TO {quoted};
                  -- Before PostgreSQL 15 everyone may create in `public`: no agent may.
                  REVOKE CREATE ON SCHEMA public FROM PUBLIC;
-                 GRANT SELECT ON crew_schema, tasks, messages, inbox_cursors, agents, agent_roles
-                     TO {quoted};
+                 GRANT SELECT ON crew_schema, tasks, messages, inbox_cursors, agents, agent_roles,
+                     team_config TO {quoted};
                  GRANT INSERT, UPDATE ON tasks, inbox_cursors, agents TO {quoted};
                  GRANT INSERT ON messages TO {quoted};
                  GRANT USAGE ON SEQUENCE tasks_id_seq, messages_seq_seq TO {quoted};"

@@ -245,6 +245,49 @@ const MIGRATIONS: &[&str] = &[
     CREATE POLICY agents_own ON agents FOR ALL
         USING (name = crew_agent()) WITH CHECK (name = crew_agent());
     "#,
+    // 5: the team as the person published it (`crew store publish`: crew.toml's text, the
+    // names on the team, its `[limits]`), read by hosts that join. Once published, a message
+    // to or from a name not on the team is refused, as on files; agents may only read it.
+    r#"
+    CREATE TABLE team_config (
+        only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row),
+        toml text NOT NULL,
+        roster text[] NOT NULL,
+        limits jsonb NOT NULL,
+        published_at timestamptz NOT NULL DEFAULT now()
+    );
+
+    -- Whether `who` may send or receive: the person always; anyone before a team is published.
+    CREATE FUNCTION crew_on_team(who text) RETURNS boolean LANGUAGE sql STABLE AS $$
+        SELECT who = 'user' OR coalesce((SELECT who = ANY(roster) FROM team_config), true)
+    $$;
+
+    CREATE FUNCTION crew_check_names() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF NOT crew_on_team(NEW.sender) THEN
+            RAISE EXCEPTION 'sender % is not on the team', NEW.sender
+                USING ERRCODE = 'CRW01', COLUMN = 'sender';
+        END IF;
+        IF NOT crew_on_team(NEW.recipient) THEN
+            RAISE EXCEPTION 'recipient % is not on the team', NEW.recipient
+                USING ERRCODE = 'CRW01', COLUMN = 'recipient';
+        END IF;
+        RETURN NEW;
+    END
+    $$;
+    CREATE TRIGGER messages_on_team BEFORE INSERT ON messages
+        FOR EACH ROW EXECUTE FUNCTION crew_check_names();
+
+    -- Agents given a role before this version read the team too.
+    DO $$
+    DECLARE r record;
+    BEGIN
+        FOR r IN SELECT role FROM agent_roles LOOP
+            EXECUTE format('GRANT SELECT ON team_config TO %I', r.role);
+        END LOOP;
+    END
+    $$;
+    "#,
 ];
 
 /// The schema version this binary knows.

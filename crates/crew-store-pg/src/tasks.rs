@@ -26,10 +26,14 @@ pub(crate) const TASKS_CHANNEL: &str = "crew_tasks";
 
 impl PgStore {
     /// Adds a pending task, its fields checked as on files (`NewTask::checked`, with the
-    /// default limits: crew.toml's `[limits]` are not in the store yet); every blocker must
+    /// published team's `[limits]`, the defaults before one is published); every blocker must
     /// exist.
     pub async fn create_task(&self, new: NewTask) -> Result<Task, PgStoreError> {
-        let new = new.checked::<PgStoreError>(&Limits::default())?;
+        let limits = self
+            .team()
+            .await?
+            .map_or_else(Limits::default, |t| t.limits);
+        let new = new.checked::<PgStoreError>(&limits)?;
         // A key this process read is stored redacted, as every task file is.
         let (subject, description) = (redact(&new.subject), redact(&new.description));
         let key = token();

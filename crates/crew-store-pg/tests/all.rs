@@ -9,5 +9,6 @@ mod inbox;
 mod restart;
 mod roles;
 mod schema;
+mod team;
 mod tls;
 mod wakeups;

@@ -21,19 +21,28 @@ use crate::common::name;
 const LONG: Duration = Duration::from_secs(600);
 const CLAIMERS: usize = 6;
 
-fn file_store() -> (tempfile::TempDir, FileStore) {
-    let dir = tempfile::tempdir().unwrap();
+/// The same team on both: on PostgreSQL as the person publishes it.
+fn roster() -> Roster {
     let team = ["lead", "alice", "bob"]
         .into_iter()
         .map(str::to_string)
         .chain((0..CLAIMERS).map(|k| format!("w{k}")))
         .map(|n| name(&n));
-    let store = FileStore::new(Workspace::new(dir.path()), Roster::new(team));
+    Roster::new(team)
+}
+
+fn file_store() -> (tempfile::TempDir, FileStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = FileStore::new(Workspace::new(dir.path()), roster());
     (dir, store)
 }
 
 async fn pg_store() -> Option<(PgCluster, PgStore)> {
     let (cluster, store) = crate::common::store(16).await?;
+    store
+        .publish_team("[team]\n", &roster(), crew_store::Limits::default())
+        .await
+        .unwrap();
     Some((cluster, store.with_lease(LONG)))
 }
 
@@ -71,6 +80,7 @@ conformance!(
     a_key_this_process_read_is_stored_redacted,
     an_agents_latest_status_replaces_the_one_before_and_reads_back_whole,
     a_review_keeps_the_verdict_and_ends_merged_sent_back_or_discarded,
+    a_message_to_or_from_a_name_not_on_the_team_is_refused_naming_the_team,
 );
 
 fn refusal<E: BackendError>(result: Result<impl std::fmt::Debug, E>) -> Refusal {
@@ -896,4 +906,28 @@ async fn a_review_keeps_the_verdict_and_ends_merged_sent_back_or_discarded<S: Te
         refusal(store.send_back(dropped, &USER, "too late").await),
         Refusal::NotInReview { .. }
     ));
+}
+
+/// A misspelt name is a refusal that names which side and the valid names, never a new inbox;
+/// the person is always on the team.
+async fn a_message_to_or_from_a_name_not_on_the_team_is_refused_naming_the_team<S: TeamStore>(
+    store: S,
+) {
+    let (lead, ghost, alice) = (name("lead"), name("alcie"), name("alice"));
+    for (draft, side) in [
+        (Draft::new(lead.clone(), ghost.clone()), "recipient"),
+        (Draft::new(ghost.clone(), lead.clone()), "sender"),
+    ] {
+        match refusal(store.send(draft).await) {
+            Refusal::UnknownAgent { role, name, valid } => {
+                assert_eq!((role, name.as_str()), (side, "alcie"));
+                assert!(valid.contains(&alice) && valid.contains(&USER), "{valid:?}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(store.inbox(&ghost).await.unwrap().is_empty());
+    store.send(Draft::new(USER, lead.clone())).await.unwrap();
+    store.send(Draft::new(lead.clone(), USER)).await.unwrap();
+    assert_eq!(store.inbox(&lead).await.unwrap().len(), 1);
 }

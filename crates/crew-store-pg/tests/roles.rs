@@ -356,6 +356,23 @@ async fn an_agents_status_and_inbox_cursor_are_its_own_and_the_schema_is_the_per
         let why = raw_refused(&alice, sql).await;
         eprintln!("{sql}: refused: {why}");
     }
+    // The team is the person's to publish; an agent reads it.
+    let roster = crew_store::Roster::new([a.clone(), b.clone()]);
+    person
+        .publish_team("[team]\n", &roster, crew_store::Limits::default())
+        .await
+        .unwrap();
+    assert_eq!(alice.team().await.unwrap().unwrap().roster, roster);
+    let why = refused(
+        alice
+            .publish_team(
+                "[team]\n",
+                &crew_store::Roster::new([a.clone()]),
+                crew_store::Limits::default(),
+            )
+            .await,
+    );
+    eprintln!("publishing as alice: refused: {why}");
     assert!(matches!(
         alice.add_agent(&name("mallory"), false, None).await,
         Err(PgStoreError::NotThePerson { .. })
