@@ -8,6 +8,11 @@ pub enum PgStoreError {
     BadUrl { url: String, reason: String },
     #[error("PostgreSQL: {0}")]
     Postgres(#[from] tokio_postgres::Error),
+    /// Every pooled connection stayed in use for the whole wait: more callers than
+    /// connections, each holding its own far longer than an operation takes. Final, not
+    /// retried: waiting longer would not free one.
+    #[error("no pooled connection to the store came free within {secs}s (all in use)")]
+    PoolExhausted { secs: u64 },
     #[error("TLS to the store: {0}")]
     Tls(String),
     #[error("PostgreSQL connection pool: {0}")]
@@ -51,6 +56,9 @@ impl From<deadpool_postgres::PoolError> for PgStoreError {
     fn from(e: deadpool_postgres::PoolError) -> Self {
         match e {
             deadpool_postgres::PoolError::Backend(e) => PgStoreError::Postgres(e),
+            deadpool_postgres::PoolError::Timeout(_) => PgStoreError::PoolExhausted {
+                secs: crate::store::POOL_WAIT.as_secs(),
+            },
             other => PgStoreError::Pool(other.to_string()),
         }
     }

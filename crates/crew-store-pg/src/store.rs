@@ -19,6 +19,10 @@ const GIVE_UP_AFTER: Duration = Duration::from_secs(60);
 /// How long a claim made through the `TeamStore` interface holds its task without a heartbeat.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(60);
 
+/// Longest a caller waits for a pooled connection to come free (`PoolExhausted` after): an
+/// operation holds one for milliseconds, so this is a fault, never a queue.
+pub(crate) const POOL_WAIT: Duration = Duration::from_secs(30);
+
 /// How long `reach` waits for a server that does not answer at all.
 const REACH_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -78,6 +82,8 @@ impl PgStore {
         );
         let pool = Pool::builder(manager)
             .max_size(max_connections.max(1))
+            .wait_timeout(Some(POOL_WAIT))
+            .runtime(deadpool_postgres::Runtime::Tokio1)
             .build()
             .map_err(|e| PgStoreError::Pool(e.to_string()))?;
         Ok(PgStore {

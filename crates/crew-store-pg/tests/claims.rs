@@ -399,3 +399,22 @@ async fn refusals_never_wait_for_a_second_connection_while_holding_one() {
         );
     }
 }
+
+/// A caller that finds every pooled connection held for good is told so after the pool's wait
+/// (30 s), not left hanging: the fault is named, and nothing is retried.
+#[tokio::test]
+async fn an_exhausted_pool_is_an_error_naming_it_not_a_hang() {
+    let Some((_cluster, store)) = store(1).await else {
+        return;
+    };
+    let held = store.client().await.unwrap();
+    let waited = tokio::time::timeout(Duration::from_secs(120), store.tasks())
+        .await
+        .expect("hung on an exhausted pool");
+    assert!(
+        matches!(waited, Err(PgStoreError::PoolExhausted { secs: 30 })),
+        "{waited:?}"
+    );
+    drop(held);
+    assert!(store.tasks().await.unwrap().is_empty());
+}
