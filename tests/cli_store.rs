@@ -72,7 +72,8 @@ fn migrate_brings_the_schema_to_this_crews_version_and_refuses_a_newer_one() {
         ok(&["store", "status", &url]),
         format!(
             "schema version: {SCHEMA_VERSION}\nthis crew's schema version: {SCHEMA_VERSION}\n\
-             tasks: 1\nmessages: 2\nconnection: not encrypted (the server offers no TLS)\n"
+             tasks: 1\nmessages: 2\nconnection: not encrypted (the server offers no TLS)\n\
+             agents: none heard from yet\n"
         )
     );
 
@@ -345,4 +346,67 @@ fn publish_puts_the_teams_crew_toml_names_and_limits_in_the_store() {
         .into();
     assert_eq!(lost.code, 1);
     assert!(lost.stderr.contains("no crew.toml in"), "{}", lost.stderr);
+}
+
+#[test]
+fn status_lists_each_agent_heard_from_and_the_leases_it_holds_by_the_servers_clock() {
+    let Some(cluster) = crew_test_support::postgres::start() else {
+        return;
+    };
+    let url = cluster.url();
+    ok(&["store", "migrate", &url]);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let store = PgStore::connect(&url, 1).unwrap();
+    let (alice, silent) = (
+        AgentName::parse("alice").unwrap(),
+        AgentName::parse("h1w0").unwrap(),
+    );
+    runtime.block_on(async {
+        for subject in ["held", "lapsed"] {
+            store
+                .create_task(NewTask {
+                    subject: subject.into(),
+                    ..NewTask::default()
+                })
+                .await
+                .unwrap();
+        }
+        store
+            .write_status(&crew_store::AgentStatus::new(
+                &alice,
+                crew_store::AgentState::Work,
+            ))
+            .await
+            .unwrap();
+        let claim = |name| crew_store::Claimant { name, role: None };
+        store
+            .claim_next(claim(&alice), std::time::Duration::from_secs(600))
+            .await
+            .unwrap();
+        // A host that went silent: its lease already past.
+        store
+            .claim_next(claim(&silent), std::time::Duration::from_millis(1))
+            .await
+            .unwrap();
+    });
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let said = ok(&["store", "status", &url]);
+    let agents = said
+        .split_once("agents:\n")
+        .map(|(_, a)| a)
+        .unwrap_or_default();
+    let lines: Vec<&str> = agents.lines().collect();
+    assert_eq!(lines.len(), 2, "{said}");
+    // Seconds are the server's, rounded: a slow machine may say 1s where a fast one says 0s.
+    assert!(
+        lines[0].starts_with("  alice  WORK  heard ")
+            && lines[0].contains("s ago  task_1 (lease ")
+            && lines[0].ends_with("s left)"),
+        "{said}"
+    );
+    assert!(
+        lines[1].starts_with("  h1w0  (no status)  task_2 (lease lapsed ")
+            && lines[1].ends_with("s ago: claimable again)"),
+        "{said}"
+    );
 }

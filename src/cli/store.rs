@@ -68,7 +68,8 @@ async fn migrate(url: &str) -> anyhow::Result<()> {
 }
 
 async fn status(url: &str) -> anyhow::Result<()> {
-    let status = reach(url).await?.status().await?;
+    let store = reach(url).await?;
+    let status = store.status().await?;
     let note = match (status.version, status.version.cmp(&SCHEMA_VERSION)) {
         (0, _) => " (never migrated: crew store migrate URL)",
         (_, Ordering::Less) => " (older than this crew's: crew store migrate URL)",
@@ -89,6 +90,9 @@ async fn status(url: &str) -> anyhow::Result<()> {
         }
     };
     println!("connection: {connection}");
+    if status.version > 0 {
+        print_agents(&store.agents_seen().await?);
+    }
     Ok(())
 }
 
@@ -157,4 +161,36 @@ async fn publish(url: &str, start: &Path) -> anyhow::Result<()> {
         names.join(", ")
     );
     Ok(())
+}
+
+/// Each agent the store knows, by the server's clock: its state, how long since it was last
+/// heard from, and each lease it holds — a lapsed one means its host went silent and the task
+/// is claimable again.
+fn print_agents(agents: &[crew_store_pg::AgentSeen]) {
+    if agents.is_empty() {
+        println!("agents: none heard from yet");
+        return;
+    }
+    println!("agents:");
+    for agent in agents {
+        let mut line = format!("  {}", agent.name);
+        match (&agent.status, agent.heard_secs) {
+            (Some(status), Some(secs)) => {
+                line.push_str(&format!("  {}  heard {}s ago", status.state, secs.round()));
+            }
+            _ => line.push_str("  (no status)"),
+        }
+        for lease in &agent.leases {
+            let secs = lease.secs_left.abs().round();
+            if lease.secs_left >= 0.0 {
+                line.push_str(&format!("  {} (lease {secs}s left)", lease.task));
+            } else {
+                line.push_str(&format!(
+                    "  {} (lease lapsed {secs}s ago: claimable again)",
+                    lease.task
+                ));
+            }
+        }
+        println!("{line}");
+    }
 }

@@ -18,6 +18,7 @@ pub mod team;
 mod tls;
 pub mod wakeups;
 
+pub use agents::{AgentSeen, Lease};
 pub use error::PgStoreError;
 pub use inbox::Position;
 pub use schema::{SCHEMA_VERSION, migrate};

@@ -336,7 +336,7 @@ fn ids_to_sql(ids: &[TaskId]) -> Result<Vec<i64>, PgStoreError> {
     ids.iter().map(|id| id_to_sql(*id)).collect()
 }
 
-fn id_from_sql(id: i64) -> Result<TaskId, PgStoreError> {
+pub(crate) fn id_from_sql(id: i64) -> Result<TaskId, PgStoreError> {
     u64::try_from(id)
         .map(TaskId)
         .map_err(|e| PgStoreError::BadRow {
