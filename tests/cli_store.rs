@@ -161,9 +161,18 @@ fn add_agent_makes_a_login_role_whose_password_is_never_stored_or_logged_as_give
         )
     );
     ok(&["store", "add-agent", &url, "carol", "--no-code"]);
+    let lead = ok(&["store", "add-agent", &url, "lead", "--no-code", "--lead"]);
+    assert!(
+        lead.starts_with(
+            "agent lead: database role crew_postgres_lead (writes no code: completes its own \
+             tasks; the lead: assigns and edits tasks)\n"
+        ),
+        "{lead}"
+    );
     assert_eq!(
         ok(&["store", "agents", &url]),
-        "alice\tcrew_postgres_alice\twrites code\ncarol\tcrew_postgres_carol\tno code\n"
+        "alice\tcrew_postgres_alice\twrites code\ncarol\tcrew_postgres_carol\tno code\n\
+         lead\tcrew_postgres_lead\tno code\tlead\n"
     );
 
     // The role logs in with that password, and with no other.

@@ -136,6 +136,10 @@ pub enum StoreCommand {
         /// tasks. Without it, the agent's tasks are completed only by the person's merge.
         #[arg(long)]
         no_code: bool,
+        /// The agent is the team's lead: it assigns tasks and edits any pending task's subject,
+        /// description and blockers (any other agent edits only its own task's description).
+        #[arg(long)]
+        lead: bool,
         /// The environment variable holding the role's password (never on the command line);
         /// without it the role has none, and the server's own auth (peer, cert) decides.
         #[arg(long, value_name = "VAR")]

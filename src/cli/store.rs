@@ -1,6 +1,7 @@
 //! `crew store migrate | status | add-agent | agents | publish URL`: the team store on a
-//! PostgreSQL server (issue #24; crew's team still runs on the file store). Both try the server once first, so a wrong or
-//! unreachable URL is said at once, naming the server, not after a minute of retries.
+//! PostgreSQL server (issue #24; crew's team still runs on the file store). Each tries the
+//! server once first, so a wrong or unreachable URL is said at once, naming the server, not
+//! after a minute of retries.
 
 use std::cmp::Ordering;
 use std::path::Path;
@@ -9,7 +10,7 @@ use anyhow::Context;
 
 use crate::cli::args::StoreCommand;
 use crew_protocol::AgentName;
-use crew_store_pg::{Connection, PgStore, SCHEMA_VERSION};
+use crew_store_pg::{AgentRights, Connection, PgStore, SCHEMA_VERSION};
 
 pub fn run(cmd: StoreCommand, start: &Path) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -24,8 +25,15 @@ pub fn run(cmd: StoreCommand, start: &Path) -> anyhow::Result<()> {
                 url,
                 name,
                 no_code,
+                lead,
                 password_env,
-            } => add_agent(&url, &name, !no_code, password_env.as_deref()).await,
+            } => {
+                let rights = AgentRights {
+                    writes: !no_code,
+                    leads: lead,
+                };
+                add_agent(&url, &name, rights, password_env.as_deref()).await
+            }
             StoreCommand::Agents { url } => agents(&url).await,
             StoreCommand::Publish { url } => publish(&url, start).await,
         }
@@ -99,7 +107,7 @@ async fn status(url: &str) -> anyhow::Result<()> {
 async fn add_agent(
     url: &str,
     name: &str,
-    writes: bool,
+    rights: AgentRights,
     password_env: Option<&str>,
 ) -> anyhow::Result<()> {
     let agent = AgentName::parse(name).with_context(|| format!("agent name {name:?}"))?;
@@ -111,13 +119,21 @@ async fn add_agent(
         })
         .transpose()?;
     let store = reach_current(url).await?;
-    let role = store.add_agent(&agent, writes, password.as_deref()).await?;
-    let completes = if role.writes {
+    let role = store.add_agent(&agent, rights, password.as_deref()).await?;
+    let completes = if role.rights.writes {
         "writes code: its tasks are completed only by your merge"
     } else {
         "writes no code: completes its own tasks"
     };
-    println!("agent {agent}: database role {} ({completes})", role.role);
+    let leads = if role.rights.leads {
+        "; the lead: assigns and edits tasks"
+    } else {
+        ""
+    };
+    println!(
+        "agent {agent}: database role {} ({completes}{leads})",
+        role.role
+    );
     println!("it connects with {}", store.url_as(&role.role));
     match password_env {
         Some(var) => println!(
@@ -134,12 +150,13 @@ async fn agents(url: &str) -> anyhow::Result<()> {
         println!("no agent has a role yet: crew store add-agent URL NAME");
     }
     for role in roles {
-        let writes = if role.writes {
+        let writes = if role.rights.writes {
             "writes code"
         } else {
             "no code"
         };
-        println!("{}\t{}\t{writes}", role.agent, role.role);
+        let leads = if role.rights.leads { "\tlead" } else { "" };
+        println!("{}\t{}\t{writes}{leads}", role.agent, role.role);
     }
     Ok(())
 }

@@ -51,6 +51,9 @@ struct Host {
 }
 
 pub fn run(url: &str, plan: &Plan, as_json: bool) -> anyhow::Result<()> {
+    if plan.hosts == 0 || plan.workers == 0 {
+        bail!("--hosts and --workers must be at least 1");
+    }
     for (what, host) in [
         ("--kill-host", plan.kill_host),
         ("--freeze-host", plan.freeze_host),

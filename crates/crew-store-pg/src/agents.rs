@@ -5,6 +5,7 @@
 use crew_protocol::AgentName;
 use crew_store::AgentStatus;
 
+use crate::json::{from_json, to_json};
 use crate::tasks::{id_from_sql, name_from_sql};
 use crate::{PgStore, PgStoreError};
 
@@ -12,11 +13,7 @@ impl PgStore {
     /// Keeps `status` as its agent's latest, replacing the one before.
     pub async fn write_status(&self, status: &AgentStatus) -> Result<(), PgStoreError> {
         let name = status.name.to_string();
-        let json = serde_json::to_value(status).map_err(|e| PgStoreError::BadRow {
-            what: "agent status",
-            value: name.clone(),
-            reason: e.to_string(),
-        })?;
+        let json = to_json("agent status", &name, status)?;
         self.retry(|| async {
             let client = self.client().await?;
             let upsert = client
@@ -45,14 +42,7 @@ impl PgStore {
             let Some(row) = client.query_opt(&select, &[&name]).await? else {
                 return Ok(None);
             };
-            let json: serde_json::Value = row.try_get(0)?;
-            serde_json::from_value(json.clone())
-                .map(Some)
-                .map_err(|e| PgStoreError::BadRow {
-                    what: "agent status",
-                    value: json.to_string(),
-                    reason: e.to_string(),
-                })
+            from_json("agent status", row.try_get(0)?).map(Some)
         })
         .await
     }
@@ -80,16 +70,9 @@ impl PgStore {
             let mut seen: Vec<AgentSeen> = Vec::new();
             for row in &statuses {
                 let name: String = row.try_get(0)?;
-                let json: serde_json::Value = row.try_get(1)?;
-                let status =
-                    serde_json::from_value(json.clone()).map_err(|e| PgStoreError::BadRow {
-                        what: "agent status",
-                        value: json.to_string(),
-                        reason: e.to_string(),
-                    })?;
                 seen.push(AgentSeen {
                     name: name_from_sql("agent name", &name)?,
-                    status: Some(status),
+                    status: Some(from_json("agent status", row.try_get(1)?)?),
                     heard_secs: Some(row.try_get(2)?),
                     leases: Vec::new(),
                 });

@@ -100,9 +100,9 @@ impl PgStore {
                         .await?
                 }
                 Err(e) if e.code().map(SqlState::code) == Some(NOT_ON_TEAM) => {
-                    return Err(not_on_team(&client, &e).await);
+                    return Err(not_on_team(&client, &e, message).await);
                 }
-                Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::UNIQUE_VIOLATION) => {
+                Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
                     // The one-answer-per-request index: someone answered first. The
                     // connection goes back first: reading who needs one of its own.
                     drop(client);
@@ -277,32 +277,23 @@ impl PgStore {
 /// The SQLSTATE of schema 5's trigger refusing a name that is not on the published team.
 const NOT_ON_TEAM: &str = "CRW01";
 
-/// The refusal for a message the team trigger refused, as the file store words it (which
-/// side, the name, the valid names).
+/// The refusal for `message`, which the team trigger refused, as the file store words it
+/// (which side, the name, the valid names); the trigger names the side in its error's column.
 async fn not_on_team(
     client: &deadpool_postgres::Object,
     e: &tokio_postgres::Error,
+    message: &Message,
 ) -> PgStoreError {
-    let Some(db) = e.as_db_error() else {
-        return PgStoreError::Pool(e.to_string());
+    let (role, name) = match e.as_db_error().and_then(|db| db.column()) {
+        Some("sender") => ("sender", &message.from),
+        _ => ("recipient", &message.to),
     };
-    let role = if db.column() == Some("sender") {
-        "sender"
-    } else {
-        "recipient"
-    };
-    let name = db
-        .message()
-        .strip_prefix(role)
-        .and_then(|rest| rest.strip_suffix(" is not on the team"))
-        .unwrap_or_default()
-        .trim();
     match crate::team::read_team(client).await {
-        Ok(Some(team)) => match team.roster.check(role, name) {
-            Err(refusal) => refusal.into(),
-            Ok(()) => PgStoreError::NotPermitted(db.message().to_string()),
+        Ok(team) => match team.map(|t| t.roster.check(role, name)) {
+            Some(Err(refusal)) => refusal.into(),
+            // Republished between the insert and this read: say what the database said.
+            _ => PgStoreError::NotPermitted(e.to_string()),
         },
-        Ok(None) => PgStoreError::NotPermitted(db.message().to_string()),
         Err(e) => e,
     }
 }

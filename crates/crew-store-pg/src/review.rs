@@ -10,6 +10,7 @@ use crew_protocol::{AgentName, TaskId};
 use crew_store::task::now_rfc3339;
 use crew_store::{Refusal, ReviewerVerdict, Status, Task, TaskCommits};
 
+use crate::json::to_json;
 use crate::tasks::{TASK_COLUMNS, id_to_sql, read_task, task_from_row};
 use crate::{PgStore, PgStoreError};
 
@@ -22,8 +23,9 @@ impl PgStore {
         branch: &str,
         start: &str,
     ) -> Result<Task, PgStoreError> {
-        let commits = json(
-            id,
+        let commits = to_json(
+            "task commits",
+            &id.to_string(),
             &TaskCommits {
                 branch: branch.to_string(),
                 start: start.to_string(),
@@ -54,7 +56,7 @@ impl PgStore {
         id: TaskId,
         verdict: ReviewerVerdict,
     ) -> Result<Task, PgStoreError> {
-        let verdict = json(id, &verdict)?;
+        let verdict = to_json("task review", &id.to_string(), &verdict)?;
         self.while_in_review(id, "review = $2::jsonb", &verdict, None)
             .await
     }
@@ -148,12 +150,4 @@ impl PgStore {
         })
         .await
     }
-}
-
-fn json(id: TaskId, value: &impl serde::Serialize) -> Result<serde_json::Value, PgStoreError> {
-    serde_json::to_value(value).map_err(|e| PgStoreError::BadRow {
-        what: "task review",
-        value: id.to_string(),
-        reason: e.to_string(),
-    })
 }

@@ -18,8 +18,17 @@ pub struct AgentRole {
     /// `crew_<database>_<agent>`: roles are per server, so the team's database is in the name.
     pub role: String,
     pub agent: AgentName,
-    /// A writing teammate's tasks are completed only by the person's merge.
+    pub rights: AgentRights,
+}
+
+/// What the database lets an agent's role do beyond any teammate's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AgentRights {
+    /// It writes code: its tasks are completed only by the person's merge.
     pub writes: bool,
+    /// It is the lead: it assigns tasks and edits any pending task's subject, description and
+    /// blockers, as the lead may on files.
+    pub leads: bool,
 }
 
 impl PgStore {
@@ -30,7 +39,7 @@ impl PgStore {
     pub async fn add_agent(
         &self,
         agent: &AgentName,
-        writes: bool,
+        rights: AgentRights,
         password: Option<&str>,
     ) -> Result<AgentRole, PgStoreError> {
         if *agent == USER {
@@ -102,9 +111,9 @@ impl PgStore {
             ))
             .await?;
             tx.execute(
-                "INSERT INTO agent_roles (role, agent, writes) VALUES ($1, $2, $3)
-                 ON CONFLICT (role) DO UPDATE SET writes = excluded.writes",
-                &[&role, &agent.as_str(), &writes],
+                "INSERT INTO agent_roles (role, agent, writes, leads) VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (role) DO UPDATE SET writes = excluded.writes, leads = excluded.leads",
+                &[&role, &agent.as_str(), &rights.writes, &rights.leads],
             )
             .await?;
             let db = escape_identifier(&database);
@@ -124,7 +133,7 @@ impl PgStore {
             Ok(AgentRole {
                 role: role.clone(),
                 agent: agent.clone(),
-                writes,
+                rights,
             })
         })
         .await
@@ -137,7 +146,7 @@ impl PgStore {
                 .client()
                 .await?
                 .query(
-                    "SELECT role::text, agent, writes FROM agent_roles ORDER BY agent",
+                    "SELECT role::text, agent, writes, leads FROM agent_roles ORDER BY agent",
                     &[],
                 )
                 .await?;
@@ -147,7 +156,10 @@ impl PgStore {
                     Ok(AgentRole {
                         role: r.try_get(0)?,
                         agent: crate::tasks::name_from_sql("agent role", &agent)?,
-                        writes: r.try_get(2)?,
+                        rights: AgentRights {
+                            writes: r.try_get(2)?,
+                            leads: r.try_get(3)?,
+                        },
                     })
                 })
                 .collect()

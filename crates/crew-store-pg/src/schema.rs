@@ -130,7 +130,8 @@ const MIGRATIONS: &[&str] = &[
     // person's rights kept by the database itself. An agent connects as a role of its own
     // (`agent_roles`, made by `PgStore::add_agent`); the database owner is the person. Agents
     // cannot answer a permission request, answer for another, write as another, take another's
-    // live claim, or move a task out of review (merge, send back, discard): a hostile teammate
+    // live claim, edit another's task or what it waits for (the lead steers), forge its notes,
+    // or move a task out of review (merge, send back, discard): a hostile teammate
     // holding its own credentials and raw SQL is held to what crew's protocol allows it.
     r#"
     ALTER TABLE tasks ADD COLUMN review jsonb;
@@ -139,26 +140,34 @@ const MIGRATIONS: &[&str] = &[
         role name PRIMARY KEY,
         agent text NOT NULL UNIQUE,
         -- A writing teammate's task is completed only by the person's merge.
-        writes boolean NOT NULL
+        writes boolean NOT NULL,
+        -- The lead steers, as on files: it assigns tasks and edits what one is and waits for.
+        leads boolean NOT NULL DEFAULT false
     );
 
     -- The agent the connected role is; NULL for the person.
     CREATE FUNCTION crew_agent() RETURNS text LANGUAGE sql STABLE AS
         $$ SELECT agent FROM agent_roles WHERE role = current_user $$;
 
+    -- What an agent may change of a task, as the file store's `check_may_edit`, `assign`,
+    -- claims and finishes allow it; the person (no row in agent_roles) may change anything.
     CREATE FUNCTION crew_guard_task() RETURNS trigger LANGUAGE plpgsql AS $$
     DECLARE
         me text;
         writes boolean;
+        leads boolean;
+        lapsed boolean;
     BEGIN
-        SELECT a.agent, a.writes INTO me, writes FROM agent_roles a WHERE a.role = current_user;
+        SELECT a.agent, a.writes, a.leads INTO me, writes, leads
+        FROM agent_roles a WHERE a.role = current_user;
         IF me IS NULL THEN
             RETURN NEW;
         END IF;
         IF TG_OP = 'INSERT' THEN
             IF NEW.status <> 'pending' OR NEW.review IS NOT NULL OR NEW.commits IS NOT NULL
-               OR NEW.lease_until IS NOT NULL THEN
-                RAISE EXCEPTION 'agent % may add a task only as pending', me
+               OR NEW.lease_until IS NOT NULL OR NEW.result IS NOT NULL
+               OR cardinality(NEW.notes) > 0 OR (NEW.owner IS NOT NULL AND NOT leads) THEN
+                RAISE EXCEPTION 'agent % may add a task only as pending and unassigned', me
                     USING ERRCODE = '42501';
             END IF;
             RETURN NEW;
@@ -179,9 +188,24 @@ const MIGRATIONS: &[&str] = &[
             RAISE EXCEPTION 'task %: %, only the person changes a finished task (agent %)', OLD.id, OLD.status, me
                 USING ERRCODE = '42501';
         END IF;
-        IF OLD.status = 'in_progress' AND OLD.owner IS DISTINCT FROM me
-           AND NOT (OLD.lease_until < now()) THEN
+        lapsed := OLD.status = 'in_progress' AND OLD.lease_until < now();
+        IF OLD.status = 'in_progress' AND OLD.owner IS DISTINCT FROM me AND NOT lapsed THEN
             RAISE EXCEPTION 'task %: % holds it, agent % cannot change it', OLD.id, OLD.owner, me
+                USING ERRCODE = '42501';
+        END IF;
+        IF NOT leads AND (NEW.subject <> OLD.subject OR NEW.blocked_by <> OLD.blocked_by
+                          OR NEW.role IS DISTINCT FROM OLD.role) THEN
+            RAISE EXCEPTION 'task %: only the lead or the person changes its subject, role or blockers (agent %)', OLD.id, me
+                USING ERRCODE = '42501';
+        END IF;
+        IF NOT leads AND NEW.description <> OLD.description AND OLD.owner IS DISTINCT FROM me THEN
+            RAISE EXCEPTION 'task %: agent % may edit the description of its own task only', OLD.id, me
+                USING ERRCODE = '42501';
+        END IF;
+        -- Given back to the queue: by the lead, by its owner, or by anyone once its lease passed.
+        IF NEW.status = 'pending' AND NEW.owner IS DISTINCT FROM OLD.owner AND NOT leads
+           AND NOT (NEW.owner IS NULL AND (OLD.owner = me OR lapsed)) THEN
+            RAISE EXCEPTION 'task %: only the lead or the person assigns it (agent %)', OLD.id, me
                 USING ERRCODE = '42501';
         END IF;
         IF OLD.status = 'pending' AND OLD.owner IS NOT NULL AND OLD.owner <> me
@@ -199,6 +223,18 @@ const MIGRATIONS: &[&str] = &[
         END IF;
         IF NEW.status = 'completed' AND writes THEN
             RAISE EXCEPTION 'task %: agent % writes code, its task is completed only by the person merging it', OLD.id, me
+                USING ERRCODE = '42501';
+        END IF;
+        -- A result and commits are the owner's, set as it works and finishes; the notes are
+        -- the store's (a lapsed lease's) and the person's, so no agent can forge a
+        -- "sent back by user" note its teammate would read as the person's review.
+        IF (NEW.result IS DISTINCT FROM OLD.result OR NEW.commits IS DISTINCT FROM OLD.commits)
+           AND NOT (OLD.status = 'in_progress' AND OLD.owner = me) THEN
+            RAISE EXCEPTION 'task %: only its owner sets its result and commits (agent %)', OLD.id, me
+                USING ERRCODE = '42501';
+        END IF;
+        IF NEW.notes <> OLD.notes AND NOT lapsed THEN
+            RAISE EXCEPTION 'task %: agent % cannot write its notes', OLD.id, me
                 USING ERRCODE = '42501';
         END IF;
         IF NEW.review IS DISTINCT FROM OLD.review THEN

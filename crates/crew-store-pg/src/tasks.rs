@@ -14,6 +14,7 @@ use crew_protocol::{AgentName, TaskId};
 use crew_store::secrets::redact;
 use crew_store::{Claimant, Limits, NewTask, Refusal, ReviewerVerdict, Status, Task, TaskCommits};
 
+use crate::json::{from_json, to_json};
 use crate::store::token;
 use crate::{PgStore, PgStoreError};
 
@@ -193,15 +194,9 @@ impl PgStore {
     ) -> Result<Task, PgStoreError> {
         let id_sql = id_to_sql(id)?;
         let result = result.map(|r| redact(&r).into_owned());
-        let commits =
-            commits
-                .map(serde_json::to_value)
-                .transpose()
-                .map_err(|e| PgStoreError::BadRow {
-                    what: "task commits",
-                    value: id.to_string(),
-                    reason: e.to_string(),
-                })?;
+        let commits = commits
+            .map(|c| to_json("task commits", &id.to_string(), &c))
+            .transpose()?;
         let notify = match to {
             Status::Completed => format!(", pg_notify('{TASKS_CHANNEL}', '')"),
             _ => String::new(),
@@ -363,25 +358,13 @@ pub(crate) fn task_from_row(row: &Row) -> Result<Task, PgStoreError> {
             reason: e.to_string(),
         })?;
     let owner: Option<String> = row.try_get(4)?;
-    let commits = row
+    let commits: Option<TaskCommits> = row
         .try_get::<_, Option<serde_json::Value>>(11)?
-        .map(|c| {
-            serde_json::from_value::<TaskCommits>(c.clone()).map_err(|e| PgStoreError::BadRow {
-                what: "task commits",
-                value: c.to_string(),
-                reason: e.to_string(),
-            })
-        })
+        .map(|c| from_json("task commits", c))
         .transpose()?;
-    let review = row
+    let review: Option<ReviewerVerdict> = row
         .try_get::<_, Option<serde_json::Value>>(12)?
-        .map(|v| {
-            serde_json::from_value::<ReviewerVerdict>(v.clone()).map_err(|e| PgStoreError::BadRow {
-                what: "task review",
-                value: v.to_string(),
-                reason: e.to_string(),
-            })
-        })
+        .map(|v| from_json("task review", v))
         .transpose()?;
     let blocked_by: Vec<i64> = row.try_get(6)?;
     Ok(Task {

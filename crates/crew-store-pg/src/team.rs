@@ -7,6 +7,7 @@ use tokio_postgres::types::ToSql;
 use crew_protocol::AgentName;
 use crew_store::{Limits, Roster};
 
+use crate::json::{from_json, to_json};
 use crate::tasks::name_from_sql;
 use crate::{PgStore, PgStoreError};
 
@@ -32,11 +33,7 @@ impl PgStore {
         limits: Limits,
     ) -> Result<PublishedTeam, PgStoreError> {
         let names: Vec<&str> = roster.names().iter().map(AgentName::as_str).collect();
-        let limits_json = serde_json::to_value(limits).map_err(|e| PgStoreError::BadRow {
-            what: "team limits",
-            value: format!("{limits:?}"),
-            reason: e.to_string(),
-        })?;
+        let limits_json = to_json("team limits", "the team", &limits)?;
         self.retry(|| async {
             let params: [&(dyn ToSql + Sync); 3] = [&toml, &names, &limits_json];
             self.client()
@@ -84,12 +81,7 @@ pub(crate) async fn read_team(
             .map(|n| name_from_sql("team name", n))
             .collect::<Result<Vec<_>, _>>()?,
     );
-    let limits: serde_json::Value = row.try_get(2)?;
-    let limits = serde_json::from_value(limits.clone()).map_err(|e| PgStoreError::BadRow {
-        what: "team limits",
-        value: limits.to_string(),
-        reason: e.to_string(),
-    })?;
+    let limits = from_json("team limits", row.try_get(2)?)?;
     Ok(Some(PublishedTeam {
         toml: row.try_get(0)?,
         roster,
