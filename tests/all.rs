@@ -40,6 +40,7 @@ mod team_merge_queue;
 mod team_mixed_cli;
 mod team_plan;
 mod team_race;
+mod team_remote;
 mod team_resume;
 mod team_review;
 mod team_sandbox;

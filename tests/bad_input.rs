@@ -163,6 +163,10 @@ const CONFIG_FIXTURES: &[(&str, &str)] = &[
     ),
     ("missing_lead", "1:1: missing field `lead`"),
     (
+        "bad_remote",
+        "3:10: remote = \"ext::sh -c touch% /tmp/pwned\" names a git transport helper (`x::`); give a path or an ssh URL",
+    ),
+    (
         "negative_price",
         "6:82: a price is US dollars per million tokens (0 or more), not -10",
     ),

@@ -114,6 +114,9 @@ fn line(r: &Review) -> String {
     if let Some(verdict) = &r.verdict {
         text.push_str(&format!("  VERDICT {verdict}"));
     }
+    if let Some(why) = &r.unavailable {
+        text.push_str(&format!("  UNAVAILABLE: {}", output::one_line(why)));
+    }
     if !r.conflicts.is_empty() {
         text.push_str(&format!(
             "  CONFLICTS: {}",

@@ -119,6 +119,11 @@ pub struct TeamSection {
     /// The project's test command: reviewers may run it with their read-only bash.
     #[serde(default)]
     pub test_command: Option<String>,
+    /// The team's git remote (a bare repository: a path, or over ssh): teammates push their
+    /// task branches there and the person pushes the base branch after a merge, so hosts that
+    /// share no file system share commits.
+    #[serde(default)]
+    pub remote: Option<Spanned<String>>,
 }
 
 /// One agent as `crew.toml` declares it (`[lead]` or a `[[teammate]]` entry); the agent loop's
@@ -375,6 +380,22 @@ pub struct WorktreeConfig {
     pub auto_send_back_on_fail: bool,
 }
 
+/// What is wrong with `[team] remote`, if anything: git would read a leading `-` as an option,
+/// and `transport::` (`ext::`, `fd::`) runs a command rather than reaching a repository.
+fn remote_fault(url: &str) -> Option<&'static str> {
+    if url.trim().is_empty() {
+        Some("is empty: give a path or an ssh URL of a bare repository")
+    } else if url.starts_with('-') {
+        Some("starts with '-', which git would take as an option")
+    } else if url.chars().any(char::is_control) {
+        Some("holds a control character")
+    } else if url.contains("::") {
+        Some("names a git transport helper (`x::`); give a path or an ssh URL")
+    } else {
+        None
+    }
+}
+
 fn default_base_branch() -> String {
     "main".into()
 }
@@ -464,6 +485,14 @@ impl TeamConfig {
         }
         validate_name("team name", self.team.name.get_ref())
             .map_err(|e| err(self.team.name.span(), e.to_string()))?;
+        if let Some(remote) = &self.team.remote
+            && let Some(why) = remote_fault(remote.get_ref())
+        {
+            return Err(err(
+                remote.span(),
+                format!("remote = {:?} {why}", remote.get_ref()),
+            ));
+        }
         let mut seen = HashSet::new();
         for agent in self.agents() {
             let name = agent.name.get_ref();

@@ -140,7 +140,57 @@ pub(crate) fn stage_all(workdir: &Path, index: &Path) -> Option<(Oid, StagedInde
 
 /// Runs git on the repository named by its `-C` (and on `index` when given), never on one
 /// named by the environment.
-fn run(mut git: Command, index: Option<&Path>) -> Option<Output> {
+fn run(git: Command, index: Option<&Path>) -> Option<Output> {
+    match run_said(git, index) {
+        Ok(out) => Some(out),
+        Err(Failed::Refused(message)) => {
+            warn!(message, "git CLI failed; using libgit2");
+            None
+        }
+        Err(Failed::Missing) => {
+            debug!("git CLI not installed; using libgit2");
+            None
+        }
+        Err(Failed::NotRunnable(e)) => {
+            warn!(error = %e, "git CLI not runnable; using libgit2");
+            None
+        }
+    }
+}
+
+/// Why git gave no output.
+pub(crate) enum Failed {
+    /// It ran and said no: its standard error.
+    Refused(String),
+    Missing,
+    NotRunnable(std::io::Error),
+}
+
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failed::Refused(message) => f.write_str(message),
+            Failed::Missing => f.write_str("git is not installed (crew needs it for a remote)"),
+            Failed::NotRunnable(e) => write!(f, "git could not be run: {e}"),
+        }
+    }
+}
+
+/// `git -C dir` hardened as everywhere, for a command that talks to the team's remote: a
+/// local path is a remote like any other there (the hardening refuses local transports so
+/// that nothing a repository's files name is fetched; the team's remote is the person's).
+pub(crate) fn git_remote(dir: &Path) -> Command {
+    let mut git = git(dir);
+    // After the hardening's own `-c`: the last setting of a name wins.
+    // Never a prompt (the screen owns the terminal): ssh keys or an agent, as for any script.
+    git.args(["-c", "protocol.file.allow=always"])
+        .args(["-c", "core.sshCommand=ssh -o BatchMode=yes"])
+        .env("GIT_TERMINAL_PROMPT", "0");
+    git
+}
+
+/// Runs git as [`run`] does, saying why when it gives nothing.
+pub(crate) fn run_said(mut git: Command, index: Option<&Path>) -> Result<Output, Failed> {
     // crew may itself run under git (a hook, `git rebase --exec`) that set these.
     for var in [
         "GIT_DIR",
@@ -166,19 +216,13 @@ fn run(mut git: Command, index: Option<&Path>) -> Option<Output> {
     }
     git.stdin(Stdio::null());
     match git.output() {
-        Ok(out) if out.status.success() => Some(out),
+        Ok(out) if out.status.success() => Ok(out),
         Ok(out) => {
             let message = String::from_utf8_lossy(&out.stderr).trim().to_string();
-            warn!(?git, message, "git CLI failed; using libgit2");
-            None
+            debug!(?git, message, "git CLI failed");
+            Err(Failed::Refused(message))
         }
-        Err(e) if e.kind() == ErrorKind::NotFound => {
-            debug!("git CLI not installed; using libgit2");
-            None
-        }
-        Err(e) => {
-            warn!(error = %e, "git CLI not runnable; using libgit2");
-            None
-        }
+        Err(e) if e.kind() == ErrorKind::NotFound => Err(Failed::Missing),
+        Err(e) => Err(Failed::NotRunnable(e)),
     }
 }

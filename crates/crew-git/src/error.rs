@@ -138,6 +138,26 @@ pub enum GitError {
         source: std::io::Error,
     },
 
+    /// git, run on the team's remote (`[team] remote`), failed or is not installed.
+    #[error("git {action} {url} failed: {message}")]
+    Remote {
+        action: &'static str,
+        url: String,
+        message: String,
+    },
+
+    /// The team's remote does not hold the commit a task records: its branch there was never
+    /// pushed, or was moved (by whoever else may push there) off what the teammate recorded.
+    #[error(
+        "the team's remote {url} has no commit {head} on {reference} (the task's recorded head); \
+         nothing was changed"
+    )]
+    RemoteLacks {
+        url: String,
+        reference: String,
+        head: String,
+    },
+
     #[error("{context}: {source}")]
     Git {
         context: String,

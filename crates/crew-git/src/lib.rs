@@ -12,6 +12,7 @@ mod merge;
 mod names;
 mod provision;
 mod queue_tree;
+mod remote;
 mod scratch;
 mod symlinks;
 mod task_commits;
@@ -30,6 +31,7 @@ pub use merge::MergeOutcome;
 pub use names::validate_name;
 pub use provision::{Skipped, current_branch, exclude_from_git};
 pub use queue_tree::{Landing, QueueTree, QueuedHead};
+pub use remote::TeamRemote;
 pub use scratch::init_with_files;
 pub use worktree::{Worktree, WorktreeInfo, Worktrees};
 

@@ -141,11 +141,15 @@ impl Worktrees {
         Ok(fork.to_string())
     }
 
-    /// Whether `base_branch` already holds the commit `head`.
+    /// Whether `base_branch` already holds the commit `head`. A commit this repository does
+    /// not have (made on another host, not fetched) is not in it.
     pub fn base_contains(&self, base_branch: &str, head: &str) -> Result<bool, GitError> {
         validate_branch(base_branch)?;
         let base = self.base_commit(base_branch)?.id();
         let head = oid(head)?;
+        if self.repo().find_commit(head).is_err() {
+            return Ok(false);
+        }
         Ok(base == head
             || self
                 .repo()

@@ -4,6 +4,7 @@
 mod git_diff;
 mod git_merge;
 mod git_queue;
+mod git_remote;
 mod git_worktree;
 mod git_worktree_checkout;
 mod git_worktree_libgit2;

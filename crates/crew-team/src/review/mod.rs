@@ -9,7 +9,7 @@ use std::time::SystemTime;
 use serde::Serialize;
 
 use crew_config::TeamConfig;
-use crew_git::{Author, GitError, MergeOutcome, WorktreeDiff, Worktrees};
+use crew_git::{Author, GitError, MergeOutcome, TeamRemote, WorktreeDiff, Worktrees};
 use crew_protocol::joined;
 use crew_store::{
     AgentName, Draft, MessageKind, Refusal, Status, StoreError, Task, TaskCommits, TaskId, USER,
@@ -80,6 +80,9 @@ pub struct Review {
     pub verdict: Option<String>,
     /// The reviewer's report with that verdict.
     pub verdict_report: Option<String>,
+    /// Why its commits cannot be shown (the team's remote lacks them or cannot be reached):
+    /// the task is still listed, so one bad branch hides no other review.
+    pub unavailable: Option<String>,
 }
 
 /// Every task in review, oldest id first.
@@ -91,8 +94,44 @@ pub fn list(workspace: &Workspace, config: &TeamConfig) -> Result<Vec<Review>, R
         .tasks
         .iter()
         .filter(|t| t.status == Status::Review)
-        .map(|t| describe(&trees, config, t))
+        .map(|t| match describe(&trees, config, t) {
+            Err(ReviewError::Git(e @ (GitError::Remote { .. } | GitError::RemoteLacks { .. }))) => {
+                Ok(unavailable(t, e.to_string()))
+            }
+            described => described,
+        })
         .collect()
+}
+
+/// A task in review whose commits are not here to describe, and why.
+fn unavailable(task: &Task, why: String) -> Review {
+    let commits = task.commits.as_deref();
+    Review {
+        id: task.id,
+        subject: task.subject.clone(),
+        owner: task.owner.clone(),
+        branch: commits.map(|c| c.branch.clone()).unwrap_or_default(),
+        head: commits.map(|c| c.head.clone()).unwrap_or_default(),
+        summary: task.result.clone().unwrap_or_default(),
+        files: Vec::new(),
+        additions: 0,
+        deletions: 0,
+        conflicts: Vec::new(),
+        protected: Vec::new(),
+        age_secs: age_of(task),
+        usage: task.usage,
+        verdict: None,
+        verdict_report: None,
+        unavailable: Some(why),
+    }
+}
+
+/// Seconds since the task last changed (it entered review).
+fn age_of(task: &Task) -> u64 {
+    humantime::parse_rfc3339_weak(&task.updated_at)
+        .ok()
+        .and_then(|t| SystemTime::now().duration_since(t).ok())
+        .map_or(0, |d| d.as_secs())
 }
 
 /// The task `id` in review.
@@ -108,8 +147,8 @@ pub fn diff(
     id: TaskId,
 ) -> Result<WorktreeDiff, ReviewError> {
     let task = in_review(workspace, id)?;
-    let commits = commits_of(&task)?;
     let trees = worktrees(workspace)?;
+    let commits = commits_of(&trees, config, &task)?;
     Ok(trees.commits_diff(&commits.start, &commits.head, &config.team.base_branch)?)
 }
 
@@ -144,7 +183,7 @@ fn merge_said(
     auto: bool,
 ) -> Result<String, ReviewError> {
     let task = in_review(workspace, id)?;
-    let commits = commits_of(&task)?;
+    let commits = commits_of(&worktrees(workspace)?, config, &task)?;
     let how = if auto {
         merge_commits(workspace, config, &task, &commits)?
     } else {
@@ -162,6 +201,7 @@ fn merge_said(
     if !also.is_empty() {
         text.push_str(&format!("; with it {}", joined(&also, ", ")));
     }
+    text.push_str(&publish_base(workspace, config));
     tell_lead(workspace, config, by, text.clone())?;
     Ok(text)
 }
@@ -176,8 +216,8 @@ pub fn approve(
     by: &AgentName,
 ) -> Result<String, ReviewError> {
     let task = in_review(workspace, id)?;
-    let commits = commits_of(&task)?;
     let trees = worktrees(workspace)?;
+    let commits = commits_of(&trees, config, &task)?;
     let files = protected_in_merge(&trees, config, &commits.head)?;
     if !files.is_empty() {
         return Err(ReviewError::Protected { id, files });
@@ -228,6 +268,7 @@ pub(crate) fn mark_landed(
     if !also.is_empty() {
         text.push_str(&format!("; with them {}", joined(&also, ", ")));
     }
+    text.push_str(&publish_base(workspace, config));
     tell_lead(workspace, config, &USER, text.clone())?;
     Ok(text)
 }
@@ -292,7 +333,7 @@ pub fn discard(
     reason: &str,
 ) -> Result<Task, ReviewError> {
     let task = in_review(workspace, id)?;
-    let commits = commits_of(&task)?;
+    let commits = commits_of(&worktrees(workspace)?, config, &task)?;
     // The branch holds the commits; the owner may have changed since they were made.
     let name = commits
         .branch
@@ -368,17 +409,14 @@ fn merge_commits_unchecked(
 }
 
 fn describe(trees: &Worktrees, config: &TeamConfig, task: &Task) -> Result<Review, ReviewError> {
-    let commits = commits_of(task)?;
+    let commits = commits_of(trees, config, task)?;
     let base = &config.team.base_branch;
     let diff = trees.commits_diff(&commits.start, &commits.head, base)?;
     let files: Vec<String> = diff.files.iter().map(|f| f.path.clone()).collect();
     let protected = protected_changes(&diff.files, &governed(trees, config)?);
     // A verdict on older commits (before a send-back) says nothing about these.
     let current = task.review.as_ref().filter(|v| v.head == commits.head);
-    let age_secs = humantime::parse_rfc3339_weak(&task.updated_at)
-        .ok()
-        .and_then(|t| SystemTime::now().duration_since(t).ok())
-        .map_or(0, |d| d.as_secs());
+    let age_secs = age_of(task);
     Ok(Review {
         id: task.id,
         subject: task.subject.clone(),
@@ -395,6 +433,7 @@ fn describe(trees: &Worktrees, config: &TeamConfig, task: &Task) -> Result<Revie
         usage: task.usage,
         verdict: current.as_ref().map(|v| format!("{}: {}", v.by, v.verdict)),
         verdict_report: current.map(|v| v.report.clone()),
+        unavailable: None,
     })
 }
 
@@ -423,11 +462,53 @@ fn in_review(workspace: &Workspace, id: TaskId) -> Result<Task, ReviewError> {
     Ok(task)
 }
 
-fn commits_of(task: &Task) -> Result<TaskCommits, ReviewError> {
-    task.commits
+/// The task's recorded commits, fetched from the team's remote when this checkout lacks them
+/// (a teammate on another host made them).
+fn commits_of(
+    trees: &Worktrees,
+    config: &TeamConfig,
+    task: &Task,
+) -> Result<TaskCommits, ReviewError> {
+    let commits = task
+        .commits
         .as_deref()
         .cloned()
-        .ok_or(ReviewError::NoCommits { id: task.id })
+        .ok_or(ReviewError::NoCommits { id: task.id })?;
+    if let Some(remote) = team_remote(config, trees.root()) {
+        remote.fetch_task(
+            trees.root(),
+            &commits.branch,
+            &task.id.to_string(),
+            &commits.head,
+        )?;
+    }
+    Ok(commits)
+}
+
+/// `[team] remote`, for the checkout at `root`.
+pub(crate) fn team_remote(config: &TeamConfig, root: &std::path::Path) -> Option<TeamRemote> {
+    let url = config.team.remote.as_ref()?;
+    Some(TeamRemote::new(url.get_ref(), root))
+}
+
+/// After the person's merge: the base branch goes to the team's remote, so every host's next
+/// task starts from merged code. What went wrong, as a clause to add to what is said (the merge
+/// itself stands: it is in this checkout).
+fn publish_base(workspace: &Workspace, config: &TeamConfig) -> String {
+    let root = workspace.repository_root();
+    let Some(remote) = team_remote(config, &root) else {
+        return String::new();
+    };
+    match remote.push_base(&root, &config.team.base_branch) {
+        Ok(()) => String::new(),
+        Err(e) => {
+            tracing::warn!("the merged base was not pushed: {e}");
+            format!(
+                "; {} not pushed to the team's remote: {e}",
+                config.team.base_branch
+            )
+        }
+    }
 }
 
 fn tell_lead(

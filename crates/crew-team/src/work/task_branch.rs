@@ -88,7 +88,12 @@ impl TaskBranch<'_> {
     fn commit(&self, task: &Task, outcome: &mut JobOutcome) {
         let committed = self.try_commit(task, outcome.success, &outcome.summary);
         match committed {
-            Ok(commits) => outcome.commits = commits,
+            Ok(commits) => {
+                if let Some(c) = &commits {
+                    self.push(task, c, outcome);
+                }
+                outcome.commits = commits;
+            }
             Err(e) => {
                 outcome.success = false;
                 outcome.summary = format!("{}\n[work not committed: {e}]", outcome.summary);
@@ -135,6 +140,25 @@ impl TaskBranch<'_> {
         Ok(recorded
             .filter(|c| c.start != head)
             .map(|c| TaskCommits { head, ..*c }))
+    }
+
+    /// With `[team] remote`: the task's commits go there as `crew/<name>/task_N` each time they
+    /// are committed (finished or not), so the person can review them from another host and
+    /// whoever takes the task over continues from them. A failed push is said in the summary:
+    /// the commits stay on this host's branch.
+    fn push(&self, task: &Task, commits: &TaskCommits, outcome: &mut JobOutcome) {
+        let root = self.workspace.root();
+        let Some(remote) = review::team_remote(self.config, root) else {
+            return;
+        };
+        if let Err(e) = remote.push_task(root, &commits.branch, &task.id.to_string(), &commits.head)
+        {
+            tracing::warn!("{}: {} not pushed: {e}", self.name, task.id);
+            outcome.summary = format!(
+                "{}\n[committed on {} but not pushed to the team's remote: {e}]",
+                outcome.summary, commits.branch
+            );
+        }
     }
 
     /// `merge_when_done`: the task's commits go into the base branch now, unless they change

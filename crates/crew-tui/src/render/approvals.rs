@@ -117,6 +117,9 @@ fn review_lines(state: &AppState, selected: usize) -> Vec<Line<'static>> {
             };
             lines.push(plain(style, format!("    reviewer {verdict}")));
         }
+        if let Some(why) = &r.unavailable {
+            lines.push(plain(theme.style("status.error"), format!("    {why}")));
+        }
         if !r.conflicts.is_empty() {
             lines.push(plain(
                 theme.style("status.error"),

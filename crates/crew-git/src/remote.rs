@@ -1,0 +1,144 @@
+//! The team's git remote (`[team] remote`): how hosts that share no file system share commits.
+//! A teammate pushes its task's commits there, as `<its branch>/<task>` (`crew/alice/task_3`),
+//! each time they are committed; the person fetches that branch to review the task, and pushes
+//! the base branch after a merge so every host starts its next task from merged code.
+//!
+//! Whoever may push to the remote may move any branch there, so nothing fetched is trusted by
+//! its name: a review uses the head the task records in the store, and a fetched branch that
+//! does not hold it is refused ([`GitError::RemoteLacks`]). The base branch is pushed without
+//! force: a remote whose base moved under the person is reported, never overwritten.
+
+use std::path::Path;
+
+use git2::Repository;
+
+use crate::cli::{git_remote, run_said};
+use crate::error::Context;
+use crate::task_commits::oid;
+use crate::{GitError, names};
+
+/// Where fetched task branches are kept: outside `refs/heads`, so they are never a branch a
+/// teammate or the person works on.
+const FETCHED: &str = "refs/crew/remote";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TeamRemote {
+    url: String,
+}
+
+impl TeamRemote {
+    /// `url` as crew.toml gives it (a path, `file://`, `ssh://`, `host:path`); a relative path
+    /// is taken from the repository's root, where crew.toml is.
+    pub fn new(url: &str, repo_root: &Path) -> Self {
+        let is_path = !url.contains("://") && !is_scp_like(url);
+        let url = if is_path && Path::new(url).is_relative() {
+            repo_root.join(url).display().to_string()
+        } else {
+            url.to_string()
+        };
+        TeamRemote { url }
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The branch on the remote that holds `task`'s commits made on `branch`.
+    pub fn task_branch(branch: &str, task: &str) -> String {
+        format!("{branch}/{task}")
+    }
+
+    /// Pushes `head` (a commit of the repository at `root`) to the task's branch on the remote,
+    /// replacing what was there: the task's commits as they stand now.
+    pub fn push_task(
+        &self,
+        root: &Path,
+        branch: &str,
+        task: &str,
+        head: &str,
+    ) -> Result<(), GitError> {
+        let target = Self::task_branch(branch, task);
+        names::validate_branch(&target)?;
+        oid(head)?;
+        self.git(root, "push", |git| {
+            git.args(["push", "--quiet", "--no-verify", &self.url])
+                .arg(format!("+{head}:refs/heads/{target}"));
+        })
+    }
+
+    /// Pushes the base branch of the repository at `root`, fast-forward only.
+    pub fn push_base(&self, root: &Path, base: &str) -> Result<(), GitError> {
+        names::validate_branch(base)?;
+        self.git(root, "push", |git| {
+            git.args(["push", "--quiet", "--no-verify", &self.url])
+                .arg(format!("refs/heads/{base}:refs/heads/{base}"));
+        })
+    }
+
+    /// Makes sure the repository at `root` has `head`, fetching the task's branch from the
+    /// remote when it does not. The branch fetched must hold `head`.
+    pub fn fetch_task(
+        &self,
+        root: &Path,
+        branch: &str,
+        task: &str,
+        head: &str,
+    ) -> Result<(), GitError> {
+        let id = oid(head)?;
+        if has_commit(root, id)? {
+            return Ok(());
+        }
+        let source = Self::task_branch(branch, task);
+        names::validate_branch(&source)?;
+        self.git(root, "fetch", |git| {
+            git.args([
+                "fetch",
+                "--quiet",
+                "--no-tags",
+                "--no-write-fetch-head",
+                &self.url,
+            ])
+            .arg(format!("+refs/heads/{source}:{FETCHED}/{source}"));
+        })?;
+        if has_commit(root, id)? {
+            Ok(())
+        } else {
+            Err(GitError::RemoteLacks {
+                url: self.url.clone(),
+                reference: source,
+                head: head.to_string(),
+            })
+        }
+    }
+
+    fn git(
+        &self,
+        root: &Path,
+        action: &'static str,
+        args: impl FnOnce(&mut std::process::Command),
+    ) -> Result<(), GitError> {
+        let mut git = git_remote(root);
+        args(&mut git);
+        run_said(git, None)
+            .map(|_| ())
+            .map_err(|failed| GitError::Remote {
+                action,
+                url: self.url.clone(),
+                message: failed.to_string(),
+            })
+    }
+}
+
+/// `host:path` (git's scp-like ssh syntax): a colon before any slash.
+fn is_scp_like(url: &str) -> bool {
+    match (url.find(':'), url.find('/')) {
+        (Some(colon), Some(slash)) => colon < slash,
+        (Some(_), None) => true,
+        _ => false,
+    }
+}
+
+fn has_commit(root: &Path, id: git2::Oid) -> Result<bool, GitError> {
+    let repo = Repository::open(root).context(|| format!("opening {}", root.display()))?;
+    Ok(repo.find_commit(id).is_ok())
+}
