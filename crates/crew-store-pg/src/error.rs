@@ -66,12 +66,14 @@ impl From<deadpool_postgres::PoolError> for PgStoreError {
 
 impl PgStoreError {
     /// A refusal by the database's rights (SQLSTATE 42501: a grant, a row policy, or the
-    /// task guard) as `NotPermitted`, with the database's own words; any other error as is.
+    /// task guard) or its `[limits]` (CRW02, schema 6) as `NotPermitted`, with the database's
+    /// own words; any other error as is.
     pub(crate) fn permission_as_refusal(self) -> Self {
         match &self {
             PgStoreError::Postgres(e) => match e.as_db_error() {
                 Some(db)
-                    if db.code() == &tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE =>
+                    if db.code() == &tokio_postgres::error::SqlState::INSUFFICIENT_PRIVILEGE
+                        || db.code().code() == crate::schema::OVER_LIMITS =>
                 {
                     PgStoreError::NotPermitted(db.message().to_string())
                 }

@@ -16,8 +16,9 @@ use crew_protocol::{AgentName, MessageKind, RequestId};
 use crew_store::mailbox::checked_kind;
 use crew_store::message::new_id;
 use crew_store::requests::{derive, may_answer};
-use crew_store::{Draft, Message, Refusal, RequestInfo, RequestState, secrets};
+use crew_store::{Draft, Limits, Message, Refusal, RequestInfo, RequestState, secrets};
 
+use crate::schema::OVER_LIMITS;
 use crate::tasks::name_from_sql;
 use crate::{PgStore, PgStoreError};
 
@@ -101,6 +102,10 @@ impl PgStore {
                 }
                 Err(e) if e.code().map(SqlState::code) == Some(NOT_ON_TEAM) => {
                     return Err(not_on_team(&client, &e, message).await);
+                }
+                Err(e) if e.code().map(SqlState::code) == Some(OVER_LIMITS) => {
+                    drop(client);
+                    return Err(self.over_limits(e, text.as_deref()).await);
                 }
                 Err(e) if e.code() == Some(&SqlState::UNIQUE_VIOLATION) => {
                     // The one-answer-per-request index: someone answered first. The
@@ -276,6 +281,22 @@ impl PgStore {
 
 /// The SQLSTATE of schema 5's trigger refusing a name that is not on the published team.
 const NOT_ON_TEAM: &str = "CRW01";
+
+impl PgStore {
+    /// The refusal for a message the size trigger refused, worded as the file store words it
+    /// when its text is what is too big (the team's `[limits]` say how big it may be); the
+    /// database's own words otherwise (its extra fields).
+    async fn over_limits(&self, e: tokio_postgres::Error, text: Option<&str>) -> PgStoreError {
+        let limits = match self.team().await {
+            Ok(team) => team.map_or_else(Limits::default, |t| t.limits),
+            Err(read) => return read,
+        };
+        match limits.check_message(text.unwrap_or_default()) {
+            Err(refusal) => PgStoreError::Refused(refusal),
+            Ok(()) => PgStoreError::Postgres(e).permission_as_refusal(),
+        }
+    }
+}
 
 /// The refusal for `message`, which the team trigger refused, as the file store words it
 /// (which side, the name, the valid names); the trigger names the side in its error's column.

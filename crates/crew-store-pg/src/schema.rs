@@ -324,7 +324,62 @@ const MIGRATIONS: &[&str] = &[
     END
     $$;
     "#,
+    // 6: `[limits]` held by the database too, whatever SQL a role sends: a task's subject (one
+    // line, in characters), its description, a message's text and its extra fields (in bytes),
+    // as the published team sets them, crew's defaults before (crew-store's `Limits`). crew's
+    // own client checks first and words the refusal as on files; this is the backstop for an
+    // agent that writes rows itself (a 1 GB message would be every reader's next prompt).
+    r#"
+    CREATE FUNCTION crew_limit(setting text, fallback bigint) RETURNS bigint LANGUAGE sql STABLE AS $$
+        SELECT coalesce((SELECT (limits ->> setting)::bigint FROM team_config), fallback)
+    $$;
+
+    CREATE FUNCTION crew_check_message_size() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE allowed bigint := crew_limit('message_bytes', 262144);
+    BEGIN
+        IF octet_length(coalesce(NEW.body, '')) > allowed THEN
+            RAISE EXCEPTION 'message text is % bytes, over [limits] message_bytes = %',
+                octet_length(NEW.body), allowed USING ERRCODE = 'CRW02', COLUMN = 'body';
+        END IF;
+        IF octet_length(NEW.extra::text) > allowed THEN
+            RAISE EXCEPTION 'message extra fields are % bytes, over [limits] message_bytes = %',
+                octet_length(NEW.extra::text), allowed USING ERRCODE = 'CRW02', COLUMN = 'extra';
+        END IF;
+        RETURN NEW;
+    END
+    $$;
+    CREATE TRIGGER messages_size BEFORE INSERT ON messages
+        FOR EACH ROW EXECUTE FUNCTION crew_check_message_size();
+
+    CREATE FUNCTION crew_check_task_size() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE
+        subject_chars bigint := crew_limit('subject_chars', 200);
+        description_bytes bigint := crew_limit('description_bytes', 65536);
+    BEGIN
+        IF NEW.subject ~ '[\r\n]' THEN
+            RAISE EXCEPTION 'a task subject must be one line' USING ERRCODE = 'CRW02',
+                COLUMN = 'subject';
+        END IF;
+        IF char_length(NEW.subject) > subject_chars THEN
+            RAISE EXCEPTION 'task subject is % characters, over [limits] subject_chars = %',
+                char_length(NEW.subject), subject_chars USING ERRCODE = 'CRW02',
+                COLUMN = 'subject';
+        END IF;
+        IF octet_length(coalesce(NEW.description, '')) > description_bytes THEN
+            RAISE EXCEPTION 'task description is % bytes, over [limits] description_bytes = %',
+                octet_length(NEW.description), description_bytes USING ERRCODE = 'CRW02',
+                COLUMN = 'description';
+        END IF;
+        RETURN NEW;
+    END
+    $$;
+    CREATE TRIGGER tasks_size BEFORE INSERT OR UPDATE OF subject, description ON tasks
+        FOR EACH ROW EXECUTE FUNCTION crew_check_task_size();
+    "#,
 ];
+
+/// The SQLSTATE of a row over the team's `[limits]` (schema 6).
+pub(crate) const OVER_LIMITS: &str = "CRW02";
 
 /// The schema version this binary knows.
 #[allow(clippy::cast_possible_truncation)] // a few dozen migrations at most

@@ -81,6 +81,7 @@ conformance!(
     an_agents_latest_status_replaces_the_one_before_and_reads_back_whole,
     a_review_keeps_the_verdict_and_ends_merged_sent_back_or_discarded,
     a_message_to_or_from_a_name_not_on_the_team_is_refused_naming_the_team,
+    a_message_over_the_teams_limit_is_refused_naming_the_setting_and_stores_nothing,
 );
 
 fn refusal<E: BackendError>(result: Result<impl std::fmt::Debug, E>) -> Refusal {
@@ -929,5 +930,30 @@ async fn a_message_to_or_from_a_name_not_on_the_team_is_refused_naming_the_team<
     assert!(store.inbox(&ghost).await.unwrap().is_empty());
     store.send(Draft::new(USER, lead.clone())).await.unwrap();
     store.send(Draft::new(lead.clone(), USER)).await.unwrap();
+    assert_eq!(store.inbox(&lead).await.unwrap().len(), 1);
+}
+
+async fn a_message_over_the_teams_limit_is_refused_naming_the_setting_and_stores_nothing<
+    S: TeamStore,
+>(
+    store: S,
+) {
+    let (alice, lead) = (name("alice"), name("lead"));
+    let limit = crew_store::Limits::default().message_bytes;
+    let draft = |bytes: usize| Draft {
+        text: Some("x".repeat(bytes)),
+        ..Draft::new(alice.clone(), lead.clone())
+    };
+    match refusal(store.send(draft(limit + 1)).await) {
+        Refusal::TooLarge {
+            setting,
+            size,
+            limit: said,
+            ..
+        } => assert_eq!((setting, size, said), ("message_bytes", limit + 1, limit)),
+        other => panic!("{other:?}"),
+    }
+    assert!(store.inbox(&lead).await.unwrap().is_empty());
+    store.send(draft(limit)).await.unwrap();
     assert_eq!(store.inbox(&lead).await.unwrap().len(), 1);
 }

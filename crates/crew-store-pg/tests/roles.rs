@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use crew_protocol::{MessageKind, USER};
 use crew_store::{
-    AgentState, AgentStatus, Claimant, Draft, NewTask, RequestState, ReviewerVerdict, Status,
-    TaskCommits, TeamStore,
+    AgentState, AgentStatus, Claimant, Draft, Limits, NewTask, Refusal, RequestState,
+    ReviewerVerdict, Roster, Status, TaskCommits, TeamStore,
 };
 use crew_store_pg::{AgentRights, PgStore, PgStoreError};
 use crew_test_support::postgres::PgCluster;
@@ -533,4 +533,104 @@ async fn only_the_lead_steers_tasks_and_no_agent_writes_their_notes() {
         "{task:?}"
     );
     assert_eq!(person.task(second).await.unwrap().blocked_by, vec![first]);
+}
+
+/// Raw SQL the team's `[limits]` refuse (SQLSTATE CRW02, schema 6): the database's words.
+async fn raw_over_limits(store: &PgStore, sql: &str) -> String {
+    let client = store.client().await.unwrap();
+    match client.batch_execute(sql).await {
+        Err(e) if e.code().map(tokio_postgres::error::SqlState::code) == Some("CRW02") => {
+            e.as_db_error().unwrap().message().to_string()
+        }
+        other => panic!("{sql}: not refused by the team's limits: {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_writing_rows_itself_is_held_to_the_teams_limits() {
+    let Some((cluster, person, alice, _bob, _carol)) = team().await else {
+        return;
+    };
+    let lead_role = person
+        .add_agent(
+            &name("lead"),
+            AgentRights {
+                writes: false,
+                leads: true,
+            },
+            None,
+        )
+        .await
+        .unwrap();
+    let lead = PgStore::connect(&cluster.url_as(&lead_role.role), 2).unwrap();
+    let limits = Limits {
+        message_bytes: 1000,
+        subject_chars: 40,
+        description_bytes: 2000,
+        ..Limits::default()
+    };
+    let roster = Roster::new(["lead", "alice", "bob", "carol"].map(name));
+    person
+        .publish_team("[team]\n", &roster, limits)
+        .await
+        .unwrap();
+
+    // Through crew's own client, worded as on files.
+    let too_long = "x".repeat(1001);
+    match alice
+        .send(Draft {
+            text: Some(too_long.clone()),
+            ..Draft::new(name("alice"), name("lead"))
+        })
+        .await
+    {
+        Err(PgStoreError::Refused(Refusal::TooLarge { setting, limit, .. })) => {
+            assert_eq!((setting, limit), ("message_bytes", 1000));
+        }
+        other => panic!("{other:?}"),
+    }
+    alice
+        .send(Draft {
+            text: Some("x".repeat(1000)),
+            ..Draft::new(name("alice"), name("lead"))
+        })
+        .await
+        .unwrap();
+
+    // Around it, with rows of its own: a huge text or extra, a subject of many lines or too
+    // long, a description too big.
+    let message = |body: &str, extra: &str| {
+        format!(
+            "INSERT INTO messages (id, sender, recipient, kind, body, extra) \
+             VALUES ('msg_raw', 'alice', 'lead', 'message', {body}, {extra})"
+        )
+    };
+    let why = raw_over_limits(&alice, &message("repeat('x', 1001)", "'{}'")).await;
+    assert!(why.contains("message_bytes = 1000"), "{why}");
+    let why = raw_over_limits(
+        &alice,
+        &message("'hi'", "jsonb_build_object('pad', repeat('x', 2000))"),
+    )
+    .await;
+    assert!(why.contains("extra fields"), "{why}");
+    let id = person
+        .create_task(NewTask {
+            subject: "schema".into(),
+            ..NewTask::default()
+        })
+        .await
+        .unwrap()
+        .id;
+    let update = |set: &str| format!("UPDATE tasks SET {set} WHERE id = {}", id.0);
+    let why = raw_over_limits(&lead, &update("subject = E'one\\ntwo'")).await;
+    assert!(why.contains("one line"), "{why}");
+    let why = raw_over_limits(&lead, &update("subject = repeat('s', 41)")).await;
+    assert!(why.contains("subject_chars = 40"), "{why}");
+    let why = raw_over_limits(&lead, &update("description = repeat('d', 2001)")).await;
+    assert!(why.contains("description_bytes = 2000"), "{why}");
+    assert_eq!(
+        raw_count(&lead, &update("subject = repeat('s', 40)")).await,
+        1
+    );
+    assert_eq!(alice.inbox(&name("lead")).await.unwrap().len(), 1);
 }
