@@ -419,3 +419,122 @@ fn status_lists_each_agent_heard_from_and_the_leases_it_holds_by_the_servers_clo
         "{said}"
     );
 }
+
+/// `crew --store URL …` in `dir`.
+fn on_store(dir: &std::path::Path, url: &str, args: &[&str]) -> Run {
+    Command::new(crew_exe())
+        .args(["--store", url])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+        .into()
+}
+
+#[test]
+fn the_persons_commands_work_on_the_store_from_a_folder_with_no_checkout() {
+    let Some(cluster) = crew_test_support::postgres::start() else {
+        return;
+    };
+    let url = cluster.url();
+    let repo = crate::support::Repo::init();
+    repo.ok(&["store", "migrate", &url]);
+    let elsewhere = tempfile::tempdir().unwrap();
+    let here = elsewhere.path();
+    let ok = |args: &[&str]| {
+        let run = on_store(here, &url, args);
+        assert_eq!(run.code, 0, "crew --store {args:?}: {}", run.stderr);
+        run.stdout
+    };
+
+    // Before the person publishes the team, nothing knows its names: said, with what to do.
+    let early = on_store(here, &url, &["task", "list"]);
+    assert_ne!(early.code, 0);
+    assert!(
+        early
+            .stderr
+            .contains(&format!("run `crew store publish {url}`")),
+        "{}",
+        early.stderr
+    );
+    repo.ok(&["store", "publish", &url]);
+
+    assert_eq!(ok(&["task", "add", "schema"]).trim(), "task_1");
+    assert_eq!(
+        ok(&["task", "add", "api", "--blocked-by", "task_1"]).trim(),
+        "task_2"
+    );
+    let list = ok(&["task", "list"]);
+    assert!(
+        list.contains("task_1") && list.contains("schema") && list.contains("api"),
+        "{list}"
+    );
+    let api: serde_json::Value =
+        serde_json::from_str(&ok(&["task", "show", "task_2", "--json"])).unwrap();
+    assert_eq!(api["status"], "pending");
+    assert_eq!(api["blockedBy"], serde_json::json!(["task_1"]));
+
+    ok(&["send", "--from", "lead", "--to", "alice", "hello alice"]);
+    let peeked = ok(&["inbox", "alice", "--peek"]);
+    assert!(
+        peeked.contains("lead -> alice message: hello alice"),
+        "{peeked}"
+    );
+    assert_eq!(ok(&["inbox", "alice"]), peeked, "peek left the cursor");
+    assert_eq!(ok(&["inbox", "alice"]), "", "read once");
+    assert!(ok(&["inbox", "alice", "--all"]).contains("hello alice"));
+    let misspelt = on_store(
+        here,
+        &url,
+        &["send", "--from", "lead", "--to", "alcie", "x"],
+    );
+    assert_ne!(misspelt.code, 0);
+    assert!(misspelt.stderr.contains("alcie"), "{}", misspelt.stderr);
+
+    let rid = ok(&[
+        "send",
+        "--from",
+        "alice",
+        "--to",
+        "user",
+        "--type",
+        "permission_request",
+        "--request",
+        "may I run cargo test?",
+    ]);
+    let rid = rid.trim();
+    let pending = ok(&["requests", "--pending"]);
+    assert!(
+        pending.contains(rid) && pending.contains("may I run cargo test?"),
+        "{pending}"
+    );
+    let answered = ok(&["respond", rid, "--as", "user", "approve"]);
+    assert_eq!(
+        answered.trim(),
+        format!("approved {rid} -> alice (permission_response)")
+    );
+    let all: serde_json::Value = serde_json::from_str(&ok(&["requests", "--json"])).unwrap();
+    assert_eq!(all["requests"][0]["state"], "approved", "{all}");
+    let twice = on_store(here, &url, &["respond", rid, "--as", "user", "reject"]);
+    assert_ne!(twice.code, 0, "answered once");
+
+    let status = ok(&["status"]);
+    assert!(status.starts_with("agents:"), "{status}");
+
+    // What does not work on a store yet says so rather than using some folder's files.
+    let review = on_store(here, &url, &["review", "list"]);
+    assert_ne!(review.code, 0);
+    assert!(
+        review
+            .stderr
+            .contains("`crew review` works on a checkout's files only for now"),
+        "{}",
+        review.stderr
+    );
+    let claim = on_store(here, &url, &["task", "claim", "task_1", "--as", "alice"]);
+    assert!(
+        claim.stderr.contains("`crew task claim`"),
+        "{}",
+        claim.stderr
+    );
+}

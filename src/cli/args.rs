@@ -15,6 +15,11 @@ pub struct Cli {
     /// Run as if started in DIR.
     #[arg(short = 'C', global = true, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+    /// Work on the team kept in this PostgreSQL store (`postgres://you@host:port/db`, the
+    /// password from PGPASSWORD or ~/.pgpass), from any machine: task list/show/graph/add,
+    /// send, inbox, requests, respond, status.
+    #[arg(long, global = true, value_name = "URL")]
+    pub store: Option<String>,
     /// Without a command: `crew up`, the workbench on this repository's team.
     #[command(subcommand)]
     pub command: Option<Command>,

@@ -10,23 +10,32 @@ use crate::cli::project::Project;
 use crew_store::{AgentName, DirWatcher, Draft, Entry, Message, RequestState};
 
 pub fn send(project: &Project, args: SendArgs) -> anyhow::Result<()> {
+    let message = project
+        .workspace
+        .mailboxes()
+        .send(&project.roster, draft_of(&args))?;
+    print_sent(&message, &args)
+}
+
+/// What `crew send` asks to append.
+pub(crate) fn draft_of(args: &SendArgs) -> Draft {
     let mut extra = serde_json::Map::new();
     if let Some(timeout) = args.timeout {
         extra.insert("timeout_secs".into(), json!(timeout));
     }
-    let message = project.workspace.mailboxes().send(
-        &project.roster,
-        Draft {
-            from: args.from,
-            to: args.to,
-            kind: args.kind,
-            text: Some(args.text),
-            request: args.request,
-            extra,
-        },
-    )?;
+    Draft {
+        from: args.from.clone(),
+        to: args.to.clone(),
+        kind: args.kind.clone(),
+        text: Some(args.text.clone()),
+        request: args.request,
+        extra,
+    }
+}
+
+pub(crate) fn print_sent(message: &Message, args: &SendArgs) -> anyhow::Result<()> {
     if args.json {
-        return output::json(&message);
+        return output::json(message);
     }
     match &message.request_id {
         Some(request_id) => println!("{request_id}"),
@@ -113,7 +122,7 @@ fn print_entry(entry: &Entry, json: bool) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn message_line(m: &Message) -> String {
+pub(crate) fn message_line(m: &Message) -> String {
     let kind = if m.kind.is_known() {
         m.kind.to_string()
     } else {
@@ -148,6 +157,14 @@ pub fn requests(project: &Project, args: RequestsArgs) -> anyhow::Result<()> {
         .workspace
         .mailboxes()
         .requests(project.config.request_timeout())?;
+    print_requests(all, &args)
+}
+
+/// The requests `args` asks for, of `all`.
+pub(crate) fn print_requests(
+    all: Vec<crew_store::RequestInfo>,
+    args: &RequestsArgs,
+) -> anyhow::Result<()> {
     let shown: Vec<_> = all
         .into_iter()
         .filter(|r| !args.pending || r.state == RequestState::Pending)
@@ -190,15 +207,23 @@ pub fn respond(project: &Project, args: RespondArgs) -> anyhow::Result<()> {
         &args.request_id,
         &args.who,
         approve,
-        args.note,
+        args.note.clone(),
         project.config.request_timeout(),
     )?;
+    print_answer(&answer, &args)
+}
+
+pub(crate) fn print_answer(answer: &Message, args: &RespondArgs) -> anyhow::Result<()> {
     if args.json {
-        return output::json(&answer);
+        return output::json(answer);
     }
     println!(
         "{} {} -> {} ({})",
-        if approve { "approved" } else { "rejected" },
+        if matches!(args.answer, Answer::Approve) {
+            "approved"
+        } else {
+            "rejected"
+        },
         args.request_id,
         answer.to,
         answer.kind

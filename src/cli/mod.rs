@@ -18,6 +18,7 @@ mod mcp;
 mod memory;
 mod merge_queue;
 mod messages;
+mod on_store;
 mod output;
 mod person;
 mod preflight;
@@ -118,9 +119,21 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         None => std::env::current_dir()?,
     };
     person::check(cli.command.as_ref())?;
+    if let Some(url) = &cli.store {
+        let command = cli.command.unwrap_or(Command::Up(args::UpArgs::default()));
+        if on_store::touches_the_team(&command) {
+            return on_store::run(url, command);
+        }
+        return run_command(command, &start);
+    }
     let Some(command) = cli.command else {
         return run_team::up(project::Project::find(&start)?, args::UpArgs::default());
     };
+    run_command(command, &start)
+}
+
+fn run_command(command: Command, start: &std::path::Path) -> anyhow::Result<()> {
+    let start = start.to_path_buf();
     match command {
         Command::Init(args) => init::run(&start, args),
         Command::Task(cmd) => tasks::run(&project::Project::find(&start)?, cmd),

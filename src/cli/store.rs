@@ -50,7 +50,7 @@ async fn reach(url: &str) -> anyhow::Result<PgStore> {
 
 /// The store at `url`, once it answered and is at this crew's schema version (what every
 /// command but `migrate` and `status` needs).
-async fn reach_current(url: &str) -> anyhow::Result<PgStore> {
+pub(crate) async fn reach_current(url: &str) -> anyhow::Result<PgStore> {
     let store = reach(url).await?;
     let version = store.status().await?.version;
     match version.cmp(&SCHEMA_VERSION) {
@@ -183,7 +183,7 @@ async fn publish(url: &str, start: &Path) -> anyhow::Result<()> {
 /// Each agent the store knows, by the server's clock: its state, how long since it was last
 /// heard from, and each lease it holds — a lapsed one means its host went silent and the task
 /// is claimable again.
-fn print_agents(agents: &[crew_store_pg::AgentSeen]) {
+pub(crate) fn print_agents(agents: &[crew_store_pg::AgentSeen]) {
     if agents.is_empty() {
         println!("agents: none heard from yet");
         return;

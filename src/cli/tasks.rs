@@ -140,7 +140,7 @@ pub fn run(project: &Project, cmd: TaskCommand) -> anyhow::Result<()> {
     }
 }
 
-fn check_role(role: &str) -> anyhow::Result<()> {
+pub(crate) fn check_role(role: &str) -> anyhow::Result<()> {
     if role == "lead" || ROLES.contains(&role) {
         Ok(())
     } else {

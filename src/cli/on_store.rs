@@ -1,0 +1,247 @@
+//! `crew --store postgres://… COMMAND`: the person's commands on a team kept
+//! in PostgreSQL, from any machine that reaches the server: the tasks (list, show, graph, add),
+//! messages (send, inbox, requests, respond) and each agent's standing (status). The team is the
+//! one the person published (`crew store publish`), so no checkout is needed. The rest of the
+//! commands still work on the files of a checkout only, and say so.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Context;
+use serde_json::json;
+
+use crate::cli::args::{Command, InboxArgs, TaskCommand};
+use crate::cli::exit::CliError;
+use crate::cli::messages::{draft_of, message_line, print_answer, print_requests, print_sent};
+use crate::cli::store::{print_agents, reach_current};
+use crate::cli::tasks::check_role;
+use crate::cli::{graph_text, output};
+use crew_config::TeamConfig;
+use crew_store::NewTask;
+use crew_store::dag::Graph;
+use crew_store_pg::{PgStore, Wakeups};
+
+/// The messages one read of an inbox takes at most.
+const BATCH: i64 = 10_000;
+
+pub fn run(url: &str, command: Command) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the store client")?;
+    runtime.block_on(async {
+        let store = reach_current(url).await?;
+        let config = published(&store, url).await?;
+        on(&store, &config, command).await
+    })
+}
+
+/// The team as the person published it.
+async fn published(store: &PgStore, url: &str) -> anyhow::Result<TeamConfig> {
+    let team = store.team().await?.ok_or_else(|| {
+        CliError::Usage(format!(
+            "no team is published in the store: run `crew store publish {url}` in your repository first"
+        ))
+    })?;
+    let path = Path::new("crew.toml (as published in the store)");
+    Ok(TeamConfig::parse(path, &team.toml)?)
+}
+
+async fn on(store: &PgStore, config: &TeamConfig, command: Command) -> anyhow::Result<()> {
+    let timeout = config.request_timeout();
+    match command {
+        Command::Task(TaskCommand::List { json }) => {
+            let tasks = store.tasks().await?;
+            if json {
+                return output::json(&json!({ "tasks": tasks, "problems": [] }));
+            }
+            let graph = Graph::new(&tasks);
+            for task in graph.tasks() {
+                println!("{}", graph_text::task_line(&graph, task));
+            }
+            Ok(())
+        }
+        Command::Task(TaskCommand::Graph { json }) => {
+            let tasks = store.tasks().await?;
+            let graph = Graph::new(&tasks);
+            if json {
+                return output::json(&graph_text::graph_json(&graph, &[]));
+            }
+            print!("{}", graph_text::graph(&graph));
+            Ok(())
+        }
+        Command::Task(TaskCommand::Show { id, json }) => {
+            let task = store.task(id).await?;
+            if json {
+                return output::json(&task);
+            }
+            let tasks = store.tasks().await?;
+            print!("{}", graph_text::task_detail(&Graph::new(&tasks), &task));
+            Ok(())
+        }
+        Command::Task(TaskCommand::Add {
+            subject,
+            desc,
+            blocked_by,
+            role,
+            json,
+        }) => {
+            if let Some(role) = &role {
+                check_role(role)?;
+            }
+            let task = store
+                .create_task(NewTask {
+                    subject,
+                    description: desc.unwrap_or_default(),
+                    blocked_by,
+                    role,
+                })
+                .await?;
+            if json {
+                output::json(&task)
+            } else {
+                println!("{}", task.id);
+                Ok(())
+            }
+        }
+        Command::Send(args) => {
+            let message = store.send(draft_of(&args)).await?;
+            print_sent(&message, &args)
+        }
+        Command::Inbox(args) => inbox(store, config, args).await,
+        Command::Requests(args) => print_requests(store.requests(timeout).await?, &args),
+        Command::Respond(args) => {
+            let approve = matches!(args.answer, crate::cli::args::Answer::Approve);
+            let answer = store
+                .respond(
+                    &args.request_id,
+                    &args.who,
+                    approve,
+                    args.note.clone(),
+                    timeout,
+                )
+                .await?;
+            print_answer(&answer, &args)
+        }
+        Command::Status { json } => {
+            let agents = store.agents_seen().await?;
+            if json {
+                let agents: Vec<_> = agents
+                    .iter()
+                    .map(|a| {
+                        json!({
+                            "name": a.name,
+                            "status": a.status,
+                            "heardSecs": a.heard_secs,
+                            "leases": a.leases.iter().map(|l| json!({
+                                "task": l.task,
+                                "secsLeft": l.secs_left,
+                            })).collect::<Vec<_>>(),
+                        })
+                    })
+                    .collect();
+                return output::json(&json!({ "agents": agents }));
+            }
+            print_agents(&agents);
+            Ok(())
+        }
+        other => Err(CliError::Usage(format!(
+            "`crew {}` works on a checkout's files only for now; without --store it runs on \
+             the team in this folder",
+            command_name(&other)
+        ))
+        .into()),
+    }
+}
+
+async fn inbox(store: &PgStore, config: &TeamConfig, args: InboxArgs) -> anyhow::Result<()> {
+    config
+        .roster()
+        .check("inbox owner", &args.name)
+        .map_err(crew_store::StoreError::from)?;
+    let name = &args.name;
+    // LISTEN before the first read: nothing appended between the two is missed.
+    let mut wakeups = if args.follow {
+        Some(Wakeups::listen(store).await?)
+    } else {
+        None
+    };
+    let first = if args.all {
+        store.inbox(name).await?
+    } else {
+        read_unread(store, &args).await?
+    };
+    if args.json && !args.follow {
+        return output::json(&json!({ "inbox": name, "messages": first }));
+    }
+    print_messages(&first, args.json)?;
+    let Some(wakeups) = wakeups.as_mut() else {
+        return Ok(());
+    };
+    let mut seen: std::collections::HashSet<String> = first.into_iter().map(|m| m.id).collect();
+    loop {
+        // Woken by NOTIFY; the timeout is only a safety net.
+        wakeups.wait(Duration::from_secs(5)).await;
+        let fresh: Vec<_> = read_unread(store, &args)
+            .await?
+            .into_iter()
+            .filter(|m| seen.insert(m.id.clone()))
+            .collect();
+        print_messages(&fresh, args.json)?;
+    }
+}
+
+/// The inbox's unread messages, the owner's cursor moved past them unless `--peek`.
+async fn read_unread(
+    store: &PgStore,
+    args: &InboxArgs,
+) -> anyhow::Result<Vec<crew_store::Message>> {
+    let batch = store.unread(&args.name, &args.name, BATCH).await?;
+    if !args.peek
+        && let Some((last, _)) = batch.last()
+    {
+        store.mark_read(&args.name, &args.name, *last).await?;
+    }
+    Ok(batch.into_iter().map(|(_, m)| m).collect())
+}
+
+fn print_messages(messages: &[crew_store::Message], json: bool) -> anyhow::Result<()> {
+    for m in messages {
+        if json {
+            println!("{}", serde_json::to_string(m)?);
+        } else {
+            println!("{}", message_line(m));
+        }
+    }
+    Ok(())
+}
+
+/// How the person typed `command` (its first words), for saying it does not work on a store
+/// yet.
+fn command_name(command: &Command) -> String {
+    let first_word = |debug: String| {
+        debug
+            .split(|c: char| !c.is_alphanumeric())
+            .next()
+            .unwrap_or_default()
+            .to_lowercase()
+    };
+    match command {
+        Command::Task(sub) => format!("task {}", first_word(format!("{sub:?}"))),
+        other => first_word(format!("{other:?}")),
+    }
+}
+
+/// Whether `command` works on the team's store, so `--store` changes where it runs; the
+/// commands that touch no team state (init, demo, replay, skills, store) run as ever.
+pub fn touches_the_team(command: &Command) -> bool {
+    !matches!(
+        command,
+        Command::Init(_)
+            | Command::Demo(_)
+            | Command::Replay { .. }
+            | Command::Skills(_)
+            | Command::Store(_)
+            | Command::SandboxExec(_)
+    )
+}
