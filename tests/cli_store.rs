@@ -521,15 +521,23 @@ fn the_persons_commands_work_on_the_store_from_a_folder_with_no_checkout() {
     let status = ok(&["status"]);
     assert!(status.starts_with("agents:"), "{status}");
 
-    // What does not work on a store yet says so rather than using some folder's files.
+    // Reviews merge into the person's checkout: said where there is none.
     let review = on_store(here, &url, &["review", "list"]);
     assert_ne!(review.code, 0);
     assert!(
         review
             .stderr
-            .contains("`crew review` works on a checkout's files only for now"),
+            .contains("`crew --store URL review` merges into your checkout: run it there"),
         "{}",
         review.stderr
+    );
+    // What does not work on a store yet says so rather than using some folder's files.
+    let down = on_store(here, &url, &["down"]);
+    assert!(
+        down.stderr
+            .contains("`crew down` works on a checkout's files only for now"),
+        "{}",
+        down.stderr
     );
     let claim = on_store(here, &url, &["task", "claim", "task_1", "--as", "alice"]);
     assert!(
@@ -537,4 +545,179 @@ fn the_persons_commands_work_on_the_store_from_a_folder_with_no_checkout() {
         "{}",
         claim.stderr
     );
+}
+
+fn git(dir: &std::path::Path, args: &[&str]) -> String {
+    crew_test_support::git::git_cli(std::path::Path::new("git"), dir, args)
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn a_task_made_on_another_host_is_reviewed_from_the_store_and_merged_into_the_persons_checkout() {
+    let Some(cluster) = crew_test_support::postgres::start() else {
+        return;
+    };
+    let url = cluster.url();
+    // The person's checkout, its team's remote a bare repository beside it.
+    let repo = crate::support::Repo::init();
+    let dir = tempfile::tempdir().unwrap();
+    let bare = dir.path().join("team.git");
+    git(
+        dir.path(),
+        &[
+            "init",
+            "--quiet",
+            "--bare",
+            "--initial-branch=main",
+            "team.git",
+        ],
+    );
+    let toml = std::fs::read_to_string(repo.join("crew.toml")).unwrap();
+    let toml = toml.replacen(
+        "[team]\n",
+        &format!("[team]\nremote = \"{}\"\n", bare.display()),
+        1,
+    );
+    std::fs::write(repo.join("crew.toml"), toml).unwrap();
+    git(repo.path(), &["add", "-A"]);
+    git(repo.path(), &["commit", "--quiet", "-m", "the team"]);
+    git(
+        repo.path(),
+        &["push", "--quiet", bare.to_str().unwrap(), "main"],
+    );
+    repo.ok(&["store", "migrate", &url]);
+    repo.ok(&["store", "publish", &url]);
+
+    // bob, on another host: its own clone, its commits pushed to the remote, its task in the
+    // store, as a joined host's worker leaves them.
+    let host2 = dir.path().join("host2");
+    git(
+        dir.path(),
+        &[
+            "clone",
+            "--quiet",
+            bare.to_str().unwrap(),
+            host2.to_str().unwrap(),
+        ],
+    );
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let store = PgStore::connect(&url, 2).unwrap();
+    let bob = AgentName::parse("bob").unwrap();
+    let mut made = Vec::new();
+    for (k, file) in ["b.txt", "c.txt"].into_iter().enumerate() {
+        let start = git(&host2, &["rev-parse", "HEAD"]);
+        std::fs::write(host2.join(file), format!("{file} from host2\n")).unwrap();
+        git(&host2, &["add", file]);
+        git(
+            &host2,
+            &[
+                "commit",
+                "--quiet",
+                "-m",
+                &format!("task_{}: {file}", k + 1),
+            ],
+        );
+        let head = git(&host2, &["rev-parse", "HEAD"]);
+        git(
+            &host2,
+            &[
+                "push",
+                "--quiet",
+                bare.to_str().unwrap(),
+                &format!("HEAD:refs/heads/crew/bob/task_{}", k + 1),
+            ],
+        );
+        runtime.block_on(async {
+            let task = store
+                .create_task(NewTask {
+                    subject: format!("write {file}"),
+                    ..NewTask::default()
+                })
+                .await
+                .unwrap();
+            let bob_claims = crew_store::Claimant {
+                name: &bob,
+                role: None,
+            };
+            crew_store::TeamStore::claim_next(&store, bob_claims)
+                .await
+                .unwrap();
+            store
+                .record_start(task.id, "crew/bob", &start)
+                .await
+                .unwrap();
+            store
+                .submit_for_review(
+                    task.id,
+                    &bob,
+                    format!("wrote {file}"),
+                    crew_store::TaskCommits {
+                        branch: "crew/bob".into(),
+                        start,
+                        head,
+                    },
+                )
+                .await
+                .unwrap();
+        });
+        made.push(file);
+    }
+
+    let on = |args: &[&str]| {
+        let run = on_store(repo.path(), &url, args);
+        assert_eq!(run.code, 0, "crew --store {args:?}: {}", run.stderr);
+        run.stdout
+    };
+    let list: serde_json::Value = serde_json::from_str(&on(&["review", "list", "--json"])).unwrap();
+    assert_eq!(list["reviews"].as_array().unwrap().len(), 2, "{list}");
+    assert_eq!(
+        list["reviews"][0]["files"],
+        serde_json::json!(["b.txt"]),
+        "{list}"
+    );
+    let diff: serde_json::Value =
+        serde_json::from_str(&on(&["review", "diff", "task_2", "--json"])).unwrap();
+    assert_eq!(diff["files"][0]["path"], "c.txt", "{diff}");
+
+    let merged = on(&["review", "merge", "task_1"]);
+    assert!(
+        merged.contains("task_1 merged into main by user"),
+        "{merged}"
+    );
+    assert!(!merged.contains("not pushed"), "{merged}");
+    assert_eq!(
+        git(repo.path(), &["show", "main:b.txt"]),
+        "b.txt from host2"
+    );
+    assert_eq!(
+        git(&bare, &["rev-parse", "main"]),
+        git(repo.path(), &["rev-parse", "main"]),
+        "the merged base is on the remote for every host"
+    );
+    let sent = on(&["review", "send-back", "task_2", "--note", "add a test"]);
+    assert!(
+        sent.contains("task_2 sent back to bob: add a test"),
+        "{sent}"
+    );
+    runtime.block_on(async {
+        let one = store.task(crew_protocol::TaskId(1)).await.unwrap();
+        assert_eq!(one.status, crew_store::Status::Completed);
+        let two = store.task(crew_protocol::TaskId(2)).await.unwrap();
+        assert_eq!(two.status, crew_store::Status::Pending);
+        assert_eq!(two.owner.as_ref(), Some(&bob));
+        let lead = store
+            .inbox(&AgentName::parse("lead").unwrap())
+            .await
+            .unwrap();
+        assert!(
+            lead.iter().any(|m| m
+                .text
+                .as_deref()
+                .is_some_and(|t| t.contains("task_1 merged"))),
+            "{lead:?}"
+        );
+    });
+    let approve = on_store(repo.path(), &url, &["review", "approve", "task_2"]);
+    assert_ne!(approve.code, 0);
 }

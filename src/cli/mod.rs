@@ -122,7 +122,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     if let Some(url) = &cli.store {
         let command = cli.command.unwrap_or(Command::Up(args::UpArgs::default()));
         if on_store::touches_the_team(&command) {
-            return on_store::run(url, command);
+            return on_store::run(url, command, &start);
         }
         return run_command(command, &start);
     }

@@ -1,7 +1,9 @@
 //! `crew --store postgres://… COMMAND`: the person's commands on a team kept
 //! in PostgreSQL, from any machine that reaches the server: the tasks (list, show, graph, add),
 //! messages (send, inbox, requests, respond) and each agent's standing (status). The team is the
-//! one the person published (`crew store publish`), so no checkout is needed. The rest of the
+//! one the person published (`crew store publish`), so no checkout is needed, except for
+//! reviews (list, show, diff, merge, send-back, discard), which merge into the person's checkout
+//! where they run (a teammate's commits fetched from the team's remote). The rest of the
 //! commands still work on the files of a checkout only, and say so.
 
 use std::path::Path;
@@ -13,6 +15,8 @@ use serde_json::json;
 use crate::cli::args::{Command, InboxArgs, TaskCommand};
 use crate::cli::exit::CliError;
 use crate::cli::messages::{draft_of, message_line, print_answer, print_requests, print_sent};
+use crate::cli::project::Project;
+use crate::cli::review::on_desk;
 use crate::cli::store::{print_agents, reach_current};
 use crate::cli::tasks::check_role;
 use crate::cli::{graph_text, output};
@@ -20,11 +24,12 @@ use crew_config::TeamConfig;
 use crew_store::NewTask;
 use crew_store::dag::Graph;
 use crew_store_pg::{PgStore, Wakeups};
+use crew_team::review::Desk;
 
 /// The messages one read of an inbox takes at most.
 const BATCH: i64 = 10_000;
 
-pub fn run(url: &str, command: Command) -> anyhow::Result<()> {
+pub fn run(url: &str, command: Command, start: &Path) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -32,7 +37,7 @@ pub fn run(url: &str, command: Command) -> anyhow::Result<()> {
     runtime.block_on(async {
         let store = reach_current(url).await?;
         let config = published(&store, url).await?;
-        on(&store, &config, command).await
+        on(&store, &config, command, start).await
     })
 }
 
@@ -47,7 +52,12 @@ async fn published(store: &PgStore, url: &str) -> anyhow::Result<TeamConfig> {
     Ok(TeamConfig::parse(path, &team.toml)?)
 }
 
-async fn on(store: &PgStore, config: &TeamConfig, command: Command) -> anyhow::Result<()> {
+async fn on(
+    store: &PgStore,
+    config: &TeamConfig,
+    command: Command,
+    start: &Path,
+) -> anyhow::Result<()> {
     let timeout = config.request_timeout();
     match command {
         Command::Task(TaskCommand::List { json }) => {
@@ -109,6 +119,14 @@ async fn on(store: &PgStore, config: &TeamConfig, command: Command) -> anyhow::R
             print_sent(&message, &args)
         }
         Command::Inbox(args) => inbox(store, config, args).await,
+        // Reviews merge into a checkout: the person's, where this runs.
+        Command::Review(cmd) => {
+            let root = Project::find(start)
+                .context("`crew --store URL review` merges into your checkout: run it there")?
+                .workspace
+                .repository_root();
+            on_desk(&Desk::new(store.clone(), root, config), cmd).await
+        }
         Command::Requests(args) => print_requests(store.requests(timeout).await?, &args),
         Command::Respond(args) => {
             let approve = matches!(args.answer, crate::cli::args::Answer::Approve);

@@ -9,14 +9,35 @@ use crate::cli::output;
 use crate::cli::project::Project;
 use crate::cli::worktrees::print_diff;
 use crew_protocol::joined;
+use crew_store::TeamStore;
 use crew_store::{TaskId, USER};
-use crew_team::review::{self, Review, ReviewError};
+use crew_team::review::{self, Desk, Review, ReviewError};
 
 pub fn run(project: &Project, cmd: ReviewCommand) -> anyhow::Result<()> {
     let (ws, config) = (&project.workspace, &project.config);
+    if let ReviewCommand::Approve { id, json } = cmd {
+        let mut text = review::approve(ws, config, id, &USER).map_err(refusal)?;
+        // The queue's worker is the team's process: said, so nobody waits on nothing.
+        if crew_team::run::daemon::running(ws).is_none() {
+            text.push_str(" (no team runs here: `crew up` starts the queue)");
+        }
+        return answer(json, id, "approved", &text);
+    }
+    // The file store's operations are ready at once; a runtime only to wait on them.
+    tokio::runtime::Builder::new_current_thread()
+        .build()?
+        .block_on(on_desk(&Desk::files(ws, config), cmd))
+}
+
+/// `crew review …` answered on `desk`: the team's files, or its store on PostgreSQL
+/// (`crew --store URL review …`, merging into this checkout).
+pub(crate) async fn on_desk<S: TeamStore>(
+    desk: &Desk<'_, S>,
+    cmd: ReviewCommand,
+) -> anyhow::Result<()> {
     match cmd {
         ReviewCommand::List { json } => {
-            let reviews = review::list(ws, config).map_err(refusal)?;
+            let reviews = desk.list().await.map_err(refusal)?;
             if json {
                 return output::json(&json!({ "reviews": reviews }));
             }
@@ -29,7 +50,7 @@ pub fn run(project: &Project, cmd: ReviewCommand) -> anyhow::Result<()> {
             Ok(())
         }
         ReviewCommand::Show { id, json } => {
-            let r = review::show(ws, config, id).map_err(refusal)?;
+            let r = desk.show(id).await.map_err(refusal)?;
             if json {
                 return output::json(&r);
             }
@@ -47,8 +68,8 @@ pub fn run(project: &Project, cmd: ReviewCommand) -> anyhow::Result<()> {
             Ok(())
         }
         ReviewCommand::Diff { id, json } => {
-            let diff = review::diff(ws, config, id).map_err(refusal)?;
-            let protected = review::show(ws, config, id).map_err(refusal)?.protected;
+            let diff = desk.diff(id).await.map_err(refusal)?;
+            let protected = desk.show(id).await.map_err(refusal)?.protected;
             if json {
                 let mut value = serde_json::to_value(&diff)?;
                 value["protected"] = serde_json::to_value(&protected)?;
@@ -58,19 +79,17 @@ pub fn run(project: &Project, cmd: ReviewCommand) -> anyhow::Result<()> {
             Ok(())
         }
         ReviewCommand::Merge { id, json } => {
-            let text = review::merge(ws, config, id, &USER).map_err(refusal)?;
+            let text = desk.merge(id, &USER).await.map_err(refusal)?;
             answer(json, id, "merged", &text)
         }
-        ReviewCommand::Approve { id, json } => {
-            let mut text = review::approve(ws, config, id, &USER).map_err(refusal)?;
-            // The queue's worker is the team's process: said, so nobody waits on nothing.
-            if crew_team::run::daemon::running(ws).is_none() {
-                text.push_str(" (no team runs here: `crew up` starts the queue)");
-            }
-            answer(json, id, "approved", &text)
-        }
+        ReviewCommand::Approve { .. } => Err(CliError::Usage(
+            "`crew review approve` puts the task in the merge queue, which works on a checkout's \
+             files only for now: merge it with `crew review merge`"
+                .into(),
+        )
+        .into()),
         ReviewCommand::SendBack { id, note, json } => {
-            let task = review::send_back(ws, config, id, &USER, &note).map_err(refusal)?;
+            let task = desk.send_back(id, &USER, &note).await.map_err(refusal)?;
             let text = format!(
                 "{} sent back to {}: {}",
                 task.id,
@@ -80,7 +99,7 @@ pub fn run(project: &Project, cmd: ReviewCommand) -> anyhow::Result<()> {
             answer(json, task.id, "sent_back", &text)
         }
         ReviewCommand::Discard { id, reason, json } => {
-            let task = review::discard(ws, config, id, &USER, &reason).map_err(refusal)?;
+            let task = desk.discard(id, &USER, &reason).await.map_err(refusal)?;
             let text = format!("{} discarded: {}", task.id, output::one_line(&reason));
             answer(json, task.id, "discarded", &text)
         }

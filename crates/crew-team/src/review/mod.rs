@@ -4,6 +4,7 @@
 
 mod policy;
 
+use std::path::PathBuf;
 use std::time::SystemTime;
 
 use serde::Serialize;
@@ -12,8 +13,8 @@ use crew_config::TeamConfig;
 use crew_git::{Author, GitError, MergeOutcome, TeamRemote, WorktreeDiff, Worktrees};
 use crew_protocol::joined;
 use crew_store::{
-    AgentName, Draft, MessageKind, Refusal, Status, StoreError, Task, TaskCommits, TaskId, USER,
-    Workspace,
+    AgentName, BackendError, Draft, FileStore, MessageKind, Refusal, Status, StoreError, Task,
+    TaskCommits, TaskId, TeamStore, USER, Workspace,
 };
 pub use policy::ProtectedChange;
 use policy::{Governed, protected_changes};
@@ -40,6 +41,9 @@ pub enum ReviewError {
     },
     #[error("{id} is in review but records no commits (edited by hand?)")]
     NoCommits { id: TaskId },
+    /// The store failed otherwise (the server went away, a file could not be read).
+    #[error(transparent)]
+    Backend(Box<dyn std::error::Error + Send + Sync>),
 }
 
 impl ReviewError {
@@ -85,22 +89,347 @@ pub struct Review {
     pub unavailable: Option<String>,
 }
 
+/// Where reviews are answered: the team's store (its files, or PostgreSQL) and the checkout
+/// whose base branch takes the merges (the person's). The screen, the CLI and the headless
+/// runner of a team on files use the functions below, which answer on `Desk::files`.
+pub struct Desk<'a, S> {
+    store: S,
+    root: PathBuf,
+    config: &'a TeamConfig,
+}
+
+impl<'a> Desk<'a, FileStore> {
+    /// The team in `workspace`: its files, and the repository its worktrees are in (another
+    /// folder for a linked workspace).
+    pub fn files(workspace: &Workspace, config: &'a TeamConfig) -> Self {
+        Desk {
+            store: FileStore::new(workspace.clone(), config.roster()),
+            root: workspace.repository_root(),
+            config,
+        }
+    }
+}
+
+impl<'a, S: TeamStore> Desk<'a, S> {
+    /// Reviews of the team in `store`, merged into the checkout at `root`.
+    pub fn new(store: S, root: PathBuf, config: &'a TeamConfig) -> Self {
+        Desk {
+            store,
+            root,
+            config,
+        }
+    }
+
+    fn trees(&self) -> Result<Worktrees, ReviewError> {
+        Ok(Worktrees::open(&self.root)?)
+    }
+
+    /// Every task in review, oldest id first. One whose commits cannot be had is listed with
+    /// why, so one bad branch hides no other review.
+    pub async fn list(&self) -> Result<Vec<Review>, ReviewError> {
+        let trees = self.trees()?;
+        self.store
+            .tasks()
+            .await
+            .map_err(store_error)?
+            .iter()
+            .filter(|t| t.status == Status::Review)
+            .map(|t| match describe(&trees, self.config, t) {
+                Err(ReviewError::Git(
+                    e @ (GitError::Remote { .. } | GitError::RemoteLacks { .. }),
+                )) => Ok(unavailable(t, e.to_string())),
+                described => described,
+            })
+            .collect()
+    }
+
+    /// The task `id` in review.
+    pub async fn show(&self, id: TaskId) -> Result<Review, ReviewError> {
+        describe(&self.trees()?, self.config, &self.in_review(id).await?)
+    }
+
+    /// Only that task's commits, against the merge base.
+    pub async fn diff(&self, id: TaskId) -> Result<WorktreeDiff, ReviewError> {
+        let task = self.in_review(id).await?;
+        let trees = self.trees()?;
+        let commits = commits_of(&trees, self.config, &task)?;
+        Ok(trees.commits_diff(&commits.start, &commits.head, &self.config.team.base_branch)?)
+    }
+
+    /// The person merges the task's commits: the task is `completed` (and so is any earlier
+    /// task of the same branch whose commits came along), its dependents unblock, the lead is
+    /// told.
+    pub async fn merge(&self, id: TaskId, by: &AgentName) -> Result<String, ReviewError> {
+        self.merge_said(id, by, false).await
+    }
+
+    /// A headless team's `--merge auto` merges for the person, who has not reviewed it: said
+    /// so, rather than "by user".
+    pub async fn merge_automatically(&self, id: TaskId) -> Result<String, ReviewError> {
+        self.merge_said(id, &USER, true).await
+    }
+
+    async fn merge_said(
+        &self,
+        id: TaskId,
+        by: &AgentName,
+        auto: bool,
+    ) -> Result<String, ReviewError> {
+        let task = self.in_review(id).await?;
+        let commits = commits_of(&self.trees()?, self.config, &task)?;
+        let how = if auto {
+            self.merge_commits(&task, &commits)?
+        } else {
+            self.merge_commits_unchecked(&task, &commits)?
+        };
+        let base = &self.config.team.base_branch;
+        let (who, how) = if auto {
+            ("automatically".to_string(), format!("{AUTO_MERGE}; {how}"))
+        } else {
+            (format!("by {by}"), how)
+        };
+        self.store
+            .mark_merged(id, by, &how)
+            .await
+            .map_err(store_error)?;
+        let also = self.mark_came_along(task.id, by).await?;
+        let mut text = format!("{} merged into {base} {who} ({how})", task.id);
+        if !also.is_empty() {
+            text.push_str(&format!("; with it {}", joined(&also, ", ")));
+        }
+        text.push_str(&self.publish_base());
+        self.tell_lead(by, text.clone()).await?;
+        Ok(text)
+    }
+
+    /// The merge queue moved the base to a tested commit holding `ids`: each is `completed`
+    /// (and any earlier task of the same branch that came along), the lead is told; what was
+    /// said.
+    pub(crate) async fn mark_landed(
+        &self,
+        ids: &[TaskId],
+        how: &str,
+    ) -> Result<String, ReviewError> {
+        for id in ids {
+            self.store
+                .mark_merged(*id, &USER, how)
+                .await
+                .map_err(store_error)?;
+        }
+        let mut also = Vec::new();
+        for id in ids {
+            also.extend(self.mark_came_along(*id, &USER).await?);
+        }
+        let mut text = format!(
+            "{} merged into {} ({how})",
+            joined(ids, ", "),
+            self.config.team.base_branch
+        );
+        if !also.is_empty() {
+            text.push_str(&format!("; with them {}", joined(&also, ", ")));
+        }
+        text.push_str(&self.publish_base());
+        self.tell_lead(&USER, text.clone()).await?;
+        Ok(text)
+    }
+
+    /// Marks `completed` every task in review whose commits the base branch now holds (they
+    /// came along with the merge of `merged`, an earlier task of the same branch); their ids.
+    pub(crate) async fn mark_came_along(
+        &self,
+        merged: TaskId,
+        by: &AgentName,
+    ) -> Result<Vec<TaskId>, ReviewError> {
+        let trees = self.trees()?;
+        let mut also = Vec::new();
+        for other in self.store.tasks().await.map_err(store_error)? {
+            let Some(c) = other
+                .commits
+                .as_ref()
+                .filter(|_| other.status == Status::Review)
+            else {
+                continue;
+            };
+            if trees.base_contains(&self.config.team.base_branch, &c.head)? {
+                self.store
+                    .mark_merged(other.id, by, &format!("came along with {merged}"))
+                    .await
+                    .map_err(store_error)?;
+                also.push(other.id);
+            }
+        }
+        Ok(also)
+    }
+
+    /// Back to the same teammate with `note`: it takes the task again, its earlier commits
+    /// kept.
+    pub async fn send_back(
+        &self,
+        id: TaskId,
+        by: &AgentName,
+        note: &str,
+    ) -> Result<Task, ReviewError> {
+        let task = self
+            .store
+            .send_back(id, by, note)
+            .await
+            .map_err(store_error)?;
+        self.tell_lead(
+            by,
+            format!(
+                "{} sent back to {} by {by}: {note}",
+                task.id,
+                task.owner.as_deref().unwrap_or("nobody")
+            ),
+        )
+        .await?;
+        Ok(task)
+    }
+
+    /// The task's changes are taken back out of its teammate's branch (a revert commit: the
+    /// commits stay in history) and the task is `failed` with `reason`.
+    pub async fn discard(
+        &self,
+        id: TaskId,
+        by: &AgentName,
+        reason: &str,
+    ) -> Result<Task, ReviewError> {
+        let task = self.in_review(id).await?;
+        let trees = self.trees()?;
+        let commits = commits_of(&trees, self.config, &task)?;
+        // The branch holds the commits; the owner may have changed since they were made.
+        let name = commits
+            .branch
+            .strip_prefix("crew/")
+            .unwrap_or(&commits.branch);
+        let message = format!("{}: discarded by {by}\n\n{reason}\n", task.id);
+        let author = Author::crew(by);
+        if let MergeOutcome::Conflicts { files } =
+            trees.revert_commits(name, &commits.start, &commits.head, &message, &author)?
+        {
+            return Err(ReviewError::Conflicts {
+                id: task.id,
+                base: commits.branch,
+                files,
+            });
+        }
+        let task = self
+            .store
+            .discard_review(id, by, reason)
+            .await
+            .map_err(store_error)?;
+        self.tell_lead(by, format!("{} discarded by {by}: {reason}", task.id))
+            .await?;
+        Ok(task)
+    }
+
+    /// An automatic merge (`merge_when_done`, `--merge auto`): refused for changes that govern
+    /// the team (`policy`).
+    pub(crate) fn merge_commits(
+        &self,
+        task: &Task,
+        commits: &TaskCommits,
+    ) -> Result<String, ReviewError> {
+        let protected = protected_in_merge(&self.trees()?, self.config, &commits.head)?;
+        if !protected.is_empty() {
+            return Err(ReviewError::Protected {
+                id: task.id,
+                files: protected,
+            });
+        }
+        self.merge_commits_unchecked(task, commits)
+    }
+
+    fn merge_commits_unchecked(
+        &self,
+        task: &Task,
+        commits: &TaskCommits,
+    ) -> Result<String, ReviewError> {
+        let trees = self.trees()?;
+        let base = &self.config.team.base_branch;
+        let owner = task.owner.as_deref().unwrap_or("crew");
+        let author = Author::crew(owner);
+        let label = format!("{} ({})", task.id, commits.branch);
+        match trees.merge_commits(&label, &commits.head, base, &author)? {
+            MergeOutcome::Conflicts { files } => Err(ReviewError::Conflicts {
+                id: task.id,
+                base: base.clone(),
+                files,
+            }),
+            MergeOutcome::FastForward { new_head } => Ok(format!(
+                "fast-forward to {}",
+                &new_head[..new_head.len().min(10)]
+            )),
+            MergeOutcome::Merged { commit } => {
+                Ok(format!("merge commit {}", &commit[..commit.len().min(10)]))
+            }
+            MergeOutcome::UpToDate => Ok("already in the base".to_string()),
+        }
+    }
+
+    async fn in_review(&self, id: TaskId) -> Result<Task, ReviewError> {
+        let task = self.store.task(id).await.map_err(store_error)?;
+        if task.status != Status::Review {
+            return Err(StoreError::from(Refusal::NotInReview {
+                id: task.id,
+                status: task.status.to_string(),
+            })
+            .into());
+        }
+        Ok(task)
+    }
+
+    /// After the person's merge: the base branch goes to the team's remote, so every host's
+    /// next task starts from merged code. What went wrong, as a clause to add to what is said
+    /// (the merge itself stands: it is in this checkout).
+    fn publish_base(&self) -> String {
+        let Some(remote) = team_remote(self.config, &self.root) else {
+            return String::new();
+        };
+        let base = &self.config.team.base_branch;
+        match remote.push_base(&self.root, base) {
+            Ok(()) => String::new(),
+            Err(e) => {
+                tracing::warn!("the merged base was not pushed: {e}");
+                format!("; {base} not pushed to the team's remote: {e}")
+            }
+        }
+    }
+
+    async fn tell_lead(&self, by: &AgentName, text: String) -> Result<(), ReviewError> {
+        self.store
+            .send(Draft {
+                kind: MessageKind::StatusUpdate,
+                text: Some(text),
+                ..Draft::new(by.clone(), self.config.lead_name().clone())
+            })
+            .await
+            .map(|_| ())
+            .map_err(store_error)
+    }
+}
+
+/// A store's error as a review's: its refusals and missing tasks as the file store words them
+/// (a refusal is exit 3 wherever the team is kept), anything else as it is.
+fn store_error<E: BackendError>(e: E) -> ReviewError {
+    let (refusal, missing) = (e.refusal().cloned(), e.no_such_task());
+    let boxed: Box<dyn std::error::Error + Send + Sync> = Box::new(e);
+    match (boxed.downcast::<StoreError>(), refusal, missing) {
+        (Ok(files), _, _) => ReviewError::Store(*files),
+        (Err(_), Some(refusal), _) => ReviewError::Store(StoreError::Refused(refusal)),
+        (Err(_), None, Some(id)) => ReviewError::Store(StoreError::NoSuchTask(id)),
+        (Err(other), None, None) => ReviewError::Backend(other),
+    }
+}
+
+/// A file store's operations are ready at once: no runtime is needed to wait for them.
+fn now<T>(f: impl std::future::Future<Output = T>) -> T {
+    futures::executor::block_on(f)
+}
+
 /// Every task in review, oldest id first.
 pub fn list(workspace: &Workspace, config: &TeamConfig) -> Result<Vec<Review>, ReviewError> {
-    let trees = worktrees(workspace)?;
-    workspace
-        .tasks()
-        .load_all()?
-        .tasks
-        .iter()
-        .filter(|t| t.status == Status::Review)
-        .map(|t| match describe(&trees, config, t) {
-            Err(ReviewError::Git(e @ (GitError::Remote { .. } | GitError::RemoteLacks { .. }))) => {
-                Ok(unavailable(t, e.to_string()))
-            }
-            described => described,
-        })
-        .collect()
+    now(Desk::files(workspace, config).list())
 }
 
 /// A task in review whose commits are not here to describe, and why.
@@ -136,8 +465,7 @@ fn age_of(task: &Task) -> u64 {
 
 /// The task `id` in review.
 pub fn show(workspace: &Workspace, config: &TeamConfig, id: TaskId) -> Result<Review, ReviewError> {
-    let trees = worktrees(workspace)?;
-    describe(&trees, config, &in_review(workspace, id)?)
+    now(Desk::files(workspace, config).show(id))
 }
 
 /// Only that task's commits, against the merge base.
@@ -146,64 +474,28 @@ pub fn diff(
     config: &TeamConfig,
     id: TaskId,
 ) -> Result<WorktreeDiff, ReviewError> {
-    let task = in_review(workspace, id)?;
-    let trees = worktrees(workspace)?;
-    let commits = commits_of(&trees, config, &task)?;
-    Ok(trees.commits_diff(&commits.start, &commits.head, &config.team.base_branch)?)
+    now(Desk::files(workspace, config).diff(id))
 }
 
-/// The person merges the task's commits: the task is `completed` (and so is any earlier task
-/// of the same branch whose commits came along), its dependents unblock, the lead is told.
+/// The person merges the task's commits (see [`Desk::merge`]).
 pub fn merge(
     workspace: &Workspace,
     config: &TeamConfig,
     id: TaskId,
     by: &AgentName,
 ) -> Result<String, ReviewError> {
-    merge_said(workspace, config, id, by, false)
+    now(Desk::files(workspace, config).merge(id, by))
 }
 
 const AUTO_MERGE: &str = "--merge auto, not reviewed by the person";
 
-/// A headless team's `--merge auto` merges for the person, who has not reviewed it: said so,
-/// rather than "by user".
+/// A headless team's `--merge auto` (see [`Desk::merge_automatically`]).
 pub fn merge_automatically(
     workspace: &Workspace,
     config: &TeamConfig,
     id: TaskId,
 ) -> Result<String, ReviewError> {
-    merge_said(workspace, config, id, &USER, true)
-}
-
-fn merge_said(
-    workspace: &Workspace,
-    config: &TeamConfig,
-    id: TaskId,
-    by: &AgentName,
-    auto: bool,
-) -> Result<String, ReviewError> {
-    let task = in_review(workspace, id)?;
-    let commits = commits_of(&worktrees(workspace)?, config, &task)?;
-    let how = if auto {
-        merge_commits(workspace, config, &task, &commits)?
-    } else {
-        merge_commits_unchecked(workspace, config, &task, &commits)?
-    };
-    let base = &config.team.base_branch;
-    let (who, how) = if auto {
-        ("automatically".to_string(), format!("{AUTO_MERGE}; {how}"))
-    } else {
-        (format!("by {by}"), how)
-    };
-    workspace.tasks().mark_merged(id, by, &how)?;
-    let also = mark_came_along(workspace, config, task.id, by)?;
-    let mut text = format!("{} merged into {base} {who} ({how})", task.id);
-    if !also.is_empty() {
-        text.push_str(&format!("; with it {}", joined(&also, ", ")));
-    }
-    text.push_str(&publish_base(workspace, config));
-    tell_lead(workspace, config, by, text.clone())?;
-    Ok(text)
+    now(Desk::files(workspace, config).merge_automatically(id))
 }
 
 /// The person approves the task's diff into the merge queue: it merges once the tests pass on
@@ -215,8 +507,9 @@ pub fn approve(
     id: TaskId,
     by: &AgentName,
 ) -> Result<String, ReviewError> {
-    let task = in_review(workspace, id)?;
-    let trees = worktrees(workspace)?;
+    let desk = Desk::files(workspace, config);
+    let task = now(desk.in_review(id))?;
+    let trees = desk.trees()?;
     let commits = commits_of(&trees, config, &task)?;
     let files = protected_in_merge(&trees, config, &commits.head)?;
     if !files.is_empty() {
@@ -230,7 +523,7 @@ pub fn approve(
          tests pass",
         config.team.base_branch
     );
-    tell_lead(workspace, config, by, text.clone())?;
+    now(desk.tell_lead(by, text.clone()))?;
     Ok(text)
 }
 
@@ -245,63 +538,27 @@ pub(crate) fn protected_in_merge(
     Ok(protected_changes(&merged.files, &governed(trees, config)?))
 }
 
-/// The merge queue moved the base to a tested commit holding `ids`: each is `completed` (and
-/// any earlier task of the same branch that came along), the lead is told; what was said.
+/// See [`Desk::mark_landed`].
 pub(crate) fn mark_landed(
     workspace: &Workspace,
     config: &TeamConfig,
     ids: &[TaskId],
     how: &str,
 ) -> Result<String, ReviewError> {
-    for id in ids {
-        workspace.tasks().mark_merged(*id, &USER, how)?;
-    }
-    let mut also = Vec::new();
-    for id in ids {
-        also.extend(mark_came_along(workspace, config, *id, &USER)?);
-    }
-    let mut text = format!(
-        "{} merged into {} ({how})",
-        joined(ids, ", "),
-        config.team.base_branch
-    );
-    if !also.is_empty() {
-        text.push_str(&format!("; with them {}", joined(&also, ", ")));
-    }
-    text.push_str(&publish_base(workspace, config));
-    tell_lead(workspace, config, &USER, text.clone())?;
-    Ok(text)
+    now(Desk::files(workspace, config).mark_landed(ids, how))
 }
 
-/// Marks `completed` every task in review whose commits the base branch now holds (they came
-/// along with the merge of `merged`, an earlier task of the same branch); their ids.
+/// See [`Desk::mark_came_along`].
 pub(crate) fn mark_came_along(
     workspace: &Workspace,
     config: &TeamConfig,
     merged: TaskId,
     by: &AgentName,
 ) -> Result<Vec<TaskId>, ReviewError> {
-    let trees = worktrees(workspace)?;
-    let mut also = Vec::new();
-    for other in workspace.tasks().load_all()?.tasks {
-        let Some(c) = other
-            .commits
-            .as_ref()
-            .filter(|_| other.status == Status::Review)
-        else {
-            continue;
-        };
-        if trees.base_contains(&config.team.base_branch, &c.head)? {
-            workspace
-                .tasks()
-                .mark_merged(other.id, by, &format!("came along with {merged}"))?;
-            also.push(other.id);
-        }
-    }
-    Ok(also)
+    now(Desk::files(workspace, config).mark_came_along(merged, by))
 }
 
-/// Back to the same teammate with `note`: it takes the task again, its earlier commits kept.
+/// Back to the same teammate with `note` (see [`Desk::send_back`]).
 pub fn send_back(
     workspace: &Workspace,
     config: &TeamConfig,
@@ -309,22 +566,10 @@ pub fn send_back(
     by: &AgentName,
     note: &str,
 ) -> Result<Task, ReviewError> {
-    let task = workspace.tasks().send_back(id, by, note)?;
-    tell_lead(
-        workspace,
-        config,
-        by,
-        format!(
-            "{} sent back to {} by {by}: {note}",
-            task.id,
-            task.owner.as_deref().unwrap_or("nobody")
-        ),
-    )?;
-    Ok(task)
+    now(Desk::files(workspace, config).send_back(id, by, note))
 }
 
-/// The task's changes are taken back out of its teammate's branch (a revert commit: the
-/// commits stay in history) and the task is `failed` with `reason`.
+/// Taken back out and failed (see [`Desk::discard`]).
 pub fn discard(
     workspace: &Workspace,
     config: &TeamConfig,
@@ -332,80 +577,17 @@ pub fn discard(
     by: &AgentName,
     reason: &str,
 ) -> Result<Task, ReviewError> {
-    let task = in_review(workspace, id)?;
-    let commits = commits_of(&worktrees(workspace)?, config, &task)?;
-    // The branch holds the commits; the owner may have changed since they were made.
-    let name = commits
-        .branch
-        .strip_prefix("crew/")
-        .unwrap_or(&commits.branch);
-    let trees = worktrees(workspace)?;
-    let message = format!("{}: discarded by {by}\n\n{reason}\n", task.id);
-    let author = Author::crew(by);
-    if let MergeOutcome::Conflicts { files } =
-        trees.revert_commits(name, &commits.start, &commits.head, &message, &author)?
-    {
-        return Err(ReviewError::Conflicts {
-            id: task.id,
-            base: commits.branch,
-            files,
-        });
-    }
-    let task = workspace.tasks().discard_review(id, by, reason)?;
-    tell_lead(
-        workspace,
-        config,
-        by,
-        format!("{} discarded by {by}: {reason}", task.id),
-    )?;
-    Ok(task)
+    now(Desk::files(workspace, config).discard(id, by, reason))
 }
 
-/// An automatic merge (`merge_when_done`, `--merge auto`): refused for changes that govern the
-/// team (`policy`).
+/// See [`Desk::merge_commits`].
 pub(crate) fn merge_commits(
     workspace: &Workspace,
     config: &TeamConfig,
     task: &Task,
     commits: &TaskCommits,
 ) -> Result<String, ReviewError> {
-    let trees = worktrees(workspace)?;
-    let protected = protected_in_merge(&trees, config, &commits.head)?;
-    if !protected.is_empty() {
-        return Err(ReviewError::Protected {
-            id: task.id,
-            files: protected,
-        });
-    }
-    merge_commits_unchecked(workspace, config, task, commits)
-}
-
-fn merge_commits_unchecked(
-    workspace: &Workspace,
-    config: &TeamConfig,
-    task: &Task,
-    commits: &TaskCommits,
-) -> Result<String, ReviewError> {
-    let trees = worktrees(workspace)?;
-    let base = &config.team.base_branch;
-    let owner = task.owner.as_deref().unwrap_or("crew");
-    let author = Author::crew(owner);
-    let label = format!("{} ({})", task.id, commits.branch);
-    match trees.merge_commits(&label, &commits.head, base, &author)? {
-        MergeOutcome::Conflicts { files } => Err(ReviewError::Conflicts {
-            id: task.id,
-            base: base.clone(),
-            files,
-        }),
-        MergeOutcome::FastForward { new_head } => Ok(format!(
-            "fast-forward to {}",
-            &new_head[..new_head.len().min(10)]
-        )),
-        MergeOutcome::Merged { commit } => {
-            Ok(format!("merge commit {}", &commit[..commit.len().min(10)]))
-        }
-        MergeOutcome::UpToDate => Ok("already in the base".to_string()),
-    }
+    Desk::files(workspace, config).merge_commits(task, commits)
 }
 
 fn describe(trees: &Worktrees, config: &TeamConfig, task: &Task) -> Result<Review, ReviewError> {
@@ -445,23 +627,6 @@ fn governed<'a>(trees: &Worktrees, config: &'a TeamConfig) -> Result<Governed<'a
     })
 }
 
-/// The repository the team's worktrees are in (another folder for a linked workspace).
-fn worktrees(workspace: &Workspace) -> Result<Worktrees, ReviewError> {
-    Ok(Worktrees::open(&workspace.repository_root())?)
-}
-
-fn in_review(workspace: &Workspace, id: TaskId) -> Result<Task, ReviewError> {
-    let task = workspace.tasks().read(id)?;
-    if task.status != Status::Review {
-        return Err(StoreError::from(Refusal::NotInReview {
-            id: task.id,
-            status: task.status.to_string(),
-        })
-        .into());
-    }
-    Ok(task)
-}
-
 /// The task's recorded commits, fetched from the team's remote when this checkout lacks them
 /// (a teammate on another host made them).
 fn commits_of(
@@ -489,43 +654,4 @@ fn commits_of(
 pub(crate) fn team_remote(config: &TeamConfig, root: &std::path::Path) -> Option<TeamRemote> {
     let url = config.team.remote.as_ref()?;
     Some(TeamRemote::new(url.get_ref(), root))
-}
-
-/// After the person's merge: the base branch goes to the team's remote, so every host's next
-/// task starts from merged code. What went wrong, as a clause to add to what is said (the merge
-/// itself stands: it is in this checkout).
-fn publish_base(workspace: &Workspace, config: &TeamConfig) -> String {
-    let root = workspace.repository_root();
-    let Some(remote) = team_remote(config, &root) else {
-        return String::new();
-    };
-    match remote.push_base(&root, &config.team.base_branch) {
-        Ok(()) => String::new(),
-        Err(e) => {
-            tracing::warn!("the merged base was not pushed: {e}");
-            format!(
-                "; {} not pushed to the team's remote: {e}",
-                config.team.base_branch
-            )
-        }
-    }
-}
-
-fn tell_lead(
-    workspace: &Workspace,
-    config: &TeamConfig,
-    by: &AgentName,
-    text: String,
-) -> Result<(), StoreError> {
-    workspace
-        .mailboxes()
-        .send(
-            &config.roster(),
-            Draft {
-                kind: MessageKind::StatusUpdate,
-                text: Some(text),
-                ..Draft::new(by.clone(), config.lead_name().clone())
-            },
-        )
-        .map(|_| ())
 }
