@@ -721,3 +721,47 @@ fn a_task_made_on_another_host_is_reviewed_from_the_store_and_merged_into_the_pe
     let approve = on_store(repo.path(), &url, &["review", "approve", "task_2"]);
     assert_ne!(approve.code, 0);
 }
+
+#[test]
+fn setup_migrates_publishes_and_gives_each_agent_on_crew_toml_its_role_and_rights() {
+    let Some(cluster) = crew_test_support::postgres::start() else {
+        return;
+    };
+    let url = cluster.url();
+    let repo = crate::support::Repo::init();
+    let said = repo.ok(&["store", "setup", &url]);
+    for line in [
+        "lead: crew_postgres_lead (no code, the lead), connects with",
+        "alice: crew_postgres_alice (writes code), connects with",
+        "bob: crew_postgres_bob (writes code), connects with",
+        "carol: crew_postgres_carol (no code), connects with",
+    ] {
+        assert!(said.contains(line), "{line:?} in {said}");
+    }
+    assert!(said.contains("published "), "{said}");
+    assert_eq!(
+        repo.ok(&["store", "agents", &url]).lines().count(),
+        4,
+        "one role each"
+    );
+    // The role works as its agent, and only as it.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let alice = PgStore::connect(&cluster.url_as("crew_postgres_alice"), 1).unwrap();
+    let lead = AgentName::parse("lead").unwrap();
+    runtime
+        .block_on(alice.send(Draft::new(AgentName::parse("alice").unwrap(), lead.clone())))
+        .unwrap();
+    let forged = runtime.block_on(alice.send(Draft::new(lead, USER)));
+    assert!(forged.is_err(), "alice wrote as the lead");
+
+    // carol leaves the team: run again, and her role is named as still there.
+    let toml = std::fs::read_to_string(repo.join("crew.toml")).unwrap();
+    let carol = toml.find("[[teammate]]\nname = \"carol\"").unwrap();
+    std::fs::write(repo.join("crew.toml"), &toml[..carol]).unwrap();
+    let again = repo.ok(&["store", "setup", &url]);
+    assert!(
+        again.contains("roles of agents no longer on the team, still able to log in: carol (crew_postgres_carol)"),
+        "{again}"
+    );
+    assert!(again.contains("already current"), "{again}");
+}

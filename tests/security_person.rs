@@ -65,6 +65,8 @@ fn a_tool_process_cannot_answer_send_or_act_as_the_person() {
          {crew} review list\n\
          {crew} down\n\
          {crew} inbox lead\n\
+         {crew} --store postgres://127.0.0.1:1/team respond {request_id} --as user approve\n\
+         {crew} store setup postgres://127.0.0.1:1/team\n\
          {crew} task list\n"
     );
     let mut alice = team.worker("alice");
@@ -74,7 +76,7 @@ fn a_tool_process_cannot_answer_send_or_act_as_the_person() {
         .matches("acts for the person or the team, and this process was started by an agent's tool")
         .count();
     assert_eq!(
-        refusals, 11,
+        refusals, 13,
         "every acting command is refused, saying why: {result}"
     );
     for command in [
@@ -85,6 +87,7 @@ fn a_tool_process_cannot_answer_send_or_act_as_the_person() {
         "crew review",
         "crew down",
         "crew inbox",
+        "crew store setup",
     ] {
         assert!(
             result.contains(&format!("`{command}")),

@@ -156,6 +156,11 @@ pub enum StoreCommand {
     /// store, for hosts that join it; once published, a message to or from a name not on the
     /// team is refused there, as on files.
     Publish { url: String },
+    /// Everything a team needs in a new store, in one go (run in your repository, as its
+    /// owner): the schema migrated, the team published, and a database role for each agent on
+    /// crew.toml with the rights crew.toml gives it (a writing teammate's tasks completed only
+    /// by your merge; the lead assigns and edits tasks). Run again after editing crew.toml.
+    Setup { url: String },
 }
 
 #[derive(Debug, Subcommand)]

@@ -67,6 +67,8 @@ fn acts_for_the_team(command: Option<&Command>) -> Option<&'static str> {
         Command::Store(StoreCommand::Publish { .. }) => Some("store publish"),
         // Changes the schema of the store the whole team works in.
         Command::Store(StoreCommand::Migrate { .. }) => Some("store migrate"),
+        // All three of those at once.
+        Command::Store(StoreCommand::Setup { .. }) => Some("store setup"),
         Command::Send(_) => Some("send"),
         Command::Respond(_) => Some("respond"),
         Command::Down { .. } => Some("down"),

@@ -36,6 +36,7 @@ pub fn run(cmd: StoreCommand, start: &Path) -> anyhow::Result<()> {
             }
             StoreCommand::Agents { url } => agents(&url).await,
             StoreCommand::Publish { url } => publish(&url, start).await,
+            StoreCommand::Setup { url } => setup(&url, start).await,
         }
     })
 }
@@ -176,6 +177,52 @@ async fn publish(url: &str, start: &Path) -> anyhow::Result<()> {
         file.display(),
         team.published_at,
         names.join(", ")
+    );
+    Ok(())
+}
+
+async fn setup(url: &str, start: &Path) -> anyhow::Result<()> {
+    let project = crate::cli::project::Project::find(start)?;
+    migrate(url).await?;
+    publish(url, start).await?;
+    let store = reach_current(url).await?;
+    let lead = project.config.lead_name().clone();
+    for agent in project.config.agents() {
+        let name = agent.name.get_ref();
+        let rights = AgentRights {
+            writes: agent.writes,
+            leads: *name == lead,
+        };
+        let role = store.add_agent(name, rights, None).await?;
+        let writes = if rights.writes {
+            "writes code"
+        } else {
+            "no code"
+        };
+        let leads = if rights.leads { ", the lead" } else { "" };
+        println!(
+            "{name}: {} ({writes}{leads}), connects with {}",
+            role.role,
+            store.url_as(&role.role)
+        );
+    }
+    let on_team: Vec<&AgentName> = project.config.agents().map(|a| a.name.get_ref()).collect();
+    let gone: Vec<String> = store
+        .agent_roles()
+        .await?
+        .into_iter()
+        .filter(|r| !on_team.contains(&&r.agent))
+        .map(|r| format!("{} ({})", r.agent, r.role))
+        .collect();
+    if !gone.is_empty() {
+        println!(
+            "roles of agents no longer on the team, still able to log in: {} (remove them with DROP ROLE)",
+            gone.join(", ")
+        );
+    }
+    println!(
+        "no password was set: the server's own auth (pg_hba.conf) decides, or give one with \
+         `crew store add-agent {url} NAME --password-env VAR`"
     );
     Ok(())
 }
