@@ -700,6 +700,50 @@ fn a_task_made_on_another_host_is_reviewed_from_the_store_and_merged_into_the_pe
         sent.contains("task_2 sent back to bob: add a test"),
         "{sent}"
     );
+    // A third, discarded: its branch is on host2, so nothing here is reverted or changed.
+    let (start, head) = (
+        git(&host2, &["rev-parse", "HEAD~1"]),
+        git(&host2, &["rev-parse", "HEAD"]),
+    );
+    runtime.block_on(async {
+        let task = store
+            .create_task(NewTask {
+                subject: "third".into(),
+                ..NewTask::default()
+            })
+            .await
+            .unwrap();
+        // Claimed by carol, so bob's returned task_2 stays his.
+        let carol = AgentName::parse("carol").unwrap();
+        let claim = crew_store::Claimant {
+            name: &carol,
+            role: None,
+        };
+        let got = crew_store::TeamStore::claim_next(&store, claim)
+            .await
+            .unwrap();
+        assert_eq!(got.id, task.id);
+        store
+            .record_start(task.id, "crew/bob", &start)
+            .await
+            .unwrap();
+        let commits = crew_store::TaskCommits {
+            branch: "crew/bob".into(),
+            start,
+            head,
+        };
+        store
+            .submit_for_review(task.id, &carol, "third".into(), commits)
+            .await
+            .unwrap();
+    });
+    let before = git(repo.path(), &["rev-parse", "main"]);
+    let discarded = on(&["review", "discard", "task_3", "--reason", "not wanted"]);
+    assert!(
+        discarded.contains("task_3 discarded: not wanted"),
+        "{discarded}"
+    );
+    assert_eq!(git(repo.path(), &["rev-parse", "main"]), before);
     runtime.block_on(async {
         let one = store.task(crew_protocol::TaskId(1)).await.unwrap();
         assert_eq!(one.status, crew_store::Status::Completed);

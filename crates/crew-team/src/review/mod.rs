@@ -304,8 +304,13 @@ impl<'a, S: TeamStore> Desk<'a, S> {
             .unwrap_or(&commits.branch);
         let message = format!("{}: discarded by {by}\n\n{reason}\n", task.id);
         let author = Author::crew(by);
-        if let MergeOutcome::Conflicts { files } =
-            trees.revert_commits(name, &commits.start, &commits.head, &message, &author)?
+        // A teammate on another host has its branch there, not here: its commits never reached
+        // the base, and that host's worker takes them out of its branch.
+        let elsewhere = team_remote(self.config, &self.root).is_some()
+            && !trees.path_of(name).is_ok_and(|p| p.exists());
+        if !elsewhere
+            && let MergeOutcome::Conflicts { files } =
+                trees.revert_commits(name, &commits.start, &commits.head, &message, &author)?
         {
             return Err(ReviewError::Conflicts {
                 id: task.id,
