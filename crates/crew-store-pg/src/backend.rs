@@ -7,7 +7,7 @@ use std::time::Duration;
 use crew_protocol::{AgentName, TaskId};
 use crew_store::{
     Actor, AgentStatus, BackendError, Claimant, Draft, Message, NewTask, Refusal, RequestInfo,
-    ReviewerVerdict, Task, TaskCommits, TeamStore,
+    ReviewerVerdict, Task, TaskCommits, TaskPatch, TeamStore,
 };
 
 use crate::{PgStore, PgStoreError, Position};
@@ -46,6 +46,40 @@ impl TeamStore for PgStore {
 
     async fn claim_next(&self, who: Claimant<'_>) -> Result<Task, PgStoreError> {
         PgStore::claim_next(self, who, self.lease()).await
+    }
+
+    async fn claim(&self, id: TaskId, who: Claimant<'_>) -> Result<Task, PgStoreError> {
+        PgStore::claim(self, id, who, self.lease()).await
+    }
+
+    async fn release(&self, id: TaskId, who: &AgentName) -> Result<Task, PgStoreError> {
+        PgStore::release(self, id, who).await
+    }
+
+    async fn release_orphaned(
+        &self,
+        owner: &AgentName,
+        note: &str,
+    ) -> Result<Vec<Task>, PgStoreError> {
+        PgStore::release_orphaned(self, owner, note).await
+    }
+
+    async fn assign(
+        &self,
+        id: TaskId,
+        to: Option<Claimant<'_>>,
+        by: Actor<'_>,
+    ) -> Result<Task, PgStoreError> {
+        PgStore::assign(self, id, to, by).await
+    }
+
+    async fn update(
+        &self,
+        id: TaskId,
+        patch: TaskPatch,
+        by: Actor<'_>,
+    ) -> Result<Task, PgStoreError> {
+        PgStore::update(self, id, patch, by).await
     }
 
     async fn complete(

@@ -8,6 +8,7 @@
 pub mod agents;
 pub mod backend;
 pub mod error;
+pub mod handout;
 pub mod inbox;
 mod json;
 pub mod review;

@@ -376,6 +376,115 @@ const MIGRATIONS: &[&str] = &[
     CREATE TRIGGER tasks_size BEFORE INSERT OR UPDATE OF subject, description ON tasks
         FOR EACH ROW EXECUTE FUNCTION crew_check_task_size();
     "#,
+    // 7: the task guard of 4 again, but for its notes rule: the lead's assignments and an
+    // agent's release of its own tasks as it shuts down leave their notes as on files (the
+    // store's `assign` and `release_orphaned`), while a forged review note stays refused.
+    r#"
+    CREATE OR REPLACE FUNCTION crew_guard_task() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE
+        me text;
+        writes boolean;
+        leads boolean;
+        lapsed boolean;
+    BEGIN
+        SELECT a.agent, a.writes, a.leads INTO me, writes, leads
+        FROM agent_roles a WHERE a.role = current_user;
+        IF me IS NULL THEN
+            RETURN NEW;
+        END IF;
+        IF TG_OP = 'INSERT' THEN
+            IF NEW.status <> 'pending' OR NEW.review IS NOT NULL OR NEW.commits IS NOT NULL
+               OR NEW.lease_until IS NOT NULL OR NEW.result IS NOT NULL
+               OR cardinality(NEW.notes) > 0 OR (NEW.owner IS NOT NULL AND NOT leads) THEN
+                RAISE EXCEPTION 'agent % may add a task only as pending and unassigned', me
+                    USING ERRCODE = '42501';
+            END IF;
+            RETURN NEW;
+        END IF;
+        IF OLD.status = 'review' THEN
+            IF NEW.status = 'review' AND NEW.review->>'by' = me
+               AND NEW.owner IS NOT DISTINCT FROM OLD.owner
+               AND NEW.result IS NOT DISTINCT FROM OLD.result
+               AND NEW.commits IS NOT DISTINCT FROM OLD.commits
+               AND NEW.notes = OLD.notes AND NEW.subject = OLD.subject
+               AND NEW.description = OLD.description AND NEW.blocked_by = OLD.blocked_by THEN
+                RETURN NEW;
+            END IF;
+            RAISE EXCEPTION 'task %: in review, only the person merges, sends back or discards it; agent % may only record its own verdict', OLD.id, me
+                USING ERRCODE = '42501';
+        END IF;
+        IF OLD.status IN ('completed', 'failed') THEN
+            RAISE EXCEPTION 'task %: %, only the person changes a finished task (agent %)', OLD.id, OLD.status, me
+                USING ERRCODE = '42501';
+        END IF;
+        lapsed := OLD.status = 'in_progress' AND OLD.lease_until < now();
+        IF OLD.status = 'in_progress' AND OLD.owner IS DISTINCT FROM me AND NOT lapsed THEN
+            RAISE EXCEPTION 'task %: % holds it, agent % cannot change it', OLD.id, OLD.owner, me
+                USING ERRCODE = '42501';
+        END IF;
+        IF NOT leads AND (NEW.subject <> OLD.subject OR NEW.blocked_by <> OLD.blocked_by
+                          OR NEW.role IS DISTINCT FROM OLD.role) THEN
+            RAISE EXCEPTION 'task %: only the lead or the person changes its subject, role or blockers (agent %)', OLD.id, me
+                USING ERRCODE = '42501';
+        END IF;
+        IF NOT leads AND NEW.description <> OLD.description AND OLD.owner IS DISTINCT FROM me THEN
+            RAISE EXCEPTION 'task %: agent % may edit the description of its own task only', OLD.id, me
+                USING ERRCODE = '42501';
+        END IF;
+        -- Given back to the queue: by the lead, by its owner, or by anyone once its lease passed.
+        IF NEW.status = 'pending' AND NEW.owner IS DISTINCT FROM OLD.owner AND NOT leads
+           AND NOT (NEW.owner IS NULL AND (OLD.owner = me OR lapsed)) THEN
+            RAISE EXCEPTION 'task %: only the lead or the person assigns it (agent %)', OLD.id, me
+                USING ERRCODE = '42501';
+        END IF;
+        IF OLD.status = 'pending' AND OLD.owner IS NOT NULL AND OLD.owner <> me
+           AND NEW.status <> 'pending' THEN
+            RAISE EXCEPTION 'task %: assigned to %, agent % cannot take it', OLD.id, OLD.owner, me
+                USING ERRCODE = '42501';
+        END IF;
+        IF NEW.status <> 'pending' AND NEW.owner IS DISTINCT FROM me THEN
+            RAISE EXCEPTION 'task %: agent % cannot act as %', OLD.id, me, NEW.owner
+                USING ERRCODE = '42501';
+        END IF;
+        IF NEW.status IN ('review', 'completed', 'failed') AND OLD.status <> 'in_progress' THEN
+            RAISE EXCEPTION 'task %: %, agent % can finish only a task it has in progress', OLD.id, OLD.status, me
+                USING ERRCODE = '42501';
+        END IF;
+        IF NEW.status = 'completed' AND writes THEN
+            RAISE EXCEPTION 'task %: agent % writes code, its task is completed only by the person merging it', OLD.id, me
+                USING ERRCODE = '42501';
+        END IF;
+        -- A result and commits are the owner's, set as it works and finishes; the notes are
+        -- the store's (a lapsed lease's) and the person's, so no agent can forge a
+        -- "sent back by user" note its teammate would read as the person's review.
+        IF (NEW.result IS DISTINCT FROM OLD.result OR NEW.commits IS DISTINCT FROM OLD.commits)
+           AND NOT (OLD.status = 'in_progress' AND OLD.owner = me) THEN
+            RAISE EXCEPTION 'task %: only its owner sets its result and commits (agent %)', OLD.id, me
+                USING ERRCODE = '42501';
+        END IF;
+        -- Beyond a lapsed lease's, an agent appends only one note of its own doing, as the
+        -- store words it, with the change it records: an assignment by the lead ("... by
+        -- lead"), its own tasks released as it shuts down ("released: alice ..."); never a
+        -- note alone, nor one that reads as the person's review.
+        IF NEW.notes <> OLD.notes AND NOT lapsed AND NOT (
+               (NEW.owner IS DISTINCT FROM OLD.owner OR NEW.status <> OLD.status)
+               AND cardinality(NEW.notes) = cardinality(OLD.notes) + 1
+               AND NEW.notes[1:cardinality(OLD.notes)] = OLD.notes
+               AND position(': sent back by ' IN NEW.notes[cardinality(NEW.notes)]) = 0
+               AND (right(NEW.notes[cardinality(NEW.notes)], length(' by ' || me)) = ' by ' || me
+                    OR (position(': released: ' || me || ' ' IN NEW.notes[cardinality(NEW.notes)]) > 0
+                        AND OLD.owner = me AND NEW.owner IS NULL))) THEN
+            RAISE EXCEPTION 'task %: agent % cannot write its notes', OLD.id, me
+                USING ERRCODE = '42501';
+        END IF;
+        IF NEW.review IS DISTINCT FROM OLD.review THEN
+            RAISE EXCEPTION 'task %: a verdict is recorded only while the task is in review (agent %)', OLD.id, me
+                USING ERRCODE = '42501';
+        END IF;
+        RETURN NEW;
+    END
+    $$;
+    "#,
 ];
 
 /// The SQLSTATE of a row over the team's `[limits]` (schema 6).

@@ -22,6 +22,9 @@ use crate::{PgStore, PgStoreError};
 pub(crate) const TASK_COLUMNS: &str = "id, subject, description, status, owner, role, blocked_by, \
      result, notes, crew_ts(created_at), crew_ts(updated_at), commits, review";
 
+/// How many columns `TASK_COLUMNS` names: what a query selects after them starts there.
+pub(crate) const TASK_COLUMN_COUNT: usize = 13;
+
 /// Wakes the `LISTEN`ers when a task may have become claimable (sent on commit).
 pub(crate) const TASKS_CHANNEL: &str = "crew_tasks";
 
@@ -301,7 +304,9 @@ pub(crate) async fn read_task(
     }
 }
 
-async fn notify_tasks(tx: &deadpool_postgres::Transaction<'_>) -> Result<(), PgStoreError> {
+pub(crate) async fn notify_tasks(
+    tx: &deadpool_postgres::Transaction<'_>,
+) -> Result<(), PgStoreError> {
     tx.execute("SELECT pg_notify($1, '')", &[&TASKS_CHANNEL])
         .await?;
     Ok(())
@@ -315,7 +320,7 @@ async fn next_id(tx: &deadpool_postgres::Transaction<'_>) -> Result<u64, PgStore
     id_from_sql(row.get(0)).map(|id| id.0)
 }
 
-fn millis(d: Duration) -> f64 {
+pub(crate) fn millis(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
@@ -327,7 +332,7 @@ pub(crate) fn id_to_sql(id: TaskId) -> Result<i64, PgStoreError> {
     })
 }
 
-fn ids_to_sql(ids: &[TaskId]) -> Result<Vec<i64>, PgStoreError> {
+pub(crate) fn ids_to_sql(ids: &[TaskId]) -> Result<Vec<i64>, PgStoreError> {
     ids.iter().map(|id| id_to_sql(*id)).collect()
 }
 

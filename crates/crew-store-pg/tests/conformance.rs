@@ -10,7 +10,7 @@ use std::time::Duration;
 use crew_protocol::{AgentName, MessageKind, TaskId, USER};
 use crew_store::{
     Actor, AgentState, AgentStatus, BackendError, Claimant, Draft, FileStore, NewTask, Refusal,
-    RequestState, ReviewerVerdict, Roster, Status, TaskCommits, TeamStore, Workspace,
+    RequestState, ReviewerVerdict, Roster, Status, TaskCommits, TaskPatch, TeamStore, Workspace,
 };
 use crew_store_pg::PgStore;
 use crew_test_support::postgres::PgCluster;
@@ -82,6 +82,11 @@ conformance!(
     a_review_keeps_the_verdict_and_ends_merged_sent_back_or_discarded,
     a_message_to_or_from_a_name_not_on_the_team_is_refused_naming_the_team,
     a_message_over_the_teams_limit_is_refused_naming_the_setting_and_stores_nothing,
+    a_claim_by_id_takes_a_ready_task_and_refuses_an_owned_blocked_or_unfitting_one,
+    release_gives_the_owners_task_back_and_refuses_anyone_else,
+    release_orphaned_frees_a_gone_agents_claimed_and_assigned_tasks_with_a_note,
+    assign_hands_a_task_out_and_back_with_a_note_and_only_the_lead_or_person_may,
+    update_edits_within_the_rules_and_refuses_an_unknown_blocker_or_a_cycle,
 );
 
 fn refusal<E: BackendError>(result: Result<impl std::fmt::Debug, E>) -> Refusal {
@@ -956,4 +961,237 @@ async fn a_message_over_the_teams_limit_is_refused_naming_the_setting_and_stores
     assert!(store.inbox(&lead).await.unwrap().is_empty());
     store.send(draft(limit)).await.unwrap();
     assert_eq!(store.inbox(&lead).await.unwrap().len(), 1);
+}
+
+async fn a_claim_by_id_takes_a_ready_task_and_refuses_an_owned_blocked_or_unfitting_one<
+    S: TeamStore,
+>(
+    store: S,
+) {
+    let (alice, bob) = (name("alice"), name("bob"));
+    let first = add(&store, "schema", vec![]).await;
+    let second = add(&store, "api", vec![first]).await;
+    let review = store
+        .create_task(NewTask {
+            subject: "review it".into(),
+            role: Some("reviewer".into()),
+            ..NewTask::default()
+        })
+        .await
+        .unwrap()
+        .id;
+    match refusal(store.claim(second, claimant(&alice)).await) {
+        Refusal::Blocked { id, by } => assert_eq!((id, by), (second, vec![first])),
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(
+        refusal(store.claim(review, claimant(&alice)).await),
+        Refusal::RoleMismatch { .. }
+    ));
+    let got = store.claim(first, claimant(&alice)).await.unwrap();
+    assert_eq!(
+        (got.status, got.owner.as_ref()),
+        (Status::InProgress, Some(&alice))
+    );
+    match refusal(store.claim(first, claimant(&bob)).await) {
+        Refusal::AlreadyClaimed { id, owner } => assert_eq!((id, owner), (first, alice.clone())),
+        other => panic!("{other:?}"),
+    }
+    store.complete(first, reader(&alice), None).await.unwrap();
+    let got = store.claim(second, claimant(&bob)).await.unwrap();
+    assert_eq!(got.owner.as_ref(), Some(&bob));
+    let missing = store.claim(TaskId(99), claimant(&bob)).await.unwrap_err();
+    assert_eq!(missing.no_such_task(), Some(TaskId(99)));
+}
+
+async fn release_gives_the_owners_task_back_and_refuses_anyone_else<S: TeamStore>(store: S) {
+    let (alice, bob) = (name("alice"), name("bob"));
+    let id = add(&store, "schema", vec![]).await;
+    store.claim(id, claimant(&alice)).await.unwrap();
+    assert!(matches!(
+        refusal(store.release(id, &bob).await),
+        Refusal::NotOwner { .. }
+    ));
+    let back = store.release(id, &alice).await.unwrap();
+    assert_eq!((back.status, back.owner), (Status::Pending, None));
+    assert!(matches!(
+        refusal(store.release(id, &alice).await),
+        Refusal::NotInProgress { .. }
+    ));
+    // Back in the queue: anyone may take it.
+    assert_eq!(claim(&store, &bob).await.unwrap(), id);
+}
+
+async fn release_orphaned_frees_a_gone_agents_claimed_and_assigned_tasks_with_a_note<
+    S: TeamStore,
+>(
+    store: S,
+) {
+    let (alice, bob) = (name("alice"), name("bob"));
+    let claimed = add(&store, "claimed", vec![]).await;
+    let assigned = add(&store, "assigned", vec![]).await;
+    let bobs = add(&store, "bob's", vec![]).await;
+    store.claim(claimed, claimant(&alice)).await.unwrap();
+    store
+        .assign(assigned, Some(claimant(&alice)), Actor::Person)
+        .await
+        .unwrap();
+    store.claim(bobs, claimant(&bob)).await.unwrap();
+    let freed = store
+        .release_orphaned(&alice, "released: alice shut down (stopped)")
+        .await
+        .unwrap();
+    assert_eq!(
+        freed.iter().map(|t| t.id).collect::<Vec<_>>(),
+        [claimed, assigned]
+    );
+    for task in &freed {
+        assert_eq!((task.status, task.owner.as_ref()), (Status::Pending, None));
+        let note = task.notes.last().unwrap();
+        assert!(
+            note.ends_with(": released: alice shut down (stopped)"),
+            "{note}"
+        );
+    }
+    assert_eq!(store.task(bobs).await.unwrap().owner.as_ref(), Some(&bob));
+    assert!(
+        store
+            .release_orphaned(&alice, "again")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
+
+async fn assign_hands_a_task_out_and_back_with_a_note_and_only_the_lead_or_person_may<
+    S: TeamStore,
+>(
+    store: S,
+) {
+    let (alice, bob, lead) = (name("alice"), name("bob"), name("lead"));
+    let id = add(&store, "schema", vec![]).await;
+    match refusal(store.assign(id, Some(claimant(&bob)), reader(&alice)).await) {
+        Refusal::NotAllowed { field, .. } => assert_eq!(field, "owner"),
+        other => panic!("{other:?}"),
+    }
+    let given = store
+        .assign(id, Some(claimant(&bob)), Actor::Lead(&lead))
+        .await
+        .unwrap();
+    assert_eq!(
+        (given.status, given.owner.as_ref()),
+        (Status::Pending, Some(&bob))
+    );
+    assert!(
+        given
+            .notes
+            .last()
+            .unwrap()
+            .ends_with(": assigned to bob by lead"),
+        "{:?}",
+        given.notes
+    );
+    // Only bob may take it now.
+    assert!(nothing_left(&claim(&store, &alice).await.unwrap_err()));
+    // The same again changes nothing.
+    let same = store
+        .assign(id, Some(claimant(&bob)), Actor::Lead(&lead))
+        .await
+        .unwrap();
+    assert_eq!(same.notes.len(), given.notes.len());
+    let back = store.assign(id, None, Actor::Person).await.unwrap();
+    assert_eq!(back.owner, None);
+    assert!(
+        back.notes
+            .last()
+            .unwrap()
+            .ends_with(": taken back from bob by user")
+    );
+    let review = store
+        .create_task(NewTask {
+            subject: "review it".into(),
+            role: Some("reviewer".into()),
+            ..NewTask::default()
+        })
+        .await
+        .unwrap()
+        .id;
+    assert!(matches!(
+        refusal(
+            store
+                .assign(review, Some(claimant(&alice)), Actor::Person)
+                .await
+        ),
+        Refusal::RoleMismatch { .. }
+    ));
+    store.claim(id, claimant(&alice)).await.unwrap();
+    store.complete(id, reader(&alice), None).await.unwrap();
+    assert!(matches!(
+        refusal(store.assign(id, Some(claimant(&bob)), Actor::Person).await),
+        Refusal::AlreadyCompleted { .. }
+    ));
+}
+
+async fn update_edits_within_the_rules_and_refuses_an_unknown_blocker_or_a_cycle<S: TeamStore>(
+    store: S,
+) {
+    let (alice, bob, lead) = (name("alice"), name("bob"), name("lead"));
+    let first = add(&store, "schema", vec![]).await;
+    let second = add(&store, "api", vec![]).await;
+    let blockers = |ids: Vec<TaskId>| TaskPatch {
+        blocked_by: Some(ids),
+        ..TaskPatch::default()
+    };
+    let edited = store
+        .update(second, blockers(vec![first, first]), Actor::Lead(&lead))
+        .await
+        .unwrap();
+    assert_eq!(edited.blocked_by, [first]);
+    assert!(matches!(
+        refusal(
+            store
+                .update(first, blockers(vec![second]), Actor::Lead(&lead))
+                .await
+        ),
+        Refusal::WouldCycle { .. }
+    ));
+    match refusal(
+        store
+            .update(first, blockers(vec![TaskId(99)]), Actor::Person)
+            .await,
+    ) {
+        Refusal::UnknownBlocker { id, unknown } => assert_eq!((id, unknown), (first, TaskId(99))),
+        other => panic!("{other:?}"),
+    }
+    let subject = TaskPatch {
+        subject: Some("  schema v2 ".into()),
+        ..TaskPatch::default()
+    };
+    match refusal(store.update(first, subject.clone(), reader(&alice)).await) {
+        Refusal::NotAllowed { field, .. } => assert_eq!(field, "subject"),
+        other => panic!("{other:?}"),
+    }
+    let renamed = store.update(first, subject, Actor::Person).await.unwrap();
+    assert_eq!(renamed.subject, "schema v2");
+    // A teammate edits the description of its own task only.
+    store.claim(first, claimant(&alice)).await.unwrap();
+    let notes = TaskPatch {
+        description: Some("my notes".into()),
+        ..TaskPatch::default()
+    };
+    let mine = store
+        .update(first, notes.clone(), reader(&alice))
+        .await
+        .unwrap();
+    assert_eq!(mine.description, "my notes");
+    match refusal(store.update(first, notes, reader(&bob)).await) {
+        Refusal::NotAllowed { field, .. } => assert_eq!(field, "description"),
+        other => panic!("{other:?}"),
+    }
+    // Fewer blockers: claimable at once.
+    store
+        .update(second, blockers(vec![]), Actor::Lead(&lead))
+        .await
+        .unwrap();
+    assert_eq!(claim(&store, &bob).await.unwrap(), second);
 }

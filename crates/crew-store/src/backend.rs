@@ -16,7 +16,7 @@ use crew_protocol::{AgentName, TaskId};
 
 use crate::{
     Actor, AgentStatus, Claimant, Draft, Entry, Message, NewTask, Refusal, RequestInfo,
-    ReviewerVerdict, Roster, StoreError, Task, TaskCommits, Workspace,
+    ReviewerVerdict, Roster, StoreError, Task, TaskCommits, TaskPatch, Workspace,
 };
 
 /// What a backend's errors say beyond their text: whether the protocol refused (and why), or
@@ -63,6 +63,48 @@ pub trait TeamStore: Send + Sync {
     fn claim_next(
         &self,
         who: Claimant<'_>,
+    ) -> impl Future<Output = Result<Task, Self::Error>> + Send;
+
+    /// Claims task `id` for `who`: refused when another holds it, it is not pending, its role
+    /// does not fit or a blocker is not completed (on PostgreSQL a task whose owner's lease
+    /// lapsed is claimable too, as in `claim_next`).
+    fn claim(
+        &self,
+        id: TaskId,
+        who: Claimant<'_>,
+    ) -> impl Future<Output = Result<Task, Self::Error>> + Send;
+
+    /// The owner gives its in-progress task back: `pending`, no owner.
+    fn release(
+        &self,
+        id: TaskId,
+        who: &AgentName,
+    ) -> impl Future<Output = Result<Task, Self::Error>> + Send;
+
+    /// Every task `owner` holds (in progress, or assigned and pending) back to `pending` with
+    /// no owner and `note`: its agent is gone, so nothing stays held by a ghost.
+    fn release_orphaned(
+        &self,
+        owner: &AgentName,
+        note: &str,
+    ) -> impl Future<Output = Result<Vec<Task>, Self::Error>> + Send;
+
+    /// Hands the task to `to` (only `to` may then claim it) or to nobody, by the lead or the
+    /// person (`claim::assignment` says what is refused and the note it leaves).
+    fn assign(
+        &self,
+        id: TaskId,
+        to: Option<Claimant<'_>>,
+        by: Actor<'_>,
+    ) -> impl Future<Output = Result<Task, Self::Error>> + Send;
+
+    /// Edits a task's subject, description or blockers as `by` may (`tasks::check_may_edit`);
+    /// an unknown blocker or a cycle is refused.
+    fn update(
+        &self,
+        id: TaskId,
+        patch: TaskPatch,
+        by: Actor<'_>,
     ) -> impl Future<Output = Result<Task, Self::Error>> + Send;
 
     /// The owner `by` finished its in-progress task (a writing teammate's only through review).
@@ -223,6 +265,40 @@ impl TeamStore for FileStore {
 
     async fn claim_next(&self, who: Claimant<'_>) -> Result<Task, StoreError> {
         self.workspace.tasks().claim_next(who)
+    }
+
+    async fn claim(&self, id: TaskId, who: Claimant<'_>) -> Result<Task, StoreError> {
+        self.workspace.tasks().claim(id, who)
+    }
+
+    async fn release(&self, id: TaskId, who: &AgentName) -> Result<Task, StoreError> {
+        self.workspace.tasks().release(id, who)
+    }
+
+    async fn release_orphaned(
+        &self,
+        owner: &AgentName,
+        note: &str,
+    ) -> Result<Vec<Task>, StoreError> {
+        self.workspace.tasks().release_orphaned(owner, note)
+    }
+
+    async fn assign(
+        &self,
+        id: TaskId,
+        to: Option<Claimant<'_>>,
+        by: Actor<'_>,
+    ) -> Result<Task, StoreError> {
+        self.workspace.tasks().assign(id, to, by)
+    }
+
+    async fn update(
+        &self,
+        id: TaskId,
+        patch: TaskPatch,
+        by: Actor<'_>,
+    ) -> Result<Task, StoreError> {
+        self.workspace.tasks().update(id, patch, by)
     }
 
     async fn complete(

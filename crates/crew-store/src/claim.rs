@@ -133,21 +133,7 @@ impl TaskStore {
     /// The check-and-set at the heart of a claim; runs on freshly read state under the lock.
     /// A pending task may carry an owner: it was assigned, and only that owner may take it.
     fn take(&self, task: &mut Task, who: Claimant<'_>) -> Result<(), StoreError> {
-        if let Some(owner) = task.owner.as_ref().filter(|o| *o != who.name) {
-            return Err(Refusal::AlreadyClaimed {
-                id: task.id,
-                owner: owner.clone(),
-            }
-            .into());
-        }
-        if task.status != Status::Pending {
-            return Err(Refusal::NotPending {
-                id: task.id,
-                status: task.status.to_string(),
-            }
-            .into());
-        }
-        check_role(task, who)?;
+        check_claim(task, who)?;
         let open = self.open_blockers(task)?;
         if !open.is_empty() {
             return Err(Refusal::Blocked {
@@ -197,35 +183,12 @@ impl TaskStore {
         to: Option<Claimant<'_>>,
         by: Actor<'_>,
     ) -> Result<Task, StoreError> {
-        let by = by.steers().then(|| by.name()).ok_or_else(|| Refusal::NotAllowed {
-            id,
-            who: by.name().clone(),
-            field: "owner",
-            rule: "only the lead or the person assigns tasks; claim_task takes one for yourself",
-        })?;
         self.modify(id, |task| {
-            if task.status == Status::Completed {
-                return Err(Refusal::AlreadyCompleted { id: task.id }.into());
-            }
-            // Its commits are on its teammate's branch: reassigning would strand them.
-            if task.status == Status::Review {
-                return Err(Refusal::InReview { id: task.id }.into());
-            }
-            if let Some(who) = to {
-                check_role(task, who)?;
-            }
-            let new = to.map(|w| w.name.clone());
-            let note = match (&task.owner, &new) {
-                (old, new) if old == new && task.status != Status::Failed => return Ok(()),
-                (Some(old), Some(new)) if old != new => {
-                    format!("reassigned from {old} to {new} by {by}")
-                }
-                (_, Some(new)) => format!("assigned to {new} by {by}"),
-                (Some(old), None) => format!("taken back from {old} by {by}"),
-                (None, None) => format!("put back to pending by {by}"),
+            let Some(note) = assignment(task, to, by)? else {
+                return Ok(());
             };
             task.status = Status::Pending;
-            task.owner = new;
+            task.owner = to.map(|w| w.name.clone());
             task.notes
                 .push(format!("{}: {note}", crate::task::now_rfc3339()));
             Ok(())
@@ -358,8 +321,67 @@ fn requeue(queue: &mut VecDeque<TaskId>, busy: Vec<TaskId>) {
     }
 }
 
+/// Whether `who` may take `task` as it stands, its blockers aside (checked by the store, which
+/// knows them): not another's, pending, of a role that fits. Both backends' claims by id.
+pub fn check_claim(task: &Task, who: Claimant<'_>) -> Result<(), StoreError> {
+    if let Some(owner) = task.owner.as_ref().filter(|o| *o != who.name) {
+        return Err(Refusal::AlreadyClaimed {
+            id: task.id,
+            owner: owner.clone(),
+        }
+        .into());
+    }
+    if task.status != Status::Pending {
+        return Err(Refusal::NotPending {
+            id: task.id,
+            status: task.status.to_string(),
+        }
+        .into());
+    }
+    check_role(task, who)
+}
+
+/// What handing `task` to `to` (or to nobody) by `by` does: refused unless `by` steers, for a
+/// completed task or one in review (its commits are on its teammate's branch: reassigning
+/// would strand them), or for a role that does not fit; else the note it leaves, `None` when
+/// nothing changes. Both backends' `assign`.
+pub fn assignment(
+    task: &Task,
+    to: Option<Claimant<'_>>,
+    by: Actor<'_>,
+) -> Result<Option<String>, StoreError> {
+    let by = by
+        .steers()
+        .then(|| by.name())
+        .ok_or_else(|| Refusal::NotAllowed {
+            id: task.id,
+            who: by.name().clone(),
+            field: "owner",
+            rule: "only the lead or the person assigns tasks; claim_task takes one for yourself",
+        })?;
+    if task.status == Status::Completed {
+        return Err(Refusal::AlreadyCompleted { id: task.id }.into());
+    }
+    if task.status == Status::Review {
+        return Err(Refusal::InReview { id: task.id }.into());
+    }
+    if let Some(who) = to {
+        check_role(task, who)?;
+    }
+    let new = to.map(|w| w.name);
+    Ok(match (task.owner.as_ref(), new) {
+        (old, new) if old == new && task.status != Status::Failed => None,
+        (Some(old), Some(new)) if old != new => {
+            Some(format!("reassigned from {old} to {new} by {by}"))
+        }
+        (_, Some(new)) => Some(format!("assigned to {new} by {by}")),
+        (Some(old), None) => Some(format!("taken back from {old} by {by}")),
+        (None, None) => Some(format!("put back to pending by {by}")),
+    })
+}
+
 /// Claimed by `owner`, or assigned to it and not started.
-fn held_by(task: &Task, owner: &AgentName) -> bool {
+pub fn held_by(task: &Task, owner: &AgentName) -> bool {
     matches!(task.status, Status::InProgress | Status::Pending)
         && task.owner.as_ref() == Some(owner)
 }

@@ -330,8 +330,8 @@ impl TaskStore {
     }
 }
 
-/// The store's rule for edits (ARCHITECTURE.md, invariant 10).
-fn check_may_edit(task: &Task, patch: &TaskPatch, by: Actor<'_>) -> Result<(), StoreError> {
+/// The store's rule for edits (ARCHITECTURE.md, invariant 10), on both backends.
+pub fn check_may_edit(task: &Task, patch: &TaskPatch, by: Actor<'_>) -> Result<(), StoreError> {
     if by.steers() {
         return Ok(());
     }
@@ -376,7 +376,7 @@ fn parse_task(path: &Path, id: TaskId, bytes: &[u8]) -> Result<Task, StoreError>
 }
 
 /// Duplicates dropped, order kept.
-fn without_duplicates(ids: &[TaskId]) -> Vec<TaskId> {
+pub fn without_duplicates(ids: &[TaskId]) -> Vec<TaskId> {
     let mut out: Vec<TaskId> = Vec::new();
     for &id in ids {
         if !out.contains(&id) {
