@@ -539,12 +539,36 @@ fn the_persons_commands_work_on_the_store_from_a_folder_with_no_checkout() {
         "{}",
         down.stderr
     );
-    let claim = on_store(here, &url, &["task", "claim", "task_1", "--as", "alice"]);
-    assert!(
-        claim.stderr.contains("`crew task claim`"),
-        "{}",
-        claim.stderr
+    // Every task command works there as on files, refusals exit 3 as on files.
+    assert!(ok(&["task", "claim", "task_1", "--as", "alice"]).contains("claimed as alice: task_1"));
+    let taken = on_store(here, &url, &["task", "claim", "task_1", "--as", "bob"]);
+    assert_eq!(taken.code, 3, "{}", taken.stderr);
+    assert!(taken.stderr.contains("alice"), "{}", taken.stderr);
+    let blocked = on_store(here, &url, &["task", "claim", "task_2", "--as", "bob"]);
+    assert_eq!(blocked.code, 3, "{}", blocked.stderr);
+    ok(&["task", "release", "task_1", "--as", "alice"]);
+    ok(&["task", "assign", "task_1", "carol"]);
+    let shown: serde_json::Value =
+        serde_json::from_str(&ok(&["task", "show", "task_1", "--json"])).unwrap();
+    assert_eq!(shown["owner"], "carol");
+    ok(&["task", "claim", "--next", "--as", "carol"]);
+    ok(&["task", "update", "task_2", "--subject", "api v2"]);
+    let cycle = on_store(
+        here,
+        &url,
+        &["task", "update", "task_1", "--blocked-by", "task_2"],
     );
+    assert_eq!(cycle.code, 3, "{}", cycle.stderr);
+    ok(&[
+        "task",
+        "done",
+        "task_1",
+        "--as",
+        "carol",
+        "--result",
+        "schema done",
+    ]);
+    assert!(ok(&["task", "graph"]).contains("api v2"));
 }
 
 fn git(dir: &std::path::Path, args: &[&str]) -> String {

@@ -25,6 +25,14 @@ pub fn exit_code(e: &anyhow::Error) -> u8 {
             _ => 1,
         };
     }
+    if let Some(e) = e.downcast_ref::<crew_store_pg::PgStoreError>() {
+        use crew_store_pg::PgStoreError;
+        return match e {
+            PgStoreError::Refused(_) | PgStoreError::NotPermitted(_) => 3,
+            PgStoreError::InvalidName(_) => 2,
+            _ => 1,
+        };
+    }
     if let Some(e) = e.downcast_ref::<GitError>() {
         return match e {
             GitError::CheckoutDirty { .. }

@@ -1,5 +1,6 @@
 //! `crew --store postgres://… COMMAND`: the person's commands on a team kept
-//! in PostgreSQL, from any machine that reaches the server: the tasks (list, show, graph, add),
+//! in PostgreSQL, from any machine that reaches the server: the tasks (every `crew task`
+//! command, the same code as on files),
 //! messages (send, inbox, requests, respond) and each agent's standing (status). The team is the
 //! one the person published (`crew store publish`), so no checkout is needed, except for
 //! reviews (list, show, diff, merge, send-back, discard), which merge into the person's checkout
@@ -12,17 +13,15 @@ use std::time::Duration;
 use anyhow::Context;
 use serde_json::json;
 
-use crate::cli::args::{Command, InboxArgs, TaskCommand};
+use crate::cli::args::{Command, InboxArgs};
 use crate::cli::exit::CliError;
 use crate::cli::messages::{draft_of, message_line, print_answer, print_requests, print_sent};
+use crate::cli::output;
 use crate::cli::project::Project;
 use crate::cli::review::on_desk;
 use crate::cli::store::{print_agents, reach_current};
-use crate::cli::tasks::check_role;
-use crate::cli::{graph_text, output};
+use crate::cli::tasks::on_store;
 use crew_config::TeamConfig;
-use crew_store::NewTask;
-use crew_store::dag::Graph;
 use crew_store_pg::{PgStore, Wakeups};
 use crew_team::review::Desk;
 
@@ -60,60 +59,7 @@ async fn on(
 ) -> anyhow::Result<()> {
     let timeout = config.request_timeout();
     match command {
-        Command::Task(TaskCommand::List { json }) => {
-            let tasks = store.tasks().await?;
-            if json {
-                return output::json(&json!({ "tasks": tasks, "problems": [] }));
-            }
-            let graph = Graph::new(&tasks);
-            for task in graph.tasks() {
-                println!("{}", graph_text::task_line(&graph, task));
-            }
-            Ok(())
-        }
-        Command::Task(TaskCommand::Graph { json }) => {
-            let tasks = store.tasks().await?;
-            let graph = Graph::new(&tasks);
-            if json {
-                return output::json(&graph_text::graph_json(&graph, &[]));
-            }
-            print!("{}", graph_text::graph(&graph));
-            Ok(())
-        }
-        Command::Task(TaskCommand::Show { id, json }) => {
-            let task = store.task(id).await?;
-            if json {
-                return output::json(&task);
-            }
-            let tasks = store.tasks().await?;
-            print!("{}", graph_text::task_detail(&Graph::new(&tasks), &task));
-            Ok(())
-        }
-        Command::Task(TaskCommand::Add {
-            subject,
-            desc,
-            blocked_by,
-            role,
-            json,
-        }) => {
-            if let Some(role) = &role {
-                check_role(role)?;
-            }
-            let task = store
-                .create_task(NewTask {
-                    subject,
-                    description: desc.unwrap_or_default(),
-                    blocked_by,
-                    role,
-                })
-                .await?;
-            if json {
-                output::json(&task)
-            } else {
-                println!("{}", task.id);
-                Ok(())
-            }
-        }
+        Command::Task(cmd) => on_store(store, config, cmd).await,
         Command::Send(args) => {
             let message = store.send(draft_of(&args)).await?;
             print_sent(&message, &args)
@@ -234,20 +180,14 @@ fn print_messages(messages: &[crew_store::Message], json: bool) -> anyhow::Resul
     Ok(())
 }
 
-/// How the person typed `command` (its first words), for saying it does not work on a store
+/// How the person typed `command` (its first word), for saying it does not work on a store
 /// yet.
 fn command_name(command: &Command) -> String {
-    let first_word = |debug: String| {
-        debug
-            .split(|c: char| !c.is_alphanumeric())
-            .next()
-            .unwrap_or_default()
-            .to_lowercase()
-    };
-    match command {
-        Command::Task(sub) => format!("task {}", first_word(format!("{sub:?}"))),
-        other => first_word(format!("{other:?}")),
-    }
+    format!("{command:?}")
+        .split(|c: char| !c.is_alphanumeric())
+        .next()
+        .unwrap_or_default()
+        .to_lowercase()
 }
 
 /// Whether `command` works on the team's store, so `--store` changes where it runs; the

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use anyhow::anyhow;
 
 use crew_config::{FILE_NAME, TeamConfig};
-use crew_store::{AgentName, Claimant, Roster, Workspace};
+use crew_store::{Roster, Workspace};
 
 pub struct Project {
     pub config: TeamConfig,
@@ -29,21 +29,6 @@ impl Project {
             roster: config.roster(),
             workspace: Workspace::new(root).with_limits(config.limits),
             config,
-        })
-    }
-
-    /// `name` as a claimant: it must be on the team; its role comes from `crew.toml` unless given.
-    pub fn claimant<'a>(
-        &'a self,
-        name: &'a AgentName,
-        role: Option<&'a str>,
-    ) -> anyhow::Result<Claimant<'a>> {
-        self.roster
-            .check("agent", name)
-            .map_err(crew_store::StoreError::from)?;
-        Ok(Claimant {
-            name,
-            role: role.or_else(|| self.config.role_of(name)),
         })
     }
 }

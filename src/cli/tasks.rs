@@ -8,11 +8,45 @@ use crate::cli::graph_text;
 use crate::cli::output;
 use crate::cli::project::Project;
 use crew_config::ROLES;
+use crew_config::TeamConfig;
 use crew_store::dag::Graph;
-use crew_store::{Actor, Loaded, NewTask, Task, TaskPatch};
+use crew_store::{
+    Actor, AgentName, Claimant, FileStore, Loaded, NewTask, Task, TaskPatch, TeamStore,
+};
 
 pub fn run(project: &Project, cmd: TaskCommand) -> anyhow::Result<()> {
     let store = project.workspace.tasks();
+    match cmd {
+        // On files a task file may be broken: reported, and the rest still shown.
+        TaskCommand::List { json } => {
+            let loaded = store.load_all()?;
+            report_problems(&loaded);
+            print_list(&loaded.tasks, &problems_json(&loaded), json)
+        }
+        TaskCommand::Graph { json } => {
+            let loaded = store.load_all()?;
+            report_problems(&loaded);
+            print_graph(&loaded.tasks, &problems_json(&loaded), json)
+        }
+        // The file store's operations are ready at once; a runtime only to wait on them.
+        cmd => tokio::runtime::Builder::new_current_thread()
+            .build()?
+            .block_on(on_store(
+                &FileStore::new(project.workspace.clone(), project.roster.clone()),
+                &project.config,
+                cmd,
+            )),
+    }
+}
+
+/// `crew task …` on `store` (the team's files, or its PostgreSQL store with `--store`), as the
+/// person, the team being `config`.
+pub(crate) async fn on_store<S: TeamStore>(
+    store: &S,
+    config: &TeamConfig,
+    cmd: TaskCommand,
+) -> anyhow::Result<()> {
+    let claimant = |name, role| claimant(config, name, role);
     match cmd {
         TaskCommand::Add {
             subject,
@@ -24,12 +58,14 @@ pub fn run(project: &Project, cmd: TaskCommand) -> anyhow::Result<()> {
             if let Some(role) = &role {
                 check_role(role)?;
             }
-            let task = store.create(NewTask {
-                subject,
-                description: desc.unwrap_or_default(),
-                blocked_by,
-                role,
-            })?;
+            let task = store
+                .create_task(NewTask {
+                    subject,
+                    description: desc.unwrap_or_default(),
+                    blocked_by,
+                    role,
+                })
+                .await?;
             if json {
                 output::json(&task)
             } else {
@@ -52,50 +88,23 @@ pub fn run(project: &Project, cmd: TaskCommand) -> anyhow::Result<()> {
             } else {
                 Some(blocked_by)
             };
-            let task = store.update(
-                id,
-                TaskPatch {
-                    subject,
-                    description: desc,
-                    blocked_by,
-                },
-                Actor::Person,
-            )?;
+            let patch = TaskPatch {
+                subject,
+                description: desc,
+                blocked_by,
+            };
+            let task = store.update(id, patch, Actor::Person).await?;
             print_task_line(&task, json, "updated")
         }
-        TaskCommand::List { json } => {
-            let loaded = store.load_all()?;
-            report_problems(&loaded);
-            if json {
-                return output::json(&json!({
-                    "tasks": loaded.tasks,
-                    "problems": problems_json(&loaded),
-                }));
-            }
-            let graph = Graph::new(&loaded.tasks);
-            for task in graph.tasks() {
-                println!("{}", graph_text::task_line(&graph, task));
-            }
-            Ok(())
-        }
+        TaskCommand::List { json } => print_list(&store.tasks().await?, &[], json),
+        TaskCommand::Graph { json } => print_graph(&store.tasks().await?, &[], json),
         TaskCommand::Show { id, json } => {
-            let task = store.read(id)?;
+            let task = store.task(id).await?;
             if json {
                 return output::json(&task);
             }
-            let loaded = store.load_all()?;
-            let graph = Graph::new(&loaded.tasks);
-            print!("{}", graph_text::task_detail(&graph, &task));
-            Ok(())
-        }
-        TaskCommand::Graph { json } => {
-            let loaded = store.load_all()?;
-            report_problems(&loaded);
-            let graph = Graph::new(&loaded.tasks);
-            if json {
-                return output::json(&graph_text::graph_json(&graph, &problems_json(&loaded)));
-            }
-            print!("{}", graph_text::graph(&graph));
+            let tasks = store.tasks().await?;
+            print!("{}", graph_text::task_detail(&Graph::new(&tasks), &task));
             Ok(())
         }
         TaskCommand::Claim {
@@ -105,22 +114,22 @@ pub fn run(project: &Project, cmd: TaskCommand) -> anyhow::Result<()> {
             role,
             json,
         } => {
-            let claimant = project.claimant(&who, role.as_deref())?;
+            let claimant = claimant(&who, role.as_deref())?;
             let task = match (id, next) {
-                (Some(id), false) => store.claim(id, claimant)?,
-                (None, true) => store.claim_next(claimant)?,
+                (Some(id), false) => store.claim(id, claimant).await?,
+                (None, true) => store.claim_next(claimant).await?,
                 _ => return Err(CliError::Usage("give a task id or --next".into()).into()),
             };
             print_task_line(&task, json, &format!("claimed as {who}:"))
         }
         TaskCommand::Release(OwnerArgs { id, who, json }) => {
-            project.claimant(&who, None)?;
-            let task = store.release(id, &who)?;
+            claimant(&who, None)?;
+            let task = store.release(id, &who).await?;
             print_task_line(&task, json, "released")
         }
         TaskCommand::Assign { id, to, json, .. } => {
-            let to = to.as_ref().map(|n| project.claimant(n, None)).transpose()?;
-            let task = store.assign(id, to, Actor::Person)?;
+            let to = to.as_ref().map(|n| claimant(n, None)).transpose()?;
+            let task = store.assign(id, to, Actor::Person).await?;
             let verb = match &task.owner {
                 Some(owner) => format!("assigned to {owner}:"),
                 None => "unassigned:".to_string(),
@@ -128,16 +137,54 @@ pub fn run(project: &Project, cmd: TaskCommand) -> anyhow::Result<()> {
             print_task_line(&task, json, &verb)
         }
         TaskCommand::Done { owner, result } => {
-            project.claimant(&owner.who, None)?;
-            let task = store.complete(owner.id, Actor::PersonAs(&owner.who), result)?;
+            claimant(&owner.who, None)?;
+            let task = store
+                .complete(owner.id, Actor::PersonAs(&owner.who), result)
+                .await?;
             print_task_line(&task, owner.json, "completed")
         }
         TaskCommand::Fail { owner, reason } => {
-            project.claimant(&owner.who, None)?;
-            let task = store.fail(owner.id, &owner.who, reason)?;
+            claimant(&owner.who, None)?;
+            let task = store.fail(owner.id, &owner.who, reason).await?;
             print_task_line(&task, owner.json, "failed")
         }
     }
+}
+
+/// Agent `name` on `config`'s team, claiming as `role` or its own.
+fn claimant<'a>(
+    config: &'a TeamConfig,
+    name: &'a AgentName,
+    role: Option<&'a str>,
+) -> anyhow::Result<Claimant<'a>> {
+    config
+        .roster()
+        .check("agent", name)
+        .map_err(crew_store::StoreError::from)?;
+    Ok(Claimant {
+        name,
+        role: role.or_else(|| config.role_of(name)),
+    })
+}
+
+fn print_list(tasks: &[Task], problems: &[serde_json::Value], json: bool) -> anyhow::Result<()> {
+    if json {
+        return output::json(&json!({ "tasks": tasks, "problems": problems }));
+    }
+    let graph = Graph::new(tasks);
+    for task in graph.tasks() {
+        println!("{}", graph_text::task_line(&graph, task));
+    }
+    Ok(())
+}
+
+fn print_graph(tasks: &[Task], problems: &[serde_json::Value], json: bool) -> anyhow::Result<()> {
+    let graph = Graph::new(tasks);
+    if json {
+        return output::json(&graph_text::graph_json(&graph, problems));
+    }
+    print!("{}", graph_text::graph(&graph));
+    Ok(())
 }
 
 pub(crate) fn check_role(role: &str) -> anyhow::Result<()> {
