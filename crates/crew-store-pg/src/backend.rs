@@ -52,6 +52,24 @@ impl TeamStore for PgStore {
         PgStore::claim(self, id, who, self.lease()).await
     }
 
+    async fn complete_with_nothing_to_review(
+        &self,
+        id: TaskId,
+        who: &AgentName,
+        result: Option<String>,
+    ) -> Result<Task, PgStoreError> {
+        PgStore::complete_with_nothing_to_review(self, id, who, result).await
+    }
+
+    async fn add_usage(
+        &self,
+        id: TaskId,
+        tokens: u64,
+        cost_micros: Option<u64>,
+    ) -> Result<Task, PgStoreError> {
+        PgStore::add_usage(self, id, tokens, cost_micros).await
+    }
+
     async fn release(&self, id: TaskId, who: &AgentName) -> Result<Task, PgStoreError> {
         PgStore::release(self, id, who).await
     }

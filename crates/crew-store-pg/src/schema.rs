@@ -376,10 +376,12 @@ const MIGRATIONS: &[&str] = &[
     CREATE TRIGGER tasks_size BEFORE INSERT OR UPDATE OF subject, description ON tasks
         FOR EACH ROW EXECUTE FUNCTION crew_check_task_size();
     "#,
-    // 7: the task guard of 4 again, but for its notes rule: the lead's assignments and an
-    // agent's release of its own tasks as it shuts down leave their notes as on files (the
-    // store's `assign` and `release_orphaned`), while a forged review note stays refused.
+    // 7: what each task's work used (`usage`, as on files), and the task guard of 4 again
+    // with two changes: the lead's assignments and an agent's release of its own tasks as it
+    // shuts down leave their notes as on files (the store's `assign` and `release_orphaned`),
+    // while a forged review note stays refused; only the owner adds to its usage.
     r#"
+    ALTER TABLE tasks ADD COLUMN usage jsonb;
     CREATE OR REPLACE FUNCTION crew_guard_task() RETURNS trigger LANGUAGE plpgsql AS $$
     DECLARE
         me text;
@@ -450,8 +452,15 @@ const MIGRATIONS: &[&str] = &[
             RAISE EXCEPTION 'task %: %, agent % can finish only a task it has in progress', OLD.id, OLD.status, me
                 USING ERRCODE = '42501';
         END IF;
+        -- Even with nothing to review: whether its work changed nothing is its host's word,
+        -- and a host is as trusted as its agent; the person confirms it by merging.
         IF NEW.status = 'completed' AND writes THEN
             RAISE EXCEPTION 'task %: agent % writes code, its task is completed only by the person merging it', OLD.id, me
+                USING ERRCODE = '42501';
+        END IF;
+        IF NEW.usage IS DISTINCT FROM OLD.usage
+           AND NOT (OLD.status = 'in_progress' AND OLD.owner = me) THEN
+            RAISE EXCEPTION 'task %: only its owner adds what its work used (agent %)', OLD.id, me
                 USING ERRCODE = '42501';
         END IF;
         -- A result and commits are the owner's, set as it works and finishes; the notes are

@@ -12,7 +12,9 @@ use tokio_postgres::types::ToSql;
 
 use crew_protocol::{AgentName, TaskId};
 use crew_store::secrets::redact;
-use crew_store::{Claimant, Limits, NewTask, Refusal, ReviewerVerdict, Status, Task, TaskCommits};
+use crew_store::{
+    Claimant, Limits, NewTask, Refusal, ReviewerVerdict, Status, Task, TaskCommits, TaskUsage,
+};
 
 use crate::json::{from_json, to_json};
 use crate::store::token;
@@ -20,10 +22,10 @@ use crate::{PgStore, PgStoreError};
 
 /// The columns `task_from_row` reads, in its order.
 pub(crate) const TASK_COLUMNS: &str = "id, subject, description, status, owner, role, blocked_by, \
-     result, notes, crew_ts(created_at), crew_ts(updated_at), commits, review";
+     result, notes, crew_ts(created_at), crew_ts(updated_at), commits, review, usage";
 
 /// How many columns `TASK_COLUMNS` names: what a query selects after them starts there.
-pub(crate) const TASK_COLUMN_COUNT: usize = 13;
+pub(crate) const TASK_COLUMN_COUNT: usize = 14;
 
 /// Wakes the `LISTEN`ers when a task may have become claimable (sent on commit).
 pub(crate) const TASKS_CHANNEL: &str = "crew_tasks";
@@ -157,6 +159,62 @@ impl PgStore {
     ) -> Result<Task, PgStoreError> {
         self.finish(id, who, Status::Completed, result, None, false)
             .await
+    }
+
+    /// The owner's task of which nothing waits for review: `completed`. With its own role a
+    /// writing teammate is refused even so (only the person's merge completes its tasks, and
+    /// "nothing changed" would be its host's word alone).
+    pub async fn complete_with_nothing_to_review(
+        &self,
+        id: TaskId,
+        who: &AgentName,
+        result: Option<String>,
+    ) -> Result<Task, PgStoreError> {
+        self.finish(id, who, Status::Completed, result, None, false)
+            .await
+    }
+
+    /// Adds one job's tokens and cost to what task `id` used.
+    pub async fn add_usage(
+        &self,
+        id: TaskId,
+        tokens: u64,
+        cost_micros: Option<u64>,
+    ) -> Result<Task, PgStoreError> {
+        let id_sql = id_to_sql(id)?;
+        self.retry(|| async {
+            let mut client = self.client().await?;
+            let tx = client.transaction().await?;
+            let row = tx
+                .query_opt(
+                    "SELECT usage FROM tasks WHERE id = $1 FOR UPDATE",
+                    &[&id_sql],
+                )
+                .await?
+                .ok_or(PgStoreError::NoSuchTask(id))?;
+            let before: Option<TaskUsage> = row
+                .try_get::<_, Option<serde_json::Value>>(0)?
+                .map(|u| from_json("task usage", u))
+                .transpose()?;
+            let usage = to_json(
+                "task usage",
+                &id.to_string(),
+                &TaskUsage::added(before, tokens, cost_micros),
+            )?;
+            let row = tx
+                .query_one(
+                    &format!(
+                        "UPDATE tasks SET usage = $2, updated_at = now() WHERE id = $1
+                         RETURNING {TASK_COLUMNS}"
+                    ),
+                    &[&id_sql, &usage],
+                )
+                .await?;
+            let task = task_from_row(&row)?;
+            tx.commit().await?;
+            Ok(task)
+        })
+        .await
     }
 
     /// The owner gives up on its task: `failed`, with `reason` as its result.
@@ -371,6 +429,10 @@ pub(crate) fn task_from_row(row: &Row) -> Result<Task, PgStoreError> {
         .try_get::<_, Option<serde_json::Value>>(12)?
         .map(|v| from_json("task review", v))
         .transpose()?;
+    let usage: Option<TaskUsage> = row
+        .try_get::<_, Option<serde_json::Value>>(13)?
+        .map(|u| from_json("task usage", u))
+        .transpose()?;
     let blocked_by: Vec<i64> = row.try_get(6)?;
     Ok(Task {
         id: id_from_sql(row.try_get(0)?)?,
@@ -390,8 +452,7 @@ pub(crate) fn task_from_row(row: &Row) -> Result<Task, PgStoreError> {
         worktree: None,
         commits: commits.map(Box::new),
         review: review.map(Box::new),
-        // Spend per task is not kept on PostgreSQL yet (the file store keeps it).
-        usage: None,
+        usage,
         extra: serde_json::Map::new(),
     })
 }

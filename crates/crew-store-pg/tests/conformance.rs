@@ -10,7 +10,8 @@ use std::time::Duration;
 use crew_protocol::{AgentName, MessageKind, TaskId, USER};
 use crew_store::{
     Actor, AgentState, AgentStatus, BackendError, Claimant, Draft, FileStore, NewTask, Refusal,
-    RequestState, ReviewerVerdict, Roster, Status, TaskCommits, TaskPatch, TeamStore, Workspace,
+    RequestState, ReviewerVerdict, Roster, Status, Task, TaskCommits, TaskPatch, TeamStore,
+    Workspace,
 };
 use crew_store_pg::PgStore;
 use crew_test_support::postgres::PgCluster;
@@ -87,6 +88,7 @@ conformance!(
     release_orphaned_frees_a_gone_agents_claimed_and_assigned_tasks_with_a_note,
     assign_hands_a_task_out_and_back_with_a_note_and_only_the_lead_or_person_may,
     update_edits_within_the_rules_and_refuses_an_unknown_blocker_or_a_cycle,
+    a_task_with_nothing_to_review_completes_and_its_usage_adds_up,
 );
 
 fn refusal<E: BackendError>(result: Result<impl std::fmt::Debug, E>) -> Refusal {
@@ -1194,4 +1196,47 @@ async fn update_edits_within_the_rules_and_refuses_an_unknown_blocker_or_a_cycle
         .await
         .unwrap();
     assert_eq!(claim(&store, &bob).await.unwrap(), second);
+}
+
+async fn a_task_with_nothing_to_review_completes_and_its_usage_adds_up<S: TeamStore>(store: S) {
+    let alice = name("alice");
+    let id = add(&store, "check the docs", vec![]).await;
+    store.claim(id, claimant(&alice)).await.unwrap();
+    let usage = |t: Task| t.usage.map(|u| (u.tokens, u.cost_micros));
+    assert_eq!(
+        usage(store.add_usage(id, 100, Some(5)).await.unwrap()),
+        Some((100, Some(5)))
+    );
+    assert_eq!(
+        usage(store.add_usage(id, 50, Some(7)).await.unwrap()),
+        Some((150, Some(12)))
+    );
+    // A job without a known price: the task's cost is unknown from then on.
+    assert_eq!(
+        usage(store.add_usage(id, 10, None).await.unwrap()),
+        Some((160, None))
+    );
+    assert_eq!(
+        usage(store.add_usage(id, 1, Some(1)).await.unwrap()),
+        Some((161, None))
+    );
+    store
+        .record_start(id, "crew/alice", &"a".repeat(40))
+        .await
+        .unwrap();
+    let done = store
+        .complete_with_nothing_to_review(id, &alice, Some("nothing to change".into()))
+        .await
+        .unwrap();
+    assert_eq!(done.status, Status::Completed);
+    assert_eq!(done.result.as_deref(), Some("nothing to change"));
+    assert_eq!(usage(store.task(id).await.unwrap()), Some((161, None)));
+    assert!(matches!(
+        refusal(
+            store
+                .complete_with_nothing_to_review(id, &alice, None)
+                .await
+        ),
+        Refusal::NotInProgress { .. }
+    ));
 }

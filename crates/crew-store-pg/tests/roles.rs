@@ -729,3 +729,54 @@ async fn the_leads_assignments_and_an_agents_own_release_leave_notes_but_no_note
     );
     assert_eq!(freed[0].owner, None);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_nothing_to_review_a_writer_still_waits_for_the_person_and_only_the_owner_adds_usage()
+{
+    let Some((_cluster, person, alice, bob, carol)) = team().await else {
+        return;
+    };
+    let (a, c) = (name("alice"), name("carol"));
+    let new = |subject: &str| NewTask {
+        subject: subject.into(),
+        ..NewTask::default()
+    };
+    let hers = person
+        .create_task(new("nothing to change"))
+        .await
+        .unwrap()
+        .id;
+    let carols = person.create_task(new("read the docs")).await.unwrap().id;
+    let pending = person.create_task(new("later")).await.unwrap().id;
+    TeamStore::claim(&alice, hers, claimant(&a)).await.unwrap();
+    let start = "a0".repeat(20);
+    alice
+        .record_start(hers, "crew/alice", &start)
+        .await
+        .unwrap();
+    alice.add_usage(hers, 10, Some(1)).await.unwrap();
+    let why = refused(bob.add_usage(pending, 10, Some(1)).await);
+    assert!(
+        why.contains("only its owner adds what its work used"),
+        "{why}"
+    );
+    // Its commits add nothing, but that is its host's word: the person still decides.
+    let why = refused(
+        alice
+            .complete_with_nothing_to_review(hers, &a, Some("no change needed".into()))
+            .await,
+    );
+    assert!(
+        why.contains("completed only by the person merging it"),
+        "{why}"
+    );
+    // A teammate that writes no code completes its own.
+    TeamStore::claim(&carol, carols, claimant(&c))
+        .await
+        .unwrap();
+    let done = carol
+        .complete_with_nothing_to_review(carols, &c, Some("read".into()))
+        .await
+        .unwrap();
+    assert_eq!(done.status, Status::Completed);
+}

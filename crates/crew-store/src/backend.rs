@@ -116,6 +116,23 @@ pub trait TeamStore: Send + Sync {
         result: Option<String>,
     ) -> impl Future<Output = Result<Task, Self::Error>> + Send;
 
+    /// The owner's task of which nothing waits for review (its work added no commit):
+    /// `completed` by crew's worker, never a tool. A result of `None` keeps the task's.
+    fn complete_with_nothing_to_review(
+        &self,
+        id: TaskId,
+        who: &AgentName,
+        result: Option<String>,
+    ) -> impl Future<Output = Result<Task, Self::Error>> + Send;
+
+    /// Adds one job's tokens and cost to what task `id` used (`TaskUsage::added`).
+    fn add_usage(
+        &self,
+        id: TaskId,
+        tokens: u64,
+        cost_micros: Option<u64>,
+    ) -> impl Future<Output = Result<Task, Self::Error>> + Send;
+
     /// The owner gives up on its in-progress task: `failed`, with `reason` as its result.
     fn fail(
         &self,
@@ -308,6 +325,26 @@ impl TeamStore for FileStore {
         result: Option<String>,
     ) -> Result<Task, StoreError> {
         self.workspace.tasks().complete(id, by, result)
+    }
+
+    async fn complete_with_nothing_to_review(
+        &self,
+        id: TaskId,
+        who: &AgentName,
+        result: Option<String>,
+    ) -> Result<Task, StoreError> {
+        self.workspace
+            .tasks()
+            .complete_with_nothing_to_review(id, who, result)
+    }
+
+    async fn add_usage(
+        &self,
+        id: TaskId,
+        tokens: u64,
+        cost_micros: Option<u64>,
+    ) -> Result<Task, StoreError> {
+        self.workspace.tasks().add_usage(id, tokens, cost_micros)
     }
 
     async fn fail(&self, id: TaskId, who: &AgentName, reason: String) -> Result<Task, StoreError> {

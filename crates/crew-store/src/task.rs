@@ -84,6 +84,21 @@ pub struct TaskUsage {
 }
 
 impl TaskUsage {
+    /// `usage` with one more job's tokens and cost: the cost stays unknown once a job of the
+    /// task had no known price. Both backends' `add_usage`.
+    pub fn added(usage: Option<TaskUsage>, tokens: u64, cost_micros: Option<u64>) -> TaskUsage {
+        match usage {
+            None => TaskUsage {
+                tokens,
+                cost_micros,
+            },
+            Some(sum) => TaskUsage {
+                tokens: sum.tokens + tokens,
+                cost_micros: sum.cost_micros.zip(cost_micros).map(|(a, b)| a + b),
+            },
+        }
+    }
+
     /// `tokens, $cost` (or `cost unknown`), as a person reads it.
     pub fn text(&self) -> String {
         let cost = self

@@ -294,14 +294,7 @@ impl TaskStore {
         cost_micros: Option<u64>,
     ) -> Result<Task, StoreError> {
         self.modify(id, |task| {
-            let first = task.usage.is_none();
-            let usage = task.usage.get_or_insert_with(TaskUsage::default);
-            usage.tokens += tokens;
-            usage.cost_micros = match (first, usage.cost_micros, cost_micros) {
-                (true, _, cost) => cost,
-                (false, Some(sum), Some(cost)) => Some(sum + cost),
-                _ => None,
-            };
+            task.usage = Some(TaskUsage::added(task.usage, tokens, cost_micros));
             Ok(())
         })
     }
