@@ -380,11 +380,12 @@ fn status_lists_each_agent_heard_from_and_the_leases_it_holds_by_the_servers_clo
                 .await
                 .unwrap();
         }
+        // alice works on another machine: the list says which.
         store
-            .write_status(&crew_store::AgentStatus::new(
-                &alice,
-                crew_store::AgentState::Work,
-            ))
+            .write_status(&crew_store::AgentStatus {
+                host: Some("build-box-2".into()),
+                ..crew_store::AgentStatus::new(&alice, crew_store::AgentState::Work)
+            })
             .await
             .unwrap();
         let claim = |name| crew_store::Claimant { name, role: None };
@@ -409,7 +410,7 @@ fn status_lists_each_agent_heard_from_and_the_leases_it_holds_by_the_servers_clo
     // Seconds are the server's, rounded: a slow machine may say 1s where a fast one says 0s.
     assert!(
         lines[0].starts_with("  alice  WORK  heard ")
-            && lines[0].contains("s ago  task_1 (lease ")
+            && lines[0].contains("s ago  on build-box-2  task_1 (lease ")
             && lines[0].ends_with("s left)"),
         "{said}"
     );

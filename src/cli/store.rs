@@ -241,6 +241,9 @@ pub(crate) fn print_agents(agents: &[crew_store_pg::AgentSeen]) {
         match (&agent.status, agent.heard_secs) {
             (Some(status), Some(secs)) => {
                 line.push_str(&format!("  {}  heard {}s ago", status.state, secs.round()));
+                if let Some(host) = &status.host {
+                    line.push_str(&format!("  on {}", crate::cli::output::one_line(host)));
+                }
             }
             _ => line.push_str("  (no status)"),
         }

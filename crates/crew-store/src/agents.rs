@@ -35,7 +35,11 @@ impl CacheTokens {
 pub struct AgentStatus {
     pub name: AgentName,
     pub state: AgentState,
+    /// Its process on `host`.
     pub pid: u32,
+    /// The machine its process runs on (its hostname): a pid says something only there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
     #[serde(default)]
     pub task: Option<TaskId>,
     /// The request it is waiting on, while WAITING.
@@ -92,6 +96,7 @@ impl AgentStatus {
             name: name.clone(),
             state,
             pid: std::process::id(),
+            host: this_host(),
             task: None,
             waiting_on: None,
             heartbeat: now.clone(),
@@ -116,8 +121,30 @@ impl AgentStatus {
 
     /// A live state whose process is gone or whose heartbeat is older than `stale_after`.
     pub fn looks_dead(&self, now: SystemTime, stale_after: Duration) -> bool {
-        !self.state.is_final() && (!pid_alive(self.pid) || self.heartbeat_age(now) > stale_after)
+        !self.state.is_final() && (!self.process_alive() || self.heartbeat_age(now) > stale_after)
     }
+
+    /// Whether its process still runs, as far as this machine can tell: on this host by its
+    /// pid; on another its pid means nothing here, so only its heartbeat can tell.
+    pub fn process_alive(&self) -> bool {
+        match (&self.host, this_host()) {
+            (Some(there), Some(here)) if *there != here => true,
+            _ => pid_alive(self.pid),
+        }
+    }
+}
+
+/// This machine's hostname; `None` if the system gives none.
+pub fn this_host() -> Option<String> {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer is valid for its whole length, which is what is passed.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return None;
+    }
+    let len = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+    let name = String::from_utf8_lossy(&buf[..len]).trim().to_string();
+    (!name.is_empty()).then_some(name)
 }
 
 /// Whether a process with this pid exists (signal 0 probes without sending anything).
@@ -217,5 +244,21 @@ mod tests {
         assert!(!alive, "a zombie counted as alive");
         child.wait().unwrap();
         assert!(pid_alive(std::process::id()));
+    }
+
+    #[test]
+    fn another_hosts_pid_is_not_judged_here_only_its_heartbeat() {
+        let now = SystemTime::now();
+        let name = AgentName::parse("alice").unwrap();
+        let mut status = AgentStatus::new(&name, AgentState::Work);
+        assert!(status.host.is_some() && status.host == this_host());
+        // No such pid here: on this host it is dead; from another, not judged by it.
+        status.pid = u32::MAX / 2;
+        assert!(status.looks_dead(now, Duration::from_secs(60)));
+        status.host = Some("build-box-2".into());
+        assert!(!status.looks_dead(now, Duration::from_secs(60)));
+        // Silent for longer than allowed: dead wherever it runs.
+        let later = now + Duration::from_secs(120);
+        assert!(status.looks_dead(later, Duration::from_secs(60)));
     }
 }

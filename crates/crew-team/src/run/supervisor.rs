@@ -159,7 +159,7 @@ impl Supervisor {
         }
         if let Some(status) = self.workspace.agents().read(name)?
             && !status.state.is_final()
-            && pid_alive(status.pid)
+            && status.process_alive()
         {
             return Err(SupervisorError::Refused(format!(
                 "{name} is running (pid {}, {}); shut it down first",
@@ -201,7 +201,7 @@ impl Supervisor {
             if !status.looks_dead(now, self.stale_after) {
                 continue;
             }
-            let why = if pid_alive(status.pid) {
+            let why = if status.process_alive() {
                 format!("no heartbeat for {}s", status.heartbeat_age(now).as_secs())
             } else {
                 format!("process {} is gone", status.pid)

@@ -357,8 +357,7 @@ impl Worker {
             .agents()
             .read(&self.settings.lead)?
             .is_some_and(|s| {
-                matches!(s.state, AgentState::Work | AgentState::Waiting)
-                    && crew_store::pid_alive(s.pid)
+                matches!(s.state, AgentState::Work | AgentState::Waiting) && s.process_alive()
             });
         if lead_busy || !self.settings.claims {
             return Ok(lead_busy);
