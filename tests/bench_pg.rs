@@ -80,7 +80,9 @@ fn a_team_across_four_hosts_finishes_through_a_killed_host_a_cut_off_one_and_a_s
     let url = cluster.url();
     let mut child = Command::new(bench_exe())
         .args(["hosts", "--store", &url, "--hosts", "4", "--workers", "8"])
-        .args(["--tasks", "400", "--lease-ms", "1500", "--work-ms", "5"])
+        // Work long enough that the lead's loop, slow on a busy machine, sees the run at a
+        // quarter done and acts there, not only once every task is finished.
+        .args(["--tasks", "400", "--lease-ms", "1500", "--work-ms", "100"])
         .args(["--kill-host", "1", "--freeze-host", "2", "--json"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
