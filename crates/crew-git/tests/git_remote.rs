@@ -34,6 +34,16 @@ fn clone_of(git: &Path, remote: &TeamRemote, dir: &Path, name: &str) -> std::pat
     dir.join(name)
 }
 
+/// alice's task_3 on host2: b.txt written and committed in her worktree there; its head.
+fn alices_task_on(host2: &Path) -> String {
+    let trees = Worktrees::open(host2).unwrap();
+    let wt = trees.ensure("alice", "main", &[], &[]).unwrap();
+    write(&wt.path, "b.txt", "b\n");
+    trees
+        .commit_work("alice", "task_3: add b", &teammate())
+        .unwrap()
+}
+
 #[test]
 fn a_task_pushed_from_one_host_is_fetched_for_review_on_another() {
     let dir = tempfile::tempdir().unwrap();
@@ -43,12 +53,7 @@ fn a_task_pushed_from_one_host_is_fetched_for_review_on_another() {
         return;
     };
     let host2 = clone_of(&git, &remote, dir.path(), "host2");
-    let trees = Worktrees::open(&host2).unwrap();
-    let wt = trees.ensure("alice", "main", &[], &[]).unwrap();
-    write(&wt.path, "b.txt", "b\n");
-    let head = trees
-        .commit_work("alice", "task_3: add b", &teammate())
-        .unwrap();
+    let head = alices_task_on(&host2);
     remote
         .push_task(&host2, "crew/alice", "task_3", &head)
         .unwrap();
@@ -80,10 +85,7 @@ fn a_branch_moved_on_the_remote_off_the_recorded_head_is_refused() {
         return;
     };
     let host2 = clone_of(&git, &remote, dir.path(), "host2");
-    let trees = Worktrees::open(&host2).unwrap();
-    let wt = trees.ensure("alice", "main", &[], &[]).unwrap();
-    write(&wt.path, "b.txt", "b\n");
-    let recorded = trees.commit_work("alice", "task_3", &teammate()).unwrap();
+    let recorded = alices_task_on(&host2);
     // Someone else who may push moves alice's branch to their own commit before she pushes.
     let host3 = clone_of(&git, &remote, dir.path(), "host3");
     write(&host3, "evil.txt", "x\n");

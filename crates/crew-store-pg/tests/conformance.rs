@@ -132,6 +132,16 @@ async fn add<S: TeamStore>(store: &S, subject: &str, blocked_by: Vec<TaskId>) ->
         .id
 }
 
+/// A task only a reviewer may take.
+async fn add_for_reviewers<S: TeamStore>(store: &S) -> TaskId {
+    let new = NewTask {
+        subject: "review it".into(),
+        role: Some("reviewer".into()),
+        ..NewTask::default()
+    };
+    store.create_task(new).await.unwrap().id
+}
+
 async fn claim<S: TeamStore>(store: &S, who: &AgentName) -> Result<TaskId, S::Error> {
     store.claim_next(claimant(who)).await.map(|t| t.id)
 }
@@ -973,15 +983,7 @@ async fn a_claim_by_id_takes_a_ready_task_and_refuses_an_owned_blocked_or_unfitt
     let (alice, bob) = (name("alice"), name("bob"));
     let first = add(&store, "schema", vec![]).await;
     let second = add(&store, "api", vec![first]).await;
-    let review = store
-        .create_task(NewTask {
-            subject: "review it".into(),
-            role: Some("reviewer".into()),
-            ..NewTask::default()
-        })
-        .await
-        .unwrap()
-        .id;
+    let review = add_for_reviewers(&store).await;
     match refusal(store.claim(second, claimant(&alice)).await) {
         Refusal::Blocked { id, by } => assert_eq!((id, by), (second, vec![first])),
         other => panic!("{other:?}"),
@@ -1109,15 +1111,7 @@ async fn assign_hands_a_task_out_and_back_with_a_note_and_only_the_lead_or_perso
             .unwrap()
             .ends_with(": taken back from bob by user")
     );
-    let review = store
-        .create_task(NewTask {
-            subject: "review it".into(),
-            role: Some("reviewer".into()),
-            ..NewTask::default()
-        })
-        .await
-        .unwrap()
-        .id;
+    let review = add_for_reviewers(&store).await;
     assert!(matches!(
         refusal(
             store

@@ -36,6 +36,16 @@ async fn team() -> Option<(PgCluster, PgStore, PgStore, PgStore, PgStore)> {
     Some((cluster, person, alice, bob, carol))
 }
 
+/// The team's lead, on its own role (it assigns and edits tasks).
+async fn the_lead(cluster: &PgCluster, person: &PgStore) -> PgStore {
+    let rights = AgentRights {
+        writes: false,
+        leads: true,
+    };
+    let role = person.add_agent(&name("lead"), rights, None).await.unwrap();
+    PgStore::connect(&cluster.url_as(&role.role), 2).unwrap()
+}
+
 /// What the database said when it refused, or a panic naming what it let through.
 fn refused<T: std::fmt::Debug>(result: Result<T, PgStoreError>) -> String {
     match result {
@@ -433,19 +443,7 @@ async fn only_the_lead_steers_tasks_and_no_agent_writes_their_notes() {
     let Some((cluster, person, alice, bob, _carol)) = team().await else {
         return;
     };
-    let lead_name = name("lead");
-    let lead_role = person
-        .add_agent(
-            &lead_name,
-            AgentRights {
-                writes: false,
-                leads: true,
-            },
-            None,
-        )
-        .await
-        .unwrap();
-    let lead = PgStore::connect(&cluster.url_as(&lead_role.role), 2).unwrap();
+    let lead = the_lead(&cluster, &person).await;
     let add = |subject: &str, blocked_by: Vec<crew_protocol::TaskId>| NewTask {
         subject: subject.into(),
         blocked_by,
@@ -551,18 +549,7 @@ async fn an_agent_writing_rows_itself_is_held_to_the_teams_limits() {
     let Some((cluster, person, alice, _bob, _carol)) = team().await else {
         return;
     };
-    let lead_role = person
-        .add_agent(
-            &name("lead"),
-            AgentRights {
-                writes: false,
-                leads: true,
-            },
-            None,
-        )
-        .await
-        .unwrap();
-    let lead = PgStore::connect(&cluster.url_as(&lead_role.role), 2).unwrap();
+    let lead = the_lead(&cluster, &person).await;
     let limits = Limits {
         message_bytes: 1000,
         subject_chars: 40,
@@ -640,18 +627,7 @@ async fn the_leads_assignments_and_an_agents_own_release_leave_notes_but_no_note
     let Some((cluster, person, alice, _bob, _carol)) = team().await else {
         return;
     };
-    let lead_role = person
-        .add_agent(
-            &name("lead"),
-            AgentRights {
-                writes: false,
-                leads: true,
-            },
-            None,
-        )
-        .await
-        .unwrap();
-    let lead = PgStore::connect(&cluster.url_as(&lead_role.role), 2).unwrap();
+    let lead = the_lead(&cluster, &person).await;
     let new = |subject: &str| NewTask {
         subject: subject.into(),
         ..NewTask::default()
