@@ -8,24 +8,38 @@ use std::path::Path;
 use crew_git::{GitError, TeamRemote, Worktrees};
 use crew_test_support::git::{TestRepo, commit_all, git_cli, git_path, teammate, write};
 
-/// A bare repository in `dir` holding `t`'s main branch, and `t` itself; None without git.
-fn bare_remote(t: &TestRepo, dir: &Path) -> Option<(std::path::PathBuf, TeamRemote)> {
-    let git = git_path()?;
-    let bare = dir.join("team.git");
-    git_cli(
-        &git,
+/// The person's repository and the team's remote, a bare repository holding its main branch,
+/// both in a scratch folder; with the git CLI's path. None (said) without git.
+struct Team {
+    dir: tempfile::TempDir,
+    person: TestRepo,
+    git: std::path::PathBuf,
+    remote: TeamRemote,
+}
+
+fn team() -> Option<Team> {
+    let Some(git) = git_path() else {
+        eprintln!("skipped: git is not installed");
+        return None;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let person = TestRepo::new(&[("a.txt", "a\n")]);
+    let init = [
+        "init",
+        "--quiet",
+        "--bare",
+        "--initial-branch=main",
+        "team.git",
+    ];
+    git_cli(&git, dir.path(), &init);
+    let remote = TeamRemote::new(dir.path().join("team.git").to_str().unwrap(), person.root());
+    remote.push_base(person.root(), "main").unwrap();
+    Some(Team {
         dir,
-        &[
-            "init",
-            "--quiet",
-            "--bare",
-            "--initial-branch=main",
-            "team.git",
-        ],
-    );
-    let remote = TeamRemote::new(bare.to_str().unwrap(), t.root());
-    remote.push_base(t.root(), "main").unwrap();
-    Some((git, remote))
+        person,
+        git,
+        remote,
+    })
 }
 
 /// A second host: its own clone of the remote.
@@ -46,10 +60,13 @@ fn alices_task_on(host2: &Path) -> String {
 
 #[test]
 fn a_task_pushed_from_one_host_is_fetched_for_review_on_another() {
-    let dir = tempfile::tempdir().unwrap();
-    let person = TestRepo::new(&[("a.txt", "a\n")]);
-    let Some((git, remote)) = bare_remote(&person, dir.path()) else {
-        eprintln!("skipped: git is not installed");
+    let Some(Team {
+        dir,
+        person,
+        git,
+        remote,
+    }) = team()
+    else {
         return;
     };
     let host2 = clone_of(&git, &remote, dir.path(), "host2");
@@ -78,10 +95,13 @@ fn a_task_pushed_from_one_host_is_fetched_for_review_on_another() {
 
 #[test]
 fn a_branch_moved_on_the_remote_off_the_recorded_head_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let person = TestRepo::new(&[("a.txt", "a\n")]);
-    let Some((git, remote)) = bare_remote(&person, dir.path()) else {
-        eprintln!("skipped: git is not installed");
+    let Some(Team {
+        dir,
+        person,
+        git,
+        remote,
+    }) = team()
+    else {
         return;
     };
     let host2 = clone_of(&git, &remote, dir.path(), "host2");
@@ -107,10 +127,13 @@ fn a_branch_moved_on_the_remote_off_the_recorded_head_is_refused() {
 
 #[test]
 fn the_base_is_pushed_fast_forward_only_and_a_missing_branch_is_named() {
-    let dir = tempfile::tempdir().unwrap();
-    let person = TestRepo::new(&[("a.txt", "a\n")]);
-    let Some((git, remote)) = bare_remote(&person, dir.path()) else {
-        eprintln!("skipped: git is not installed");
+    let Some(Team {
+        dir,
+        person,
+        git,
+        remote,
+    }) = team()
+    else {
         return;
     };
     person.write("c.txt", "c\n");
