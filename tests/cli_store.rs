@@ -787,6 +787,87 @@ fn a_task_made_on_another_host_is_reviewed_from_the_store_and_merged_into_the_pe
             "{lead:?}"
         );
     });
+    // A hostile owner records its own start (its role may): one after a commit of its own, so
+    // the task's diff hides it, and one from nowhere in its history.
+    git(
+        &host2,
+        &["fetch", "--quiet", bare.to_str().unwrap(), "main"],
+    );
+    git(&host2, &["reset", "--quiet", "--hard", "FETCH_HEAD"]);
+    let mut commit = |file: &str| {
+        std::fs::write(host2.join(file), "x\n").unwrap();
+        git(&host2, &["add", file]);
+        git(&host2, &["commit", "--quiet", "-m", file]);
+        git(&host2, &["rev-parse", "HEAD"])
+    };
+    let hidden = commit("evil.txt");
+    let shown = commit("d.txt");
+    // A commit of the person's checkout that no branch of bob's descends from.
+    let elsewhere = git(
+        repo.path(),
+        &["commit-tree", "main^{tree}", "-m", "unrelated"],
+    );
+    for (task, start) in [("task_4", &hidden), ("task_5", &elsewhere)] {
+        git(
+            &host2,
+            &[
+                "push",
+                "--quiet",
+                "--force",
+                bare.to_str().unwrap(),
+                &format!("HEAD:refs/heads/crew/bob/{task}"),
+            ],
+        );
+        runtime.block_on(async {
+            let t = store
+                .create_task(NewTask {
+                    subject: task.into(),
+                    ..NewTask::default()
+                })
+                .await
+                .unwrap();
+            let carol = AgentName::parse("carol").unwrap();
+            let claim = crew_store::Claimant {
+                name: &carol,
+                role: None,
+            };
+            crew_store::TeamStore::claim(&store, t.id, claim)
+                .await
+                .unwrap();
+            let commits = crew_store::TaskCommits {
+                branch: "crew/bob".into(),
+                start: start.clone(),
+                head: shown.clone(),
+            };
+            store
+                .submit_for_review(t.id, &carol, "benign".into(), commits)
+                .await
+                .unwrap();
+        });
+    }
+    let list: serde_json::Value = serde_json::from_str(&on(&["review", "list", "--json"])).unwrap();
+    let four = &list["reviews"].as_array().unwrap()[0];
+    assert_eq!(four["id"], "task_4", "{list}");
+    assert_eq!(four["files"], serde_json::json!(["d.txt"]), "{list}");
+    assert_eq!(
+        four["also_brings"],
+        serde_json::json!(["evil.txt"]),
+        "{list}"
+    );
+    let listed = on(&["review", "list"]);
+    assert!(
+        listed.contains("ALSO BRINGS (not in its commits): evil.txt"),
+        "{listed}"
+    );
+    let five = &list["reviews"].as_array().unwrap()[1];
+    assert!(
+        five["unavailable"]
+            .as_str()
+            .is_some_and(|why| why.contains("not in the history of its head")),
+        "{list}"
+    );
+    let refused = on_store(repo.path(), &url, &["review", "merge", "task_5"]);
+    assert_eq!(refused.code, 3, "{}", refused.stderr);
     let approve = on_store(repo.path(), &url, &["review", "approve", "task_2"]);
     assert_ne!(approve.code, 0);
 }

@@ -136,6 +136,12 @@ fn line(r: &Review) -> String {
     if let Some(why) = &r.unavailable {
         text.push_str(&format!("  UNAVAILABLE: {}", output::one_line(why)));
     }
+    if !r.also_brings.is_empty() {
+        text.push_str(&format!(
+            "  ALSO BRINGS (not in its commits): {}",
+            output::one_line(&r.also_brings.join(", "))
+        ));
+    }
     if !r.conflicts.is_empty() {
         text.push_str(&format!(
             "  CONFLICTS: {}",

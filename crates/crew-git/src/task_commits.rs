@@ -141,6 +141,17 @@ impl Worktrees {
         Ok(fork.to_string())
     }
 
+    /// Whether the commit `start` is in `head`'s history (or is `head`): a task's recorded
+    /// commits `start..head` mean something only then.
+    pub fn has_in_history(&self, head: &str, start: &str) -> Result<bool, GitError> {
+        let (head, start) = (oid(head)?, oid(start)?);
+        Ok(head == start
+            || self
+                .repo()
+                .graph_descendant_of(head, start)
+                .context(|| format!("comparing {head} with {start}"))?)
+    }
+
     /// Whether `base_branch` already holds the commit `head`. A commit this repository does
     /// not have (made on another host, not fetched) is not in it.
     pub fn base_contains(&self, base_branch: &str, head: &str) -> Result<bool, GitError> {

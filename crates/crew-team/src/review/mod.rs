@@ -41,6 +41,17 @@ pub enum ReviewError {
     },
     #[error("{id} is in review but records no commits (edited by hand?)")]
     NoCommits { id: TaskId },
+    /// The start its owner recorded is not in its head's history: `start..head` would show
+    /// anything at all, so its diff cannot be trusted.
+    #[error(
+        "{id} records its commits as starting at {start}, which is not in the history of its \
+         head {head}: its diff cannot be trusted; nothing was changed"
+    )]
+    StartNotInHistory {
+        id: TaskId,
+        start: String,
+        head: String,
+    },
     /// The store failed otherwise (the server went away, a file could not be read).
     #[error(transparent)]
     Backend(Box<dyn std::error::Error + Send + Sync>),
@@ -53,6 +64,7 @@ impl ReviewError {
             self,
             ReviewError::Conflicts { .. }
                 | ReviewError::Protected { .. }
+                | ReviewError::StartNotInHistory { .. }
                 | ReviewError::Store(StoreError::Refused(_) | StoreError::NoSuchTask(_))
         )
     }
@@ -84,8 +96,13 @@ pub struct Review {
     pub verdict: Option<String>,
     /// The reviewer's report with that verdict.
     pub verdict_report: Option<String>,
-    /// Why its commits cannot be shown (the team's remote lacks them or cannot be reached):
-    /// the task is still listed, so one bad branch hides no other review.
+    /// Files merging it changes that its own commits do not: earlier commits of its branch
+    /// come along (an earlier task still in review, or work recorded as before the task's
+    /// start). Merging brings them too.
+    pub also_brings: Vec<String>,
+    /// Why its commits cannot be shown (the team's remote lacks them or cannot be reached, or
+    /// its recorded start is not in its head's history): the task is still listed, so one bad
+    /// branch hides no other review.
     pub unavailable: Option<String>,
 }
 
@@ -135,9 +152,10 @@ impl<'a, S: TeamStore> Desk<'a, S> {
             .iter()
             .filter(|t| t.status == Status::Review)
             .map(|t| match describe(&trees, self.config, t) {
-                Err(ReviewError::Git(
-                    e @ (GitError::Remote { .. } | GitError::RemoteLacks { .. }),
-                )) => Ok(unavailable(t, e.to_string())),
+                Err(
+                    e @ (ReviewError::Git(GitError::Remote { .. } | GitError::RemoteLacks { .. })
+                    | ReviewError::StartNotInHistory { .. }),
+                ) => Ok(unavailable(t, e.to_string())),
                 described => described,
             })
             .collect()
@@ -452,6 +470,7 @@ fn unavailable(task: &Task, why: String) -> Review {
         deletions: 0,
         conflicts: Vec::new(),
         protected: Vec::new(),
+        also_brings: Vec::new(),
         age_secs: age_of(task),
         usage: task.usage,
         verdict: None,
@@ -601,6 +620,13 @@ fn describe(trees: &Worktrees, config: &TeamConfig, task: &Task) -> Result<Revie
     let diff = trees.commits_diff(&commits.start, &commits.head, base)?;
     let files: Vec<String> = diff.files.iter().map(|f| f.path.clone()).collect();
     let protected = protected_changes(&diff.files, &governed(trees, config)?);
+    let also_brings = trees
+        .merge_diff(&commits.head, base)?
+        .files
+        .into_iter()
+        .map(|f| f.path)
+        .filter(|p| !files.contains(p))
+        .collect();
     // A verdict on older commits (before a send-back) says nothing about these.
     let current = task.review.as_ref().filter(|v| v.head == commits.head);
     let age_secs = age_of(task);
@@ -620,6 +646,7 @@ fn describe(trees: &Worktrees, config: &TeamConfig, task: &Task) -> Result<Revie
         usage: task.usage,
         verdict: current.as_ref().map(|v| format!("{}: {}", v.by, v.verdict)),
         verdict_report: current.map(|v| v.report.clone()),
+        also_brings,
         unavailable: None,
     })
 }
@@ -651,6 +678,14 @@ fn commits_of(
             &task.id.to_string(),
             &commits.head,
         )?;
+    }
+    // On PostgreSQL its owner records the start itself, with its own role.
+    if !trees.has_in_history(&commits.head, &commits.start)? {
+        return Err(ReviewError::StartNotInHistory {
+            id: task.id,
+            start: commits.start,
+            head: commits.head,
+        });
     }
     Ok(commits)
 }

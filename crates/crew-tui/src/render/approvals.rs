@@ -120,6 +120,15 @@ fn review_lines(state: &AppState, selected: usize) -> Vec<Line<'static>> {
         if let Some(why) = &r.unavailable {
             lines.push(plain(theme.style("status.error"), format!("    {why}")));
         }
+        if !r.also_brings.is_empty() {
+            lines.push(plain(
+                theme.style("status.warning"),
+                format!(
+                    "    merging also brings {}, not in its commits",
+                    r.also_brings.join(", ")
+                ),
+            ));
+        }
         if !r.conflicts.is_empty() {
             lines.push(plain(
                 theme.style("status.error"),
