@@ -794,7 +794,7 @@ fn a_task_made_on_another_host_is_reviewed_from_the_store_and_merged_into_the_pe
         &["fetch", "--quiet", bare.to_str().unwrap(), "main"],
     );
     git(&host2, &["reset", "--quiet", "--hard", "FETCH_HEAD"]);
-    let mut commit = |file: &str| {
+    let commit = |file: &str| {
         std::fs::write(host2.join(file), "x\n").unwrap();
         git(&host2, &["add", file]);
         git(&host2, &["commit", "--quiet", "-m", file]);
