@@ -88,11 +88,15 @@ fn status_of(root: &Path, id: u64) -> (Status, Option<String>) {
 
 /// The screen with the temporary folder's path replaced, so snapshots are stable.
 fn stable_screen(h: &mut Harness) -> String {
+    stable_screen_of_height(h, 32)
+}
+
+fn stable_screen_of_height(h: &mut Harness, rows: u16) -> String {
     let real = std::mem::replace(&mut h.state.root, PathBuf::from("/repo/web"));
     for r in &mut h.state.reviews {
         r.age_secs = 120;
     }
-    let text = crew_tui_test_support::screen_text(&mut h.state, 120, 32);
+    let text = crew_tui_test_support::screen_text(&mut h.state, 120, rows);
     h.state.root = real;
     text
 }
@@ -459,4 +463,24 @@ fn a_reviews_age_grows_with_the_screens_clock_and_stop_team_works_from_its_diff(
     assert!(h.state.diff.is_some());
     h.press(&["Q"]);
     assert!(h.status().contains("no team daemon"), "{}", h.status());
+}
+
+#[test]
+fn a_review_shows_what_merging_also_brings_and_why_another_cannot_be_shown() {
+    let dir = repo_with_review();
+    // alice's next task on the same branch while task_1 still waits: merging it brings both.
+    submit(dir.path(), "Add a lexer", "lexer.rs", "fn lex() {}\n");
+    let mut h = Harness::new(dir.path());
+    h.press(&["ctrl-r"]);
+    assert_eq!(h.state.reviews.len(), 2, "{}", h.status());
+    assert_eq!(h.state.reviews[1].files, ["lexer.rs"]);
+    assert_eq!(h.state.reviews[1].also_brings, ["parser.rs"]);
+    // What the review list says of a task whose commits the team's remote does not have.
+    h.state.reviews[0].unavailable = Some("the remote lacks 0123abcd".into());
+    let screen = stable_screen_of_height(&mut h, 44);
+    assert!(
+        screen.contains("merging also brings parser.rs,") && screen.contains("lacks 0123abcd"),
+        "{screen}"
+    );
+    insta::assert_snapshot!("review_also_brings_and_unavailable", screen);
 }
