@@ -142,9 +142,13 @@ impl Worktrees {
     }
 
     /// Whether the commit `start` is in `head`'s history (or is `head`): a task's recorded
-    /// commits `start..head` mean something only then.
+    /// commits `start..head` mean something only then. A `start` this repository does not have
+    /// is in no history here.
     pub fn has_in_history(&self, head: &str, start: &str) -> Result<bool, GitError> {
         let (head, start) = (oid(head)?, oid(start)?);
+        if self.repo().find_commit(start).is_err() {
+            return Ok(false);
+        }
         Ok(head == start
             || self
                 .repo()

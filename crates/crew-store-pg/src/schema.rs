@@ -389,9 +389,10 @@ const MIGRATIONS: &[&str] = &[
         FOR EACH ROW EXECUTE FUNCTION crew_check_task_size();
     "#,
     // 7: what each task's work used (`usage`, as on files), and the task guard of 4 again
-    // with two changes: the lead's assignments and an agent's release of its own tasks as it
+    // with three changes: the lead's assignments and an agent's release of its own tasks as it
     // shuts down leave their notes as on files (the store's `assign` and `release_orphaned`),
-    // while a forged review note stays refused; only the owner adds to its usage.
+    // while a forged review note stays refused; only the owner adds to its usage; an agent
+    // records commits only on its own branch.
     r#"
     ALTER TABLE tasks ADD COLUMN usage jsonb;
     CREATE OR REPLACE FUNCTION crew_guard_task() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -468,6 +469,13 @@ const MIGRATIONS: &[&str] = &[
         -- and a host is as trusted as its agent; the person confirms it by merging.
         IF NEW.status = 'completed' AND writes THEN
             RAISE EXCEPTION 'task %: agent % writes code, its task is completed only by the person merging it', OLD.id, me
+                USING ERRCODE = '42501';
+        END IF;
+        -- An agent's commits are on its own branch: one naming another's would have the
+        -- person's review act on that teammate's branch (a discard reverting there).
+        IF NEW.commits IS DISTINCT FROM OLD.commits AND NEW.commits IS NOT NULL
+           AND NEW.commits->>'branch' IS DISTINCT FROM 'crew/' || me THEN
+            RAISE EXCEPTION 'task %: agent % records commits only on its own branch crew/%', OLD.id, me, me
                 USING ERRCODE = '42501';
         END IF;
         IF NEW.usage IS DISTINCT FROM OLD.usage

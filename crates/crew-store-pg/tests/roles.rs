@@ -756,3 +756,48 @@ async fn with_nothing_to_review_a_writer_still_waits_for_the_person_and_only_the
         .unwrap();
     assert_eq!(done.status, Status::Completed);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_records_commits_only_on_its_own_branch() {
+    let Some((_cluster, person, alice, _bob, _carol)) = team().await else {
+        return;
+    };
+    let a = name("alice");
+    let id = person
+        .create_task(NewTask {
+            subject: "schema".into(),
+            ..NewTask::default()
+        })
+        .await
+        .unwrap()
+        .id;
+    TeamStore::claim(&alice, id, claimant(&a)).await.unwrap();
+    let start = "a0".repeat(20);
+    // Through the store and around it: bob's branch, so that the person's discard would
+    // revert on bob's worktree; or a branch that is no teammate's at all.
+    let why = refused(alice.record_start(id, "crew/bob", &start).await);
+    assert!(why.contains("only on its own branch crew/alice"), "{why}");
+    for branch in ["main", "crew/bob"] {
+        let why = raw_refused(
+            &alice,
+            &format!(
+                "UPDATE tasks SET commits = '{{\"branch\": \"{branch}\", \"start\": \"{start}\", \"head\": \"{start}\"}}' WHERE id = {}",
+                id.0
+            ),
+        )
+        .await;
+        assert!(why.contains("only on its own branch"), "{why}");
+    }
+    alice.record_start(id, "crew/alice", &start).await.unwrap();
+    let commits = TaskCommits {
+        branch: "crew/bob".into(),
+        start: start.clone(),
+        head: "b1".repeat(20),
+    };
+    let why = refused(
+        alice
+            .submit_for_review(id, &a, "done".into(), commits)
+            .await,
+    );
+    assert!(why.contains("only on its own branch"), "{why}");
+}
