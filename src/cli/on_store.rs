@@ -25,9 +25,6 @@ use crew_config::TeamConfig;
 use crew_store_pg::{PgStore, Wakeups};
 use crew_team::review::Desk;
 
-/// The messages one read of an inbox takes at most.
-const BATCH: i64 = 10_000;
-
 pub fn run(url: &str, command: Command, start: &Path) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -96,10 +93,10 @@ async fn on(
                         json!({
                             "name": a.name,
                             "status": a.status,
-                            "heardSecs": a.heard_secs,
+                            "heard_secs": a.heard_secs,
                             "leases": a.leases.iter().map(|l| json!({
                                 "task": l.task,
-                                "secsLeft": l.secs_left,
+                                "secs_left": l.secs_left,
                             })).collect::<Vec<_>>(),
                         })
                     })
@@ -155,18 +152,18 @@ async fn inbox(store: &PgStore, config: &TeamConfig, args: InboxArgs) -> anyhow:
     }
 }
 
-/// The inbox's unread messages, the owner's cursor moved past them unless `--peek`.
+/// Every unread message of the inbox, the owner's cursor moved past them unless `--peek`.
 async fn read_unread(
     store: &PgStore,
     args: &InboxArgs,
 ) -> anyhow::Result<Vec<crew_store::Message>> {
-    let batch = store.unread(&args.name, &args.name, BATCH).await?;
+    let unread = store.unread(&args.name, &args.name, i64::MAX).await?;
     if !args.peek
-        && let Some((last, _)) = batch.last()
+        && let Some((last, _)) = unread.last()
     {
         store.mark_read(&args.name, &args.name, *last).await?;
     }
-    Ok(batch.into_iter().map(|(_, m)| m).collect())
+    Ok(unread.into_iter().map(|(_, m)| m).collect())
 }
 
 fn print_messages(messages: &[crew_store::Message], json: bool) -> anyhow::Result<()> {

@@ -381,7 +381,7 @@ pub fn assignment(
 }
 
 /// Claimed by `owner`, or assigned to it and not started.
-pub fn held_by(task: &Task, owner: &AgentName) -> bool {
+fn held_by(task: &Task, owner: &AgentName) -> bool {
     matches!(task.status, Status::InProgress | Status::Pending)
         && task.owner.as_ref() == Some(owner)
 }

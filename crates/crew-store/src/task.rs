@@ -92,9 +92,13 @@ impl TaskUsage {
                 tokens,
                 cost_micros,
             },
+            // Saturating: a store row may hold any number (a hand-edited file, raw SQL).
             Some(sum) => TaskUsage {
-                tokens: sum.tokens + tokens,
-                cost_micros: sum.cost_micros.zip(cost_micros).map(|(a, b)| a + b),
+                tokens: sum.tokens.saturating_add(tokens),
+                cost_micros: sum
+                    .cost_micros
+                    .zip(cost_micros)
+                    .map(|(a, b)| a.saturating_add(b)),
             },
         }
     }
