@@ -16,8 +16,8 @@ pub struct Cli {
     #[arg(short = 'C', global = true, value_name = "DIR")]
     pub dir: Option<PathBuf>,
     /// Work on the team kept in this PostgreSQL store (`postgres://you@host:port/db`, the
-    /// password from PGPASSWORD or ~/.pgpass), from any machine: task list/show/graph/add,
-    /// send, inbox, requests, respond, status.
+    /// password from PGPASSWORD or ~/.pgpass), from any machine: every task command, send,
+    /// inbox, requests, respond, status; and, in your checkout, review.
     #[arg(long, global = true, value_name = "URL")]
     pub store: Option<String>,
     /// Without a command: `crew up`, the workbench on this repository's team.

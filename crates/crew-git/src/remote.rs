@@ -10,12 +10,9 @@
 
 use std::path::Path;
 
-use git2::Repository;
-
 use crate::cli::{git_remote, run_said};
-use crate::error::Context;
 use crate::task_commits::oid;
-use crate::{GitError, names};
+use crate::{GitError, Worktrees, names};
 
 /// Where fetched task branches are kept: outside `refs/heads`, so they are never a branch a
 /// teammate or the person works on.
@@ -75,22 +72,23 @@ impl TeamRemote {
         })
     }
 
-    /// Makes sure the repository at `root` has `head`, fetching the task's branch from the
+    /// Makes sure the repository of `trees` has `head`, fetching the task's branch from the
     /// remote when it does not. The branch fetched must hold `head`.
     pub fn fetch_task(
         &self,
-        root: &Path,
+        trees: &Worktrees,
         branch: &str,
         task: &str,
         head: &str,
     ) -> Result<(), GitError> {
         let id = oid(head)?;
-        if has_commit(root, id)? {
+        let has_commit = || trees.repo().find_commit(id).is_ok();
+        if has_commit() {
             return Ok(());
         }
         let source = Self::task_branch(branch, task);
         names::validate_branch(&source)?;
-        self.git(root, "fetch", |git| {
+        self.git(trees.root(), "fetch", |git| {
             git.args([
                 "fetch",
                 "--quiet",
@@ -100,7 +98,7 @@ impl TeamRemote {
             ])
             .arg(format!("+refs/heads/{source}:{FETCHED}/{source}"));
         })?;
-        if has_commit(root, id)? {
+        if has_commit() {
             Ok(())
         } else {
             Err(GitError::RemoteLacks {
@@ -136,9 +134,4 @@ fn is_scp_like(url: &str) -> bool {
         (Some(_), None) => true,
         _ => false,
     }
-}
-
-fn has_commit(root: &Path, id: git2::Oid) -> Result<bool, GitError> {
-    let repo = Repository::open(root).context(|| format!("opening {}", root.display()))?;
-    Ok(repo.find_commit(id).is_ok())
 }

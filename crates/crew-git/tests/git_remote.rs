@@ -76,7 +76,12 @@ fn a_task_pushed_from_one_host_is_fetched_for_review_on_another() {
         .unwrap();
 
     remote
-        .fetch_task(person.root(), "crew/alice", "task_3", &head)
+        .fetch_task(
+            &Worktrees::open(person.root()).unwrap(),
+            "crew/alice",
+            "task_3",
+            &head,
+        )
         .unwrap();
     let mine = Worktrees::open(person.root()).unwrap();
     let diff = mine.merge_diff(&head, "main").unwrap();
@@ -115,7 +120,12 @@ fn a_branch_moved_on_the_remote_off_the_recorded_head_is_refused() {
         .unwrap();
 
     let err = remote
-        .fetch_task(person.root(), "crew/alice", "task_3", &recorded)
+        .fetch_task(
+            &Worktrees::open(person.root()).unwrap(),
+            "crew/alice",
+            "task_3",
+            &recorded,
+        )
         .unwrap_err();
     assert!(
         matches!(&err, GitError::RemoteLacks { reference, head, .. }
@@ -159,7 +169,12 @@ fn the_base_is_pushed_fast_forward_only_and_a_missing_branch_is_named() {
 
     let never = "0123456789abcdef0123456789abcdef01234567";
     let err = remote
-        .fetch_task(person.root(), "crew/bob", "task_9", never)
+        .fetch_task(
+            &Worktrees::open(person.root()).unwrap(),
+            "crew/bob",
+            "task_9",
+            never,
+        )
         .unwrap_err();
     assert!(err.to_string().contains("crew/bob/task_9"), "{err}");
 }

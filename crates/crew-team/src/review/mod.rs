@@ -672,12 +672,7 @@ fn commits_of(
         .cloned()
         .ok_or(ReviewError::NoCommits { id: task.id })?;
     if let Some(remote) = team_remote(config, trees.root()) {
-        remote.fetch_task(
-            trees.root(),
-            &commits.branch,
-            &task.id.to_string(),
-            &commits.head,
-        )?;
+        remote.fetch_task(trees, &commits.branch, &task.id.to_string(), &commits.head)?;
     }
     // On PostgreSQL its owner records the start itself, with its own role.
     if !trees.has_in_history(&commits.head, &commits.start)? {
