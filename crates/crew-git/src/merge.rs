@@ -75,7 +75,7 @@ impl Worktrees {
         validate_branch(base_branch)?;
         let wt = self.open_worktree(name)?;
         let repo = self.repo();
-        with_merge_lock(repo, || self.merge_locked(&wt, name, base_branch, author))
+        with_repo_lock(repo, || self.merge_locked(&wt, name, base_branch, author))
     }
 
     fn merge_locked(
@@ -152,13 +152,14 @@ impl Worktrees {
     }
 }
 
-/// Runs `f` holding the per-repository lock file that serialises crew merges (a second one
-/// waits, then sees the moved branches).
-pub(crate) fn with_merge_lock<T>(
+/// Runs `f` holding the per-repository lock file that serialises crew's merges and worktree
+/// creation (a second one waits, then sees the moved branches). Not reentrant: `f` must not take
+/// it again.
+pub(crate) fn with_repo_lock<T>(
     repo: &Repository,
     f: impl FnOnce() -> Result<T, GitError>,
 ) -> Result<T, GitError> {
-    let path = repo.commondir().join("crew-merge.lock");
+    let path = repo.commondir().join("crew.lock");
     let file = OpenOptions::new()
         .create(true)
         .truncate(false)

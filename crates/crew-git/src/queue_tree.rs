@@ -7,7 +7,7 @@ use std::path::Path;
 
 use super::Author;
 use super::error::{Context, GitError};
-use super::merge::{Advance, merge_in_memory, with_merge_lock};
+use super::merge::{Advance, merge_in_memory, with_repo_lock};
 use super::names::validate_branch;
 use super::task_commits::{find, oid, write_tree_into};
 use super::worktree::Worktrees;
@@ -112,7 +112,7 @@ impl Worktrees {
         validate_branch(base_branch)?;
         let repo = self.repo();
         let (from, to) = (oid(from)?, oid(to)?);
-        with_merge_lock(repo, || {
+        with_repo_lock(repo, || {
             let base = self.base_commit(base_branch)?;
             if base.id() != from {
                 return Ok(Landing::BaseMoved {

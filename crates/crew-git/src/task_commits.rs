@@ -6,7 +6,7 @@ use git2::{DiffFindOptions, Oid, Repository};
 
 use super::diff::{WorktreeDiff, collect};
 use super::error::{Context, GitError};
-use super::merge::{Advance, MergeOutcome, merge_in_memory, move_ref, snapshot, with_merge_lock};
+use super::merge::{Advance, MergeOutcome, merge_in_memory, move_ref, snapshot, with_repo_lock};
 use super::names::validate_branch;
 use super::worktree::{Worktrees, display_dir, head_commit};
 use super::{Author, branch_for};
@@ -30,7 +30,7 @@ impl Worktrees {
         validate_branch(base_branch)?;
         let wt = self.open_worktree(name)?;
         let repo = self.repo();
-        with_merge_lock(repo, || {
+        with_repo_lock(repo, || {
             let branch = branch_for(name);
             let base = self.base_commit(base_branch)?;
             let tip = find(repo, head_commit(&wt)?)?;
@@ -53,7 +53,7 @@ impl Worktrees {
     ) -> Result<String, GitError> {
         let wt = self.open_worktree(name)?;
         // A merge snapshots this same worktree through the same temporary index file.
-        with_merge_lock(self.repo(), || {
+        with_repo_lock(self.repo(), || {
             let head = head_commit(&wt)?;
             let sig = author.signature()?;
             let Some(snap) = snapshot(&wt, head, &sig, message, self.max_task_bytes())? else {
@@ -223,7 +223,7 @@ impl Worktrees {
     ) -> Result<MergeOutcome, GitError> {
         validate_branch(base_branch)?;
         let repo = self.repo();
-        with_merge_lock(repo, || {
+        with_repo_lock(repo, || {
             let base = self.base_commit(base_branch)?;
             let tip = find(repo, oid(head)?)?;
             let message = format!("crew: merge {label} into {base_branch}");
@@ -247,7 +247,7 @@ impl Worktrees {
     ) -> Result<MergeOutcome, GitError> {
         let wt = self.open_worktree(name)?;
         let repo = self.repo();
-        with_merge_lock(repo, || {
+        with_repo_lock(repo, || {
             let branch = branch_for(name);
             let tip = find(repo, head_commit(&wt)?)?;
             let tree_of = |id: Oid| {

@@ -12,6 +12,7 @@ use tracing::{debug, info, warn};
 use super::branch_for;
 use super::cli;
 use super::error::{Context, GitError, io_error};
+use super::merge::with_repo_lock;
 use super::names::{normalize_relative, validate_branch, validate_name};
 use super::provision::{Skipped, exclude, provision};
 
@@ -126,23 +127,25 @@ impl Worktrees {
         let link = normalize_all(link, "link")?;
         let branch = branch_for(name);
 
-        let (path, created) = match self.registered(name)? {
+        // git reads every worktree's admin folder when it adds one, and fails on another being
+        // made that moment (three teammates starting together did), so creations take turns.
+        let (path, created) = with_repo_lock(&self.repo, || match self.registered(name)? {
             Some(wt) if wt.validate().is_ok() => {
                 self.worktree_repo(&wt, name)?;
-                (wt.path().to_path_buf(), false)
+                Ok((wt.path().to_path_buf(), false))
             }
             Some(wt) => {
                 info!(name, "repairing stale worktree registration");
                 wt.prune(None)
                     .context(|| format!("pruning stale worktree {name:?}"))?;
                 self.create(name, &path, &branch, base_branch)?;
-                (path, true)
+                Ok((path, true))
             }
             None => {
                 self.create(name, &path, &branch, base_branch)?;
-                (path, true)
+                Ok((path, true))
             }
-        };
+        })?;
 
         exclude(self.repo.commondir(), &[&copy[..], &link[..]].concat())?;
         let done = provision(&self.root, &path, &copy, &link)?;

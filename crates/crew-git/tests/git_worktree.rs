@@ -30,13 +30,16 @@ fn ensure_creates_then_reuses() {
 }
 
 #[test]
-fn two_teammates_making_their_first_worktrees_at_once_both_get_one() {
+fn teammates_making_their_first_worktrees_at_once_each_get_one() {
     // The first worktree of a repository also makes .git/worktrees; two at once raced on it.
+    // And git reads every worktree's admin folder as it adds one, failing on one half made.
+    let files: Vec<(String, &str)> = (0..200).map(|i| (format!("f{i}.txt"), "x\n")).collect();
+    let files: Vec<(&str, &str)> = files.iter().map(|(p, t)| (p.as_str(), *t)).collect();
     for round in 0..20 {
-        let t = TestRepo::new(&[("a.txt", "one\n")]);
-        let start = std::sync::Barrier::new(2);
+        let t = TestRepo::new(&files);
+        let start = std::sync::Barrier::new(3);
         let made: Vec<Result<_, GitError>> = std::thread::scope(|s| {
-            let handles: Vec<_> = ["alice", "bob"]
+            let handles: Vec<_> = ["alice", "bob", "carol"]
                 .map(|name| {
                     let (root, start) = (t.root(), &start);
                     s.spawn(move || {
