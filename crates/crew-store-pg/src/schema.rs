@@ -514,6 +514,32 @@ const MIGRATIONS: &[&str] = &[
     END
     $$;
     "#,
+    // 8: the keys of the usage additions a task took, so one retried after a lost reply adds
+    // nothing the second time (as a message's id and a claim's token do); and nobody adds a
+    // task with usage already on it (an agent's new task could claim any spend).
+    r#"
+    ALTER TABLE tasks ADD COLUMN usage_keys text[] NOT NULL DEFAULT '{}';
+    CREATE FUNCTION crew_check_usage() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP = 'INSERT' THEN
+            IF NEW.usage IS NOT NULL OR cardinality(NEW.usage_keys) > 0 THEN
+                RAISE EXCEPTION 'a new task has used nothing yet'
+                    USING ERRCODE = '42501';
+            END IF;
+        ELSIF NEW.usage_keys IS DISTINCT FROM OLD.usage_keys AND NOT (
+                  NEW.usage IS DISTINCT FROM OLD.usage
+                  AND cardinality(NEW.usage_keys) = cardinality(OLD.usage_keys) + 1
+                  AND NEW.usage_keys[1:cardinality(OLD.usage_keys)] = OLD.usage_keys
+                  AND length(NEW.usage_keys[cardinality(NEW.usage_keys)]) <= 64) THEN
+            RAISE EXCEPTION 'task %: its usage keys grow by one key with each addition to its usage', OLD.id
+                USING ERRCODE = '42501';
+        END IF;
+        RETURN NEW;
+    END
+    $$;
+    CREATE TRIGGER tasks_usage BEFORE INSERT OR UPDATE OF usage, usage_keys ON tasks
+        FOR EACH ROW EXECUTE FUNCTION crew_check_usage();
+    "#,
 ];
 
 /// The SQLSTATE of a row over the team's `[limits]` (schema 6).

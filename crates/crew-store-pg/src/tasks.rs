@@ -174,24 +174,49 @@ impl PgStore {
             .await
     }
 
-    /// Adds one job's tokens and cost to what task `id` used.
+    /// Adds one job's tokens and cost to what task `id` used, once: a retry after a lost reply
+    /// adds nothing again.
     pub async fn add_usage(
         &self,
         id: TaskId,
         tokens: u64,
         cost_micros: Option<u64>,
     ) -> Result<Task, PgStoreError> {
+        self.add_usage_once(id, uuid::Uuid::now_v7(), tokens, cost_micros)
+            .await
+    }
+
+    /// `add_usage` under the caller's `key`: for a caller that retries on its own, past the
+    /// store's retries, the same key adds the job's usage only once.
+    pub async fn add_usage_once(
+        &self,
+        id: TaskId,
+        key: uuid::Uuid,
+        tokens: u64,
+        cost_micros: Option<u64>,
+    ) -> Result<Task, PgStoreError> {
         let id_sql = id_to_sql(id)?;
+        let key = key.simple().to_string();
         self.retry(|| async {
             let mut client = self.client().await?;
             let tx = client.transaction().await?;
             let row = tx
                 .query_opt(
-                    "SELECT usage FROM tasks WHERE id = $1 FOR UPDATE",
-                    &[&id_sql],
+                    "SELECT usage, $2 = ANY(usage_keys) FROM tasks WHERE id = $1 FOR UPDATE",
+                    &[&id_sql, &key],
                 )
                 .await?
                 .ok_or(PgStoreError::NoSuchTask(id))?;
+            if row.try_get::<_, bool>(1)? {
+                // The first try committed and its reply was lost.
+                let row = tx
+                    .query_one(
+                        &format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = $1"),
+                        &[&id_sql],
+                    )
+                    .await?;
+                return task_from_row(&row);
+            }
             let before: Option<TaskUsage> = row
                 .try_get::<_, Option<serde_json::Value>>(0)?
                 .map(|u| from_json("task usage", u))
@@ -204,10 +229,12 @@ impl PgStore {
             let row = tx
                 .query_one(
                     &format!(
-                        "UPDATE tasks SET usage = $2, updated_at = now() WHERE id = $1
+                        "UPDATE tasks SET usage = $2, usage_keys = usage_keys || $3::text,
+                             updated_at = now()
+                         WHERE id = $1
                          RETURNING {TASK_COLUMNS}"
                     ),
-                    &[&id_sql, &usage],
+                    &[&id_sql, &usage, &key],
                 )
                 .await?;
             let task = task_from_row(&row)?;

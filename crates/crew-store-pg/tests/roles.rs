@@ -731,11 +731,33 @@ async fn with_nothing_to_review_a_writer_still_waits_for_the_person_and_only_the
         .await
         .unwrap();
     alice.add_usage(hers, 10, Some(1)).await.unwrap();
+    // One job's usage under one key, sent again as after a lost reply: added once.
+    let job = uuid::Uuid::now_v7();
+    alice.add_usage_once(hers, job, 5, Some(2)).await.unwrap();
+    let again = alice.add_usage_once(hers, job, 5, Some(2)).await.unwrap();
+    let usage = again.usage.unwrap();
+    assert_eq!((usage.tokens, usage.cost_micros), (15, Some(3)));
     let why = refused(bob.add_usage(pending, 10, Some(1)).await);
     assert!(
         why.contains("only its owner adds what its work used"),
         "{why}"
     );
+    // Nor by hand: a new task with spend already on it, keys stuffed without usage added.
+    let why = raw_refused(
+        &alice,
+        r#"INSERT INTO tasks (token, subject, usage) VALUES ('t', 'x', '{"tokens": 999999}')"#,
+    )
+    .await;
+    assert!(why.contains("a new task has used nothing yet"), "{why}");
+    let why = raw_refused(
+        &alice,
+        &format!(
+            "UPDATE tasks SET usage_keys = usage_keys || repeat('k', 10000) WHERE id = {}",
+            hers.0
+        ),
+    )
+    .await;
+    assert!(why.contains("grow by one key with each addition"), "{why}");
     // Its commits add nothing, but that is its host's word: the person still decides.
     let why = refused(
         alice
