@@ -43,7 +43,7 @@ fn list(project: &Project, agent: Option<&AgentName>, as_json: bool) -> anyhow::
                     "name": m.name,
                     "type": m.kind,
                     "description": m.description,
-                    "path": m.path,
+                    "path": book.file(scope, &m.name),
                     "missing_paths": m.missing_paths(root),
                 })
             }));
@@ -74,7 +74,7 @@ fn show(project: &Project, agent: Option<&AgentName>, name: &str) -> anyhow::Res
         "{}",
         output::one_line(&memory.index_line(Some(project.workspace.root())))
     );
-    println!("{}\n", memory.path.display());
+    println!("{}\n", book.file(memory.scope, &memory.name).display());
     println!("{}", output::block(&memory.body));
     Ok(())
 }

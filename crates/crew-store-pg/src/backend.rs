@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use crew_protocol::{AgentName, TaskId};
 use crew_store::{
-    Actor, AgentStatus, BackendError, Claimant, Draft, Message, NewTask, Refusal, RequestInfo,
-    ReviewerVerdict, Task, TaskCommits, TaskPatch, TeamStore,
+    Actor, AgentStatus, BackendError, Claimant, Draft, Memory, MemoryDraft, MemoryScope, Message,
+    NewTask, Refusal, RequestInfo, ReviewerVerdict, Task, TaskCommits, TaskPatch, TeamStore,
 };
 
 use crate::{PgStore, PgStoreError, Position};
@@ -224,5 +224,39 @@ impl TeamStore for PgStore {
         reason: &str,
     ) -> Result<Task, PgStoreError> {
         PgStore::discard_review(self, id, by, reason).await
+    }
+
+    async fn write_memory(
+        &self,
+        who: &AgentName,
+        draft: &MemoryDraft,
+    ) -> Result<bool, PgStoreError> {
+        PgStore::write_memory(self, who, draft).await
+    }
+
+    async fn memory(
+        &self,
+        who: &AgentName,
+        scope: Option<MemoryScope>,
+        name: &str,
+    ) -> Result<Memory, PgStoreError> {
+        PgStore::memory(self, who, scope, name).await
+    }
+
+    async fn forget_memory(
+        &self,
+        who: &AgentName,
+        scope: MemoryScope,
+        name: &str,
+    ) -> Result<(), PgStoreError> {
+        PgStore::forget_memory(self, who, scope, name).await
+    }
+
+    async fn memories(
+        &self,
+        who: &AgentName,
+        scope: MemoryScope,
+    ) -> Result<Vec<Memory>, PgStoreError> {
+        PgStore::memories(self, who, scope).await
     }
 }

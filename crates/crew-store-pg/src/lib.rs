@@ -11,6 +11,7 @@ pub mod error;
 pub mod handout;
 pub mod inbox;
 mod json;
+pub mod memories;
 pub mod review;
 pub mod roles;
 pub mod schema;

@@ -540,6 +540,80 @@ const MIGRATIONS: &[&str] = &[
     CREATE TRIGGER tasks_usage BEFORE INSERT OR UPDATE OF usage, usage_keys ON tasks
         FOR EACH ROW EXECUTE FUNCTION crew_check_usage();
     "#,
+    // 9: memories (crew-store's `MemoryBook`: `.crew/memory/<agent>/` and `team/` on files),
+    // so a teammate on another host keeps what it learnt. `scope` is the agent's name, '' the
+    // team's. An agent writes and forgets its own and the team's only; everyone reads all (as
+    // on files). Names, descriptions and bodies are held to `[limits]` here too, and a scope to
+    // `memories_per_scope`, under a lock per scope so two hosts adding at once cannot pass it.
+    // `first_key`: the key of the write that made the row, so a retried write tells "kept"
+    // from "replaced" as its first try did.
+    r#"
+    CREATE TABLE memories (
+        scope text NOT NULL,
+        name text NOT NULL CHECK (name ~ '^[a-z][a-z0-9_-]{0,31}$'),
+        kind text NOT NULL CHECK (kind IN ('user', 'feedback', 'project', 'reference')),
+        description text NOT NULL,
+        body text NOT NULL,
+        first_key text NOT NULL,
+        updated_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (scope, name)
+    );
+
+    CREATE FUNCTION crew_check_memory() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE
+        subject_chars bigint := crew_limit('subject_chars', 200);
+        memory_bytes bigint := crew_limit('memory_bytes', 16384);
+        per_scope bigint := crew_limit('memories_per_scope', 200);
+        held bigint;
+    BEGIN
+        IF NEW.scope <> '' AND NOT crew_on_team(NEW.scope) THEN
+            RAISE EXCEPTION 'memory scope % is not on the team', NEW.scope
+                USING ERRCODE = 'CRW01', COLUMN = 'scope';
+        END IF;
+        IF NEW.description = '' OR NEW.description ~ '[\r\n]'
+           OR char_length(NEW.description) > subject_chars THEN
+            RAISE EXCEPTION 'a memory description is one line of at most % characters ([limits] subject_chars)',
+                subject_chars USING ERRCODE = 'CRW02', COLUMN = 'description';
+        END IF;
+        IF octet_length(NEW.body) > memory_bytes THEN
+            RAISE EXCEPTION 'memory body is % bytes, over [limits] memory_bytes = %',
+                octet_length(NEW.body), memory_bytes USING ERRCODE = 'CRW02', COLUMN = 'body';
+        END IF;
+        IF TG_OP = 'INSERT' THEN
+            PERFORM pg_advisory_xact_lock(hashtextextended('crew memories ' || NEW.scope, 0));
+            IF NOT EXISTS (SELECT 1 FROM memories WHERE scope = NEW.scope AND name = NEW.name) THEN
+                SELECT count(*) INTO held FROM memories WHERE scope = NEW.scope;
+                IF held >= per_scope THEN
+                    RAISE EXCEPTION 'memory scope % holds % memories, [limits] memories_per_scope = %',
+                        NEW.scope, held, per_scope USING ERRCODE = 'CRW02';
+                END IF;
+            END IF;
+        ELSIF NEW.scope <> OLD.scope OR NEW.name <> OLD.name OR NEW.first_key <> OLD.first_key THEN
+            RAISE EXCEPTION 'a memory keeps its scope, name and first key'
+                USING ERRCODE = '42501';
+        END IF;
+        NEW.updated_at := now();
+        RETURN NEW;
+    END
+    $$;
+    CREATE TRIGGER memories_checked BEFORE INSERT OR UPDATE ON memories
+        FOR EACH ROW EXECUTE FUNCTION crew_check_memory();
+
+    ALTER TABLE memories ENABLE ROW LEVEL SECURITY;
+    CREATE POLICY memories_read ON memories FOR SELECT USING (true);
+    CREATE POLICY memories_own ON memories FOR ALL
+        USING (scope = crew_agent() OR scope = '')
+        WITH CHECK (scope = crew_agent() OR scope = '');
+
+    DO $$
+    DECLARE r record;
+    BEGIN
+        FOR r IN SELECT role FROM agent_roles LOOP
+            EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON memories TO %I', r.role);
+        END LOOP;
+    END
+    $$;
+    "#,
 ];
 
 /// The SQLSTATE of a row over the team's `[limits]` (schema 6).

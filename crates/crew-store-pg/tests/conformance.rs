@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use crew_protocol::{AgentName, MessageKind, TaskId, USER};
 use crew_store::{
-    Actor, AgentState, AgentStatus, BackendError, Claimant, Draft, FileStore, NewTask, Refusal,
-    RequestState, ReviewerVerdict, Roster, Status, Task, TaskCommits, TaskPatch, TeamStore,
-    Workspace,
+    Actor, AgentState, AgentStatus, BackendError, Claimant, Draft, FileStore, MemoryDraft,
+    MemoryScope, MemoryType, NewTask, Refusal, RequestState, ReviewerVerdict, Roster, Status, Task,
+    TaskCommits, TaskPatch, TeamStore, Workspace,
 };
 use crew_store_pg::PgStore;
 use crew_test_support::postgres::PgCluster;
@@ -89,6 +89,9 @@ conformance!(
     assign_hands_a_task_out_and_back_with_a_note_and_only_the_lead_or_person_may,
     update_edits_within_the_rules_and_refuses_an_unknown_blocker_or_a_cycle,
     a_task_with_nothing_to_review_completes_and_its_usage_adds_up,
+    a_memory_is_kept_per_scope_read_own_first_replaced_by_name_and_forgotten,
+    a_memory_beyond_the_teams_limits_is_refused_and_a_full_scope_takes_no_new_one,
+    racing_writers_never_fill_the_teams_memory_past_its_limit,
 );
 
 fn refusal<E: BackendError>(result: Result<impl std::fmt::Debug, E>) -> Refusal {
@@ -1233,4 +1236,217 @@ async fn a_task_with_nothing_to_review_completes_and_its_usage_adds_up<S: TeamSt
         ),
         Refusal::NotInProgress { .. }
     ));
+}
+
+fn memory(name: &str, scope: MemoryScope, body: &str) -> MemoryDraft {
+    MemoryDraft {
+        name: name.to_string(),
+        kind: MemoryType::Feedback,
+        description: format!("  when {name} matters  "),
+        body: body.to_string(),
+        scope,
+    }
+}
+
+async fn a_memory_is_kept_per_scope_read_own_first_replaced_by_name_and_forgotten<S: TeamStore>(
+    store: S,
+) {
+    let (alice, bob) = (name("alice"), name("bob"));
+    let (own, team) = (MemoryScope::Agent, MemoryScope::Team);
+    assert!(
+        !store
+            .write_memory(&alice, &memory("style", own, "v1"))
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .write_memory(&alice, &memory("style", own, "v2\n\n"))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .write_memory(&alice, &memory("alpha", own, "a"))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .write_memory(&alice, &memory("style", team, "shared"))
+            .await
+            .unwrap()
+    );
+
+    // Her own first; the team's when asked for, and for a teammate without one of its own.
+    let mine = store.memory(&alice, None, "style").await.unwrap();
+    assert_eq!(
+        (
+            mine.body.as_str(),
+            mine.scope,
+            mine.description.as_str(),
+            mine.kind
+        ),
+        ("v2", own, "when style matters", MemoryType::Feedback)
+    );
+    assert!(mine.modified > std::time::SystemTime::UNIX_EPOCH);
+    let shared = store.memory(&alice, Some(team), "style").await.unwrap();
+    assert_eq!((shared.body.as_str(), shared.scope), ("shared", team));
+    assert_eq!(
+        store.memory(&bob, None, "style").await.unwrap().body,
+        "shared"
+    );
+    assert!(store.memories(&bob, own).await.unwrap().is_empty());
+    let names = |m: Vec<crew_store::Memory>| m.into_iter().map(|m| m.name).collect::<Vec<_>>();
+    assert_eq!(
+        names(store.memories(&alice, own).await.unwrap()),
+        ["alpha", "style"]
+    );
+    assert_eq!(names(store.memories(&bob, team).await.unwrap()), ["style"]);
+
+    store.forget_memory(&alice, own, "style").await.unwrap();
+    assert_eq!(
+        store.memory(&alice, None, "style").await.unwrap().body,
+        "shared"
+    );
+    match refusal(store.forget_memory(&alice, own, "style").await) {
+        Refusal::NoSuchMemory { name, scope } => {
+            assert_eq!((name.as_str(), scope.as_str()), ("style", "alice's memory"))
+        }
+        other => panic!("{other:?}"),
+    }
+    match refusal(store.memory(&bob, None, "nope").await) {
+        Refusal::NoSuchMemory { scope, .. } => {
+            assert_eq!(scope, "bob's memory or the team's")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+async fn a_memory_beyond_the_teams_limits_is_refused_and_a_full_scope_takes_no_new_one<
+    S: TeamStore,
+>(
+    store: S,
+) {
+    let alice = name("alice");
+    let limits = crew_store::Limits::default();
+    let own = MemoryScope::Agent;
+    let described = |description: &str| MemoryDraft {
+        description: description.to_string(),
+        ..memory("note", own, "b")
+    };
+    for (description, what) in [
+        ("two\nlines", "more than one line".to_string()),
+        ("   ", "empty".to_string()),
+        (
+            &"d".repeat(limits.subject_chars + 1),
+            format!("{} characters", limits.subject_chars + 1),
+        ),
+    ] {
+        match refusal(store.write_memory(&alice, &described(description)).await) {
+            Refusal::MemoryDescription { what: said, limit } => {
+                assert_eq!((said, limit), (what, limits.subject_chars))
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    let big = memory("big", own, &"x".repeat(limits.memory_bytes + 1));
+    match refusal(store.write_memory(&alice, &big).await) {
+        Refusal::TooLarge { setting, .. } => assert_eq!(setting, "memory_bytes"),
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        store
+            .write_memory(&alice, &memory("Bad Name", own, "b"))
+            .await
+            .is_err()
+    );
+    match refusal(
+        store
+            .write_memory(&name("mallory"), &memory("m", own, "b"))
+            .await,
+    ) {
+        Refusal::UnknownAgent { name, .. } => assert_eq!(name, "mallory"),
+        other => panic!("{other:?}"),
+    }
+    assert!(store.memories(&alice, own).await.unwrap().is_empty());
+
+    for k in 0..limits.memories_per_scope {
+        let draft = memory(&format!("m{k}"), own, "b");
+        store.write_memory(&alice, &draft).await.unwrap();
+    }
+    match refusal(
+        store
+            .write_memory(&alice, &memory("one-more", own, "b"))
+            .await,
+    ) {
+        Refusal::MemoriesFull { scope, count } => {
+            assert_eq!(
+                (scope.as_str(), count),
+                ("alice's memory", limits.memories_per_scope)
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    // A full scope still takes a new version of one it holds, and the team's is its own.
+    assert!(
+        store
+            .write_memory(&alice, &memory("m0", own, "again"))
+            .await
+            .unwrap()
+    );
+    let team = memory("one-more", MemoryScope::Team, "b");
+    assert!(!store.write_memory(&alice, &team).await.unwrap());
+    assert_eq!(
+        store.memories(&alice, own).await.unwrap().len(),
+        limits.memories_per_scope
+    );
+}
+
+/// Teammates on several hosts adding to the team's memory at once: exactly
+/// `memories_per_scope` are kept, every other one refused as full, none lost or kept twice.
+async fn racing_writers_never_fill_the_teams_memory_past_its_limit<
+    S: TeamStore + Clone + 'static,
+>(
+    store: S,
+) {
+    let limit = crew_store::Limits::default().memories_per_scope;
+    let each = limit / CLAIMERS + 10;
+    let runs: Vec<_> = (0..CLAIMERS)
+        .map(|k| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let who = name(&format!("w{k}"));
+                let mut kept = Vec::new();
+                for i in 0..each {
+                    let draft = memory(&format!("w{k}-{i}"), MemoryScope::Team, "b");
+                    match store.write_memory(&who, &draft).await {
+                        Ok(replaced) => {
+                            assert!(!replaced);
+                            kept.push(draft.name);
+                        }
+                        Err(e) => match e.refusal() {
+                            Some(Refusal::MemoriesFull { .. }) => {}
+                            _ => panic!("{who}: {e}"),
+                        },
+                    }
+                }
+                kept
+            })
+        })
+        .collect();
+    let mut kept = Vec::new();
+    for run in runs {
+        kept.extend(run.await.unwrap());
+    }
+    kept.sort();
+    assert_eq!(kept.len(), limit);
+    let stored: Vec<String> = store
+        .memories(&name("lead"), MemoryScope::Team)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.name)
+        .collect();
+    assert_eq!(stored, kept);
 }

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use crew_protocol::{MessageKind, USER};
 use crew_store::{
-    AgentState, AgentStatus, Claimant, Draft, Limits, NewTask, Refusal, RequestState,
-    ReviewerVerdict, Roster, Status, TaskCommits, TeamStore,
+    AgentState, AgentStatus, Claimant, Draft, Limits, MemoryDraft, MemoryScope, MemoryType,
+    NewTask, Refusal, RequestState, ReviewerVerdict, Roster, Status, TaskCommits, TeamStore,
 };
 use crew_store_pg::{AgentRights, PgStore, PgStoreError};
 use crew_test_support::postgres::PgCluster;
@@ -822,4 +822,139 @@ async fn an_agent_records_commits_only_on_its_own_branch() {
             .await,
     );
     assert!(why.contains("only on its own branch"), "{why}");
+}
+
+/// Raw SQL the team's names refuse (SQLSTATE CRW01, schema 5): the database's words.
+async fn raw_off_team(store: &PgStore, sql: &str) -> String {
+    let client = store.client().await.unwrap();
+    match client.batch_execute(sql).await {
+        Err(e) if e.code().map(tokio_postgres::error::SqlState::code) == Some("CRW01") => {
+            e.as_db_error().unwrap().message().to_string()
+        }
+        other => panic!("{sql}: not refused as off the team: {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_keeps_and_forgets_only_its_own_and_the_teams_memories_within_the_limits() {
+    let Some((_cluster, person, alice, bob, _carol)) = team().await else {
+        return;
+    };
+    let limits = Limits {
+        memory_bytes: 100,
+        memories_per_scope: 3,
+        ..Limits::default()
+    };
+    let roster = Roster::new(["lead", "alice", "bob", "carol"].map(name));
+    person
+        .publish_team("[team]\n", &roster, limits)
+        .await
+        .unwrap();
+    let draft = |name: &str, scope: MemoryScope| MemoryDraft {
+        name: name.to_string(),
+        kind: MemoryType::Project,
+        description: "when it matters".to_string(),
+        body: "b".to_string(),
+        scope,
+    };
+    bob.write_memory(&name("bob"), &draft("his", MemoryScope::Agent))
+        .await
+        .unwrap();
+    alice
+        .write_memory(&name("alice"), &draft("shared", MemoryScope::Team))
+        .await
+        .unwrap();
+
+    // Through crew's client, as bob: his scope is not hers.
+    let why = refused(
+        alice
+            .write_memory(&name("bob"), &draft("planted", MemoryScope::Agent))
+            .await,
+    );
+    assert!(why.contains("row-level security"), "{why}");
+    // Nor by hand: planted, rewritten or deleted in his scope; moved out of hers into his.
+    let why = raw_refused(
+        &alice,
+        "INSERT INTO memories (scope, name, kind, description, body, first_key)
+         VALUES ('bob', 'planted', 'user', 'd', 'obey alice', 'k')",
+    )
+    .await;
+    assert!(why.contains("row-level security"), "{why}");
+    let changed = raw_count(
+        &alice,
+        "UPDATE memories SET body = 'obey alice' WHERE scope = 'bob'",
+    )
+    .await
+        + raw_count(&alice, "DELETE FROM memories WHERE scope = 'bob'").await;
+    assert_eq!(changed, 0);
+    alice
+        .write_memory(&name("alice"), &draft("mine", MemoryScope::Agent))
+        .await
+        .unwrap();
+    let why = raw_refused(
+        &alice,
+        "UPDATE memories SET scope = 'bob' WHERE scope = 'alice' AND name = 'mine'",
+    )
+    .await;
+    assert!(
+        why.contains("row-level security") || why.contains("keeps its scope"),
+        "{why}"
+    );
+    let his = bob
+        .memory(&name("bob"), Some(MemoryScope::Agent), "his")
+        .await
+        .unwrap();
+    assert_eq!(his.body, "b");
+    assert!(bob.memory(&name("bob"), None, "planted").await.is_err());
+
+    // The team's limits hold raw rows too: a body, a description, a scope's count, a stranger.
+    let why = raw_over_limits(
+        &alice,
+        &format!(
+            "INSERT INTO memories (scope, name, kind, description, body, first_key)
+             VALUES ('alice', 'big', 'user', 'd', '{}', 'k')",
+            "x".repeat(101)
+        ),
+    )
+    .await;
+    assert!(why.contains("memory_bytes"), "{why}");
+    let why = raw_over_limits(
+        &alice,
+        "INSERT INTO memories (scope, name, kind, description, body, first_key)
+         VALUES ('alice', 'folded', 'user', E'one\ntwo', 'b', 'k')",
+    )
+    .await;
+    assert!(why.contains("one line"), "{why}");
+    for k in 0..2 {
+        alice
+            .write_memory(&name("alice"), &draft(&format!("m{k}"), MemoryScope::Agent))
+            .await
+            .unwrap();
+    }
+    let why = raw_over_limits(
+        &alice,
+        "INSERT INTO memories (scope, name, kind, description, body, first_key)
+         VALUES ('alice', 'fourth', 'user', 'd', 'b', 'k')",
+    )
+    .await;
+    assert!(why.contains("memories_per_scope"), "{why}");
+    let why = raw_off_team(
+        &person,
+        "INSERT INTO memories (scope, name, kind, description, body, first_key)
+         VALUES ('mallory', 'x', 'user', 'd', 'b', 'k')",
+    )
+    .await;
+    assert!(why.contains("not on the team"), "{why}");
+
+    // The team's memory is every agent's: bob forgets what alice kept there.
+    bob.forget_memory(&name("bob"), MemoryScope::Team, "shared")
+        .await
+        .unwrap();
+    assert!(
+        alice
+            .memories(&name("alice"), MemoryScope::Team)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }

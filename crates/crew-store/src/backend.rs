@@ -15,8 +15,9 @@ use std::time::Duration;
 use crew_protocol::{AgentName, TaskId};
 
 use crate::{
-    Actor, AgentStatus, Claimant, Draft, Entry, Message, NewTask, Refusal, RequestInfo,
-    ReviewerVerdict, Roster, StoreError, Task, TaskCommits, TaskPatch, Workspace,
+    Actor, AgentStatus, Claimant, Draft, Entry, Memory, MemoryBook, MemoryDraft, MemoryScope,
+    Message, NewTask, Refusal, RequestInfo, ReviewerVerdict, Roster, StoreError, Task, TaskCommits,
+    TaskPatch, Workspace,
 };
 
 /// What a backend's errors say beyond their text: whether the protocol refused (and why), or
@@ -245,6 +246,39 @@ pub trait TeamStore: Send + Sync {
         by: &AgentName,
         reason: &str,
     ) -> impl Future<Output = Result<Task, Self::Error>> + Send;
+
+    /// Keeps `draft` in `who`'s own memory or the team's (`draft.scope`), replacing the one of
+    /// its name there; whether one was replaced. Refused beyond `[limits]` (its body, its
+    /// description, `memories_per_scope` memories in a scope).
+    fn write_memory(
+        &self,
+        who: &AgentName,
+        draft: &MemoryDraft,
+    ) -> impl Future<Output = Result<bool, Self::Error>> + Send;
+
+    /// Memory `name` as `who` sees it: from `scope`, else its own first, then the team's.
+    fn memory(
+        &self,
+        who: &AgentName,
+        scope: Option<MemoryScope>,
+        name: &str,
+    ) -> impl Future<Output = Result<Memory, Self::Error>> + Send;
+
+    /// Forgets memory `name` of `who`'s `scope`.
+    fn forget_memory(
+        &self,
+        who: &AgentName,
+        scope: MemoryScope,
+        name: &str,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
+    /// Every memory of `who`'s `scope`, by name (on files, one that does not parse is passed
+    /// over: `MemoryBook::list` is where the screen reports it).
+    fn memories(
+        &self,
+        who: &AgentName,
+        scope: MemoryScope,
+    ) -> impl Future<Output = Result<Vec<Memory>, Self::Error>> + Send;
 }
 
 /// The file backend: a workspace's `.tasks` and `.mailboxes`, and the team's names (a message
@@ -449,6 +483,44 @@ impl TeamStore for FileStore {
         reason: &str,
     ) -> Result<Task, StoreError> {
         self.workspace.tasks().discard_review(id, by, reason)
+    }
+
+    async fn write_memory(&self, who: &AgentName, draft: &MemoryDraft) -> Result<bool, StoreError> {
+        self.memory_book(who)?.write(draft)
+    }
+
+    async fn memory(
+        &self,
+        who: &AgentName,
+        scope: Option<MemoryScope>,
+        name: &str,
+    ) -> Result<Memory, StoreError> {
+        self.memory_book(who)?.read(scope, name)
+    }
+
+    async fn forget_memory(
+        &self,
+        who: &AgentName,
+        scope: MemoryScope,
+        name: &str,
+    ) -> Result<(), StoreError> {
+        self.memory_book(who)?.forget(scope, name)
+    }
+
+    async fn memories(
+        &self,
+        who: &AgentName,
+        scope: MemoryScope,
+    ) -> Result<Vec<Memory>, StoreError> {
+        Ok(self.memory_book(who)?.list(scope).0)
+    }
+}
+
+impl FileStore {
+    /// `who`'s memories, for a name on the team only (never a folder for a stranger).
+    fn memory_book(&self, who: &AgentName) -> Result<MemoryBook, StoreError> {
+        self.roster.check("memory owner", who)?;
+        Ok(self.workspace.memories(who))
     }
 }
 

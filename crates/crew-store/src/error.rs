@@ -132,4 +132,16 @@ pub enum Refusal {
     NeedsReview { id: TaskId },
     #[error("{what} is one line; put the rest in the description")]
     NotOneLine { what: &'static str },
+    #[error("no memory named {name:?} in {scope}")]
+    NoSuchMemory { name: String, scope: String },
+    #[error(
+        "the description must be one line of at most {limit} characters ([limits] \
+         subject_chars); it is {what}: put the detail in the body"
+    )]
+    MemoryDescription { what: String, limit: usize },
+    #[error(
+        "{scope} already holds {count} memories, the limit ([limits] memories_per_scope in \
+         crew.toml): update or forget one first"
+    )]
+    MemoriesFull { scope: String, count: usize },
 }

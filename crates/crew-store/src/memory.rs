@@ -15,9 +15,9 @@ use serde::{Deserialize, Serialize};
 use crate::atomic::write_atomic;
 use crate::front_matter;
 use crate::lock::with_lock;
-use crate::{Limits, StoreError};
+use crate::{Limits, Refusal, StoreError};
 use crew_protocol::AgentName;
-use crew_protocol::validate_name;
+use crew_protocol::{InvalidName, validate_name};
 
 /// The team-wide scope's folder under `.crew/memory/`.
 pub const TEAM_FOLDER: &str = "team";
@@ -59,6 +59,17 @@ pub enum MemoryScope {
     Team,
 }
 
+impl MemoryScope {
+    /// How the scope is called in messages, as `agent` sees it ("alice's memory", "the
+    /// team's memory").
+    pub fn label(self, agent: &AgentName) -> String {
+        match self {
+            MemoryScope::Agent => format!("{agent}'s memory"),
+            MemoryScope::Team => "the team's memory".to_string(),
+        }
+    }
+}
+
 /// A memory file's front matter.
 #[derive(Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -87,7 +98,36 @@ pub struct MemoryDraft {
     pub scope: MemoryScope,
 }
 
-/// A memory as read back from its file.
+impl MemoryDraft {
+    /// Its name and description as `limits` allow them (every backend keeps a memory so);
+    /// the description trimmed, as it is kept.
+    pub fn checked<E: From<InvalidName> + From<Refusal>>(
+        &self,
+        limits: &Limits,
+    ) -> Result<String, E> {
+        validate_name("memory name", &self.name)?;
+        let description = self.description.trim();
+        let chars = description.chars().count();
+        let limit = limits.subject_chars;
+        if description.is_empty() || description.contains(['\n', '\r']) || chars > limit {
+            return Err(Refusal::MemoryDescription {
+                what: if description.is_empty() {
+                    "empty".to_string()
+                } else if chars > limit {
+                    format!("{chars} characters")
+                } else {
+                    "more than one line".to_string()
+                },
+                limit,
+            }
+            .into());
+        }
+        limits.check_memory(&self.body)?;
+        Ok(description.to_string())
+    }
+}
+
+/// A memory as read back from its store.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Memory {
     pub name: String,
@@ -95,7 +135,7 @@ pub struct Memory {
     pub description: String,
     pub body: String,
     pub scope: MemoryScope,
-    pub path: PathBuf,
+    /// When it was last written.
     pub modified: SystemTime,
 }
 
@@ -134,24 +174,6 @@ impl Memory {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum MemoryError {
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error("no memory named {name:?} in {scope}")]
-    NotFound { name: String, scope: String },
-    #[error(
-        "the description must be one line of at most {limit} characters ([limits] \
-         subject_chars); it is {what}: put the detail in the body"
-    )]
-    Description { what: String, limit: usize },
-    #[error(
-        "{scope} already holds {count} memories, the limit ([limits] memories_per_scope in \
-         crew.toml): update or forget one first"
-    )]
-    Full { scope: String, count: usize },
-}
-
 /// One agent's view of the memory folders: its own scope and the team's.
 #[derive(Debug, Clone)]
 pub struct MemoryBook {
@@ -187,41 +209,25 @@ impl MemoryBook {
         }
     }
 
+    /// The file memory `name` of `scope` is kept in.
+    pub fn file(&self, scope: MemoryScope, name: &str) -> PathBuf {
+        self.scope_dir(scope).join(format!("{name}.md"))
+    }
+
     /// How the scope is called in messages ("alice's memory", "the team's memory").
     pub fn scope_label(&self, scope: MemoryScope) -> String {
-        match scope {
-            MemoryScope::Agent => format!("{}'s memory", self.agent),
-            MemoryScope::Team => "the team's memory".to_string(),
-        }
+        scope.label(&self.agent)
     }
 
     /// Writes (or replaces: one memory per name) `draft`, then the scope's index. Returns
     /// whether a memory of that name was replaced.
-    pub fn write(&self, draft: &MemoryDraft) -> Result<bool, MemoryError> {
-        validate_name("memory name", &draft.name).map_err(StoreError::from)?;
-        let description = draft.description.trim();
-        let chars = description.chars().count();
-        let limit = self.limits.subject_chars;
-        if description.is_empty() || description.contains(['\n', '\r']) || chars > limit {
-            return Err(MemoryError::Description {
-                what: if description.is_empty() {
-                    "empty".to_string()
-                } else if chars > limit {
-                    format!("{chars} characters")
-                } else {
-                    "more than one line".to_string()
-                },
-                limit,
-            });
-        }
-        self.limits
-            .check_memory(&draft.body)
-            .map_err(StoreError::from)?;
+    pub fn write(&self, draft: &MemoryDraft) -> Result<bool, StoreError> {
+        let description = draft.checked::<StoreError>(&self.limits)?;
         let dir = self.scope_dir(draft.scope);
-        let path = dir.join(format!("{}.md", draft.name));
+        let path = self.file(draft.scope, &draft.name);
         let header = Header {
             name: draft.name.clone(),
-            description: description.to_string(),
+            description,
             kind: draft.kind,
         };
         // Serialising three plain fields cannot fail.
@@ -232,49 +238,47 @@ impl MemoryBook {
             if !replaced {
                 let count = self.list(draft.scope).0.len();
                 if count >= self.limits.memories_per_scope {
-                    return Ok(Err(MemoryError::Full {
+                    return Err(Refusal::MemoriesFull {
                         scope: self.scope_label(draft.scope),
                         count,
-                    }));
+                    }
+                    .into());
                 }
             }
             write_atomic(&path, text.as_bytes()).map_err(|e| StoreError::io(&path, e))?;
             self.write_index(draft.scope)?;
-            Ok(Ok(replaced))
-        })?
+            Ok(replaced)
+        })
     }
 
     /// Reads memory `name`: from `scope` when given, else the agent's own first, then the team's.
-    pub fn read(&self, scope: Option<MemoryScope>, name: &str) -> Result<Memory, MemoryError> {
-        validate_name("memory name", name).map_err(StoreError::from)?;
+    pub fn read(&self, scope: Option<MemoryScope>, name: &str) -> Result<Memory, StoreError> {
+        validate_name("memory name", name)?;
         let scopes = match scope {
             Some(scope) => vec![scope],
             None => vec![MemoryScope::Agent, MemoryScope::Team],
         };
         for scope in &scopes {
-            let path = self.scope_dir(*scope).join(format!("{name}.md"));
+            let path = self.file(*scope, name);
             if path.is_file() {
-                return Ok(self.load(*scope, &path)?);
+                return self.load(*scope, &path);
             }
         }
         Err(self.not_found(scope, name))
     }
 
     /// Deletes memory `name` from `scope`, then rewrites the scope's index.
-    pub fn forget(&self, scope: MemoryScope, name: &str) -> Result<(), MemoryError> {
-        validate_name("memory name", name).map_err(StoreError::from)?;
+    pub fn forget(&self, scope: MemoryScope, name: &str) -> Result<(), StoreError> {
+        validate_name("memory name", name)?;
         let dir = self.scope_dir(scope);
-        let path = dir.join(format!("{name}.md"));
+        let path = self.file(scope, name);
         with_lock(&dir.join(".lock"), || match std::fs::remove_file(&path) {
-            Ok(()) => {
-                self.write_index(scope)?;
-                Ok(Ok(()))
-            }
+            Ok(()) => self.write_index(scope),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                Ok(Err(self.not_found(Some(scope), name)))
+                Err(self.not_found(Some(scope), name))
             }
             Err(e) => Err(StoreError::io(&path, e)),
-        })?
+        })
     }
 
     /// Every memory of `scope` by name, and the files that could not be read (by path and why).
@@ -346,7 +350,6 @@ impl MemoryBook {
                 .join(" "),
             body: body.trim_end().to_string(),
             scope,
-            path: path.to_path_buf(),
             modified: metadata.modified().unwrap_or(SystemTime::UNIX_EPOCH),
         })
     }
@@ -407,14 +410,19 @@ impl MemoryBook {
         out
     }
 
-    fn not_found(&self, scope: Option<MemoryScope>, name: &str) -> MemoryError {
-        MemoryError::NotFound {
-            name: name.to_string(),
-            scope: match scope {
-                Some(scope) => self.scope_label(scope),
-                None => format!("{} or the team's", self.scope_label(MemoryScope::Agent)),
-            },
-        }
+    fn not_found(&self, scope: Option<MemoryScope>, name: &str) -> StoreError {
+        no_such_memory(&self.agent, scope, name).into()
+    }
+}
+
+/// No memory `name` where `agent` looked: in `scope`, or in neither of its scopes.
+pub fn no_such_memory(agent: &AgentName, scope: Option<MemoryScope>, name: &str) -> Refusal {
+    Refusal::NoSuchMemory {
+        name: name.to_string(),
+        scope: match scope {
+            Some(scope) => scope.label(agent),
+            None => format!("{} or the team's", MemoryScope::Agent.label(agent)),
+        },
     }
 }
 

@@ -2,7 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::{AgentStatuses, Limits, Mailboxes, TaskStore};
+use crate::{AgentStatuses, Limits, Mailboxes, MemoryBook, TaskStore};
+use crew_protocol::AgentName;
 
 pub use crew_protocol::{CONFIG_FILE, RUNTIME_FOLDERS};
 
@@ -48,6 +49,11 @@ impl Workspace {
 
     pub fn mailboxes(&self) -> Mailboxes {
         Mailboxes::new(self.mailboxes_dir()).with_limits(self.limits)
+    }
+
+    /// `agent`'s memories and the team's, under `.crew/memory/`.
+    pub fn memories(&self, agent: &AgentName) -> MemoryBook {
+        MemoryBook::new(&self.crew_dir(), agent).with_limits(self.limits)
     }
 
     /// The merge queue, in `.crew/merge-queue.json`.
