@@ -20,6 +20,7 @@ use crew_store::{Draft, Limits, Message, Refusal, RequestInfo, RequestState, sec
 
 use crate::schema::OVER_LIMITS;
 use crate::tasks::name_from_sql;
+use crate::wakeups::notify_after;
 use crate::{PgStore, PgStoreError};
 
 /// Wakes the `LISTEN`ers when a message is appended; the payload is the recipient.
@@ -67,7 +68,7 @@ impl PgStore {
         let request_id = message.request_id.as_ref().map(RequestId::as_str);
         self.retry(|| async {
             let client = self.client().await?;
-            let params: [&(dyn ToSql + Sync); 9] = [
+            let params: [&(dyn ToSql + Sync); 8] = [
                 &message.id,
                 &message.from.as_str(),
                 &message.to.as_str(),
@@ -76,20 +77,25 @@ impl PgStore {
                 &request_id,
                 &message.approve,
                 &extra,
-                &INBOX_CHANNEL,
             ];
             let insert = client
                 .prepare_cached(
-                    "WITH ins AS (
-                         INSERT INTO messages
-                             (id, sender, recipient, kind, body, request_id, approve, extra)
-                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-                         ON CONFLICT (id) DO NOTHING
-                         RETURNING crew_ts(ts) AS ts, recipient)
-                     SELECT ts, pg_notify($9, recipient) FROM ins",
+                    "INSERT INTO messages
+                         (id, sender, recipient, kind, body, request_id, approve, extra)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                     ON CONFLICT (id) DO NOTHING
+                     RETURNING crew_ts(ts)",
                 )
                 .await?;
-            let inserted = client.query_opt(&insert, &params).await;
+            // A wake-up lost with the connection is retried whole; the append then adds
+            // nothing.
+            let (inserted, notified) = notify_after(
+                &client,
+                INBOX_CHANNEL,
+                message.to.as_str(),
+                client.query_opt(&insert, &params),
+            )
+            .await;
             let row = match inserted {
                 Ok(Some(row)) => row,
                 Ok(None) => {
@@ -115,6 +121,7 @@ impl PgStore {
                 }
                 Err(e) => return Err(e.into()),
             };
+            notified?;
             Ok(row.try_get(0)?)
         })
         .await

@@ -18,6 +18,7 @@ use crew_store::{
 
 use crate::json::{from_json, to_json};
 use crate::store::token;
+use crate::wakeups::notify_after;
 use crate::{PgStore, PgStoreError};
 
 /// The columns `task_from_row` reads, in its order.
@@ -285,15 +286,11 @@ impl PgStore {
         let commits = commits
             .map(|c| to_json("task commits", &id.to_string(), &c))
             .transpose()?;
-        let notify = match to {
-            Status::Completed => format!(", pg_notify('{TASKS_CHANNEL}', '')"),
-            _ => String::new(),
-        };
         let sql = format!(
             "UPDATE tasks SET status = $3, result = coalesce($4, result),
                  commits = coalesce($5, commits), lease_until = NULL, updated_at = now()
              WHERE id = $1 AND owner = $2 AND status = 'in_progress' AND NOT $6
-             RETURNING {TASK_COLUMNS}{notify}"
+             RETURNING {TASK_COLUMNS}"
         );
         let action = match to {
             Status::Completed => "completed",
@@ -314,7 +311,17 @@ impl PgStore {
                 &needs_review,
             ];
             loop {
-                if let Some(row) = client.query_opt(&update, &params).await? {
+                let updated = client.query_opt(&update, &params);
+                // A completion may unblock tasks: waiters are woken.
+                let updated = if to == Status::Completed {
+                    let (updated, woke) = notify_after(&client, TASKS_CHANNEL, "", updated).await;
+                    let updated = updated?;
+                    woke?;
+                    updated
+                } else {
+                    updated.await?
+                };
+                if let Some(row) = updated {
                     return task_from_row(&row);
                 }
                 let task = read_task(&client, id).await?;

@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use crew_store::{Draft, NewTask};
-use crew_store_pg::Wakeups;
 use crew_store_pg::wakeups::Wake;
+use crew_store_pg::{PgStore, Wakeups};
 use crew_test_support::wait::BUDGET;
 
 use crate::common::{name, store};
@@ -74,4 +74,81 @@ async fn a_waiter_wakes_for_a_new_task_a_finished_one_and_a_message() {
     assert_eq!(next(&mut wakeups).await, Wake::Tasks);
     // Nothing else pending: a wait with nothing to say times out.
     assert_eq!(wakeups.wait(Duration::from_millis(50)).await, None);
+}
+
+/// The wake-up for a message or a finished task is sent after its writing transaction (not
+/// inside it, where it would serialise every writer's commit): it must still come only once
+/// the rows are there, so a reader that reads at once finds what woke it. A sender in another
+/// task sends one at a time while the reader reads on the wake-up alone.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reader_woken_at_once_finds_the_message_or_the_finished_task_that_woke_it() {
+    let Some((cluster, store)) = store(4).await else {
+        return;
+    };
+    let mut wakeups = Wakeups::listen(&store).await.unwrap();
+    let sender = PgStore::connect(&cluster.url(), 2).unwrap();
+    let (lead, w1) = (name("lead"), name("w1"));
+    let (ack, mut acked) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let (go, mut gone) = tokio::sync::mpsc::unbounded_channel::<()>();
+    let rounds = 40;
+    let sending = tokio::spawn({
+        let (lead, w1) = (lead.clone(), w1.clone());
+        async move {
+            for i in 0..rounds {
+                gone.recv().await.unwrap();
+                sender
+                    .send(Draft {
+                        text: Some(format!("m{i}")),
+                        ..Draft::new(w1.clone(), lead.clone())
+                    })
+                    .await
+                    .unwrap();
+                acked.recv().await.unwrap();
+            }
+            for i in 0..rounds {
+                gone.recv().await.unwrap();
+                let task = sender
+                    .create_task(NewTask {
+                        subject: format!("t{i}"),
+                        ..NewTask::default()
+                    })
+                    .await
+                    .unwrap();
+                acked.recv().await.unwrap();
+                let who = crew_store::Claimant {
+                    name: &w1,
+                    role: None,
+                };
+                let claimed = sender.claim_next(who, BUDGET).await.unwrap();
+                assert_eq!(claimed.id, task.id);
+                sender.complete(claimed.id, &w1, None).await.unwrap();
+                acked.recv().await.unwrap();
+            }
+        }
+    });
+    for i in 0..rounds {
+        go.send(()).unwrap();
+        assert_eq!(next(&mut wakeups).await, Wake::Inbox("lead".into()));
+        let unread = store.unread(&lead, &lead, 10).await.unwrap();
+        let texts: Vec<_> = unread.iter().map(|(_, m)| m.text.clone()).collect();
+        assert_eq!(texts, [Some(format!("m{i}"))], "round {i}");
+        store.mark_read(&lead, &lead, unread[0].0).await.unwrap();
+        ack.send(()).unwrap();
+    }
+    for i in 0..rounds {
+        go.send(()).unwrap();
+        assert_eq!(next(&mut wakeups).await, Wake::Tasks, "created {i}");
+        ack.send(()).unwrap();
+        // Woken by the completion: the task reads completed.
+        assert_eq!(next(&mut wakeups).await, Wake::Tasks, "completed {i}");
+        let done = store.tasks().await.unwrap();
+        let last = done.last().unwrap();
+        assert_eq!(
+            (last.subject.as_str(), last.status),
+            (format!("t{i}").as_str(), crew_store::Status::Completed),
+            "completed {i}"
+        );
+        ack.send(()).unwrap();
+    }
+    sending.await.unwrap();
 }
