@@ -259,4 +259,26 @@ impl TeamStore for PgStore {
     ) -> Result<Vec<Memory>, PgStoreError> {
         PgStore::memories(self, who, scope).await
     }
+
+    async fn keep_conversation(
+        &self,
+        who: &AgentName,
+        key: &str,
+        at: usize,
+        messages: &[serde_json::Value],
+    ) -> Result<(), PgStoreError> {
+        PgStore::keep_conversation(self, who, key, at, messages).await
+    }
+
+    async fn conversation(
+        &self,
+        agent: &AgentName,
+        key: &str,
+    ) -> Result<Vec<serde_json::Value>, PgStoreError> {
+        PgStore::conversation(self, agent, key).await
+    }
+
+    async fn latest_conversation(&self, agent: &AgentName) -> Result<Option<String>, PgStoreError> {
+        PgStore::latest_conversation(self, agent).await
+    }
 }

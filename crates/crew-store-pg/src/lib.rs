@@ -7,6 +7,7 @@
 
 pub mod agents;
 pub mod backend;
+pub mod conversations;
 pub mod error;
 pub mod handout;
 pub mod inbox;

@@ -126,7 +126,8 @@ impl PgStore {
                      team_config TO {quoted};
                  GRANT INSERT, UPDATE ON tasks, inbox_cursors, agents TO {quoted};
                  GRANT INSERT ON messages TO {quoted};
-                 GRANT SELECT, INSERT, UPDATE, DELETE ON memories TO {quoted};
+                 GRANT SELECT, INSERT, UPDATE, DELETE ON memories, conversations,
+                     conversation_latest TO {quoted};
                  GRANT USAGE ON SEQUENCE tasks_id_seq, messages_seq_seq TO {quoted};"
             ))
             .await?;

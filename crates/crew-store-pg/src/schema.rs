@@ -614,6 +614,56 @@ const MIGRATIONS: &[&str] = &[
     END
     $$;
     "#,
+    // 10: conversations (`.crew/conversations/<agent>/<key>.jsonl` on files), so a teammate
+    // resumes its history on whichever host it runs next: a row per message at its position,
+    // and each agent's latest key. An agent reads and writes its own only (a history holds
+    // what its tools read); the person reads all.
+    r#"
+    CREATE TABLE conversations (
+        agent text NOT NULL,
+        key text NOT NULL CHECK (key ~ '^[a-z][a-z0-9_-]{0,31}$'),
+        position integer NOT NULL CHECK (position >= 0),
+        message jsonb NOT NULL,
+        PRIMARY KEY (agent, key, position)
+    );
+    CREATE TABLE conversation_latest (
+        agent text PRIMARY KEY,
+        key text NOT NULL CHECK (key ~ '^[a-z][a-z0-9_-]{0,31}$'),
+        kept_at timestamptz NOT NULL DEFAULT now()
+    );
+
+    CREATE FUNCTION crew_check_conversation() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF NOT crew_on_team(NEW.agent) THEN
+            RAISE EXCEPTION 'conversation owner % is not on the team', NEW.agent
+                USING ERRCODE = 'CRW01', COLUMN = 'agent';
+        END IF;
+        RETURN NEW;
+    END
+    $$;
+    CREATE TRIGGER conversations_on_team BEFORE INSERT OR UPDATE ON conversations
+        FOR EACH ROW EXECUTE FUNCTION crew_check_conversation();
+    CREATE TRIGGER conversation_latest_on_team BEFORE INSERT OR UPDATE ON conversation_latest
+        FOR EACH ROW EXECUTE FUNCTION crew_check_conversation();
+
+    ALTER TABLE conversations ENABLE ROW LEVEL SECURITY;
+    CREATE POLICY conversations_own ON conversations FOR ALL
+        USING (agent = crew_agent()) WITH CHECK (agent = crew_agent());
+    ALTER TABLE conversation_latest ENABLE ROW LEVEL SECURITY;
+    CREATE POLICY conversation_latest_own ON conversation_latest FOR ALL
+        USING (agent = crew_agent()) WITH CHECK (agent = crew_agent());
+
+    DO $$
+    DECLARE r record;
+    BEGIN
+        FOR r IN SELECT role FROM agent_roles LOOP
+            EXECUTE format(
+                'GRANT SELECT, INSERT, UPDATE, DELETE ON conversations, conversation_latest TO %I',
+                r.role);
+        END LOOP;
+    END
+    $$;
+    "#,
 ];
 
 /// The SQLSTATE of a row over the team's `[limits]` (schema 6).

@@ -92,6 +92,7 @@ conformance!(
     a_memory_is_kept_per_scope_read_own_first_replaced_by_name_and_forgotten,
     a_memory_beyond_the_teams_limits_is_refused_and_a_full_scope_takes_no_new_one,
     racing_writers_never_fill_the_teams_memory_past_its_limit,
+    a_conversation_grows_is_kept_anew_from_a_position_and_names_the_agents_latest,
 );
 
 fn refusal<E: BackendError>(result: Result<impl std::fmt::Debug, E>) -> Refusal {
@@ -1449,4 +1450,102 @@ async fn racing_writers_never_fill_the_teams_memory_past_its_limit<
         .map(|m| m.name)
         .collect();
     assert_eq!(stored, kept);
+}
+
+/// A message of the agent loop, as the store keeps it (JSON).
+fn said(text: &str) -> serde_json::Value {
+    serde_json::json!({"role": "user", "content": [{"type": "text", "text": text}]})
+}
+
+async fn a_conversation_grows_is_kept_anew_from_a_position_and_names_the_agents_latest<
+    S: TeamStore,
+>(
+    store: S,
+) {
+    let (alice, bob) = (name("alice"), name("bob"));
+    assert!(
+        store
+            .conversation(&alice, "task_1")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(store.latest_conversation(&alice).await.unwrap(), None);
+
+    store
+        .keep_conversation(&alice, "task_1", 0, &[said("go"), said("one")])
+        .await
+        .unwrap();
+    let two = [said("two")];
+    store
+        .keep_conversation(&alice, "task_1", 2, &two)
+        .await
+        .unwrap();
+    // Kept again (a retry after a lost reply): the same history, nothing doubled.
+    store
+        .keep_conversation(&alice, "task_1", 2, &two)
+        .await
+        .unwrap();
+    assert_eq!(
+        store.conversation(&alice, "task_1").await.unwrap(),
+        [said("go"), said("one"), said("two")]
+    );
+    assert_eq!(
+        store.latest_conversation(&alice).await.unwrap().as_deref(),
+        Some("task_1")
+    );
+
+    // Compacted: kept anew from position 1.
+    store
+        .keep_conversation(&alice, "task_1", 1, &[said("summary")])
+        .await
+        .unwrap();
+    assert_eq!(
+        store.conversation(&alice, "task_1").await.unwrap(),
+        [said("go"), said("summary")]
+    );
+    // Past its end is refused, naming what it holds, and changes nothing.
+    assert_eq!(
+        refusal(store.keep_conversation(&alice, "task_1", 5, &two).await),
+        Refusal::ConversationGap {
+            agent: alice.clone(),
+            key: "task_1".into(),
+            held: 2,
+            at: 5
+        }
+    );
+    assert_eq!(store.conversation(&alice, "task_1").await.unwrap().len(), 2);
+
+    // Another key becomes the latest; the first is kept; another agent's are its own.
+    store
+        .keep_conversation(&alice, "lead", 0, &[said("hi")])
+        .await
+        .unwrap();
+    assert_eq!(
+        store.latest_conversation(&alice).await.unwrap().as_deref(),
+        Some("lead")
+    );
+    assert_eq!(store.conversation(&alice, "task_1").await.unwrap().len(), 2);
+    assert!(store.conversation(&bob, "task_1").await.unwrap().is_empty());
+    assert_eq!(store.latest_conversation(&bob).await.unwrap(), None);
+
+    // A key that is not a name (a path on files) is refused.
+    assert!(
+        store
+            .keep_conversation(&alice, "../lead", 0, &two)
+            .await
+            .is_err()
+    );
+
+    // A key this process read is kept redacted.
+    const KEY: &str = "sk-conversation-0123456789abcdef";
+    crew_store::secrets::register(KEY);
+    store
+        .keep_conversation(&alice, "task_2", 0, &[said(&format!("the key is {KEY}"))])
+        .await
+        .unwrap();
+    assert_eq!(
+        store.conversation(&alice, "task_2").await.unwrap(),
+        [said("the key is [redacted]")]
+    );
 }

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use crew_protocol::{AgentName, TaskId};
 
+use crate::conversation;
 use crate::{
     Actor, AgentStatus, Claimant, Draft, Entry, Memory, MemoryBook, MemoryDraft, MemoryScope,
     Message, NewTask, Refusal, RequestInfo, ReviewerVerdict, Roster, StoreError, Task, TaskCommits,
@@ -279,6 +280,33 @@ pub trait TeamStore: Send + Sync {
         who: &AgentName,
         scope: MemoryScope,
     ) -> impl Future<Output = Result<Vec<Memory>, Self::Error>> + Send;
+
+    /// Keeps `who`'s conversation `key` as it now stands: `messages` from position `at` on,
+    /// what it held from `at` dropped (`at` = what it holds: an append; 0: the history anew),
+    /// and `key` becomes its latest. Keeping it again is harmless (a retry keeps the same);
+    /// past its end is refused (`Refusal::ConversationGap`). The messages are the agent loop's,
+    /// stored as JSON, a key this process read redacted.
+    fn keep_conversation(
+        &self,
+        who: &AgentName,
+        key: &str,
+        at: usize,
+        messages: &[serde_json::Value],
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send;
+
+    /// `agent`'s conversation `key` as kept, oldest first; empty if there is none (on files, a
+    /// line torn by a crash is passed over).
+    fn conversation(
+        &self,
+        agent: &AgentName,
+        key: &str,
+    ) -> impl Future<Output = Result<Vec<serde_json::Value>, Self::Error>> + Send;
+
+    /// The key of the conversation `agent` kept last, so a teammate resumes it on any host.
+    fn latest_conversation(
+        &self,
+        agent: &AgentName,
+    ) -> impl Future<Output = Result<Option<String>, Self::Error>> + Send;
 }
 
 /// The file backend: a workspace's `.tasks` and `.mailboxes`, and the team's names (a message
@@ -514,9 +542,70 @@ impl TeamStore for FileStore {
     ) -> Result<Vec<Memory>, StoreError> {
         Ok(self.memory_book(who)?.list(scope).0)
     }
+
+    async fn keep_conversation(
+        &self,
+        who: &AgentName,
+        key: &str,
+        at: usize,
+        messages: &[serde_json::Value],
+    ) -> Result<(), StoreError> {
+        let path = self.conversation_file(who, key)?;
+        let held = conversation::read_conversation::<serde_json::Value>(&path)?.messages;
+        if at > held.len() {
+            return Err(Refusal::ConversationGap {
+                agent: who.clone(),
+                key: key.to_string(),
+                held: held.len(),
+                at,
+            }
+            .into());
+        }
+        if at == held.len() {
+            conversation::append_conversation(&path, messages)?;
+        } else {
+            let kept: Vec<_> = held[..at].iter().chain(messages).collect();
+            conversation::replace_conversation(&path, &kept)?;
+        }
+        let root = self.workspace.root();
+        if conversation::latest_key(root, who.as_str()).as_deref() != Some(key) {
+            conversation::set_latest_key(root, who.as_str(), key)?;
+        }
+        Ok(())
+    }
+
+    async fn conversation(
+        &self,
+        agent: &AgentName,
+        key: &str,
+    ) -> Result<Vec<serde_json::Value>, StoreError> {
+        Ok(conversation::read_conversation(&self.conversation_file(agent, key)?)?.messages)
+    }
+
+    async fn latest_conversation(&self, agent: &AgentName) -> Result<Option<String>, StoreError> {
+        self.roster.check("conversation owner", agent)?;
+        Ok(conversation::latest_key(
+            self.workspace.root(),
+            agent.as_str(),
+        ))
+    }
 }
 
 impl FileStore {
+    /// The file of `agent`'s conversation `key`, for a name on the team only.
+    fn conversation_file(
+        &self,
+        agent: &AgentName,
+        key: &str,
+    ) -> Result<std::path::PathBuf, StoreError> {
+        self.roster.check("conversation owner", agent)?;
+        Ok(conversation::conversation_path(
+            self.workspace.root(),
+            agent.as_str(),
+            key,
+        )?)
+    }
+
     /// `who`'s memories, for a name on the team only (never a folder for a stranger).
     fn memory_book(&self, who: &AgentName) -> Result<MemoryBook, StoreError> {
         self.roster.check("memory owner", who)?;

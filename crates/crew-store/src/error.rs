@@ -144,4 +144,14 @@ pub enum Refusal {
          crew.toml): update or forget one first"
     )]
     MemoriesFull { scope: String, count: usize },
+    #[error(
+        "conversation {key} of {agent} holds {held} messages: nothing can be kept from \
+         position {at}"
+    )]
+    ConversationGap {
+        agent: AgentName,
+        key: String,
+        held: usize,
+        at: usize,
+    },
 }

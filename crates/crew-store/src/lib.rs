@@ -6,6 +6,7 @@ pub mod agents;
 pub mod atomic;
 pub mod backend;
 pub mod claim;
+pub mod conversation;
 pub mod dag;
 pub mod error;
 pub mod front_matter;
