@@ -66,3 +66,51 @@ async fn two_hosts_migrating_at_once_migrate_once() {
         vec![0, SCHEMA_VERSION, SCHEMA_VERSION, SCHEMA_VERSION]
     );
 }
+
+/// A person upgrading a store whose agents already have roles: what the new versions add
+/// (memories, schema 9; conversations, schema 10) is granted to those roles by the migration
+/// itself, so no agent is locked out until someone re-runs `crew store add-agent`.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agent_made_before_an_upgrade_uses_what_the_upgrade_adds() {
+    use crew_store::{MemoryDraft, MemoryScope, MemoryType};
+    use crew_store_pg::{AgentRights, PgStore};
+
+    let Some((cluster, person)) = store(2).await else {
+        return;
+    };
+    let alice = crate::common::name("alice");
+    let rights = AgentRights {
+        writes: true,
+        leads: false,
+    };
+    let role = person.add_agent(&alice, rights, None).await.unwrap();
+    // The store as it stood at version 8, with alice's role made then.
+    person
+        .client()
+        .await
+        .unwrap()
+        .batch_execute(
+            "DROP TABLE memories, conversations, conversation_latest;
+             DROP FUNCTION crew_check_memory, crew_check_conversation;
+             UPDATE crew_schema SET version = 8;",
+        )
+        .await
+        .unwrap();
+    assert_eq!(person.migrate().await.unwrap(), 8);
+
+    let agent = PgStore::connect(&cluster.url_as(&role.role), 2).unwrap();
+    let draft = MemoryDraft {
+        name: "build".into(),
+        kind: MemoryType::Project,
+        description: "how the build runs".into(),
+        body: "cargo build".into(),
+        scope: MemoryScope::Agent,
+    };
+    agent.write_memory(&alice, &draft).await.unwrap();
+    let turn = serde_json::json!({"role": "user", "content": "go"});
+    agent
+        .keep_conversation(&alice, "task_1", 0, std::slice::from_ref(&turn))
+        .await
+        .unwrap();
+    assert_eq!(agent.conversation(&alice, "task_1").await.unwrap(), [turn]);
+}
