@@ -923,3 +923,77 @@ fn setup_migrates_publishes_and_gives_each_agent_on_crew_toml_its_role_and_right
     );
     assert!(again.contains("already current"), "{again}");
 }
+
+#[test]
+fn the_person_reads_what_agents_remember_from_the_store() {
+    let Some(cluster) = crew_test_support::postgres::start() else {
+        return;
+    };
+    let url = cluster.url();
+    let repo = crate::support::Repo::init();
+    repo.ok(&["store", "migrate", &url]);
+    repo.ok(&["store", "publish", &url]);
+    let alice = AgentName::parse("alice").unwrap();
+    let store = PgStore::connect(&url, 1).unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        for (name, scope, body) in [
+            (
+                "build",
+                crew_store::MemoryScope::Agent,
+                "run `cargo build -q`",
+            ),
+            ("style", crew_store::MemoryScope::Team, "no unwrap in src/"),
+        ] {
+            let draft = crew_store::MemoryDraft {
+                name: name.into(),
+                kind: crew_store::MemoryType::Project,
+                description: format!("how we {name}"),
+                body: body.into(),
+                scope,
+            };
+            store.write_memory(&alice, &draft).await.unwrap();
+        }
+    });
+    let elsewhere = tempfile::tempdir().unwrap();
+    let ok = |args: &[&str]| {
+        let run = on_store(elsewhere.path(), &url, args);
+        assert_eq!(run.code, 0, "crew --store {args:?}: {}", run.stderr);
+        run.stdout
+    };
+    assert_eq!(
+        ok(&["memory", "list", "--agent", "alice"]),
+        "alice's memory\n- build (project): how we build\nthe team's memory\n\
+         - style (project): how we style\n"
+    );
+    let listed: serde_json::Value =
+        serde_json::from_str(&ok(&["memory", "list", "--agent", "alice", "--json"])).unwrap();
+    assert_eq!(listed["memories"][1]["scope"], "team", "{listed}");
+    assert_eq!(listed["memories"][0]["name"], "build", "{listed}");
+    let shown = ok(&["memory", "show", "build", "--agent", "alice"]);
+    assert_eq!(
+        shown,
+        "- build (project): how we build\nalice's memory\n\nrun `cargo build -q`\n"
+    );
+    // The lead has none of its own, and sees the team's; a stranger or a missing memory is
+    // said, naming it.
+    assert!(ok(&["memory", "list"]).contains("- style (project)"));
+    let stranger = on_store(
+        elsewhere.path(),
+        &url,
+        &["memory", "list", "--agent", "mallory"],
+    );
+    assert_ne!(stranger.code, 0);
+    assert!(
+        stranger.stderr.contains("\"mallory\""),
+        "{}",
+        stranger.stderr
+    );
+    let missing = on_store(
+        elsewhere.path(),
+        &url,
+        &["memory", "show", "nothing", "--agent", "alice"],
+    );
+    assert_eq!(missing.code, 3, "{}", missing.stderr);
+    assert!(missing.stderr.contains("\"nothing\""), "{}", missing.stderr);
+}

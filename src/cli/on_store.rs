@@ -1,7 +1,8 @@
 //! `crew --store postgres://… COMMAND`: the person's commands on a team kept
 //! in PostgreSQL, from any machine that reaches the server: the tasks (every `crew task`
 //! command, the same code as on files),
-//! messages (send, inbox, requests, respond) and each agent's standing (status). The team is the
+//! messages (send, inbox, requests, respond), each agent's standing (status) and what agents
+//! remember (memory list, show). The team is the
 //! one the person published (`crew store publish`), so no checkout is needed, except for
 //! reviews (list, show, diff, merge, send-back, discard), which merge into the person's checkout
 //! where they run (a teammate's commits fetched from the team's remote). The rest of the
@@ -62,6 +63,7 @@ async fn on(
             print_sent(&message, &args)
         }
         Command::Inbox(args) => inbox(store, config, args).await,
+        Command::Memory(cmd) => crate::cli::memory::on_store(store, config, cmd).await,
         // Reviews merge into a checkout: the person's, where this runs.
         Command::Review(cmd) => {
             let root = Project::find(start)
