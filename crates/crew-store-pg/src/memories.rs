@@ -23,10 +23,9 @@ impl PgStore {
         draft: &MemoryDraft,
     ) -> Result<bool, PgStoreError> {
         let limits = self.memory_limits(who).await?;
-        let description = draft.checked::<PgStoreError>(&limits)?;
+        let (description, body) = draft.checked::<PgStoreError>(&limits)?;
         let scope = scope_key(who, draft.scope);
         let kind = draft.kind.as_str();
-        let body = draft.body.trim_end();
         let key = uuid::Uuid::now_v7().simple().to_string();
         let written = self
             .retry(|| async {

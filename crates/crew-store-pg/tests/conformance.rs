@@ -793,6 +793,21 @@ async fn a_key_this_process_read_is_stored_redacted<S: TeamStore>(store: S) {
     assert_eq!(inbox.len(), 1);
     assert_eq!(inbox[0].text.as_deref(), Some("here: [redacted]"));
     assert_eq!(inbox[0].extra["input"]["command"], "echo [redacted]");
+
+    // A memory goes into its readers' later prompts: kept redacted too.
+    let draft = MemoryDraft {
+        name: "deploy".into(),
+        kind: MemoryType::Reference,
+        description: format!("deploy with {KEY}"),
+        body: format!("export TOKEN={KEY}"),
+        scope: MemoryScope::Team,
+    };
+    store.write_memory(&alice, &draft).await.unwrap();
+    let kept = store.memory(&alice, None, "deploy").await.unwrap();
+    assert_eq!(
+        (kept.description.as_str(), kept.body.as_str()),
+        ("deploy with [redacted]", "export TOKEN=[redacted]")
+    );
 }
 
 async fn an_agents_latest_status_replaces_the_one_before_and_reads_back_whole<S: TeamStore>(

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::atomic::write_atomic;
 use crate::front_matter;
 use crate::lock::with_lock;
+use crate::secrets::redact;
 use crate::{Limits, Refusal, StoreError};
 use crew_protocol::AgentName;
 use crew_protocol::{InvalidName, validate_name};
@@ -99,12 +100,13 @@ pub struct MemoryDraft {
 }
 
 impl MemoryDraft {
-    /// Its name and description as `limits` allow them (every backend keeps a memory so);
-    /// the description trimmed, as it is kept.
+    /// Its name, description and body as `limits` allow them (every backend keeps a memory
+    /// so); the description and body as they are kept: trimmed, and a key this process read
+    /// redacted (a memory goes into every later prompt of its readers).
     pub fn checked<E: From<InvalidName> + From<Refusal>>(
         &self,
         limits: &Limits,
-    ) -> Result<String, E> {
+    ) -> Result<(String, String), E> {
         validate_name("memory name", &self.name)?;
         let description = self.description.trim();
         let chars = description.chars().count();
@@ -123,7 +125,10 @@ impl MemoryDraft {
             .into());
         }
         limits.check_memory(&self.body)?;
-        Ok(description.to_string())
+        Ok((
+            redact(description).into_owned(),
+            redact(self.body.trim_end()).into_owned(),
+        ))
     }
 }
 
@@ -222,7 +227,7 @@ impl MemoryBook {
     /// Writes (or replaces: one memory per name) `draft`, then the scope's index. Returns
     /// whether a memory of that name was replaced.
     pub fn write(&self, draft: &MemoryDraft) -> Result<bool, StoreError> {
-        let description = draft.checked::<StoreError>(&self.limits)?;
+        let (description, body) = draft.checked::<StoreError>(&self.limits)?;
         let dir = self.scope_dir(draft.scope);
         let path = self.file(draft.scope, &draft.name);
         let header = Header {
@@ -232,7 +237,7 @@ impl MemoryBook {
         };
         // Serialising three plain fields cannot fail.
         let yaml = serde_norway::to_string(&header).unwrap_or_default();
-        let text = format!("---\n{yaml}---\n\n{}\n", draft.body.trim_end());
+        let text = format!("---\n{yaml}---\n\n{body}\n");
         with_lock(&dir.join(".lock"), || {
             let replaced = path.exists();
             if !replaced {
