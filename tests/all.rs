@@ -35,6 +35,7 @@ mod team_demo;
 mod team_down;
 mod team_headless;
 mod team_idle;
+mod team_joined;
 mod team_memory;
 mod team_merge_queue;
 mod team_mixed_cli;

@@ -268,6 +268,16 @@ pub struct WorkerArgs {
     pub name: Option<AgentName>,
     #[arg(long)]
     pub dangerously_bypass: bool,
+    /// Join the team kept in this PostgreSQL store from this machine
+    /// (`postgres://AGENT@host:port/db`, the agent's own role; its password from PGPASSWORD):
+    /// the team's crew.toml is the one published there, the code comes from its `[team]
+    /// remote`, cloned here.
+    #[arg(long, value_name = "URL")]
+    pub join: Option<String>,
+    /// With --join: where this host keeps its clone of the team's remote (default: a folder
+    /// named after the team, here). Made on the first run, brought up to date after.
+    #[arg(long, value_name = "DIR", requires = "join")]
+    pub into: Option<PathBuf>,
     #[command(subcommand)]
     pub action: Option<WorkerAction>,
 }

@@ -13,6 +13,7 @@ mod demo;
 mod exit;
 mod graph_text;
 mod init;
+mod join;
 pub(crate) mod logging;
 mod mcp;
 mod memory;
@@ -150,6 +151,8 @@ fn run_command(command: Command, start: &std::path::Path) -> anyhow::Result<()> 
         Command::Review(cmd) => review::run(&project::Project::find(&start)?, cmd),
         Command::Queue(cmd) => merge_queue::run(&project::Project::find(&start)?, cmd),
         Command::Up(args) => run_team::up(project::Project::find(&start)?, args),
+        // A host that joins through the store has no checkout of the person's.
+        Command::Worker(args) if args.join.is_some() => join::run(args, &start),
         Command::Worker(args) => run_team::worker(project::Project::find(&start)?, args),
         Command::Replay { file } => run_team::replay(&file),
         Command::Skills(cmd) => skills::run(&project::Project::find(&start)?, cmd),

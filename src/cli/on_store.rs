@@ -39,7 +39,7 @@ pub fn run(url: &str, command: Command, start: &Path) -> anyhow::Result<()> {
 }
 
 /// The team as the person published it.
-async fn published(store: &PgStore, url: &str) -> anyhow::Result<TeamConfig> {
+pub(crate) async fn published(store: &PgStore, url: &str) -> anyhow::Result<TeamConfig> {
     let team = store.team().await?.ok_or_else(|| {
         CliError::Usage(format!(
             "no team is published in the store: run `crew store publish {url}` in your repository first"

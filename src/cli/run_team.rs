@@ -50,13 +50,18 @@ fn run_worker(project: Project, name: &AgentName, bypass: bool) -> anyhow::Resul
         settings_for(&config, name),
     )?;
     let exit = worker.run(work.as_mut(), &AtomicBool::new(false))?;
+    print_exit(name, exit);
+    Ok(())
+}
+
+/// How a worker run from the command line ended, said.
+pub(crate) fn print_exit(name: &AgentName, exit: ExitReason) {
     match exit {
         ExitReason::ShutdownApproved { request_id } => println!("{name}: shut down ({request_id})"),
         ExitReason::IdleTimeout => println!("{name}: shut down after being idle"),
         ExitReason::Stopped => println!("{name}: stopped"),
         ExitReason::BudgetStopped => println!("{name}: stopped at the budget, as you answered"),
     }
-    Ok(())
 }
 
 /// Starts a worker again in the background; refused while one is alive. With a team daemon

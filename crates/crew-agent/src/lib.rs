@@ -35,7 +35,7 @@ pub use carry_over::{FILES_HEADER, TODOS_HEADER};
 pub use config::{AgentConfig, CompactionThresholds, Limits};
 pub use error::AgentError;
 pub use event::{AgentEvent, CompactionStep, CompactionTrigger, EventSink, RecoveryKind};
-pub use mailbox_prompter::MailboxPrompter;
+pub use mailbox_prompter::{AbandonOnDrop, MailboxPrompter, find_answer, permission_request};
 pub use normalize::normalize;
 pub use result::{PermissionDenial, StopReason, ToolUseRecord, TurnResult};
 pub use runtime::Agent;

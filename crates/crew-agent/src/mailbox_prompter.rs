@@ -66,7 +66,8 @@ impl MailboxPrompter {
         };
         let mut offset =
             std::fs::metadata(self.mailboxes.inbox_path(&self.agent)).map_or(0, |m| m.len());
-        let sent = match self.mailboxes.send(&self.roster, self.draft(&ask)) {
+        let draft = permission_request(&self.agent, &self.lead, self.timeout, &ask);
+        let sent = match self.mailboxes.send(&self.roster, draft) {
             Ok(sent) => sent,
             Err(e) => return deny(format!("could not send the permission request: {e}")),
         };
@@ -84,7 +85,11 @@ impl MailboxPrompter {
             match self.mailboxes.read_from(&self.agent, offset) {
                 Ok(batch) => {
                     offset = batch.end;
-                    if let Some(answer) = find_answer(&batch.entries, &request_id) {
+                    let messages = batch.entries.iter().filter_map(|e| match e {
+                        Entry::Message { message, .. } => Some(message),
+                        Entry::Broken { .. } => None,
+                    });
+                    if let Some(answer) = find_answer(messages, &request_id) {
                         return answer;
                     }
                 }
@@ -105,41 +110,47 @@ impl MailboxPrompter {
             watcher.wait((deadline - now).min(ABANDON_CHECK));
         }
     }
+}
 
-    fn draft(&self, ask: &PermissionAsk) -> Draft {
-        let mut extra = Map::new();
-        extra.insert("tool".into(), json!(ask.tool));
-        extra.insert("input".into(), ask.input.clone());
-        extra.insert(
-            "subject".into(),
-            serde_json::to_value(&ask.subject).unwrap_or(Value::Null),
-        );
-        extra.insert("reason".into(), json!(ask.reason));
-        extra.insert("workspace".into(), json!(ask.workspace));
-        if let Some(purpose) = &ask.purpose {
-            extra.insert("purpose".into(), json!(purpose));
-        }
-        extra.insert("timeout_secs".into(), json!(self.timeout.as_secs()));
-        Draft {
-            from: self.agent.clone(),
-            to: self.lead.clone(),
-            kind: MessageKind::PermissionRequest,
-            text: Some(format!(
-                "{} asks to use {}: {}",
-                self.agent, ask.tool, ask.reason
-            )),
-            request: true,
-            extra,
-        }
+/// The `permission_request` `agent` sends `lead` for `ask`, answered within `timeout`.
+pub fn permission_request(
+    agent: &AgentName,
+    lead: &AgentName,
+    timeout: Duration,
+    ask: &PermissionAsk,
+) -> Draft {
+    let mut extra = Map::new();
+    extra.insert("tool".into(), json!(ask.tool));
+    extra.insert("input".into(), ask.input.clone());
+    extra.insert(
+        "subject".into(),
+        serde_json::to_value(&ask.subject).unwrap_or(Value::Null),
+    );
+    extra.insert("reason".into(), json!(ask.reason));
+    extra.insert("workspace".into(), json!(ask.workspace));
+    if let Some(purpose) = &ask.purpose {
+        extra.insert("purpose".into(), json!(purpose));
+    }
+    extra.insert("timeout_secs".into(), json!(timeout.as_secs()));
+    Draft {
+        from: agent.clone(),
+        to: lead.clone(),
+        kind: MessageKind::PermissionRequest,
+        text: Some(format!(
+            "{} asks to use {}: {}",
+            agent, ask.tool, ask.reason
+        )),
+        request: true,
+        extra,
     }
 }
 
-/// The person's answer to `request_id` among `entries`, if there is one.
-fn find_answer(entries: &[Entry], request_id: &str) -> Option<PermissionAnswer> {
-    entries.iter().find_map(|entry| {
-        let Entry::Message { message, .. } = entry else {
-            return None;
-        };
+/// The person's answer to `request_id` among `messages`, if there is one.
+pub fn find_answer<'a>(
+    messages: impl IntoIterator<Item = &'a crew_store::Message>,
+    request_id: &str,
+) -> Option<PermissionAnswer> {
+    messages.into_iter().find_map(|message| {
         // Only the person answers permission requests (the store enforces it; checked again).
         if message.request_id.as_deref() != Some(request_id) || message.from != USER {
             return None;
@@ -160,7 +171,7 @@ fn find_answer(entries: &[Entry], request_id: &str) -> Option<PermissionAnswer> 
 }
 
 /// Tells the waiting thread when the asking future is dropped (e.g. the turn was cancelled).
-struct AbandonOnDrop(Arc<AtomicBool>);
+pub struct AbandonOnDrop(pub Arc<AtomicBool>);
 
 impl Drop for AbandonOnDrop {
     fn drop(&mut self) {

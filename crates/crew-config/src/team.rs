@@ -313,6 +313,10 @@ pub struct WorkerConfig {
     pub idle_timeout_secs: u64,
     #[serde(default = "two")]
     pub heartbeat_secs: u64,
+    /// On a PostgreSQL store: how long a claimed task stays a host's without its heartbeat
+    /// (then it goes back to the queue, for a host that went silent). See [`Self::lease`].
+    #[serde(default)]
+    pub lease_secs: Option<u64>,
     #[serde(default = "request_timeout")]
     pub request_timeout_secs: u64,
 }
@@ -437,12 +441,23 @@ impl Default for PermissionsConfig {
     }
 }
 
+impl WorkerConfig {
+    /// `lease_secs`, else 30 s or three heartbeats, whichever is longer.
+    pub fn lease(&self) -> std::time::Duration {
+        let secs = self
+            .lease_secs
+            .unwrap_or_else(|| 30.max(3 * self.heartbeat_secs.max(1)));
+        std::time::Duration::from_secs(secs)
+    }
+}
+
 impl Default for WorkerConfig {
     fn default() -> Self {
         WorkerConfig {
             idle_poll_secs: five(),
             idle_timeout_secs: sixty(),
             heartbeat_secs: two(),
+            lease_secs: None,
             request_timeout_secs: request_timeout(),
         }
     }
@@ -482,6 +497,18 @@ impl TeamConfig {
                     ),
                 });
             }
+        }
+        // A lease renewed less often than it lasts would lapse under a live host.
+        if let Some(lease) = self.worker.lease_secs
+            && lease < 3 * self.worker.heartbeat_secs.max(1)
+        {
+            return Err(ConfigError::Invalid {
+                path: self.path.clone(),
+                message: format!(
+                    "[worker] lease_secs = {lease} must be at least three heartbeats (heartbeat_secs = {})",
+                    self.worker.heartbeat_secs
+                ),
+            });
         }
         validate_name("team name", self.team.name.get_ref())
             .map_err(|e| err(self.team.name.span(), e.to_string()))?;

@@ -206,6 +206,9 @@ idle_poll_secs = 5
 # lead is in a turn, nor while a task it may get waits on blockers being worked on).
 idle_timeout_secs = 60
 heartbeat_secs = 2
+# On a PostgreSQL store (a team across machines): a host silent this long loses the tasks it
+# holds, which go back to the queue (at least three heartbeats; default 30).
+# lease_secs = 30
 # A request with no answer after this long is expired (a permission request: denied).
 request_timeout_secs = 300
 

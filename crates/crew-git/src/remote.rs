@@ -72,6 +72,40 @@ impl TeamRemote {
         })
     }
 
+    /// Clones the remote into `dir` (which must not exist yet, or be empty), its `base` branch
+    /// checked out: a host that joins the team gets the code from there, never from the
+    /// person's checkout.
+    pub fn clone_into(&self, dir: &Path, base: &str) -> Result<(), GitError> {
+        names::validate_branch(base)?;
+        let parent = dir.parent().unwrap_or(Path::new("."));
+        self.git(parent, "clone", |git| {
+            git.args(["clone", "--quiet", "--no-tags", "--branch", base, &self.url])
+                .arg(dir);
+        })
+    }
+
+    /// Brings the `base` branch of the repository at `root` (checked out there) to the remote's,
+    /// fast-forward only: a joined host starts each task from what the person merged and pushed.
+    /// Its clone's base is never committed to, so a base that does not fast-forward is a fault,
+    /// reported.
+    pub fn update_base(&self, root: &Path, base: &str) -> Result<(), GitError> {
+        names::validate_branch(base)?;
+        let fetched = format!("{FETCHED}/{base}");
+        self.git(root, "fetch", |git| {
+            git.args([
+                "fetch",
+                "--quiet",
+                "--no-tags",
+                "--no-write-fetch-head",
+                &self.url,
+            ])
+            .arg(format!("+refs/heads/{base}:{fetched}"));
+        })?;
+        self.git(root, "merge", |git| {
+            git.args(["merge", "--quiet", "--ff-only", &fetched]);
+        })
+    }
+
     /// Makes sure the repository of `trees` has `head`, fetching the task's branch from the
     /// remote when it does not. The branch fetched must hold `head`.
     pub fn fetch_task(

@@ -100,7 +100,8 @@ impl PgStore {
         PgStore { lease, ..self }
     }
 
-    pub(crate) fn lease(&self) -> Duration {
+    /// How long a claim holds its task without a heartbeat.
+    pub fn lease(&self) -> Duration {
         self.lease
     }
 

@@ -26,6 +26,21 @@ use crate::{
 pub trait BackendError: std::error::Error + Send + Sync + 'static {
     fn refusal(&self) -> Option<&Refusal>;
     fn no_such_task(&self) -> Option<TaskId>;
+
+    /// This error as a [`StoreError`], for code that works on any backend: a refusal and a
+    /// missing task keep their meaning, anything else is kept whole as the backend's own.
+    fn into_store_error(self) -> StoreError
+    where
+        Self: Sized,
+    {
+        if let Some(refusal) = self.refusal() {
+            return StoreError::Refused(refusal.clone());
+        }
+        if let Some(id) = self.no_such_task() {
+            return StoreError::NoSuchTask(id);
+        }
+        StoreError::Backend(Box::new(self))
+    }
 }
 
 impl BackendError for StoreError {
@@ -41,6 +56,10 @@ impl BackendError for StoreError {
             StoreError::NoSuchTask(id) => Some(*id),
             _ => None,
         }
+    }
+
+    fn into_store_error(self) -> StoreError {
+        self
     }
 }
 
@@ -320,6 +339,14 @@ pub struct FileStore {
 impl FileStore {
     pub fn new(workspace: Workspace, roster: Roster) -> Self {
         FileStore { workspace, roster }
+    }
+
+    pub fn workspace(&self) -> &Workspace {
+        &self.workspace
+    }
+
+    pub fn roster(&self) -> &Roster {
+        &self.roster
     }
 }
 

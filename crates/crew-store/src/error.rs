@@ -21,6 +21,10 @@ pub enum StoreError {
     NoSuchTask(TaskId),
     #[error("{0}")]
     Refused(#[from] Refusal),
+    /// Another backend's failure (the PostgreSQL store's, say), neither a refusal nor a missing
+    /// task: its own error, whole.
+    #[error(transparent)]
+    Backend(Box<dyn std::error::Error + Send + Sync>),
 }
 
 impl StoreError {

@@ -1,12 +1,12 @@
 //! Budgets: what the team (`[budget]`) and each agent (`budget = {...}`) may spend, in model
-//! calls, tokens, dollars and wall time. Spend is read from the agents' status files. A worker
+//! calls, tokens, dollars and wall time. Spend is read from the agents' statuses in the store. A worker
 //! checks before it takes new work; when a budget is reached it pauses and asks the person with a
 //! `budget_request` (shown in the approvals pane): approving raises the budget by its size once
 //! more, rejecting stops the worker.
 
 use crew_config::Budget;
 use crew_store::requests::{RequestInfo, RequestState};
-use crew_store::{AgentName, AgentStatus, MessageKind, Roster, StoreError, Workspace};
+use crew_store::{AgentName, AgentStatus, MessageKind};
 
 /// Turns, tokens and millionths of a dollar spent.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -17,34 +17,15 @@ pub(crate) struct Spend {
 }
 
 impl Spend {
-    fn of(status: &AgentStatus) -> Spend {
-        Spend {
-            turns: status.turns,
-            tokens: status.tokens,
-            micros: status.cost_micros.unwrap_or(0),
-        }
-    }
-
-    /// The whole team's spend, from every agent's status.
-    pub(crate) fn team(workspace: &Workspace, roster: &Roster) -> Result<Spend, StoreError> {
-        let mut total = Spend::default();
-        for name in roster.names() {
-            if let Some(status) = workspace.agents().read(name)? {
-                let one = Spend::of(&status);
-                total.turns += one.turns;
-                total.tokens += one.tokens;
-                total.micros += one.micros;
-            }
-        }
-        Ok(total)
-    }
-
-    pub(crate) fn agent(workspace: &Workspace, name: &AgentName) -> Result<Spend, StoreError> {
-        Ok(workspace
-            .agents()
-            .read(name)?
-            .map(|s| Spend::of(&s))
-            .unwrap_or_default())
+    /// What the agents of `statuses` spent together.
+    pub(crate) fn of(statuses: &[AgentStatus]) -> Spend {
+        statuses
+            .iter()
+            .fold(Spend::default(), |total, status| Spend {
+                turns: total.turns + status.turns,
+                tokens: total.tokens + status.tokens,
+                micros: total.micros + status.cost_micros.unwrap_or(0),
+            })
     }
 }
 
@@ -110,37 +91,25 @@ pub fn answers(requests: &[RequestInfo], scope: Scope<'_>) -> Answers {
     out
 }
 
-/// Asks the person to raise `scope`'s budget or stop.
-pub(crate) fn ask(
-    workspace: &Workspace,
-    roster: &Roster,
-    from: &AgentName,
-    scope: Scope<'_>,
-    why: &str,
-) -> Result<(), StoreError> {
+/// The request that asks the person to raise `scope`'s budget or stop.
+pub(crate) fn request(from: &AgentName, scope: Scope<'_>, why: &str) -> crew_store::Draft {
     let mut extra = serde_json::Map::new();
     extra.insert("scope".into(), scope.label().into());
     let whose = match scope {
         Scope::Team => "the team's budget".to_string(),
         Scope::Agent(name) => format!("{name}'s budget"),
     };
-    workspace
-        .mailboxes()
-        .send(
-            roster,
-            crew_store::Draft {
-                from: from.clone(),
-                to: crew_protocol::USER,
-                kind: MessageKind::BudgetRequest,
-                text: Some(format!(
-                    "{whose} is reached ({why}); new work is paused. Approve to raise it by its \
-                     size once more, reject to stop."
-                )),
-                request: true,
-                extra,
-            },
-        )
-        .map(|_| ())
+    crew_store::Draft {
+        from: from.clone(),
+        to: crew_protocol::USER,
+        kind: MessageKind::BudgetRequest,
+        text: Some(format!(
+            "{whose} is reached ({why}); new work is paused. Approve to raise it by its \
+             size once more, reject to stop."
+        )),
+        request: true,
+        extra,
+    }
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ pub mod budget;
 pub mod daemon;
 pub mod headless;
 pub mod interrupt;
+pub mod link;
 pub mod status;
 pub mod supervisor;
 pub mod team_control;

@@ -1,22 +1,36 @@
-//! A worker's live status: kept in memory, written to `.crew/agents/<name>.json` on every change
-//! and on every heartbeat.
+//! A worker's live status: kept in memory, written to the team store (`.crew/agents/<name>.json`
+//! on files, a row on PostgreSQL) on every change and on every heartbeat.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crew_store::{AgentStatus, AgentStatuses, StoreError};
+use crew_store::{AgentStatus, StoreError};
+
+use crate::run::link::{LinkedStore, TeamLink};
+
+type WriteStatus = dyn Fn(&AgentStatus) -> Result<(), StoreError> + Send + Sync;
 
 #[derive(Clone)]
 pub struct StatusHandle {
     inner: Arc<Mutex<AgentStatus>>,
-    store: AgentStatuses,
+    // Whichever store it is written to: the work a worker runs holds the handle, and need not
+    // know the backend.
+    write: Arc<WriteStatus>,
 }
 
 impl StatusHandle {
-    pub(crate) fn new(store: AgentStatuses, status: AgentStatus) -> Result<Self, StoreError> {
-        store.write(&status)?;
+    pub(crate) fn new<S: LinkedStore>(
+        link: &TeamLink<S>,
+        status: AgentStatus,
+    ) -> Result<Self, StoreError> {
+        let link = link.clone();
+        let write = move |status: &AgentStatus| {
+            let status = status.clone();
+            link.call(|store| async move { store.write_status(&status).await })
+        };
+        write(&status)?;
         Ok(StatusHandle {
             inner: Arc::new(Mutex::new(status)),
-            store,
+            write: Arc::new(write),
         })
     }
 
@@ -38,7 +52,7 @@ impl StatusHandle {
             status.heartbeat = crew_store::task::now_rfc3339();
             status.clone()
         };
-        self.store.write(&snapshot)
+        (self.write)(&snapshot)
     }
 
     pub(crate) fn beat(&self) -> Result<(), StoreError> {

@@ -1,7 +1,8 @@
 //! A teammate's lifecycle: WORK, WAITING (a person must answer), IDLE, SHUTDOWN.
 //!
-//! An idle worker sleeps on file-system events from its inbox and the tasks (and at least every
-//! `idle_poll`), so it uses no CPU to speak of. Inbox order: `shutdown_request` first, then the
+//! The same lifecycle on either team store (`TeamLink`): the checkout's files, or PostgreSQL for
+//! a teammate on another host. An idle worker sleeps on changes to its inbox and the tasks (file
+//! events, or NOTIFY; and at least every `idle_poll`), so it uses no CPU to speak of. Inbox order: `shutdown_request` first, then the
 //! lead's messages, then the rest as they came. With nothing in the inbox it claims the oldest
 //! claimable task that fits its role. After `idle_timeout` with nothing to do it tells the lead
 //! (`idle_notification`) and shuts down. What it does with a task or a message is the `Work`
@@ -13,13 +14,14 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::run::budget::{self, Scope, Spend};
+use crate::run::link::{ChangeWatch, LinkedStore, Stopper, TeamLink};
 use crate::run::status::StatusHandle;
 use crate::work::{INTERRUPTED_BY_PERSON, Job, JobOutcome, Work};
-use crew_store::requests::RequestState;
+use crew_store::requests::{RequestInfo, RequestState};
 use crew_store::{AgentName, MessageKind, USER};
 use crew_store::{
-    AgentState, AgentStatus, Claimant, DirWatcher, Draft, Entry, Message, Refusal, Roster, Status,
-    StoreError, Task, TaskId, Waker, Workspace,
+    AgentState, AgentStatus, Claimant, Draft, FileStore, Message, Refusal, Roster, Status,
+    StoreError, Task, TaskId, Workspace,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -27,6 +29,9 @@ type Fingerprint = (std::time::SystemTime, Option<u64>);
 
 /// How long an idle worker may skip passes when nothing seems to change.
 const FULL_PASS_EVERY: Duration = Duration::from_secs(30);
+
+/// Most unread messages one pass takes (the rest wait for the next).
+const PASS_MESSAGES: usize = 10_000;
 
 /// How an idle wait ended: a file event (true) or the poll (false), or time to shut down.
 enum Wake {
@@ -52,11 +57,11 @@ pub struct WorkerSettings {
     pub budget: crew_config::Budget,
 }
 
-/// The job running now, for the heartbeat thread to interrupt: its token, and where in the
-/// inbox to look for an `interrupt` from the person (messages before it are older than the job).
-struct Running {
+/// The job running now, for the heartbeat thread to interrupt: its token, and the last message
+/// in the inbox when it started (an `interrupt` from the person after it is for this job).
+struct Running<P> {
     cancel: CancellationToken,
-    inbox_from: u64,
+    seen: Option<P>,
 }
 
 /// Whether a worker may take new work, as its budgets stand.
@@ -77,12 +82,12 @@ pub enum ExitReason {
     BudgetStopped,
 }
 
-pub struct Worker {
-    workspace: Workspace,
+pub struct Worker<S: LinkedStore = FileStore> {
+    link: TeamLink<S>,
     roster: Roster,
     settings: WorkerSettings,
     status: StatusHandle,
-    running: Arc<Mutex<Option<Running>>>,
+    running: Arc<Mutex<Option<Running<S::Position>>>>,
     cancelled: Arc<AtomicBool>,
     reports: Option<std::sync::mpsc::Sender<JobReport>>,
 }
@@ -101,41 +106,50 @@ pub struct JobReport {
 /// lead, in this process, past its grace period) uses it.
 #[derive(Clone)]
 pub struct Canceller {
-    running: Arc<Mutex<Option<Running>>>,
+    cancel_job: Arc<dyn Fn() + Send + Sync>,
     cancelled: Arc<AtomicBool>,
 }
 
 impl Canceller {
     /// Cancels only the job in hand; the worker goes on (to the shutdown request it was sent).
     pub fn cancel_turn(&self) {
-        if let Some(job) = lock(&self.running).as_ref() {
-            job.cancel.cancel();
-        }
+        (self.cancel_job)();
     }
 
     pub fn cancel(&self) {
         self.cancelled.store(true, Ordering::Relaxed);
-        if let Some(job) = lock(&self.running).as_ref() {
-            job.cancel.cancel();
-        }
+        (self.cancel_job)();
     }
 }
 
-impl Worker {
+impl Worker<FileStore> {
+    /// A worker on the checkout's files.
     pub fn new(
         workspace: Workspace,
         roster: Roster,
         settings: WorkerSettings,
     ) -> Result<Self, StoreError> {
+        Worker::on(
+            TeamLink::files(FileStore::new(workspace, roster.clone())),
+            roster,
+            settings,
+        )
+    }
+}
+
+impl<S: LinkedStore> Worker<S> {
+    /// A worker on whichever store `link` reaches.
+    pub fn on(
+        link: TeamLink<S>,
+        roster: Roster,
+        settings: WorkerSettings,
+    ) -> Result<Self, StoreError> {
         let status = StatusHandle::new(
-            workspace.agents(),
-            carried_over(
-                &workspace,
-                AgentStatus::new(&settings.name, AgentState::Idle),
-            ),
+            &link,
+            carried_over(&link, AgentStatus::new(&settings.name, AgentState::Idle)),
         )?;
         Ok(Worker {
-            workspace,
+            link,
             roster,
             settings,
             status,
@@ -154,8 +168,13 @@ impl Worker {
 
     /// What ends this worker from another thread (see [`Canceller`]).
     pub fn canceller(&self) -> Canceller {
+        let running = Arc::clone(&self.running);
         Canceller {
-            running: Arc::clone(&self.running),
+            cancel_job: Arc::new(move || {
+                if let Some(job) = lock(&running).as_ref() {
+                    job.cancel.cancel();
+                }
+            }),
             cancelled: Arc::clone(&self.cancelled),
         }
     }
@@ -168,8 +187,8 @@ impl Worker {
         done.store(true, Ordering::Relaxed);
         // Joined before the last status write (a late beat must not overwrite SHUTDOWN), and
         // woken so the exit does not wait out the rest of a heartbeat.
-        if let Some(waker) = wake_beat {
-            waker.wake();
+        if let Some(stopper) = wake_beat {
+            stopper.stop();
         }
         let _ = beat.join();
         let (state, note) = match &result {
@@ -199,19 +218,16 @@ impl Worker {
         // Nothing stays reserved for a teammate that is gone: what was assigned to it goes back
         // to the pool (it holds nothing in progress: it refuses to shut down while it does).
         if self.settings.claims {
-            let name = &self.settings.name;
-            self.workspace
-                .tasks()
-                .release_orphaned(name, &format!("released: {name} shut down ({note})"))?;
+            let name = self.settings.name.clone();
+            let why = format!("released: {name} shut down ({note})");
+            self.link
+                .call(|store| async move { store.release_orphaned(&name, &why).await })?;
         }
         result
     }
 
     fn lifecycle(&self, work: &mut dyn Work, stop: &AtomicBool) -> Result<ExitReason, StoreError> {
-        let boxes = self.workspace.mailboxes();
-        let tasks = self.workspace.tasks();
-        let watcher =
-            DirWatcher::new(&[&self.workspace.mailboxes_dir(), &self.workspace.tasks_dir()])?;
+        let mut watcher = self.link.watch(&self.settings.name)?;
         let me = &self.settings.name;
         let mut idle_since = Instant::now();
         let mut seen: Option<Fingerprint> = None;
@@ -234,7 +250,7 @@ impl Worker {
             let now_seen = self.fingerprint();
             if !woke && seen.is_some() && seen == now_seen && last_pass.elapsed() < FULL_PASS_EVERY
             {
-                match self.idle_wait(&watcher, &mut idle_since)? {
+                match self.idle_wait(&mut watcher, &mut idle_since)? {
                     Wake::Exit(exit) => return Ok(exit),
                     Wake::Woke(w) => woke = w,
                 }
@@ -242,9 +258,9 @@ impl Worker {
             }
             seen = now_seen;
             last_pass = Instant::now();
-            let cursor = boxes.cursor(me)?;
-            let batch = boxes.read_from(me, cursor)?;
-            let inbox = self.prioritised(batch.entries)?;
+            let batch = self.unread()?;
+            let read_upto = batch.last().map(|(at, _)| *at);
+            let inbox = self.prioritised(batch.into_iter().map(|(_, m)| m).collect())?;
             match self.budget_gate()? {
                 Gate::Open => {}
                 Gate::Stop => return Ok(ExitReason::BudgetStopped),
@@ -258,7 +274,7 @@ impl Worker {
                         self.answer_shutdown(&request_id, true, "paused at the budget")?;
                         return Ok(ExitReason::ShutdownApproved { request_id });
                     }
-                    match self.idle_wait(&watcher, &mut Instant::now())? {
+                    match self.idle_wait(&mut watcher, &mut Instant::now())? {
                         Wake::Exit(exit) => return Ok(exit),
                         Wake::Woke(w) => woke = w,
                     }
@@ -285,10 +301,12 @@ impl Worker {
                 }
                 worked = true;
             }
-            // Only when it moved: the cursor lives in the folder every worker watches, so an
-            // idle write would wake this worker and all the others, forever.
-            if batch.end != cursor {
-                boxes.set_cursor(me, batch.end)?;
+            // Only when it moved: on files the cursor lives in the folder every worker watches,
+            // so an idle write would wake this worker and all the others, forever.
+            if let Some(upto) = read_upto {
+                let me = me.clone();
+                self.link
+                    .call(|store| async move { store.mark_read(&me, upto).await })?;
             }
             held = self.still_held(held)?;
             if !worked && self.settings.claims && held.is_none() {
@@ -296,7 +314,7 @@ impl Worker {
                     name: me,
                     role: self.settings.role.as_deref(),
                 };
-                match tasks.claim_next(claimant) {
+                match self.claim_next(claimant) {
                     Ok(task) => {
                         held = self.run_task(work, task)?;
                         worked = true;
@@ -310,18 +328,50 @@ impl Worker {
                 woke = true;
                 continue;
             }
-            match self.idle_wait(&watcher, &mut idle_since)? {
+            match self.idle_wait(&mut watcher, &mut idle_since)? {
                 Wake::Exit(exit) => return Ok(exit),
                 Wake::Woke(w) => woke = w,
             }
         }
     }
 
+    fn claim_next(&self, who: Claimant<'_>) -> Result<Task, StoreError> {
+        let (name, role) = (who.name.clone(), who.role.map(str::to_string));
+        self.link.call(|store| async move {
+            let who = Claimant {
+                name: &name,
+                role: role.as_deref(),
+            };
+            store.claim_next(who).await
+        })
+    }
+
+    /// What is unread in this worker's inbox, with where each message ends.
+    fn unread(&self) -> Result<Vec<(S::Position, Message)>, StoreError> {
+        let me = self.settings.name.clone();
+        self.link
+            .call(|store| async move { store.unread(&me, PASS_MESSAGES).await })
+    }
+
+    fn tasks(&self) -> Result<Vec<Task>, StoreError> {
+        self.link.call(|store| async move { store.tasks().await })
+    }
+
+    fn task(&self, id: TaskId) -> Result<Task, StoreError> {
+        self.link.call(|store| async move { store.task(id).await })
+    }
+
+    fn requests(&self) -> Result<Vec<RequestInfo>, StoreError> {
+        let timeout = self.settings.request_timeout;
+        self.link
+            .call(|store| async move { store.requests(timeout).await })
+    }
+
     /// Sleeps until a file event or the idle poll; gives up (telling the lead) once idle for
     /// `idle_timeout` with no work in sight.
     fn idle_wait(
         &self,
-        watcher: &DirWatcher,
+        watcher: &mut ChangeWatch,
         idle_since: &mut Instant,
     ) -> Result<Wake, StoreError> {
         let mut wait = self.settings.idle_poll;
@@ -352,10 +402,10 @@ impl Worker {
     /// tasks), a task of its own waits in review (it may be sent back), or a pending task it
     /// may get waits on its blockers.
     fn work_may_come(&self) -> Result<bool, StoreError> {
+        let lead = self.settings.lead.clone();
         let lead_busy = self
-            .workspace
-            .agents()
-            .read(&self.settings.lead)?
+            .link
+            .call(|store| async move { store.agent_status(&lead).await })?
             .is_some_and(|s| {
                 matches!(s.state, AgentState::Work | AgentState::Waiting) && s.process_alive()
             });
@@ -366,7 +416,7 @@ impl Worker {
             name: &self.settings.name,
             role: self.settings.role.as_deref(),
         };
-        let tasks = self.workspace.tasks().load_all()?.tasks;
+        let tasks = self.tasks()?;
         if tasks
             .iter()
             .any(|t| t.status == Status::Review && t.owner.as_ref() == Some(me.name))
@@ -392,11 +442,15 @@ impl Worker {
         }))
     }
 
-    /// What a pass depends on: the tasks folder (every task write renames into it) and the
-    /// length of this worker's inbox.
+    /// What a pass depends on, on files: the tasks folder (every task write renames into it)
+    /// and the length of this worker's inbox. `None` on a store that wakes its readers surely
+    /// (NOTIFY): every wake-up is a pass.
     fn fingerprint(&self) -> Option<Fingerprint> {
-        let tasks = std::fs::metadata(self.workspace.tasks_dir()).and_then(|m| m.modified());
-        tasks.ok().map(|t| (t, self.inbox_len()))
+        let workspace = self.link.store().files()?;
+        let tasks = std::fs::metadata(workspace.tasks_dir()).and_then(|m| m.modified());
+        tasks
+            .ok()
+            .map(|t| (t, inbox_len(workspace, &self.settings.name)))
     }
 
     /// Whether new work may start: open, paused at a reached budget (asking the person once),
@@ -413,22 +467,28 @@ impl Worker {
         if !scopes.iter().any(|(_, b)| limited(b)) {
             return Ok(Gate::Open);
         }
-        let requests = self
-            .workspace
-            .mailboxes()
-            .requests(self.settings.request_timeout)?;
+        let requests = self.requests()?;
         for (scope, budget) in scopes.iter().filter(|(_, b)| limited(b)) {
             let answered = budget::answers(&requests, *scope);
             if answered.stopped {
                 return Ok(Gate::Stop);
             }
-            let spend = match scope {
-                Scope::Team => Spend::team(&self.workspace, &self.roster)?,
-                Scope::Agent(name) => Spend::agent(&self.workspace, name)?,
+            let spenders: Vec<AgentName> = match scope {
+                Scope::Team => self.roster.names().to_vec(),
+                Scope::Agent(name) => vec![(*name).clone()],
             };
-            if let Some(why) = budget::reached(budget, answered.raised + 1, spend) {
+            let statuses = self.link.call(|store| async move {
+                let mut statuses = Vec::new();
+                for name in &spenders {
+                    statuses.extend(store.agent_status(name).await?);
+                }
+                Ok(statuses)
+            })?;
+            if let Some(why) = budget::reached(budget, answered.raised + 1, Spend::of(&statuses)) {
                 if !answered.pending {
-                    budget::ask(&self.workspace, &self.roster, me, *scope, &why)?;
+                    let draft = budget::request(me, *scope, &why);
+                    self.link
+                        .call(|store| async move { store.send(draft).await })?;
                 }
                 self.status.update(|s| {
                     s.note = Some(format!("paused: budget reached ({why}); asked the person"));
@@ -439,30 +499,13 @@ impl Worker {
         Ok(Gate::Open)
     }
 
-    /// Bytes in this worker's inbox (`None` while it has none).
-    fn inbox_len(&self) -> Option<u64> {
-        std::fs::metadata(self.workspace.mailboxes().inbox_path(&self.settings.name))
-            .ok()
-            .map(|m| m.len())
-    }
-
     /// Unanswered shutdown requests first, then the lead's messages, then the rest in order.
     /// Permission responses belong to the prompter that is waiting for them, and permission
     /// requests to the person, never to an agent (invariant 5); other answers (a plan approved
     /// or rejected, with its feedback) are news for the agent, so they are jobs too.
-    fn prioritised(&self, entries: Vec<Entry>) -> Result<Vec<Message>, StoreError> {
-        let messages: Vec<Message> = entries
+    fn prioritised(&self, messages: Vec<Message>) -> Result<Vec<Message>, StoreError> {
+        let messages: Vec<Message> = messages
             .into_iter()
-            .filter_map(|e| match e {
-                Entry::Message { message, .. } => Some(message),
-                Entry::Broken { error, .. } => {
-                    tracing::warn!(
-                        "{}: skipping unreadable inbox line: {error}",
-                        self.settings.name
-                    );
-                    None
-                }
-            })
             // An interrupt is for the job that runs when it comes (the heartbeat acts on it); a
             // budget answer is for the worker's budget check, not for the agent.
             .filter(|m| {
@@ -481,9 +524,7 @@ impl Worker {
             .iter()
             .any(|m| m.kind == MessageKind::ShutdownRequest)
         {
-            self.workspace
-                .mailboxes()
-                .requests(self.settings.request_timeout)?
+            self.requests()?
                 .into_iter()
                 .filter(|r| r.state == RequestState::Pending && r.to == self.settings.name)
                 .map(|r| r.request_id)
@@ -517,10 +558,7 @@ impl Worker {
             return Ok(Vec::new());
         }
         Ok(self
-            .workspace
-            .tasks()
-            .load_all()?
-            .tasks
+            .tasks()?
             .into_iter()
             .filter(|t| {
                 t.status == Status::InProgress && t.owner.as_deref() == Some(&self.settings.name)
@@ -552,7 +590,7 @@ impl Worker {
         let Some(task) = held else {
             return Ok(None);
         };
-        let now = self.workspace.tasks().read(task.id)?;
+        let now = self.task(task.id)?;
         let mine =
             now.status == Status::InProgress && now.owner.as_ref() == Some(&self.settings.name);
         if !mine {
@@ -575,20 +613,31 @@ impl Worker {
         }
         let id = task.id;
         let me = &self.settings.name;
-        let tasks = self.workspace.tasks();
+        let (who, summary) = (me.clone(), outcome.summary.clone());
         let (finished, verb) = if let (true, Some(commits)) = (outcome.success, &outcome.commits) {
+            let commits = commits.clone();
             (
-                tasks.submit_for_review(id, me, outcome.summary.clone(), commits.clone()),
+                self.link.call(|store| async move {
+                    store.submit_for_review(id, &who, summary, commits).await
+                }),
                 "is ready for review",
             )
         } else if outcome.success {
             // No commit waits for review (none was made, or merged at once).
             (
-                tasks.complete_with_nothing_to_review(id, me, Some(outcome.summary.clone())),
+                self.link.call(|store| async move {
+                    store
+                        .complete_with_nothing_to_review(id, &who, Some(summary))
+                        .await
+                }),
                 "done",
             )
         } else {
-            (tasks.fail(id, me, outcome.summary.clone()), "failed")
+            (
+                self.link
+                    .call(|store| async move { store.fail(id, &who, summary).await }),
+                "failed",
+            )
         };
         match finished {
             Ok(recorded) if recorded.status == Status::Review => {
@@ -626,7 +675,7 @@ impl Worker {
         task: Option<TaskId>,
     ) -> Result<JobOutcome, StoreError> {
         let cancel = CancellationToken::new();
-        let inbox_from = self.inbox_len().unwrap_or(0);
+        let seen = self.unread()?.last().map(|(at, _)| *at);
         {
             let mut running = lock(&self.running);
             // Checked under the lock a canceller takes: a cancel cannot fall between the two.
@@ -635,7 +684,7 @@ impl Worker {
             }
             *running = Some(Running {
                 cancel: cancel.clone(),
-                inbox_from,
+                seen,
             });
         }
         self.status.update(|s| {
@@ -647,11 +696,11 @@ impl Worker {
         let tokens_before = self.status.get().tokens;
         let outcome = work.run(&job, &self.status, &cancel);
         *lock(&self.running) = None;
+        let (tokens, cost) = (outcome.tokens, outcome.cost_micros);
         if let Some(id) = task
-            && let Err(e) =
-                self.workspace
-                    .tasks()
-                    .add_usage(id, outcome.tokens, outcome.cost_micros)
+            && let Err(e) = self
+                .link
+                .call(|store| async move { store.add_usage(id, tokens, cost).await })
         {
             tracing::warn!("{id}: this job's tokens and cost not added to it: {e}");
         }
@@ -694,13 +743,12 @@ impl Worker {
         approve: bool,
         note: &str,
     ) -> Result<(), StoreError> {
-        let answered = self.workspace.mailboxes().respond(
-            &self.roster,
+        let answered = respond(
+            &self.link,
+            &self.settings,
             request_id,
-            &self.settings.name,
             approve,
-            Some(note.to_string()),
-            self.settings.request_timeout,
+            note.to_string(),
         );
         match answered {
             // Already answered (e.g. refused while busy) or expired: nothing more to say.
@@ -710,34 +758,38 @@ impl Worker {
     }
 
     fn tell_lead(&self, kind: MessageKind, text: String) -> Result<(), StoreError> {
-        self.workspace
-            .mailboxes()
-            .send(
-                &self.roster,
-                Draft {
-                    kind,
-                    text: Some(text),
-                    ..Draft::new(self.settings.name.clone(), self.settings.lead.clone())
-                },
-            )
+        let draft = Draft {
+            kind,
+            text: Some(text),
+            ..Draft::new(self.settings.name.clone(), self.settings.lead.clone())
+        };
+        self.link
+            .call(|store| async move { store.send(draft).await })
             .map(|_| ())
     }
 
-    /// Beats every `heartbeat`; while the worker holds a task it also refuses shutdown requests
-    /// at once, with the reason, rather than leaving the lead waiting for the task to end.
-    fn spawn_heartbeat(&self, done: Arc<AtomicBool>) -> (thread::JoinHandle<()>, Option<Waker>) {
+    /// Beats every `heartbeat` (renewing its leases on PostgreSQL); while the worker holds a
+    /// task it also refuses shutdown requests at once, with the reason, rather than leaving the
+    /// lead waiting for the task to end.
+    fn spawn_heartbeat(&self, done: Arc<AtomicBool>) -> (thread::JoinHandle<()>, Option<Stopper>) {
         let status = self.status.clone();
-        let workspace = self.workspace.clone();
-        let roster = self.roster.clone();
+        let link = self.link.clone();
         let settings = self.settings.clone();
         let running = Arc::clone(&self.running);
-        let watcher = DirWatcher::new(&[&workspace.mailboxes_dir()]).ok();
-        let waker = watcher.as_ref().map(DirWatcher::waker);
+        let watcher = match link.watch_inbox(&settings.name) {
+            Ok(watcher) => Some(watcher),
+            Err(e) => {
+                tracing::warn!("{}: inbox not watched: {e}", settings.name);
+                None
+            }
+        };
+        let stopper = watcher.as_ref().map(ChangeWatch::stopper);
         let beat = thread::spawn(move || {
+            let mut watcher = watcher;
             let mut last_beat = Instant::now();
-            // Only a grown inbox can hold a new shutdown request: skip the scan otherwise.
-            let inbox = workspace.mailboxes().inbox_path(&settings.name);
-            let mut inbox_len = None;
+            // Only a grown inbox can hold a new shutdown request: skip the scan otherwise (on
+            // files by its length; on PostgreSQL when a notification woke the heartbeat).
+            let mut last_len = None;
             while !done.load(Ordering::Relaxed) {
                 // Busy, it watches its inbox to refuse shutdown requests promptly; idle, it only
                 // has to beat.
@@ -747,19 +799,23 @@ impl Worker {
                 } else {
                     settings.heartbeat
                 };
-                match &watcher {
-                    Some(w) => {
-                        w.wait(nap);
+                let woke = match &mut watcher {
+                    Some(w) => w.wait(nap),
+                    None => {
+                        thread::sleep(nap.min(Duration::from_millis(200)));
+                        true
                     }
-                    None => thread::sleep(nap.min(Duration::from_millis(200))),
-                }
+                };
                 if last_beat.elapsed() >= settings.heartbeat {
                     if let Err(e) = status.beat() {
                         tracing::warn!("{}: heartbeat not written: {e}", settings.name);
                     }
+                    if let Err(e) = S::renew_leases(&link, &settings.name) {
+                        tracing::warn!("{}: leases not renewed: {e}", settings.name);
+                    }
                     last_beat = Instant::now();
                 }
-                interrupt_if_asked(&workspace, &settings.name, &running);
+                interrupt_if_asked(&link, &settings.name, &running);
                 let current = status.get();
                 let Some(task) = current
                     .task
@@ -767,16 +823,45 @@ impl Worker {
                 else {
                     continue;
                 };
-                let len = std::fs::metadata(&inbox).ok().map(|m| m.len());
-                if len == inbox_len {
-                    continue;
+                match link.store().files() {
+                    Some(workspace) => {
+                        let len = inbox_len(workspace, &settings.name);
+                        if len == last_len {
+                            continue;
+                        }
+                        last_len = len;
+                    }
+                    None if !woke => continue,
+                    None => {}
                 }
-                inbox_len = len;
-                refuse_shutdowns_while_busy(&workspace, &roster, &settings, task);
+                refuse_shutdowns_while_busy(&link, &settings, task);
             }
         });
-        (beat, waker)
+        (beat, stopper)
     }
+}
+
+/// Bytes in `me`'s inbox file (`None` while it has none).
+fn inbox_len(workspace: &Workspace, me: &AgentName) -> Option<u64> {
+    std::fs::metadata(workspace.mailboxes().inbox_path(me))
+        .ok()
+        .map(|m| m.len())
+}
+
+/// `settings.name` answers request `request_id`.
+fn respond<S: LinkedStore>(
+    link: &TeamLink<S>,
+    settings: &WorkerSettings,
+    request_id: &str,
+    approve: bool,
+    note: String,
+) -> Result<Message, StoreError> {
+    let (id, me, timeout) = (
+        request_id.to_string(),
+        settings.name.clone(),
+        settings.request_timeout,
+    );
+    link.call(|store| async move { store.respond(&id, &me, approve, Some(note), timeout).await })
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -786,7 +871,11 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// Cancels the running job when an `interrupt` from the person came after it started.
-fn interrupt_if_asked(workspace: &Workspace, me: &AgentName, running: &Mutex<Option<Running>>) {
+fn interrupt_if_asked<S: LinkedStore>(
+    link: &TeamLink<S>,
+    me: &AgentName,
+    running: &Mutex<Option<Running<S::Position>>>,
+) {
     let mut guard = lock(running);
     let Some(job) = guard.as_mut() else {
         return;
@@ -794,28 +883,32 @@ fn interrupt_if_asked(workspace: &Workspace, me: &AgentName, running: &Mutex<Opt
     if job.cancel.is_cancelled() {
         return;
     }
-    let Ok(batch) = workspace.mailboxes().read_from(me, job.inbox_from) else {
+    let who = me.clone();
+    let Ok(unread) = link.call(|store| async move { store.unread(&who, PASS_MESSAGES).await })
+    else {
         return;
     };
-    job.inbox_from = batch.end;
-    let asked = batch.entries.iter().any(|e| {
-        matches!(e, Entry::Message { message, .. }
-            if message.kind == MessageKind::Interrupt && message.from == USER)
-    });
+    let seen = job.seen;
+    let new = unread.iter().filter(|(at, _)| seen.is_none_or(|s| *at > s));
+    let asked = new
+        .clone()
+        .any(|(_, m)| m.kind == MessageKind::Interrupt && m.from == USER);
+    if let Some((last, _)) = new.last() {
+        job.seen = Some(*last);
+    }
     if asked {
         tracing::info!("{me}: {INTERRUPTED_BY_PERSON}");
         job.cancel.cancel();
     }
 }
 
-fn refuse_shutdowns_while_busy(
-    workspace: &Workspace,
-    roster: &Roster,
+fn refuse_shutdowns_while_busy<S: LinkedStore>(
+    link: &TeamLink<S>,
     settings: &WorkerSettings,
     task: TaskId,
 ) {
-    let boxes = workspace.mailboxes();
-    let Ok(requests) = boxes.requests(settings.request_timeout) else {
+    let timeout = settings.request_timeout;
+    let Ok(requests) = link.call(|store| async move { store.requests(timeout).await }) else {
         return;
     };
     for request in requests.iter().filter(|r| {
@@ -824,14 +917,7 @@ fn refuse_shutdowns_while_busy(
             && r.kind == MessageKind::ShutdownRequest
     }) {
         let note = format!("busy with {task}; ask again when it is done");
-        if let Err(e) = boxes.respond(
-            roster,
-            &request.request_id,
-            &settings.name,
-            false,
-            Some(note),
-            settings.request_timeout,
-        ) {
+        if let Err(e) = respond(link, settings, &request.request_id, false, note) {
             tracing::info!("{}: shutdown refusal not sent: {e}", settings.name);
         }
     }
@@ -852,8 +938,9 @@ pub(crate) fn idled_out(status: &AgentStatus) -> bool {
 
 /// A new life's status, with what the agent's earlier lives spent (turns, tokens, cost, cache):
 /// the team's spend is kept in the store, not per worker process.
-fn carried_over(workspace: &Workspace, mut status: AgentStatus) -> AgentStatus {
-    match workspace.agents().read(&status.name) {
+fn carried_over<S: LinkedStore>(link: &TeamLink<S>, mut status: AgentStatus) -> AgentStatus {
+    let name = status.name.clone();
+    match link.call(|store| async move { store.agent_status(&name).await }) {
         Ok(Some(earlier)) => {
             status.turns = earlier.turns;
             status.tokens = earlier.tokens;

@@ -20,6 +20,7 @@ use crew_model::scripted::ScriptedProvider;
 use crew_model::{ModelProvider, ProviderSpec, RetryPolicy, provider_from_spec};
 
 use crate::review;
+use crate::run::link::TeamLink;
 use crate::run::status::StatusHandle;
 use crate::tools::TeamEnv;
 use crate::tools::roles::toolset;
@@ -32,7 +33,9 @@ use crate::work::{
 };
 use crew_store::MessageKind;
 use crew_store::requests::RequestState;
-use crew_store::{AgentName, Draft, Message, ReviewerVerdict, Status, Task, TaskId, Workspace};
+use crew_store::{
+    AgentName, Draft, FileStore, Message, ReviewerVerdict, Status, Task, TaskId, Workspace,
+};
 use crew_tools::permissions::{BypassSwitches, RuleSet};
 use crew_tools::spill::floor_char_boundary;
 use crew_tools::{Hooks, PermissionMode, PermissionPolicy, Pipeline, Sandbox};
@@ -45,6 +48,7 @@ const REVIEWER_ENDING: &str = "As the reviewer: show each command you ran as a `
 
 pub(crate) struct AgentWork {
     workspace: Workspace,
+    link: TeamLink<FileStore>,
     config: Arc<TeamConfig>,
     name: AgentName,
     role: String,
@@ -144,6 +148,7 @@ impl AgentWork {
             model_name: entry.model.model.clone().unwrap_or_default(),
             name: entry.name.get_ref().clone(),
             role,
+            link: TeamLink::files(FileStore::new(workspace.clone(), config.roster())),
             workspace,
             config,
             model,
@@ -176,7 +181,7 @@ impl AgentWork {
     }
 
     fn working_dir(&self) -> Result<PathBuf, String> {
-        working_dir(&self.workspace, &self.config, &self.name, self.writes)
+        working_dir(self.workspace.root(), &self.config, &self.name, self.writes)
     }
 
     fn team_facts(&self, workdir: &std::path::Path) -> Vec<String> {
@@ -206,9 +211,10 @@ impl AgentWork {
         facts
     }
 
-    fn branch(&self) -> TaskBranch<'_> {
+    fn branch(&self) -> TaskBranch<'_, FileStore> {
         TaskBranch {
-            workspace: &self.workspace,
+            link: &self.link,
+            root: self.workspace.root(),
             config: &self.config,
             name: &self.name,
         }
@@ -390,7 +396,7 @@ impl Work for AgentWork {
         let Some(Current { agent, .. }) = self.current.as_mut() else {
             return JobOutcome::failed("agent not started".to_string());
         };
-        let (input, task) = task_packet(job, &self.workspace);
+        let (input, task) = task_packet(job, &|id| self.workspace.tasks().read(id).ok());
         if task.is_some() {
             agent.set_task(task);
         }
@@ -706,7 +712,10 @@ mod tests {
         for name in ["lead", "planner1", "implementer1", "reviewer1", "explorer1"] {
             let work = AgentWork::new(ws.clone(), config.clone(), name, false).unwrap();
             let status = StatusHandle::new(
-                ws.agents(),
+                &crate::run::link::TeamLink::files(crew_store::FileStore::new(
+                    ws.clone(),
+                    config.roster(),
+                )),
                 crew_store::AgentStatus::new(&name.parse().unwrap(), crew_store::AgentState::Idle),
             )
             .unwrap();

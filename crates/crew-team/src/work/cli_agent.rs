@@ -12,11 +12,12 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::run::link::{LinkedStore, TeamLink};
 use crew_agent::emitter::Emitter;
 use crew_agent::{AgentEvent, EventSink, MailboxPrompter, StopReason, TurnResult};
 use crew_config::{ModelChoice, TeamConfig};
 use crew_model::Usage;
-use crew_store::{AgentName, Task, TaskId, Workspace};
+use crew_store::{AgentName, FileStore, Task, TaskId, Workspace};
 use crew_tools::{
     Decision, PermissionAnswer, PermissionAsk, PermissionMode, PermissionPolicy, Prompter,
     SandboxMode, ToolKind,
@@ -111,7 +112,7 @@ impl<A: CliAgent> CliWork<A> {
             .agent
             .start(&self.seat, &workdir)
             .map_err(|e| e.to_string())?;
-        let emitter = open_transcript(&self.seat.workspace, &self.seat.name, status)?;
+        let emitter = open_transcript(self.seat.workspace.root(), &self.seat.name, status)?;
         Ok(Conversation {
             session,
             emitter,
@@ -152,7 +153,7 @@ impl<A: CliAgent> Work for CliWork<A> {
         if let Job::Task(task) = job {
             self.for_task(task.id);
         }
-        let (input, _) = task_packet(job, &self.seat.workspace);
+        let (input, _) = task_packet(job, &|id| self.seat.workspace.tasks().read(id).ok());
         let mut conversation = match self.conversation(status) {
             Ok(conversation) => conversation,
             Err(e) => return failed(status, e),
@@ -209,6 +210,7 @@ impl<A: CliAgent> Work for CliWork<A> {
 /// for it, and a task the person interrupted (their next message continues it).
 pub(crate) struct CliTeammate {
     pub workspace: Workspace,
+    pub link: TeamLink<FileStore>,
     pub config: Arc<TeamConfig>,
     pub name: AgentName,
     pub role: String,
@@ -247,6 +249,7 @@ impl CliTeammate {
                 .unwrap_or_else(|| default_bin.to_string()),
             sandbox: config.permissions.sandbox,
             name: entry.name.get_ref().clone(),
+            link: TeamLink::files(FileStore::new(workspace.clone(), config.roster())),
             workspace,
             config,
             mode,
@@ -256,9 +259,10 @@ impl CliTeammate {
         })
     }
 
-    pub(crate) fn branch(&self) -> TaskBranch<'_> {
+    pub(crate) fn branch(&self) -> TaskBranch<'_, FileStore> {
         TaskBranch {
-            workspace: &self.workspace,
+            link: &self.link,
+            root: self.workspace.root(),
             config: &self.config,
             name: &self.name,
         }
@@ -267,7 +271,7 @@ impl CliTeammate {
     /// The folder the CLI runs in: the teammate's worktree, or the repository for one that
     /// does not write.
     pub(crate) fn workdir(&self) -> Result<PathBuf, String> {
-        working_dir(&self.workspace, &self.config, &self.name, self.writes)
+        working_dir(self.workspace.root(), &self.config, &self.name, self.writes)
             .map_err(|e| format!("no worktree: {e}"))
     }
 
@@ -407,8 +411,8 @@ pub(crate) fn note(status: &StatusHandle, reason: &str) {
 
 /// Before a job's turn: a writer's task is brought up to date on its branch (`Err`: why it
 /// cannot start), and the turn's start goes to the transcript.
-pub(crate) fn begin(
-    branch: &TaskBranch<'_>,
+pub(crate) fn begin<S: LinkedStore>(
+    branch: &TaskBranch<'_, S>,
     writes: bool,
     job: &Job,
     emitter: &Emitter,

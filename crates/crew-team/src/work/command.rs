@@ -16,22 +16,22 @@ use std::time::Duration;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
+use crate::run::link::{LinkedStore, TeamLink};
+use crate::work::store_prompter::StorePrompter;
 use crew_agent::emitter::Emitter;
 use crew_agent::{AgentEvent, EventSink, Limits};
 use crew_config::TeamConfig;
 use crew_model::Usage;
 use crew_sandbox::SandboxPlan;
 use crew_store::message::new_id;
-use crew_store::{AgentName, Task, Workspace};
+use crew_store::{AgentName, Task, TaskId};
 use crew_tools::process::{ProcessEnd, ProcessSpec, run_process_streaming};
 use crew_tools::{PermissionAnswer, PermissionAsk, Prompter, Sandbox, Subject, scrub_env};
 
 use crate::run::status::StatusHandle;
 use crate::work::cli_agent::{TurnEnding, begin, conclude, failed};
 use crate::work::task_branch::TaskBranch;
-use crate::work::{
-    Job, JobOutcome, SetupError, Work, open_transcript, person_prompter, task_packet, working_dir,
-};
+use crate::work::{Job, JobOutcome, SetupError, Work, open_transcript, task_packet, working_dir};
 
 /// What `cmd` holds where the job's text goes.
 pub(crate) const PROMPT_PLACEHOLDER: &str = "{prompt}";
@@ -42,8 +42,10 @@ const OUTPUT_CAP: usize = 1024 * 1024;
 /// How much of the end of the output becomes the task's result.
 const SUMMARY_CHARS: usize = 2000;
 
-pub(crate) struct CommandWork {
-    workspace: Workspace,
+pub(crate) struct CommandWork<S: LinkedStore> {
+    link: TeamLink<S>,
+    /// This host's repository: the person's checkout, or a joined host's clone.
+    root: PathBuf,
     config: Arc<TeamConfig>,
     name: AgentName,
     role: String,
@@ -59,9 +61,10 @@ pub(crate) struct CommandWork {
     interrupted_task: Option<Task>,
 }
 
-impl CommandWork {
+impl<S: LinkedStore> CommandWork<S> {
     pub(crate) fn new(
-        workspace: Workspace,
+        link: TeamLink<S>,
+        root: PathBuf,
         config: Arc<TeamConfig>,
         name: &str,
     ) -> Result<Self, SetupError> {
@@ -80,7 +83,8 @@ impl CommandWork {
             sandbox: config.sandbox_for(entry),
             timeout: wall_secs.map_or(Limits::default().wall_time, Duration::from_secs),
             name: entry.name.get_ref().clone(),
-            workspace,
+            link,
+            root,
             config,
             runtime,
             emitter: None,
@@ -89,9 +93,10 @@ impl CommandWork {
         })
     }
 
-    fn branch(&self) -> TaskBranch<'_> {
+    fn branch(&self) -> TaskBranch<'_, S> {
         TaskBranch {
-            workspace: &self.workspace,
+            link: &self.link,
+            root: &self.root,
             config: &self.config,
             name: &self.name,
         }
@@ -101,7 +106,7 @@ impl CommandWork {
         if let Some(emitter) = &self.emitter {
             return Ok(Arc::clone(emitter));
         }
-        let emitter = open_transcript(&self.workspace, &self.name, status)?;
+        let emitter = open_transcript(&self.root, &self.name, status)?;
         self.emitter = Some(Arc::clone(&emitter));
         Ok(emitter)
     }
@@ -115,7 +120,7 @@ impl CommandWork {
         emitter: &Arc<Emitter>,
         cancel: &CancellationToken,
     ) -> Result<TurnEnding, String> {
-        let program = find_program(&self.cmd[0], self.workspace.root())?;
+        let program = find_program(&self.cmd[0], &self.root)?;
         let has_placeholder = self.cmd.iter().any(|a| a.contains(PROMPT_PLACEHOLDER));
         let args: Vec<String> = self.cmd[1..]
             .iter()
@@ -201,7 +206,7 @@ impl CommandWork {
     }
 }
 
-impl CommandWork {
+impl<S: LinkedStore> CommandWork<S> {
     /// Asks the person whether `cmd` may run without the sandbox, which lacks `missing`.
     fn ask_unconfined(
         &self,
@@ -210,8 +215,13 @@ impl CommandWork {
         missing: &str,
     ) -> Result<(), String> {
         let events = Arc::clone(emitter);
-        let prompter = person_prompter(&self.workspace, &self.config, &self.name)
-            .with_events(EventSink::new(move |e| events.emit(e)));
+        let prompter = StorePrompter::new(
+            self.link.clone(),
+            self.name.clone(),
+            self.config.lead_name().clone(),
+            self.config.request_timeout(),
+        )
+        .with_events(EventSink::new(move |e| events.emit(e)));
         let input = json!({"cmd": self.cmd});
         let reason = format!("the sandbox is unavailable ({missing}): it would run unconfined");
         emitter.emit(AgentEvent::PermissionAsked {
@@ -297,14 +307,16 @@ fn tail_of(text: &str, chars: usize) -> String {
     text.chars().skip(count.saturating_sub(chars)).collect()
 }
 
-impl Work for CommandWork {
+impl<S: LinkedStore> Work for CommandWork<S> {
     fn entered_review(&mut self, task: &Task) {
         self.branch().ask_for_review(task);
     }
 
     fn run(&mut self, job: &Job, status: &StatusHandle, cancel: &CancellationToken) -> JobOutcome {
-        let (input, _) = task_packet(job, &self.workspace);
-        let ready = working_dir(&self.workspace, &self.config, &self.name, self.writes)
+        let link = &self.link;
+        let read = |id: TaskId| link.call(|store| async move { store.task(id).await }).ok();
+        let (input, _) = task_packet(job, &read);
+        let ready = working_dir(&self.root, &self.config, &self.name, self.writes)
             .map_err(|e| format!("no worktree: {e}"))
             .and_then(|dir| self.emitter(status).map(|emitter| (dir, emitter)));
         let (workdir, emitter) = match ready {
@@ -312,7 +324,8 @@ impl Work for CommandWork {
             Err(e) => return failed(status, e),
         };
         let branch = TaskBranch {
-            workspace: &self.workspace,
+            link: &self.link,
+            root: &self.root,
             config: &self.config,
             name: &self.name,
         };

@@ -13,9 +13,10 @@ mod cli_process;
 pub(crate) mod codex;
 pub(crate) mod command;
 pub(crate) mod role_prompt;
+mod store_prompter;
 mod task_branch;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
@@ -28,8 +29,8 @@ use crew_git::Worktrees;
 use crew_store::message::new_id;
 use crew_store::review::review_notes;
 use crew_store::{
-    AgentName, AgentState, CacheTokens, Message, SUBAGENT_LINES, SubagentLine, Task, TaskCommits,
-    Workspace,
+    AgentName, AgentState, CacheTokens, FileStore, Message, SUBAGENT_LINES, SubagentLine, Task,
+    TaskCommits, TaskId, Workspace,
 };
 use crew_tools::PermissionMode;
 use crew_tools::PermissionPolicy;
@@ -39,6 +40,7 @@ pub use claude_code::PERSONS_SETTINGS_ONLY;
 pub use claude_code::version_supported as claude_code_version_supported;
 pub use codex::version_supported as codex_version_supported;
 
+use crate::run::link::{LinkedStore, TeamLink};
 use crate::run::status::StatusHandle;
 use crate::work::agent::AgentWork;
 use crate::work::claude_code::ClaudeCode;
@@ -58,10 +60,37 @@ pub fn work_for(
         Some("claude-code") => {
             Box::new(CliWork::<ClaudeCode>::new(workspace, config, name, bypass)?)
         }
-        Some("command") => Box::new(CommandWork::new(workspace, config, name)?),
+        Some("command") => {
+            let root = workspace.root().to_path_buf();
+            let link = TeamLink::files(FileStore::new(workspace, config.roster()));
+            Box::new(CommandWork::new(link, root, config, name)?)
+        }
         Some("codex") => Box::new(CliWork::<Codex>::new(workspace, config, name, bypass)?),
         _ => Box::new(AgentWork::new(workspace, config, name, bypass)?),
     })
+}
+
+/// The work of agent `name` on a host that joined the team through its store (`crew worker
+/// --join`), in the clone at `root`. A `command` teammate for now: crew's own agent loop and the
+/// Claude Code and Codex teammates still reach the team through a checkout's files (their team
+/// tools and conversations), so they are refused here, by name.
+pub fn work_on_joined_host<S: LinkedStore>(
+    link: TeamLink<S>,
+    root: std::path::PathBuf,
+    config: Arc<TeamConfig>,
+    name: &str,
+) -> Result<Box<dyn Work + Send>, SetupError> {
+    let provider = config
+        .agent(name)
+        .map(|a| a.model.provider.clone())
+        .ok_or_else(|| SetupError::UnknownAgent(name.to_string()))?;
+    match provider.as_str() {
+        "command" => Ok(Box::new(CommandWork::new(link, root, config, name)?)),
+        other => Err(SetupError::NotOnJoinedHost {
+            name: name.to_string(),
+            provider: other.to_string(),
+        }),
+    }
 }
 
 /// What a worker is asked to do.
@@ -145,6 +174,10 @@ pub enum SetupError {
     Role(#[from] crate::work::role_prompt::RoleError),
     #[error("cannot start the async runtime: {0}")]
     Runtime(#[source] std::io::Error),
+    #[error(
+        "{name}: provider {provider:?} does not run on a joined host yet (only provider = \"command\" does); run {name} in the person's checkout"
+    )]
+    NotOnJoinedHost { name: String, provider: String },
 }
 
 /// The mode, rules (team tools allowed) and bypass switches of agent `name`, checked once so a
@@ -181,15 +214,15 @@ pub(crate) fn permission_setup(
 
 /// The teammate's worktree if it writes (made on first need), else the repository root.
 pub(crate) fn working_dir(
-    workspace: &Workspace,
+    root: &Path,
     config: &TeamConfig,
     name: &str,
     writes: bool,
 ) -> Result<PathBuf, String> {
     if !writes {
-        return Ok(workspace.root().to_path_buf());
+        return Ok(root.to_path_buf());
     }
-    let trees = Worktrees::open(workspace.root()).map_err(|e| e.to_string())?;
+    let trees = Worktrees::open(root).map_err(|e| e.to_string())?;
     let wt = &config.worktree;
     trees
         .ensure(name, &config.team.base_branch, &wt.copy, &wt.link)
@@ -281,25 +314,28 @@ pub(crate) fn status_sink(status: StatusHandle) -> EventSink {
 
 /// A new transcript for agent `name`'s turns, its events also kept in the status.
 pub(crate) fn open_transcript(
-    workspace: &Workspace,
+    root: &Path,
     name: &str,
     status: &StatusHandle,
 ) -> Result<Arc<Emitter>, String> {
-    let path = transcript_path(workspace.root(), name, &new_id("session"));
+    let path = transcript_path(root, name, &new_id("session"));
     let writer = TranscriptWriter::open(path).map_err(|e| e.to_string())?;
     Ok(Arc::new(Emitter::new(status_sink(status.clone()), writer)))
 }
 
 /// The turn's input for `job`, and the task it is about. A task starts a conversation of its
 /// own, so what it builds on is told here: each blocker's subject, who did it and its summary.
-pub(crate) fn task_packet(job: &Job, workspace: &Workspace) -> (String, Option<String>) {
+pub(crate) fn task_packet(
+    job: &Job,
+    read: &dyn Fn(TaskId) -> Option<Task>,
+) -> (String, Option<String>) {
     match job {
         Job::Task(task) => {
             let mut text = format!("Task {}: {}\n", task.id, task.subject);
             if !task.description.is_empty() {
                 text.push_str(&format!("\n{}\n", task.description));
             }
-            let earlier = earlier_work(task, workspace);
+            let earlier = earlier_work(task, read);
             if !earlier.is_empty() {
                 text.push_str("\nIt builds on work done before it:\n");
                 for line in earlier {
@@ -352,11 +388,10 @@ const EARLIER_SUMMARY_MAX: usize = 600;
 
 /// One line per blocker of `task` that is done: its subject, its owner and what it said at its
 /// end (cut to `EARLIER_SUMMARY_MAX`); a blocker that cannot be read is left out.
-fn earlier_work(task: &Task, workspace: &Workspace) -> Vec<String> {
-    let tasks = workspace.tasks();
+fn earlier_work(task: &Task, read: &dyn Fn(TaskId) -> Option<Task>) -> Vec<String> {
     task.blocked_by
         .iter()
-        .filter_map(|id| tasks.read(*id).ok())
+        .filter_map(|id| read(*id))
         .filter(|t| t.status == crew_store::Status::Completed)
         .map(|t| {
             let by = t
@@ -421,7 +456,7 @@ mod tests {
         let third = tasks
             .create(new("Add the parser", vec![TaskId(1), TaskId(2)]))
             .unwrap();
-        let (text, _) = task_packet(&Job::Task(third), &ws);
+        let (text, _) = task_packet(&Job::Task(third), &|id| ws.tasks().read(id).ok());
         assert!(text.contains("It builds on work done before it:\n- task_1 (Add a lexer), done by bob: Lexer in src/lex.rs; tokens are xxx"), "{text}");
         assert!(text.contains("x…\n"), "a long summary is cut: {text}");
         assert!(

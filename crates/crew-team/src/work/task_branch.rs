@@ -1,22 +1,33 @@
 //! A writing teammate's task on its branch `crew/<name>`, whatever runs the work (crew's agent
 //! loop or a coding-agent CLI): brought up to date before, committed after, sent to review.
 
+use std::path::Path;
+
 use crew_config::TeamConfig;
 use crew_git::{Author, MergeOutcome, Worktrees};
 
 use crate::review;
+use crate::run::link::{LinkedStore, TeamLink};
 use crate::work::{Job, JobOutcome};
 use crew_protocol::joined;
-use crew_store::{AgentName, Draft, MessageKind, Task, TaskCommits, Workspace};
+use crew_store::{AgentName, Draft, MessageKind, Task, TaskCommits, TaskId};
 
-/// Teammate `name`'s branch in `workspace`.
-pub(crate) struct TaskBranch<'a> {
-    pub workspace: &'a Workspace,
+/// Teammate `name`'s branch in the repository at `root` (the person's checkout, or a joined
+/// host's clone), its tasks in the store `link` reaches.
+pub(crate) struct TaskBranch<'a, S: LinkedStore> {
+    pub link: &'a TeamLink<S>,
+    pub root: &'a Path,
     pub config: &'a TeamConfig,
     pub name: &'a AgentName,
 }
 
-impl TaskBranch<'_> {
+impl<S: LinkedStore> TaskBranch<'_, S> {
+    fn read(&self, id: TaskId) -> Result<Task, String> {
+        self.link
+            .call(|store| async move { store.task(id).await })
+            .map_err(|e| e.to_string())
+    }
+
     fn author(&self) -> Author {
         Author::crew(self.name)
     }
@@ -48,7 +59,7 @@ impl TaskBranch<'_> {
     /// `task` as it is now, if it is still in progress under this teammate (the person may
     /// have released or reassigned it after the interrupt).
     fn still_mine(&self, task: Task) -> Option<Task> {
-        let now = self.workspace.tasks().read(task.id).ok()?;
+        let now = self.read(task.id).ok()?;
         (now.status == crew_store::Status::InProgress && now.owner.as_ref() == Some(self.name))
             .then_some(now)
     }
@@ -59,7 +70,7 @@ impl TaskBranch<'_> {
     pub(crate) fn prepare(&self, task: &Task) -> Result<(), String> {
         let base = &self.config.team.base_branch;
         let branch = format!("crew/{}", self.name);
-        let trees = Worktrees::open(self.workspace.root()).map_err(|e| e.to_string())?;
+        let trees = Worktrees::open(self.root).map_err(|e| e.to_string())?;
         let not_started = |why: String| {
             format!(
                 "not started: bringing {branch} up to date with {base} {why}; nothing was \
@@ -67,6 +78,13 @@ impl TaskBranch<'_> {
                 self.name
             )
         };
+        // A joined host's base is its clone's: first brought to what the person pushed.
+        if self.link.store().files().is_none()
+            && let Some(remote) = review::team_remote(self.config, self.root)
+            && let Err(e) = remote.update_base(self.root, base)
+        {
+            return Err(not_started(format!("from the team's remote failed: {e}")));
+        }
         match trees.bring_up_to_date(self.name, base, &self.author()) {
             Ok(MergeOutcome::Conflicts { files }) => {
                 return Err(not_started(format!("conflicts in {}", files.join(", "))));
@@ -75,9 +93,9 @@ impl TaskBranch<'_> {
             Ok(_) => {}
         }
         let head = trees.head_of(self.name).map_err(|e| e.to_string())?;
-        self.workspace
-            .tasks()
-            .record_start(task.id, &branch, &head)
+        let id = task.id;
+        self.link
+            .call(|store| async move { store.record_start(id, &branch, &head).await })
             .map(|_| ())
             .map_err(|e| e.to_string())
     }
@@ -110,7 +128,7 @@ impl TaskBranch<'_> {
         success: bool,
         summary: &str,
     ) -> Result<Option<TaskCommits>, String> {
-        let trees = Worktrees::open(self.workspace.root())
+        let trees = Worktrees::open(self.root)
             .map_err(|e| e.to_string())?
             .with_max_task_bytes(self.config.limits.max_task_bytes);
         let unfinished = if success { "" } else { " (unfinished)" };
@@ -131,12 +149,7 @@ impl TaskBranch<'_> {
         let head = trees
             .commit_work(self.name, &message, &self.author())
             .map_err(|e| e.to_string())?;
-        let recorded = self
-            .workspace
-            .tasks()
-            .read(task.id)
-            .map_err(|e| e.to_string())?
-            .commits;
+        let recorded = self.read(task.id)?.commits;
         Ok(recorded
             .filter(|c| c.start != head)
             .map(|c| TaskCommits { head, ..*c }))
@@ -147,7 +160,7 @@ impl TaskBranch<'_> {
     /// whoever takes the task over continues from them. A failed push is said in the summary:
     /// the commits stay on this host's branch.
     fn push(&self, task: &Task, commits: &TaskCommits, outcome: &mut JobOutcome) {
-        let root = self.workspace.root();
+        let root = self.root;
         let Some(remote) = review::team_remote(self.config, root) else {
             return;
         };
@@ -169,12 +182,22 @@ impl TaskBranch<'_> {
             return;
         };
         let base = &self.config.team.base_branch;
-        let note = match review::merge_commits(self.workspace, self.config, task, &commits) {
+        // The base branch is the person's checkout's: a host that joined the team from another
+        // machine has only its clone, so what it finishes waits for review there.
+        let Some(workspace) = self.link.store().files() else {
+            outcome.summary = format!(
+                "{}\n[{} waits for review: merge_when_done merges in the person's checkout, \
+                 not on a joined host]",
+                outcome.summary, task.id
+            );
+            return;
+        };
+        let note = match review::merge_commits(workspace, self.config, task, &commits) {
             Ok(how) => {
                 outcome.commits = None;
                 let mut note =
                     format!("merged {} ({}) into {base}: {how}", task.id, commits.branch);
-                match review::mark_came_along(self.workspace, self.config, task.id, self.name) {
+                match review::mark_came_along(workspace, self.config, task.id, self.name) {
                     Ok(also) if !also.is_empty() => {
                         note.push_str(&format!("; with it {}", joined(&also, ", ")));
                     }
@@ -198,15 +221,15 @@ impl TaskBranch<'_> {
         };
         let mut extra = serde_json::Map::new();
         extra.insert("task".into(), task.id.to_string().into());
-        let sent = self.workspace.mailboxes().send(
-            &self.config.roster(),
-            Draft {
-                kind: MessageKind::ReviewRequest,
-                text: Some(format!("Please review {}: {}", task.id, task.subject)),
-                extra,
-                ..Draft::new(self.name.clone(), by.get_ref().clone())
-            },
-        );
+        let draft = Draft {
+            kind: MessageKind::ReviewRequest,
+            text: Some(format!("Please review {}: {}", task.id, task.subject)),
+            extra,
+            ..Draft::new(self.name.clone(), by.get_ref().clone())
+        };
+        let sent = self
+            .link
+            .call(|store| async move { store.send(draft).await });
         if let Err(e) = sent {
             tracing::warn!(
                 "{}: review request for {} not sent: {e}",

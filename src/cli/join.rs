@@ -1,0 +1,116 @@
+//! `crew worker --join postgres://AGENT@host/db --name NAME`: a teammate on another machine. It
+//! shares nothing with the person's checkout but the PostgreSQL store and the team's git remote:
+//! the team is the crew.toml the person published to the store, the code a clone of `[team]
+//! remote` made here, the task's commits pushed back there when the task enters review. The
+//! worker's lifecycle is the same as in a checkout (claims, inbox, heartbeats, which renew its
+//! leases), on the store.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use anyhow::Context;
+
+use crate::cli::args::WorkerArgs;
+use crate::cli::exit::CliError;
+use crate::cli::on_store::published;
+use crate::cli::run_team::print_exit;
+use crate::cli::store::reach_current;
+use crate::cli::{logging, preflight};
+use crew_git::TeamRemote;
+use crew_team::run::headless::settings_for;
+use crew_team::run::link::TeamLink;
+use crew_team::run::worker::Worker;
+use crew_team::work::work_on_joined_host;
+
+pub fn run(args: WorkerArgs, start: &Path) -> anyhow::Result<()> {
+    let url = args.join.unwrap_or_default();
+    if args.action.is_some() {
+        return Err(CliError::Usage(
+            "`crew worker restart` works in the person's checkout, not with --join".into(),
+        )
+        .into());
+    }
+    let Some(name) = args.name else {
+        return Err(CliError::Usage("give --name NAME: the teammate this host runs".into()).into());
+    };
+    // Multi-threaded: its threads drive the store's connections while the worker's own threads
+    // wait on them.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the store client")?;
+    let (store, config) = runtime.block_on(async {
+        let store = reach_current(&url).await?;
+        let config = published(&store, &url).await?;
+        anyhow::Ok((store, config))
+    })?;
+    config
+        .roster()
+        .check("agent", &name)
+        .map_err(crew_store::StoreError::from)?;
+    if &name == config.lead_name() {
+        return Err(CliError::Refused(format!(
+            "{name} is the team's lead: it runs beside the person's screen (`crew up`), not on a joined host"
+        ))
+        .into());
+    }
+    preflight::worker(&config, &name)?;
+    let base = config.team.base_branch.clone();
+    let Some(remote) = config.team.remote.as_ref().map(|r| r.get_ref().clone()) else {
+        return Err(CliError::Refused(
+            "the team published in the store has no `[team] remote`: a joined host gets the code from there and pushes its tasks' commits back (set `remote = \"ssh://…\"` or an absolute path in crew.toml, then `crew store publish URL`)".into(),
+        )
+        .into());
+    };
+    let remote_is_path = !remote.contains(':');
+    if remote_is_path && Path::new(&remote).is_relative() {
+        return Err(CliError::Refused(format!(
+            "the team's remote = {remote:?} is a path relative to the person's checkout, which another host cannot see: give an absolute path or an ssh URL in crew.toml, then `crew store publish URL`"
+        ))
+        .into());
+    }
+    let root = clone_dir(args.into, start, config.team.name.get_ref());
+    let remote = TeamRemote::new(&remote, &root);
+    if root.join(".git").exists() {
+        remote
+            .update_base(&root, &base)
+            .with_context(|| format!("bringing {} up to date", root.display()))?;
+    } else {
+        if std::fs::read_dir(&root).is_ok_and(|mut d| d.next().is_some()) {
+            return Err(CliError::Refused(format!(
+                "{} holds files but is not a clone of the team's remote: give --into an empty or new folder",
+                root.display()
+            ))
+            .into());
+        }
+        remote.clone_into(&root, &base)?;
+        println!("cloned {} into {}", remote.url(), root.display());
+    }
+    logging::start(&root);
+    let config = Arc::new(config);
+    let link = TeamLink::postgres(
+        store.with_lease(config.worker.lease()),
+        runtime.handle().clone(),
+    );
+    let mut work = work_on_joined_host(link.clone(), root.clone(), config.clone(), &name)?;
+    let worker = Worker::on(link, config.roster(), settings_for(&config, &name))?;
+    println!(
+        "{name}: joined team {} through the store, working in {}",
+        config.team.name.get_ref(),
+        root.display()
+    );
+    let exit = worker.run(work.as_mut(), &AtomicBool::new(false))?;
+    print_exit(&name, exit);
+    Ok(())
+}
+
+/// `--into`, from where crew was started; else a folder named after the team there.
+fn clone_dir(into: Option<PathBuf>, start: &Path, team: &str) -> PathBuf {
+    match into {
+        Some(dir) if dir.is_absolute() => dir,
+        Some(dir) => start.join(dir),
+        None => start.join(team),
+    }
+}
