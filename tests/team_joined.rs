@@ -6,8 +6,8 @@
 //! their checkout, and the teammate, with nothing left, idles out.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // a failure is the report
 
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use crew_store::{AgentName, AgentState, Status, TaskId};
@@ -18,10 +18,12 @@ use crate::support::team::{Team, crew_toml, git};
 
 const WAIT: Duration = Duration::from_secs(60);
 
-/// bob's CLI agent: writes the first line of its job into from-host2.txt and says whether the
-/// person's checkout (`PERSON`) is to be seen from where it runs.
-const BOB_SH: &str = r#"#!/bin/sh
+/// The teammates' CLI agent: writes the first line of its job into from-host2.txt and says
+/// whether the person's checkout (`PERSON`) is to be seen from where it runs. bob, in the
+/// cut-off test, first takes 6 s.
+const AGENT_SH: &str = r#"#!/bin/sh
 prompt="$(cat)"
+case "$(pwd)" in */bob) [ -n "SLOW_BOB" ] && sleep 6 ;; esac
 printf '%s\n' "$prompt" | head -n 1 > from-host2.txt
 if [ -e "PERSON/crew.toml" ]; then echo "the person's checkout: visible"; else echo "the person's checkout: hidden"; fi
 "#;
@@ -66,93 +68,185 @@ fn role_of(said: &str, agent: &str) -> String {
     line.split_whitespace().next().unwrap().to_string()
 }
 
+/// The person's checkout (its teammates `command` implementers running agent.sh) on a
+/// PostgreSQL store with a role per agent, its remote a bare repository beside it.
+struct Person {
+    cluster: crew_test_support::postgres::PgCluster,
+    outside: tempfile::TempDir,
+    bare: PathBuf,
+    team: Team,
+    setup: String,
+}
+
+/// A second host: `crew worker --join` in a folder and HOME of its own, in a mount namespace
+/// where the person's checkout is a tmpfs.
+struct Host {
+    child: Child,
+    dir: PathBuf,
+    clone: PathBuf,
+}
+
+impl Host {
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("worker.log")).unwrap_or_default()
+    }
+
+    /// Waits (at most `budget`) for the worker to end; its exit code.
+    fn wait(&mut self, budget: Duration) -> Option<i32> {
+        let mut exited = None;
+        let gone = within(budget, || {
+            exited = self.child.try_wait().unwrap();
+            exited.is_some()
+        });
+        assert!(gone, "the worker still runs:\n{}", self.log());
+        exited.unwrap().code()
+    }
+
+    fn signal(&self, signal: libc::c_int) {
+        // SAFETY: kill takes no pointers; the pid is this test's child.
+        let sent = unsafe { libc::kill(self.child.id() as libc::pid_t, signal) };
+        assert_eq!(sent, 0);
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Person {
+    /// `None` (saying why) where there is no PostgreSQL or no mount namespace.
+    fn new(teammates: &[&str], slow_bob: bool, worker: &str) -> Option<Person> {
+        let cluster = crew_test_support::postgres::start()?;
+        if let Err(why) = mount_namespaces() {
+            eprintln!("skipped: no mount namespace for the second host ({why})");
+            return None;
+        }
+        let outside = tempfile::tempdir().unwrap();
+        let bare = outside.path().join("team.git");
+        git(
+            outside.path(),
+            &[
+                "init",
+                "--quiet",
+                "--bare",
+                "--initial-branch=main",
+                "team.git",
+            ],
+        );
+        let mut toml = crew_toml(
+            &format!("remote = \"{}\"", bare.display()),
+            &[],
+            "mode = \"ask\"",
+            worker,
+        );
+        for name in teammates {
+            toml.push_str(&format!(
+                "\n[[teammate]]\nname = \"{name}\"\nrole = \"implementer\"\nwrites = true\nmodel = {{ provider = \"command\", cmd = [\"./agent.sh\"] }}\n"
+            ));
+        }
+        let team = Team::new(&toml, "echo.toml", &[]);
+        let person = team.repo.path().to_path_buf();
+        let script = person.join("agent.sh");
+        let text = AGENT_SH
+            .replace("PERSON", &person.display().to_string())
+            .replace("SLOW_BOB", if slow_bob { "yes" } else { "" });
+        std::fs::write(&script, text).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        git(&person, &["add", "agent.sh"]);
+        git(&person, &["commit", "-qm", "the teammates' agent"]);
+        git(
+            &person,
+            &["push", "--quiet", bare.to_str().unwrap(), "main"],
+        );
+        let setup = team.repo.ok(&["store", "setup", &cluster.url()]);
+        Some(Person {
+            cluster,
+            outside,
+            bare,
+            team,
+            setup,
+        })
+    }
+
+    fn url(&self) -> String {
+        self.cluster.url()
+    }
+
+    fn path(&self) -> &Path {
+        self.team.repo.path()
+    }
+
+    /// `crew --store URL ARGS` in the person's checkout, which must succeed.
+    fn on_store(&self, args: &[&str]) -> String {
+        let url = self.url();
+        let mut all = vec!["--store", url.as_str()];
+        all.extend_from_slice(args);
+        self.team.repo.ok(&all)
+    }
+
+    /// Teammate `name` joins from a host of its own.
+    fn join(&self, name: &str) -> Host {
+        let dir = self.outside.path().join(format!("host-{name}"));
+        std::fs::create_dir_all(dir.join("home")).unwrap();
+        let clone = dir.join("web");
+        let log = std::fs::File::create(dir.join("worker.log")).unwrap();
+        let url = self.cluster.url_as(&role_of(&self.setup, name));
+        let child = Command::new("unshare")
+            .args(["--mount", "--propagation", "private", "sh", "-c"])
+            .arg(
+                "mount -t tmpfs crew-hidden \"$1\" && test ! -e \"$1/crew.toml\" || exit 97; \
+                 exec \"$2\" worker --join \"$3\" --name \"$4\" --into \"$5\"",
+            )
+            .args(["sh", self.path().to_str().unwrap(), crew_exe(), &url, name])
+            .arg(&clone)
+            .current_dir(&dir)
+            .env("HOME", dir.join("home"))
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        Host { child, dir, clone }
+    }
+
+    fn remote_head(&self, branch: &str) -> String {
+        git_out(
+            self.outside.path(),
+            &[
+                "ls-remote",
+                self.bare.to_str().unwrap(),
+                &format!("refs/heads/{branch}"),
+            ],
+        )
+    }
+}
+
 #[test]
 fn a_teammate_on_another_host_does_the_persons_task_through_the_store_and_the_remote() {
-    let Some(cluster) = crew_test_support::postgres::start() else {
+    let Some(person) = Person::new(
+        &["bob"],
+        false,
+        "idle_poll_secs = 1\nidle_timeout_secs = 3\nheartbeat_secs = 1\nrequest_timeout_secs = 30",
+    ) else {
         return;
     };
-    if let Err(why) = mount_namespaces() {
-        eprintln!("skipped: no mount namespace for the second host ({why})");
-        return;
-    }
-    let url = cluster.url();
-    let outside = tempfile::tempdir().unwrap();
-    let bare = outside.path().join("team.git");
-    git(
-        outside.path(),
-        &[
-            "init",
-            "--quiet",
-            "--bare",
-            "--initial-branch=main",
-            "team.git",
-        ],
-    );
-
-    // The person's checkout: bob is a command teammate, the remote a bare repository.
-    let mut toml = crew_toml(
-        &format!("remote = \"{}\"", bare.display()),
-        &[],
-        "mode = \"ask\"",
-        "idle_poll_secs = 1\nidle_timeout_secs = 3\nheartbeat_secs = 1\nrequest_timeout_secs = 30",
-    );
-    toml.push_str(
-        "\n[[teammate]]\nname = \"bob\"\nrole = \"implementer\"\nwrites = true\nmodel = { provider = \"command\", cmd = [\"./bob.sh\"] }\n",
-    );
-    let team = Team::new(&toml, "echo.toml", &[]);
-    let person = team.repo.path().to_path_buf();
-    let script = person.join("bob.sh");
-    std::fs::write(
-        &script,
-        BOB_SH.replace("PERSON", &person.display().to_string()),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    git(&person, &["add", "bob.sh"]);
-    git(&person, &["commit", "-qm", "bob's agent"]);
-    git(
-        &person,
-        &["push", "--quiet", bare.to_str().unwrap(), "main"],
-    );
-    let setup = team.repo.ok(&["store", "setup", &url]);
-    let bob_url = cluster.url_as(&role_of(&setup, "bob"));
-    let added = team
-        .repo
-        .ok(&["--store", &url, "task", "add", "write from-host2.txt"]);
+    let added = person.on_store(&["task", "add", "write from-host2.txt"]);
     assert!(added.contains("task_1"), "{added}");
-
-    // The second host: its own folder and HOME; the person's checkout hidden under a tmpfs.
-    let host2 = outside.path().join("host2");
-    std::fs::create_dir_all(host2.join("home")).unwrap();
-    let clone = host2.join("web");
-    let log = std::fs::File::create(host2.join("worker.log")).unwrap();
-    let mut bob = Command::new("unshare")
-        .args(["--mount", "--propagation", "private", "sh", "-c"])
-        .arg(
-            "mount -t tmpfs crew-hidden \"$1\" && test ! -e \"$1/crew.toml\" || exit 97; \
-             exec \"$2\" worker --join \"$3\" --name bob --into \"$4\"",
-        )
-        .args(["sh", person.to_str().unwrap(), crew_exe(), &bob_url])
-        .arg(&clone)
-        .current_dir(&host2)
-        .env("HOME", host2.join("home"))
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    let worker_log = || std::fs::read_to_string(host2.join("worker.log")).unwrap_or_default();
+    let mut bob = person.join("bob");
 
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let store = PgStore::connect(&url, 2).unwrap();
+    let store = PgStore::connect(&person.url(), 2).unwrap();
     let task = |store: &PgStore| runtime.block_on(store.task(TaskId(1))).unwrap();
     let reviewed = within(WAIT, || task(&store).status == Status::Review);
     assert!(
         reviewed,
         "task_1 never reached review: {:?}\n{}",
         task(&store),
-        worker_log()
+        bob.log()
     );
     let in_review = task(&store);
     assert_eq!(in_review.owner, Some(AgentName::parse("bob").unwrap()));
@@ -161,46 +255,27 @@ fn a_teammate_on_another_host_does_the_persons_task_through_the_store_and_the_re
     let commits = in_review.commits.clone().expect("bob's commits");
     assert_eq!(commits.branch, "crew/bob");
     // The commits travelled through the remote, at the head the store records.
-    let pushed = git_out(
-        outside.path(),
-        &[
-            "ls-remote",
-            bare.to_str().unwrap(),
-            "refs/heads/crew/bob/task_1",
-        ],
-    );
+    let pushed = person.remote_head("crew/bob/task_1");
     assert!(pushed.starts_with(&commits.head), "{pushed} vs {commits:?}");
-    assert!(clone.join(".worktrees/bob").is_dir(), "{}", worker_log());
+    assert!(bob.clone.join(".worktrees/bob").is_dir(), "{}", bob.log());
 
     // The person reviews and merges it from the store, in their checkout.
-    let merged = team
-        .repo
-        .ok(&["--store", &url, "review", "merge", "task_1"]);
+    let merged = person.on_store(&["review", "merge", "task_1"]);
     assert!(merged.contains("task_1"), "{merged}");
     assert_eq!(
-        std::fs::read_to_string(person.join("from-host2.txt")).unwrap(),
+        std::fs::read_to_string(person.path().join("from-host2.txt")).unwrap(),
         "Task task_1: write from-host2.txt\n"
     );
     assert_eq!(task(&store).status, Status::Completed);
-    let remote_main = git_out(
-        outside.path(),
-        &["ls-remote", bare.to_str().unwrap(), "refs/heads/main"],
-    );
-    let person_main = git_out(&person, &["rev-parse", "main"]);
+    let person_main = git_out(person.path(), &["rev-parse", "main"]);
     assert!(
-        remote_main.starts_with(&person_main),
+        person.remote_head("main").starts_with(&person_main),
         "the base was pushed back"
     );
 
     // With nothing left to do bob idles out, its status in the store saying so.
-    let mut exited = None;
-    let gone = within(WAIT, || {
-        exited = bob.try_wait().unwrap();
-        exited.is_some()
-    });
-    assert!(gone, "bob still runs:\n{}", worker_log());
-    assert_eq!(exited.unwrap().code(), Some(0), "{}", worker_log());
-    let said = worker_log();
+    assert_eq!(bob.wait(WAIT), Some(0), "{}", bob.log());
+    let said = bob.log();
     assert!(
         said.contains("bob: joined team test through the store"),
         "{said}"
@@ -212,4 +287,88 @@ fn a_teammate_on_another_host_does_the_persons_task_through_the_store_and_the_re
         .unwrap();
     assert_eq!(status.state, AgentState::Shutdown);
     assert!(status.host.is_some());
+}
+
+#[test]
+fn a_host_cut_off_mid_task_loses_it_to_another_host_and_its_late_work_is_not_recorded() {
+    let Some(person) = Person::new(
+        &["bob", "dave"],
+        true,
+        "idle_poll_secs = 1\nidle_timeout_secs = 30\nheartbeat_secs = 1\nlease_secs = 3\nrequest_timeout_secs = 30",
+    ) else {
+        return;
+    };
+    person.on_store(&["task", "add", "write from-host2.txt"]);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let store = PgStore::connect(&person.url(), 2).unwrap();
+    let task = |store: &PgStore| runtime.block_on(store.task(TaskId(1))).unwrap();
+    let bob_name = AgentName::parse("bob").unwrap();
+    let dave_name = AgentName::parse("dave").unwrap();
+
+    // bob claims it and is cut off (no heartbeat, no work) while its agent runs.
+    let mut bob = person.join("bob");
+    let started = within(WAIT, || {
+        let now = task(&store);
+        now.status == Status::InProgress
+            && now.owner.as_ref() == Some(&bob_name)
+            && now.commits.is_some_and(|c| c.branch == "crew/bob")
+    });
+    assert!(started, "bob never started task_1: {}", bob.log());
+    bob.signal(libc::SIGSTOP);
+
+    // dave, on a third host, takes it once bob's lease lapses, and finishes it.
+    let mut dave = person.join("dave");
+    let taken = within(WAIT, || {
+        let now = task(&store);
+        now.status == Status::Review && now.owner.as_ref() == Some(&dave_name)
+    });
+    assert!(
+        taken,
+        "dave never finished task_1: {:?}\n{}",
+        task(&store),
+        dave.log()
+    );
+    let commits = task(&store).commits.expect("dave's commits");
+    assert_eq!(commits.branch, "crew/dave");
+
+    // bob comes back: its agent's work is committed on its own branch but not recorded, the
+    // lead told so; the task stays dave's.
+    bob.signal(libc::SIGCONT);
+    let lead = AgentName::parse("lead").unwrap();
+    let told = within(WAIT, || {
+        runtime
+            .block_on(store.inbox(&lead))
+            .unwrap()
+            .iter()
+            .any(|m| {
+                m.from == bob_name
+                    && m.text
+                        .as_deref()
+                        .is_some_and(|t| t.contains("not recorded"))
+            })
+    });
+    assert!(told, "bob's late finish was not reported:\n{}", bob.log());
+    let now = task(&store);
+    assert_eq!(now.owner, Some(dave_name.clone()));
+    assert_eq!(now.commits.map(|c| c.head), Some(commits.head.clone()));
+    let done_by_dave = runtime
+        .block_on(store.inbox(&lead))
+        .unwrap()
+        .iter()
+        .filter(|m| {
+            m.from == dave_name
+                && m.text
+                    .as_deref()
+                    .is_some_and(|t| t.starts_with("task_1 is ready for review"))
+        })
+        .count();
+    assert_eq!(done_by_dave, 1, "recorded once");
+
+    // The person merges dave's work; both hosts then idle out.
+    person.on_store(&["review", "merge", "task_1"]);
+    assert_eq!(task(&store).status, Status::Completed);
+    for host in [&mut bob, &mut dave] {
+        host.signal(libc::SIGTERM);
+        host.wait(WAIT);
+    }
 }

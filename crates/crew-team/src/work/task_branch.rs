@@ -150,8 +150,12 @@ impl<S: LinkedStore> TaskBranch<'_, S> {
             .commit_work(self.name, &message, &self.author())
             .map_err(|e| e.to_string())?;
         let recorded = self.read(task.id)?.commits;
+        // Only commits on this teammate's branch are the task's: one the task went to meanwhile
+        // (a lease that lapsed, a reassignment) records its own branch, which this head must not
+        // be pushed to or reported as.
+        let mine = format!("crew/{}", self.name);
         Ok(recorded
-            .filter(|c| c.start != head)
+            .filter(|c| c.branch == mine && c.start != head)
             .map(|c| TaskCommits { head, ..*c }))
     }
 
