@@ -28,6 +28,30 @@ printf '%s\n' "$prompt" | head -n 1 > from-host2.txt
 if [ -e "PERSON/crew.toml" ]; then echo "the person's checkout: visible"; else echo "the person's checkout: hidden"; fi
 "#;
 
+/// bob, played by crew's simulator on the second host: reads the task list through its team
+/// tools, writes a file (which `mode = "ask"` makes a permission request to the person), and
+/// reports.
+const JOINED_SCENARIO: &str = r#"
+[[rule]]
+agent = "bob"
+turn = 0
+[[rule.tool_call]]
+name = "task_list"
+input = {}
+
+[[rule]]
+agent = "bob"
+last_tool = "task_list"
+[[rule.tool_call]]
+name = "write"
+input = { path = "from-host2.txt", content = "written by {agent} on the second host, which saw {last_result}\n" }
+
+[[rule]]
+agent = "bob"
+last_tool = "write"
+text = "Wrote from-host2.txt."
+"#;
+
 /// Whether `check` holds within `budget`.
 fn within(budget: Duration, mut check: impl FnMut() -> bool) -> bool {
     let end = std::time::Instant::now() + budget;
@@ -119,6 +143,13 @@ impl Drop for Host {
 impl Person {
     /// `None` (saying why) where there is no PostgreSQL or no mount namespace.
     fn new(teammates: &[&str], slow_bob: bool, worker: &str) -> Option<Person> {
+        let command = "{ provider = \"command\", cmd = [\"./agent.sh\"] }";
+        let teammates: Vec<(&str, &str)> = teammates.iter().map(|t| (*t, command)).collect();
+        Person::with(&teammates, slow_bob, worker)
+    }
+
+    /// As `new`, each teammate `(name, model)` with its own `model = …`.
+    fn with(teammates: &[(&str, &str)], slow_bob: bool, worker: &str) -> Option<Person> {
         let cluster = crew_test_support::postgres::start()?;
         if let Err(why) = mount_namespaces() {
             eprintln!("skipped: no mount namespace for the second host ({why})");
@@ -142,12 +173,12 @@ impl Person {
             "mode = \"ask\"",
             worker,
         );
-        for name in teammates {
+        for (name, model) in teammates {
             toml.push_str(&format!(
-                "\n[[teammate]]\nname = \"{name}\"\nrole = \"implementer\"\nwrites = true\nmodel = {{ provider = \"command\", cmd = [\"./agent.sh\"] }}\n"
+                "\n[[teammate]]\nname = \"{name}\"\nrole = \"implementer\"\nwrites = true\nmodel = {model}\n"
             ));
         }
-        let team = Team::new(&toml, "echo.toml", &[]);
+        let team = Team::new(&toml, "echo.toml", &[("joined.toml", JOINED_SCENARIO)]);
         let person = team.repo.path().to_path_buf();
         let script = person.join("agent.sh");
         let text = AGENT_SH
@@ -371,4 +402,65 @@ fn a_host_cut_off_mid_task_loses_it_to_another_host_and_its_late_work_is_not_rec
         host.signal(libc::SIGTERM);
         host.wait(WAIT);
     }
+}
+
+#[test]
+fn a_simulated_teammate_on_another_host_works_through_its_team_tools_and_the_persons_approval() {
+    let Some(person) = Person::with(
+        &[(
+            "bob",
+            "{ provider = \"scripted\", scenario = \"joined.toml\" }",
+        )],
+        false,
+        "idle_poll_secs = 1\nidle_timeout_secs = 3\nheartbeat_secs = 1\nrequest_timeout_secs = 60",
+    ) else {
+        return;
+    };
+    person.on_store(&["task", "add", "write from-host2.txt"]);
+    let mut bob = person.join("bob");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let store = PgStore::connect(&person.url(), 2).unwrap();
+    let bob_name = AgentName::parse("bob").unwrap();
+
+    // bob's write bubbles up to the person as a permission request, through the store.
+    let mut asked = None;
+    let came = within(WAIT, || {
+        asked = runtime
+            .block_on(store.requests(Duration::from_secs(60)))
+            .unwrap()
+            .into_iter()
+            .find(|r| {
+                r.from == bob_name
+                    && r.kind == crew_store::MessageKind::PermissionRequest
+                    && r.state == crew_store::requests::RequestState::Pending
+            });
+        asked.is_some()
+    });
+    assert!(came, "no permission request from bob:\n{}", bob.log());
+    let asked = asked.unwrap();
+    assert_eq!(asked.request.extra["tool"], "write", "{:?}", asked.request);
+    let status = runtime
+        .block_on(store.agent_status(&bob_name))
+        .unwrap()
+        .unwrap();
+    assert_eq!(status.state, AgentState::Waiting, "{status:?}");
+    person.on_store(&["respond", &asked.request_id, "--as", "user", "approve"]);
+
+    let task = |store: &PgStore| runtime.block_on(store.task(TaskId(1))).unwrap();
+    let reviewed = within(WAIT, || task(&store).status == Status::Review);
+    assert!(
+        reviewed,
+        "task_1 never reached review: {:?}\n{}",
+        task(&store),
+        bob.log()
+    );
+    person.on_store(&["review", "merge", "task_1"]);
+    let written = std::fs::read_to_string(person.path().join("from-host2.txt")).unwrap();
+    // Its team tools read the store: the task list it saw holds its own task, running.
+    assert!(
+        written.starts_with("written by bob on the second host, which saw ")
+            && written.contains("running (bob)"),
+        "{written}"
+    );
+    assert_eq!(bob.wait(WAIT), Some(0), "{}", bob.log());
 }

@@ -94,7 +94,13 @@ pub fn run(args: WorkerArgs, start: &Path) -> anyhow::Result<()> {
         store.with_lease(config.worker.lease()),
         runtime.handle().clone(),
     );
-    let mut work = work_on_joined_host(link.clone(), root.clone(), config.clone(), &name)?;
+    let mut work = work_on_joined_host(
+        link.clone(),
+        root.clone(),
+        config.clone(),
+        &name,
+        args.dangerously_bypass,
+    )?;
     let worker = Worker::on(link, config.roster(), settings_for(&config, &name))?;
     println!(
         "{name}: joined team {} through the store, working in {}",

@@ -24,9 +24,13 @@ fn name(raw: &str) -> AgentName {
 
 /// Every tool crew has; the team tools work on `dir`.
 fn every_tool(dir: &std::path::Path) -> Vec<Arc<dyn Tool>> {
+    let roster = Roster::new(["lead", "alice"].map(name));
     let env = Arc::new(TeamEnv {
-        workspace: Workspace::new(dir),
-        roster: Roster::new(["lead", "alice"].map(name)),
+        link: crew_team::run::link::TeamLink::files(crew_store::FileStore::new(
+            Workspace::new(dir),
+            roster.clone(),
+        )),
+        roster,
         me: name("lead"),
         role: "lead".to_string(),
         lead: name("lead"),

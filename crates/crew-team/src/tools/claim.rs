@@ -5,6 +5,7 @@ use serde::Deserialize;
 
 use super::run_store;
 use super::view::detail_output;
+use crate::run::link::LinkedStore;
 use crew_store::{Claimant, TaskId};
 use crew_tools::{ToolContext, ToolFuture, ToolKind, TypedTool};
 
@@ -18,7 +19,7 @@ pub struct ClaimTaskInput {
     pub id: Option<TaskId>,
 }
 
-impl TypedTool for ClaimTask {
+impl<S: LinkedStore> TypedTool for ClaimTask<S> {
     type Input = ClaimTaskInput;
     const NAME: &'static str = "claim_task";
     const KIND: ToolKind = ToolKind::Other;
@@ -31,16 +32,18 @@ impl TypedTool for ClaimTask {
 
     fn run(&self, input: ClaimTaskInput, _ctx: ToolContext) -> ToolFuture {
         run_store(&self.env, move |env| {
-            let store = env.workspace.tasks();
-            let who = Claimant {
-                name: &env.me,
-                role: Some(&env.role),
-            };
-            let task = match input.id {
-                Some(id) => store.claim(id, who)?,
-                None => store.claim_next(who)?,
-            };
-            detail_output(&store, &task)
+            let (me, role) = (env.me.clone(), env.role.clone());
+            let task = env.link.call(|store| async move {
+                let who = Claimant {
+                    name: &me,
+                    role: Some(&role),
+                };
+                match input.id {
+                    Some(id) => store.claim(id, who).await,
+                    None => store.claim_next(who).await,
+                }
+            })?;
+            detail_output(env, &task)
         })
     }
 }

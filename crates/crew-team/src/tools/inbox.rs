@@ -7,7 +7,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{CallError, json_output, run_store, trimmed};
-use crew_store::Entry;
+use crate::run::link::LinkedStore;
+use crew_store::{Entry, Message};
 use crew_tools::{ToolContext, ToolFuture, ToolKind, TypedTool};
 
 /// Messages returned when the call names no `limit`.
@@ -30,7 +31,7 @@ pub struct ReadInboxInput {
     pub limit: Option<u64>,
 }
 
-impl TypedTool for ReadInbox {
+impl<S: LinkedStore> TypedTool for ReadInbox<S> {
     type Input = ReadInboxInput;
     const NAME: &'static str = "read_inbox";
     const KIND: ToolKind = ToolKind::Read;
@@ -48,8 +49,24 @@ impl TypedTool for ReadInbox {
         run_store(&self.env, move |env| {
             let limit = input.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT) as usize;
             let after = input.after.as_deref().and_then(trimmed);
-            let batch = env.workspace.mailboxes().read_from(&env.me, 0)?;
-            let mut lines: Vec<Value> = batch.entries.iter().map(entry_view).collect();
+            // On files a line that does not parse is shown too.
+            let mut lines: Vec<Value> = match env.link.store().files() {
+                Some(workspace) => workspace
+                    .mailboxes()
+                    .read_from(&env.me, 0)?
+                    .entries
+                    .iter()
+                    .map(entry_view)
+                    .collect(),
+                None => {
+                    let me = env.me.clone();
+                    env.link
+                        .call(|store| async move { store.inbox(&me).await })?
+                        .iter()
+                        .map(message_view)
+                        .collect()
+                }
+            };
             if let Some(after) = &after {
                 let at = lines
                     .iter()
@@ -75,26 +92,28 @@ impl TypedTool for ReadInbox {
 /// A message as the caller sees it; a line that does not parse is shown raw, never dropped.
 fn entry_view(entry: &Entry) -> Value {
     match entry {
-        Entry::Message { message, .. } => {
-            let mut view = json!({
-                "id": message.id,
-                "ts": message.ts,
-                "from": message.from,
-                "type": message.kind,
-            });
-            if let Some(text) = &message.text {
-                view["text"] = json!(text);
-            }
-            if let Some(id) = &message.request_id {
-                view["request_id"] = json!(id);
-            }
-            if let Some(approve) = message.approve {
-                view["approve"] = json!(approve);
-            }
-            view
-        }
+        Entry::Message { message, .. } => message_view(message),
         Entry::Broken { offset, raw, error } => {
             json!({"id": format!("broken@{offset}"), "unreadable": raw, "error": error})
         }
     }
+}
+
+fn message_view(message: &Message) -> Value {
+    let mut view = json!({
+        "id": message.id,
+        "ts": message.ts,
+        "from": message.from,
+        "type": message.kind,
+    });
+    if let Some(text) = &message.text {
+        view["text"] = json!(text);
+    }
+    if let Some(id) = &message.request_id {
+        view["request_id"] = json!(id);
+    }
+    if let Some(approve) = message.approve {
+        view["approve"] = json!(approve);
+    }
+    view
 }

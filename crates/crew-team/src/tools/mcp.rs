@@ -18,11 +18,12 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
+use crate::run::link::TeamLink;
 use crate::tools::roles::team_toolset;
 use crate::tools::{TeamEnv, team_tools};
 use crew_config::TeamConfig;
-use crew_store::USER;
 use crew_store::{AgentName, StoreError, Workspace};
+use crew_store::{FileStore, USER};
 use crew_tools::{ToolContext, ToolRegistry};
 
 /// The server's name in `--mcp-config`: Claude Code calls its tools `mcp__crew__<tool>`.
@@ -72,7 +73,8 @@ impl TeamMcpServer {
             .check("agent", name)
             .map_err(|refusal| McpError::Unknown(name.to_string(), refusal.into()))?;
         let role = config.role_of(name).unwrap_or("lead").to_string();
-        let env = Arc::new(TeamEnv::of(workspace.clone(), config, name, &role));
+        let link = TeamLink::files(FileStore::new(workspace.clone(), config.roster()));
+        let env = Arc::new(TeamEnv::of(link, config, name, &role));
         let all = team_tools(Arc::clone(&env))
             .iter()
             .map(|t| t.name().to_string())

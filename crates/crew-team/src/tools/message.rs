@@ -5,6 +5,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::{CallError, check_recipient, json_output, required_text, run_store};
+use crate::run::link::LinkedStore;
 use crew_store::{AgentName, Draft, MessageKind};
 use crew_tools::{ToolContext, ToolFuture, ToolKind, TypedTool};
 
@@ -23,7 +24,7 @@ pub struct SendMessageInput {
     pub text: String,
 }
 
-impl TypedTool for SendMessage {
+impl<S: LinkedStore> TypedTool for SendMessage<S> {
     type Input = SendMessageInput;
     const NAME: &'static str = "send_message";
     const KIND: ToolKind = ToolKind::Other;
@@ -45,14 +46,14 @@ impl TypedTool for SendMessage {
             check_recipient(env, &input.to).map_err(CallError::Refused)?;
             informational(&input.kind).map_err(CallError::Input)?;
             let text = required_text("text", &input.text).map_err(CallError::Input)?;
-            let sent = env.workspace.mailboxes().send(
-                &env.roster,
-                Draft {
-                    kind: input.kind,
-                    text: Some(text),
-                    ..Draft::new(env.me.clone(), input.to)
-                },
-            )?;
+            let draft = Draft {
+                kind: input.kind,
+                text: Some(text),
+                ..Draft::new(env.me.clone(), input.to)
+            };
+            let sent = env
+                .link
+                .call(|store| async move { store.send(draft).await })?;
             Ok(json_output(
                 &json!({"sent": sent.id, "to": sent.to, "type": sent.kind}),
             ))

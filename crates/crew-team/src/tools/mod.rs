@@ -1,19 +1,19 @@
 //! The team tools (tasks, messages, shutdown and plan protocols) over the store.
 //!
-//! Every tool works on the repository root's `.tasks` and `.mailboxes` (never the agent's
-//! worktree) as `env.me`. Store refusals come back as error results carrying the refusal's
+//! Every tool works on the team's store (the repository root's `.tasks` and `.mailboxes`, never
+//! the agent's worktree; or PostgreSQL, for a teammate on another host) as `env.me`. Store refusals come back as error results carrying the refusal's
 //! exact text, so the model reads the protocol's own reason.
 
 /// A tool holding the team environment it shares with the other team tools.
 macro_rules! team_tool {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
-        pub struct $name {
-            env: std::sync::Arc<$crate::tools::TeamEnv>,
+        pub struct $name<S: $crate::run::link::LinkedStore = crew_store::FileStore> {
+            env: std::sync::Arc<$crate::tools::TeamEnv<S>>,
         }
 
-        impl $name {
-            pub fn new(env: std::sync::Arc<$crate::tools::TeamEnv>) -> Self {
+        impl<S: $crate::run::link::LinkedStore> $name<S> {
+            pub fn new(env: std::sync::Arc<$crate::tools::TeamEnv<S>>) -> Self {
                 Self { env }
             }
         }
@@ -37,8 +37,9 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use serde_json::Value;
 
+use crate::run::link::{LinkedStore, TeamLink};
 use crew_protocol::{AgentName, USER};
-use crew_store::{Actor, Roster, StoreError, Workspace};
+use crew_store::{Actor, FileStore, Roster, StoreError, Task, TaskId};
 use crew_tools::{Tool, ToolError, ToolOutput};
 
 pub use claim::ClaimTask;
@@ -50,10 +51,10 @@ pub use task_read::{TaskGet, TaskList};
 pub use task_write::{TaskCreate, TaskUpdate};
 
 /// What the team tools of one agent share.
-#[derive(Debug, Clone)]
-pub struct TeamEnv {
-    /// The repository root the team works on (not the agent's worktree).
-    pub workspace: Workspace,
+#[derive(Clone)]
+pub struct TeamEnv<S: LinkedStore = FileStore> {
+    /// The team's store.
+    pub link: TeamLink<S>,
     pub roster: Roster,
     /// The agent calling the tools.
     pub me: AgentName,
@@ -68,16 +69,16 @@ pub struct TeamEnv {
     pub request_timeout: Duration,
 }
 
-impl TeamEnv {
+impl<S: LinkedStore> TeamEnv<S> {
     /// The environment of agent `name` (role `role`) of the team `config` describes.
     pub(crate) fn of(
-        workspace: Workspace,
+        link: TeamLink<S>,
         config: &crew_config::TeamConfig,
         name: &AgentName,
         role: &str,
     ) -> Self {
         Self {
-            workspace,
+            link,
             roster: config.roster(),
             me: name.clone(),
             role: role.to_string(),
@@ -88,21 +89,26 @@ impl TeamEnv {
         }
     }
 
-    /// The calling agent's standing in the store's rules.
-    pub(crate) fn actor(&self) -> Actor<'_> {
-        if self.me == self.lead {
-            Actor::Lead(&self.me)
-        } else {
-            Actor::Teammate {
-                name: &self.me,
-                writes: self.writes,
-            }
-        }
+    fn task(&self, id: TaskId) -> Result<Task, StoreError> {
+        self.link.call(|store| async move { store.task(id).await })
+    }
+
+    fn tasks(&self) -> Result<Vec<Task>, StoreError> {
+        self.link.call(|store| async move { store.tasks().await })
+    }
+}
+
+/// The standing of `me` in the store's rules: the lead, or a teammate that writes or not.
+fn actor(me: &AgentName, lead: bool, writes: bool) -> Actor<'_> {
+    if lead {
+        Actor::Lead(me)
+    } else {
+        Actor::Teammate { name: me, writes }
     }
 }
 
 /// Every team tool, in prompt order; roles pick from these by name.
-pub fn team_tools(env: Arc<TeamEnv>) -> Vec<Arc<dyn Tool>> {
+pub fn team_tools<S: LinkedStore>(env: Arc<TeamEnv<S>>) -> Vec<Arc<dyn Tool>> {
     vec![
         Arc::new(TaskCreate::new(Arc::clone(&env))),
         Arc::new(TaskList::new(Arc::clone(&env))),
@@ -130,10 +136,15 @@ enum CallError {
     Input(String),
 }
 
-/// Runs a store operation off the async runtime: the store waits on file locks.
-fn run_store<F>(env: &Arc<TeamEnv>, op: F) -> BoxFuture<'static, Result<ToolOutput, ToolError>>
+/// Runs a store operation off the async runtime: the store waits on file locks, or on the
+/// server.
+fn run_store<S, F>(
+    env: &Arc<TeamEnv<S>>,
+    op: F,
+) -> BoxFuture<'static, Result<ToolOutput, ToolError>>
 where
-    F: FnOnce(&TeamEnv) -> Result<ToolOutput, CallError> + Send + 'static,
+    S: LinkedStore,
+    F: FnOnce(&TeamEnv<S>) -> Result<ToolOutput, CallError> + Send + 'static,
 {
     let env = Arc::clone(env);
     Box::pin(async move {
@@ -163,7 +174,7 @@ fn required_text(field: &str, value: &str) -> Result<String, String> {
 }
 
 /// Who an agent may address: a teammate on the roster, never `user` and never itself.
-fn check_recipient(env: &TeamEnv, to: &AgentName) -> Result<(), String> {
+fn check_recipient<S: LinkedStore>(env: &TeamEnv<S>, to: &AgentName) -> Result<(), String> {
     if *to == USER {
         return Err(format!(
             "nobody may address `{USER}`: the person is reached through the lead's conversation"

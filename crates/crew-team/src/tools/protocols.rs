@@ -6,12 +6,13 @@ use serde::Deserialize;
 use serde_json::{Map, json};
 
 use super::{CallError, TeamEnv, check_recipient, json_output, required_text, run_store, trimmed};
+use crate::run::link::LinkedStore;
 use crew_store::{AgentName, Draft, Message, MessageKind, Refusal, StoreError};
 use crew_tools::{ToolContext, ToolFuture, ToolKind, ToolOutput, TypedTool};
 
 /// Sends a request to `to`; it carries the timeout so every reader derives the same expiry.
-fn send_request(
-    env: &TeamEnv,
+fn send_request<S: LinkedStore>(
+    env: &TeamEnv<S>,
     to: AgentName,
     kind: MessageKind,
     text: Option<String>,
@@ -21,17 +22,17 @@ fn send_request(
         "timeout_secs".to_string(),
         json!(env.request_timeout.as_secs()),
     );
-    Ok(env.workspace.mailboxes().send(
-        &env.roster,
-        Draft {
-            from: env.me.clone(),
-            to,
-            kind,
-            text,
-            request: true,
-            extra,
-        },
-    )?)
+    let draft = Draft {
+        from: env.me.clone(),
+        to,
+        kind,
+        text,
+        request: true,
+        extra,
+    };
+    Ok(env
+        .link
+        .call(|store| async move { store.send(draft).await })?)
 }
 
 fn request_output(sent: &Message) -> ToolOutput {
@@ -56,7 +57,7 @@ pub struct RequestShutdownInput {
     pub reason: Option<String>,
 }
 
-impl TypedTool for RequestShutdown {
+impl<S: LinkedStore> TypedTool for RequestShutdown<S> {
     type Input = RequestShutdownInput;
     const NAME: &'static str = "request_shutdown";
     const KIND: ToolKind = ToolKind::Other;
@@ -92,7 +93,7 @@ pub struct RequestPlanApprovalInput {
     pub plan: String,
 }
 
-impl TypedTool for RequestPlanApproval {
+impl<S: LinkedStore> TypedTool for RequestPlanApproval<S> {
     type Input = RequestPlanApprovalInput;
     const NAME: &'static str = "request_plan_approval";
     const KIND: ToolKind = ToolKind::Other;
@@ -137,7 +138,7 @@ pub struct ReviewPlanInput {
     pub feedback: Option<String>,
 }
 
-impl TypedTool for ReviewPlan {
+impl<S: LinkedStore> TypedTool for ReviewPlan<S> {
     type Input = ReviewPlanInput;
     const NAME: &'static str = "review_plan";
     const KIND: ToolKind = ToolKind::Other;
@@ -156,8 +157,10 @@ impl TypedTool for ReviewPlan {
             let request_id =
                 required_text("request_id", &input.request_id).map_err(CallError::Input)?;
             let approve = input.approve;
-            let mailboxes = env.workspace.mailboxes();
-            let requests = mailboxes.requests(env.request_timeout)?;
+            let timeout = env.request_timeout;
+            let requests = env
+                .link
+                .call(|store| async move { store.requests(timeout).await })?;
             let Some(request) = requests.iter().find(|r| r.request_id == request_id) else {
                 return Err(StoreError::from(Refusal::UnknownRequest(request_id)).into());
             };
@@ -168,14 +171,11 @@ impl TypedTool for ReviewPlan {
                     MessageKind::PlanApprovalRequest
                 )));
             }
-            let answer = mailboxes.respond(
-                &env.roster,
-                &request_id,
-                &env.me,
-                approve,
-                input.feedback.as_deref().and_then(trimmed),
-                env.request_timeout,
-            )?;
+            let (id, me) = (request_id.clone(), env.me.clone());
+            let feedback = input.feedback.as_deref().and_then(trimmed);
+            let answer = env.link.call(|store| async move {
+                store.respond(&id, &me, approve, feedback, timeout).await
+            })?;
             Ok(json_output(&json!({
                 "answered": request_id,
                 "approve": approve,

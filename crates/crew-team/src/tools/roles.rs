@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use crate::run::link::LinkedStore;
 use crate::tools::{ReadOnlyBash, TeamEnv, team_tools};
 use crew_tools::builtin;
 use crew_tools::registry::RegistryError;
@@ -40,11 +41,11 @@ const WRITING: &[&str] = &["read", "write", "edit", "glob", "grep", "bash"];
 /// read-only toolset, whose bash runs read-only commands and those starting with one of
 /// `extra_bash_allow` (e.g. the project's test command). An unknown role gets the read-only
 /// toolset too: the least a teammate can do.
-pub fn toolset(
+pub fn toolset<S: LinkedStore>(
     role: &str,
     writes: bool,
     plan_approved: bool,
-    env: Arc<TeamEnv>,
+    env: Arc<TeamEnv<S>>,
     extra_bash_allow: &[String],
 ) -> Result<ToolRegistry, RegistryError> {
     // (file tools from the core set, whether a read-only bash is added, team tools)
@@ -78,7 +79,10 @@ pub fn toolset(
 
 /// The team tools of `role` alone, plus `read_inbox`: what `crew mcp` serves to an agent whose
 /// own CLI brings the file tools and whose messages may not be pushed to it.
-pub(crate) fn team_toolset(role: &str, env: Arc<TeamEnv>) -> Result<ToolRegistry, RegistryError> {
+pub(crate) fn team_toolset<S: LinkedStore>(
+    role: &str,
+    env: Arc<TeamEnv<S>>,
+) -> Result<ToolRegistry, RegistryError> {
     let team = if role == "lead" { LEAD } else { TEAMMATE };
     registry_of(
         team_tools(env)

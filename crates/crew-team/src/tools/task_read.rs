@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use super::view::{detail_output, summary};
 use super::{json_output, run_store};
+use crate::run::link::LinkedStore;
 use crew_store::TaskId;
 use crew_store::dag::Graph;
 
@@ -16,7 +17,7 @@ team_tool! {
     TaskList
 }
 
-impl TypedTool for TaskList {
+impl<S: LinkedStore> TypedTool for TaskList<S> {
     type Input = NoInput;
     const NAME: &'static str = "task_list";
     const KIND: ToolKind = ToolKind::Read;
@@ -32,8 +33,14 @@ impl TypedTool for TaskList {
 
     fn run(&self, _input: NoInput, _ctx: ToolContext) -> ToolFuture {
         run_store(&self.env, move |env| {
-            let store = env.workspace.tasks();
-            let loaded = store.load_all()?;
+            // On files a task file that does not parse is reported too.
+            let loaded = match env.link.store().files() {
+                Some(workspace) => workspace.tasks().load_all()?,
+                None => crew_store::Loaded {
+                    tasks: env.tasks()?,
+                    problems: Vec::new(),
+                },
+            };
             if loaded.tasks.is_empty() && loaded.problems.is_empty() {
                 return Ok(ToolOutput::ok("no tasks yet"));
             }
@@ -62,7 +69,7 @@ pub struct TaskGetInput {
     pub id: TaskId,
 }
 
-impl TypedTool for TaskGet {
+impl<S: LinkedStore> TypedTool for TaskGet<S> {
     type Input = TaskGetInput;
     const NAME: &'static str = "task_get";
     const KIND: ToolKind = ToolKind::Read;
@@ -78,9 +85,8 @@ impl TypedTool for TaskGet {
 
     fn run(&self, input: TaskGetInput, _ctx: ToolContext) -> ToolFuture {
         run_store(&self.env, move |env| {
-            let store = env.workspace.tasks();
-            let task = store.read(input.id)?;
-            detail_output(&store, &task)
+            let task = env.task(input.id)?;
+            detail_output(env, &task)
         })
     }
 }

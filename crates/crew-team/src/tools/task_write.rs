@@ -7,7 +7,8 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::view::detail_output;
-use super::{CallError, TeamEnv, json_output, required_text, run_store, trimmed};
+use super::{CallError, TeamEnv, actor, json_output, required_text, run_store, trimmed};
+use crate::run::link::LinkedStore;
 use crew_config::ROLES;
 use crew_store::{Claimant, NewTask, StoreError, TaskId, TaskPatch};
 use crew_tools::{ToolContext, ToolFuture, ToolKind, ToolOutput, TypedTool};
@@ -31,7 +32,7 @@ pub struct TaskCreateInput {
     pub role: Option<String>,
 }
 
-impl TypedTool for TaskCreate {
+impl<S: LinkedStore> TypedTool for TaskCreate<S> {
     type Input = TaskCreateInput;
     const NAME: &'static str = "task_create";
     const KIND: ToolKind = ToolKind::Other;
@@ -51,8 +52,7 @@ impl TypedTool for TaskCreate {
             if let Some(role) = &role {
                 check_role_is_staffed(env, role)?;
             }
-            let store = env.workspace.tasks();
-            let task = store.create(NewTask {
+            let new = NewTask {
                 subject: required_text("subject", &input.subject).map_err(CallError::Input)?,
                 description: input
                     .description
@@ -61,7 +61,10 @@ impl TypedTool for TaskCreate {
                     .unwrap_or_default(),
                 blocked_by: input.blocked_by,
                 role,
-            })?;
+            };
+            let task = env
+                .link
+                .call(|store| async move { store.create_task(new).await })?;
             Ok(json_output(&json!({
                 "created": task.id,
                 "subject": task.subject,
@@ -73,7 +76,7 @@ impl TypedTool for TaskCreate {
 
 /// A task for a role no teammate has would sit claimable for ever: refused, naming the roles
 /// the team has.
-fn check_role_is_staffed(env: &TeamEnv, role: &str) -> Result<(), CallError> {
+fn check_role_is_staffed<S: LinkedStore>(env: &TeamEnv<S>, role: &str) -> Result<(), CallError> {
     if env
         .teammates
         .iter()
@@ -128,7 +131,7 @@ pub struct TaskUpdateInput {
     pub assign_to: Option<String>,
 }
 
-impl TypedTool for TaskUpdate {
+impl<S: LinkedStore> TypedTool for TaskUpdate<S> {
     type Input = TaskUpdateInput;
     const NAME: &'static str = "task_update";
     const KIND: ToolKind = ToolKind::Other;
@@ -170,8 +173,8 @@ impl TypedTool for TaskUpdate {
 
     fn run(&self, input: TaskUpdateInput, _ctx: ToolContext) -> ToolFuture {
         run_store(&self.env, move |env| {
-            let store = env.workspace.tasks();
             let id = input.id;
+            let (me, lead, writes) = (env.me.clone(), env.me == env.lead, env.writes);
             let patch = TaskPatch {
                 subject: input.subject.as_deref().and_then(trimmed),
                 description: input.description,
@@ -181,15 +184,26 @@ impl TypedTool for TaskUpdate {
                 || patch.description.is_some()
                 || patch.blocked_by.is_some();
             if patched {
-                store.update(id, patch, env.actor())?;
+                let me = me.clone();
+                env.link.call(|store| async move {
+                    store.update(id, patch, actor(&me, lead, writes)).await
+                })?;
             }
             if let Some(to) = &input.assign_to {
                 // "" puts it back in the pool.
                 let who = (!to.is_empty())
                     .then(|| Claimant::teammate(&env.teammates, to))
                     .transpose()
-                    .map_err(StoreError::from)?;
-                store.assign(id, who, env.actor())?;
+                    .map_err(StoreError::from)?
+                    .map(|c| (c.name.clone(), c.role.map(str::to_string)));
+                let me = me.clone();
+                env.link.call(|store| async move {
+                    let who = who.as_ref().map(|(name, role)| Claimant {
+                        name,
+                        role: role.as_deref(),
+                    });
+                    store.assign(id, who, actor(&me, lead, writes)).await
+                })?;
             }
             if let Some(status) = input.status
                 && let Err(e) =
@@ -203,24 +217,25 @@ impl TypedTool for TaskUpdate {
                 };
                 return Ok(ToolOutput::error(text));
             }
-            let task = store.read(id)?;
-            detail_output(&store, &task)
+            let task = env.task(id)?;
+            detail_output(env, &task)
         })
     }
 }
 
-fn change_status(
-    env: &TeamEnv,
+fn change_status<S: LinkedStore>(
+    env: &TeamEnv<S>,
     id: TaskId,
     status: StatusChange,
     result: Option<String>,
 ) -> Result<(), CallError> {
-    let store = env.workspace.tasks();
-    let me = &env.me;
-    match status {
-        StatusChange::Completed => store.complete(id, env.actor(), result)?,
-        StatusChange::Failed => store.fail(id, me, result.unwrap_or_default())?,
-        StatusChange::Pending => store.release(id, me)?,
-    };
+    let (me, lead, writes) = (env.me.clone(), env.me == env.lead, env.writes);
+    env.link.call(|store| async move {
+        match status {
+            StatusChange::Completed => store.complete(id, actor(&me, lead, writes), result).await,
+            StatusChange::Failed => store.fail(id, &me, result.unwrap_or_default()).await,
+            StatusChange::Pending => store.release(id, &me).await,
+        }
+    })?;
     Ok(())
 }

@@ -3,9 +3,11 @@
 use serde_json::{Value, json};
 
 use super::{CallError, json_output};
+use crate::run::link::LinkedStore;
+use crate::tools::TeamEnv;
 use crew_protocol::joined;
 use crew_store::dag::Graph;
-use crew_store::{Status, Task, TaskStore};
+use crew_store::{Status, Task};
 use crew_tools::ToolOutput;
 
 /// `done`, `failed`, `running (owner)`, `in review (owner)`, `blocked by a, b`, `claimable`, `assigned to x` (a
@@ -43,9 +45,12 @@ pub(super) fn summary(graph: &Graph<'_>, task: &Task) -> Value {
 
 /// `task` in full as the tool result. Its state depends on its blockers, so the other tasks
 /// are read for that.
-pub(super) fn detail_output(store: &TaskStore, task: &Task) -> Result<ToolOutput, CallError> {
-    let loaded = store.load_all()?;
-    Ok(json_output(&detail(&Graph::new(&loaded.tasks), task)))
+pub(super) fn detail_output<S: LinkedStore>(
+    env: &TeamEnv<S>,
+    task: &Task,
+) -> Result<ToolOutput, CallError> {
+    let tasks = env.tasks()?;
+    Ok(json_output(&detail(&Graph::new(&tasks), task)))
 }
 
 /// A whole task with its derived state.

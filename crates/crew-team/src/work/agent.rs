@@ -20,7 +20,7 @@ use crew_model::scripted::ScriptedProvider;
 use crew_model::{ModelProvider, ProviderSpec, RetryPolicy, provider_from_spec};
 
 use crate::review;
-use crate::run::link::TeamLink;
+use crate::run::link::{LinkedStore, TeamLink};
 use crate::run::status::StatusHandle;
 use crate::tools::TeamEnv;
 use crate::tools::roles::toolset;
@@ -46,9 +46,10 @@ const REVIEWER_ENDING: &str = "As the reviewer: show each command you ran as a `
      `VERDICT: FAIL` or `VERDICT: PARTIAL`. A report without that line counts as no verdict, \
      never as a pass.";
 
-pub(crate) struct AgentWork {
-    workspace: Workspace,
-    link: TeamLink<FileStore>,
+pub(crate) struct AgentWork<S: LinkedStore = FileStore> {
+    /// This host's repository: the person's checkout, or a joined host's clone.
+    root: PathBuf,
+    link: TeamLink<S>,
     config: Arc<TeamConfig>,
     name: AgentName,
     role: String,
@@ -108,9 +109,24 @@ pub(crate) fn provider_for(
         .map_err(|e| e.to_string())
 }
 
-impl AgentWork {
+impl AgentWork<FileStore> {
     pub(crate) fn new(
         workspace: Workspace,
+        config: Arc<TeamConfig>,
+        name: &str,
+        bypass_flag: bool,
+    ) -> Result<Self, SetupError> {
+        let root = workspace.root().to_path_buf();
+        let link = TeamLink::files(FileStore::new(workspace, config.roster()));
+        AgentWork::on(link, root, config, name, bypass_flag)
+    }
+}
+
+impl<S: LinkedStore> AgentWork<S> {
+    /// Agent `name`'s work in the repository at `root`, its team in the store `link` reaches.
+    pub(crate) fn on(
+        link: TeamLink<S>,
+        root: PathBuf,
         config: Arc<TeamConfig>,
         name: &str,
         bypass_flag: bool,
@@ -119,11 +135,10 @@ impl AgentWork {
             .agent(name)
             .ok_or_else(|| SetupError::UnknownAgent(name.to_string()))?;
         let role = config.role_of(name).unwrap_or("lead").to_string();
-        let model =
-            provider_for(&entry.model, workspace.root()).map_err(|message| SetupError::Model {
-                name: name.to_string(),
-                message,
-            })?;
+        let model = provider_for(&entry.model, &root).map_err(|message| SetupError::Model {
+            name: name.to_string(),
+            message,
+        })?;
         let (permissions, rules, bypass) = permission_setup(&config, name, bypass_flag)?;
         Hooks::new(config.hooks.clone()).map_err(|e| SetupError::Hooks(e.to_string()))?;
         let sandbox = config.sandbox_for(entry);
@@ -131,11 +146,9 @@ impl AgentWork {
         if let Some(warning) = sandbox.warning() {
             tracing::warn!(agent = name, "{warning}");
         }
-        role_prompt::check(&config, workspace.root())?;
-        let instructions = role_prompt::assemble(
-            &role,
-            &role_prompt::duties(&config, workspace.root(), &role)?,
-        );
+        role_prompt::check(&config, &root)?;
+        let instructions =
+            role_prompt::assemble(&role, &role_prompt::duties(&config, &root, &role)?);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -148,8 +161,8 @@ impl AgentWork {
             model_name: entry.model.model.clone().unwrap_or_default(),
             name: entry.name.get_ref().clone(),
             role,
-            link: TeamLink::files(FileStore::new(workspace.clone(), config.roster())),
-            workspace,
+            link,
+            root,
             config,
             model,
             permissions,
@@ -167,9 +180,9 @@ impl AgentWork {
         if !self.plan_mode_required {
             return true;
         }
-        self.workspace
-            .mailboxes()
-            .requests(self.config.request_timeout())
+        let timeout = self.config.request_timeout();
+        self.link
+            .call(|store| async move { store.requests(timeout).await })
             .map(|all| {
                 all.iter().any(|r| {
                     r.kind == MessageKind::PlanApprovalRequest
@@ -181,7 +194,7 @@ impl AgentWork {
     }
 
     fn working_dir(&self) -> Result<PathBuf, String> {
-        working_dir(self.workspace.root(), &self.config, &self.name, self.writes)
+        working_dir(&self.root, &self.config, &self.name, self.writes)
     }
 
     fn team_facts(&self, workdir: &std::path::Path) -> Vec<String> {
@@ -211,10 +224,10 @@ impl AgentWork {
         facts
     }
 
-    fn branch(&self) -> TaskBranch<'_, FileStore> {
+    fn branch(&self) -> TaskBranch<'_, S> {
         TaskBranch {
             link: &self.link,
-            root: self.workspace.root(),
+            root: &self.root,
             config: &self.config,
             name: &self.name,
         }
@@ -222,7 +235,7 @@ impl AgentWork {
 
     fn build_agent(&self, workdir: PathBuf, status: &StatusHandle) -> Result<Agent, String> {
         let env = Arc::new(TeamEnv::of(
-            self.workspace.clone(),
+            self.link.clone(),
             &self.config,
             &self.name,
             &self.role,
@@ -241,14 +254,13 @@ impl AgentWork {
         let policy =
             PermissionPolicy::new(mode, &self.rules, self.bypass).map_err(|e| e.to_string())?;
         let sink = status_sink(status.clone());
-        let prompter =
-            person_prompter(&self.workspace, &self.config, &self.name).with_events(sink.clone());
+        let prompter = person_prompter(&self.link, &self.config, &self.name, sink.clone());
         let hooks = Hooks::new(self.config.hooks.clone())
             .map_err(|e| e.to_string())?
             .confined(&self.sandbox);
         let pipeline = Pipeline::new(registry, policy)
             .with_hooks(hooks)
-            .with_prompter(Arc::new(prompter));
+            .with_prompter(prompter);
         let mut agent = Agent::new(
             AgentConfig {
                 name: self.name.clone(),
@@ -257,7 +269,7 @@ impl AgentWork {
                 model_name: self.model_name.clone(),
                 pipeline,
                 workspace: workdir.clone(),
-                repo_root: self.workspace.root().to_path_buf(),
+                repo_root: self.root.clone(),
                 limits: self.limits(),
                 retry: RetryPolicy::default(),
                 compaction: crew_agent::CompactionThresholds {
@@ -298,7 +310,7 @@ fn show_todos(agent: &Agent, status: &StatusHandle) {
     agent.todos().watch(move |items| write(&status, items));
 }
 
-impl AgentWork {
+impl<S: LinkedStore> AgentWork<S> {
     /// The provider's own figure when it reports one, else the configured price, else unknown.
     fn cost_micros(&self, usage: &crew_model::Usage) -> Option<u64> {
         usage.cost_micros.or_else(|| {
@@ -313,7 +325,7 @@ impl AgentWork {
     }
 }
 
-impl AgentWork {
+impl<S: LinkedStore> AgentWork<S> {
     /// Which conversation a job continues: the lead's only one; a task's own; for a message,
     /// the task it names (a `task` field), else the latest one, else the first messages'.
     fn conversation_of(&self, job: &Job) -> Conversation {
@@ -330,7 +342,7 @@ impl AgentWork {
                 .map(Conversation::Task)
                 .or_else(|| self.current.as_ref().map(|c| c.conversation))
                 .or_else(|| {
-                    conversation::latest_key(self.workspace.root(), &self.name)
+                    conversation::latest_key(&self.root, &self.name)
                         .map(|key| Conversation::of_key(&key))
                 })
                 .unwrap_or(Conversation::Messages),
@@ -353,7 +365,7 @@ impl AgentWork {
         if !reuse {
             self.current = None;
             let mut agent = self.build_agent(workdir, status)?;
-            let root = self.workspace.root();
+            let root = &self.root;
             let key = conversation.key();
             let path = conversation::conversation_path(root, &self.name, &key)
                 .map_err(|e| e.to_string())?;
@@ -369,7 +381,33 @@ impl AgentWork {
     }
 }
 
-impl Work for AgentWork {
+impl<S: LinkedStore> AgentWork<S> {
+    fn task(&self, id: TaskId) -> Result<Task, crew_store::StoreError> {
+        self.link.call(|store| async move { store.task(id).await })
+    }
+
+    /// Makes sure this host's repository has the commits under review: on a joined host they
+    /// were made on another, so its base is brought to the remote's and the task's branch
+    /// fetched at its recorded head.
+    fn commits_here(&self, id: TaskId, commits: &crew_store::TaskCommits) -> Result<(), String> {
+        if self.link.store().files().is_some() {
+            return Ok(());
+        }
+        let Some(remote) = review::team_remote(&self.config, &self.root) else {
+            return Err("the team has no remote to fetch the task's commits from".into());
+        };
+        let base = &self.config.team.base_branch;
+        remote
+            .update_base(&self.root, base)
+            .map_err(|e| e.to_string())?;
+        let trees = Worktrees::open(&self.root).map_err(|e| e.to_string())?;
+        remote
+            .fetch_task(&trees, &commits.branch, &id.to_string(), &commits.head)
+            .map_err(|e| e.to_string())
+    }
+}
+
+impl<S: LinkedStore> Work for AgentWork<S> {
     fn entered_review(&mut self, task: &Task) {
         self.branch().ask_for_review(task);
     }
@@ -396,7 +434,9 @@ impl Work for AgentWork {
         let Some(Current { agent, .. }) = self.current.as_mut() else {
             return JobOutcome::failed("agent not started".to_string());
         };
-        let (input, task) = task_packet(job, &|id| self.workspace.tasks().read(id).ok());
+        let link = &self.link;
+        let read = |id: TaskId| link.call(|store| async move { store.task(id).await }).ok();
+        let (input, task) = task_packet(job, &read);
         if task.is_some() {
             agent.set_task(task);
         }
@@ -436,7 +476,7 @@ impl Work for AgentWork {
     }
 }
 
-impl AgentWork {
+impl<S: LinkedStore> AgentWork<S> {
     /// One job's limits: the agent's `budget.wall_secs`, else the team's, else the default;
     /// the agent's `max_output_tokens`, else the default.
     fn limits(&self) -> Limits {
@@ -460,7 +500,7 @@ impl AgentWork {
         let Conversation::Task(id) = self.current.as_ref()?.conversation else {
             return None;
         };
-        let task = self.workspace.tasks().read(id).ok()?;
+        let task = self.task(id).ok()?;
         (task.status == Status::InProgress && task.owner.as_ref() == Some(&self.name))
             .then_some(task)
     }
@@ -480,7 +520,7 @@ impl AgentWork {
             .get("task")
             .and_then(|v| v.as_str())
             .and_then(|id| TaskId::parse(id).ok())
-            .and_then(|id| Some((id, self.workspace.tasks().read(id).ok()?)));
+            .and_then(|id| Some((id, self.task(id).ok()?)));
         let Some((id, task, commits)) = task
             .filter(|(_, t)| t.status == Status::Review)
             .and_then(|(id, t)| t.commits.clone().map(|c| (id, t, c)))
@@ -490,14 +530,18 @@ impl AgentWork {
             return outcome;
         };
         let dir = self
-            .workspace
-            .root()
+            .root
             .join(".crew/reviews")
             .join(format!("{}-{}", task.id, self.name));
         let _ = std::fs::remove_dir_all(&dir);
         let base = &self.config.team.base_branch;
-        let exported = Worktrees::open(self.workspace.root())
-            .and_then(|t| t.export_merged(&commits.head, base, &dir));
+        let exported = self
+            .commits_here(id, &commits)
+            .and_then(|()| Worktrees::open(&self.root).map_err(|e| e.to_string()))
+            .and_then(|t| {
+                t.export_merged(&commits.head, base, &dir)
+                    .map_err(|e| e.to_string())
+            });
         let report = match exported {
             Err(e) => format!("could not check out {base} with {}: {e}", task.id),
             Ok(conflicts) if !conflicts.is_empty() => format!(
@@ -510,15 +554,15 @@ impl AgentWork {
         let _ = std::fs::remove_dir_all(&dir);
         let verdict = verdict::parse(&report);
         let label = verdict::label(verdict);
-        let recorded = self.workspace.tasks().record_verdict(
-            id,
-            ReviewerVerdict {
-                by: self.name.clone(),
-                verdict: label.to_string(),
-                head: commits.head.clone(),
-                report: truncate(&report, 4000),
-            },
-        );
+        let verdict_of = ReviewerVerdict {
+            by: self.name.clone(),
+            verdict: label.to_string(),
+            head: commits.head.clone(),
+            report: truncate(&report, 4000),
+        };
+        let recorded = self
+            .link
+            .call(|store| async move { store.record_verdict(id, verdict_of).await });
         let mut said = format!("{} reviewed {}: {label}", self.name, task.id);
         if let Err(e) = recorded {
             said.push_str(&format!(" (not recorded: {e})"));
@@ -535,19 +579,24 @@ impl AgentWork {
                 self.name,
                 truncate(&report, 2000)
             );
-            match review::send_back(&self.workspace, &self.config, id, &self.name, &note) {
+            let (config, root, by) = (self.config.clone(), self.root.clone(), self.name.clone());
+            let sent_back = self.link.call(|store| async move {
+                let desk = review::Desk::new(store, root, &config);
+                Ok(desk.send_back(id, &by, &note).await)
+            });
+            match sent_back.map_err(review::ReviewError::from).and_then(|r| r) {
                 Ok(_) => said.push_str("; sent back to its teammate (auto_send_back_on_fail)"),
                 Err(e) => said.push_str(&format!("; not sent back: {e}")),
             }
         }
-        let told = self.workspace.mailboxes().send(
-            &self.config.roster(),
-            Draft {
-                kind: MessageKind::StatusUpdate,
-                text: Some(said.clone()),
-                ..Draft::new(self.name.clone(), self.config.lead_name().clone())
-            },
-        );
+        let draft = Draft {
+            kind: MessageKind::StatusUpdate,
+            text: Some(said.clone()),
+            ..Draft::new(self.name.clone(), self.config.lead_name().clone())
+        };
+        let told = self
+            .link
+            .call(|store| async move { store.send(draft).await });
         if let Err(e) = told {
             tracing::warn!("{}: review note not sent: {e}", self.name);
         }

@@ -28,8 +28,8 @@ use crate::verdict;
 use crate::work::claude_code::permission::CrewView;
 use crate::work::task_branch::TaskBranch;
 use crate::work::{
-    INTERRUPTED_BY_PERSON, Job, JobOutcome, SetupError, Work, cache_tokens, open_transcript,
-    permission_setup, person_prompter, task_packet, working_dir,
+    INTERRUPTED_BY_PERSON, Job, JobOutcome, SetupError, Work, cache_tokens, mailbox_prompter,
+    open_transcript, permission_setup, task_packet, working_dir,
 };
 
 /// What a coding-agent CLI adds to [`CliWork`]: how its conversation starts and how one turn
@@ -171,7 +171,7 @@ impl<A: CliAgent> Work for CliWork<A> {
             return failed(status, e);
         }
         let events = Arc::clone(&conversation.emitter);
-        let prompter = person_prompter(&self.seat.workspace, &self.seat.config, &self.seat.name)
+        let prompter = mailbox_prompter(&self.seat.workspace, &self.seat.config, &self.seat.name)
             .with_events(EventSink::new(move |e| events.emit(e)));
         let turn = Turn {
             seat: &self.seat,

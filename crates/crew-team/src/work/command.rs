@@ -17,7 +17,6 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use crate::run::link::{LinkedStore, TeamLink};
-use crate::work::store_prompter::StorePrompter;
 use crew_agent::emitter::Emitter;
 use crew_agent::{AgentEvent, EventSink, Limits};
 use crew_config::TeamConfig;
@@ -26,12 +25,14 @@ use crew_sandbox::SandboxPlan;
 use crew_store::message::new_id;
 use crew_store::{AgentName, Task, TaskId};
 use crew_tools::process::{ProcessEnd, ProcessSpec, run_process_streaming};
-use crew_tools::{PermissionAnswer, PermissionAsk, Prompter, Sandbox, Subject, scrub_env};
+use crew_tools::{PermissionAnswer, PermissionAsk, Sandbox, Subject, scrub_env};
 
 use crate::run::status::StatusHandle;
 use crate::work::cli_agent::{TurnEnding, begin, conclude, failed};
 use crate::work::task_branch::TaskBranch;
-use crate::work::{Job, JobOutcome, SetupError, Work, open_transcript, task_packet, working_dir};
+use crate::work::{
+    Job, JobOutcome, SetupError, Work, open_transcript, person_prompter, task_packet, working_dir,
+};
 
 /// What `cmd` holds where the job's text goes.
 pub(crate) const PROMPT_PLACEHOLDER: &str = "{prompt}";
@@ -215,13 +216,12 @@ impl<S: LinkedStore> CommandWork<S> {
         missing: &str,
     ) -> Result<(), String> {
         let events = Arc::clone(emitter);
-        let prompter = StorePrompter::new(
-            self.link.clone(),
-            self.name.clone(),
-            self.config.lead_name().clone(),
-            self.config.request_timeout(),
-        )
-        .with_events(EventSink::new(move |e| events.emit(e)));
+        let prompter = person_prompter(
+            &self.link,
+            &self.config,
+            &self.name,
+            EventSink::new(move |e| events.emit(e)),
+        );
         let input = json!({"cmd": self.cmd});
         let reason = format!("the sandbox is unavailable ({missing}): it would run unconfined");
         emitter.emit(AgentEvent::PermissionAsked {

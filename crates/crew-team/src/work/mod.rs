@@ -47,6 +47,8 @@ use crate::work::claude_code::ClaudeCode;
 use crate::work::cli_agent::CliWork;
 use crate::work::codex::Codex;
 use crate::work::command::CommandWork;
+use crate::work::store_prompter::StorePrompter;
+use crew_tools::Prompter;
 
 /// The work of agent `name`, by its model's provider.
 pub fn work_for(
@@ -71,14 +73,15 @@ pub fn work_for(
 }
 
 /// The work of agent `name` on a host that joined the team through its store (`crew worker
-/// --join`), in the clone at `root`. A `command` teammate for now: crew's own agent loop and the
-/// Claude Code and Codex teammates still reach the team through a checkout's files (their team
-/// tools and conversations), so they are refused here, by name.
+/// --join`), in the clone at `root`: crew's own agent loop or a `command` teammate. The Claude
+/// Code and Codex teammates still reach the team through a checkout's files (`crew mcp`, their
+/// hooks), so they are refused here, by name.
 pub fn work_on_joined_host<S: LinkedStore>(
     link: TeamLink<S>,
     root: std::path::PathBuf,
     config: Arc<TeamConfig>,
     name: &str,
+    bypass: bool,
 ) -> Result<Box<dyn Work + Send>, SetupError> {
     let provider = config
         .agent(name)
@@ -86,10 +89,11 @@ pub fn work_on_joined_host<S: LinkedStore>(
         .ok_or_else(|| SetupError::UnknownAgent(name.to_string()))?;
     match provider.as_str() {
         "command" => Ok(Box::new(CommandWork::new(link, root, config, name)?)),
-        other => Err(SetupError::NotOnJoinedHost {
+        "claude-code" | "codex" => Err(SetupError::NotOnJoinedHost {
             name: name.to_string(),
-            provider: other.to_string(),
+            provider,
         }),
+        _ => Ok(Box::new(AgentWork::on(link, root, config, name, bypass)?)),
     }
 }
 
@@ -175,7 +179,7 @@ pub enum SetupError {
     #[error("cannot start the async runtime: {0}")]
     Runtime(#[source] std::io::Error),
     #[error(
-        "{name}: provider {provider:?} does not run on a joined host yet (only provider = \"command\" does); run {name} in the person's checkout"
+        "{name}: provider {provider:?} does not run on a joined host yet (crew's own agent loop and provider = \"command\" do); run {name} in the person's checkout"
     )]
     NotOnJoinedHost { name: String, provider: String },
 }
@@ -231,7 +235,7 @@ pub(crate) fn working_dir(
 }
 
 /// How agent `name` asks the person: requests through the lead's inbox, answered in time.
-pub(crate) fn person_prompter(
+pub(crate) fn mailbox_prompter(
     workspace: &Workspace,
     config: &TeamConfig,
     name: &AgentName,
@@ -243,6 +247,28 @@ pub(crate) fn person_prompter(
         config.lead_name().clone(),
         config.request_timeout(),
     )
+}
+
+/// How agent `name` asks the person on whichever store the team is on (the mailbox files,
+/// or the store's inboxes for a joined host), `events` told while it waits.
+pub(crate) fn person_prompter<S: LinkedStore>(
+    link: &TeamLink<S>,
+    config: &TeamConfig,
+    name: &AgentName,
+    events: EventSink,
+) -> Arc<dyn Prompter> {
+    match link.store().files() {
+        Some(workspace) => Arc::new(mailbox_prompter(workspace, config, name).with_events(events)),
+        None => Arc::new(
+            StorePrompter::new(
+                link.clone(),
+                name.clone(),
+                config.lead_name().clone(),
+                config.request_timeout(),
+            )
+            .with_events(events),
+        ),
+    }
 }
 
 /// WAITING while a permission request is out, WORK again when it is answered.

@@ -3,7 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crew_store::{AgentName, Entry, Message, Roster, Teammate, Workspace};
+use crew_store::{AgentName, Entry, FileStore, Message, Roster, Teammate, Workspace};
+use crew_team::run::link::TeamLink;
 use crew_team::tools::TeamEnv;
 use crew_tools::schema::InputSchema;
 use crew_tools::{Tool, ToolContext, ToolJson, ToolOutput};
@@ -28,9 +29,10 @@ impl Team {
             "bob" => "reviewer",
             _ => "explorer",
         };
+        let roster = Roster::new(["lead", "alice", "bob", "carol"].map(name));
         Arc::new(TeamEnv {
-            workspace: self.workspace.clone(),
-            roster: Roster::new(["lead", "alice", "bob", "carol"].map(name)),
+            link: TeamLink::files(FileStore::new(self.workspace.clone(), roster.clone())),
+            roster,
             me: name(me),
             role: role.to_string(),
             lead: name("lead"),
