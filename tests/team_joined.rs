@@ -28,10 +28,27 @@ printf '%s\n' "$prompt" | head -n 1 > from-host2.txt
 if [ -e "PERSON/crew.toml" ]; then echo "the person's checkout: visible"; else echo "the person's checkout: hidden"; fi
 "#;
 
-/// bob, played by crew's simulator on the second host: reads the task list through its team
+/// The lead (beside the person's checkout) makes a task of the person's goal. bob, played by
+/// crew's simulator on the second host: reads the task list through its team
 /// tools, writes a file (which `mode = "ask"` makes a permission request to the person), and
 /// reports.
 const JOINED_SCENARIO: &str = r#"
+[[rule]]
+agent = "lead"
+last_user_contains = "GOAL"
+[[rule.tool_call]]
+name = "task_create"
+input = { subject = "write from-host2.txt", role = "implementer" }
+
+[[rule]]
+agent = "lead"
+last_tool = "task_create"
+text = "Created it."
+
+[[rule]]
+agent = "lead"
+text = "Noted."
+
 [[rule]]
 agent = "bob"
 turn = 0
@@ -178,6 +195,8 @@ impl Person {
                 "\n[[teammate]]\nname = \"{name}\"\nrole = \"implementer\"\nwrites = true\nmodel = {model}\n"
             ));
         }
+        // The lead plays joined.toml too (its rules name their agent).
+        let toml = toml.replace("scenario = \"scenario.toml\"", "scenario = \"joined.toml\"");
         let team = Team::new(&toml, "echo.toml", &[("joined.toml", JOINED_SCENARIO)]);
         let person = team.repo.path().to_path_buf();
         let script = person.join("agent.sh");
@@ -463,4 +482,93 @@ fn a_simulated_teammate_on_another_host_works_through_its_team_tools_and_the_per
         "{written}"
     );
     assert_eq!(bob.wait(WAIT), Some(0), "{}", bob.log());
+}
+
+#[test]
+fn the_lead_beside_the_persons_checkout_and_a_teammate_on_another_host_are_one_team_on_the_store() {
+    let Some(person) = Person::with(
+        &[(
+            "bob",
+            "{ provider = \"scripted\", scenario = \"joined.toml\" }",
+        )],
+        false,
+        "idle_poll_secs = 1\nidle_timeout_secs = 3\nheartbeat_secs = 1\nrequest_timeout_secs = 60",
+    ) else {
+        return;
+    };
+    // The lead on the store, in the person's checkout, with its own role; bob on host 2.
+    let lead_url = person.cluster.url_as(&role_of(&person.setup, "lead"));
+    let mut lead = person
+        .team
+        .spawn("lead", &["--store", &lead_url, "worker", "--name", "lead"]);
+    let mut bob = person.join("bob");
+    let lead_log =
+        || std::fs::read_to_string(person.path().join(".crew/test-lead.log")).unwrap_or_default();
+    person.on_store(&[
+        "send",
+        "--from",
+        "user",
+        "--to",
+        "lead",
+        "GOAL: write from-host2.txt",
+    ]);
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let store = PgStore::connect(&person.url(), 2).unwrap();
+    let bob_name = AgentName::parse("bob").unwrap();
+    let mut asked = None;
+    let came = within(WAIT, || {
+        asked = runtime
+            .block_on(store.requests(Duration::from_secs(60)))
+            .unwrap()
+            .into_iter()
+            .find(|r| r.from == bob_name && r.state == crew_store::requests::RequestState::Pending);
+        asked.is_some()
+    });
+    assert!(
+        came,
+        "no request from bob:\nlead: {}\nbob: {}",
+        lead_log(),
+        bob.log()
+    );
+    let task = runtime.block_on(store.task(TaskId(1))).unwrap();
+    assert_eq!(task.subject, "write from-host2.txt", "the lead made it");
+    person.on_store(&[
+        "respond",
+        &asked.unwrap().request_id,
+        "--as",
+        "user",
+        "approve",
+    ]);
+    let reviewed = within(WAIT, || {
+        runtime.block_on(store.task(TaskId(1))).unwrap().status == Status::Review
+    });
+    assert!(reviewed, "never in review:\n{}", bob.log());
+    person.on_store(&["review", "merge", "task_1"]);
+    assert!(person.path().join("from-host2.txt").is_file());
+    assert_eq!(bob.wait(WAIT), Some(0), "{}", bob.log());
+
+    // The lead heard of it through the store, and shuts down when the person asks.
+    let lead_name = AgentName::parse("lead").unwrap();
+    let heard = runtime.block_on(store.inbox(&lead_name)).unwrap();
+    assert!(
+        heard.iter().any(|m| m.from == bob_name
+            && m.text
+                .as_deref()
+                .is_some_and(|t| t.starts_with("task_1 is ready for review"))),
+        "{heard:?}"
+    );
+    person.on_store(&[
+        "send",
+        "--from",
+        "user",
+        "--to",
+        "lead",
+        "--type",
+        "shutdown_request",
+        "--request",
+        "we are done",
+    ]);
+    assert_eq!(lead.wait(WAIT), Some(0), "{}", lead_log());
+    assert!(lead_log().contains("lead: shut down"), "{}", lead_log());
 }

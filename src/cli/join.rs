@@ -1,4 +1,5 @@
-//! `crew worker --join postgres://AGENT@host/db --name NAME`: a teammate on another machine. It
+//! `crew worker --join postgres://AGENT@host/db --name NAME`: a teammate on another machine (and
+//! `crew --store URL worker --name NAME`, one beside the person's checkout, the lead too). It
 //! shares nothing with the person's checkout but the PostgreSQL store and the team's git remote:
 //! the team is the crew.toml the person published to the store, the code a clone of `[team]
 //! remote` made here, the task's commits pushed back there when the task enters review. The
@@ -14,49 +15,24 @@ use anyhow::Context;
 use crate::cli::args::WorkerArgs;
 use crate::cli::exit::CliError;
 use crate::cli::on_store::published;
+use crate::cli::project::Project;
 use crate::cli::run_team::print_exit;
 use crate::cli::store::reach_current;
 use crate::cli::{logging, preflight};
+use crew_config::TeamConfig;
 use crew_git::TeamRemote;
+use crew_store::AgentName;
+use crew_store_pg::PgStore;
 use crew_team::run::headless::settings_for;
 use crew_team::run::link::TeamLink;
 use crew_team::run::worker::Worker;
 use crew_team::work::work_on_joined_host;
 
 pub fn run(args: WorkerArgs, start: &Path) -> anyhow::Result<()> {
-    let url = args.join.unwrap_or_default();
-    if args.action.is_some() {
-        return Err(CliError::Usage(
-            "`crew worker restart` works in the person's checkout, not with --join".into(),
-        )
-        .into());
-    }
-    let Some(name) = args.name else {
-        return Err(CliError::Usage("give --name NAME: the teammate this host runs".into()).into());
-    };
-    // Multi-threaded: its threads drive the store's connections while the worker's own threads
-    // wait on them.
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("starting the store client")?;
-    let (store, config) = runtime.block_on(async {
-        let store = reach_current(&url).await?;
-        let config = published(&store, &url).await?;
-        anyhow::Ok((store, config))
-    })?;
-    config
-        .roster()
-        .check("agent", &name)
-        .map_err(crew_store::StoreError::from)?;
-    if &name == config.lead_name() {
-        return Err(CliError::Refused(format!(
-            "{name} is the team's lead: it runs beside the person's screen (`crew up`), not on a joined host"
-        ))
-        .into());
-    }
-    preflight::worker(&config, &name)?;
+    let url = args.join.clone().unwrap_or_default();
+    let name = worker_name(&args)?;
+    let (runtime, store, config) = reach_team(&url)?;
+    check_member(&config, &name, false)?;
     let base = config.team.base_branch.clone();
     let Some(remote) = config.team.remote.as_ref().map(|r| r.get_ref().clone()) else {
         return Err(CliError::Refused(
@@ -71,7 +47,7 @@ pub fn run(args: WorkerArgs, start: &Path) -> anyhow::Result<()> {
         ))
         .into());
     }
-    let root = clone_dir(args.into, start, config.team.name.get_ref());
+    let root = clone_dir(args.into.clone(), start, config.team.name.get_ref());
     let remote = TeamRemote::new(&remote, &root);
     if root.join(".git").exists() {
         remote
@@ -88,27 +64,107 @@ pub fn run(args: WorkerArgs, start: &Path) -> anyhow::Result<()> {
         remote.clone_into(&root, &base)?;
         println!("cloned {} into {}", remote.url(), root.display());
     }
+    work(
+        &runtime,
+        store,
+        config,
+        &name,
+        root,
+        args.dangerously_bypass,
+    )
+}
+
+/// `crew --store URL worker --name NAME` in the person's checkout: a teammate, or the lead, on
+/// the team kept in the store, working in this checkout (no clone).
+pub fn in_checkout(url: &str, args: WorkerArgs, start: &Path) -> anyhow::Result<()> {
+    if args.into.is_some() {
+        return Err(CliError::Usage("--into goes with --join".into()).into());
+    }
+    let name = worker_name(&args)?;
+    let root = Project::find(start)
+        .context("`crew --store URL worker` works in your checkout (`--join URL` clones one)")?
+        .workspace
+        .repository_root();
+    let (runtime, store, config) = reach_team(url)?;
+    check_member(&config, &name, true)?;
+    work(
+        &runtime,
+        store,
+        config,
+        &name,
+        root,
+        args.dangerously_bypass,
+    )
+}
+
+fn worker_name(args: &WorkerArgs) -> anyhow::Result<AgentName> {
+    if args.action.is_some() {
+        return Err(CliError::Usage(
+            "`crew worker restart` works on a checkout's files, not on a store".into(),
+        )
+        .into());
+    }
+    args.name.clone().ok_or_else(|| {
+        CliError::Usage("give --name NAME: the teammate this host runs".into()).into()
+    })
+}
+
+/// The store at `url` and the team published there, with the runtime that drives it
+/// (multi-threaded: its threads drive the connections while the worker's own threads wait).
+fn reach_team(url: &str) -> anyhow::Result<(tokio::runtime::Runtime, PgStore, TeamConfig)> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the store client")?;
+    let (store, config) = runtime.block_on(async {
+        let store = reach_current(url).await?;
+        let config = published(&store, url).await?;
+        anyhow::Ok((store, config))
+    })?;
+    Ok((runtime, store, config))
+}
+
+/// `name` must be on the team, and may be its lead only beside the person's checkout.
+fn check_member(config: &TeamConfig, name: &AgentName, lead_ok: bool) -> anyhow::Result<()> {
+    config
+        .roster()
+        .check("agent", name)
+        .map_err(crew_store::StoreError::from)?;
+    if !lead_ok && name == config.lead_name() {
+        return Err(CliError::Refused(format!(
+            "{name} is the team's lead: it runs beside the person's checkout (`crew --store URL worker --name {name}` there), not on a joined host"
+        ))
+        .into());
+    }
+    preflight::worker(config, name)?;
+    Ok(())
+}
+
+/// Runs `name` on the store, in the repository at `root`, until it shuts down.
+fn work(
+    runtime: &tokio::runtime::Runtime,
+    store: PgStore,
+    config: TeamConfig,
+    name: &AgentName,
+    root: PathBuf,
+    bypass: bool,
+) -> anyhow::Result<()> {
     logging::start(&root);
     let config = Arc::new(config);
     let link = TeamLink::postgres(
         store.with_lease(config.worker.lease()),
         runtime.handle().clone(),
     );
-    let mut work = work_on_joined_host(
-        link.clone(),
-        root.clone(),
-        config.clone(),
-        &name,
-        args.dangerously_bypass,
-    )?;
-    let worker = Worker::on(link, config.roster(), settings_for(&config, &name))?;
+    let mut work = work_on_joined_host(link.clone(), root.clone(), config.clone(), name, bypass)?;
+    let worker = Worker::on(link, config.roster(), settings_for(&config, name))?;
     println!(
         "{name}: joined team {} through the store, working in {}",
         config.team.name.get_ref(),
         root.display()
     );
     let exit = worker.run(work.as_mut(), &AtomicBool::new(false))?;
-    print_exit(&name, exit);
+    print_exit(name, exit);
     Ok(())
 }
 

@@ -122,6 +122,13 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     person::check(cli.command.as_ref())?;
     if let Some(url) = &cli.store {
         let command = cli.command.unwrap_or(Command::Up(args::UpArgs::default()));
+        // A worker on the store, in this checkout (`--join` clones one instead).
+        if let Command::Worker(args) = command {
+            return match args.join {
+                Some(_) => join::run(args, &start),
+                None => join::in_checkout(url, args, &start),
+            };
+        }
         if on_store::touches_the_team(&command) {
             return on_store::run(url, command, &start);
         }
