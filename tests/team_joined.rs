@@ -35,6 +35,70 @@ if [ -e "PERSON/crew.toml" ]; then echo "the person's checkout: visible"; else e
 const JOINED_SCENARIO: &str = r#"
 [[rule]]
 agent = "lead"
+last_user_contains = "TEAM GOAL"
+[[rule.tool_call]]
+name = "task_create"
+input = { subject = "write from-host2.txt", role = "implementer" }
+[[rule.tool_call]]
+name = "task_create"
+input = { subject = "write from-checkout.txt", role = "implementer" }
+
+[[rule]]
+agent = "lead"
+last_tool = "task_create"
+last_result_contains = "from-checkout"
+[[rule.tool_call]]
+name = "task_update"
+input = { id = "task_1", assign_to = "bob" }
+[[rule.tool_call]]
+name = "task_update"
+input = { id = "task_2", assign_to = "alice" }
+
+[[rule]]
+agent = "lead"
+last_tool = "task_update"
+text = "Created and assigned."
+
+[[rule]]
+agent = "alice"
+turn = 0
+[[rule.tool_call]]
+name = "write"
+input = { path = "from-checkout.txt", content = "written by {agent} in the person's checkout\n" }
+
+[[rule]]
+agent = "alice"
+last_tool = "write"
+text = "Wrote from-checkout.txt."
+
+[[rule]]
+agent = "carol"
+task_contains = "from-host2"
+turn = 0
+[[rule.tool_call]]
+name = "read"
+input = { path = "from-host2.txt" }
+
+[[rule]]
+agent = "carol"
+task_contains = "from-checkout"
+turn = 0
+[[rule.tool_call]]
+name = "read"
+input = { path = "from-checkout.txt" }
+
+[[rule]]
+agent = "carol"
+last_tool = "read"
+last_result_contains = "written by"
+text = "The merged tree has it: {last_result}\n\nVERDICT: PASS"
+
+[[rule]]
+agent = "carol"
+text = "It is not there.\n\nVERDICT: FAIL"
+
+[[rule]]
+agent = "lead"
 last_user_contains = "GOAL"
 [[rule.tool_call]]
 name = "task_create"
@@ -119,6 +183,28 @@ struct Person {
     setup: String,
 }
 
+/// A teammate on crew.toml.
+struct Mate<'a> {
+    name: &'a str,
+    role: &'a str,
+    writes: bool,
+    model: &'a str,
+}
+
+impl<'a> Mate<'a> {
+    fn implementer(name: &'a str, model: &'a str) -> Self {
+        Mate {
+            name,
+            role: "implementer",
+            writes: true,
+            model,
+        }
+    }
+}
+
+/// The simulator playing joined.toml.
+const SIMULATED: &str = "{ provider = \"scripted\", scenario = \"joined.toml\" }";
+
 /// A second host: `crew worker --join` in a folder and HOME of its own, in a mount namespace
 /// where the person's checkout is a tmpfs.
 struct Host {
@@ -161,12 +247,15 @@ impl Person {
     /// `None` (saying why) where there is no PostgreSQL or no mount namespace.
     fn new(teammates: &[&str], slow_bob: bool, worker: &str) -> Option<Person> {
         let command = "{ provider = \"command\", cmd = [\"./agent.sh\"] }";
-        let teammates: Vec<(&str, &str)> = teammates.iter().map(|t| (*t, command)).collect();
-        Person::with(&teammates, slow_bob, worker)
+        let teammates: Vec<Mate> = teammates
+            .iter()
+            .map(|name| Mate::implementer(name, command))
+            .collect();
+        Person::with(&teammates, slow_bob, worker, "")
     }
 
-    /// As `new`, each teammate `(name, model)` with its own `model = …`.
-    fn with(teammates: &[(&str, &str)], slow_bob: bool, worker: &str) -> Option<Person> {
+    /// As `new`, with these teammates and `extra` lines at the end of crew.toml.
+    fn with(teammates: &[Mate], slow_bob: bool, worker: &str, extra: &str) -> Option<Person> {
         let cluster = crew_test_support::postgres::start()?;
         if let Err(why) = mount_namespaces() {
             eprintln!("skipped: no mount namespace for the second host ({why})");
@@ -190,11 +279,13 @@ impl Person {
             "mode = \"ask\"",
             worker,
         );
-        for (name, model) in teammates {
+        for mate in teammates {
             toml.push_str(&format!(
-                "\n[[teammate]]\nname = \"{name}\"\nrole = \"implementer\"\nwrites = true\nmodel = {model}\n"
+                "\n[[teammate]]\nname = \"{}\"\nrole = \"{}\"\nwrites = {}\nmodel = {}\n",
+                mate.name, mate.role, mate.writes, mate.model
             ));
         }
+        toml.push_str(extra);
         // The lead plays joined.toml too (its rules name their agent).
         let toml = toml.replace("scenario = \"scenario.toml\"", "scenario = \"joined.toml\"");
         let team = Team::new(&toml, "echo.toml", &[("joined.toml", JOINED_SCENARIO)]);
@@ -426,12 +517,10 @@ fn a_host_cut_off_mid_task_loses_it_to_another_host_and_its_late_work_is_not_rec
 #[test]
 fn a_simulated_teammate_on_another_host_works_through_its_team_tools_and_the_persons_approval() {
     let Some(person) = Person::with(
-        &[(
-            "bob",
-            "{ provider = \"scripted\", scenario = \"joined.toml\" }",
-        )],
+        &[Mate::implementer("bob", SIMULATED)],
         false,
         "idle_poll_secs = 1\nidle_timeout_secs = 3\nheartbeat_secs = 1\nrequest_timeout_secs = 60",
+        "",
     ) else {
         return;
     };
@@ -487,12 +576,10 @@ fn a_simulated_teammate_on_another_host_works_through_its_team_tools_and_the_per
 #[test]
 fn the_lead_beside_the_persons_checkout_and_a_teammate_on_another_host_are_one_team_on_the_store() {
     let Some(person) = Person::with(
-        &[(
-            "bob",
-            "{ provider = \"scripted\", scenario = \"joined.toml\" }",
-        )],
+        &[Mate::implementer("bob", SIMULATED)],
         false,
         "idle_poll_secs = 1\nidle_timeout_secs = 3\nheartbeat_secs = 1\nrequest_timeout_secs = 60",
+        "",
     ) else {
         return;
     };
@@ -571,4 +658,145 @@ fn the_lead_beside_the_persons_checkout_and_a_teammate_on_another_host_are_one_t
     ]);
     assert_eq!(lead.wait(WAIT), Some(0), "{}", lead_log());
     assert!(lead_log().contains("lead: shut down"), "{}", lead_log());
+}
+
+/// The issue's "done when", on the simulator: the lead and alice beside the person's checkout,
+/// bob and the reviewer carol each on a host of its own, one PostgreSQL store and the git
+/// remote between them. The lead splits the goal into a task for each side; each is claimed on
+/// its side, asks the person, is reviewed by carol from the merged code (fetched from the
+/// remote on carol's host), and merged by the person.
+#[test]
+fn a_team_across_hosts_claims_on_both_sides_and_every_diff_is_reviewed_and_merged_by_the_person() {
+    let Some(person) = Person::with(
+        &[
+            Mate::implementer("alice", SIMULATED),
+            Mate::implementer("bob", SIMULATED),
+            Mate {
+                name: "carol",
+                role: "reviewer",
+                writes: false,
+                model: SIMULATED,
+            },
+        ],
+        false,
+        "idle_poll_secs = 1\nidle_timeout_secs = 60\nheartbeat_secs = 1\nrequest_timeout_secs = 60",
+        "\n[worktree]\nreview_by = \"carol\"\n",
+    ) else {
+        return;
+    };
+    let as_agent = |name: &str| person.cluster.url_as(&role_of(&person.setup, name));
+    let log_of = |label: &str| {
+        std::fs::read_to_string(person.path().join(format!(".crew/test-{label}.log")))
+            .unwrap_or_default()
+    };
+    let lead_url = as_agent("lead");
+    let mut lead = person
+        .team
+        .spawn("lead", &["--store", &lead_url, "worker", "--name", "lead"]);
+    person.on_store(&[
+        "send",
+        "--from",
+        "user",
+        "--to",
+        "lead",
+        "TEAM GOAL: two files",
+    ]);
+
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let store = PgStore::connect(&person.url(), 2).unwrap();
+    let task = |id: u64| runtime.block_on(store.task(TaskId(id))).unwrap();
+    // The teammates start once the lead has handed each task to its side.
+    let assigned = within(WAIT, || {
+        runtime.block_on(store.tasks()).unwrap().len() == 2
+            && task(1).owner.is_some()
+            && task(2).owner.is_some()
+    });
+    assert!(assigned, "the lead did not assign both: {}", log_of("lead"));
+    let alice_url = as_agent("alice");
+    let mut alice = person.team.spawn(
+        "alice",
+        &["--store", &alice_url, "worker", "--name", "alice"],
+    );
+    let mut bob = person.join("bob");
+    let mut carol = person.join("carol");
+
+    // The person answers every permission request, as at the screen; both reach review and
+    // carol reviews each.
+    let reviewed = within(Duration::from_secs(90), || {
+        for request in runtime
+            .block_on(store.requests(Duration::from_secs(60)))
+            .unwrap()
+            .into_iter()
+            .filter(|r| {
+                r.state == crew_store::requests::RequestState::Pending
+                    && r.kind == crew_store::MessageKind::PermissionRequest
+            })
+        {
+            person.on_store(&["respond", &request.request_id, "--as", "user", "approve"]);
+        }
+        [1, 2].iter().all(|id| {
+            let t = task(*id);
+            t.status == Status::Review && t.review.is_some()
+        })
+    });
+    assert!(
+        reviewed,
+        "not both reviewed: {:?} {:?}\nalice: {}\nbob: {}\ncarol: {}",
+        task(1),
+        task(2),
+        log_of("alice"),
+        bob.log(),
+        carol.log()
+    );
+    for (id, owner) in [(1, "bob"), (2, "alice")] {
+        let t = task(id);
+        assert_eq!(t.owner.as_deref(), Some(owner), "claimed on its side");
+        let commits = t.commits.clone().unwrap();
+        assert_eq!(commits.branch, format!("crew/{owner}"));
+        let verdict = t.review.clone().unwrap();
+        assert_eq!(
+            (verdict.by.as_str(), verdict.verdict.as_str()),
+            ("carol", "pass")
+        );
+        assert_eq!(
+            verdict.head, commits.head,
+            "a verdict on the task's own commits"
+        );
+        assert!(verdict.report.contains("written by"), "{}", verdict.report);
+    }
+
+    // The person merges both; each host's work is in the person's checkout.
+    for id in ["task_1", "task_2"] {
+        person.on_store(&["review", "merge", id]);
+    }
+    assert_eq!(
+        std::fs::read_to_string(person.path().join("from-checkout.txt")).unwrap(),
+        "written by alice in the person's checkout\n"
+    );
+    assert!(
+        std::fs::read_to_string(person.path().join("from-host2.txt"))
+            .unwrap()
+            .starts_with("written by bob on the second host")
+    );
+    assert_eq!(task(1).status, Status::Completed);
+    assert_eq!(task(2).status, Status::Completed);
+
+    // Everyone shuts down when the person asks.
+    for name in ["alice", "bob", "carol", "lead"] {
+        person.on_store(&[
+            "send",
+            "--from",
+            "user",
+            "--to",
+            name,
+            "--type",
+            "shutdown_request",
+            "--request",
+            "we are done",
+        ]);
+    }
+    assert_eq!(lead.wait(WAIT), Some(0), "{}", log_of("lead"));
+    assert_eq!(alice.wait(WAIT), Some(0), "{}", log_of("alice"));
+    assert_eq!(bob.wait(WAIT), Some(0), "{}", bob.log());
+    assert_eq!(carol.wait(WAIT), Some(0), "{}", carol.log());
 }
