@@ -20,10 +20,11 @@ const WAIT: Duration = Duration::from_secs(60);
 
 /// The teammates' CLI agent: writes the first line of its job into from-host2.txt and says
 /// whether the person's checkout (`PERSON`) is to be seen from where it runs. bob, in the
-/// cut-off test, first takes 6 s.
+/// cut-off test, first takes 6 s; asked to STEAL, it prints the store's credential files.
 const AGENT_SH: &str = r#"#!/bin/sh
 prompt="$(cat)"
 case "$(pwd)" in */bob) [ -n "SLOW_BOB" ] && sleep 6 ;; esac
+case "$prompt" in *STEAL*) cat "$HOME/.pgpass" "$HOME/.postgresql/postgresql.key"; ls -a "$HOME/.postgresql" ;; esac
 printf '%s\n' "$prompt" | head -n 1 > from-host2.txt
 if [ -e "PERSON/crew.toml" ]; then echo "the person's checkout: visible"; else echo "the person's checkout: hidden"; fi
 "#;
@@ -799,4 +800,109 @@ fn a_team_across_hosts_claims_on_both_sides_and_every_diff_is_reviewed_and_merge
     assert_eq!(alice.wait(WAIT), Some(0), "{}", log_of("alice"));
     assert_eq!(bob.wait(WAIT), Some(0), "{}", bob.log());
     assert_eq!(carol.wait(WAIT), Some(0), "{}", carol.log());
+}
+
+/// Chaos: the PostgreSQL server restarts while a joined host's teammate is mid-task. The
+/// worker's calls carry across the restart and its wake-ups reconnect: both tasks reach review
+/// once each, with their commits on the remote, and nothing is reported twice.
+#[test]
+fn a_server_restart_mid_task_loses_and_doubles_nothing_on_a_joined_host() {
+    let Some(person) = Person::new(
+        &["bob"],
+        true,
+        "idle_poll_secs = 1\nidle_timeout_secs = 3\nheartbeat_secs = 1\nrequest_timeout_secs = 30",
+    ) else {
+        return;
+    };
+    person.on_store(&["task", "add", "write from-host2.txt"]);
+    person.on_store(&["task", "add", "write it again"]);
+    let mut bob = person.join("bob");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let store = PgStore::connect(&person.url(), 2).unwrap();
+    let bob_name = AgentName::parse("bob").unwrap();
+    let task = |id: u64| runtime.block_on(store.task(TaskId(id))).unwrap();
+    let started = within(WAIT, || {
+        task(1).commits.is_some_and(|c| c.branch == "crew/bob")
+    });
+    assert!(started, "bob never started task_1: {}", bob.log());
+    // bob's agent takes 6 s: the server goes away and comes back meanwhile.
+    person.cluster.restart();
+    let both = within(WAIT, || {
+        task(1).status == Status::Review && task(2).status == Status::Review
+    });
+    assert!(both, "{:?} {:?}\n{}", task(1), task(2), bob.log());
+    for id in [1, 2] {
+        let commits = task(id).commits.unwrap();
+        assert!(
+            person
+                .remote_head(&format!("crew/bob/task_{id}"))
+                .starts_with(&commits.head),
+            "task_{id}'s commits on the remote"
+        );
+    }
+    let lead = AgentName::parse("lead").unwrap();
+    let told = runtime.block_on(store.inbox(&lead)).unwrap();
+    for id in ["task_1", "task_2"] {
+        let said = told
+            .iter()
+            .filter(|m| {
+                m.from == bob_name
+                    && m.text
+                        .as_deref()
+                        .is_some_and(|t| t.starts_with(&format!("{id} is ready for review")))
+            })
+            .count();
+        assert_eq!(said, 1, "{id} reported once: {told:?}");
+    }
+    for id in ["task_1", "task_2"] {
+        person.on_store(&["review", "merge", id]);
+    }
+    assert_eq!(bob.wait(WAIT), Some(0), "{}", bob.log());
+}
+
+/// A hostile teammate on a host that keeps other agents' database passwords (a shared
+/// `~/.pgpass`, a client key in `~/.postgresql`): its commands read everywhere, but crew's
+/// sandbox hides the store's credential files, so it cannot log in as another agent (a
+/// reviewer, to pass its own work).
+#[test]
+fn a_teammate_cannot_read_the_stores_credentials_kept_on_its_host() {
+    let Some(person) = Person::new(
+        &["bob"],
+        false,
+        "idle_poll_secs = 1\nidle_timeout_secs = 3\nheartbeat_secs = 1\nrequest_timeout_secs = 30",
+    ) else {
+        return;
+    };
+    let home = person.outside.path().join("host-bob/home");
+    std::fs::create_dir_all(home.join(".postgresql")).unwrap();
+    let secret = "carol-pw-7f3a9c";
+    std::fs::write(
+        home.join(".pgpass"),
+        format!("127.0.0.1:*:*:crew_postgres_carol:{secret}\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        home.join(".postgresql/postgresql.key"),
+        format!("KEY {secret}\n"),
+    )
+    .unwrap();
+    person.on_store(&["task", "add", "STEAL the store's passwords"]);
+    let mut bob = person.join("bob");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let store = PgStore::connect(&person.url(), 2).unwrap();
+    let task = || runtime.block_on(store.task(TaskId(1))).unwrap();
+    let ended = within(WAIT, || {
+        matches!(task().status, Status::Review | Status::Failed)
+    });
+    assert!(ended, "{:?}\n{}", task(), bob.log());
+    let result = task().result.unwrap_or_default();
+    assert!(!result.contains(secret), "the password leaked: {result}");
+    assert!(
+        result.contains("the person's checkout: hidden"),
+        "it ran: {result}"
+    );
+    // The worker itself still reached the store with its own credentials all along.
+    assert_eq!(task().status, Status::Review, "{result}");
+    person.on_store(&["review", "merge", "task_1"]);
+    assert_eq!(bob.wait(WAIT), Some(0), "{}", bob.log());
 }

@@ -153,6 +153,11 @@ pub fn confine_and_run(policy: &SandboxPolicy, run: Run<'_>) -> Result<Finished,
             ConfineError::new(Piece::MountNamespace, format!("{}: {e}", path.display()))
         })?;
     }
+    for path in &policy.hidden {
+        hide(path).map_err(|e| {
+            ConfineError::new(Piece::MountNamespace, format!("{}: {e}", path.display()))
+        })?;
+    }
     // SAFETY: single-threaded, so the child is a faithful copy.
     match unsafe { libc::fork() } {
         -1 => Err(ConfineError::os(Piece::PidNamespace, "fork")),
@@ -217,6 +222,36 @@ fn map_ids(uid: libc::uid_t, gid: libc::gid_t) -> Result<(), ConfineError> {
     }
     write("/proc/self/uid_map", format!("{uid} {uid} 1"))?;
     write("/proc/self/gid_map", format!("{gid} {gid} 1"))
+}
+
+/// Mounts something empty over `path`: an empty read-only tmpfs over a folder, `/dev/null`
+/// over a file (reads as empty, writes vanish).
+fn hide(path: &Path) -> io::Result<()> {
+    let c_path = CString::new(path.as_os_str().as_bytes())?;
+    // SAFETY: valid NUL-terminated strings or null where the call allows it.
+    let mounted = unsafe {
+        if path.is_dir() {
+            libc::mount(
+                c"tmpfs".as_ptr(),
+                c_path.as_ptr(),
+                c"tmpfs".as_ptr(),
+                libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC,
+                c"size=0".as_ptr().cast(),
+            )
+        } else {
+            libc::mount(
+                c"/dev/null".as_ptr(),
+                c_path.as_ptr(),
+                std::ptr::null(),
+                libc::MS_BIND,
+                std::ptr::null(),
+            )
+        }
+    };
+    if mounted != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// Bind-mounts `path` over itself, then remounts it read-only, keeping the flags the kernel

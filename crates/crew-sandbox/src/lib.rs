@@ -266,6 +266,7 @@ fn probe(helper: &Path) -> Readiness {
     let policy = SandboxPolicy {
         writable: vec![root],
         read_only: vec![protected],
+        hidden: Vec::new(),
         network: false,
         limits: ResourceLimits::default(),
     };

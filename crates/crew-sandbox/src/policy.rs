@@ -17,6 +17,12 @@ pub struct SandboxPolicy {
     /// Paths inside `writable` that stay read-only (bind-mounted read-only over themselves):
     /// git's metadata and crew's own files.
     pub read_only: Vec<PathBuf>,
+    /// Credentials crew's own connections use that a command must not read, hidden (an empty
+    /// file or folder mounted over each): the team store's password file and client keys.
+    /// Reading is otherwise allowed everywhere, and on a host running several agents one
+    /// agent's command could read another's database password there and act as it.
+    #[serde(default)]
+    pub hidden: Vec<PathBuf>,
     /// Whether Internet sockets (`AF_INET`, `AF_INET6`) may be opened; no other family ever
     /// may, Unix sockets included.
     pub network: bool,
@@ -59,10 +65,32 @@ impl SandboxPolicy {
         SandboxPolicy {
             writable,
             read_only,
+            hidden: store_credentials(
+                std::env::var_os("HOME").map(PathBuf::from).as_deref(),
+                std::env::var_os("PGPASSFILE").map(PathBuf::from).as_deref(),
+            ),
             network,
             limits,
         }
     }
+}
+
+/// Where PostgreSQL clients keep credentials, as libpq looks for them: `PGPASSFILE` or
+/// `~/.pgpass`, and `~/.postgresql` (client certificate and key). Only those that exist.
+pub fn store_credentials(home: Option<&Path>, passfile: Option<&Path>) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = passfile.map(Path::to_path_buf).into_iter().collect();
+    if let Some(home) = home {
+        found.push(home.join(".pgpass"));
+        found.push(home.join(".postgresql"));
+    }
+    let mut found: Vec<PathBuf> = found
+        .into_iter()
+        .filter(|p| p.exists())
+        .map(|p| canonical(&p))
+        .collect();
+    found.sort();
+    found.dedup();
+    found
 }
 
 fn canonical(path: &Path) -> PathBuf {
@@ -125,6 +153,24 @@ fn gitdir_of(pointer: &Path) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_stores_credential_files_that_exist_are_hidden() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().canonicalize().unwrap();
+        assert!(
+            store_credentials(Some(&home), None).is_empty(),
+            "none there"
+        );
+        std::fs::write(home.join(".pgpass"), "h:*:*:r:pw\n").unwrap();
+        std::fs::create_dir(home.join(".postgresql")).unwrap();
+        let elsewhere = home.join("team.pgpass");
+        std::fs::write(&elsewhere, "h:*:*:r:pw\n").unwrap();
+        assert_eq!(
+            store_credentials(Some(&home), Some(&elsewhere)),
+            [home.join(".pgpass"), home.join(".postgresql"), elsewhere]
+        );
+    }
 
     #[test]
     fn git_metadata_and_crew_files_inside_the_workspace_stay_read_only() {
