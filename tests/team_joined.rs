@@ -35,6 +35,21 @@ if [ -e "PERSON/crew.toml" ]; then echo "the person's checkout: visible"; else e
 /// reports.
 const JOINED_SCENARIO: &str = r#"
 [[rule]]
+agent = "bob"
+task_contains = "MOVE"
+turn = 0
+text = "first try, on the first host"
+[[rule.tool_call]]
+name = "bash"
+input = { command = "echo hello" }
+
+[[rule]]
+agent = "bob"
+task_contains = "MOVE"
+history_contains = "first try, on the first host"
+text = "Resumed on another host where the first one stopped."
+
+[[rule]]
 agent = "lead"
 last_user_contains = "TEAM GOAL"
 [[rule.tool_call]]
@@ -332,7 +347,12 @@ impl Person {
 
     /// Teammate `name` joins from a host of its own.
     fn join(&self, name: &str) -> Host {
-        let dir = self.outside.path().join(format!("host-{name}"));
+        self.join_from(name, &format!("host-{name}"))
+    }
+
+    /// Teammate `name` joins from host `host` (a folder of its own under the test's).
+    fn join_from(&self, name: &str, host: &str) -> Host {
+        let dir = self.outside.path().join(host);
         std::fs::create_dir_all(dir.join("home")).unwrap();
         let clone = dir.join("web");
         let log = std::fs::File::create(dir.join("worker.log")).unwrap();
@@ -905,4 +925,74 @@ fn a_teammate_cannot_read_the_stores_credentials_kept_on_its_host() {
     assert_eq!(task().status, Status::Review, "{result}");
     person.on_store(&["review", "merge", "task_1"]);
     assert_eq!(bob.wait(WAIT), Some(0), "{}", bob.log());
+}
+
+/// A teammate's conversation lasts in the store: bob, cut off on one host while it waits for
+/// the person, is started on another, which resumes the task's conversation from the store
+/// (nothing of it on that host's disk) and finishes it.
+#[test]
+fn a_teammate_resumes_its_conversation_on_another_host_from_the_store() {
+    let Some(person) = Person::with(
+        &[Mate::implementer("bob", SIMULATED)],
+        false,
+        "idle_poll_secs = 1\nidle_timeout_secs = 3\nheartbeat_secs = 1\nrequest_timeout_secs = 60",
+        "",
+    ) else {
+        return;
+    };
+    person.on_store(&["task", "add", "MOVE between hosts"]);
+    let mut first = person.join_from("bob", "host-a");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let store = PgStore::connect(&person.url(), 2).unwrap();
+    let bob = AgentName::parse("bob").unwrap();
+    let waiting = within(WAIT, || {
+        runtime
+            .block_on(store.requests(Duration::from_secs(60)))
+            .unwrap()
+            .iter()
+            .any(|r| r.from == bob && r.state == crew_store::requests::RequestState::Pending)
+    });
+    assert!(waiting, "bob never asked: {}", first.log());
+    let kept = runtime
+        .block_on(store.conversation(&bob, "task_1"))
+        .unwrap();
+    assert!(
+        kept.iter()
+            .any(|m| m.to_string().contains("first try, on the first host")),
+        "{kept:?}"
+    );
+    assert_eq!(
+        runtime
+            .block_on(store.latest_conversation(&bob))
+            .unwrap()
+            .as_deref(),
+        Some("task_1")
+    );
+    first.signal(libc::SIGKILL);
+    first.wait(WAIT);
+
+    let mut second = person.join_from("bob", "host-b");
+    let task = || runtime.block_on(store.task(TaskId(1))).unwrap();
+    // It changed nothing, so it waits in review, empty, for the person (on PostgreSQL a writing
+    // teammate's word that nothing changed does not complete its task).
+    let done = within(WAIT, || task().status == Status::Review);
+    assert!(done, "{:?}\n{}", task(), second.log());
+    assert!(
+        task()
+            .result
+            .unwrap_or_default()
+            .contains("Resumed on another host where the first one stopped."),
+        "{:?}",
+        task()
+    );
+    let local = person
+        .outside
+        .path()
+        .join("host-b/web/.crew/conversations/bob/task_1.jsonl");
+    assert!(!local.exists(), "kept in the store, not on the host");
+    let commits = task().commits.unwrap();
+    assert_eq!(commits.start, commits.head, "nothing to merge");
+    person.on_store(&["review", "merge", "task_1"]);
+    assert_eq!(task().status, Status::Completed);
+    assert_eq!(second.wait(WAIT), Some(0), "{}", second.log());
 }

@@ -1,6 +1,7 @@
 //! Lasting conversations: an agent's history kept in
-//! `<repo>/.crew/conversations/<agent>/<key>.jsonl`, one message a line, so a later job, a
-//! restarted worker or a crashed one continues where it stopped.
+//! `<repo>/.crew/conversations/<agent>/<key>.jsonl`, one message a line, or in the team's
+//! store (a [`ConversationKeeper`] of crew-team's, for a teammate on another host), so a later
+//! job, a restarted worker or a crashed one continues where it stopped.
 //!
 //! Messages are appended as the turn adds them (after the input, each reply and each batch of
 //! tool results), so a `kill -9` loses at most the line being written; a torn last line is
@@ -34,33 +35,62 @@ fn read_lines(path: &Path) -> Result<(Vec<ChatMessage>, bool), StoreError> {
     Ok((kept.messages, kept.skipped.is_empty()))
 }
 
-/// Keeps one conversation file in step with an agent's history.
-#[derive(Debug)]
-pub struct ConversationFile {
+/// Where one conversation lasts.
+pub trait ConversationKeeper: Send + Sync {
+    /// Keeps `messages` from position `at` on: an append when `at` is what it holds, the
+    /// history anew from 0.
+    fn keep(&self, at: usize, messages: &[ChatMessage]) -> Result<(), StoreError>;
+}
+
+/// A conversation file.
+struct ConversationFile {
     path: PathBuf,
-    /// What the file holds now (compared to find out whether appending is enough).
+}
+
+impl ConversationKeeper for ConversationFile {
+    fn keep(&self, at: usize, messages: &[ChatMessage]) -> Result<(), StoreError> {
+        if at == 0 {
+            replace_conversation(&self.path, messages)
+        } else {
+            append_conversation(&self.path, messages)
+        }
+    }
+}
+
+/// Keeps one conversation in step with an agent's history.
+pub struct KeptConversation {
+    keeper: Box<dyn ConversationKeeper>,
+    /// What the keeper holds now (compared to find out whether appending is enough).
     written: Vec<ChatMessage>,
 }
 
-impl ConversationFile {
-    /// Opens `path`, returning the file and the history it holds.
+impl KeptConversation {
+    /// Opens the file at `path`, returning it and the history it holds.
     pub fn open(path: PathBuf) -> Result<(Self, Vec<ChatMessage>), StoreError> {
         let (raw, whole) = read_lines(&path)?;
+        let kept = Self::resume(Box::new(ConversationFile { path }), raw, !whole)?;
+        Ok(kept)
+    }
+
+    /// The conversation `keeper` holds as `raw`, normalised; kept anew when normalising
+    /// changed it or `torn` (a crash cut it), so later messages are appended to whole ones.
+    pub fn resume(
+        keeper: Box<dyn ConversationKeeper>,
+        raw: Vec<ChatMessage>,
+        torn: bool,
+    ) -> Result<(Self, Vec<ChatMessage>), StoreError> {
         let history = normalize_owned(raw.clone());
-        let mut file = ConversationFile { path, written: raw };
-        // A file cut by a crash is replaced by the normalised history it resumes from, so
-        // later lines are appended to whole ones.
-        if !whole || file.written != history {
-            file.rewrite(&history)?;
+        let mut kept = KeptConversation {
+            keeper,
+            written: raw,
+        };
+        if torn || kept.written != history {
+            kept.rewrite(&history)?;
         }
-        Ok((file, history))
+        Ok((kept, history))
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Brings the file in line with `history`: appends what is new, or replaces the file when
+    /// Brings the keeper in line with `history`: appends what is new, or keeps it anew when
     /// earlier messages changed.
     pub fn save(&mut self, history: &[ChatMessage]) -> Result<(), StoreError> {
         let grown = history.len() >= self.written.len()
@@ -69,13 +99,15 @@ impl ConversationFile {
             return self.rewrite(history);
         }
         let new = &history[self.written.len()..];
-        append_conversation(&self.path, new)?;
+        if !new.is_empty() {
+            self.keeper.keep(self.written.len(), new)?;
+        }
         self.written.extend_from_slice(new);
         Ok(())
     }
 
     fn rewrite(&mut self, history: &[ChatMessage]) -> Result<(), StoreError> {
-        replace_conversation(&self.path, history)?;
+        self.keeper.keep(0, history)?;
         self.written = history.to_vec();
         Ok(())
     }
@@ -85,9 +117,23 @@ impl Agent {
     /// Continues the conversation kept at `path` (empty if there is none yet) and keeps the
     /// file in step from now on.
     pub fn resume_from(&mut self, path: PathBuf) -> Result<(), StoreError> {
-        let (file, history) = ConversationFile::open(path)?;
+        let (kept, history) = KeptConversation::open(path)?;
         self.history = history;
-        self.conversation = Some(file);
+        self.conversation = Some(kept);
+        Ok(())
+    }
+
+    /// Continues the conversation `keeper` holds as `raw` and keeps it in step from now on;
+    /// `torn`: some of what it held did not read back, so it is kept anew.
+    pub fn resume_with(
+        &mut self,
+        keeper: Box<dyn ConversationKeeper>,
+        raw: Vec<ChatMessage>,
+        torn: bool,
+    ) -> Result<(), StoreError> {
+        let (kept, history) = KeptConversation::resume(keeper, raw, torn)?;
+        self.history = history;
+        self.conversation = Some(kept);
         Ok(())
     }
 
@@ -121,7 +167,7 @@ mod tests {
     fn appends_then_rewrites_and_a_torn_line_or_an_open_call_survive_loading() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c/task_1.jsonl");
-        let (mut file, history) = ConversationFile::open(path.clone()).unwrap();
+        let (mut file, history) = KeptConversation::open(path.clone()).unwrap();
         assert!(history.is_empty());
         let mut history = vec![ChatMessage::user_text("go")];
         file.save(&history).unwrap();
@@ -145,7 +191,7 @@ mod tests {
             vec![("t1", crate::normalize::INTERRUPTED, true)]
         );
         // A history that changed other than by growing replaces the file.
-        let (mut file, _) = ConversationFile::open(path.clone()).unwrap();
+        let (mut file, _) = KeptConversation::open(path.clone()).unwrap();
         file.save(&[ChatMessage::user_text("summary")]).unwrap();
         assert_eq!(
             load(&path).unwrap(),

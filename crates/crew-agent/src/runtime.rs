@@ -11,7 +11,7 @@ use crate::compaction::summary::reply_text;
 use crate::compaction::{Compacted, Ladder, estimate_messages, probe, tokens_of_bytes};
 use crate::config::{AgentConfig, CompactionThresholds, Limits};
 use crate::context::{self, DEFAULT_RULES};
-use crate::conversation::ConversationFile;
+use crate::conversation::KeptConversation;
 use crate::emitter::Emitter;
 use crate::error::AgentError;
 use crate::event::{AgentEvent, CompactionTrigger, EventSink};
@@ -61,7 +61,7 @@ pub struct Agent {
     session: String,
     transcript: PathBuf,
     /// Where the conversation lasts between jobs and processes, when it does.
-    pub(crate) conversation: Option<ConversationFile>,
+    pub(crate) conversation: Option<KeptConversation>,
     /// Instruction files for the prompt: the user's, the project's, subfolders' as found.
     pub(crate) instructions: Instructions,
     /// Set when this agent may start subagents: what it sent last, for a fork to start from,

@@ -13,7 +13,7 @@ use futures::stream::{BoxStream, Stream, StreamExt};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crew_agent::conversation::ConversationFile;
+use crew_agent::conversation::KeptConversation;
 use crew_agent::{Agent, AgentConfig, CompactionThresholds, EventSink, Limits};
 use crew_model::scripted::ScriptedProvider;
 use crew_model::{
@@ -90,7 +90,7 @@ async fn measure(turns: usize, history: usize, resumed: bool) -> anyhow::Result<
     let seed_file = dir.path().join("seed.jsonl");
     let conversation = dir.path().join("conversation.jsonl");
     if resumed {
-        ConversationFile::open(seed_file.clone())?.0.save(&seed)?;
+        KeptConversation::open(seed_file.clone())?.0.save(&seed)?;
     }
     let mut overhead = Vec::with_capacity(turns);
     let mut resume = Vec::with_capacity(turns);

@@ -26,6 +26,19 @@ impl BackendError for PgStoreError {
             _ => None,
         }
     }
+
+    fn into_store_error(self) -> crew_store::StoreError {
+        match self {
+            PgStoreError::Refused(r) => crew_store::StoreError::Refused(r),
+            PgStoreError::NoSuchTask(id) => crew_store::StoreError::NoSuchTask(id),
+            // The database's own refusal is a refusal like the protocol's: the caller reports
+            // it and goes on, as with any other.
+            PgStoreError::NotPermitted(why) => {
+                crew_store::StoreError::Refused(Refusal::NotPermitted(why))
+            }
+            other => crew_store::StoreError::Backend(Box::new(other)),
+        }
+    }
 }
 
 impl TeamStore for PgStore {

@@ -158,4 +158,8 @@ pub enum Refusal {
         held: usize,
         at: usize,
     },
+    /// The database itself refused what the connected agent's role may not do (PostgreSQL's
+    /// row-level security, grants and guards), with its reason.
+    #[error("not permitted by the store: {0}")]
+    NotPermitted(String),
 }

@@ -26,6 +26,7 @@ use crate::tools::TeamEnv;
 use crate::tools::roles::toolset;
 use crate::verdict::{self, Verdict};
 use crate::work::role_prompt;
+use crate::work::store_conversation::StoreConversation;
 use crate::work::task_branch::TaskBranch;
 use crate::work::{
     INTERRUPTED_BY_PERSON, Job, JobOutcome, SetupError, Work, cache_tokens, permission_setup,
@@ -341,16 +342,29 @@ impl<S: LinkedStore> AgentWork<S> {
                 .and_then(|t| TaskId::parse(t).ok())
                 .map(Conversation::Task)
                 .or_else(|| self.current.as_ref().map(|c| c.conversation))
-                .or_else(|| {
-                    conversation::latest_key(&self.root, &self.name)
-                        .map(|key| Conversation::of_key(&key))
-                })
+                .or_else(|| self.latest_key().map(|key| Conversation::of_key(&key)))
                 .unwrap_or(Conversation::Messages),
         }
     }
 
+    /// The key of the conversation this agent kept last: on files in its checkout, else in the
+    /// store (whichever host kept it).
+    fn latest_key(&self) -> Option<String> {
+        if self.link.store().files().is_some() {
+            return conversation::latest_key(&self.root, &self.name);
+        }
+        let name = self.name.clone();
+        self.link
+            .call(|store| async move { store.latest_conversation(&name).await })
+            .unwrap_or_else(|e| {
+                tracing::warn!(agent = %self.name, "latest conversation not read: {e}");
+                None
+            })
+    }
+
     /// Makes `current` the agent for `conversation`: the one in memory when it is that
-    /// conversation's, else a new one resuming the conversation from its file.
+    /// conversation's, else a new one resuming the conversation from its file (on files) or
+    /// from the store.
     fn ensure_agent(
         &mut self,
         conversation: Conversation,
@@ -367,10 +381,22 @@ impl<S: LinkedStore> AgentWork<S> {
             let mut agent = self.build_agent(workdir, status)?;
             let root = &self.root;
             let key = conversation.key();
-            let path = conversation::conversation_path(root, &self.name, &key)
-                .map_err(|e| e.to_string())?;
-            agent.resume_from(path).map_err(|e| e.to_string())?;
-            conversation::set_latest_key(root, &self.name, &key).map_err(|e| e.to_string())?;
+            if self.link.store().files().is_some() {
+                let path = conversation::conversation_path(root, &self.name, &key)
+                    .map_err(|e| e.to_string())?;
+                agent.resume_from(path).map_err(|e| e.to_string())?;
+                conversation::set_latest_key(root, &self.name, &key).map_err(|e| e.to_string())?;
+            } else {
+                let kept = StoreConversation {
+                    link: self.link.clone(),
+                    who: self.name.clone(),
+                    key,
+                };
+                let (raw, unreadable) = kept.load().map_err(|e| e.to_string())?;
+                agent
+                    .resume_with(Box::new(kept), raw, unreadable)
+                    .map_err(|e| e.to_string())?;
+            }
             self.current = Some(Current {
                 conversation,
                 plan_approved,

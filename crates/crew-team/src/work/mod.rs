@@ -13,6 +13,7 @@ mod cli_process;
 pub(crate) mod codex;
 pub(crate) mod command;
 pub(crate) mod role_prompt;
+mod store_conversation;
 mod store_prompter;
 mod task_branch;
 

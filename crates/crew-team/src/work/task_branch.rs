@@ -154,8 +154,12 @@ impl<S: LinkedStore> TaskBranch<'_, S> {
         // (a lease that lapsed, a reassignment) records its own branch, which this head must not
         // be pushed to or reported as.
         let mine = format!("crew/{}", self.name);
+        // On PostgreSQL only the person's merge completes a writing teammate's task, even one
+        // that changed nothing (its host's word that nothing changed is not trusted): it goes
+        // to review empty. On files the worker completes it.
+        let empty_goes_to_review = self.link.store().files().is_none();
         Ok(recorded
-            .filter(|c| c.branch == mine && c.start != head)
+            .filter(|c| c.branch == mine && (c.start != head || empty_goes_to_review))
             .map(|c| TaskCommits { head, ..*c }))
     }
 
