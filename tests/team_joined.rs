@@ -36,6 +36,34 @@ if [ -e "PERSON/crew.toml" ]; then echo "the person's checkout: visible"; else e
 const JOINED_SCENARIO: &str = r#"
 [[rule]]
 agent = "bob"
+task_contains = "REMEMBER"
+turn = 0
+[[rule.tool_call]]
+name = "memory_write"
+input = { name = "build", type = "project", scope = "team", description = "how this team builds", body = "run make, never make -j" }
+
+[[rule]]
+agent = "bob"
+task_contains = "REMEMBER"
+last_tool = "memory_write"
+text = "Kept it: {last_result}"
+
+[[rule]]
+agent = "bob"
+task_contains = "RECALL"
+turn = 0
+[[rule.tool_call]]
+name = "memory_read"
+input = { name = "build" }
+
+[[rule]]
+agent = "bob"
+task_contains = "RECALL"
+last_tool = "memory_read"
+text = "Recalled: {last_result}"
+
+[[rule]]
+agent = "bob"
 task_contains = "MOVE"
 turn = 0
 text = "first try, on the first host"
@@ -995,4 +1023,75 @@ fn a_teammate_resumes_its_conversation_on_another_host_from_the_store() {
     person.on_store(&["review", "merge", "task_1"]);
     assert_eq!(task().status, Status::Completed);
     assert_eq!(second.wait(WAIT), Some(0), "{}", second.log());
+}
+
+/// Memories live in the store for a joined host: what bob keeps for the team on one host it
+/// reads back on another (nothing on either disk), and the person reads it from the store.
+#[test]
+fn a_memory_kept_on_one_host_is_read_on_another_through_the_store() {
+    let Some(person) = Person::with(
+        &[Mate::implementer("bob", SIMULATED)],
+        false,
+        "idle_poll_secs = 1\nidle_timeout_secs = 3\nheartbeat_secs = 1\nrequest_timeout_secs = 60",
+        "",
+    ) else {
+        return;
+    };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let store = PgStore::connect(&person.url(), 2).unwrap();
+    let task = |id: u64| runtime.block_on(store.task(TaskId(id))).unwrap();
+    person.on_store(&["task", "add", "REMEMBER how we build"]);
+    let mut first = person.join_from("bob", "host-a");
+    let kept = within(WAIT, || task(1).status == Status::Review);
+    assert!(kept, "{:?}\n{}", task(1), first.log());
+    assert!(
+        task(1)
+            .result
+            .unwrap_or_default()
+            .contains("kept memory `build`"),
+        "{:?}",
+        task(1)
+    );
+    person.on_store(&["review", "merge", "task_1"]);
+    assert_eq!(first.wait(WAIT), Some(0), "{}", first.log());
+    let listed = person.on_store(&["memory", "list"]);
+    assert!(listed.contains("build"), "{listed}");
+
+    person.on_store(&["task", "add", "RECALL how we build"]);
+    let mut second = person.join_from("bob", "host-b");
+    let recalled = within(WAIT, || task(2).status == Status::Review);
+    assert!(recalled, "{:?}\n{}", task(2), second.log());
+    assert!(
+        task(2)
+            .result
+            .unwrap_or_default()
+            .contains("run make, never make -j"),
+        "{:?}",
+        task(2)
+    );
+    for host in ["host-a", "host-b"] {
+        let folder = person.outside.path().join(host).join("web/.crew/memory");
+        let files: Vec<_> = walk(&folder);
+        assert!(files.is_empty(), "memory files on {host}: {files:?}");
+    }
+    person.on_store(&["review", "merge", "task_2"]);
+    assert_eq!(second.wait(WAIT), Some(0), "{}", second.log());
+}
+
+/// Every file below `dir` (none if it does not exist).
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .flat_map(|e| {
+            let path = e.path();
+            if path.is_dir() {
+                walk(&path)
+            } else {
+                vec![path]
+            }
+        })
+        .collect()
 }

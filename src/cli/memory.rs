@@ -8,7 +8,7 @@ use crate::cli::exit::CliError;
 use crate::cli::output;
 use crate::cli::project::Project;
 use crew_config::TeamConfig;
-use crew_store::{AgentName, MemoryBook, MemoryScope};
+use crew_store::{AgentMemory, AgentName, MemoryBook, MemoryScope};
 use crew_store_pg::{PgStore, PgStoreError};
 
 pub fn run(project: &Project, cmd: MemoryCommand) -> anyhow::Result<()> {

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use crew_model::ToolDefinition;
-use crew_store::{MemoryBook, MemoryScope};
+use crew_store::{AgentMemory, MemoryScope};
 
 /// Instruction files collected from the working directory up to the repository root.
 pub const INSTRUCTION_FILES: [&str; 2] = ["AGENTS.md", "CLAUDE.md"];
@@ -44,7 +44,7 @@ const MEMORY_INDEX_BYTES: usize = 8 * 1024;
 
 /// The memory index for the dynamic suffix: the agent's scope, then the team's, newest first,
 /// each bounded, stale memories marked against `workspace`.
-pub fn memory_index(book: &MemoryBook, workspace: &Path) -> String {
+pub fn memory_index(book: &dyn AgentMemory, workspace: &Path) -> String {
     let mut out = String::from("# Memory index");
     for (title, scope) in [
         (format!("Yours ({})", book.agent()), MemoryScope::Agent),

@@ -149,7 +149,7 @@ impl Agent {
     /// Keeps the memories hooks asked for, then puts hook notes in the transcript (and the
     /// caller's event stream).
     pub(crate) fn hook_notes(&self, event: HookEvent, mut notes: Vec<Note>) {
-        keep_hook_memories(self.tool_ctx.memory.as_ref(), &mut notes);
+        keep_hook_memories(self.tool_ctx.memory.as_deref(), &mut notes);
         if !notes.is_empty() {
             self.emitter.emit(AgentEvent::HookNotes { event, notes });
         }

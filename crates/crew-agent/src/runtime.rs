@@ -27,7 +27,7 @@ use crew_model::{
     ToolDefinition,
 };
 use crew_store::message::new_id;
-use crew_store::{Limits as StoreLimits, MemoryBook};
+use crew_store::{AgentMemory, Limits as StoreLimits, MemoryBook};
 use crew_tools::memory::has_memory_tools;
 use crew_tools::{Pipeline, SkillCatalogue, ToolContext};
 
@@ -112,10 +112,10 @@ impl Agent {
             config.repo_root.join(".crew/tool-results"),
         );
         tool_ctx.sandbox = config.sandbox.clone();
-        tool_ctx.memory = Some(MemoryBook::new(
+        tool_ctx.memory = Some(Arc::new(MemoryBook::new(
             &config.repo_root.join(".crew"),
             &config.name,
-        ));
+        )));
         // Found once: the catalogue is part of the static prefix, which must not change.
         tool_ctx.skills = Arc::new(SkillCatalogue::discover(&SkillCatalogue::folders(
             &config.repo_root,
@@ -209,14 +209,21 @@ impl Agent {
         self.team_facts = facts;
     }
 
-    /// Bounds the agent's memories by crew.toml's `[limits]`.
+    /// Bounds the agent's memory folders by crew.toml's `[limits]`.
     pub fn set_memory_limits(&mut self, limits: StoreLimits) {
-        self.tool_ctx.memory = self.tool_ctx.memory.take().map(|b| b.with_limits(limits));
+        let book = MemoryBook::new(&self.repo_root.join(".crew"), &self.name).with_limits(limits);
+        self.tool_ctx.memory = Some(Arc::new(book));
     }
 
-    /// The agent's memory folders.
-    pub fn memory(&self) -> Option<&MemoryBook> {
-        self.tool_ctx.memory.as_ref()
+    /// Keeps the agent's memories in `memory` instead of its memory folders (the team's store,
+    /// for an agent on another host).
+    pub fn set_memory(&mut self, memory: Arc<dyn AgentMemory>) {
+        self.tool_ctx.memory = Some(memory);
+    }
+
+    /// The agent's memories.
+    pub fn memory(&self) -> Option<&dyn AgentMemory> {
+        self.tool_ctx.memory.as_deref()
     }
 
     /// The skills the agent was offered when it started.
@@ -401,7 +408,7 @@ impl Agent {
             &files,
             &self.team_facts,
         );
-        if let Some(book) = &self.tool_ctx.memory
+        if let Some(book) = self.tool_ctx.memory.as_deref()
             && has_memory_tools(&self.tool_names())
         {
             suffix.push_str("\n\n");

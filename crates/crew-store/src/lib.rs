@@ -37,7 +37,9 @@ pub use crew_protocol::{AgentName, AgentState, MessageKind, RequestId, TaskId, U
 pub use error::{Refusal, StoreError};
 pub use limits::Limits;
 pub use mailbox::{Batch, Entry, Mailboxes};
-pub use memory::{Memory, MemoryBook, MemoryDraft, MemoryScope, MemoryType, no_such_memory};
+pub use memory::{
+    AgentMemory, Memory, MemoryBook, MemoryDraft, MemoryScope, MemoryType, no_such_memory,
+};
 pub use merge_queue::{EntryState, MergeQueue, QueueEntry, QueueRun, QueueState, RunOutcome};
 pub use message::{Draft, Message};
 pub use requests::{RequestInfo, RequestState};

@@ -377,10 +377,38 @@ impl MemoryBook {
         write_atomic(&path, text.as_bytes()).map_err(|e| StoreError::io(&path, e))
     }
 
+    fn not_found(&self, scope: Option<MemoryScope>, name: &str) -> StoreError {
+        no_such_memory(&self.agent, scope, name).into()
+    }
+}
+
+/// One agent's memories and the team's, wherever they are kept: the memory folders
+/// ([`MemoryBook`]), or the team's store for an agent on another host (crew-team's). What the
+/// memory tools, hooks' memories and the prompt's index use.
+pub trait AgentMemory: Send + Sync + std::fmt::Debug {
+    /// The agent whose memory it is.
+    fn agent(&self) -> &AgentName;
+
+    /// Writes (or replaces: one memory per name) `draft`; whether one was replaced.
+    fn write(&self, draft: &MemoryDraft) -> Result<bool, StoreError>;
+
+    /// Memory `name`: from `scope` when given, else the agent's own first, then the team's.
+    fn read(&self, scope: Option<MemoryScope>, name: &str) -> Result<Memory, StoreError>;
+
+    fn forget(&self, scope: MemoryScope, name: &str) -> Result<(), StoreError>;
+
+    /// Every memory of `scope` by name, and what could not be read.
+    fn list(&self, scope: MemoryScope) -> (Vec<Memory>, Vec<StoreError>);
+
+    /// How the scope is called in messages ("alice's memory", "the team's memory").
+    fn scope_label(&self, scope: MemoryScope) -> String {
+        scope.label(self.agent())
+    }
+
     /// The index of `scope` for the prompt: newest first, stale memories marked against
     /// `workspace`, at most `max_lines` lines and `max_bytes` bytes; what is cut (the oldest) is
     /// counted in a last line, and unreadable files are named.
-    pub fn prompt_index(
+    fn prompt_index(
         &self,
         scope: MemoryScope,
         workspace: &Path,
@@ -414,9 +442,27 @@ impl MemoryBook {
         }
         out
     }
+}
 
-    fn not_found(&self, scope: Option<MemoryScope>, name: &str) -> StoreError {
-        no_such_memory(&self.agent, scope, name).into()
+impl AgentMemory for MemoryBook {
+    fn agent(&self) -> &AgentName {
+        MemoryBook::agent(self)
+    }
+
+    fn write(&self, draft: &MemoryDraft) -> Result<bool, StoreError> {
+        MemoryBook::write(self, draft)
+    }
+
+    fn read(&self, scope: Option<MemoryScope>, name: &str) -> Result<Memory, StoreError> {
+        MemoryBook::read(self, scope, name)
+    }
+
+    fn forget(&self, scope: MemoryScope, name: &str) -> Result<(), StoreError> {
+        MemoryBook::forget(self, scope, name)
+    }
+
+    fn list(&self, scope: MemoryScope) -> (Vec<Memory>, Vec<StoreError>) {
+        MemoryBook::list(self, scope)
     }
 }
 

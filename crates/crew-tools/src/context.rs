@@ -13,7 +13,7 @@ use crate::skills::SkillCatalogue;
 use crate::todo::TodoList;
 use crew_model::secret::is_secret_name;
 use crew_sandbox::Sandbox;
-use crew_store::MemoryBook;
+use crew_store::AgentMemory;
 
 /// The most characters of an agent's words kept as its purpose.
 pub const PURPOSE_KEPT: usize = 600;
@@ -33,8 +33,9 @@ pub struct ToolContext {
     pub sandbox: Sandbox,
     /// The agent's own checklist (`todo_write`), shared like the read state.
     pub todos: TodoList,
-    /// The agent's memory folders (`memory_*` tools, hooks' memories); none outside an agent.
-    pub memory: Option<MemoryBook>,
+    /// The agent's memories (`memory_*` tools, hooks' memories): its memory folders, or the
+    /// team's store; none outside an agent.
+    pub memory: Option<Arc<dyn AgentMemory>>,
     /// The skills `skill_load` may load (found once, when the agent starts).
     pub skills: Arc<SkillCatalogue>,
     /// What the agent said in its reply before these calls: why it makes them, shown to the

@@ -12,7 +12,7 @@ use crate::context::ToolContext;
 use crate::note::Note;
 use crate::tool::{Tool, ToolError, ToolFuture, ToolKind, ToolOutput};
 use crate::typed::TypedTool;
-use crew_store::{MemoryBook, MemoryDraft, MemoryScope};
+use crew_store::{AgentMemory, MemoryDraft, MemoryScope};
 
 /// The three tools, for a registry.
 pub fn memory_tools() -> Vec<Arc<dyn Tool>> {
@@ -28,9 +28,9 @@ pub fn has_memory_tools(names: &[&str]) -> bool {
     names.contains(&"memory_read")
 }
 
-fn book(ctx: &ToolContext) -> Result<&MemoryBook, ToolError> {
+fn book(ctx: &ToolContext) -> Result<&dyn AgentMemory, ToolError> {
     ctx.memory
-        .as_ref()
+        .as_deref()
         .ok_or_else(|| ToolError::Refused("this agent has no memory folder".to_string()))
 }
 
@@ -172,7 +172,7 @@ impl TypedTool for MemoryForgetTool {
 
 /// Writes the memories hooks asked to keep (`Note::Remember`), replacing each note by what
 /// happened: a message for the person, or a warning naming why it was refused.
-pub fn keep_hook_memories(book: Option<&MemoryBook>, notes: &mut [Note]) {
+pub fn keep_hook_memories(book: Option<&dyn AgentMemory>, notes: &mut [Note]) {
     for note in notes.iter_mut() {
         let Note::Remember { event, memory } = note else {
             continue;

@@ -197,7 +197,7 @@ impl Pipeline {
             )
             .await;
         outcome.notes.extend(post.notes);
-        keep_hook_memories(ctx.memory.as_ref(), &mut outcome.notes);
+        keep_hook_memories(ctx.memory.as_deref(), &mut outcome.notes);
         outcome.halt = post.halt;
 
         let (output, spilled) =

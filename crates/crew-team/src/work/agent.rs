@@ -27,6 +27,7 @@ use crate::tools::roles::toolset;
 use crate::verdict::{self, Verdict};
 use crate::work::role_prompt;
 use crate::work::store_conversation::StoreConversation;
+use crate::work::store_memory::StoreMemory;
 use crate::work::task_branch::TaskBranch;
 use crate::work::{
     INTERRUPTED_BY_PERSON, Job, JobOutcome, SetupError, Work, cache_tokens, permission_setup,
@@ -288,6 +289,13 @@ impl<S: LinkedStore> AgentWork<S> {
         .map_err(|e| e.to_string())?;
         agent.set_rules(self.instructions.clone());
         agent.set_memory_limits(self.config.limits);
+        // On another host the memories are the store's, shared with the team.
+        if self.link.store().files().is_none() {
+            agent.set_memory(Arc::new(StoreMemory {
+                link: self.link.clone(),
+                agent: self.name.clone(),
+            }));
+        }
         agent.enable_subagents(self.config.subagents.clone());
         agent.set_team_facts(self.team_facts(&workdir));
         show_todos(&agent, status);

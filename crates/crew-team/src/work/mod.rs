@@ -14,6 +14,7 @@ pub(crate) mod codex;
 pub(crate) mod command;
 pub(crate) mod role_prompt;
 mod store_conversation;
+mod store_memory;
 mod store_prompter;
 mod task_branch;
 
