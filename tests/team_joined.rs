@@ -18,14 +18,14 @@ use crate::support::team::{Team, crew_toml, git};
 
 const WAIT: Duration = Duration::from_secs(60);
 
-/// The teammates' CLI agent: writes the first line of its job into from-host2.txt and says
+/// The teammates' CLI agent: adds the first line of its job to from-host2.txt and says
 /// whether the person's checkout (`PERSON`) is to be seen from where it runs. bob, in the
 /// cut-off test, first takes 6 s; asked to STEAL, it prints the store's credential files.
 const AGENT_SH: &str = r#"#!/bin/sh
 prompt="$(cat)"
 case "$(pwd)" in */bob) [ -n "SLOW_BOB" ] && sleep 6 ;; esac
 case "$prompt" in *STEAL*) cat "$HOME/.pgpass" "$HOME/.postgresql/postgresql.key"; ls -a "$HOME/.postgresql" ;; esac
-printf '%s\n' "$prompt" | head -n 1 > from-host2.txt
+printf '%s\n' "$prompt" | head -n 1 >> from-host2.txt
 if [ -e "PERSON/crew.toml" ]; then echo "the person's checkout: visible"; else echo "the person's checkout: hidden"; fi
 "#;
 
@@ -1094,4 +1094,48 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
             }
         })
         .collect()
+}
+
+/// A task that changes hands continues from its earlier owner's commits: bob's work was sent
+/// back, bob's host is gone, the person hands the task to dave on another host, whose branch
+/// starts from bob's commits (fetched from the remote); the merge brings both.
+#[test]
+fn a_task_that_changes_hands_continues_from_its_earlier_owners_commits() {
+    let Some(person) = Person::new(
+        &["bob", "dave"],
+        false,
+        "idle_poll_secs = 1\nidle_timeout_secs = 3\nheartbeat_secs = 1\nrequest_timeout_secs = 30",
+    ) else {
+        return;
+    };
+    person.on_store(&["task", "add", "write from-host2.txt"]);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let store = PgStore::connect(&person.url(), 2).unwrap();
+    let task = || runtime.block_on(store.task(TaskId(1))).unwrap();
+    let mut bob = person.join("bob");
+    let reviewed = within(WAIT, || task().status == Status::Review);
+    assert!(reviewed, "{:?}\n{}", task(), bob.log());
+    let bobs = task().commits.unwrap();
+    bob.signal(libc::SIGKILL);
+    bob.wait(WAIT);
+
+    person.on_store(&["review", "send-back", "task_1", "--note", "one more line"]);
+    person.on_store(&["task", "assign", "task_1", "dave"]);
+    let mut dave = person.join("dave");
+    let again = within(WAIT, || {
+        let now = task();
+        now.status == Status::Review && now.owner.as_deref() == Some("dave")
+    });
+    assert!(again, "{:?}\n{}", task(), dave.log());
+    let daves = task().commits.unwrap();
+    assert_eq!(daves.branch, "crew/dave");
+    person.on_store(&["review", "merge", "task_1"]);
+    let merged = std::fs::read_to_string(person.path().join("from-host2.txt")).unwrap();
+    assert_eq!(
+        merged.lines().count(),
+        2,
+        "bob's line and dave's: {merged:?} (bob's head {}, dave's {daves:?})",
+        bobs.head
+    );
+    assert_eq!(dave.wait(WAIT), Some(0), "{}", dave.log());
 }

@@ -43,6 +43,34 @@ impl Worktrees {
         })
     }
 
+    /// Merges `head`, the work another teammate did on `from` for a task that now changed
+    /// hands, into `crew/<name>`, as [`Self::bring_up_to_date`] merges the base: the new owner
+    /// continues from it. The commit must be in this repository (fetched from the team's remote
+    /// when it was made on another host).
+    pub fn take_over(
+        &self,
+        name: &str,
+        head: &str,
+        from: &str,
+        author: &Author,
+    ) -> Result<MergeOutcome, GitError> {
+        validate_branch(from)?;
+        let id = oid(head)?;
+        let wt = self.open_worktree(name)?;
+        let repo = self.repo();
+        with_repo_lock(repo, || {
+            let branch = branch_for(name);
+            let tip = find(repo, head_commit(&wt)?)?;
+            let theirs = find(repo, id)?;
+            let message = format!("Merge {from} at {head} into {branch}: the task's earlier work");
+            let into = Into {
+                branch: &branch,
+                tip: &tip,
+            };
+            merge_into(repo, into, &theirs, from, author, &message)
+        })
+    }
+
     /// Commits everything uncommitted in the worktree of `name` as `message` by `author`, and
     /// returns the worktree's head afterwards (unchanged when there was nothing to commit).
     pub fn commit_work(

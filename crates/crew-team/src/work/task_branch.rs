@@ -93,11 +93,51 @@ impl<S: LinkedStore> TaskBranch<'_, S> {
             Ok(_) => {}
         }
         let head = trees.head_of(self.name).map_err(|e| e.to_string())?;
+        self.continue_earlier_work(&trees, task)
+            .map_err(|why| format!("not started: {why}; nothing was recorded"))?;
         let id = task.id;
         self.link
             .call(|store| async move { store.record_start(id, &branch, &head).await })
             .map(|_| ())
             .map_err(|e| e.to_string())
+    }
+
+    /// A task that changed hands (its teammate's host went silent, the person reassigned it)
+    /// continues from the commits its earlier owner made for it: fetched from the team's remote
+    /// when they are not here, merged into this teammate's branch. Its start stays before them,
+    /// so the review shows them as the task's.
+    fn continue_earlier_work(&self, trees: &Worktrees, task: &Task) -> Result<(), String> {
+        let mine = format!("crew/{}", self.name);
+        let Some(earlier) = task
+            .commits
+            .as_deref()
+            .filter(|c| c.branch != mine && c.head != c.start)
+        else {
+            return Ok(());
+        };
+        // Work that cannot be had (never pushed from a host that is gone) is not waited for:
+        // the task starts afresh, and the log says what was left behind.
+        if let Some(remote) = review::team_remote(self.config, self.root)
+            && let Err(e) =
+                remote.fetch_task(trees, &earlier.branch, &task.id.to_string(), &earlier.head)
+        {
+            tracing::warn!(
+                "{}: {} starts afresh: {}'s earlier work is not to be had: {e}",
+                self.name,
+                task.id,
+                earlier.branch
+            );
+            return Ok(());
+        }
+        match trees.take_over(self.name, &earlier.head, &earlier.branch, &self.author()) {
+            Ok(MergeOutcome::Conflicts { files }) => Err(format!(
+                "{}'s earlier work conflicts with {mine} in {}",
+                earlier.branch,
+                files.join(", ")
+            )),
+            Err(e) => Err(format!("{}'s earlier work: {e}", earlier.branch)),
+            Ok(_) => Ok(()),
+        }
     }
 
     /// After a writer's task: everything it changed becomes the task's commit
