@@ -1139,3 +1139,48 @@ fn a_task_that_changes_hands_continues_from_its_earlier_owners_commits() {
     );
     assert_eq!(dave.wait(WAIT), Some(0), "{}", dave.log());
 }
+
+/// Work the person discards stays out: bob's discarded task was on bob's branch on its own
+/// host (the person's side cannot revert it there), so bob takes it out before its next task,
+/// once; merging that next task brings only its own change.
+#[test]
+fn work_the_person_discards_is_taken_out_of_a_joined_hosts_branch() {
+    let Some(person) = Person::new(
+        &["bob"],
+        false,
+        "idle_poll_secs = 1\nidle_timeout_secs = 30\nheartbeat_secs = 1\nrequest_timeout_secs = 30",
+    ) else {
+        return;
+    };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let store = PgStore::connect(&person.url(), 2).unwrap();
+    let task = |id: u64| runtime.block_on(store.task(TaskId(id))).unwrap();
+    person.on_store(&["task", "add", "write the wrong thing"]);
+    let mut bob = person.join("bob");
+    let first = within(WAIT, || task(1).status == Status::Review);
+    assert!(first, "{:?}\n{}", task(1), bob.log());
+    person.on_store(&["review", "discard", "task_1", "--reason", "not wanted"]);
+    assert_eq!(task(1).status, Status::Failed);
+
+    person.on_store(&["task", "add", "write the right thing"]);
+    let second = within(WAIT, || task(2).status == Status::Review);
+    assert!(second, "{:?}\n{}", task(2), bob.log());
+    person.on_store(&["review", "merge", "task_2"]);
+    assert_eq!(
+        std::fs::read_to_string(person.path().join("from-host2.txt")).unwrap(),
+        "Task task_2: write the right thing\n",
+        "only the second task's change"
+    );
+    person.on_store(&[
+        "send",
+        "--from",
+        "user",
+        "--to",
+        "bob",
+        "--type",
+        "shutdown_request",
+        "--request",
+        "done",
+    ]);
+    assert_eq!(bob.wait(WAIT), Some(0), "{}", bob.log());
+}

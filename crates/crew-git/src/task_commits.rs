@@ -263,6 +263,19 @@ impl Worktrees {
         })
     }
 
+    /// Whether `crew/<name>` holds commit `head` (is it, or descends from it).
+    pub fn holds(&self, name: &str, head: &str) -> Result<bool, GitError> {
+        let id = oid(head)?;
+        let wt = self.open_worktree(name)?;
+        let tip = head_commit(&wt)?;
+        if tip == id {
+            return Ok(true);
+        }
+        self.repo()
+            .graph_descendant_of(tip, id)
+            .context(|| format!("looking for {head} on {}", branch_for(name)))
+    }
+
     /// Takes the changes of `start..head` back out of `crew/<name>` with a new commit (the
     /// commits stay in its history: nothing is lost), updating the worktree's files.
     pub fn revert_commits(

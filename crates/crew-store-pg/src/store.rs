@@ -33,6 +33,8 @@ pub struct PgStore {
     tls: MakeRustlsConnect,
     roots: Option<std::path::PathBuf>,
     lease: Duration,
+    /// This handle's one listening connection, made on first need and shared by its clones.
+    shared_wakeups: std::sync::Arc<tokio::sync::OnceCell<crate::Wakeups>>,
 }
 
 /// What `crew store status` says of a store.
@@ -92,12 +94,23 @@ impl PgStore {
             tls,
             roots,
             lease: DEFAULT_LEASE,
+            shared_wakeups: std::sync::Arc::default(),
         })
     }
 
     /// The same store, its `TeamStore::claim_next` holding tasks for `lease`.
     pub fn with_lease(self, lease: Duration) -> Self {
         PgStore { lease, ..self }
+    }
+
+    /// A waiter on this store's notifications, on the one listening connection this handle and
+    /// its clones share (a worker's lifecycle, heartbeat and permission prompts wait on it
+    /// together): one connection per process rather than one per waiter.
+    pub async fn wakeups(&self) -> Result<crate::Wakeups, PgStoreError> {
+        self.shared_wakeups
+            .get_or_try_init(|| crate::Wakeups::listen(self))
+            .await
+            .cloned()
     }
 
     /// How long a claim holds its task without a heartbeat.

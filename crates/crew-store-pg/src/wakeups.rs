@@ -26,14 +26,19 @@ pub enum Wake {
     Connected,
 }
 
+/// A waiter on one listening connection; its clones wait on the same one (each wakes for every
+/// notification), which stops with the last of them.
+#[derive(Clone)]
 pub struct Wakeups {
     rx: watch::Receiver<(u64, Wake)>,
-    listener: tokio::task::JoinHandle<()>,
+    _listener: std::sync::Arc<Listener>,
 }
 
-impl Drop for Wakeups {
+struct Listener(tokio::task::JoinHandle<()>);
+
+impl Drop for Listener {
     fn drop(&mut self) {
-        self.listener.abort();
+        self.0.abort();
     }
 }
 
@@ -45,7 +50,10 @@ impl Wakeups {
         let (tx, rx) = watch::channel((0, Wake::Connected));
         let (first, ready) = tokio::sync::oneshot::channel();
         let listener = tokio::spawn(listen_forever(config, tls, tx, Some(first)));
-        let wakeups = Wakeups { rx, listener };
+        let wakeups = Wakeups {
+            rx,
+            _listener: std::sync::Arc::new(Listener(listener)),
+        };
         ready
             .await
             .map_err(|_| PgStoreError::Pool("the listener stopped".into()))??;

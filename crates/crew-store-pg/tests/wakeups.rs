@@ -152,3 +152,49 @@ async fn a_reader_woken_at_once_finds_the_message_or_the_finished_task_that_woke
     }
     sending.await.unwrap();
 }
+
+/// A process's waiters (a worker's lifecycle, its heartbeat, a permission prompt) share the
+/// store's one listening connection, and each wakes for every notification.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_waiters_of_one_store_share_one_listening_connection() {
+    let Some((_cluster, store)) = store(2).await else {
+        return;
+    };
+    let mut first = store.wakeups().await.unwrap();
+    let mut second = store.clone().wakeups().await.unwrap();
+    let listening = || async {
+        let client = store.client().await.unwrap();
+        let row = client
+            .query_one(
+                "SELECT count(*) FROM pg_stat_activity WHERE query ILIKE 'LISTEN%'",
+                &[],
+            )
+            .await
+            .unwrap();
+        row.get::<_, i64>(0)
+    };
+    assert_eq!(listening().await, 1, "one connection listens");
+    store
+        .send(Draft::new(name("w1"), name("lead")))
+        .await
+        .unwrap();
+    assert_eq!(next(&mut first).await, Wake::Inbox("lead".into()));
+    assert_eq!(next(&mut second).await, Wake::Inbox("lead".into()));
+    drop(first);
+    let mut third = store.wakeups().await.unwrap();
+    store
+        .send(Draft::new(name("w1"), name("bob")))
+        .await
+        .unwrap();
+    assert_eq!(next(&mut second).await, Wake::Inbox("bob".into()));
+    // A new waiter may first see what woke the others before it: it wakes for bob's too.
+    let mut woke_for_bob = false;
+    for _ in 0..2 {
+        woke_for_bob |= next(&mut third).await == Wake::Inbox("bob".into());
+        if woke_for_bob {
+            break;
+        }
+    }
+    assert!(woke_for_bob);
+    assert_eq!(listening().await, 1);
+}

@@ -6,7 +6,6 @@
 //! runtime (a permission prompt inside an agent's turn) may ask too.
 
 use std::future::Future;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -99,12 +98,6 @@ pub trait LinkedStore: TeamStore + Clone + 'static {
 
     /// The checkout whose files are the store, if they are.
     fn files(&self) -> Option<&Workspace>;
-
-    /// Where this host keeps what is its own (transcripts, worktrees): the checkout, or a
-    /// joined host's clone.
-    fn host_root(link: &TeamLink<Self>) -> Option<PathBuf> {
-        link.store.files().map(|w| w.root().to_path_buf())
-    }
 }
 
 impl LinkedStore for FileStore {
@@ -143,7 +136,7 @@ impl LinkedStore for PgStore {
             .ok_or_else(|| StoreError::Backend("a PostgreSQL link without a runtime".into()))?;
         let store = link.store.clone();
         let wakeups = runtime
-            .block_on(async move { Wakeups::listen(&store).await })
+            .block_on(async move { store.wakeups().await })
             .map_err(BackendError::into_store_error)?;
         Ok(ChangeWatch::Postgres {
             wakeups,

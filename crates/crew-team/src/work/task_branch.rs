@@ -85,6 +85,8 @@ impl<S: LinkedStore> TaskBranch<'_, S> {
         {
             return Err(not_started(format!("from the team's remote failed: {e}")));
         }
+        self.take_out_discarded(&trees)
+            .map_err(|why| not_started(format!("failed: {why}")))?;
         match trees.bring_up_to_date(self.name, base, &self.author()) {
             Ok(MergeOutcome::Conflicts { files }) => {
                 return Err(not_started(format!("conflicts in {}", files.join(", "))));
@@ -100,6 +102,66 @@ impl<S: LinkedStore> TaskBranch<'_, S> {
             .call(|store| async move { store.record_start(id, &branch, &head).await })
             .map(|_| ())
             .map_err(|e| e.to_string())
+    }
+
+    /// On a joined host, work of this teammate's that the person discarded is taken back out of
+    /// its branch here (the person's side could not: the branch is on this host), once: each
+    /// revert is remembered in this clone's `.crew/discarded/<task>`. On files the person's
+    /// discard reverts it at once.
+    fn take_out_discarded(&self, trees: &Worktrees) -> Result<(), String> {
+        if self.link.store().files().is_some() {
+            return Ok(());
+        }
+        let mine = format!("crew/{}", self.name);
+        let tasks = self
+            .link
+            .call(|store| async move { store.tasks().await })
+            .map_err(|e| e.to_string())?;
+        let done = self.root.join(".crew/discarded");
+        for task in tasks.iter().filter(|t| {
+            t.status == crew_store::Status::Failed
+                && t.result
+                    .as_deref()
+                    .is_some_and(|r| r.starts_with("discarded by "))
+        }) {
+            let Some(commits) = task
+                .commits
+                .as_deref()
+                .filter(|c| c.branch == mine && c.head != c.start)
+            else {
+                continue;
+            };
+            let mark = done.join(task.id.to_string());
+            if mark.exists() || !trees.holds(self.name, &commits.head).unwrap_or(false) {
+                continue;
+            }
+            let message = format!(
+                "{}: discarded ({})\n",
+                task.id,
+                task.result.as_deref().unwrap_or_default()
+            );
+            match trees.revert_commits(
+                self.name,
+                &commits.start,
+                &commits.head,
+                &message,
+                &self.author(),
+            ) {
+                Ok(MergeOutcome::Conflicts { files }) => {
+                    return Err(format!(
+                        "taking discarded {} out of {mine} conflicts in {}",
+                        task.id,
+                        files.join(", ")
+                    ));
+                }
+                Err(e) => return Err(format!("taking discarded {} out of {mine}: {e}", task.id)),
+                Ok(_) => {}
+            }
+            std::fs::create_dir_all(&done)
+                .and_then(|()| std::fs::write(&mark, &commits.head))
+                .map_err(|e| format!("{}: {e}", mark.display()))?;
+        }
+        Ok(())
     }
 
     /// A task that changed hands (its teammate's host went silent, the person reassigned it)
