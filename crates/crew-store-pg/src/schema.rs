@@ -664,6 +664,13 @@ const MIGRATIONS: &[&str] = &[
     END
     $$;
     "#,
+    // 11: an index exactly for a claim's pick of the oldest unowned ready task. Without it the
+    // planner, on a table whose statistics lag (a team that just made its tasks), read every
+    // unowned task through `tasks_assigned`, ran the blocker check on each and sorted: 11 ms a
+    // claim with 3,000 tasks (claims 300-700/s, CPU-bound), where this one stops at the first.
+    r#"
+    CREATE INDEX tasks_unowned ON tasks (id) WHERE status = 'pending' AND owner IS NULL;
+    "#,
 ];
 
 /// The SQLSTATE of a row over the team's `[limits]` (schema 6).

@@ -92,6 +92,7 @@ async fn an_agent_made_before_an_upgrade_uses_what_the_upgrade_adds() {
         .batch_execute(
             "DROP TABLE memories, conversations, conversation_latest;
              DROP FUNCTION crew_check_memory, crew_check_conversation;
+             DROP INDEX tasks_unowned;
              UPDATE crew_schema SET version = 8;",
         )
         .await
