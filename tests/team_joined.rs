@@ -963,7 +963,7 @@ fn a_teammate_resumes_its_conversation_on_another_host_from_the_store() {
     let Some(person) = Person::with(
         &[Mate::implementer("bob", SIMULATED)],
         false,
-        "idle_poll_secs = 1\nidle_timeout_secs = 3\nheartbeat_secs = 1\nrequest_timeout_secs = 60",
+        "idle_poll_secs = 1\nidle_timeout_secs = 3\nheartbeat_secs = 1\nlease_secs = 3\nrequest_timeout_secs = 60",
         "",
     ) else {
         return;
@@ -999,6 +999,16 @@ fn a_teammate_resumes_its_conversation_on_another_host_from_the_store() {
     first.signal(libc::SIGKILL);
     first.wait(WAIT);
 
+    // Started again at once, while the store still heard from it within its lease, bob is
+    // refused: two processes acting as bob would work the same task.
+    let mut early = person.join_from("bob", "host-b");
+    assert_eq!(early.wait(WAIT), Some(3), "{}", early.log());
+    assert!(
+        early.log().contains("bob already runs on"),
+        "{}",
+        early.log()
+    );
+    std::thread::sleep(Duration::from_secs(4));
     let mut second = person.join_from("bob", "host-b");
     let task = || runtime.block_on(store.task(TaskId(1))).unwrap();
     // It changed nothing, so it waits in review, empty, for the person (on PostgreSQL a writing

@@ -150,6 +150,7 @@ fn work(
     root: PathBuf,
     bypass: bool,
 ) -> anyhow::Result<()> {
+    refuse_a_second_life(runtime, &store, name, config.worker.lease())?;
     logging::start(&root);
     let config = Arc::new(config);
     let link = TeamLink::postgres(
@@ -166,6 +167,33 @@ fn work(
     let exit = worker.run(work.as_mut(), &AtomicBool::new(false))?;
     print_exit(name, exit);
     Ok(())
+}
+
+/// Refuses to start `name` while the store heard from a live worker of that name within a lease
+/// (on this host or another): two processes acting as one agent would work the same tasks.
+fn refuse_a_second_life(
+    runtime: &tokio::runtime::Runtime,
+    store: &PgStore,
+    name: &AgentName,
+    lease: std::time::Duration,
+) -> anyhow::Result<()> {
+    let seen = runtime.block_on(store.agents_seen())?;
+    let Some(agent) = seen.iter().find(|a| &a.name == name) else {
+        return Ok(());
+    };
+    let (Some(status), Some(heard)) = (&agent.status, agent.heard_secs) else {
+        return Ok(());
+    };
+    if status.state == crew_store::AgentState::Shutdown || heard >= lease.as_secs_f64() {
+        return Ok(());
+    }
+    Err(CliError::Refused(format!(
+        "{name} already runs on {} ({}, heard from {heard:.0} s ago): stop it first (`crew --store URL send --from user --to {name} --type shutdown_request --request …`), or, if that host is gone, start it again after its lease ({} s) lapses",
+        status.host.as_deref().unwrap_or("an unnamed host"),
+        status.state,
+        lease.as_secs()
+    ))
+    .into())
 }
 
 /// `--into`, from where crew was started; else a folder named after the team there.
