@@ -15,6 +15,7 @@ use crew_store_pg::PgStore;
 
 use crate::support::crew_exe;
 use crate::support::team::{Team, crew_toml, git};
+use crew_test_support::wait::eventually_showing;
 
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -177,16 +178,10 @@ last_tool = "write"
 text = "Wrote from-host2.txt."
 "#;
 
-/// Whether `check` holds within `budget`.
-fn within(budget: Duration, mut check: impl FnMut() -> bool) -> bool {
-    let end = std::time::Instant::now() + budget;
-    while std::time::Instant::now() < end {
-        if check() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    check()
+/// Waits until `check` holds; past `budget` fails naming `what` and what `seen` says (a
+/// worker's log, a task).
+fn until(budget: Duration, what: &str, mut check: impl FnMut() -> bool, seen: impl Fn() -> String) {
+    eventually_showing(what, budget, || if check() { Ok(()) } else { Err(seen()) });
 }
 
 fn git_out(dir: &Path, args: &[&str]) -> String {
@@ -264,13 +259,14 @@ impl Host {
 
     /// Waits (at most `budget`) for the worker to end; its exit code.
     fn wait(&mut self, budget: Duration) -> Option<i32> {
-        let mut exited = None;
-        let gone = within(budget, || {
-            exited = self.child.try_wait().unwrap();
-            exited.is_some()
+        let (child, log) = (&mut self.child, self.dir.join("worker.log"));
+        let exited = eventually_showing("the worker to end", budget, || {
+            child
+                .try_wait()
+                .unwrap()
+                .ok_or_else(|| std::fs::read_to_string(&log).unwrap_or_default())
         });
-        assert!(gone, "the worker still runs:\n{}", self.log());
-        exited.unwrap().code()
+        exited.code()
     }
 
     fn signal(&self, signal: libc::c_int) {
@@ -431,12 +427,17 @@ fn a_teammate_on_another_host_does_the_persons_task_through_the_store_and_the_re
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let store = PgStore::connect(&person.url(), 2).unwrap();
     let task = |store: &PgStore| runtime.block_on(store.task(TaskId(1))).unwrap();
-    let reviewed = within(WAIT, || task(&store).status == Status::Review);
-    assert!(
-        reviewed,
-        "task_1 never reached review: {:?}\n{}",
-        task(&store),
-        bob.log()
+    until(
+        WAIT,
+        "reviewed",
+        || task(&store).status == Status::Review,
+        || {
+            format!(
+                "task_1 never reached review: {:?}\n{}",
+                task(&store),
+                bob.log()
+            )
+        },
     );
     let in_review = task(&store);
     assert_eq!(in_review.owner, Some(AgentName::parse("bob").unwrap()));
@@ -497,26 +498,35 @@ fn a_host_cut_off_mid_task_loses_it_to_another_host_and_its_late_work_is_not_rec
 
     // bob claims it and is cut off (no heartbeat, no work) while its agent runs.
     let mut bob = person.join("bob");
-    let started = within(WAIT, || {
-        let now = task(&store);
-        now.status == Status::InProgress
-            && now.owner.as_ref() == Some(&bob_name)
-            && now.commits.is_some_and(|c| c.branch == "crew/bob")
-    });
-    assert!(started, "bob never started task_1: {}", bob.log());
+    until(
+        WAIT,
+        "started",
+        || {
+            let now = task(&store);
+            now.status == Status::InProgress
+                && now.owner.as_ref() == Some(&bob_name)
+                && now.commits.is_some_and(|c| c.branch == "crew/bob")
+        },
+        || format!("bob never started task_1: {}", bob.log()),
+    );
     bob.signal(libc::SIGSTOP);
 
     // dave, on a third host, takes it once bob's lease lapses, and finishes it.
     let mut dave = person.join("dave");
-    let taken = within(WAIT, || {
-        let now = task(&store);
-        now.status == Status::Review && now.owner.as_ref() == Some(&dave_name)
-    });
-    assert!(
-        taken,
-        "dave never finished task_1: {:?}\n{}",
-        task(&store),
-        dave.log()
+    until(
+        WAIT,
+        "taken",
+        || {
+            let now = task(&store);
+            now.status == Status::Review && now.owner.as_ref() == Some(&dave_name)
+        },
+        || {
+            format!(
+                "dave never finished task_1: {:?}\n{}",
+                task(&store),
+                dave.log()
+            )
+        },
     );
     let commits = task(&store).commits.expect("dave's commits");
     assert_eq!(commits.branch, "crew/dave");
@@ -525,19 +535,23 @@ fn a_host_cut_off_mid_task_loses_it_to_another_host_and_its_late_work_is_not_rec
     // lead told so; the task stays dave's.
     bob.signal(libc::SIGCONT);
     let lead = AgentName::parse("lead").unwrap();
-    let told = within(WAIT, || {
-        runtime
-            .block_on(store.inbox(&lead))
-            .unwrap()
-            .iter()
-            .any(|m| {
-                m.from == bob_name
-                    && m.text
-                        .as_deref()
-                        .is_some_and(|t| t.contains("not recorded"))
-            })
-    });
-    assert!(told, "bob's late finish was not reported:\n{}", bob.log());
+    until(
+        WAIT,
+        "told",
+        || {
+            runtime
+                .block_on(store.inbox(&lead))
+                .unwrap()
+                .iter()
+                .any(|m| {
+                    m.from == bob_name
+                        && m.text
+                            .as_deref()
+                            .is_some_and(|t| t.contains("not recorded"))
+                })
+        },
+        || format!("bob's late finish was not reported:\n{}", bob.log()),
+    );
     let now = task(&store);
     assert_eq!(now.owner, Some(dave_name.clone()));
     assert_eq!(now.commits.map(|c| c.head), Some(commits.head.clone()));
@@ -581,19 +595,23 @@ fn a_simulated_teammate_on_another_host_works_through_its_team_tools_and_the_per
 
     // bob's write bubbles up to the person as a permission request, through the store.
     let mut asked = None;
-    let came = within(WAIT, || {
-        asked = runtime
-            .block_on(store.requests(Duration::from_secs(60)))
-            .unwrap()
-            .into_iter()
-            .find(|r| {
-                r.from == bob_name
-                    && r.kind == crew_store::MessageKind::PermissionRequest
-                    && r.state == crew_store::requests::RequestState::Pending
-            });
-        asked.is_some()
-    });
-    assert!(came, "no permission request from bob:\n{}", bob.log());
+    until(
+        WAIT,
+        "came",
+        || {
+            asked = runtime
+                .block_on(store.requests(Duration::from_secs(60)))
+                .unwrap()
+                .into_iter()
+                .find(|r| {
+                    r.from == bob_name
+                        && r.kind == crew_store::MessageKind::PermissionRequest
+                        && r.state == crew_store::requests::RequestState::Pending
+                });
+            asked.is_some()
+        },
+        || format!("no permission request from bob:\n{}", bob.log()),
+    );
     let asked = asked.unwrap();
     assert_eq!(asked.request.extra["tool"], "write", "{:?}", asked.request);
     let status = runtime
@@ -604,12 +622,17 @@ fn a_simulated_teammate_on_another_host_works_through_its_team_tools_and_the_per
     person.on_store(&["respond", &asked.request_id, "--as", "user", "approve"]);
 
     let task = |store: &PgStore| runtime.block_on(store.task(TaskId(1))).unwrap();
-    let reviewed = within(WAIT, || task(&store).status == Status::Review);
-    assert!(
-        reviewed,
-        "task_1 never reached review: {:?}\n{}",
-        task(&store),
-        bob.log()
+    until(
+        WAIT,
+        "reviewed",
+        || task(&store).status == Status::Review,
+        || {
+            format!(
+                "task_1 never reached review: {:?}\n{}",
+                task(&store),
+                bob.log()
+            )
+        },
     );
     person.on_store(&["review", "merge", "task_1"]);
     let written = std::fs::read_to_string(person.path().join("from-host2.txt")).unwrap();
@@ -653,19 +676,26 @@ fn the_lead_beside_the_persons_checkout_and_a_teammate_on_another_host_are_one_t
     let store = PgStore::connect(&person.url(), 2).unwrap();
     let bob_name = AgentName::parse("bob").unwrap();
     let mut asked = None;
-    let came = within(WAIT, || {
-        asked = runtime
-            .block_on(store.requests(Duration::from_secs(60)))
-            .unwrap()
-            .into_iter()
-            .find(|r| r.from == bob_name && r.state == crew_store::requests::RequestState::Pending);
-        asked.is_some()
-    });
-    assert!(
-        came,
-        "no request from bob:\nlead: {}\nbob: {}",
-        lead_log(),
-        bob.log()
+    until(
+        WAIT,
+        "came",
+        || {
+            asked = runtime
+                .block_on(store.requests(Duration::from_secs(60)))
+                .unwrap()
+                .into_iter()
+                .find(|r| {
+                    r.from == bob_name && r.state == crew_store::requests::RequestState::Pending
+                });
+            asked.is_some()
+        },
+        || {
+            format!(
+                "no request from bob:\nlead: {}\nbob: {}",
+                lead_log(),
+                bob.log()
+            )
+        },
     );
     let task = runtime.block_on(store.task(TaskId(1))).unwrap();
     assert_eq!(task.subject, "write from-host2.txt", "the lead made it");
@@ -676,10 +706,12 @@ fn the_lead_beside_the_persons_checkout_and_a_teammate_on_another_host_are_one_t
         "user",
         "approve",
     ]);
-    let reviewed = within(WAIT, || {
-        runtime.block_on(store.task(TaskId(1))).unwrap().status == Status::Review
-    });
-    assert!(reviewed, "never in review:\n{}", bob.log());
+    until(
+        WAIT,
+        "reviewed",
+        || runtime.block_on(store.task(TaskId(1))).unwrap().status == Status::Review,
+        || format!("never in review:\n{}", bob.log()),
+    );
     person.on_store(&["review", "merge", "task_1"]);
     assert!(person.path().join("from-host2.txt").is_file());
     assert_eq!(bob.wait(WAIT), Some(0), "{}", bob.log());
@@ -755,12 +787,16 @@ fn a_team_across_hosts_claims_on_both_sides_and_every_diff_is_reviewed_and_merge
     let store = PgStore::connect(&person.url(), 2).unwrap();
     let task = |id: u64| runtime.block_on(store.task(TaskId(id))).unwrap();
     // The teammates start once the lead has handed each task to its side.
-    let assigned = within(WAIT, || {
-        runtime.block_on(store.tasks()).unwrap().len() == 2
-            && task(1).owner.is_some()
-            && task(2).owner.is_some()
-    });
-    assert!(assigned, "the lead did not assign both: {}", log_of("lead"));
+    until(
+        WAIT,
+        "assigned",
+        || {
+            runtime.block_on(store.tasks()).unwrap().len() == 2
+                && task(1).owner.is_some()
+                && task(2).owner.is_some()
+        },
+        || format!("the lead did not assign both: {}", log_of("lead")),
+    );
     let alice_url = as_agent("alice");
     let mut alice = person.team.spawn(
         "alice",
@@ -771,31 +807,36 @@ fn a_team_across_hosts_claims_on_both_sides_and_every_diff_is_reviewed_and_merge
 
     // The person answers every permission request, as at the screen; both reach review and
     // carol reviews each.
-    let reviewed = within(Duration::from_secs(90), || {
-        for request in runtime
-            .block_on(store.requests(Duration::from_secs(60)))
-            .unwrap()
-            .into_iter()
-            .filter(|r| {
-                r.state == crew_store::requests::RequestState::Pending
-                    && r.kind == crew_store::MessageKind::PermissionRequest
+    until(
+        Duration::from_secs(90),
+        "reviewed",
+        || {
+            for request in runtime
+                .block_on(store.requests(Duration::from_secs(60)))
+                .unwrap()
+                .into_iter()
+                .filter(|r| {
+                    r.state == crew_store::requests::RequestState::Pending
+                        && r.kind == crew_store::MessageKind::PermissionRequest
+                })
+            {
+                person.on_store(&["respond", &request.request_id, "--as", "user", "approve"]);
+            }
+            [1, 2].iter().all(|id| {
+                let t = task(*id);
+                t.status == Status::Review && t.review.is_some()
             })
-        {
-            person.on_store(&["respond", &request.request_id, "--as", "user", "approve"]);
-        }
-        [1, 2].iter().all(|id| {
-            let t = task(*id);
-            t.status == Status::Review && t.review.is_some()
-        })
-    });
-    assert!(
-        reviewed,
-        "not both reviewed: {:?} {:?}\nalice: {}\nbob: {}\ncarol: {}",
-        task(1),
-        task(2),
-        log_of("alice"),
-        bob.log(),
-        carol.log()
+        },
+        || {
+            format!(
+                "not both reviewed: {:?} {:?}\nalice: {}\nbob: {}\ncarol: {}",
+                task(1),
+                task(2),
+                log_of("alice"),
+                bob.log(),
+                carol.log()
+            )
+        },
     );
     for (id, owner) in [(1, "bob"), (2, "alice")] {
         let t = task(id);
@@ -869,16 +910,20 @@ fn a_server_restart_mid_task_loses_and_doubles_nothing_on_a_joined_host() {
     let store = PgStore::connect(&person.url(), 2).unwrap();
     let bob_name = AgentName::parse("bob").unwrap();
     let task = |id: u64| runtime.block_on(store.task(TaskId(id))).unwrap();
-    let started = within(WAIT, || {
-        task(1).commits.is_some_and(|c| c.branch == "crew/bob")
-    });
-    assert!(started, "bob never started task_1: {}", bob.log());
+    until(
+        WAIT,
+        "started",
+        || task(1).commits.is_some_and(|c| c.branch == "crew/bob"),
+        || format!("bob never started task_1: {}", bob.log()),
+    );
     // bob's agent takes 6 s: the server goes away and comes back meanwhile.
     person.cluster.restart();
-    let both = within(WAIT, || {
-        task(1).status == Status::Review && task(2).status == Status::Review
-    });
-    assert!(both, "{:?} {:?}\n{}", task(1), task(2), bob.log());
+    until(
+        WAIT,
+        "both",
+        || task(1).status == Status::Review && task(2).status == Status::Review,
+        || format!("{:?} {:?}\n{}", task(1), task(2), bob.log()),
+    );
     for id in [1, 2] {
         let commits = task(id).commits.unwrap();
         assert!(
@@ -939,10 +984,12 @@ fn a_teammate_cannot_read_the_stores_credentials_kept_on_its_host() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let store = PgStore::connect(&person.url(), 2).unwrap();
     let task = || runtime.block_on(store.task(TaskId(1))).unwrap();
-    let ended = within(WAIT, || {
-        matches!(task().status, Status::Review | Status::Failed)
-    });
-    assert!(ended, "{:?}\n{}", task(), bob.log());
+    until(
+        WAIT,
+        "ended",
+        || matches!(task().status, Status::Review | Status::Failed),
+        || format!("{:?}\n{}", task(), bob.log()),
+    );
     let result = task().result.unwrap_or_default();
     assert!(!result.contains(secret), "the password leaked: {result}");
     assert!(
@@ -973,21 +1020,34 @@ fn a_teammate_resumes_its_conversation_on_another_host_from_the_store() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let store = PgStore::connect(&person.url(), 2).unwrap();
     let bob = AgentName::parse("bob").unwrap();
-    let waiting = within(WAIT, || {
+    until(
+        WAIT,
+        "waiting",
+        || {
+            runtime
+                .block_on(store.requests(Duration::from_secs(60)))
+                .unwrap()
+                .iter()
+                .any(|r| r.from == bob && r.state == crew_store::requests::RequestState::Pending)
+        },
+        || format!("bob never asked: {}", first.log()),
+    );
+    // The reply that asked is kept in the store (its tool may start asking while the reply
+    // is still being kept).
+    let kept = || {
         runtime
-            .block_on(store.requests(Duration::from_secs(60)))
+            .block_on(store.conversation(&bob, "task_1"))
             .unwrap()
-            .iter()
-            .any(|r| r.from == bob && r.state == crew_store::requests::RequestState::Pending)
-    });
-    assert!(waiting, "bob never asked: {}", first.log());
-    let kept = runtime
-        .block_on(store.conversation(&bob, "task_1"))
-        .unwrap();
-    assert!(
-        kept.iter()
-            .any(|m| m.to_string().contains("first try, on the first host")),
-        "{kept:?}"
+    };
+    until(
+        WAIT,
+        "the reply kept",
+        || {
+            kept()
+                .iter()
+                .any(|m| m.to_string().contains("first try, on the first host"))
+        },
+        || format!("{:?}", kept()),
     );
     assert_eq!(
         runtime
@@ -1013,8 +1073,12 @@ fn a_teammate_resumes_its_conversation_on_another_host_from_the_store() {
     let task = || runtime.block_on(store.task(TaskId(1))).unwrap();
     // It changed nothing, so it waits in review, empty, for the person (on PostgreSQL a writing
     // teammate's word that nothing changed does not complete its task).
-    let done = within(WAIT, || task().status == Status::Review);
-    assert!(done, "{:?}\n{}", task(), second.log());
+    until(
+        WAIT,
+        "done",
+        || task().status == Status::Review,
+        || format!("{:?}\n{}", task(), second.log()),
+    );
     assert!(
         task()
             .result
@@ -1052,8 +1116,12 @@ fn a_memory_kept_on_one_host_is_read_on_another_through_the_store() {
     let task = |id: u64| runtime.block_on(store.task(TaskId(id))).unwrap();
     person.on_store(&["task", "add", "REMEMBER how we build"]);
     let mut first = person.join_from("bob", "host-a");
-    let kept = within(WAIT, || task(1).status == Status::Review);
-    assert!(kept, "{:?}\n{}", task(1), first.log());
+    until(
+        WAIT,
+        "kept",
+        || task(1).status == Status::Review,
+        || format!("{:?}\n{}", task(1), first.log()),
+    );
     assert!(
         task(1)
             .result
@@ -1069,8 +1137,12 @@ fn a_memory_kept_on_one_host_is_read_on_another_through_the_store() {
 
     person.on_store(&["task", "add", "RECALL how we build"]);
     let mut second = person.join_from("bob", "host-b");
-    let recalled = within(WAIT, || task(2).status == Status::Review);
-    assert!(recalled, "{:?}\n{}", task(2), second.log());
+    until(
+        WAIT,
+        "recalled",
+        || task(2).status == Status::Review,
+        || format!("{:?}\n{}", task(2), second.log()),
+    );
     assert!(
         task(2)
             .result
@@ -1123,8 +1195,12 @@ fn a_task_that_changes_hands_continues_from_its_earlier_owners_commits() {
     let store = PgStore::connect(&person.url(), 2).unwrap();
     let task = || runtime.block_on(store.task(TaskId(1))).unwrap();
     let mut bob = person.join("bob");
-    let reviewed = within(WAIT, || task().status == Status::Review);
-    assert!(reviewed, "{:?}\n{}", task(), bob.log());
+    until(
+        WAIT,
+        "reviewed",
+        || task().status == Status::Review,
+        || format!("{:?}\n{}", task(), bob.log()),
+    );
     let bobs = task().commits.unwrap();
     bob.signal(libc::SIGKILL);
     bob.wait(WAIT);
@@ -1132,11 +1208,15 @@ fn a_task_that_changes_hands_continues_from_its_earlier_owners_commits() {
     person.on_store(&["review", "send-back", "task_1", "--note", "one more line"]);
     person.on_store(&["task", "assign", "task_1", "dave"]);
     let mut dave = person.join("dave");
-    let again = within(WAIT, || {
-        let now = task();
-        now.status == Status::Review && now.owner.as_deref() == Some("dave")
-    });
-    assert!(again, "{:?}\n{}", task(), dave.log());
+    until(
+        WAIT,
+        "again",
+        || {
+            let now = task();
+            now.status == Status::Review && now.owner.as_deref() == Some("dave")
+        },
+        || format!("{:?}\n{}", task(), dave.log()),
+    );
     let daves = task().commits.unwrap();
     assert_eq!(daves.branch, "crew/dave");
     person.on_store(&["review", "merge", "task_1"]);
@@ -1167,14 +1247,22 @@ fn work_the_person_discards_is_taken_out_of_a_joined_hosts_branch() {
     let task = |id: u64| runtime.block_on(store.task(TaskId(id))).unwrap();
     person.on_store(&["task", "add", "write the wrong thing"]);
     let mut bob = person.join("bob");
-    let first = within(WAIT, || task(1).status == Status::Review);
-    assert!(first, "{:?}\n{}", task(1), bob.log());
+    until(
+        WAIT,
+        "first",
+        || task(1).status == Status::Review,
+        || format!("{:?}\n{}", task(1), bob.log()),
+    );
     person.on_store(&["review", "discard", "task_1", "--reason", "not wanted"]);
     assert_eq!(task(1).status, Status::Failed);
 
     person.on_store(&["task", "add", "write the right thing"]);
-    let second = within(WAIT, || task(2).status == Status::Review);
-    assert!(second, "{:?}\n{}", task(2), bob.log());
+    until(
+        WAIT,
+        "second",
+        || task(2).status == Status::Review,
+        || format!("{:?}\n{}", task(2), bob.log()),
+    );
     person.on_store(&["review", "merge", "task_2"]);
     assert_eq!(
         std::fs::read_to_string(person.path().join("from-host2.txt")).unwrap(),
