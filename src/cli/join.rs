@@ -40,8 +40,7 @@ pub fn run(args: WorkerArgs, start: &Path) -> anyhow::Result<()> {
         )
         .into());
     };
-    let remote_is_path = !remote.contains(':');
-    if remote_is_path && Path::new(&remote).is_relative() {
+    if TeamRemote::is_relative_path(&remote) {
         return Err(CliError::Refused(format!(
             "the team's remote = {remote:?} is a path relative to the person's checkout, which another host cannot see: give an absolute path or an ssh URL in crew.toml, then `crew store publish URL`"
         ))

@@ -27,13 +27,18 @@ impl TeamRemote {
     /// `url` as crew.toml gives it (a path, `file://`, `ssh://`, `host:path`); a relative path
     /// is taken from the repository's root, where crew.toml is.
     pub fn new(url: &str, repo_root: &Path) -> Self {
-        let is_path = !url.contains("://") && !is_scp_like(url);
-        let url = if is_path && Path::new(url).is_relative() {
+        let url = if Self::is_relative_path(url) {
             repo_root.join(url).display().to_string()
         } else {
             url.to_string()
         };
         TeamRemote { url }
+    }
+
+    /// Whether `url` names a folder relative to the checkout (not a URL, not `host:path`):
+    /// another host cannot see it.
+    pub fn is_relative_path(url: &str) -> bool {
+        !url.contains("://") && !is_scp_like(url) && Path::new(url).is_relative()
     }
 
     pub fn url(&self) -> &str {
@@ -91,16 +96,7 @@ impl TeamRemote {
     pub fn update_base(&self, root: &Path, base: &str) -> Result<(), GitError> {
         names::validate_branch(base)?;
         let fetched = format!("{FETCHED}/{base}");
-        self.git(root, "fetch", |git| {
-            git.args([
-                "fetch",
-                "--quiet",
-                "--no-tags",
-                "--no-write-fetch-head",
-                &self.url,
-            ])
-            .arg(format!("+refs/heads/{base}:{fetched}"));
-        })?;
+        self.fetch(root, &format!("+refs/heads/{base}:{fetched}"))?;
         self.git(root, "merge", |git| {
             git.args(["merge", "--quiet", "--ff-only", &fetched]);
         })
@@ -122,16 +118,10 @@ impl TeamRemote {
         }
         let source = Self::task_branch(branch, task);
         names::validate_branch(&source)?;
-        self.git(trees.root(), "fetch", |git| {
-            git.args([
-                "fetch",
-                "--quiet",
-                "--no-tags",
-                "--no-write-fetch-head",
-                &self.url,
-            ])
-            .arg(format!("+refs/heads/{source}:{FETCHED}/{source}"));
-        })?;
+        self.fetch(
+            trees.root(),
+            &format!("+refs/heads/{source}:{FETCHED}/{source}"),
+        )?;
         if has_commit() {
             Ok(())
         } else {
@@ -141,6 +131,21 @@ impl TeamRemote {
                 head: head.to_string(),
             })
         }
+    }
+
+    /// Fetches `refspec` from the remote into the repository at `root`, without its tags or
+    /// a FETCH_HEAD.
+    fn fetch(&self, root: &Path, refspec: &str) -> Result<(), GitError> {
+        self.git(root, "fetch", |git| {
+            git.args([
+                "fetch",
+                "--quiet",
+                "--no-tags",
+                "--no-write-fetch-head",
+                &self.url,
+                refspec,
+            ]);
+        })
     }
 
     fn git(

@@ -186,7 +186,10 @@ fn a_relative_remote_is_taken_from_the_repository_and_urls_are_kept() {
         TeamRemote::new("../team.git", root).url(),
         "/srv/repo/../team.git"
     );
+    assert!(TeamRemote::is_relative_path("../team.git"));
+    assert!(TeamRemote::is_relative_path("team.git"));
     for url in ["ssh://host/team.git", "git@host:team.git", "/abs/team.git"] {
         assert_eq!(TeamRemote::new(url, root).url(), url);
+        assert!(!TeamRemote::is_relative_path(url), "{url}");
     }
 }
