@@ -107,6 +107,17 @@ pub fn review_notes(task: &Task) -> Vec<&str> {
         .collect()
 }
 
+/// Whether the task ended by the person's discard (its commits taken back out), as both
+/// backends record it: failed, its last note the store's discard note. Not the result, which
+/// its owner writes.
+pub fn was_discarded(task: &Task) -> bool {
+    task.status == Status::Failed
+        && task.notes.last().is_some_and(|n| {
+            n.split_once(": ")
+                .is_some_and(|(_, rest)| rest.starts_with("discarded by "))
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,5 +211,41 @@ mod tests {
         store.mark_merged(TaskId(1), &USER, "fast-forward").unwrap();
         assert!(store.mark_merged(TaskId(1), &USER, "again").is_err());
         store.claim(TaskId(2), bob).unwrap();
+    }
+
+    #[test]
+    fn a_discard_is_known_by_the_stores_note_not_by_what_the_owner_wrote() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TaskStore::new(dir.path());
+        for subject in ["code", "docs"] {
+            store
+                .create(NewTask {
+                    subject: subject.into(),
+                    ..NewTask::default()
+                })
+                .unwrap();
+        }
+        let alice_name: AgentName = "alice".parse().unwrap();
+        let alice = Claimant {
+            name: &alice_name,
+            role: None,
+        };
+        store.claim(TaskId(1), alice).unwrap();
+        store.record_start(TaskId(1), "crew/alice", "a0").unwrap();
+        let commits = TaskCommits {
+            branch: "crew/alice".into(),
+            start: "a0".into(),
+            head: "a1".into(),
+        };
+        store
+            .submit_for_review(TaskId(1), &alice_name, "did it".into(), commits)
+            .unwrap();
+        let discarded = store.discard_review(TaskId(1), &USER, "wrong").unwrap();
+        assert!(was_discarded(&discarded));
+        store.claim(TaskId(2), alice).unwrap();
+        let failed = store
+            .fail(TaskId(2), &alice_name, "discarded by user: so I say".into())
+            .unwrap();
+        assert!(!was_discarded(&failed), "{failed:?}");
     }
 }

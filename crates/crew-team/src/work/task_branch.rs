@@ -118,12 +118,10 @@ impl<S: LinkedStore> TaskBranch<'_, S> {
             .call(|store| async move { store.tasks().await })
             .map_err(|e| e.to_string())?;
         let done = self.root.join(".crew/discarded");
-        for task in tasks.iter().filter(|t| {
-            t.status == crew_store::Status::Failed
-                && t.result
-                    .as_deref()
-                    .is_some_and(|r| r.starts_with("discarded by "))
-        }) {
+        for task in tasks
+            .iter()
+            .filter(|t| crew_store::review::was_discarded(t))
+        {
             let Some(commits) = task
                 .commits
                 .as_deref()
