@@ -35,7 +35,9 @@ pub use carry_over::{FILES_HEADER, TODOS_HEADER};
 pub use config::{AgentConfig, CompactionThresholds, Limits};
 pub use error::AgentError;
 pub use event::{AgentEvent, CompactionStep, CompactionTrigger, EventSink, RecoveryKind};
-pub use mailbox_prompter::{AbandonOnDrop, MailboxPrompter, find_answer, permission_request};
+pub use mailbox_prompter::{
+    AnswerChannel, MailboxPrompter, ask_on_thread, permission_request, wait_for_answer,
+};
 pub use normalize::normalize;
 pub use result::{PermissionDenial, StopReason, ToolUseRecord, TurnResult};
 pub use runtime::Agent;

@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 use crate::event::{AgentEvent, EventSink};
 use crew_protocol::USER;
 use crew_store::MessageKind;
-use crew_store::{AgentName, DirWatcher, Draft, Entry, Mailboxes, Roster};
+use crew_store::{AgentName, DirWatcher, Draft, Entry, Mailboxes, Message, Roster};
 use crew_tools::{PermissionAnswer, PermissionAsk, Prompter};
 
 /// How often a waiting thread looks whether its asker has gone away (answers themselves wake
@@ -58,58 +58,139 @@ impl MailboxPrompter {
 
     /// Sends the request and blocks until the answer, the timeout, or `abandoned`.
     fn wait_for_answer(&self, ask: PermissionAsk, abandoned: &AtomicBool) -> PermissionAnswer {
-        let deny = |why: String| PermissionAnswer::Deny(why);
         // Watch before sending and note where the inbox ends, so no answer can slip past.
         let watcher = match DirWatcher::new(&[self.mailboxes.dir()]) {
             Ok(watcher) => watcher,
-            Err(e) => return deny(format!("cannot wait for an answer: {e}")),
+            Err(e) => return PermissionAnswer::Deny(format!("cannot wait for an answer: {e}")),
         };
-        let mut offset =
+        let offset =
             std::fs::metadata(self.mailboxes.inbox_path(&self.agent)).map_or(0, |m| m.len());
+        let mut inbox = InboxFile {
+            prompter: self,
+            watcher,
+            offset,
+        };
         let draft = permission_request(&self.agent, &self.lead, self.timeout, &ask);
-        let sent = match self.mailboxes.send(&self.roster, draft) {
-            Ok(sent) => sent,
-            Err(e) => return deny(format!("could not send the permission request: {e}")),
-        };
-        let Some(request_id) = sent.request_id else {
-            return deny("the permission request got no request id".to_string());
-        };
-        if let Some(events) = &self.events {
-            events.emit(AgentEvent::PermissionWaiting {
-                request_id: request_id.clone(),
-                to: self.lead.clone(),
-            });
-        }
-        let deadline = Instant::now() + self.timeout;
-        loop {
-            match self.mailboxes.read_from(&self.agent, offset) {
-                Ok(batch) => {
-                    offset = batch.end;
-                    let messages = batch.entries.iter().filter_map(|e| match e {
-                        Entry::Message { message, .. } => Some(message),
-                        Entry::Broken { .. } => None,
-                    });
-                    if let Some(answer) = find_answer(messages, &request_id) {
-                        return answer;
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "reading the inbox for a permission answer failed")
-                }
-            }
-            if abandoned.load(Ordering::SeqCst) {
-                return deny("nobody waits for this answer any more".to_string());
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return deny(format!(
-                    "no answer to permission request {request_id} within {} s; denied",
-                    self.timeout.as_secs()
-                ));
-            }
-            watcher.wait((deadline - now).min(ABANDON_CHECK));
-        }
+        wait_for_answer(
+            &mut inbox,
+            draft,
+            self.timeout,
+            self.events.as_ref(),
+            abandoned,
+        )
     }
+}
+
+/// The asker's inbox file, read on from where it ended when the request was sent.
+struct InboxFile<'a> {
+    prompter: &'a MailboxPrompter,
+    watcher: DirWatcher,
+    offset: u64,
+}
+
+impl AnswerChannel for InboxFile<'_> {
+    fn send(&mut self, draft: Draft) -> Result<Message, String> {
+        let p = self.prompter;
+        p.mailboxes
+            .send(&p.roster, draft)
+            .map_err(|e| e.to_string())
+    }
+
+    fn look(&mut self) -> Result<Vec<Message>, String> {
+        let p = self.prompter;
+        let batch = p
+            .mailboxes
+            .read_from(&p.agent, self.offset)
+            .map_err(|e| e.to_string())?;
+        self.offset = batch.end;
+        Ok(batch
+            .entries
+            .into_iter()
+            .filter_map(|e| match e {
+                Entry::Message { message, .. } => Some(message),
+                Entry::Broken { .. } => None,
+            })
+            .collect())
+    }
+
+    fn wait(&mut self, at_most: Duration) {
+        self.watcher.wait(at_most);
+    }
+}
+
+/// How an asker's request reaches the lead and its answer comes back; opened before the request
+/// is sent (watching the asker's inbox), so no answer can slip past.
+pub trait AnswerChannel {
+    fn send(&mut self, draft: Draft) -> Result<Message, String>;
+    /// What came into the asker's inbox since the last look (an answer may be among it).
+    fn look(&mut self) -> Result<Vec<Message>, String>;
+    /// Blocks until the inbox may have changed, or `at_most`.
+    fn wait(&mut self, at_most: Duration);
+}
+
+/// Sends `request` through `channel` and blocks until the person's answer, `timeout` (a
+/// denial), or `abandoned`. Emits `PermissionWaiting` to `events` once the request is sent.
+pub fn wait_for_answer(
+    channel: &mut impl AnswerChannel,
+    request: Draft,
+    timeout: Duration,
+    events: Option<&EventSink>,
+    abandoned: &AtomicBool,
+) -> PermissionAnswer {
+    let deny = |why: String| PermissionAnswer::Deny(why);
+    let lead = request.to.clone();
+    let sent = match channel.send(request) {
+        Ok(sent) => sent,
+        Err(e) => return deny(format!("could not send the permission request: {e}")),
+    };
+    let Some(request_id) = sent.request_id else {
+        return deny("the permission request got no request id".to_string());
+    };
+    if let Some(events) = events {
+        events.emit(AgentEvent::PermissionWaiting {
+            request_id: request_id.clone(),
+            to: lead,
+        });
+    }
+    let deadline = Instant::now() + timeout;
+    loop {
+        match channel.look() {
+            Ok(messages) => {
+                if let Some(answer) = find_answer(&messages, &request_id) {
+                    return answer;
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "reading the inbox for a permission answer failed")
+            }
+        }
+        if abandoned.load(Ordering::SeqCst) {
+            return deny("nobody waits for this answer any more".to_string());
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return deny(format!(
+                "no answer to permission request {request_id} within {} s; denied",
+                timeout.as_secs()
+            ));
+        }
+        channel.wait((deadline - now).min(ABANDON_CHECK));
+    }
+}
+
+/// A prompter's `ask`: runs `wait` (which blocks) on a blocking thread, telling it through its
+/// flag when the asking future is dropped (e.g. the turn was cancelled).
+pub fn ask_on_thread(
+    wait: impl FnOnce(&AtomicBool) -> PermissionAnswer + Send + 'static,
+) -> BoxFuture<'static, PermissionAnswer> {
+    let abandoned = Arc::new(AtomicBool::new(false));
+    let guard = AbandonOnDrop(Arc::clone(&abandoned));
+    Box::pin(async move {
+        let _guard = guard;
+        tokio::task::spawn_blocking(move || wait(&abandoned))
+            .await
+            .unwrap_or_else(|e| PermissionAnswer::Deny(format!("the permission wait failed: {e}")))
+    })
 }
 
 /// The `permission_request` `agent` sends `lead` for `ask`, answered within `timeout`.
@@ -146,7 +227,7 @@ pub fn permission_request(
 }
 
 /// The person's answer to `request_id` among `messages`, if there is one.
-pub fn find_answer<'a>(
+fn find_answer<'a>(
     messages: impl IntoIterator<Item = &'a crew_store::Message>,
     request_id: &str,
 ) -> Option<PermissionAnswer> {
@@ -170,8 +251,8 @@ pub fn find_answer<'a>(
     })
 }
 
-/// Tells the waiting thread when the asking future is dropped (e.g. the turn was cancelled).
-pub struct AbandonOnDrop(pub Arc<AtomicBool>);
+/// Tells the waiting thread when the asking future is dropped.
+struct AbandonOnDrop(Arc<AtomicBool>);
 
 impl Drop for AbandonOnDrop {
     fn drop(&mut self) {
@@ -182,15 +263,6 @@ impl Drop for AbandonOnDrop {
 impl Prompter for MailboxPrompter {
     fn ask(&self, req: PermissionAsk) -> BoxFuture<'static, PermissionAnswer> {
         let prompter = self.clone();
-        let abandoned = Arc::new(AtomicBool::new(false));
-        let guard = AbandonOnDrop(Arc::clone(&abandoned));
-        Box::pin(async move {
-            let _guard = guard;
-            tokio::task::spawn_blocking(move || prompter.wait_for_answer(req, &abandoned))
-                .await
-                .unwrap_or_else(|e| {
-                    PermissionAnswer::Deny(format!("the permission wait failed: {e}"))
-                })
-        })
+        ask_on_thread(move |abandoned| prompter.wait_for_answer(req, abandoned))
     }
 }

@@ -5,19 +5,15 @@
 //! reads what is unread, which holds the answer: the worker that asks does not move its cursor
 //! while its job runs.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
 
-use crew_agent::{AbandonOnDrop, AgentEvent, EventSink, find_answer, permission_request};
-use crew_store::AgentName;
+use crew_agent::{AnswerChannel, EventSink, ask_on_thread, permission_request, wait_for_answer};
+use crew_store::{AgentName, Draft, Message};
 use crew_tools::{PermissionAnswer, PermissionAsk, Prompter};
 use futures::future::BoxFuture;
 
-use crate::run::link::{LinkedStore, TeamLink};
-
-/// How often a waiting thread looks whether its asker has gone away.
-const ABANDON_CHECK: Duration = Duration::from_millis(500);
+use crate::run::link::{ChangeWatch, LinkedStore, TeamLink};
 
 /// Most unread messages looked through for the answer.
 const LOOK_THROUGH: usize = 10_000;
@@ -54,72 +50,58 @@ impl<S: LinkedStore> StorePrompter<S> {
     }
 
     fn wait_for_answer(&self, ask: PermissionAsk, abandoned: &AtomicBool) -> PermissionAnswer {
-        let deny = |why: String| PermissionAnswer::Deny(why);
         // Watching before sending, so no answer can slip past.
-        let mut watch = match self.link.watch_inbox(&self.agent) {
+        let watch = match self.link.watch_inbox(&self.agent) {
             Ok(watch) => watch,
-            Err(e) => return deny(format!("cannot wait for an answer: {e}")),
+            Err(e) => return PermissionAnswer::Deny(format!("cannot wait for an answer: {e}")),
+        };
+        let mut inbox = UnreadInbox {
+            link: &self.link,
+            agent: &self.agent,
+            watch,
         };
         let draft = permission_request(&self.agent, &self.lead, self.timeout, &ask);
-        let sent = match self
-            .link
+        wait_for_answer(
+            &mut inbox,
+            draft,
+            self.timeout,
+            self.events.as_ref(),
+            abandoned,
+        )
+    }
+}
+
+/// The asker's unread messages in the store, woken by its change watch.
+struct UnreadInbox<'a, S: LinkedStore> {
+    link: &'a TeamLink<S>,
+    agent: &'a AgentName,
+    watch: ChangeWatch,
+}
+
+impl<S: LinkedStore> AnswerChannel for UnreadInbox<'_, S> {
+    fn send(&mut self, draft: Draft) -> Result<Message, String> {
+        self.link
             .call(|store| async move { store.send(draft).await })
-        {
-            Ok(sent) => sent,
-            Err(e) => return deny(format!("could not send the permission request: {e}")),
-        };
-        let Some(request_id) = sent.request_id else {
-            return deny("the permission request got no request id".to_string());
-        };
-        if let Some(events) = &self.events {
-            events.emit(AgentEvent::PermissionWaiting {
-                request_id: request_id.clone(),
-                to: self.lead.clone(),
-            });
-        }
-        let deadline = Instant::now() + self.timeout;
-        loop {
-            let me = self.agent.clone();
-            match self
-                .link
-                .call(|store| async move { store.unread(&me, LOOK_THROUGH).await })
-            {
-                Ok(unread) => {
-                    if let Some(answer) = find_answer(unread.iter().map(|(_, m)| m), &request_id) {
-                        return answer;
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "reading the inbox for a permission answer failed")
-                }
-            }
-            if abandoned.load(Ordering::SeqCst) {
-                return deny("nobody waits for this answer any more".to_string());
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                return deny(format!(
-                    "no answer to permission request {request_id} within {} s; denied",
-                    self.timeout.as_secs()
-                ));
-            }
-            watch.wait((deadline - now).min(ABANDON_CHECK));
-        }
+            .map_err(|e| e.to_string())
+    }
+
+    fn look(&mut self) -> Result<Vec<Message>, String> {
+        let me = self.agent.clone();
+        let unread = self
+            .link
+            .call(|store| async move { store.unread(&me, LOOK_THROUGH).await })
+            .map_err(|e| e.to_string())?;
+        Ok(unread.into_iter().map(|(_, m)| m).collect())
+    }
+
+    fn wait(&mut self, at_most: Duration) {
+        self.watch.wait(at_most);
     }
 }
 
 impl<S: LinkedStore> Prompter for StorePrompter<S> {
     fn ask(&self, req: PermissionAsk) -> BoxFuture<'static, PermissionAnswer> {
         let prompter = self.clone();
-        let abandoned = Arc::new(AtomicBool::new(false));
-        let guard = AbandonOnDrop(Arc::clone(&abandoned));
-        Box::pin(async move {
-            let _guard = guard;
-            tokio::task::spawn_blocking(move || prompter.wait_for_answer(req, &abandoned))
-                .await
-                .unwrap_or_else(|e| {
-                    PermissionAnswer::Deny(format!("the permission wait failed: {e}"))
-                })
-        })
+        ask_on_thread(move |abandoned| prompter.wait_for_answer(req, abandoned))
     }
 }
