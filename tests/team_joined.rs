@@ -1282,3 +1282,80 @@ fn work_the_person_discards_is_taken_out_of_a_joined_hosts_branch() {
     ]);
     assert_eq!(bob.wait(WAIT), Some(0), "{}", bob.log());
 }
+
+/// The person's screen on a team kept in PostgreSQL (`crew --store URL ui` in their checkout):
+/// it shows the task, the teammate working on its own host, its permission request, which the
+/// person approves there, the review, which the person merges there; and a host gone silent
+/// shows as such (its lease lapsed).
+#[test]
+fn the_person_watches_and_steers_a_team_on_the_store_from_the_screen() {
+    let Some(person) = Person::with(
+        &[Mate::implementer("bob", SIMULATED)],
+        false,
+        "idle_poll_secs = 1\nidle_timeout_secs = 30\nheartbeat_secs = 1\nlease_secs = 3\nrequest_timeout_secs = 60",
+        "",
+    ) else {
+        return;
+    };
+    let url = person.url();
+    let mut screen =
+        crate::support::pty::Screen::start(person.path(), &["--store", &url, "ui"], 160, 45);
+    let shown = url.split_once('@').map_or(url.as_str(), |(_, rest)| rest);
+    screen.wait_for(shown);
+    person.on_store(&["task", "add", "write from-host2.txt"]);
+    screen.wait_for("write from-host2.txt");
+    let bob = person.join("bob");
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    screen.wait_for(&format!(" on {} ", host.trim()));
+    screen.wait_for("bob asks for write");
+    // From the lead's text box to the approvals, and approve.
+    screen.keys("\x12");
+    screen.wait_for("approvals · ? help");
+    screen.keys("\x1b[H");
+    screen.keys("a");
+    screen.wait_for("(bob told)");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let store = PgStore::connect(&url, 2).unwrap();
+    let task = |store: &PgStore| runtime.block_on(store.task(TaskId(1))).unwrap();
+    until(
+        WAIT,
+        "reviewed",
+        || task(&store).status == Status::Review,
+        || format!("{:?}\n{}", task(&store), bob.log()),
+    );
+    screen.wait_until("task_1 in the review queue", WAIT, |t| {
+        t.contains("▶ task_1")
+    });
+    screen.keys("M");
+    screen.wait_for("task_1 merged into main");
+    assert_eq!(task(&store).status, Status::Completed);
+    let written = std::fs::read_to_string(person.path().join("from-host2.txt")).unwrap();
+    assert!(written.starts_with("written by bob"), "{written}");
+
+    // bob takes another task and its host goes silent: the screen says its lease lapsed.
+    person.on_store(&["task", "add", "write it again"]);
+    until(
+        WAIT,
+        "bob on task_2",
+        || {
+            task_n(&runtime, &store, 2)
+                .owner
+                .as_ref()
+                .map(AgentName::as_str)
+                == Some("bob")
+        },
+        || format!("{:?}\n{}", task_n(&runtime, &store, 2), bob.log()),
+    );
+    bob.signal(libc::SIGSTOP);
+    screen.wait_until("bob's lease lapsed", WAIT, |t| {
+        t.contains("LEASE LAPSED task_2")
+    });
+    bob.signal(libc::SIGKILL);
+    screen.keys("q");
+    screen.wait_exit();
+    screen.assert_restored();
+}
+
+fn task_n(runtime: &tokio::runtime::Runtime, store: &PgStore, n: u64) -> crew_store::Task {
+    runtime.block_on(store.task(TaskId(n))).unwrap()
+}

@@ -27,6 +27,9 @@ use crew_store_pg::{PgStore, Wakeups};
 use crew_team::review::Desk;
 
 pub fn run(url: &str, command: Command, start: &Path) -> anyhow::Result<()> {
+    if let Command::Ui(args) = command {
+        return screen(url, args, start);
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -36,6 +39,37 @@ pub fn run(url: &str, command: Command, start: &Path) -> anyhow::Result<()> {
         let config = published(&store, url).await?;
         on(&store, &config, command, start).await
     })
+}
+
+/// `crew --store URL ui`: the screen on the team in the store, its reviews merging into the
+/// checkout it runs in (if any). The store's connections run on a runtime of their own, which
+/// the screen's threads share.
+fn screen(url: &str, args: crate::cli::args::UiArgs, start: &Path) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the store client")?;
+    let store = runtime.block_on(async {
+        let store = reach_current(url).await?;
+        published(&store, url).await?;
+        anyhow::Ok(store)
+    })?;
+    let shown = store.shown_url();
+    let checkout = Project::find(start)
+        .ok()
+        .map(|p| p.workspace.repository_root());
+    crew_tui::run_on_store(
+        runtime.handle(),
+        store,
+        shown,
+        checkout,
+        crew_tui::Options {
+            theme: args.theme,
+            keymap: args.keymap,
+            attached: None,
+        },
+    )
 }
 
 /// The team as the person published it.

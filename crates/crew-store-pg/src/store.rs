@@ -168,6 +168,11 @@ impl PgStore {
         )
     }
 
+    /// This store's URL as it may be shown: its role, servers and database, no password.
+    pub fn shown_url(&self) -> String {
+        self.url_as(self.config.get_user().unwrap_or("postgres"))
+    }
+
     /// The database the URL names (PostgreSQL's default: the user's name).
     pub fn database(&self) -> String {
         self.config.get_dbname().map_or_else(

@@ -2,7 +2,7 @@
 //! offsets, single task and status files by the path a file-system event names. The loader runs
 //! off the input path and hands `Change`s to the state.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -34,6 +34,8 @@ pub enum Change {
         reset: bool,
     },
     Agent(AgentName, Option<AgentStatus>),
+    /// Each agent's standing with the store's server (a team kept in PostgreSQL only).
+    Standing(BTreeMap<AgentName, Standing>),
     /// New rows of an agent's transcript. The last `tail` rows are the reply still streaming:
     /// they are sent again, grown, with the next change and replace these.
     Transcript {
@@ -42,6 +44,13 @@ pub enum Change {
         reset: bool,
         tail: usize,
     },
+}
+
+/// What the store's server knows of an agent beyond its status: the tasks whose lease lapsed
+/// (claimable again: its host went silent).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Standing {
+    pub lapsed: Vec<TaskId>,
 }
 
 pub struct Loader {

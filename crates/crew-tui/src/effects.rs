@@ -11,7 +11,9 @@ use crate::uiconfig;
 use crew_config::TeamConfig;
 use crew_git::{Author, Worktrees};
 use crew_protocol::joined;
-use crew_store::{Actor, AgentName, Claimant, Draft, StoreError, TaskId, TaskPatch, Workspace};
+use crew_store::{
+    Actor, AgentName, Claimant, Draft, Message, StoreError, Task, TaskId, TaskPatch, Workspace,
+};
 use crew_store::{MessageKind, USER};
 use crew_team::review;
 use crew_team::run::daemon;
@@ -86,10 +88,7 @@ fn execute(root: &Path, team: &TeamConfig, effect: Effect) -> Option<Event> {
         } => Some(Event::Done(
             ws.mailboxes()
                 .respond(&roster, &request_id, &USER, approve, note, timeout)
-                .map(|m| {
-                    let verb = if approve { "approved" } else { "denied" };
-                    format!("{verb} {request_id} ({} told)", m.to)
-                })
+                .map(|m| answered(approve, &request_id, &m))
                 .map_err(|e| e.to_string()),
         )),
         Effect::AllowAndApprove { request_id, rule } => {
@@ -109,20 +108,14 @@ fn execute(root: &Path, team: &TeamConfig, effect: Effect) -> Option<Event> {
         }
         Effect::Send { to, text } => Some(Event::Done(
             ws.mailboxes()
-                .send(
-                    &roster,
-                    Draft {
-                        text: Some(text),
-                        ..Draft::new(USER, to.clone())
-                    },
-                )
+                .send(&roster, person_says(&to, text))
                 .map(|_| format!("sent to {to}"))
                 .map_err(|e| e.to_string()),
         )),
         Effect::AddTask(new) => Some(Event::Done(
             ws.tasks()
                 .create(new)
-                .map(|t| format!("added {}: {}", t.id, t.subject))
+                .map(|t| added(&t))
                 .map_err(|e| e.to_string()),
         )),
         Effect::SetDeps { id, blocked_by } => Some(Event::Done(
@@ -135,21 +128,12 @@ fn execute(root: &Path, team: &TeamConfig, effect: Effect) -> Option<Event> {
                     },
                     Actor::Person,
                 )
-                .map(|t| {
-                    if t.blocked_by.is_empty() {
-                        format!("{} waits for nothing", t.id)
-                    } else {
-                        format!("{} waits for {}", t.id, joined(&t.blocked_by, ", "))
-                    }
-                })
+                .map(|t| waits_for(&t))
                 .map_err(|e| e.to_string()),
         )),
         Effect::Assign { id, to } => Some(Event::Done(
             assign(&ws, team, id, to.as_ref())
-                .map(|t| match &t.owner {
-                    Some(owner) => format!("{} assigned to {owner}", t.id),
-                    None => format!("{} is back in the pool", t.id),
-                })
+                .map(|t| assigned(&t))
                 .map_err(|e| e.to_string()),
         )),
         Effect::Interrupt { name } => Some(Event::Done(
@@ -161,19 +145,8 @@ fn execute(root: &Path, team: &TeamConfig, effect: Effect) -> Option<Event> {
         )),
         Effect::RequestShutdown { name } => Some(Event::Done(
             ws.mailboxes()
-                .send(
-                    &roster,
-                    Draft {
-                        kind: MessageKind::ShutdownRequest,
-                        text: Some("the person at the screen asks you to shut down".into()),
-                        request: true,
-                        ..Draft::new(USER, name.clone())
-                    },
-                )
-                .map(|m| {
-                    let id = m.request_id.unwrap_or_default();
-                    format!("asked {name} to shut down ({id}); its answer comes to your inbox")
-                })
+                .send(&roster, shutdown_request(&name))
+                .map(|m| asked_to_shut_down(&m))
                 .map_err(|e| e.to_string()),
         )),
         Effect::StopTeam => Some(Event::Done(
@@ -253,18 +226,12 @@ fn execute(root: &Path, team: &TeamConfig, effect: Effect) -> Option<Event> {
         Effect::SendBackReview { id, note } => Some(Event::Done(
             review::send_back(&ws, team, id, &USER, &note)
                 .map_err(|e| e.to_string())
-                .map(|t| {
-                    format!(
-                        "{} sent back to {}",
-                        t.id,
-                        t.owner.as_deref().unwrap_or("nobody")
-                    )
-                }),
+                .map(|t| sent_back(&t)),
         )),
         Effect::DiscardReview { id, reason } => Some(Event::Done(
             review::discard(&ws, team, id, &USER, &reason)
                 .map_err(|e| e.to_string())
-                .map(|t| format!("{} discarded: its changes were taken back out", t.id)),
+                .map(|t| discarded(&t)),
         )),
         Effect::Merge { name } => {
             let author = Author::crew(&name);
@@ -320,6 +287,69 @@ fn execute(root: &Path, team: &TeamConfig, effect: Effect) -> Option<Event> {
 }
 
 /// Gives a task to a teammate of the team (with its role), or to nobody.
+/// What the screen says of an answer the person gave.
+pub(crate) fn answered(approve: bool, request_id: &str, answer: &Message) -> String {
+    let verb = if approve { "approved" } else { "denied" };
+    format!("{verb} {request_id} ({} told)", answer.to)
+}
+
+/// The person's message to `to`.
+pub(crate) fn person_says(to: &AgentName, text: String) -> Draft {
+    Draft {
+        text: Some(text),
+        ..Draft::new(USER, to.clone())
+    }
+}
+
+pub(crate) fn added(task: &Task) -> String {
+    format!("added {}: {}", task.id, task.subject)
+}
+
+pub(crate) fn waits_for(task: &Task) -> String {
+    if task.blocked_by.is_empty() {
+        format!("{} waits for nothing", task.id)
+    } else {
+        format!("{} waits for {}", task.id, joined(&task.blocked_by, ", "))
+    }
+}
+
+pub(crate) fn assigned(task: &Task) -> String {
+    match &task.owner {
+        Some(owner) => format!("{} assigned to {owner}", task.id),
+        None => format!("{} is back in the pool", task.id),
+    }
+}
+
+/// The person's `shutdown_request` to `name`.
+pub(crate) fn shutdown_request(name: &AgentName) -> Draft {
+    Draft {
+        kind: MessageKind::ShutdownRequest,
+        text: Some("the person at the screen asks you to shut down".into()),
+        request: true,
+        ..Draft::new(USER, name.clone())
+    }
+}
+
+pub(crate) fn asked_to_shut_down(request: &Message) -> String {
+    let id = request.request_id.as_deref().unwrap_or_default();
+    format!(
+        "asked {} to shut down ({id}); its answer comes to your inbox",
+        request.to
+    )
+}
+
+pub(crate) fn sent_back(task: &Task) -> String {
+    format!(
+        "{} sent back to {}",
+        task.id,
+        task.owner.as_deref().unwrap_or("nobody")
+    )
+}
+
+pub(crate) fn discarded(task: &Task) -> String {
+    format!("{} discarded: its changes were taken back out", task.id)
+}
+
 fn assign(
     ws: &Workspace,
     team: &TeamConfig,

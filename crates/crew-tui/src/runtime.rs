@@ -22,6 +22,7 @@ use crate::keymap::Keymap;
 use crate::render::render;
 use crate::since::LastSeen;
 use crate::state::{AppState, SandboxState};
+use crate::store_effects::StoreEffects;
 use crate::terminal::Session;
 use crate::theme::Theme;
 use crate::uiconfig;
@@ -76,29 +77,109 @@ pub fn run(root: &Path, options: Options) -> anyhow::Result<()> {
     let mut state = initial_state(root, &options, SystemTime::now());
     state.sandbox = sandbox_state(root);
     state.attached = options.attached.clone();
+    state.since = LastSeen::read(root);
+    let (tx, rx) = channel::<Event>();
+    let _watcher = spawn_loader(root, tx.clone())?;
+    let lanes = {
+        let root = root.to_path_buf();
+        Lanes::spawn(move || Effects::new(&root), &tx)
+    };
+    spawn_daemon_link(root, tx.clone());
     // Another tool's team whose teammates crew runs in the person's repository: reviewable here.
     // Looked at each time, as the link is made when crew starts the first teammate, which may be
     // after the screen.
     let reviews_here = || crew_store::Workspace::new(root).is_linked();
-    state.since = LastSeen::read(root);
+    let attached = state.attached.is_some();
+    let may = |effect: &Effect| !attached || attached_may(effect, reviews_here());
+    drive(state, rx, tx, &lanes, may, Some(root))
+}
+
+/// Opens the workbench on the team kept in PostgreSQL at `store` (named `shown` in the header)
+/// until the person quits; reviews merge into `checkout`, the person's, when it runs in one.
+/// `runtime`: a multi-threaded one, where the store's connections run.
+pub fn run_on_store(
+    runtime: &tokio::runtime::Handle,
+    store: crew_store_pg::PgStore,
+    shown: String,
+    checkout: Option<PathBuf>,
+    options: Options,
+) -> anyhow::Result<()> {
+    let here = checkout.clone().unwrap_or_else(|| PathBuf::from("."));
+    let mut state = initial_state(&here, &options, SystemTime::now());
+    state.store = Some(shown);
     let (tx, rx) = channel::<Event>();
-    let _watcher = spawn_loader(root, tx.clone())?;
-    let jobs = spawn_worker(root.to_path_buf(), tx.clone());
-    let git_jobs = spawn_worker(root.to_path_buf(), tx.clone());
-    let diffs = Latest::spawn(root.to_path_buf(), tx.clone());
-    let reviews = Latest::spawn(root.to_path_buf(), tx.clone());
-    let highlights = spawn_highlighter(tx.clone());
-    spawn_daemon_link(root, tx.clone());
+    crate::store_feed::spawn(store.clone(), tx.clone(), runtime);
+    let runtime = runtime.clone();
+    let lanes = Lanes::spawn(
+        move || StoreEffects::new(store.clone(), checkout.clone(), runtime.clone()),
+        &tx,
+    );
+    drive(state, rx, tx, &lanes, |_| true, None)
+}
+
+/// Something that carries out effects on a thread of its own.
+trait Execute {
+    fn execute(&mut self, effect: Effect) -> Option<Event>;
+}
+
+impl Execute for Effects {
+    fn execute(&mut self, effect: Effect) -> Option<Event> {
+        Effects::execute(self, effect)
+    }
+}
+
+impl Execute for StoreEffects {
+    fn execute(&mut self, effect: Effect) -> Option<Event> {
+        StoreEffects::execute(self, effect)
+    }
+}
+
+/// The threads effects are carried out on, one per `Lane`.
+struct Lanes {
+    jobs: Sender<Effect>,
+    git_jobs: Sender<Effect>,
+    diffs: Latest,
+    reviews: Latest,
+    highlights: Sender<Effect>,
+}
+
+impl Lanes {
+    /// Each lane's thread carries out effects with an executor `make` gives it.
+    fn spawn<E: Execute + 'static>(
+        make: impl Fn() -> E + Clone + Send + 'static,
+        tx: &Sender<Event>,
+    ) -> Lanes {
+        Lanes {
+            jobs: spawn_worker(make.clone(), tx.clone()),
+            git_jobs: spawn_worker(make.clone(), tx.clone()),
+            diffs: Latest::spawn(make.clone(), tx.clone()),
+            reviews: Latest::spawn(make, tx.clone()),
+            highlights: spawn_highlighter(tx.clone()),
+        }
+    }
+}
+
+/// The screen's loop until the person quits: draws, folds what arrived into the state, and
+/// hands each effect the screen `may` carry out to its lane. `root`: where the last-seen
+/// marker is kept (a checkout's team).
+fn drive(
+    mut state: AppState,
+    rx: Receiver<Event>,
+    tx: Sender<Event>,
+    lanes: &Lanes,
+    may: impl Fn(&Effect) -> bool,
+    root: Option<&Path>,
+) -> anyhow::Result<()> {
     spawn_ticker(tx.clone());
     spawn_input(tx);
-
     let mut session = Session::start()?;
     let size = session.terminal.size()?;
     state.size = (size.width, size.height);
     let mut marked = SystemTime::UNIX_EPOCH;
     loop {
         // Refreshed while attached, so a terminal killed without a goodbye leaves a recent one.
-        if state.workspace.loaded
+        if let Some(root) = root
+            && state.workspace.loaded
             && state.now.duration_since(marked).unwrap_or_default() >= MARK_EVERY
         {
             LastSeen::write(root, state.now);
@@ -112,7 +193,7 @@ pub fn run(root: &Path, options: Options) -> anyhow::Result<()> {
             effects.extend(crate::update::update(&mut state, next));
         }
         for effect in effects {
-            if state.attached.is_some() && !attached_may(&effect, reviews_here()) {
+            if !may(&effect) {
                 // Nothing to review in another tool's team; the rest is said to be read-only.
                 if !matches!(effect, Effect::LoadReviews | Effect::LoadQueue) {
                     let refused = Event::Done(Err(
@@ -130,17 +211,17 @@ pub fn run(root: &Path, options: Options) -> anyhow::Result<()> {
                     }
                     continue;
                 }
-                Lane::Highlight => &highlights,
-                Lane::Git => &git_jobs,
+                Lane::Highlight => &lanes.highlights,
+                Lane::Git => &lanes.git_jobs,
                 Lane::Diff => {
-                    diffs.submit(effect);
+                    lanes.diffs.submit(effect);
                     continue;
                 }
                 Lane::Reviews => {
-                    reviews.submit(effect);
+                    lanes.reviews.submit(effect);
                     continue;
                 }
-                Lane::Store => &jobs,
+                Lane::Store => &lanes.jobs,
             };
             let _ = queue.send(effect);
         }
@@ -150,7 +231,9 @@ pub fn run(root: &Path, options: Options) -> anyhow::Result<()> {
     }
     // Detaching is leaving: nothing is waited for (the team runs on in its daemon).
     drop(session);
-    if state.workspace.loaded {
+    if let Some(root) = root
+        && state.workspace.loaded
+    {
         LastSeen::write(root, SystemTime::now());
     }
     Ok(())
@@ -228,11 +311,14 @@ struct Latest {
 type Slot = (Mutex<(u64, Option<Effect>)>, Condvar);
 
 impl Latest {
-    fn spawn(root: PathBuf, tx: Sender<Event>) -> Latest {
+    fn spawn<E: Execute + 'static>(
+        make: impl FnOnce() -> E + Send + 'static,
+        tx: Sender<Event>,
+    ) -> Latest {
         let slot: Arc<Slot> = Arc::default();
         let shared = slot.clone();
         thread::spawn(move || {
-            let mut effects = Effects::new(&root);
+            let mut effects = make();
             let (lock, ready) = &*shared;
             loop {
                 let (generation, effect) = {
@@ -345,10 +431,13 @@ fn lane(effect: &Effect) -> Lane {
     }
 }
 
-fn spawn_worker(root: PathBuf, tx: Sender<Event>) -> Sender<Effect> {
+fn spawn_worker<E: Execute + 'static>(
+    make: impl FnOnce() -> E + Send + 'static,
+    tx: Sender<Event>,
+) -> Sender<Effect> {
     let (jobs, job_rx) = channel::<Effect>();
     thread::spawn(move || {
-        let mut effects = Effects::new(&root);
+        let mut effects = make();
         for effect in job_rx {
             if let Some(event) = effects.execute(effect)
                 && tx.send(event).is_err()
@@ -437,7 +526,8 @@ mod tests {
         )
         .unwrap();
         let (tx, rx) = channel();
-        let lane = Latest::spawn(dir.path().to_path_buf(), tx);
+        let root = dir.path().to_path_buf();
+        let lane = Latest::spawn(move || Effects::new(&root), tx);
         let asked = 50;
         for n in 0..asked {
             lane.submit(Effect::LoadDiff {

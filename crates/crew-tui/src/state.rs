@@ -192,6 +192,8 @@ pub struct AppState {
     pub reviews: Vec<Review>,
     /// Watching another tool's team (`crew attach`): what it is, for the header.
     pub attached: Option<String>,
+    /// On a team kept in PostgreSQL: the store, as the header names it (no password).
+    pub store: Option<String>,
     /// The team's daemon as it last answered, while this screen is attached to one.
     pub daemon: Option<DaemonStatus>,
     /// What changed since this person's screen was last attached, shown once the store is read.
@@ -230,6 +232,7 @@ impl AppState {
             last_interrupt: None,
             reviews: Vec::new(),
             attached: None,
+            store: None,
             daemon: None,
             since: None,
             quit: false,

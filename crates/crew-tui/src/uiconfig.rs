@@ -39,7 +39,13 @@ pub enum UiError {
 pub fn load(root: &Path) -> Result<(TeamConfig, UiConfig), UiError> {
     let path = root.join(FILE_NAME);
     let team = TeamConfig::load(&path)?;
-    let ui = match &team.ui {
+    let ui = ui_of(&team, path)?;
+    Ok((team, ui))
+}
+
+/// The team's `[ui]` table, read from crew.toml at `path` (absent means defaults).
+pub(crate) fn ui_of(team: &TeamConfig, path: PathBuf) -> Result<UiConfig, UiError> {
+    Ok(match &team.ui {
         Some(table) => toml::Value::Table(table.clone())
             .try_into::<UiConfig>()
             .map_err(|e| UiError::Edit {
@@ -47,8 +53,7 @@ pub fn load(root: &Path) -> Result<(TeamConfig, UiConfig), UiError> {
                 message: format!("[ui]: {}", e.message().trim()),
             })?,
         None => UiConfig::default(),
-    };
-    Ok((team, ui))
+    })
 }
 
 /// Adds `rule` to `[permissions] allow` in `root/crew.toml`, keeping comments and layout.

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::SystemTime;
 
-use crate::data::{Change, TRANSCRIPT_KEEP};
+use crate::data::{Change, Standing, TRANSCRIPT_KEEP};
 use crate::uiconfig::UiConfig;
 use crew_agent::transcript::Row;
 use crew_config::TeamConfig;
@@ -69,6 +69,8 @@ pub struct WorkspaceView {
     request_messages: Vec<Message>,
     pub requests: Vec<RequestInfo>,
     pub agents: BTreeMap<AgentName, AgentStatus>,
+    /// On a team kept in PostgreSQL: each agent's standing with the server (empty on files).
+    pub standing: BTreeMap<AgentName, Standing>,
     pub transcripts: HashMap<AgentName, Kept>,
     /// How many of each agent's last transcript lines are a reply still streaming.
     transcript_tails: HashMap<AgentName, usize>,
@@ -185,6 +187,7 @@ impl WorkspaceView {
                         self.agents.remove(&name);
                     }
                 },
+                Change::Standing(standing) => self.standing = standing,
                 Change::Transcript {
                     name,
                     lines,

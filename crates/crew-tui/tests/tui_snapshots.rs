@@ -373,3 +373,27 @@ fn at_200_columns_the_teammates_pane_gets_the_most_room() {
     let end = at + row[at..].iter().position(|c| "┐┓".contains(*c)).unwrap();
     assert_eq!(end - start + 1, 80, "{screen}");
 }
+
+#[test]
+fn a_team_on_the_store_shows_each_teammates_host_and_a_lapsed_lease() {
+    let mut state = fixture_state();
+    state.store = Some("postgres://crew@db.example/web".into());
+    let mut changes = Vec::new();
+    for (name, host) in [("alice", "build-1"), ("bob", "laptop\u{1b}[2J")] {
+        let name: crew_store::AgentName = name.parse().unwrap();
+        let mut status = state.workspace.agents[&name].clone();
+        status.host = Some(host.into());
+        changes.push(Change::Agent(name, Some(status)));
+    }
+    let standing = [("alice", vec![]), ("bob", vec![crew_store::TaskId(5)])]
+        .into_iter()
+        .map(|(n, lapsed)| (n.parse().unwrap(), crew_tui::data::Standing { lapsed }))
+        .collect();
+    changes.push(Change::Standing(standing));
+    update(&mut state, Event::Data(changes));
+    insta::assert_snapshot!("store_team", draw(&mut state, 120, 40));
+    // The host an agent wrote cannot drive the terminal.
+    let text = crew_tui_test_support::screen_text(&mut state, 160, 40);
+    assert!(text.contains(r"on laptop\u{1b}[2J"), "{text}");
+    assert!(!text.contains('\u{1b}'), "{text}");
+}

@@ -26,7 +26,10 @@ pub fn render(state: &AppState, frame: &mut Frame, area: Rect) {
             format!(
                 " crew · {} · {} · base {} │ ",
                 model.team_name(),
-                state.root.display(),
+                state
+                    .store
+                    .clone()
+                    .unwrap_or_else(|| state.root.display().to_string()),
                 model.base_branch()
             ),
             format!(

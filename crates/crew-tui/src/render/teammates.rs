@@ -87,6 +87,26 @@ fn render_one(state: &AppState, name: &AgentName, selected: bool, frame: &mut Fr
         ),
         badge(state, status.map(|s| s.state)),
     ];
+    if let Some(standing) = state.workspace.standing.get(name) {
+        // A team in the store spans hosts: whose host went silent (first: it matters most), and
+        // where each works.
+        if !standing.lapsed.is_empty() {
+            title.push(Span::styled(
+                format!(
+                    " LEASE LAPSED {} ",
+                    crew_protocol::joined(&standing.lapsed, ", ")
+                ),
+                theme.style("badge.dead"),
+            ));
+        }
+        if let Some(host) = status.and_then(|s| s.host.as_deref()) {
+            let host = crew_protocol::terminal_text::one_line(host);
+            title.push(Span::styled(
+                format!(" on {} ", one_line(&host, 24)),
+                theme.style("dim"),
+            ));
+        }
+    }
     if state.workspace.writes(name) {
         title.push(Span::styled(" writes ", theme.style("dim")));
     }

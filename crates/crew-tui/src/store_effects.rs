@@ -1,0 +1,216 @@
+//! Carrying out the person's effects on a team kept in PostgreSQL: answers, messages, tasks and
+//! shutdown requests through the store; reviews through the store and the person's checkout
+//! (a teammate's commits fetched from the team's remote), when the screen runs in one. What
+//! steers processes (stop, restart, interrupt) or edits crew.toml works on a checkout's team
+//! only: those are refused, saying what to do instead.
+
+use std::path::PathBuf;
+
+use crate::effects::{
+    added, answered, asked_to_shut_down, assigned, discarded, person_says, sent_back,
+    shutdown_request, waits_for,
+};
+use crate::event::{Effect, Event};
+use crew_config::TeamConfig;
+use crew_store::{Actor, Claimant, TaskPatch, USER};
+use crew_store_pg::PgStore;
+use crew_team::review::Desk;
+
+/// Carries out effects on the store from a thread of the screen's, on `runtime`: the one the
+/// store's connections run on (a connection made on another runtime would wait for it).
+pub struct StoreEffects {
+    store: PgStore,
+    /// The person's checkout, where reviews merge; `None` away from one.
+    checkout: Option<PathBuf>,
+    runtime: tokio::runtime::Handle,
+}
+
+impl StoreEffects {
+    pub fn new(
+        store: PgStore,
+        checkout: Option<PathBuf>,
+        runtime: tokio::runtime::Handle,
+    ) -> StoreEffects {
+        StoreEffects {
+            store,
+            checkout,
+            runtime,
+        }
+    }
+
+    /// Runs a store or review effect; highlighting and the terminal's are not handled here.
+    pub fn execute(&mut self, effect: Effect) -> Option<Event> {
+        let (store, checkout) = (&self.store, self.checkout.clone());
+        self.runtime.block_on(async move {
+            let team = match store.team().await {
+                Ok(Some(team)) => team,
+                Ok(None) => return done(Err("no team is published in the store".into())),
+                Err(e) => return done(Err(e.to_string())),
+            };
+            let path = std::path::Path::new("crew.toml (as published in the store)");
+            match TeamConfig::parse(path, &team.toml) {
+                Ok(config) => execute(store, checkout, &config, effect).await,
+                Err(e) => done(Err(e.to_string())),
+            }
+        })
+    }
+}
+
+fn done(result: Result<String, String>) -> Option<Event> {
+    Some(Event::Done(result))
+}
+
+async fn execute(
+    store: &PgStore,
+    checkout: Option<PathBuf>,
+    team: &TeamConfig,
+    effect: Effect,
+) -> Option<Event> {
+    let err = |e: crew_store_pg::PgStoreError| e.to_string();
+    let timeout = team.request_timeout();
+    let desk = || {
+        checkout
+            .clone()
+            .map(|root| Desk::new(store.clone(), root, team))
+            .ok_or_else(|| {
+                "reviews merge into your checkout: run `crew --store URL ui` there".to_string()
+            })
+    };
+    match effect {
+        Effect::Respond {
+            request_id,
+            approve,
+            note,
+        } => done(
+            store
+                .respond(&request_id, &USER, approve, note, timeout)
+                .await
+                .map(|m| answered(approve, &request_id, &m))
+                .map_err(err),
+        ),
+        Effect::Send { to, text } => done(
+            store
+                .send(person_says(&to, text))
+                .await
+                .map(|_| format!("sent to {to}"))
+                .map_err(err),
+        ),
+        Effect::AddTask(new) => done(store.create_task(new).await.map(|t| added(&t)).map_err(err)),
+        Effect::SetDeps { id, blocked_by } => done(
+            store
+                .update(
+                    id,
+                    TaskPatch {
+                        blocked_by: Some(blocked_by),
+                        ..TaskPatch::default()
+                    },
+                    Actor::Person,
+                )
+                .await
+                .map(|t| waits_for(&t))
+                .map_err(err),
+        ),
+        Effect::Assign { id, to } => {
+            let teammates = team.teammate_roles();
+            let who = match to
+                .as_ref()
+                .map(|name| Claimant::teammate(&teammates, name))
+                .transpose()
+            {
+                Ok(who) => who,
+                Err(e) => return done(Err(e.to_string())),
+            };
+            done(
+                store
+                    .assign(id, who, Actor::Person)
+                    .await
+                    .map(|t| assigned(&t))
+                    .map_err(err),
+            )
+        }
+        Effect::RequestShutdown { name } => done(
+            store
+                .send(shutdown_request(&name))
+                .await
+                .map(|m| asked_to_shut_down(&m))
+                .map_err(err),
+        ),
+        Effect::LoadReviews => Some(Event::Reviews(match desk() {
+            Ok(desk) => desk.list().await.map_err(|e| e.to_string()),
+            Err(e) => Err(e),
+        })),
+        Effect::LoadDiff {
+            name,
+            task: Some(id),
+        } => Some(Event::Diff {
+            result: match desk() {
+                Ok(desk) => desk.diff(id).await.map_err(|e| e.to_string()),
+                Err(e) => Err(e),
+            },
+            name,
+            task: Some(id),
+        }),
+        Effect::MergeReview { id } => done(match desk() {
+            Ok(desk) => desk.merge(id, &USER).await.map_err(|e| e.to_string()),
+            Err(e) => Err(e),
+        }),
+        Effect::SendBackReview { id, note } => done(match desk() {
+            Ok(desk) => desk
+                .send_back(id, &USER, &note)
+                .await
+                .map(|t| sent_back(&t))
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e),
+        }),
+        Effect::DiscardReview { id, reason } => done(match desk() {
+            Ok(desk) => desk
+                .discard(id, &USER, &reason)
+                .await
+                .map(|t| discarded(&t))
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e),
+        }),
+        Effect::LoadDiff { name, task: None } => Some(Event::Diff {
+            result: Err(format!(
+                "{name}'s worktree may be on another host: open one of its tasks in review"
+            )),
+            name,
+            task: None,
+        }),
+        Effect::LoadQueue => Some(Event::Queue(Err(not_here("the merge queue")))),
+        Effect::ApproveReview { .. }
+        | Effect::PauseQueue { .. }
+        | Effect::RemoveFromQueue { .. }
+        | Effect::RetryInQueue { .. } => done(Err(not_here("the merge queue"))),
+        Effect::AllowAndApprove { .. } => done(Err(not_here(
+            "adding an allow rule (approve it once, and add the rule in the checkout)",
+        ))),
+        Effect::StopTeam | Effect::ForceStop => done(Err(not_here("stopping the team"))),
+        Effect::Restart { .. } => done(Err(not_here("restarting a teammate"))),
+        Effect::Interrupt { .. } => done(Err(not_here("interrupting"))),
+        Effect::Merge { .. } | Effect::Discard { .. } => {
+            done(Err(not_here("merging a worktree (review its tasks)")))
+        }
+        Effect::PrepareProposal { request_id, .. } => Some(Event::Proposal {
+            diff: Err("the file is in the teammate's worktree, maybe on another host".into()),
+            request_id,
+        }),
+        // The published crew.toml's notify_command is not run for a store's requests: the bell
+        // and desktop notifications say it.
+        Effect::Notify { .. }
+        | Effect::HighlightFile { .. }
+        | Effect::HighlightCommand { .. }
+        | Effect::HighlightProposal { .. }
+        | Effect::Bell
+        | Effect::DesktopNotify { .. } => None,
+    }
+}
+
+/// Why `what` is refused on a team in the store.
+fn not_here(what: &str) -> String {
+    format!(
+        "{what}: not on a team kept in PostgreSQL yet (its workers run where they were started; \
+         stop one with a shutdown request, change crew.toml in the checkout and `crew store \
+         publish URL`)"
+    )
+}

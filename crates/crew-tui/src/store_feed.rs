@@ -1,0 +1,132 @@
+//! Reading a team kept in PostgreSQL for the screen: the published crew.toml, the tasks, every
+//! inbox, each agent's status and its standing with the server (its leases), as the
+//! same `Change`s the file loader makes. Woken by the store's NOTIFY; statuses and leases move
+//! without one (a heartbeat, a lapse), so it also looks every `EVERY`. Only what changed since
+//! the last look is handed on.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::mpsc::Sender;
+use std::time::Duration;
+
+use crate::data::{Change, Standing};
+use crate::event::Event;
+use crate::uiconfig;
+use crew_config::TeamConfig;
+use crew_store::{AgentName, AgentStatus, Entry, Task};
+use crew_store_pg::{PgStore, PgStoreError, Wakeups};
+
+/// How often the store is looked at without a notification.
+const EVERY: Duration = Duration::from_secs(1);
+
+/// What the screen was last told, to tell it only what changed.
+#[derive(Default)]
+pub struct StoreFeed {
+    toml: Option<String>,
+    tasks: Option<Vec<Task>>,
+    inbox_lens: BTreeMap<AgentName, usize>,
+    agents: BTreeMap<AgentName, AgentStatus>,
+    standing: Option<BTreeMap<AgentName, Standing>>,
+}
+
+impl StoreFeed {
+    /// What changed in `store` since the last call (everything, the first time).
+    pub async fn changes(&mut self, store: &PgStore) -> Result<Vec<Change>, PgStoreError> {
+        let mut changes = Vec::new();
+        let Some(team) = store.team().await? else {
+            return Ok(vec![Change::Config(Err(
+                "no team is published in the store: run `crew store publish URL` in your repository"
+                    .into(),
+            ))]);
+        };
+        if self.toml.as_ref() != Some(&team.toml) {
+            changes.push(Change::Config(published_config(&team.toml)));
+            self.toml = Some(team.toml);
+        }
+        let tasks = store.tasks().await?;
+        if self.tasks.as_ref() != Some(&tasks) {
+            changes.push(Change::AllTasks(tasks.clone(), Vec::new()));
+            self.tasks = Some(tasks);
+        }
+        for name in team.roster.names() {
+            let messages = store.inbox(name).await?;
+            let known = self.inbox_lens.get(name).copied().unwrap_or(0);
+            // Appended only: a shorter inbox is another store, read again.
+            let reset = messages.len() < known;
+            let from = if reset { 0 } else { known };
+            if messages.len() != known {
+                changes.push(Change::Inbox {
+                    name: name.clone(),
+                    entries: messages[from..]
+                        .iter()
+                        .enumerate()
+                        .map(|(i, m)| Entry::Message {
+                            offset: (from + i) as u64,
+                            message: m.clone(),
+                        })
+                        .collect(),
+                    reset,
+                });
+            }
+            self.inbox_lens.insert(name.clone(), messages.len());
+        }
+        let seen = store.agents_seen().await?;
+        let mut standing = BTreeMap::new();
+        for agent in seen {
+            if let Some(status) = agent.status
+                && self.agents.get(&agent.name) != Some(&status)
+            {
+                self.agents.insert(agent.name.clone(), status.clone());
+                changes.push(Change::Agent(agent.name.clone(), Some(status)));
+            }
+            standing.insert(
+                agent.name,
+                Standing {
+                    lapsed: agent
+                        .leases
+                        .iter()
+                        .filter(|l| l.secs_left < 0.0)
+                        .map(|l| l.task)
+                        .collect(),
+                },
+            );
+        }
+        if self.standing.as_ref() != Some(&standing) {
+            changes.push(Change::Standing(standing.clone()));
+            self.standing = Some(standing);
+        }
+        Ok(changes)
+    }
+}
+
+/// The team as published, with its `[ui]` table.
+fn published_config(toml: &str) -> Result<(Box<TeamConfig>, uiconfig::UiConfig), String> {
+    let path = Path::new("crew.toml (as published in the store)");
+    let team = TeamConfig::parse(path, toml).map_err(|e| e.to_string())?;
+    let ui = uiconfig::ui_of(&team, path.to_path_buf()).map_err(|e| e.to_string())?;
+    Ok((Box::new(team), ui))
+}
+
+/// Feeds `tx` from `store` on `runtime` until the screen goes: the whole team first, then
+/// what changes. A store that cannot be read shows as a problem and is tried again.
+pub fn spawn(store: PgStore, tx: Sender<Event>, runtime: &tokio::runtime::Handle) {
+    runtime.spawn(async move {
+        let mut feed = StoreFeed::default();
+        let mut wakeups = Wakeups::listen(&store).await.ok();
+        loop {
+            let changes = match feed.changes(&store).await {
+                Ok(changes) => changes,
+                Err(e) => vec![Change::TaskProblem(format!("the store: {e}"))],
+            };
+            if !changes.is_empty() && tx.send(Event::Data(changes)).is_err() {
+                return;
+            }
+            match wakeups.as_mut() {
+                Some(wakeups) => {
+                    wakeups.wait(EVERY).await;
+                }
+                None => tokio::time::sleep(EVERY).await,
+            }
+        }
+    });
+}
