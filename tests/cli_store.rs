@@ -997,3 +997,23 @@ fn the_person_reads_what_agents_remember_from_the_store() {
     assert_eq!(missing.code, 3, "{}", missing.stderr);
     assert!(missing.stderr.contains("\"nothing\""), "{}", missing.stderr);
 }
+
+/// `up` on the store: what it does not do there yet is refused naming the flag; `--here`
+/// without a store says what it is for; `down --json` is refused saying what works.
+#[test]
+fn up_on_the_store_refuses_what_it_does_not_do_there_naming_it() {
+    let repo = crate::support::Repo::init();
+    let url = "postgres://nobody@127.0.0.1:1/none";
+    let headless = repo.crew(&["--store", url, "up", "--headless"]);
+    assert_eq!(headless.code, 2, "{}", headless.stderr);
+    assert!(
+        headless
+            .stderr
+            .contains("--headless is not for a team in the store yet"),
+        "{}",
+        headless.stderr
+    );
+    let here = repo.crew(&["up", "--here", "bob"]);
+    assert_eq!(here.code, 2, "{}", here.stderr);
+    assert!(here.stderr.contains("--here names the teammates of this machine on a team in the store: give --store URL too"), "{}", here.stderr);
+}

@@ -1359,3 +1359,93 @@ fn the_person_watches_and_steers_a_team_on_the_store_from_the_screen() {
 fn task_n(runtime: &tokio::runtime::Runtime, store: &PgStore, n: u64) -> crew_store::Task {
     runtime.block_on(store.task(TaskId(n))).unwrap()
 }
+
+/// `crew --store URL up --here bob` in the person's checkout readies the store, starts the lead
+/// and bob as workers of this machine (each with its own role) and opens the screen on the
+/// store; the person approves and merges there; the team outlives the screen, and
+/// `crew --store URL down` stops it.
+#[test]
+fn the_person_starts_the_team_on_the_store_with_crew_up_and_stops_it_with_crew_down() {
+    let Some(person) = Person::with(
+        &[Mate::implementer("bob", SIMULATED)],
+        false,
+        "idle_poll_secs = 1\nidle_timeout_secs = 60\nheartbeat_secs = 1\nrequest_timeout_secs = 60",
+        "",
+    ) else {
+        return;
+    };
+    let url = person.url();
+    person.on_store(&["task", "add", "write from-host2.txt"]);
+    let _workers = Stragglers(person.path().to_path_buf());
+    let mut screen = crate::support::pty::Screen::start(
+        person.path(),
+        &["--store", &url, "up", "--here", "bob"],
+        160,
+        45,
+    );
+    screen.wait_for("bob asks for write");
+    screen.keys("\x12");
+    screen.wait_for("approvals · ? help");
+    screen.keys("\x1b[H");
+    screen.keys("a");
+    screen.wait_for("(bob told)");
+    screen.wait_until("task_1 in the review queue", WAIT, |t| {
+        t.contains("▶ task_1")
+    });
+    screen.keys("M");
+    screen.wait_for("task_1 merged into main");
+    screen.keys("q");
+    screen.wait_exit();
+
+    // The team runs on without the screen: each worker logged in with its own role.
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let store = PgStore::connect(&url, 2).unwrap();
+    let seen = runtime.block_on(store.agents_seen()).unwrap();
+    for name in ["lead", "bob"] {
+        let agent = seen.iter().find(|a| a.name.as_str() == name);
+        let state = agent.and_then(|a| a.status.as_ref()).map(|s| s.state);
+        assert!(
+            state.is_some_and(|s| s != AgentState::Shutdown && s != AgentState::Dead),
+            "{name} not running: {seen:?}"
+        );
+    }
+    let log = std::fs::read_to_string(person.path().join(".crew/logs/bob.log")).unwrap();
+    assert!(log.contains(&role_of(&person.setup, "bob")), "{log}");
+    // A second `up` starts nobody twice (here without a terminal for its screen).
+    let again = person
+        .team
+        .repo
+        .crew(&["--store", &url, "up", "--here", "bob"]);
+    for name in ["lead", "bob"] {
+        assert!(
+            again.stdout.contains(&format!("{name}: already runs on")),
+            "{}\n{}",
+            again.stdout,
+            again.stderr
+        );
+    }
+    assert!(!again.stdout.contains("started here"), "{}", again.stdout);
+    let down = person.on_store(&["down", "--timeout", "60"]);
+    assert!(down.contains("every agent shut down"), "{down}");
+    let seen = runtime.block_on(store.agents_seen()).unwrap();
+    for agent in &seen {
+        assert_eq!(
+            agent.status.as_ref().map(|s| s.state),
+            Some(AgentState::Shutdown),
+            "{seen:?}"
+        );
+    }
+}
+
+/// Ends, even when a test fails, the workers `crew up` started detached in the checkout at
+/// its path (they are not this test's children).
+struct Stragglers(PathBuf);
+
+impl Drop for Stragglers {
+    fn drop(&mut self) {
+        let _ = Command::new("pkill")
+            .args(["-KILL", "-f", "--"])
+            .arg(format!("-C {} worker", self.0.display()))
+            .status();
+    }
+}

@@ -250,6 +250,10 @@ pub struct UpArgs {
     /// calculator demo whatever the repository or goal).
     #[arg(long)]
     pub simulator: bool,
+    /// With --store: the teammates that run on this machine beside the lead (the others join
+    /// from their own hosts with `crew worker --join`).
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    pub here: Vec<AgentName>,
     /// Internal: be the team's daemon (`crew up` starts it detached from the terminal).
     #[arg(long, hide = true, conflicts_with = "headless")]
     pub daemon: bool,

@@ -150,6 +150,7 @@ fn work(
     bypass: bool,
 ) -> anyhow::Result<()> {
     refuse_a_second_life(runtime, &store, name, config.worker.lease())?;
+    let shown = store.shown_url();
     logging::start(&root);
     let config = Arc::new(config);
     let link = TeamLink::postgres(
@@ -159,7 +160,7 @@ fn work(
     let mut work = work_on_joined_host(link.clone(), root.clone(), config.clone(), name, bypass)?;
     let worker = Worker::on(link, config.roster(), settings_for(&config, name))?;
     println!(
-        "{name}: joined team {} through the store, working in {}",
+        "{name}: joined team {} through the store {shown}, working in {}",
         config.team.name.get_ref(),
         root.display()
     );

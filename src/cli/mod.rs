@@ -30,6 +30,7 @@ mod skills;
 mod store;
 mod tasks;
 mod team;
+mod up_on_store;
 mod worktrees;
 
 use std::process::ExitCode;
@@ -128,6 +129,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 Some(_) => join::run(args, &start),
                 None => join::in_checkout(url, args, &start),
             };
+        }
+        if let Command::Up(args) = command {
+            return up_on_store::up(url, args, &start);
         }
         if on_store::touches_the_team(&command) {
             return on_store::run(url, command, &start);

@@ -2,7 +2,8 @@
 //! in PostgreSQL, from any machine that reaches the server: the tasks (every `crew task`
 //! command, the same code as on files),
 //! messages (send, inbox, requests, respond), each agent's standing (status) and what agents
-//! remember (memory list, show). The team is the
+//! remember (memory list, show), `down` (a shutdown request to every agent still running, on
+//! any host) and the screen (`ui`). The team is the
 //! one the person published (`crew store publish`), so no checkout is needed, except for
 //! reviews (list, show, diff, merge, send-back, discard), which merge into the person's checkout
 //! where they run (a teammate's commits fetched from the team's remote). The rest of the
@@ -44,7 +45,11 @@ pub fn run(url: &str, command: Command, start: &Path) -> anyhow::Result<()> {
 /// `crew --store URL ui`: the screen on the team in the store, its reviews merging into the
 /// checkout it runs in (if any). The store's connections run on a runtime of their own, which
 /// the screen's threads share.
-fn screen(url: &str, args: crate::cli::args::UiArgs, start: &Path) -> anyhow::Result<()> {
+pub(crate) fn screen(
+    url: &str,
+    args: crate::cli::args::UiArgs,
+    start: &Path,
+) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -142,6 +147,21 @@ async fn on(
             print_agents(&agents);
             Ok(())
         }
+        Command::Down {
+            timeout,
+            json: false,
+        } => {
+            crate::cli::up_on_store::down(
+                store,
+                config.worker.lease(),
+                Duration::from_secs(timeout),
+            )
+            .await
+        }
+        Command::Down { json: true, .. } => Err(CliError::Usage(
+            "`crew --store URL down --json`: not on a team in the store yet; without --json it says who was asked and who stopped".into(),
+        )
+        .into()),
         other => Err(CliError::Usage(format!(
             "`crew {}` works on a checkout's files only for now; without --store it runs on \
              the team in this folder",

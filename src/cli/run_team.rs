@@ -91,6 +91,13 @@ fn restart(project: &Project, name: &AgentName) -> anyhow::Result<()> {
 }
 
 pub fn up(project: Project, args: UpArgs) -> anyhow::Result<()> {
+    if !args.here.is_empty() {
+        return Err(crate::cli::exit::CliError::Usage(
+            "--here names the teammates of this machine on a team in the store: give --store URL too"
+                .into(),
+        )
+        .into());
+    }
     // The daemon was checked by the `crew up` that started it; a running team is attached to.
     if !args.daemon && crew_team::run::daemon::running(&project.workspace).is_none() {
         preflight::team(

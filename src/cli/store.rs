@@ -181,7 +181,7 @@ async fn publish(url: &str, start: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn setup(url: &str, start: &Path) -> anyhow::Result<()> {
+pub(crate) async fn setup(url: &str, start: &Path) -> anyhow::Result<()> {
     let project = crate::cli::project::Project::find(start)?;
     migrate(url).await?;
     publish(url, start).await?;

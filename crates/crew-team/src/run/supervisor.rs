@@ -73,6 +73,8 @@ pub struct Supervisor {
     /// A live status whose heartbeat is older than this is taken for dead.
     stale_after: Duration,
     children: BTreeMap<AgentName, Child>,
+    /// Workers in process groups of their own: they outlive the terminal that started them.
+    detached: bool,
 }
 
 impl Supervisor {
@@ -91,7 +93,15 @@ impl Supervisor {
             // Several missed beats, and never less than a few seconds, before calling it dead.
             stale_after: (heartbeat * 5).max(Duration::from_secs(5)),
             children: BTreeMap::new(),
+            detached: false,
         }
+    }
+
+    /// Starts workers apart from this process's terminal (a team on the store outlives the
+    /// screen that started it; the file team's daemon is detached itself).
+    pub fn detached(mut self) -> Self {
+        self.detached = true;
+        self
     }
 
     /// The supervisor of the team in `config`: its roster, its lead, its workers' heartbeat.
@@ -125,7 +135,12 @@ impl Supervisor {
             exe: self.exe.clone(),
             source,
         };
-        let child = Command::new(&self.exe)
+        let mut command = Command::new(&self.exe);
+        if self.detached {
+            use std::os::unix::process::CommandExt;
+            command.process_group(0);
+        }
+        let child = command
             .arg("-C")
             .arg(self.workspace.root())
             .args(["worker", "--name", name.as_str()])
@@ -172,7 +187,7 @@ impl Supervisor {
 
     /// For a short-lived supervisor (the screen's restart): its children are waited for on a
     /// thread, so none lingers as a zombie that would still count as alive.
-    pub(crate) fn reap_in_background(self) {
+    pub fn reap_in_background(self) {
         for (_, mut child) in self.children {
             std::thread::spawn(move || child.wait());
         }

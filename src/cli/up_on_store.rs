@@ -1,0 +1,188 @@
+//! `crew --store URL up [--here NAMES] [--goal TEXT]` in the person's checkout: the team on a
+//! PostgreSQL store in one command. It readies the store (schema, crew.toml published, a role
+//! per agent), starts the lead and the teammates named `--here` as workers of this machine (each
+//! logging in with its own role, detached, so the team outlives the screen), gives the lead the
+//! goal, and opens the screen on the store. The other teammates join from their own hosts
+//! (`crew worker --join`). `crew --store URL down` asks every agent still running to shut down.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Context;
+
+use crate::cli::args::{UiArgs, UpArgs};
+use crate::cli::exit::CliError;
+use crate::cli::project::Project;
+use crate::cli::store::{reach_current, setup};
+use crew_protocol::{AgentName, AgentState, USER};
+use crew_store::{Draft, MessageKind};
+use crew_store_pg::PgStore;
+use crew_team::run::supervisor::Supervisor;
+
+pub fn up(url: &str, args: UpArgs, start: &Path) -> anyhow::Result<()> {
+    let unsupported = [
+        (args.headless, "--headless"),
+        (args.approve.is_some(), "--approve"),
+        (args.until_done, "--until-done"),
+        (args.json, "--json"),
+        (args.daemon, "--daemon"),
+        (args.dangerously_bypass, "--dangerously-bypass"),
+        (
+            matches!(args.merge, crate::cli::args::MergeArg::Auto),
+            "--merge auto",
+        ),
+    ];
+    if let Some((_, flag)) = unsupported.iter().find(|(given, _)| *given) {
+        return Err(CliError::Usage(format!(
+            "{flag} is not for a team in the store yet: `crew --store URL up` opens the screen, where you answer and review"
+        ))
+        .into());
+    }
+    let project = Project::find(start)?;
+    crate::cli::preflight::team(
+        &project.config,
+        project.workspace.root(),
+        args.goal.is_some(),
+        args.simulator,
+    )?;
+    let lead = project.config.lead_name().clone();
+    let mut here = vec![lead.clone()];
+    for name in &args.here {
+        if project.config.agent(name).is_none() {
+            return Err(CliError::Usage(format!(
+                "--here {name}: no agent of that name in {} (the team: {})",
+                project
+                    .workspace
+                    .root()
+                    .join(crew_config::FILE_NAME)
+                    .display(),
+                crew_protocol::joined(project.roster.names(), ", ")
+            ))
+            .into());
+        }
+        if !here.contains(name) {
+            here.push(name.clone());
+        }
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the store client")?;
+    let roles = runtime.block_on(async {
+        setup(url, start).await?;
+        let store = reach_current(url).await?;
+        let running = running(&store, project.config.worker.lease()).await?;
+        let roles: BTreeMap<AgentName, String> = store
+            .agent_roles()
+            .await?
+            .into_iter()
+            .map(|r| (r.agent, r.role))
+            .collect();
+        let mut starting = Vec::new();
+        for name in &here {
+            match running.get(name) {
+                Some(host) => println!("{name}: already runs on {host}"),
+                None => match roles.get(name) {
+                    Some(role) => starting.push((name.clone(), store.url_as(role))),
+                    None => anyhow::bail!("{name} has no role in the store"),
+                },
+            }
+        }
+        if let Some(goal) = &args.goal {
+            store
+                .send(Draft {
+                    text: Some(goal.clone()),
+                    ..Draft::new(USER, lead.clone())
+                })
+                .await?;
+        }
+        anyhow::Ok(starting)
+    })?;
+    let exe = std::env::current_exe().context("finding the crew executable")?;
+    let mut supervisor =
+        Supervisor::for_team(project.workspace.clone(), &project.config, exe).detached();
+    for (name, role_url) in &roles {
+        let pid = supervisor.start(name, &["--store".into(), role_url.clone()])?;
+        println!("{name}: started here (pid {pid}) as {role_url}; log in .crew/logs/{name}.log");
+    }
+    supervisor.reap_in_background();
+    crate::cli::on_store::screen(
+        url,
+        UiArgs {
+            theme: "default".into(),
+            keymap: "default".into(),
+        },
+        start,
+    )?;
+    println!(
+        "the team runs on: `crew --store {url} ui` to watch it again, `crew --store {url} down` to stop it"
+    );
+    Ok(())
+}
+
+/// The agents the store heard from within `lease`, not shut down, and on which host.
+async fn running(store: &PgStore, lease: Duration) -> anyhow::Result<BTreeMap<AgentName, String>> {
+    Ok(store
+        .agents_seen()
+        .await?
+        .into_iter()
+        .filter_map(|a| {
+            let status = a.status?;
+            let live = !matches!(status.state, AgentState::Shutdown | AgentState::Dead)
+                && a.heard_secs.is_some_and(|s| s < lease.as_secs_f64());
+            live.then(|| {
+                let host = status.host.unwrap_or_else(|| "a host".into());
+                (
+                    a.name,
+                    crew_protocol::terminal_text::one_line(&host).into_owned(),
+                )
+            })
+        })
+        .collect())
+}
+
+/// `crew --store URL down`: a `shutdown_request` from the person to every agent still running,
+/// on any host; waits (at most `timeout`) for each to shut down, and names those that did not.
+pub async fn down(store: &PgStore, lease: Duration, timeout: Duration) -> anyhow::Result<()> {
+    let running = running(store, lease).await?;
+    if running.is_empty() {
+        println!("no agent of the team is running");
+        return Ok(());
+    }
+    for (name, host) in &running {
+        let asked = store
+            .send(Draft {
+                kind: MessageKind::ShutdownRequest,
+                text: Some("the person stops the team".into()),
+                request: true,
+                ..Draft::new(USER, name.clone())
+            })
+            .await?;
+        println!(
+            "asked {name} on {host} to shut down ({})",
+            asked.request_id.unwrap_or_default()
+        );
+    }
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let still: Vec<AgentName> = self::running(store, lease)
+            .await?
+            .into_keys()
+            .filter(|n| running.contains_key(n))
+            .collect();
+        if still.is_empty() {
+            println!("every agent shut down");
+            return Ok(());
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err(CliError::Refused(format!(
+                "still running after {} s: {} (each stops at its next turn's end; a host gone silent loses its tasks after its lease)",
+                timeout.as_secs(),
+                crew_protocol::joined(&still, ", ")
+            ))
+            .into());
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
