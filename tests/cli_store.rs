@@ -533,12 +533,18 @@ fn the_persons_commands_work_on_the_store_from_a_folder_with_no_checkout() {
         review.stderr
     );
     // What does not work on a store yet says so rather than using some folder's files.
-    let down = on_store(here, &url, &["down"]);
+    let interrupt = on_store(here, &url, &["interrupt", "alice"]);
     assert!(
-        down.stderr
-            .contains("`crew down` works on a checkout's files only for now"),
+        interrupt
+            .stderr
+            .contains("`crew interrupt` works on a checkout's files only for now"),
         "{}",
-        down.stderr
+        interrupt.stderr
+    );
+    // `down` asks whoever runs, on any host: here nobody does.
+    assert_eq!(
+        on_store(here, &url, &["down"]).stdout,
+        "no agent of the team is running\n"
     );
     // Every task command works there as on files, refusals exit 3 as on files.
     assert!(ok(&["task", "claim", "task_1", "--as", "alice"]).contains("claimed as alice: task_1"));
@@ -1016,4 +1022,78 @@ fn up_on_the_store_refuses_what_it_does_not_do_there_naming_it() {
     let here = repo.crew(&["up", "--here", "bob"]);
     assert_eq!(here.code, 2, "{}", here.stderr);
     assert!(here.stderr.contains("--here names the teammates of this machine on a team in the store: give --store URL too"), "{}", here.stderr);
+}
+
+/// An agent's (or the person's) password reaches the server from `PGPASSWORD` or from the
+/// password file PostgreSQL's clients read (`~/.pgpass`, `PGPASSFILE`), never from crew.toml or
+/// the URL; a password file others may read is refused naming it. (crew takes `PGPASSWORD` out
+/// of its environment at start, so agents' commands never see it: the store reads it from there.)
+#[test]
+fn a_password_comes_from_pgpassword_or_the_password_file() {
+    let Some(cluster) = crew_test_support::postgres::start() else {
+        return;
+    };
+    let url = cluster.url();
+    ok(&["store", "migrate", &url]);
+    cluster.require_passwords();
+    let password = "s3cret-of-alice";
+    let run: Run = Command::new(crew_exe())
+        .args(["store", "add-agent", &url, "alice"])
+        .args(["--password-env", "ALICE_PW"])
+        .env("ALICE_PW", password)
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let alice = cluster.url_as("crew_postgres_alice");
+    let home = tempfile::tempdir().unwrap();
+    let status = |env: &[(&str, &str)]| -> Run {
+        Command::new(crew_exe())
+            .args(["store", "status", &alice])
+            .env("HOME", home.path())
+            .env_remove("PGPASSWORD")
+            .env_remove("PGPASSFILE")
+            .envs(env.iter().copied())
+            .output()
+            .unwrap()
+            .into()
+    };
+    let none = status(&[]);
+    assert_ne!(none.code, 0);
+    assert!(none.stderr.contains("password missing"), "{}", none.stderr);
+    let from_env = status(&[("PGPASSWORD", password)]);
+    assert_eq!(from_env.code, 0, "{}", from_env.stderr);
+    let wrong = status(&[("PGPASSWORD", "guess-again")]);
+    assert!(
+        wrong.stderr.contains("password authentication failed"),
+        "{}",
+        wrong.stderr
+    );
+
+    use std::os::unix::fs::PermissionsExt;
+    let pgpass = home.path().join(".pgpass");
+    std::fs::write(
+        &pgpass,
+        format!("# the team\n127.0.0.1:*:postgres:crew_postgres_alice:{password}\n"),
+    )
+    .unwrap();
+    std::fs::set_permissions(&pgpass, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let loose = status(&[]);
+    assert_ne!(loose.code, 0);
+    assert!(
+        loose.stderr.contains(&format!(
+            "{}: others may read it (mode 644)",
+            pgpass.display()
+        )) && loose.stderr.contains("chmod 600"),
+        "{}",
+        loose.stderr
+    );
+    std::fs::set_permissions(&pgpass, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let from_file = status(&[]);
+    assert_eq!(from_file.code, 0, "{}", from_file.stderr);
+    // PGPASSFILE names another file.
+    let elsewhere = home.path().join("team.pgpass");
+    std::fs::rename(&pgpass, &elsewhere).unwrap();
+    let named = status(&[("PGPASSFILE", elsewhere.to_str().unwrap())]);
+    assert_eq!(named.code, 0, "{}", named.stderr);
 }

@@ -974,6 +974,9 @@ fn a_teammate_cannot_read_the_stores_credentials_kept_on_its_host() {
         format!("127.0.0.1:*:*:crew_postgres_carol:{secret}\n"),
     )
     .unwrap();
+    // As PostgreSQL's clients want it (and crew: a file others may read is refused).
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(home.join(".pgpass"), std::fs::Permissions::from_mode(0o600)).unwrap();
     std::fs::write(
         home.join(".postgresql/postgresql.key"),
         format!("KEY {secret}\n"),
@@ -1377,13 +1380,30 @@ fn the_person_starts_the_team_on_the_store_with_crew_up_and_stops_it_with_crew_d
     let url = person.url();
     person.on_store(&["task", "add", "write from-host2.txt"]);
     let _workers = Stragglers(person.path().to_path_buf());
-    let mut screen = crate::support::pty::Screen::start(
+    // The person's own store password is theirs: no worker `up` starts is handed it.
+    let mine = "person-secret-4e1d";
+    let mut screen = crate::support::pty::Screen::start_with_env(
         person.path(),
         &["--store", &url, "up", "--here", "bob"],
+        &[("PGPASSWORD", Path::new(mine))],
         160,
         45,
     );
     screen.wait_for("bob asks for write");
+    let pattern = format!("-C {} worker", person.path().display());
+    let pids = Command::new("pgrep")
+        .args(["-f", "--", &pattern])
+        .output()
+        .unwrap();
+    let pids = String::from_utf8_lossy(&pids.stdout).to_string();
+    assert_eq!(pids.lines().count(), 2, "the lead and bob: {pids}");
+    for pid in pids.lines() {
+        let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&environ).contains(mine),
+            "worker {pid} was handed the person's password"
+        );
+    }
     screen.keys("\x12");
     screen.wait_for("approvals · ? help");
     screen.keys("\x1b[H");

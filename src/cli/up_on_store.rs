@@ -100,8 +100,9 @@ pub fn up(url: &str, args: UpArgs, start: &Path) -> anyhow::Result<()> {
         anyhow::Ok(starting)
     })?;
     let exe = std::env::current_exe().context("finding the crew executable")?;
-    let mut supervisor =
-        Supervisor::for_team(project.workspace.clone(), &project.config, exe).detached();
+    let mut supervisor = Supervisor::for_team(project.workspace.clone(), &project.config, exe)
+        .detached()
+        .withholding(&["PGPASSWORD"]);
     for (name, role_url) in &roles {
         let pid = supervisor.start(name, &["--store".into(), role_url.clone()])?;
         println!("{name}: started here (pid {pid}) as {role_url}; log in .crew/logs/{name}.log");

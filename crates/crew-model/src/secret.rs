@@ -2,7 +2,6 @@
 //! credential variables, taken out of its environment at start.
 
 use std::fmt;
-use std::sync::OnceLock;
 
 use crew_store::secrets::REDACTED;
 
@@ -55,10 +54,8 @@ pub fn is_secret_name(name: &str) -> bool {
             .any(|p| upper.starts_with(p))
 }
 
-static SEALED: OnceLock<Vec<(String, String)>> = OnceLock::new();
-
 /// Takes every credential variable out of this process's environment (kept in memory only, see
-/// [`env_var`] and [`sealed_vars`]) and makes the process non-dumpable, so that no other
+/// [`env_var`] and [`sealed_vars`], which every layer reads them through) and makes the process non-dumpable, so that no other
 /// process of the same user can read its memory or environment through /proc or ptrace.
 /// Call it first thing in `main`, while the process has a single thread: changing the
 /// environment is only sound then.
@@ -71,7 +68,7 @@ pub fn seal_process() {
         // SAFETY: called before any other thread exists (see above).
         unsafe { std::env::remove_var(name) };
     }
-    if SEALED.set(taken).is_err() {
+    if !crew_store::secrets::keep_sealed(taken) {
         tracing::warn!("the process environment was already sealed");
     }
     // SAFETY: prctl with integer arguments only.
@@ -80,19 +77,7 @@ pub fn seal_process() {
     }
 }
 
-/// A variable's value: from the sealed credentials first, then the environment.
-pub fn env_var(name: &str) -> Option<String> {
-    sealed_vars()
-        .iter()
-        .find(|(n, _)| n == name)
-        .map(|(_, v)| v.clone())
-        .or_else(|| std::env::var(name).ok())
-}
-
-/// The credential variables [`seal_process`] took, to hand to a worker process explicitly.
-pub fn sealed_vars() -> &'static [(String, String)] {
-    SEALED.get().map_or(&[], Vec::as_slice)
-}
+pub use crew_store::secrets::{env_var, sealed_vars};
 
 #[cfg(test)]
 mod tests {

@@ -6,6 +6,9 @@ use crew_store::Refusal;
 pub enum PgStoreError {
     #[error("store URL {url:?}: {reason}")]
     BadUrl { url: String, reason: String },
+    /// The password file could not be used (named, with why).
+    #[error("{0}")]
+    Passfile(String),
     #[error("PostgreSQL: {0}")]
     Postgres(#[from] tokio_postgres::Error),
     /// Every pooled connection stayed in use for the whole wait: more callers than

@@ -13,6 +13,7 @@ pub mod handout;
 pub mod inbox;
 mod json;
 pub mod memories;
+mod passfile;
 pub mod review;
 pub mod roles;
 pub mod schema;

@@ -61,7 +61,9 @@ pub enum Connection {
 
 impl PgStore {
     /// A store at `url` (`postgres://user@host:port/db`). A password never needs to be in the
-    /// URL (nor in crew.toml): without one, `PGPASSWORD` is used when set.
+    /// URL (nor in crew.toml): without one, `PGPASSWORD` is used when set (crew takes it out of
+    /// its environment at start, see `crew_store::secrets`), else the password file, as
+    /// PostgreSQL's own clients read it (`PGPASSFILE` or `~/.pgpass`).
     pub fn connect(url: &str, max_connections: usize) -> Result<Self, PgStoreError> {
         let mut config =
             tokio_postgres::Config::from_str(url).map_err(|e| PgStoreError::BadUrl {
@@ -69,8 +71,9 @@ impl PgStore {
                 reason: e.to_string(),
             })?;
         if config.get_password().is_none()
-            && let Ok(password) = std::env::var("PGPASSWORD")
+            && let Some(password) = Self::password_for(&config)?
         {
+            crew_store::secrets::register(&password);
             config.password(password);
         }
         let (tls, roots) = crate::tls::connector()?;
@@ -166,6 +169,25 @@ impl PgStore {
             self.servers().join(","),
             self.database()
         )
+    }
+
+    /// `PGPASSWORD`, else the password file's entry for the first server, database and user.
+    fn password_for(config: &tokio_postgres::Config) -> Result<Option<String>, PgStoreError> {
+        if let Some(password) = crew_store::secrets::env_var("PGPASSWORD") {
+            return Ok(Some(password));
+        }
+        let Some(file) = crate::passfile::location() else {
+            return Ok(None);
+        };
+        let host = match config.get_hosts().first() {
+            Some(tokio_postgres::config::Host::Tcp(host)) => host.clone(),
+            // A socket connection is "localhost" to the password file.
+            _ => "localhost".to_string(),
+        };
+        let port = config.get_ports().first().copied().unwrap_or(5432);
+        let user = config.get_user().unwrap_or("postgres");
+        let database = config.get_dbname().unwrap_or(user);
+        crate::passfile::password(&file, &host, port, database, user)
     }
 
     /// This store's URL as it may be shown: its role, servers and database, no password.

@@ -4,7 +4,7 @@
 //! only catches one that got out some other way (say, read from another process's memory).
 
 use std::borrow::Cow;
-use std::sync::{PoisonError, RwLock};
+use std::sync::{OnceLock, PoisonError, RwLock};
 
 /// What a key's value becomes in anything written.
 pub const REDACTED: &str = "[redacted]";
@@ -14,6 +14,30 @@ pub const REDACTED: &str = "[redacted]";
 const MIN_SECRET_LEN: usize = 8;
 
 static SECRETS: RwLock<Vec<String>> = RwLock::new(Vec::new());
+
+/// The credential variables taken out of the process's environment at start (`crew_model`'s
+/// `seal_process`), kept here so that every layer reads them through [`env_var`].
+static SEALED: OnceLock<Vec<(String, String)>> = OnceLock::new();
+
+/// Keeps `vars`, the credentials taken out of the environment; false if some were kept already.
+pub fn keep_sealed(vars: Vec<(String, String)>) -> bool {
+    SEALED.set(vars).is_ok()
+}
+
+/// The credential variables taken out of the environment, to hand to a worker process
+/// explicitly.
+pub fn sealed_vars() -> &'static [(String, String)] {
+    SEALED.get().map_or(&[], Vec::as_slice)
+}
+
+/// A variable's value: from the sealed credentials first, then the environment.
+pub fn env_var(name: &str) -> Option<String> {
+    sealed_vars()
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.clone())
+        .or_else(|| std::env::var(name).ok())
+}
 
 /// Adds `value` to the values this process never writes.
 pub fn register(value: &str) {

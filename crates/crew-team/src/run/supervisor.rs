@@ -75,6 +75,8 @@ pub struct Supervisor {
     children: BTreeMap<AgentName, Child>,
     /// Workers in process groups of their own: they outlive the terminal that started them.
     detached: bool,
+    /// Credential variables of this process not handed to workers.
+    withheld: &'static [&'static str],
 }
 
 impl Supervisor {
@@ -94,6 +96,7 @@ impl Supervisor {
             stale_after: (heartbeat * 5).max(Duration::from_secs(5)),
             children: BTreeMap::new(),
             detached: false,
+            withheld: &[],
         }
     }
 
@@ -101,6 +104,13 @@ impl Supervisor {
     /// screen that started it; the file team's daemon is detached itself).
     pub fn detached(mut self) -> Self {
         self.detached = true;
+        self
+    }
+
+    /// Hands workers none of `names` (the person's own store password: each worker logs in
+    /// with its own role's).
+    pub fn withholding(mut self, names: &'static [&'static str]) -> Self {
+        self.withheld = names;
         self
     }
 
@@ -146,7 +156,12 @@ impl Supervisor {
             .args(["worker", "--name", name.as_str()])
             .args(extra_args)
             // Sealed out of our own environment: handed to the worker explicitly.
-            .envs(crew_model::secret::sealed_vars().iter().cloned())
+            .envs(
+                crew_model::secret::sealed_vars()
+                    .iter()
+                    .filter(|(name, _)| !self.withheld.contains(&name.as_str()))
+                    .cloned(),
+            )
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(err_log)
