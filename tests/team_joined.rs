@@ -1412,6 +1412,8 @@ fn the_person_starts_the_team_on_the_store_with_crew_up_and_stops_it_with_crew_d
     screen.wait_until("task_1 in the review queue", WAIT, |t| {
         t.contains("▶ task_1")
     });
+    // bob runs here: its pane shows its transcript, read from the checkout.
+    screen.wait_for("assistant: Wrote from-host2.txt.");
     screen.keys("M");
     screen.wait_for("task_1 merged into main");
     screen.keys("q");

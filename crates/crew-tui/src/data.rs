@@ -103,6 +103,14 @@ impl Loader {
         for path in files_in(&self.ws.crew_dir().join("agents"), "json") {
             changes.extend(self.agent(&path));
         }
+        changes.extend(self.transcripts());
+        changes
+    }
+
+    /// What every transcript of this checkout gained since it was last read (those of the
+    /// agents that run here; a team in the store reads the rest from the store).
+    pub fn transcripts(&mut self) -> Vec<Change> {
+        let mut changes = Vec::new();
         for dir in dirs_in(&self.ws.crew_dir().join("transcripts")) {
             for path in files_in(&dir, "jsonl") {
                 changes.extend(self.transcript(&path));

@@ -108,7 +108,7 @@ pub fn run_on_store(
     let mut state = initial_state(&here, &options, SystemTime::now());
     state.store = Some(shown);
     let (tx, rx) = channel::<Event>();
-    crate::store_feed::spawn(store.clone(), tx.clone(), runtime);
+    crate::store_feed::spawn(store.clone(), checkout.clone(), tx.clone(), runtime);
     let runtime = runtime.clone();
     let lanes = Lanes::spawn(
         move || StoreEffects::new(store.clone(), checkout.clone(), runtime.clone()),

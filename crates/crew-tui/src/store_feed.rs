@@ -2,14 +2,15 @@
 //! inbox, each agent's status and its standing with the server (its leases), as the
 //! same `Change`s the file loader makes. Woken by the store's NOTIFY; statuses and leases move
 //! without one (a heartbeat, a lapse), so it also looks every `EVERY`. Only what changed since
-//! the last look is handed on.
+//! the last look is handed on. In the person's checkout the transcripts of the agents that run
+//! there are read from its files, as on a file team.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc::Sender;
 use std::time::Duration;
 
-use crate::data::{Change, Standing};
+use crate::data::{Change, Loader, Standing};
 use crate::event::Event;
 use crate::uiconfig;
 use crew_config::TeamConfig;
@@ -108,16 +109,26 @@ fn published_config(toml: &str) -> Result<(Box<TeamConfig>, uiconfig::UiConfig),
 }
 
 /// Feeds `tx` from `store` on `runtime` until the screen goes: the whole team first, then
-/// what changes. A store that cannot be read shows as a problem and is tried again.
-pub fn spawn(store: PgStore, tx: Sender<Event>, runtime: &tokio::runtime::Handle) {
+/// what changes. A store that cannot be read shows as a problem and is tried again. In the
+/// person's `checkout`, the transcripts of the agents running there are read from its files.
+pub fn spawn(
+    store: PgStore,
+    checkout: Option<PathBuf>,
+    tx: Sender<Event>,
+    runtime: &tokio::runtime::Handle,
+) {
     runtime.spawn(async move {
         let mut feed = StoreFeed::default();
+        let mut transcripts = checkout.map(|root| Loader::new(&root));
         let mut wakeups = Wakeups::listen(&store).await.ok();
         loop {
-            let changes = match feed.changes(&store).await {
+            let mut changes = match feed.changes(&store).await {
                 Ok(changes) => changes,
                 Err(e) => vec![Change::TaskProblem(format!("the store: {e}"))],
             };
+            if let Some(loader) = transcripts.as_mut() {
+                changes.extend(loader.transcripts());
+            }
             if !changes.is_empty() && tx.send(Event::Data(changes)).is_err() {
                 return;
             }
