@@ -1329,6 +1329,8 @@ fn the_person_watches_and_steers_a_team_on_the_store_from_the_screen() {
     screen.wait_until("task_1 in the review queue", WAIT, |t| {
         t.contains("▶ task_1")
     });
+    // bob's host is not this one: its pane shows the conversation its host keeps in the store.
+    screen.wait_for("assistant: Wrote from-host2.txt.");
     screen.keys("M");
     screen.wait_for("task_1 merged into main");
     assert_eq!(task(&store).status, Status::Completed);

@@ -151,6 +151,61 @@ pub fn rows(reader: impl BufRead) -> Result<Vec<Row>, TranscriptError> {
     Ok(rows)
 }
 
+/// Rows for a conversation kept as messages (a teammate's on another host, read from the team's
+/// store), in the words transcript rows use: `user:`, `assistant:`, folded tool calls and results.
+pub fn conversation_rows(messages: &[crew_model::ChatMessage]) -> Vec<Row> {
+    use crew_model::{ContentBlock, Role as Speaker};
+    let mut names = std::collections::HashMap::new();
+    let mut rows = Vec::new();
+    for message in messages {
+        let who = match message.role {
+            Speaker::User => "user",
+            Speaker::Assistant => "assistant",
+        };
+        for block in &message.content {
+            match block {
+                ContentBlock::Text { text } => {
+                    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+                    if let Some(first) = lines.next() {
+                        rows.push(Row::plain(format!("{who}: {first}")));
+                    }
+                    rows.extend(lines.map(Row::plain));
+                }
+                ContentBlock::ToolUse { id, name, input } => {
+                    names.insert(id.as_str(), name.as_str());
+                    rows.push(Row {
+                        text: format!("→ {name} {}", short(&input.to_string(), 200)),
+                        detail: Some(capped(
+                            &serde_json::to_string_pretty(input).unwrap_or_default(),
+                        )),
+                    });
+                }
+                ContentBlock::ToolResult {
+                    tool_use_id,
+                    content,
+                    is_error,
+                } => rows.push(Row {
+                    text: format!(
+                        "← {}{}: {}",
+                        names.get(tool_use_id.as_str()).copied().unwrap_or("tool"),
+                        if *is_error { " (error)" } else { "" },
+                        short(content, 300)
+                    ),
+                    detail: Some(capped(content)),
+                }),
+                ContentBlock::Thinking { thinking, .. } => rows.push(Row {
+                    text: format!("✻ thinking: {}", short(thinking, 120)),
+                    detail: Some(capped(thinking)),
+                }),
+                ContentBlock::RedactedThinking { .. } => {
+                    rows.push(Row::plain("✻ thinking (redacted by the provider)"));
+                }
+            }
+        }
+    }
+    rows
+}
+
 fn pieces(reader: impl BufRead) -> Result<Vec<Piece>, TranscriptError> {
     let mut out = Vec::new();
     let mut in_text = false;
@@ -390,6 +445,49 @@ fn render_event(event: AgentEvent) -> Vec<Piece> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_kept_conversation_reads_as_transcript_rows() {
+        use crew_model::{ChatMessage, ContentBlock, Role};
+        let messages = [
+            ChatMessage::user_text("Task task_1: write it\n\nDo it."),
+            ChatMessage {
+                role: Role::Assistant,
+                content: vec![
+                    ContentBlock::Text {
+                        text: "Writing.".into(),
+                    },
+                    ContentBlock::ToolUse {
+                        id: "t1".into(),
+                        name: "write".into(),
+                        input: serde_json::json!({"path": "a.txt"}),
+                    },
+                ],
+            },
+            ChatMessage {
+                role: Role::User,
+                content: vec![ContentBlock::ToolResult {
+                    tool_use_id: "t1".into(),
+                    content: "denied".into(),
+                    is_error: true,
+                }],
+            },
+        ];
+        let rows: Vec<String> = conversation_rows(&messages)
+            .into_iter()
+            .map(|r| r.text)
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                "user: Task task_1: write it",
+                "Do it.",
+                "assistant: Writing.",
+                "→ write {\"path\":\"a.txt\"}",
+                "← write (error): denied",
+            ]
+        );
+    }
 
     fn line(event: AgentEvent) -> String {
         serde_json::to_string(&TranscriptLine {

@@ -107,6 +107,15 @@ impl Loader {
         changes
     }
 
+    /// Whether this checkout keeps transcripts of `name` (it runs here).
+    pub fn has_transcripts(&self, name: &AgentName) -> bool {
+        !files_in(
+            &self.ws.crew_dir().join("transcripts").join(name.as_str()),
+            "jsonl",
+        )
+        .is_empty()
+    }
+
     /// What every transcript of this checkout gained since it was last read (those of the
     /// agents that run here; a team in the store reads the rest from the store).
     pub fn transcripts(&mut self) -> Vec<Change> {

@@ -13,6 +13,7 @@ use std::time::Duration;
 use crate::data::{Change, Loader, Standing};
 use crate::event::Event;
 use crate::uiconfig;
+use crew_agent::transcript::{Row, conversation_rows};
 use crew_config::TeamConfig;
 use crew_store::{AgentName, AgentStatus, Entry, Task};
 use crew_store_pg::{PgStore, PgStoreError, Wakeups};
@@ -28,6 +29,8 @@ pub struct StoreFeed {
     inbox_lens: BTreeMap<AgentName, usize>,
     agents: BTreeMap<AgentName, AgentStatus>,
     standing: Option<BTreeMap<AgentName, Standing>>,
+    /// Per agent shown from the store: its latest conversation's key and length.
+    conversations: BTreeMap<AgentName, (String, usize)>,
 }
 
 impl StoreFeed {
@@ -98,6 +101,45 @@ impl StoreFeed {
         }
         Ok(changes)
     }
+
+    /// The latest conversation of each of `names` (agents whose transcripts are not on this
+    /// machine) as transcript rows, when it changed.
+    pub async fn conversations(
+        &mut self,
+        store: &PgStore,
+        names: impl Iterator<Item = AgentName>,
+    ) -> Result<Vec<Change>, PgStoreError> {
+        let mut changes = Vec::new();
+        for name in names {
+            let Some(key) = store.latest_conversation(&name).await? else {
+                continue;
+            };
+            let messages = store.conversation(&name, &key).await?;
+            let seen = (key, messages.len());
+            if self.conversations.get(&name) == Some(&seen) {
+                continue;
+            }
+            let mut lines = Vec::new();
+            let mut kept = Vec::new();
+            for value in messages {
+                match serde_json::from_value::<crew_model::ChatMessage>(value) {
+                    Ok(message) => kept.push(message),
+                    Err(e) => {
+                        lines.push(Row::plain(format!("?? a message that does not read: {e}")))
+                    }
+                }
+            }
+            lines.splice(0..0, conversation_rows(&kept));
+            self.conversations.insert(name.clone(), seen);
+            changes.push(Change::Transcript {
+                name,
+                lines,
+                reset: true,
+                tail: 0,
+            });
+        }
+        Ok(changes)
+    }
 }
 
 /// The team as published, with its `[ui]` table.
@@ -128,6 +170,17 @@ pub fn spawn(
             };
             if let Some(loader) = transcripts.as_mut() {
                 changes.extend(loader.transcripts());
+            }
+            // The others' conversations, as their hosts keep them in the store.
+            let elsewhere: Vec<AgentName> = feed
+                .agents
+                .keys()
+                .filter(|n| !transcripts.as_ref().is_some_and(|l| l.has_transcripts(n)))
+                .cloned()
+                .collect();
+            match feed.conversations(&store, elsewhere.into_iter()).await {
+                Ok(more) => changes.extend(more),
+                Err(e) => changes.push(Change::TaskProblem(format!("the store: {e}"))),
             }
             if !changes.is_empty() && tx.send(Event::Data(changes)).is_err() {
                 return;
