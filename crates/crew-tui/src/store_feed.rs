@@ -5,7 +5,7 @@
 //! the last look is handed on. In the person's checkout the transcripts of the agents that run
 //! there are read from its files, as on a file team.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::Sender;
 use std::time::Duration;
@@ -26,7 +26,9 @@ const EVERY: Duration = Duration::from_secs(1);
 pub struct StoreFeed {
     toml: Option<String>,
     tasks: Option<Vec<Task>>,
-    inbox_lens: BTreeMap<AgentName, usize>,
+    /// Per inbox, the ids of the messages handed on: a message of a transaction that committed
+    /// late sorts before later ones, so what is new is told by id, not by position.
+    inbox_seen: BTreeMap<AgentName, HashSet<String>>,
     agents: BTreeMap<AgentName, AgentStatus>,
     standing: Option<BTreeMap<AgentName, Standing>>,
     /// Per agent shown from the store: its latest conversation's key and length.
@@ -53,26 +55,25 @@ impl StoreFeed {
             self.tasks = Some(tasks);
         }
         for name in team.roster.names() {
-            let messages = store.inbox(name).await?;
-            let known = self.inbox_lens.get(name).copied().unwrap_or(0);
-            // Appended only: a shorter inbox is another store, read again.
-            let reset = messages.len() < known;
-            let from = if reset { 0 } else { known };
-            if messages.len() != known {
+            let seen = self.inbox_seen.entry(name.clone()).or_default();
+            let fresh: Vec<Entry> = store
+                .inbox(name)
+                .await?
+                .into_iter()
+                .enumerate()
+                .filter(|(_, m)| seen.insert(m.id.clone()))
+                .map(|(at, message)| Entry::Message {
+                    offset: at as u64,
+                    message,
+                })
+                .collect();
+            if !fresh.is_empty() {
                 changes.push(Change::Inbox {
                     name: name.clone(),
-                    entries: messages[from..]
-                        .iter()
-                        .enumerate()
-                        .map(|(i, m)| Entry::Message {
-                            offset: (from + i) as u64,
-                            message: m.clone(),
-                        })
-                        .collect(),
-                    reset,
+                    entries: fresh,
+                    reset: false,
                 });
             }
-            self.inbox_lens.insert(name.clone(), messages.len());
         }
         let seen = store.agents_seen().await?;
         let mut standing = BTreeMap::new();

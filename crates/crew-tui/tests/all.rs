@@ -8,3 +8,4 @@ mod tui_memories;
 mod tui_review;
 mod tui_snapshots;
 mod tui_steering;
+mod tui_store_feed;
