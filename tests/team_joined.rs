@@ -1296,7 +1296,7 @@ fn the_person_watches_and_steers_a_team_on_the_store_from_the_screen() {
         &[Mate::implementer("bob", SIMULATED)],
         false,
         "idle_poll_secs = 1\nidle_timeout_secs = 30\nheartbeat_secs = 1\nlease_secs = 3\nrequest_timeout_secs = 60",
-        "",
+        "\n[ui]\nnotify_command = \"echo \\\"$CREW_REQUEST_FROM $CREW_REQUEST_TYPE\\\" >> .crew/notified\"\n",
     ) else {
         return;
     };
@@ -1317,6 +1317,14 @@ fn the_person_watches_and_steers_a_team_on_the_store_from_the_screen() {
     screen.keys("\x1b[H");
     screen.keys("a");
     screen.wait_for("(bob told)");
+    // The person's notify_command ran for it, as on a file team.
+    let notified = person.path().join(".crew/notified");
+    until(
+        WAIT,
+        "notified",
+        || std::fs::read_to_string(&notified).is_ok_and(|t| t.contains("bob permission_request")),
+        || std::fs::read_to_string(&notified).unwrap_or_default(),
+    );
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let store = PgStore::connect(&url, 2).unwrap();
     let task = |store: &PgStore| runtime.block_on(store.task(TaskId(1))).unwrap();

@@ -12,7 +12,8 @@ use crew_config::TeamConfig;
 use crew_git::{Author, Worktrees};
 use crew_protocol::joined;
 use crew_store::{
-    Actor, AgentName, Claimant, Draft, Message, StoreError, Task, TaskId, TaskPatch, Workspace,
+    Actor, AgentName, Claimant, Draft, Message, RequestInfo, StoreError, Task, TaskId, TaskPatch,
+    Workspace,
 };
 use crew_store::{MessageKind, USER};
 use crew_team::review;
@@ -248,29 +249,7 @@ fn execute(root: &Path, team: &TeamConfig, effect: Effect) -> Option<Event> {
                 .map_err(|e| e.to_string()),
             name,
         }),
-        Effect::Notify { command, request } => {
-            // Fire and forget: a notifier that hangs must not hold anything up.
-            let spawned = Command::new("sh")
-                .arg("-c")
-                .arg(&command)
-                .current_dir(root)
-                .env("CREW_REQUEST_ID", request.request_id.as_str())
-                .env("CREW_REQUEST_FROM", request.from.as_str())
-                .env("CREW_REQUEST_TYPE", request.kind.as_str())
-                .env("CREW_REQUEST_TEXT", request.text.as_deref().unwrap_or(""))
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn();
-            match spawned {
-                Ok(mut child) => {
-                    // Reaped on its own thread so it never lingers as a zombie.
-                    std::thread::spawn(move || child.wait());
-                    None
-                }
-                Err(e) => failed(format!("notify_command failed to start: {e}")),
-            }
-        }
+        Effect::Notify { command, request } => notify(root, &command, &request),
         Effect::PrepareProposal {
             request_id,
             request,
@@ -287,6 +266,33 @@ fn execute(root: &Path, team: &TeamConfig, effect: Effect) -> Option<Event> {
 }
 
 /// Gives a task to a teammate of the team (with its role), or to nobody.
+/// Runs the person's `notify_command` (from crew.toml) in `dir` for a new `request`.
+pub(crate) fn notify(dir: &Path, command: &str, request: &RequestInfo) -> Option<Event> {
+    // Fire and forget: a notifier that hangs must not hold anything up.
+    let spawned = Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(dir)
+        .env("CREW_REQUEST_ID", request.request_id.as_str())
+        .env("CREW_REQUEST_FROM", request.from.as_str())
+        .env("CREW_REQUEST_TYPE", request.kind.as_str())
+        .env("CREW_REQUEST_TEXT", request.text.as_deref().unwrap_or(""))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn();
+    match spawned {
+        Ok(mut child) => {
+            // Reaped on its own thread so it never lingers as a zombie.
+            std::thread::spawn(move || child.wait());
+            None
+        }
+        Err(e) => Some(Event::Done(Err(format!(
+            "notify_command failed to start: {e}"
+        )))),
+    }
+}
+
 /// What the screen says of an answer the person gave.
 pub(crate) fn answered(approve: bool, request_id: &str, answer: &Message) -> String {
     let verb = if approve { "approved" } else { "denied" };

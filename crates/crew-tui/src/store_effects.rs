@@ -195,10 +195,13 @@ async fn execute(
             diff: Err("the file is in the teammate's worktree, maybe on another host".into()),
             request_id,
         }),
-        // The published crew.toml's notify_command is not run for a store's requests: the bell
-        // and desktop notifications say it.
-        Effect::Notify { .. }
-        | Effect::HighlightFile { .. }
+        // The person's crew.toml, as only they publish it: run where the screen runs.
+        Effect::Notify { command, request } => crate::effects::notify(
+            &checkout.unwrap_or_else(|| PathBuf::from(".")),
+            &command,
+            &request,
+        ),
+        Effect::HighlightFile { .. }
         | Effect::HighlightCommand { .. }
         | Effect::HighlightProposal { .. }
         | Effect::Bell
