@@ -69,7 +69,7 @@ pub fn up(url: &str, args: UpArgs, start: &Path) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the store client")?;
-    let roles = runtime.block_on(async {
+    let starting = runtime.block_on(async {
         setup(url, start).await?;
         let store = reach_current(url).await?;
         let running = running(&store, project.config.worker.lease()).await?;
@@ -103,7 +103,7 @@ pub fn up(url: &str, args: UpArgs, start: &Path) -> anyhow::Result<()> {
     let mut supervisor = Supervisor::for_team(project.workspace.clone(), &project.config, exe)
         .detached()
         .withholding(&["PGPASSWORD"]);
-    for (name, role_url) in &roles {
+    for (name, role_url) in &starting {
         let pid = supervisor.start(name, &["--store".into(), role_url.clone()])?;
         println!("{name}: started here (pid {pid}) as {role_url}; log in .crew/logs/{name}.log");
     }
