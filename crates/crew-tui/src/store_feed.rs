@@ -36,8 +36,17 @@ pub struct StoreFeed {
 }
 
 impl StoreFeed {
-    /// What changed in `store` since the last call (everything, the first time).
+    /// What changed in `store` since the last call (everything, the first time). After a
+    /// failed look the next tells the tasks again, which clears the problem it showed.
     pub async fn changes(&mut self, store: &PgStore) -> Result<Vec<Change>, PgStoreError> {
+        let looked = self.look(store).await;
+        if looked.is_err() {
+            self.tasks = None;
+        }
+        looked
+    }
+
+    async fn look(&mut self, store: &PgStore) -> Result<Vec<Change>, PgStoreError> {
         let mut changes = Vec::new();
         let Some(team) = store.team().await? else {
             return Ok(vec![Change::Config(Err(

@@ -80,5 +80,16 @@ fn the_feed_tells_the_whole_team_first_then_only_what_changed() {
             panic!("{entries:?}")
         };
         assert_eq!(message.text.as_deref(), Some("and test it"));
+
+        // The store failing a look (here: a database that is not there, which fails at once):
+        // the problem shows, and goes once it answers again.
+        let gone = PgStore::connect(&cluster.url().replace("/postgres", "/no_such_db"), 1).unwrap();
+        assert!(feed.changes(&gone).await.is_err());
+        let back = feed.changes(&store).await.unwrap();
+        assert!(
+            matches!(&back[..], [Change::AllTasks(tasks, problems)] if tasks.len() == 1 && problems.is_empty()),
+            "{}",
+            kinds(&back).join(", ")
+        );
     });
 }
