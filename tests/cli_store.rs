@@ -1097,3 +1097,25 @@ fn a_password_comes_from_pgpassword_or_the_password_file() {
     let named = status(&[("PGPASSFILE", elsewhere.to_str().unwrap())]);
     assert_eq!(named.code, 0, "{}", named.stderr);
 }
+
+/// A worker `up` starts that cannot log in with its role (no password for it here) is named
+/// with the end of its log, before the screen would hide it; `up` fails.
+#[test]
+fn up_on_the_store_says_which_worker_cannot_log_in() {
+    let Some(cluster) = crew_test_support::postgres::start() else {
+        return;
+    };
+    let url = cluster.url();
+    let toml = crate::support::team::crew_toml("", &[], "mode = \"ask\"", "heartbeat_secs = 1");
+    let team = crate::support::team::Team::new(&toml, "echo.toml", &[]);
+    cluster.require_passwords();
+    let run = team.repo.crew(&["--store", &url, "up"]);
+    assert_ne!(run.code, 0, "{}", run.stdout);
+    assert!(
+        run.stderr.contains("lead stopped at once")
+            && run.stderr.contains("password missing")
+            && run.stderr.contains("~/.pgpass here, never yours"),
+        "{}",
+        run.stderr
+    );
+}

@@ -107,6 +107,7 @@ pub fn up(url: &str, args: UpArgs, start: &Path) -> anyhow::Result<()> {
         let pid = supervisor.start(name, &["--store".into(), role_url.clone()])?;
         println!("{name}: started here (pid {pid}) as {role_url}; log in .crew/logs/{name}.log");
     }
+    settle(&mut supervisor, &starting, &project, url)?;
     supervisor.reap_in_background();
     crate::cli::on_store::screen(
         url,
@@ -119,6 +120,58 @@ pub fn up(url: &str, args: UpArgs, start: &Path) -> anyhow::Result<()> {
     println!(
         "the team runs on: `crew --store {url} ui` to watch it again, `crew --store {url} down` to stop it"
     );
+    Ok(())
+}
+
+/// How long a worker has to be heard from before the screen opens.
+const SETTLE: Duration = Duration::from_secs(20);
+
+/// Waits until the store hears from each worker just started; one that stops at once (its role
+/// cannot log in, say) is an error naming it with the end of its log, before the screen hides it.
+fn settle(
+    supervisor: &mut Supervisor,
+    starting: &[(AgentName, String)],
+    project: &Project,
+    url: &str,
+) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the store client")?;
+    let store = runtime.block_on(reach_current(url))?;
+    let deadline = std::time::Instant::now() + SETTLE;
+    let mut waiting: Vec<&(AgentName, String)> = starting.iter().collect();
+    while !waiting.is_empty() {
+        let heard = runtime.block_on(running(&store, project.config.worker.lease()))?;
+        waiting.retain(|(name, _)| !heard.contains_key(name));
+        for (name, role_url) in &waiting {
+            if let Some(status) = supervisor.exited(name) {
+                let log = project
+                    .workspace
+                    .crew_dir()
+                    .join("logs")
+                    .join(format!("{name}.log"));
+                let text = std::fs::read_to_string(&log).unwrap_or_default();
+                let last: Vec<&str> = text.lines().rev().take(3).collect();
+                let last: Vec<&str> = last.into_iter().rev().collect();
+                return Err(CliError::Refused(format!(
+                    "{name} stopped at once ({status}), logging in as {role_url}: {}\n(its log: {}; a worker logs in with its own role, its password from PGPASSFILE or ~/.pgpass here, never yours: give the role one as the store's owner, e.g. `\\password ROLE` in psql, and add its line there)",
+                    crew_protocol::terminal_text::one_line(&last.join(" / ")),
+                    log.display(),
+                ))
+                .into());
+            }
+        }
+        if std::time::Instant::now() >= deadline {
+            let names: Vec<&AgentName> = waiting.iter().map(|(n, _)| n).collect();
+            eprintln!(
+                "crew: not heard from yet: {} (still starting; their logs are in .crew/logs)",
+                crew_protocol::joined(&names, ", ")
+            );
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
     Ok(())
 }
 

@@ -200,6 +200,11 @@ impl Supervisor {
         self.start(name, &[])
     }
 
+    /// Whether the worker started for `name` has ended already (reaped), and how.
+    pub fn exited(&mut self, name: &AgentName) -> Option<std::process::ExitStatus> {
+        self.children.get_mut(name)?.try_wait().ok().flatten()
+    }
+
     /// For a short-lived supervisor (the screen's restart): its children are waited for on a
     /// thread, so none lingers as a zombie that would still count as alive.
     pub fn reap_in_background(self) {
