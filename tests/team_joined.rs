@@ -1394,7 +1394,7 @@ fn the_person_starts_the_team_on_the_store_with_crew_up_and_stops_it_with_crew_d
     let mine = "person-secret-4e1d";
     let mut screen = crate::support::pty::Screen::start_with_env(
         person.path(),
-        &["--store", &url, "up", "--here", "bob"],
+        &["--store", &url, "up", "--here", "bob", "--goal", "write it"],
         &[("PGPASSWORD", Path::new(mine))],
         160,
         45,
@@ -1441,6 +1441,13 @@ fn the_person_starts_the_team_on_the_store_with_crew_up_and_stops_it_with_crew_d
             "{name} not running: {seen:?}"
         );
     }
+    let lead = AgentName::parse("lead").unwrap();
+    let goal = runtime.block_on(store.inbox(&lead)).unwrap();
+    assert!(
+        goal.iter()
+            .any(|m| m.from == crew_store::USER && m.text.as_deref() == Some("Goal: write it")),
+        "{goal:?}"
+    );
     let log = std::fs::read_to_string(person.path().join(".crew/logs/bob.log")).unwrap();
     assert!(log.contains(&role_of(&person.setup, "bob")), "{log}");
     // A second `up` starts nobody twice (here without a terminal for its screen).

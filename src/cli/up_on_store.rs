@@ -92,7 +92,8 @@ pub fn up(url: &str, args: UpArgs, start: &Path) -> anyhow::Result<()> {
         if let Some(goal) = &args.goal {
             store
                 .send(Draft {
-                    text: Some(goal.clone()),
+                    // Worded as the file team's `up --goal` gives it.
+                    text: Some(format!("Goal: {goal}")),
                     ..Draft::new(USER, lead.clone())
                 })
                 .await?;
