@@ -67,6 +67,7 @@ async fn execute(
     effect: Effect,
 ) -> Option<Event> {
     let err = |e: crew_store_pg::PgStoreError| e.to_string();
+    let said = |e: crew_team::review::ReviewError| e.to_string();
     let timeout = team.request_timeout();
     let desk = || {
         checkout
@@ -135,41 +136,34 @@ async fn execute(
                 .map(|m| asked_to_shut_down(&m))
                 .map_err(err),
         ),
-        Effect::LoadReviews => Some(Event::Reviews(match desk() {
-            Ok(desk) => desk.list().await.map_err(|e| e.to_string()),
-            Err(e) => Err(e),
-        })),
+        Effect::LoadReviews => Some(Event::Reviews(
+            async { desk()?.list().await.map_err(said) }.await,
+        )),
         Effect::LoadDiff {
             name,
             task: Some(id),
         } => Some(Event::Diff {
-            result: match desk() {
-                Ok(desk) => desk.diff(id).await.map_err(|e| e.to_string()),
-                Err(e) => Err(e),
-            },
+            result: async { desk()?.diff(id).await.map_err(said) }.await,
             name,
             task: Some(id),
         }),
-        Effect::MergeReview { id } => done(match desk() {
-            Ok(desk) => desk.merge(id, &USER).await.map_err(|e| e.to_string()),
-            Err(e) => Err(e),
-        }),
-        Effect::SendBackReview { id, note } => done(match desk() {
-            Ok(desk) => desk
-                .send_back(id, &USER, &note)
-                .await
-                .map(|t| sent_back(&t))
-                .map_err(|e| e.to_string()),
-            Err(e) => Err(e),
-        }),
-        Effect::DiscardReview { id, reason } => done(match desk() {
-            Ok(desk) => desk
-                .discard(id, &USER, &reason)
-                .await
-                .map(|t| discarded(&t))
-                .map_err(|e| e.to_string()),
-            Err(e) => Err(e),
-        }),
+        Effect::MergeReview { id } => {
+            done(async { desk()?.merge(id, &USER).await.map_err(said) }.await)
+        }
+        Effect::SendBackReview { id, note } => done(
+            async {
+                let task = desk()?.send_back(id, &USER, &note).await.map_err(said)?;
+                Ok(sent_back(&task))
+            }
+            .await,
+        ),
+        Effect::DiscardReview { id, reason } => done(
+            async {
+                let task = desk()?.discard(id, &USER, &reason).await.map_err(said)?;
+                Ok(discarded(&task))
+            }
+            .await,
+        ),
         Effect::LoadDiff { name, task: None } => Some(Event::Diff {
             result: Err(format!(
                 "{name}'s worktree may be on another host: open one of its tasks in review"
