@@ -1019,6 +1019,16 @@ fn up_on_the_store_refuses_what_it_does_not_do_there_naming_it() {
         "{}",
         headless.stderr
     );
+    // A flag that would change nothing on the store is refused, not ignored.
+    let queue = repo.crew(&["--store", url, "up", "--merge", "queue"]);
+    assert_eq!(queue.code, 2, "{}", queue.stderr);
+    assert!(
+        queue
+            .stderr
+            .contains("--merge auto|queue is not for a team in the store yet"),
+        "{}",
+        queue.stderr
+    );
     let here = repo.crew(&["up", "--here", "bob"]);
     assert_eq!(here.code, 2, "{}", here.stderr);
     assert!(here.stderr.contains("--here names the teammates of this machine on a team in the store: give --store URL too"), "{}", here.stderr);

@@ -296,6 +296,17 @@ impl Person {
 
     /// As `new`, with these teammates and `extra` lines at the end of crew.toml.
     fn with(teammates: &[Mate], slow_bob: bool, worker: &str, extra: &str) -> Option<Person> {
+        Person::with_team(teammates, slow_bob, worker, "", extra)
+    }
+
+    /// As `with`, with `team` lines in crew.toml's `[team]`.
+    fn with_team(
+        teammates: &[Mate],
+        slow_bob: bool,
+        worker: &str,
+        team: &str,
+        extra: &str,
+    ) -> Option<Person> {
         let cluster = crew_test_support::postgres::start()?;
         if let Err(why) = mount_namespaces() {
             eprintln!("skipped: no mount namespace for the second host ({why})");
@@ -314,7 +325,7 @@ impl Person {
             ],
         );
         let mut toml = crew_toml(
-            &format!("remote = \"{}\"", bare.display()),
+            &format!("remote = \"{}\"\n{team}", bare.display()),
             &[],
             "mode = \"ask\"",
             worker,
@@ -1375,8 +1386,9 @@ fn task_n(runtime: &tokio::runtime::Runtime, store: &PgStore, n: u64) -> crew_st
 
 /// `crew --store URL up --here bob` in the person's checkout readies the store, starts the lead
 /// and bob as workers of this machine (each with its own role) and opens the screen on the
-/// store; the person approves and merges there; the team outlives the screen, and
-/// `crew --store URL down` stops it.
+/// store; the person approves bob's request there and its diff into the merge queue, which the
+/// screen runs and which lands it; the team outlives the screen, and `crew --store URL down`
+/// stops it.
 #[test]
 fn the_person_starts_the_team_on_the_store_with_crew_up_and_stops_it_with_crew_down() {
     let Some(person) = Person::with(
@@ -1424,10 +1436,27 @@ fn the_person_starts_the_team_on_the_store_with_crew_up_and_stops_it_with_crew_d
     });
     // bob runs here: its pane shows its transcript, read from the checkout.
     screen.wait_for("assistant: Wrote from-host2.txt.");
-    screen.keys("M");
-    screen.wait_for("task_1 merged into main");
+    // Approved into the merge queue, which the screen runs in the checkout: it lands.
+    screen.keys("A");
+    screen.wait_for("task_1 approved into the merge queue by user");
+    screen.wait_for("task_1 merged into main (merge queue: tested on main");
+    screen.keys("\x12");
+    screen.wait_until("the queue's view", WAIT, |t| {
+        t.contains("task_1") && t.contains("merged")
+    });
+    // ctrl-r again leaves it (a lone escape waits for the rest of a sequence).
+    screen.keys("\x12");
+    screen.wait_until("the queue's view closed", WAIT, |t| {
+        !t.contains("┌ merge queue")
+    });
     screen.keys("q");
     screen.wait_exit();
+    assert!(
+        std::fs::read_to_string(person.path().join("from-host2.txt"))
+            .unwrap()
+            .starts_with("written by bob"),
+        "landed in the person's checkout"
+    );
 
     // The team runs on without the screen: each worker logged in with its own role.
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -1487,4 +1516,149 @@ impl Drop for Stragglers {
             .arg(format!("-C {} worker", self.0.display()))
             .status();
     }
+}
+
+/// The person's merge queue on a team kept in PostgreSQL: `crew --store URL review approve`
+/// in their checkout queues bob's task (done on another host); `crew --store URL queue run`
+/// there tests what would land with the team's test_command and lands it (the task completed,
+/// the base pushed to the remote for every host); a task that breaks the tests is sent back to
+/// bob with the failing output and never reaches the base. Only one process runs the queue.
+#[test]
+fn the_persons_merge_queue_on_the_store_lands_what_passes_and_sends_back_what_breaks() {
+    let command = "{ provider = \"command\", cmd = [\"./agent.sh\"] }";
+    let Some(person) = Person::with_team(
+        &[Mate::implementer("bob", command)],
+        false,
+        "idle_poll_secs = 1\nidle_timeout_secs = 120\nheartbeat_secs = 1\nrequest_timeout_secs = 30",
+        "test_command = \"! grep -q BREAK from-host2.txt\"",
+        "\n[merge_queue]\nbatch = 1\n",
+    ) else {
+        return;
+    };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let store = PgStore::connect(&person.url(), 2).unwrap();
+    let task = |id: u64| task_n(&runtime, &store, id);
+    person.on_store(&["task", "add", "write from-host2.txt"]);
+    let mut bob = person.join("bob");
+    until(
+        WAIT,
+        "task_1 in review",
+        || task(1).status == Status::Review,
+        || format!("{:?}\n{}", task(1), bob.log()),
+    );
+    let approved = person.on_store(&["review", "approve", "task_1"]);
+    assert!(
+        approved.contains("task_1 approved into the merge queue by user (place 1)")
+            && approved.contains("no merge queue runs in this checkout"),
+        "{approved}"
+    );
+    let url = person.url();
+    let queue_log = person.outside.path().join("queue.log");
+    let mut queue = Command::new(crew_exe())
+        .args(["--store", &url, "queue", "run"])
+        .current_dir(person.path())
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&queue_log).unwrap())
+        .stderr(std::fs::File::create(person.outside.path().join("queue.err")).unwrap())
+        .spawn()
+        .unwrap();
+    let said = || std::fs::read_to_string(&queue_log).unwrap_or_default();
+    until(
+        WAIT,
+        "task_1 landed",
+        || task(1).status == Status::Completed,
+        || format!("{:?}\n{}", task(1), said()),
+    );
+    // What it said is printed a moment after it is done.
+    until(
+        WAIT,
+        "the landing said",
+        || said().contains("task_1 merged into main (merge queue: tested on main at"),
+        said,
+    );
+    assert!(
+        said().contains("merge queue: testing task_1 on main"),
+        "{}",
+        said()
+    );
+    let person_main = git_out(person.path(), &["rev-parse", "main"]);
+    assert_eq!(
+        git_out(person.path(), &["show", "main:from-host2.txt"]),
+        "Task task_1: write from-host2.txt"
+    );
+    assert!(
+        person.remote_head("main").starts_with(&person_main),
+        "the landed base was pushed to the team's remote"
+    );
+    let listed = person.on_store(&["queue", "list"]);
+    assert!(
+        listed.contains("task_1") && listed.contains("merged"),
+        "{listed}"
+    );
+
+    // A second process does not run the queue the first one runs.
+    let second = person.team.repo.crew(&["--store", &url, "queue", "run"]);
+    assert!(
+        second.code == 3 && second.stderr.contains("another crew process runs it here"),
+        "{}\n{}",
+        second.stdout,
+        second.stderr
+    );
+
+    // The next task breaks the tests: sent back to bob with their output, the base untouched.
+    person.on_store(&["task", "add", "BREAK the build"]);
+    until(
+        WAIT,
+        "task_2 in review",
+        || task(2).status == Status::Review,
+        || format!("{:?}\n{}", task(2), bob.log()),
+    );
+    person.on_store(&["review", "approve", "task_2"]);
+    let failed = || {
+        let listed = person.on_store(&["queue", "list", "--json"]);
+        let value: serde_json::Value = serde_json::from_str(&listed).unwrap();
+        value["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["id"] == "task_2" && e["state"] == "failed")
+    };
+    until(WAIT, "task_2 failed in the queue", failed, said);
+    until(
+        WAIT,
+        "the send-back said",
+        || said().contains("merge queue: task_2 breaks the tests; sent back to its teammate"),
+        said,
+    );
+    assert_eq!(git_out(person.path(), &["rev-parse", "main"]), person_main);
+    // bob has it back with why, and the failing output, in the task's notes.
+    let back = task(2);
+    let notes = back.notes.join("\n");
+    assert!(
+        notes.contains(
+            "sent back by user: the merge queue's tests (`! grep -q BREAK from-host2.txt`) fail"
+        ) && back.owner.as_ref().is_some_and(|o| o.as_str() == "bob"),
+        "{back:?}"
+    );
+
+    // SIGTERM stops the queue, saying so.
+    // SAFETY: kill takes no pointers; the pid is this test's child.
+    unsafe { libc::kill(queue.id() as libc::pid_t, libc::SIGTERM) };
+    let ended = eventually_showing("the queue to stop", WAIT, || {
+        queue.try_wait().unwrap().ok_or_else(said)
+    });
+    assert!(ended.success(), "{}", said());
+    assert!(said().contains("merge queue stopped"), "{}", said());
+    person.on_store(&[
+        "send",
+        "--from",
+        "user",
+        "--to",
+        "bob",
+        "--type",
+        "shutdown_request",
+        "--request",
+        "done",
+    ]);
+    assert_eq!(bob.wait(WAIT), Some(0), "{}", bob.log());
 }

@@ -454,6 +454,10 @@ pub enum QueueCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Run the queue of a team on PostgreSQL in this checkout until interrupted (`crew --store
+    /// URL queue run`; the screen there runs it too). A team on files has its queue run by its
+    /// own process.
+    Run,
 }
 
 #[derive(Debug, Args)]

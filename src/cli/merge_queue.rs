@@ -1,5 +1,7 @@
 //! `crew queue list|pause|resume|remove|retry`: the merge queue from a terminal. The queue's
 //! worker runs in the team's process (`crew up`); these only read or change the queue's file.
+//! On PostgreSQL (`crew --store URL queue …`) the queue is the person's checkout's, run by the
+//! screen there or by `crew --store URL queue run`.
 
 use std::time::SystemTime;
 
@@ -9,12 +11,36 @@ use crate::cli::args::QueueCommand;
 use crate::cli::exit::CliError;
 use crate::cli::output;
 use crate::cli::project::Project;
-use crew_store::{QueueRun, QueueState, StoreError, TaskId};
-use crew_team::merge_queue::{self, QueueError};
+use crew_store::{QueueRun, QueueState, StoreError, TaskId, TeamStore};
+use crew_team::merge_queue::{self, QueueError, QueueFiles};
+use crew_team::review::Desk;
 
 pub fn run(project: &Project, cmd: QueueCommand) -> anyhow::Result<()> {
-    let ws = &project.workspace;
-    let queue = ws.merge_queue();
+    if let QueueCommand::Run = cmd {
+        return Err(CliError::Usage(
+            "`crew queue run` runs the queue of a team on PostgreSQL (`crew --store URL queue \
+             run`); a team here has its queue run by its own process (`crew up`)"
+                .into(),
+        )
+        .into());
+    }
+    let desk = Desk::files(&project.workspace, &project.config);
+    let files = QueueFiles::of(&project.workspace);
+    // The file store's operations are ready at once; a runtime only to wait on them.
+    tokio::runtime::Builder::new_current_thread()
+        .build()?
+        .block_on(on_queue(&desk, &files, cmd, "crew"))
+}
+
+/// `crew queue …` on the queue in `files` of the team on `desk`; `crew` is how the person
+/// calls crew for it (`crew --store URL` on PostgreSQL), for the hints said.
+pub(crate) async fn on_queue<S: TeamStore>(
+    desk: &Desk<'_, S>,
+    files: &QueueFiles,
+    cmd: QueueCommand,
+    crew: &str,
+) -> anyhow::Result<()> {
+    let queue = files.queue();
     match cmd {
         QueueCommand::List { json } => {
             let state = queue.load()?;
@@ -26,7 +52,12 @@ pub fn run(project: &Project, cmd: QueueCommand) -> anyhow::Result<()> {
                     "throughputPerHour": state.throughput_per_hour(),
                 }));
             }
-            print_list(project, &state);
+            let mut subjects = Vec::new();
+            for entry in &state.entries {
+                let subject = desk.task(entry.id).await.map(|t| t.subject);
+                subjects.push(subject.unwrap_or_default());
+            }
+            print_list(&state, &subjects, crew);
             Ok(())
         }
         QueueCommand::Pause { json } => {
@@ -48,13 +79,22 @@ pub fn run(project: &Project, cmd: QueueCommand) -> anyhow::Result<()> {
             said(json, Some(id), "removed", &text)
         }
         QueueCommand::Retry { id, json } => {
-            merge_queue::retry(ws, id).map_err(|e| match e {
-                QueueError::Store(e) => refused(e),
-                e => e.into(),
-            })?;
+            merge_queue::retry_on(desk, &queue, id)
+                .await
+                .map_err(|e| match e {
+                    QueueError::Store(e) => refused(e),
+                    QueueError::Review(e) if e.is_refusal() => {
+                        CliError::Refused(e.to_string()).into()
+                    }
+                    e => e.into(),
+                })?;
             let text = format!("{id} waits in the merge queue again");
             said(json, Some(id), "retried", &text)
         }
+        QueueCommand::Run => Err(CliError::Usage(
+            "`crew --store URL queue run` runs the queue in the foreground".into(),
+        )
+        .into()),
     }
 }
 
@@ -77,25 +117,19 @@ fn refused(e: StoreError) -> anyhow::Error {
 /// Test runs `crew queue list` prints (all of them are in `--json`).
 const RUNS_SHOWN: usize = 10;
 
-fn print_list(project: &Project, state: &QueueState) {
+fn print_list(state: &QueueState, subjects: &[String], crew: &str) {
     if state.paused {
-        println!("merge queue PAUSED (`crew queue resume` to go on)");
+        println!("merge queue PAUSED (`{crew} queue resume` to go on)");
     }
     if state.entries.is_empty() {
-        println!("nothing in the merge queue (`crew review approve ID` adds a task)");
+        println!("nothing in the merge queue (`{crew} review approve ID` adds a task)");
     }
-    for entry in &state.entries {
-        let subject = project
-            .workspace
-            .tasks()
-            .read(entry.id)
-            .map(|t| t.subject)
-            .unwrap_or_default();
+    for (entry, subject) in state.entries.iter().zip(subjects) {
         let mut line = format!(
             "{:<8} {:<8} {}  approved {} ago",
             entry.id,
             entry.state.as_str(),
-            output::one_line(&subject),
+            output::one_line(subject),
             output::age(age_secs(&entry.approved_at))
         );
         if let Some(note) = &entry.note {

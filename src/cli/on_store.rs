@@ -15,21 +15,27 @@ use std::time::Duration;
 use anyhow::Context;
 use serde_json::json;
 
-use crate::cli::args::{Command, InboxArgs};
+use crate::cli::args::{Command, InboxArgs, QueueCommand};
 use crate::cli::exit::CliError;
+use crate::cli::merge_queue::on_queue;
 use crate::cli::messages::{draft_of, message_line, print_answer, print_requests, print_sent};
 use crate::cli::output;
 use crate::cli::project::Project;
-use crate::cli::review::on_desk;
+use crate::cli::review::{Approvals, on_desk};
 use crate::cli::store::{print_agents, reach_current};
 use crate::cli::tasks::on_store;
 use crew_config::TeamConfig;
 use crew_store_pg::{PgStore, Wakeups};
+use crew_team::merge_queue::{QueueFiles, QueueRunner};
 use crew_team::review::Desk;
+use crew_team::run::link::TeamLink;
 
 pub fn run(url: &str, command: Command, start: &Path) -> anyhow::Result<()> {
     if let Command::Ui(args) = command {
         return screen(url, args, start);
+    }
+    if let Command::Queue(QueueCommand::Run) = command {
+        return run_queue(url, start);
     }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -61,9 +67,13 @@ pub(crate) fn screen(
         anyhow::Ok(store)
     })?;
     let shown = store.shown_url();
-    let checkout = Project::find(start)
-        .ok()
-        .map(|p| p.workspace.repository_root());
+    let checkout = match Project::find(start) {
+        Ok(project) => Some(crew_tui::StoreCheckout {
+            root: project.workspace.repository_root(),
+            queue: QueueFiles::on_store(&project.workspace.crew_dir())?,
+        }),
+        Err(_) => None,
+    };
     crew_tui::run_on_store(
         runtime.handle(),
         store,
@@ -75,6 +85,60 @@ pub(crate) fn screen(
             attached: None,
         },
     )
+}
+
+/// Said when a task is approved and no process runs the store's queue in this checkout.
+const RUNS_THE_QUEUE: &str = "no merge queue runs in this checkout: `crew --store URL ui` or \
+                              `crew --store URL queue run` here runs it";
+
+/// The person's checkout `start` is in, where reviews and the merge queue land, and the
+/// queue's files there; `command` for the error when this is not one.
+fn checkout(start: &Path, command: &str) -> anyhow::Result<(std::path::PathBuf, QueueFiles)> {
+    let project = Project::find(start).with_context(|| {
+        format!("`crew --store URL {command}` merges into your checkout: run it there")
+    })?;
+    let files = QueueFiles::on_store(&project.workspace.crew_dir())?;
+    Ok((project.workspace.repository_root(), files))
+}
+
+/// `crew --store URL queue run`: the store team's merge queue, run in this checkout until
+/// Ctrl-C or SIGTERM, saying what it does. (The screen in the checkout runs it as well; only
+/// one process at a time does.)
+fn run_queue(url: &str, start: &Path) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the store client")?;
+    let (store, config) = runtime.block_on(async {
+        let store = reach_current(url).await?;
+        let config = published(&store, url).await?;
+        anyhow::Ok((store, config))
+    })?;
+    let (root, files) = checkout(start, "queue run")?;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    crate::cli::run_team::signal_stop(stop.clone())?;
+    let link = TeamLink::postgres(store, runtime.handle().clone());
+    let runner = QueueRunner::start_on(link, root, files, std::sync::Arc::new(config));
+    println!("merge queue runs here (Ctrl-C stops it)");
+    let mut last = String::new();
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        let ended = runner.ended();
+        for line in runner.said() {
+            last = crate::cli::output::one_line(&line).into_owned();
+            if !ended {
+                println!("{last}");
+            }
+        }
+        if ended {
+            // It said why as its last word: another process runs it, say.
+            return Err(CliError::Refused(last).into());
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    drop(runner);
+    println!("merge queue stopped");
+    Ok(())
 }
 
 /// The team as the person published it.
@@ -105,11 +169,17 @@ async fn on(
         Command::Memory(cmd) => crate::cli::memory::on_store(store, config, cmd).await,
         // Reviews merge into a checkout: the person's, where this runs.
         Command::Review(cmd) => {
-            let root = Project::find(start)
-                .context("`crew --store URL review` merges into your checkout: run it there")?
-                .workspace
-                .repository_root();
-            on_desk(&Desk::new(store.clone(), root, config), cmd).await
+            let (root, files) = checkout(start, "review")?;
+            let queue = Approvals {
+                files,
+                runs_it: RUNS_THE_QUEUE,
+            };
+            on_desk(&Desk::new(store.clone(), root, config), &queue, cmd).await
+        }
+        Command::Queue(cmd) => {
+            let (root, files) = checkout(start, "queue")?;
+            let desk = Desk::new(store.clone(), root, config);
+            on_queue(&desk, &files, cmd, "crew --store URL").await
         }
         Command::Requests(args) => print_requests(store.requests(timeout).await?, &args),
         Command::Respond(args) => {

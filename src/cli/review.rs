@@ -11,28 +11,33 @@ use crate::cli::worktrees::print_diff;
 use crew_protocol::joined;
 use crew_store::TeamStore;
 use crew_store::{TaskId, USER};
-use crew_team::review::{self, Desk, Review, ReviewError};
+use crew_team::merge_queue::QueueFiles;
+use crew_team::review::{Desk, Review, ReviewError};
 
 pub fn run(project: &Project, cmd: ReviewCommand) -> anyhow::Result<()> {
     let (ws, config) = (&project.workspace, &project.config);
-    if let ReviewCommand::Approve { id, json } = cmd {
-        let mut text = review::approve(ws, config, id, &USER).map_err(refusal)?;
-        // The queue's worker is the team's process: said, so nobody waits on nothing.
-        if crew_team::run::daemon::running(ws).is_none() {
-            text.push_str(" (no team runs here: `crew up` starts the queue)");
-        }
-        return answer(json, id, "approved", &text);
-    }
+    let queue = Approvals {
+        files: QueueFiles::of(ws),
+        runs_it: "no team runs here: `crew up` starts the queue",
+    };
     // The file store's operations are ready at once; a runtime only to wait on them.
     tokio::runtime::Builder::new_current_thread()
         .build()?
-        .block_on(on_desk(&Desk::files(ws, config), cmd))
+        .block_on(on_desk(&Desk::files(ws, config), &queue, cmd))
+}
+
+/// Where `crew review approve` puts a task: the queue's files, and what to say when no
+/// process runs that queue (so nobody waits on nothing).
+pub(crate) struct Approvals {
+    pub files: QueueFiles,
+    pub runs_it: &'static str,
 }
 
 /// `crew review …` answered on `desk`: the team's files, or its store on PostgreSQL
 /// (`crew --store URL review …`, merging into this checkout).
 pub(crate) async fn on_desk<S: TeamStore>(
     desk: &Desk<'_, S>,
+    queue: &Approvals,
     cmd: ReviewCommand,
 ) -> anyhow::Result<()> {
     match cmd {
@@ -82,12 +87,16 @@ pub(crate) async fn on_desk<S: TeamStore>(
             let text = desk.merge(id, &USER).await.map_err(refusal)?;
             answer(json, id, "merged", &text)
         }
-        ReviewCommand::Approve { .. } => Err(CliError::Usage(
-            "`crew review approve` puts the task in the merge queue, which works on a checkout's \
-             files only for now: merge it with `crew review merge`"
-                .into(),
-        )
-        .into()),
+        ReviewCommand::Approve { id, json } => {
+            let mut text = desk
+                .approve(id, &USER, &queue.files.queue())
+                .await
+                .map_err(refusal)?;
+            if !queue.files.running() {
+                text.push_str(&format!(" ({})", queue.runs_it));
+            }
+            answer(json, id, "approved", &text)
+        }
         ReviewCommand::SendBack { id, note, json } => {
             let task = desk.send_back(id, &USER, &note).await.map_err(refusal)?;
             let text = format!(

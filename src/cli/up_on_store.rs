@@ -29,8 +29,8 @@ pub fn up(url: &str, args: UpArgs, start: &Path) -> anyhow::Result<()> {
         (args.daemon, "--daemon"),
         (args.dangerously_bypass, "--dangerously-bypass"),
         (
-            matches!(args.merge, crate::cli::args::MergeArg::Auto),
-            "--merge auto",
+            !matches!(args.merge, crate::cli::args::MergeArg::Manual),
+            "--merge auto|queue",
         ),
     ];
     if let Some((_, flag)) = unsupported.iter().find(|(given, _)| *given) {

@@ -12,10 +12,11 @@ use crew_config::TeamConfig;
 use crew_git::{Author, Worktrees};
 use crew_protocol::joined;
 use crew_store::{
-    Actor, AgentName, Claimant, Draft, Message, RequestInfo, StoreError, Task, TaskId, TaskPatch,
-    Workspace,
+    Actor, AgentName, Claimant, Draft, MergeQueue, Message, RequestInfo, StoreError, Task, TaskId,
+    TaskPatch, Workspace,
 };
 use crew_store::{MessageKind, USER};
+use crew_team::merge_queue::output_log;
 use crew_team::review;
 use crew_team::run::daemon;
 use crew_team::run::team_control::{self, Restarted};
@@ -197,30 +198,20 @@ fn execute(root: &Path, team: &TeamConfig, effect: Effect) -> Option<Event> {
         Effect::ApproveReview { id } => Some(Event::Done(
             review::approve(&ws, team, id, &USER).map_err(|e| e.to_string()),
         )),
-        Effect::LoadQueue => Some(Event::Queue(load_queue(&ws).map_err(|e| e.to_string()))),
-        Effect::PauseQueue { paused } => Some(Event::Done(
-            ws.merge_queue()
-                .set_paused(paused)
-                .map(|()| {
-                    if paused {
-                        "merge queue paused: no new test run starts".to_string()
-                    } else {
-                        "merge queue resumed".to_string()
-                    }
-                })
-                .map_err(|e| e.to_string()),
+        Effect::LoadQueue => Some(Event::Queue(
+            queue_snapshot(&ws.merge_queue(), &output_log(&ws), |id| {
+                ws.tasks().read(id).ok().map(|t| t.subject)
+            })
+            .map_err(|e| e.to_string()),
         )),
-        Effect::RemoveFromQueue { id } => Some(Event::Done(
-            ws.merge_queue()
-                .remove(id)
-                .map(|_| format!("{id} taken out of the merge queue; it stays in review"))
-                .map_err(|e| e.to_string()),
-        )),
-        Effect::RetryInQueue { id } => Some(Event::Done(
-            crew_team::merge_queue::retry(&ws, id)
-                .map(|()| format!("{id} waits in the merge queue again"))
-                .map_err(|e| e.to_string()),
-        )),
+        Effect::PauseQueue { paused } => Some(Event::Done(pause_queue(&ws.merge_queue(), paused))),
+        Effect::RemoveFromQueue { id } => {
+            Some(Event::Done(remove_from_queue(&ws.merge_queue(), id)))
+        }
+        Effect::RetryInQueue { id } => Some(Event::Done(retried(
+            crew_team::merge_queue::retry(&ws, team, id),
+            id,
+        ))),
         Effect::MergeReview { id } => Some(Event::Done(
             review::merge(&ws, team, id, &USER).map_err(|e| e.to_string()),
         )),
@@ -405,26 +396,60 @@ pub(crate) fn highlight(highlighter: &Highlighter, effect: Effect) -> Option<Eve
 /// Bytes of the test's output the queue's view reads (its end).
 const QUEUE_OUTPUT_BYTES: u64 = 16 * 1024;
 
-/// The queue, its tasks' subjects, and the end of the test's output.
-fn load_queue(ws: &Workspace) -> Result<crate::queue_view::QueueSnapshot, crew_store::StoreError> {
+/// The queue, its tasks' subjects (`subject` of each), and the end of the test's output
+/// (the file `output`).
+pub(crate) fn queue_snapshot(
+    queue: &MergeQueue,
+    output: &Path,
+    subject: impl Fn(TaskId) -> Option<String>,
+) -> Result<crate::queue_view::QueueSnapshot, StoreError> {
     use std::io::{Read, Seek, SeekFrom};
-    let queue = ws.merge_queue().load()?;
+    let queue = queue.load()?;
     let subjects = queue
         .entries
         .iter()
-        .filter_map(|e| Some((e.id, ws.tasks().read(e.id).ok()?.subject)))
+        .filter_map(|e| Some((e.id, subject(e.id)?)))
         .collect();
-    let mut output = String::new();
-    if let Ok(mut file) = std::fs::File::open(crew_team::merge_queue::output_log(ws)) {
+    let mut text = String::new();
+    if let Ok(mut file) = std::fs::File::open(output) {
         let len = file.metadata().map_or(0, |m| m.len());
         let _ = file.seek(SeekFrom::Start(len.saturating_sub(QUEUE_OUTPUT_BYTES)));
         let mut bytes = Vec::new();
         let _ = file.read_to_end(&mut bytes);
-        output = String::from_utf8_lossy(&bytes).into_owned();
+        text = String::from_utf8_lossy(&bytes).into_owned();
     }
     Ok(crate::queue_view::QueueSnapshot {
         queue,
         subjects,
-        output,
+        output: text,
     })
+}
+
+pub(crate) fn pause_queue(queue: &MergeQueue, paused: bool) -> Result<String, String> {
+    queue
+        .set_paused(paused)
+        .map(|()| {
+            if paused {
+                "merge queue paused: no new test run starts".to_string()
+            } else {
+                "merge queue resumed".to_string()
+            }
+        })
+        .map_err(|e| e.to_string())
+}
+
+pub(crate) fn remove_from_queue(queue: &MergeQueue, id: TaskId) -> Result<String, String> {
+    queue
+        .remove(id)
+        .map(|_| format!("{id} taken out of the merge queue; it stays in review"))
+        .map_err(|e| e.to_string())
+}
+
+pub(crate) fn retried(
+    result: Result<(), crew_team::merge_queue::QueueError>,
+    id: TaskId,
+) -> Result<String, String> {
+    result
+        .map(|()| format!("{id} waits in the merge queue again"))
+        .map_err(|e| e.to_string())
 }

@@ -58,6 +58,8 @@ pub enum Event {
     },
     /// A store action finished: what to tell the person.
     Done(Result<String, String>),
+    /// What the merge queue the screen runs did (a team on the store).
+    Said(String),
 }
 
 #[derive(Debug, Clone)]

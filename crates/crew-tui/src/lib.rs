@@ -40,7 +40,7 @@ pub mod workspace_view;
 pub use event::{Effect, Event};
 pub use keymap::Keymap;
 pub use render::render;
-pub use runtime::{Options, run, run_on_store};
+pub use runtime::{Options, StoreCheckout, run, run_on_store};
 pub use state::{AppState, Pane};
 pub use theme::Theme;
 pub use update::update;

@@ -95,26 +95,104 @@ pub fn run(root: &Path, options: Options) -> anyhow::Result<()> {
 }
 
 /// Opens the workbench on the team kept in PostgreSQL at `store` (named `shown` in the header)
-/// until the person quits; reviews merge into `checkout`, the person's, when it runs in one.
+/// until the person quits; reviews merge into `checkout`, the person's, when it runs in one,
+/// and the screen runs the team's merge queue there meanwhile (unless another process does).
 /// `runtime`: a multi-threaded one, where the store's connections run.
 pub fn run_on_store(
     runtime: &tokio::runtime::Handle,
     store: crew_store_pg::PgStore,
     shown: String,
-    checkout: Option<PathBuf>,
+    checkout: Option<StoreCheckout>,
     options: Options,
 ) -> anyhow::Result<()> {
-    let here = checkout.clone().unwrap_or_else(|| PathBuf::from("."));
+    let root = checkout.as_ref().map(|c| c.root.clone());
+    let here = root.clone().unwrap_or_else(|| PathBuf::from("."));
     let mut state = initial_state(&here, &options, SystemTime::now());
     state.store = Some(shown);
     let (tx, rx) = channel::<Event>();
-    crate::store_feed::spawn(store.clone(), checkout.clone(), tx.clone(), runtime);
-    let runtime = runtime.clone();
+    crate::store_feed::spawn(store.clone(), root.clone(), tx.clone(), runtime);
+    let queue = match &checkout {
+        Some(checkout) => Some(QueueSaying::start(&store, checkout, runtime, tx.clone())?),
+        None => None,
+    };
+    let handle = runtime.clone();
+    let queue_files = checkout.map(|c| c.queue);
     let lanes = Lanes::spawn(
-        move || StoreEffects::new(store.clone(), checkout.clone(), runtime.clone()),
+        move || {
+            StoreEffects::new(
+                store.clone(),
+                root.clone(),
+                queue_files.clone(),
+                handle.clone(),
+            )
+        },
         &tx,
     );
-    drive(state, rx, tx, &lanes, |_| true, None)
+    let shown = drive(state, rx, tx, &lanes, |_| true, None);
+    drop(queue);
+    shown
+}
+
+/// The person's checkout a screen on the store runs in: where reviews merge, and the store
+/// team's merge queue there.
+pub struct StoreCheckout {
+    pub root: PathBuf,
+    pub queue: crew_team::merge_queue::QueueFiles,
+}
+
+/// The merge queue a screen on the store runs, what it says shown on the screen; dropped (the
+/// queue stopped, a test going on ended) when the screen quits.
+struct QueueSaying {
+    quit: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+impl QueueSaying {
+    fn start(
+        store: &crew_store_pg::PgStore,
+        checkout: &StoreCheckout,
+        runtime: &tokio::runtime::Handle,
+        tx: Sender<Event>,
+    ) -> anyhow::Result<QueueSaying> {
+        let team = runtime
+            .block_on(store.team())?
+            .ok_or_else(|| anyhow::anyhow!("no team is published in the store"))?;
+        let path = Path::new("crew.toml (as published in the store)");
+        let config = crew_config::TeamConfig::parse(path, &team.toml)?;
+        let runner = crew_team::merge_queue::QueueRunner::start_on(
+            crew_team::run::link::TeamLink::postgres(store.clone(), runtime.clone()),
+            checkout.root.clone(),
+            checkout.queue.clone(),
+            Arc::new(config),
+        );
+        let quit = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stop = quit.clone();
+        let thread = thread::Builder::new()
+            .name("merge-queue-said".into())
+            .spawn(move || {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    for text in runner.said() {
+                        let _ = tx.send(Event::Said(text));
+                    }
+                    thread::sleep(Duration::from_millis(250));
+                }
+            })?;
+        Ok(QueueSaying {
+            quit,
+            thread: Some(thread),
+        })
+    }
+}
+
+impl Drop for QueueSaying {
+    fn drop(&mut self) {
+        self.quit.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(thread) = self.thread.take()
+            && thread.join().is_err()
+        {
+            warn!("the merge queue's messages thread panicked");
+        }
+    }
 }
 
 /// Something that carries out effects on a thread of its own.

@@ -1,19 +1,21 @@
 //! Carrying out the person's effects on a team kept in PostgreSQL: answers, messages, tasks and
 //! shutdown requests through the store; reviews through the store and the person's checkout
-//! (a teammate's commits fetched from the team's remote), when the screen runs in one. What
+//! (a teammate's commits fetched from the team's remote), when the screen runs in one, and so is
+//! the merge queue (kept in that checkout, run by the screen). What
 //! steers processes (stop, restart, interrupt) or edits crew.toml works on a checkout's team
 //! only: those are refused, saying what to do instead.
 
 use std::path::PathBuf;
 
 use crate::effects::{
-    added, answered, asked_to_shut_down, assigned, discarded, person_says, sent_back,
-    shutdown_request, waits_for,
+    added, answered, asked_to_shut_down, assigned, discarded, pause_queue, person_says,
+    queue_snapshot, remove_from_queue, retried, sent_back, shutdown_request, waits_for,
 };
 use crate::event::{Effect, Event};
 use crew_config::TeamConfig;
 use crew_store::{Actor, Claimant, TaskPatch, USER};
 use crew_store_pg::PgStore;
+use crew_team::merge_queue::{QueueFiles, retry_on};
 use crew_team::review::Desk;
 
 /// Carries out effects on the store from a thread of the screen's, on `runtime`: the one the
@@ -22,6 +24,8 @@ pub struct StoreEffects {
     store: PgStore,
     /// The person's checkout, where reviews merge; `None` away from one.
     checkout: Option<PathBuf>,
+    /// The merge queue's files in that checkout.
+    queue: Option<QueueFiles>,
     runtime: tokio::runtime::Handle,
 }
 
@@ -29,18 +33,20 @@ impl StoreEffects {
     pub fn new(
         store: PgStore,
         checkout: Option<PathBuf>,
+        queue: Option<QueueFiles>,
         runtime: tokio::runtime::Handle,
     ) -> StoreEffects {
         StoreEffects {
             store,
             checkout,
+            queue,
             runtime,
         }
     }
 
     /// Runs a store or review effect; highlighting and the terminal's are not handled here.
     pub fn execute(&mut self, effect: Effect) -> Option<Event> {
-        let (store, checkout) = (&self.store, self.checkout.clone());
+        let (store, checkout, queue) = (&self.store, self.checkout.clone(), self.queue.as_ref());
         self.runtime.block_on(async move {
             let team = match store.team().await {
                 Ok(Some(team)) => team,
@@ -49,12 +55,15 @@ impl StoreEffects {
             };
             let path = std::path::Path::new("crew.toml (as published in the store)");
             match TeamConfig::parse(path, &team.toml) {
-                Ok(config) => execute(store, checkout, &config, effect).await,
+                Ok(config) => execute(store, checkout, queue, &config, effect).await,
                 Err(e) => done(Err(e.to_string())),
             }
         })
     }
 }
+
+const NO_QUEUE_HERE: &str =
+    "the merge queue lands in your checkout: run `crew --store URL ui` there";
 
 fn done(result: Result<String, String>) -> Option<Event> {
     Some(Event::Done(result))
@@ -63,6 +72,7 @@ fn done(result: Result<String, String>) -> Option<Event> {
 async fn execute(
     store: &PgStore,
     checkout: Option<PathBuf>,
+    queue: Option<&QueueFiles>,
     team: &TeamConfig,
     effect: Effect,
 ) -> Option<Event> {
@@ -77,6 +87,8 @@ async fn execute(
                 "reviews merge into your checkout: run `crew --store URL ui` there".to_string()
             })
     };
+    let queue_files = || queue.ok_or_else(|| NO_QUEUE_HERE.to_string());
+    let queue = || queue_files().map(QueueFiles::queue);
     match effect {
         Effect::Respond {
             request_id,
@@ -171,11 +183,32 @@ async fn execute(
             name,
             task: None,
         }),
-        Effect::LoadQueue => Some(Event::Queue(Err(not_here("the merge queue")))),
-        Effect::ApproveReview { .. }
-        | Effect::PauseQueue { .. }
-        | Effect::RemoveFromQueue { .. }
-        | Effect::RetryInQueue { .. } => done(Err(not_here("the merge queue"))),
+        Effect::ApproveReview { id } => done(
+            async {
+                let queue = queue()?;
+                desk()?.approve(id, &USER, &queue).await.map_err(said)
+            }
+            .await,
+        ),
+        Effect::LoadQueue => Some(Event::Queue(
+            async {
+                let files = queue_files()?;
+                let tasks = store.tasks().await.map_err(err)?;
+                let subject = |id| tasks.iter().find(|t| t.id == id).map(|t| t.subject.clone());
+                queue_snapshot(&files.queue(), &files.output_log(), subject)
+                    .map_err(|e| e.to_string())
+            }
+            .await,
+        )),
+        Effect::PauseQueue { paused } => done(queue().and_then(|q| pause_queue(&q, paused))),
+        Effect::RemoveFromQueue { id } => done(queue().and_then(|q| remove_from_queue(&q, id))),
+        Effect::RetryInQueue { id } => done(
+            async {
+                let queue = queue()?;
+                retried(retry_on(&desk()?, &queue, id).await, id)
+            }
+            .await,
+        ),
         Effect::AllowAndApprove { .. } => done(Err(not_here(
             "adding an allow rule (approve it once, and add the rule in the checkout)",
         ))),

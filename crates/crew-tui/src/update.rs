@@ -127,6 +127,13 @@ pub fn update(state: &mut AppState, event: Event) -> Vec<Effect> {
             }
             Vec::new()
         }
+        Event::Said(text) => {
+            // It names files and notes from teammates' branches: shown escaped, on one line.
+            let text = crew_protocol::terminal_text::one_line(&text).into_owned();
+            state.set_status(Level::Info, text);
+            // A landing or a send-back changes the reviews.
+            vec![Effect::LoadReviews]
+        }
     }
 }
 

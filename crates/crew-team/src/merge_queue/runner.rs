@@ -14,16 +14,17 @@ use crew_config::TeamConfig;
 use crew_git::{Author, GitError, Landing, QueueTree, QueuedHead, Worktrees};
 use crew_protocol::joined;
 use crew_store::{
-    EntryState, QueueEntry, QueueRun, QueueState, RunOutcome, Status, StoreError, TaskId, USER,
-    Workspace,
+    EntryState, FileStore, MergeQueue, QueueEntry, QueueRun, QueueState, RunOutcome, Status,
+    StoreError, Task, TaskId, USER, Workspace,
 };
 use tokio::runtime::Runtime;
 use tokio_util::sync::CancellationToken;
 
+use super::QueueFiles;
 use super::bisect::{Bisection, Step};
 use super::test_run::{TestEnd, TestRun, run_tests};
-use super::{output_log, tree_dir};
-use crate::review::{self, ReviewError};
+use crate::review::{self, Desk, ReviewError};
+use crate::run::link::{LinkedStore, TeamLink};
 
 #[derive(Debug, thiserror::Error)]
 pub enum QueueError {
@@ -53,13 +54,48 @@ const IDLE: Duration = Duration::from_millis(400);
 const GATHER: Duration = Duration::from_secs(3);
 
 impl QueueRunner {
+    /// The queue of the team on files in `workspace`.
     pub fn start(workspace: Workspace, config: Arc<TeamConfig>) -> QueueRunner {
+        let store = FileStore::new(workspace.clone(), config.roster());
+        QueueRunner::start_on(
+            TeamLink::files(store),
+            workspace.repository_root(),
+            QueueFiles::of(&workspace),
+            config,
+        )
+    }
+
+    /// The queue kept in `files` of the team in `link`'s store, landing in the checkout at
+    /// `root`. Only one process runs a queue: when another holds it, this one says so and
+    /// does nothing.
+    pub fn start_on<S: LinkedStore + Send>(
+        link: TeamLink<S>,
+        root: PathBuf,
+        files: QueueFiles,
+        config: Arc<TeamConfig>,
+    ) -> QueueRunner {
         let stop = CancellationToken::new();
         let (tell, said) = channel();
         let token = stop.clone();
         let thread = std::thread::Builder::new()
             .name("merge-queue".into())
-            .spawn(move || run(workspace, config, &token, tell));
+            .spawn(move || {
+                let lock = files.runner_lock();
+                let place = Place { link, root, files };
+                let ran = crew_store::lock::try_with_lock(&lock, || {
+                    run(place, config, &token, tell.clone());
+                    Ok(())
+                });
+                let said = match ran {
+                    Ok(Some(())) => return,
+                    Ok(None) => "merge queue: another crew process runs it here; approvals wait \
+                                 for that one"
+                        .to_string(),
+                    Err(e) => format!("merge queue: did not start: {e}"),
+                };
+                tracing::warn!("{said}");
+                let _ = tell.send(said);
+            });
         let thread = match thread {
             Ok(thread) => Some(thread),
             Err(e) => {
@@ -68,6 +104,11 @@ impl QueueRunner {
             }
         };
         QueueRunner { stop, thread, said }
+    }
+
+    /// Whether the queue stopped by itself (another process runs it, or it could not start).
+    pub fn ended(&self) -> bool {
+        self.thread.as_ref().is_none_or(JoinHandle::is_finished)
     }
 
     /// What the queue did since the last call, one line each, for the person.
@@ -87,8 +128,15 @@ impl Drop for QueueRunner {
     }
 }
 
-fn run(
-    workspace: Workspace,
+/// Where the queue works: the team's store, the checkout it lands in, its own files.
+struct Place<S> {
+    link: TeamLink<S>,
+    root: PathBuf,
+    files: QueueFiles,
+}
+
+fn run<S: LinkedStore>(
+    place: Place<S>,
     config: Arc<TeamConfig>,
     stop: &CancellationToken,
     tell: Sender<String>,
@@ -114,7 +162,7 @@ fn run(
     }
     let mut queue = Queue {
         bisection: Bisection::new(config.merge_queue.batch),
-        workspace,
+        place,
         config,
         tell,
         runtime,
@@ -141,15 +189,15 @@ fn run(
     }
 }
 
-struct Queue {
-    workspace: Workspace,
+struct Queue<S> {
+    place: Place<S>,
     config: Arc<TeamConfig>,
     bisection: Bisection<TaskId>,
     tell: Sender<String>,
     runtime: Runtime,
 }
 
-impl Queue {
+impl<S: LinkedStore> Queue<S> {
     fn say(&self, text: String) {
         // The receiver goes only with the team: nobody is left to tell.
         let _ = self.tell.send(text);
@@ -159,9 +207,36 @@ impl Queue {
         &self.config.team.base_branch
     }
 
+    fn desk(&self) -> Desk<'_, S> {
+        Desk::new(
+            self.place.link.store().clone(),
+            self.place.root.clone(),
+            &self.config,
+        )
+    }
+
+    fn queue(&self) -> MergeQueue {
+        self.place.files.queue()
+    }
+
+    fn task(&self, id: TaskId) -> Result<Task, ReviewError> {
+        let desk = self.desk();
+        self.place.link.block_on(desk.task(id))
+    }
+
+    fn trees(&self) -> Result<Worktrees, QueueError> {
+        Ok(Worktrees::open(&self.place.root)?)
+    }
+
+    /// The tasks `ids` landed: completed, the lead told; what was said.
+    fn mark_landed(&self, ids: &[TaskId], how: &str) -> Result<String, QueueError> {
+        let desk = self.desk();
+        Ok(self.place.link.block_on(desk.mark_landed(ids, how))?)
+    }
+
     /// One step; `false` when there was nothing to do.
     fn step(&mut self, stop: &CancellationToken) -> Result<bool, QueueError> {
-        let trees = Worktrees::open(self.workspace.root())?;
+        let trees = self.trees()?;
         let state = self.reconcile(&trees)?;
         if state.paused {
             return Ok(false);
@@ -213,18 +288,19 @@ impl Queue {
     /// (crew stopped between moving the base and marking it) is marked merged now; entries a
     /// crash left testing wait again.
     fn reconcile(&self, trees: &Worktrees) -> Result<QueueState, QueueError> {
-        let store = self.workspace.merge_queue();
+        let store = self.queue();
         let mut landed = Vec::new();
         let state = store.update(|state| {
             let mut gone = Vec::new();
             for entry in state.entries.iter_mut().filter(|e| e.state.is_active()) {
-                let task = match self.workspace.tasks().read(entry.id) {
+                let task = match self.task(entry.id) {
                     Ok(task) => task,
-                    Err(StoreError::NoSuchTask(_)) => {
+                    Err(ReviewError::Store(StoreError::NoSuchTask(_))) => {
                         gone.push(entry.id);
                         continue;
                     }
-                    Err(e) => return Err(e),
+                    Err(ReviewError::Store(e)) => return Err(e),
+                    Err(e) => return Err(StoreError::Backend(Box::new(e))),
                 };
                 let head = task.commits.as_ref().map(|c| c.head.as_str());
                 if task.status == Status::Completed {
@@ -247,12 +323,7 @@ impl Queue {
         if landed.is_empty() {
             return Ok(state);
         }
-        let text = review::mark_landed(
-            &self.workspace,
-            &self.config,
-            &landed,
-            "merge queue: landed before crew stopped",
-        )?;
+        let text = self.mark_landed(&landed, "merge queue: landed before crew stopped")?;
         self.say(text);
         Ok(store.update(|state| {
             state.set_state(
@@ -270,7 +341,7 @@ impl Queue {
         state: EntryState,
         note: Option<&str>,
     ) -> Result<(), QueueError> {
-        Ok(self.workspace.merge_queue().update(|s| {
+        Ok(self.queue().update(|s| {
             s.set_state(ids, state, note);
             Ok(())
         })?)
@@ -278,7 +349,8 @@ impl Queue {
 
     /// Sends `task` back to its teammate with `note`; its entry failed.
     fn send_back(&self, task: TaskId, why: &str, note: &str) -> Result<(), QueueError> {
-        match review::send_back(&self.workspace, &self.config, task, &USER, note) {
+        let desk = self.desk();
+        match self.place.link.block_on(desk.send_back(task, &USER, note)) {
             Ok(_) | Err(ReviewError::Store(StoreError::Refused(_))) => {}
             Err(e) => return Err(e.into()),
         }
@@ -322,7 +394,7 @@ impl Queue {
                 self.say(format!("merge queue: {} {why}", entry.id));
                 return Ok(());
             }
-            let task = self.workspace.tasks().read(entry.id)?;
+            let task = self.task(entry.id)?;
             let owner = task.owner.as_deref().unwrap_or("crew");
             let branch = task.commits.as_ref().map_or("", |c| c.branch.as_str());
             heads.push(QueuedHead {
@@ -350,7 +422,7 @@ impl Queue {
             }
             QueueTree::Built { base, commit } => (base, commit),
         };
-        let dir = tree_dir(&self.workspace);
+        let dir = self.place.files.tree();
         match std::fs::remove_dir_all(&dir) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -362,7 +434,7 @@ impl Queue {
             joined(&ids, ", "),
             short(&base)
         ));
-        let root = self.workspace.root().to_path_buf();
+        let root = self.place.root.clone();
         let moved = {
             let (branch, base) = (base_branch.clone(), base.clone());
             move || {
@@ -376,7 +448,7 @@ impl Queue {
             &self.runtime,
             &self.config,
             &dir,
-            &output_log(&self.workspace),
+            &self.place.files.output_log(),
             moved,
             stop,
         );
@@ -389,10 +461,10 @@ impl Queue {
         };
         // The person may have removed a task, merged it or sent it back during the run: what
         // ran is not what they want.
-        let queued = self.workspace.merge_queue().load()?;
+        let queued = self.queue().load()?;
         let mut changed = false;
         for entry in entries {
-            let task = self.workspace.tasks().read(entry.id)?;
+            let task = self.task(entry.id)?;
             let head = task.commits.as_ref().map(|c| c.head.as_str());
             changed |= task.status != Status::Review
                 || head != Some(entry.head.as_str())
@@ -407,7 +479,7 @@ impl Queue {
                 self.record(record(outcome))?;
             }
         }
-        self.workspace.merge_queue().update(|s| {
+        self.queue().update(|s| {
             // Whatever did not land or fail waits again.
             let testing: Vec<TaskId> = ids
                 .iter()
@@ -425,7 +497,7 @@ impl Queue {
     }
 
     fn record(&self, run: QueueRun) -> Result<(), QueueError> {
-        Ok(self.workspace.merge_queue().update(|s| {
+        Ok(self.queue().update(|s| {
             s.record_run(run);
             Ok(())
         })?)
@@ -478,7 +550,7 @@ impl Queue {
                     "crew: merge queue lands {} into {base_branch}",
                     joined(ids, ", ")
                 );
-                let trees = Worktrees::open(self.workspace.root())?;
+                let trees = self.trees()?;
                 match trees.land(&base_branch, base, commit, &message) {
                     Ok(Landing::BaseMoved { .. }) => {
                         self.bisection.forget();
@@ -502,7 +574,7 @@ impl Queue {
                         );
                         self.bisection.passed(ids, commit);
                         self.record(record(RunOutcome::Passed))?;
-                        let text = review::mark_landed(&self.workspace, &self.config, ids, &how)?;
+                        let text = self.mark_landed(ids, &how)?;
                         self.set_state(ids, EntryState::Merged, Some(&how))?;
                         self.say(text);
                         Ok(RunOutcome::Passed)

@@ -13,8 +13,8 @@ use crew_config::TeamConfig;
 use crew_git::{Author, GitError, MergeOutcome, TeamRemote, WorktreeDiff, Worktrees};
 use crew_protocol::joined;
 use crew_store::{
-    AgentName, BackendError, Draft, FileStore, MessageKind, Refusal, Status, StoreError, Task,
-    TaskCommits, TaskId, TeamStore, USER, Workspace,
+    AgentName, BackendError, Draft, FileStore, MergeQueue, MessageKind, Refusal, Status,
+    StoreError, Task, TaskCommits, TaskId, TeamStore, USER, Workspace,
 };
 pub use policy::ProtectedChange;
 use policy::{Governed, protected_changes};
@@ -390,6 +390,43 @@ impl<'a, S: TeamStore> Desk<'a, S> {
         }
     }
 
+    /// The person approves the task's diff into `queue`: it merges once the tests pass on
+    /// what would land (see `merge_queue`). Changes that govern the team are refused: only the
+    /// person's own merge takes those.
+    pub async fn approve(
+        &self,
+        id: TaskId,
+        by: &AgentName,
+        queue: &MergeQueue,
+    ) -> Result<String, ReviewError> {
+        let task = self.in_review(id).await?;
+        let trees = self.trees()?;
+        let commits = commits_of(&trees, self.config, &task)?;
+        let files = protected_in_merge(&trees, self.config, &commits.head)?;
+        if !files.is_empty() {
+            return Err(ReviewError::Protected { id, files });
+        }
+        queue.approve(id, &commits.head, by)?;
+        let place = queue.load()?.active().count();
+        let text = format!(
+            "{id} approved into the merge queue by {by} (place {place}); it merges into {} once \
+             the tests pass",
+            self.config.team.base_branch
+        );
+        self.tell_lead(by, text.clone()).await?;
+        Ok(text)
+    }
+
+    /// The task `id`, whatever its state.
+    pub async fn task(&self, id: TaskId) -> Result<Task, ReviewError> {
+        self.store.task(id).await.map_err(store_error)
+    }
+
+    /// The checkout whose base branch takes the merges.
+    pub fn root(&self) -> &std::path::Path {
+        &self.root
+    }
+
     async fn in_review(&self, id: TaskId) -> Result<Task, ReviewError> {
         let task = self.store.task(id).await.map_err(store_error)?;
         if task.status != Status::Review {
@@ -522,33 +559,14 @@ pub fn merge_automatically(
     now(Desk::files(workspace, config).merge_automatically(id))
 }
 
-/// The person approves the task's diff into the merge queue: it merges once the tests pass on
-/// what would land (see `merge_queue`). Changes that govern the team are refused: only the
-/// person's own merge takes those.
+/// The person approves the task's diff into the merge queue (see [`Desk::approve`]).
 pub fn approve(
     workspace: &Workspace,
     config: &TeamConfig,
     id: TaskId,
     by: &AgentName,
 ) -> Result<String, ReviewError> {
-    let desk = Desk::files(workspace, config);
-    let task = now(desk.in_review(id))?;
-    let trees = desk.trees()?;
-    let commits = commits_of(&trees, config, &task)?;
-    let files = protected_in_merge(&trees, config, &commits.head)?;
-    if !files.is_empty() {
-        return Err(ReviewError::Protected { id, files });
-    }
-    let queue = workspace.merge_queue();
-    queue.approve(id, &commits.head, by)?;
-    let place = queue.load()?.active().count();
-    let text = format!(
-        "{id} approved into the merge queue by {by} (place {place}); it merges into {} once the \
-         tests pass",
-        config.team.base_branch
-    );
-    now(desk.tell_lead(by, text.clone()))?;
-    Ok(text)
+    now(Desk::files(workspace, config).approve(id, by, &workspace.merge_queue()))
 }
 
 /// The changes that govern the team (`policy`) among what merging `head` brings in (the
@@ -560,16 +578,6 @@ pub(crate) fn protected_in_merge(
 ) -> Result<Vec<ProtectedChange>, ReviewError> {
     let merged = trees.merge_diff(head, &config.team.base_branch)?;
     Ok(protected_changes(&merged.files, &governed(trees, config)?))
-}
-
-/// See [`Desk::mark_landed`].
-pub(crate) fn mark_landed(
-    workspace: &Workspace,
-    config: &TeamConfig,
-    ids: &[TaskId],
-    how: &str,
-) -> Result<String, ReviewError> {
-    now(Desk::files(workspace, config).mark_landed(ids, how))
 }
 
 /// See [`Desk::mark_came_along`].
