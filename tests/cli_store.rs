@@ -1108,24 +1108,123 @@ fn a_password_comes_from_pgpassword_or_the_password_file() {
     assert_eq!(named.code, 0, "{}", named.stderr);
 }
 
-/// A worker `up` starts that cannot log in with its role (no password for it here) is named
-/// with the end of its log, before the screen would hide it; `up` fails.
+/// On a server that checks passwords, `up` gives the role of each worker it starts a password
+/// of its own (never the person's), kept in the person's password file (made owner-only),
+/// where the worker reads it: the lead logs in with it, and the next `up` uses it again. A
+/// password file others may read is refused naming it, nothing written.
 #[test]
-fn up_on_the_store_says_which_worker_cannot_log_in() {
+fn up_on_a_password_checking_server_gives_each_worker_it_starts_a_password_of_its_own() {
+    use std::os::unix::fs::PermissionsExt;
     let Some(cluster) = crew_test_support::postgres::start() else {
         return;
     };
     let url = cluster.url();
     let toml = crate::support::team::crew_toml("", &[], "mode = \"ask\"", "heartbeat_secs = 1");
     let team = crate::support::team::Team::new(&toml, "echo.toml", &[]);
+    let _workers = crate::team_joined::Stragglers(team.repo.path().to_path_buf());
     cluster.require_passwords();
-    let run = team.repo.crew(&["--store", &url, "up"]);
-    assert_ne!(run.code, 0, "{}", run.stdout);
+    let home = tempfile::tempdir().unwrap();
+    let pgpass = home.path().join("pgpass");
+    let up = || -> Run {
+        Command::new(crew_exe())
+            .args(["--store", &url, "up"])
+            .current_dir(team.repo.path())
+            .env("PGPASSFILE", &pgpass)
+            .output()
+            .unwrap()
+            .into()
+    };
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let store = PgStore::connect(&url, 1).unwrap();
+    let lead_runs = || {
+        runtime
+            .block_on(store.agents_seen())
+            .unwrap()
+            .iter()
+            .any(|a| {
+                a.name.as_str() == "lead"
+                    && a.status.as_ref().is_some_and(|s| {
+                        s.state != crew_protocol::AgentState::Shutdown
+                            && s.state != crew_protocol::AgentState::Dead
+                    })
+            })
+    };
+    // Without a terminal the screen does not open; the lead is started before it.
+    let first = up();
     assert!(
-        run.stderr.contains("lead stopped at once")
-            && run.stderr.contains("password missing")
-            && run.stderr.contains("~/.pgpass here, never yours"),
-        "{}",
-        run.stderr
+        first.stdout.contains(&format!(
+            "lead: the server asks its role crew_postgres_lead for a password: crew made one and keeps it in {}",
+            pgpass.display()
+        )),
+        "{}\n{}",
+        first.stdout,
+        first.stderr
     );
+    let mode = std::fs::metadata(&pgpass).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let kept = std::fs::read_to_string(&pgpass).unwrap();
+    assert!(kept.starts_with("127.0.0.1:"), "{kept}");
+    assert!(kept.contains(":crew_postgres_lead:"), "{kept}");
+    crew_test_support::wait::eventually_showing(
+        "the lead logged in",
+        std::time::Duration::from_secs(30),
+        || {
+            if lead_runs() {
+                Ok(())
+            } else {
+                Err(
+                    std::fs::read_to_string(team.repo.join(".crew/logs/lead.log"))
+                        .unwrap_or_default(),
+                )
+            }
+        },
+    );
+    let down = crew(&["--store", &url, "down", "--timeout", "30"]);
+    assert!(
+        down.stdout.contains("every agent shut down"),
+        "{}\n{}",
+        down.stdout,
+        down.stderr
+    );
+
+    // The next `up` logs in with the kept password: no new one.
+    let again = up();
+    assert!(
+        again.stdout.contains("lead: started here") && !again.stdout.contains("asks its role"),
+        "{}\n{}",
+        again.stdout,
+        again.stderr
+    );
+    assert_eq!(std::fs::read_to_string(&pgpass).unwrap(), kept);
+    crew_test_support::wait::eventually_showing(
+        "the lead again",
+        std::time::Duration::from_secs(30),
+        || {
+            if lead_runs() {
+                Ok(())
+            } else {
+                Err(String::new())
+            }
+        },
+    );
+    crew(&["--store", &url, "down", "--timeout", "30"]);
+
+    // A password file others may read is used for nothing, and said.
+    std::fs::set_permissions(&pgpass, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let loose = up();
+    assert_ne!(loose.code, 0, "{}", loose.stdout);
+    assert!(
+        loose
+            .stderr
+            .contains(&format!("{}: others may read it", pgpass.display()))
+            && loose.stderr.contains("chmod 600"),
+        "{}",
+        loose.stderr
+    );
+    assert!(
+        !loose.stdout.contains("lead: started here"),
+        "{}",
+        loose.stdout
+    );
+    assert_eq!(std::fs::read_to_string(&pgpass).unwrap(), kept);
 }

@@ -1507,7 +1507,7 @@ fn the_person_starts_the_team_on_the_store_with_crew_up_and_stops_it_with_crew_d
 
 /// Ends, even when a test fails, the workers `crew up` started detached in the checkout at
 /// its path (they are not this test's children).
-struct Stragglers(PathBuf);
+pub(crate) struct Stragglers(pub(crate) PathBuf);
 
 impl Drop for Stragglers {
     fn drop(&mut self) {

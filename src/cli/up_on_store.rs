@@ -17,7 +17,7 @@ use crate::cli::project::Project;
 use crate::cli::store::{reach_current, setup};
 use crew_protocol::{AgentName, AgentState, USER};
 use crew_store::{Draft, MessageKind};
-use crew_store_pg::PgStore;
+use crew_store_pg::{AgentLogin, PgStore};
 use crew_team::run::supervisor::Supervisor;
 
 pub fn up(url: &str, args: UpArgs, start: &Path) -> anyhow::Result<()> {
@@ -84,7 +84,10 @@ pub fn up(url: &str, args: UpArgs, start: &Path) -> anyhow::Result<()> {
             match running.get(name) {
                 Some(host) => println!("{name}: already runs on {host}"),
                 None => match roles.get(name) {
-                    Some(role) => starting.push((name.clone(), store.url_as(role))),
+                    Some(role) => {
+                        can_log_in(&store, name, role).await?;
+                        starting.push((name.clone(), store.url_as(role)));
+                    }
                     None => anyhow::bail!("{name} has no role in the store"),
                 },
             }
@@ -120,6 +123,33 @@ pub fn up(url: &str, args: UpArgs, start: &Path) -> anyhow::Result<()> {
     )?;
     println!(
         "the team runs on: `crew --store {url} ui` to watch it again, `crew --store {url} down` to stop it"
+    );
+    Ok(())
+}
+
+/// Makes sure `name`'s worker, started here, can log in with its `role`: on a server that asks
+/// for a password the role lacks (or this machine's password file has not), crew makes one,
+/// keeps it in the person's password file, where the workers of this machine read it, and
+/// gives the role it. Never the person's own password: the worker is not handed it.
+async fn can_log_in(store: &PgStore, name: &AgentName, role: &str) -> anyhow::Result<()> {
+    if store.agent_login(role).await? == AgentLogin::Works {
+        return Ok(());
+    }
+    let file = store.give_agent_a_password(role).await?;
+    if let AgentLogin::NeedsPassword(why) = store.agent_login(role).await? {
+        return Err(CliError::Refused(format!(
+            "{name}: its role {role} still cannot log in with the password crew gave it and \
+             keeps in {}: {why}",
+            file.display()
+        ))
+        .into());
+    }
+    println!(
+        "{name}: the server asks its role {role} for a password: crew made one and keeps it in \
+         {} (yours alone to read), where this machine's workers read it; a teammate on another \
+         host needs its own (`crew store add-agent URL NAME --password-env VAR`, and its line \
+         in ~/.pgpass there)",
+        file.display()
     );
     Ok(())
 }

@@ -28,6 +28,6 @@ pub use error::PgStoreError;
 pub use inbox::Position;
 pub use roles::{AgentRights, AgentRole};
 pub use schema::{SCHEMA_VERSION, migrate};
-pub use store::{Connection, PgStore, StoreStatus};
+pub use store::{AgentLogin, Connection, PgStore, StoreStatus};
 pub use team::PublishedTeam;
 pub use wakeups::Wakeups;

@@ -43,6 +43,68 @@ pub(crate) fn password(
     Ok(lookup(&text, host, &port.to_string(), database, user))
 }
 
+/// Keeps `password` for this connection in the file at `path`, as its first line (the first
+/// matching line wins, and a person's wildcard line further down must not shadow it), in place
+/// of any line for exactly this connection. A new file is made readable by its owner only; one
+/// others may read is refused as [`password`] refuses it, nothing written.
+pub(crate) fn keep(
+    path: &Path,
+    host: &str,
+    port: u16,
+    database: &str,
+    user: &str,
+    password: &str,
+) -> Result<(), PgStoreError> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let failed = |e: std::io::Error| PgStoreError::Passfile(format!("{}: {e}", path.display()));
+    let old = match std::fs::metadata(path) {
+        Ok(meta) if meta.permissions().mode() & 0o077 != 0 => {
+            return Err(PgStoreError::Passfile(format!(
+                "{}: others may read it (mode {:o}), so crew keeps no password in it: `chmod 600 {}`",
+                path.display(),
+                meta.permissions().mode() & 0o777,
+                path.display()
+            )));
+        }
+        Ok(_) => std::fs::read_to_string(path).map_err(failed)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(failed(e)),
+    };
+    let port = port.to_string();
+    let wanted = [host, port.as_str(), database, user];
+    let mut text = format!(
+        "{}\n",
+        [host, &port, database, user, password]
+            .map(escaped)
+            .join(":")
+    );
+    for line in old.lines() {
+        let same = fields(line).is_some_and(|f| f[..4].iter().zip(wanted).all(|(a, b)| a == b));
+        if !same {
+            text.push_str(line);
+            text.push('\n');
+        }
+    }
+    // Written beside it and renamed over it: a crash leaves the old file or the new one.
+    let temporary = path.with_extension("crew-new");
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&temporary)
+        .map_err(failed)?;
+    file.write_all(text.as_bytes()).map_err(failed)?;
+    file.sync_all().map_err(failed)?;
+    std::fs::rename(&temporary, path).map_err(failed)
+}
+
+/// A field as the file needs it: `:` and `\` escaped.
+fn escaped(field: &str) -> String {
+    field.replace('\\', "\\\\").replace(':', "\\:")
+}
+
 /// The first line of `text` that matches, its password.
 fn lookup(text: &str, host: &str, port: &str, database: &str, user: &str) -> Option<String> {
     text.lines()
@@ -102,6 +164,45 @@ mod tests {
             Some("last:with:colons")
         );
         assert_eq!(lookup("h:1:d:u:pw\n", "h", "1", "d", "v"), None);
+    }
+
+    #[test]
+    fn a_kept_password_comes_first_replaces_its_old_line_and_only_the_owner_reads_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pgpass");
+        keep(&path, "db", 5432, "web", "crew_web_bob", "old").unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        // The person's own lines stay, after it: a wildcard of theirs does not shadow it.
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push_str("*:*:*:*:the-persons\n");
+        std::fs::write(&path, text).unwrap();
+        keep(&path, "db", 5432, "web", "crew_web_bob", "n:e\\w").unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            text,
+            "db:5432:web:crew_web_bob:n\\:e\\\\w\n*:*:*:*:the-persons\n"
+        );
+        assert_eq!(
+            password(&path, "db", 5432, "web", "crew_web_bob")
+                .unwrap()
+                .as_deref(),
+            Some("n:e\\w")
+        );
+        assert_eq!(
+            password(&path, "db", 5432, "web", "crew_web_alice")
+                .unwrap()
+                .as_deref(),
+            Some("the-persons")
+        );
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let refused = keep(&path, "db", 5432, "web", "crew_web_bob", "x").unwrap_err();
+        assert!(refused.to_string().contains("chmod 600"), "{refused}");
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            text,
+            "nothing written"
+        );
     }
 
     #[test]

@@ -9,6 +9,16 @@ use crew_protocol::{AgentName, USER};
 
 use crate::{PgStore, PgStoreError};
 
+/// 192 random bits from the kernel, as hex.
+fn new_password() -> Result<String, PgStoreError> {
+    use std::io::Read;
+    let mut bytes = [0u8; 24];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut random| random.read_exact(&mut bytes))
+        .map_err(|e| PgStoreError::Passfile(format!("making a password from /dev/urandom: {e}")))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
 /// Role names are at most 63 bytes in PostgreSQL; a longer one would be cut silently.
 const ROLE_NAME_MAX: usize = 63;
 
@@ -32,6 +42,49 @@ pub struct AgentRights {
 }
 
 impl PgStore {
+    /// Makes a new password for the agent's `role`, keeps it in this machine's password file
+    /// ([`Self::keep_password`], where the workers started here read it) and gives the role it;
+    /// the file. Kept first: a file crew may not use refuses before the role changes.
+    pub async fn give_agent_a_password(
+        &self,
+        role: &str,
+    ) -> Result<std::path::PathBuf, PgStoreError> {
+        let password = new_password()?;
+        crew_store::secrets::register(&password);
+        let file = self.keep_password(role, &password)?;
+        self.set_agent_password(role, &password).await?;
+        Ok(file)
+    }
+
+    /// Gives the role an agent logs in with a new `password` (a SCRAM verifier made here, as
+    /// [`Self::add_agent`] makes it). Only an agent's role: the person's, or any other, is
+    /// refused. Needs the person's connection, with `CREATEROLE`.
+    pub async fn set_agent_password(&self, role: &str, password: &str) -> Result<(), PgStoreError> {
+        let verifier = postgres_protocol::password::scram_sha_256(password.as_bytes());
+        self.retry(|| async {
+            let client = self.client().await?;
+            let known = client
+                .query_opt("SELECT 1 FROM agent_roles WHERE role = $1", &[&role])
+                .await?
+                .is_some();
+            if !known {
+                return Err(PgStoreError::RoleName {
+                    role: role.to_string(),
+                    reason: "not an agent's role in this store".into(),
+                });
+            }
+            client
+                .batch_execute(&format!(
+                    "ALTER ROLE {} PASSWORD {}",
+                    escape_identifier(role),
+                    escape_literal(&verifier)
+                ))
+                .await?;
+            Ok(())
+        })
+        .await
+    }
+
     /// Makes (or updates) `agent`'s login role and lets it work as that agent. `password`
     /// is stored only as a SCRAM verifier made here, so neither the server's log nor
     /// `pg_authid` ever holds it. Needs the person's connection: the store's owner, with

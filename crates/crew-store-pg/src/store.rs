@@ -176,18 +176,75 @@ impl PgStore {
         if let Some(password) = crew_store::secrets::env_var("PGPASSWORD") {
             return Ok(Some(password));
         }
+        Self::filed_password(config)
+    }
+
+    /// The password file's entry for the connection `config` makes, if any.
+    fn filed_password(config: &tokio_postgres::Config) -> Result<Option<String>, PgStoreError> {
         let Some(file) = crate::passfile::location() else {
             return Ok(None);
         };
-        let host = match config.get_hosts().first() {
-            Some(tokio_postgres::config::Host::Tcp(host)) => host.clone(),
-            // A socket connection is "localhost" to the password file.
-            _ => "localhost".to_string(),
+        let (host, port, database, user) = passfile_key(config);
+        crate::passfile::password(&file, &host, port, &database, &user)
+    }
+
+    /// Whether an agent's `role` logs in to this store as its worker will here: with no password
+    /// but the password file's (a worker is never handed `PGPASSWORD`, the person's). One try,
+    /// bounded in time.
+    pub async fn agent_login(&self, role: &str) -> Result<AgentLogin, PgStoreError> {
+        let mut config = self.config_as(role)?;
+        if let Some(password) = Self::filed_password(&config)? {
+            crew_store::secrets::register(&password);
+            config.password(password);
+        }
+        let tried = tokio::time::timeout(REACH_TIMEOUT, config.connect(self.tls.clone())).await;
+        let failed = match tried {
+            Ok(Ok(_)) => return Ok(AgentLogin::Works),
+            Ok(Err(e)) => e,
+            Err(_) => {
+                return Err(PgStoreError::CannotReach {
+                    server: self.server(),
+                    reason: format!("no answer within {}s", REACH_TIMEOUT.as_secs()),
+                });
+            }
         };
-        let port = config.get_ports().first().copied().unwrap_or(5432);
-        let user = config.get_user().unwrap_or("postgres");
-        let database = config.get_dbname().unwrap_or(user);
-        crate::passfile::password(&file, &host, port, database, user)
+        let server_wants_one = failed
+            .as_db_error()
+            .is_some_and(|db| db.code() == &tokio_postgres::error::SqlState::INVALID_PASSWORD);
+        // The client's own "password missing" (the server asked for one and none was given) has
+        // no code of its own: told by its words.
+        let reason = with_causes(&PgStoreError::Postgres(failed));
+        if server_wants_one || reason.contains("password missing") {
+            return Ok(AgentLogin::NeedsPassword(reason));
+        }
+        Err(PgStoreError::CannotReach {
+            server: self.server(),
+            reason,
+        })
+    }
+
+    /// Keeps `password` for `role` on this store in the password file (`PGPASSFILE`, else
+    /// `~/.pgpass`), where the workers of this machine read it; the file's path.
+    pub fn keep_password(
+        &self,
+        role: &str,
+        password: &str,
+    ) -> Result<std::path::PathBuf, PgStoreError> {
+        let file = crate::passfile::location().ok_or_else(|| {
+            PgStoreError::Passfile("no PGPASSFILE and no HOME: nowhere to keep a password".into())
+        })?;
+        let (host, port, database, user) = passfile_key(&self.config_as(role)?);
+        crate::passfile::keep(&file, &host, port, &database, &user, password)?;
+        Ok(file)
+    }
+
+    /// The connection of [`Self::url_as`] `role`.
+    fn config_as(&self, role: &str) -> Result<tokio_postgres::Config, PgStoreError> {
+        let url = self.url_as(role);
+        tokio_postgres::Config::from_str(&url).map_err(|e| PgStoreError::BadUrl {
+            url,
+            reason: e.to_string(),
+        })
     }
 
     /// This store's URL as it may be shown: its role, servers and database, no password.
@@ -312,6 +369,27 @@ fn redact(url: &str) -> String {
         }
         _ => url.to_string(),
     }
+}
+
+/// What the password file is searched by for `config`: its first server (a socket is
+/// "localhost" to the file), port, database and user.
+fn passfile_key(config: &tokio_postgres::Config) -> (String, u16, String, String) {
+    let host = match config.get_hosts().first() {
+        Some(tokio_postgres::config::Host::Tcp(host)) => host.clone(),
+        _ => "localhost".to_string(),
+    };
+    let port = config.get_ports().first().copied().unwrap_or(5432);
+    let user = config.get_user().unwrap_or("postgres");
+    let database = config.get_dbname().unwrap_or(user);
+    (host, port, database.to_string(), user.to_string())
+}
+
+/// Whether an agent's role logs in (see [`PgStore::agent_login`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AgentLogin {
+    Works,
+    /// The server asks for a password it was not given (or not this one): its words.
+    NeedsPassword(String),
 }
 
 /// `e` and what caused it ("error connecting to server" alone does not say "refused"), each
