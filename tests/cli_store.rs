@@ -1010,25 +1010,33 @@ fn the_person_reads_what_agents_remember_from_the_store() {
 fn up_on_the_store_refuses_what_it_does_not_do_there_naming_it() {
     let repo = crate::support::Repo::init();
     let url = "postgres://nobody@127.0.0.1:1/none";
-    let headless = repo.crew(&["--store", url, "up", "--headless"]);
-    assert_eq!(headless.code, 2, "{}", headless.stderr);
+    let json = repo.crew(&["--store", url, "up", "--headless", "--json"]);
+    assert_eq!(json.code, 2, "{}", json.stderr);
     assert!(
-        headless
-            .stderr
-            .contains("--headless is not for a team in the store yet"),
+        json.stderr
+            .contains("--json is not for a team in the store yet"),
         "{}",
-        headless.stderr
+        json.stderr
     );
-    // A flag that would change nothing on the store is refused, not ignored.
-    let queue = repo.crew(&["--store", url, "up", "--merge", "queue"]);
-    assert_eq!(queue.code, 2, "{}", queue.stderr);
-    assert!(
-        queue
-            .stderr
-            .contains("--merge auto|queue is not for a team in the store yet"),
-        "{}",
-        queue.stderr
-    );
+    // A policy that would stand in for the person only does without one: refused, not ignored.
+    for flags in [
+        &["--merge", "queue"][..],
+        &["--approve", "allow"],
+        &["--until-done"],
+    ] {
+        let mut args = vec!["--store", url, "up"];
+        args.extend_from_slice(flags);
+        let run = repo.crew(&args);
+        assert_eq!(run.code, 2, "{flags:?}: {}", run.stderr);
+        assert!(
+            run.stderr.contains(&format!(
+                "{} acts for you when nobody is at the screen: give --headless too",
+                flags[0]
+            )),
+            "{}",
+            run.stderr
+        );
+    }
     let here = repo.crew(&["up", "--here", "bob"]);
     assert_eq!(here.code, 2, "{}", here.stderr);
     assert!(here.stderr.contains("--here names the teammates of this machine on a team in the store: give --store URL too"), "{}", here.stderr);

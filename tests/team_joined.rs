@@ -1662,3 +1662,134 @@ fn the_persons_merge_queue_on_the_store_lands_what_passes_and_sends_back_what_br
     ]);
     assert_eq!(bob.wait(WAIT), Some(0), "{}", bob.log());
 }
+
+/// `crew --store URL up --headless … --until-done` runs a team on the store to its end with no
+/// screen: the lead and alice started here, bob on a host of its own; `--approve allow`
+/// answers every permission request as the person, `--merge auto` merges each review into the
+/// checkout, the progress is told as it comes, and once every task is done every agent, on
+/// either host, is asked to shut down and does.
+#[test]
+fn a_team_on_the_store_runs_headless_to_the_end_with_policies_standing_in_for_the_person() {
+    let Some(person) = Person::with(
+        &[
+            Mate::implementer("alice", SIMULATED),
+            Mate::implementer("bob", SIMULATED),
+        ],
+        false,
+        "idle_poll_secs = 1\nidle_timeout_secs = 120\nheartbeat_secs = 1\nrequest_timeout_secs = 60",
+        "",
+    ) else {
+        return;
+    };
+    let url = person.url();
+    let _workers = Stragglers(person.path().to_path_buf());
+    let mut bob = person.join("bob");
+    let mut up = person.team.spawn(
+        "headless",
+        &[
+            "--store",
+            &url,
+            "up",
+            "--headless",
+            "--here",
+            "alice",
+            "--goal",
+            "TEAM GOAL: two files",
+            "--approve",
+            "allow",
+            "--merge",
+            "auto",
+            "--until-done",
+        ],
+    );
+    let said = || {
+        std::fs::read_to_string(person.path().join(".crew/test-headless.log")).unwrap_or_default()
+    };
+    let code = up.wait(Duration::from_secs(120));
+    let text = said();
+    assert_eq!(code, Some(0), "{text}\n{}", bob.log());
+    for line in [
+        "lead: started here",
+        "alice: started here",
+        "task_1 created: write from-host2.txt",
+        "task_2 created: write from-checkout.txt",
+        "merged into main automatically",
+        "every agent shut down",
+    ] {
+        assert!(text.contains(line), "{line:?} not in:\n{text}");
+    }
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let store = PgStore::connect(&url, 2).unwrap();
+    // Whichever side claimed each task (the lead assigns them only after making both), its
+    // write was approved by the policy and merged into the person's checkout.
+    for n in [1, 2] {
+        let task = task_n(&runtime, &store, n);
+        assert_eq!(task.status, Status::Completed, "{text}");
+        let owner = task
+            .owner
+            .as_ref()
+            .map(AgentName::as_str)
+            .unwrap_or_default();
+        let file = if owner == "bob" {
+            "from-host2.txt"
+        } else {
+            "from-checkout.txt"
+        };
+        let written = std::fs::read_to_string(person.path().join(file)).unwrap_or_default();
+        assert!(
+            written.starts_with(&format!("written by {owner}")),
+            "{file}: {written}\n{text}"
+        );
+        assert!(
+            text.contains(&format!("approved {owner}'s request ")),
+            "{text}"
+        );
+    }
+    // bob, on the other host, was asked to stop with the rest and did.
+    assert_eq!(bob.wait(WAIT), Some(0), "{}", bob.log());
+    let seen = runtime.block_on(store.agents_seen()).unwrap();
+    for agent in &seen {
+        assert_eq!(
+            agent.status.as_ref().map(|s| s.state),
+            Some(AgentState::Shutdown),
+            "{seen:?}"
+        );
+    }
+}
+
+/// A headless run on the store whose lead makes no task would never end: `--until-done` reads
+/// the lead's turn from its transcript (the lead is a worker of its own there) and ends, exit 4,
+/// saying why, the team shut down.
+#[test]
+fn a_headless_run_on_the_store_ends_when_the_lead_makes_no_task() {
+    let Some(person) = Person::with(
+        &[Mate::implementer("alice", SIMULATED)],
+        false,
+        "idle_poll_secs = 1\nidle_timeout_secs = 120\nheartbeat_secs = 1\nrequest_timeout_secs = 60",
+        "",
+    ) else {
+        return;
+    };
+    let url = person.url();
+    let _workers = Stragglers(person.path().to_path_buf());
+    let mut up = person.team.spawn(
+        "headless",
+        &[
+            "--store",
+            &url,
+            "up",
+            "--headless",
+            "--goal",
+            "say hello",
+            "--until-done",
+        ],
+    );
+    let code = up.wait(Duration::from_secs(60));
+    let text = std::fs::read_to_string(person.path().join(".crew/test-headless.log")).unwrap();
+    assert_eq!(code, Some(4), "{text}");
+    assert!(
+        text.contains("the lead ended its turn without creating a task: Noted.")
+            && text.contains("every agent shut down"),
+        "{text}"
+    );
+}

@@ -7,7 +7,7 @@ use anyhow::{Context, anyhow};
 
 use crate::cli::args::{ApprovePolicy, DemoArgs, DemoMerge};
 use crate::cli::output;
-use crate::cli::run_team::all_done;
+use crate::cli::progress::all_done;
 use crew_config::{FILE_NAME, TeamConfig};
 use crew_store::{DirWatcher, Workspace};
 use crew_team::demo;
@@ -80,7 +80,7 @@ pub fn run(args: DemoArgs) -> anyhow::Result<()> {
         if matches!(args.merge, DemoMerge::Queue) {
             approve_at_once(&workspace, &config)?;
         }
-        if all_done(&workspace)? {
+        if all_done(&workspace.tasks().load_all()?.tasks) {
             finished = true;
             break;
         }

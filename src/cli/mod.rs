@@ -23,6 +23,7 @@ mod on_store;
 mod output;
 mod person;
 mod preflight;
+mod progress;
 mod project;
 mod review;
 mod run_team;

@@ -2,40 +2,61 @@
 //! PostgreSQL store in one command. It readies the store (schema, crew.toml published, a role
 //! per agent), starts the lead and the teammates named `--here` as workers of this machine (each
 //! logging in with its own role, detached, so the team outlives the screen), gives the lead the
-//! goal, and opens the screen on the store. The other teammates join from their own hosts
+//! goal, and opens the screen on the store, or with `--headless` tells the team's progress
+//! while a policy stands in for the person. The other teammates join from their own hosts
 //! (`crew worker --join`). `crew --store URL down` asks every agent still running to shut down.
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use anyhow::Context;
+use serde_json::json;
 
 use crate::cli::args::{UiArgs, UpArgs};
 use crate::cli::exit::CliError;
+use crate::cli::progress::{Progress, all_done, failed_tasks, lead_gave_up, summary};
 use crate::cli::project::Project;
 use crate::cli::store::{reach_current, setup};
 use crew_protocol::{AgentName, AgentState, USER};
 use crew_store::{Draft, MessageKind};
-use crew_store_pg::{AgentLogin, PgStore};
+use crew_store_pg::{AgentLogin, PgStore, Wakeups};
+use crew_team::merge_queue::{QueueFiles, QueueRunner};
+use crew_team::review::Desk;
+use crew_team::run::headless::Happening;
+use crew_team::run::link::TeamLink;
+use crew_team::run::stand_in::StandIn;
 use crew_team::run::supervisor::Supervisor;
 
 pub fn up(url: &str, args: UpArgs, start: &Path) -> anyhow::Result<()> {
     let unsupported = [
-        (args.headless, "--headless"),
-        (args.approve.is_some(), "--approve"),
-        (args.until_done, "--until-done"),
         (args.json, "--json"),
         (args.daemon, "--daemon"),
         (args.dangerously_bypass, "--dangerously-bypass"),
-        (
-            !matches!(args.merge, crate::cli::args::MergeArg::Manual),
-            "--merge auto|queue",
-        ),
     ];
     if let Some((_, flag)) = unsupported.iter().find(|(given, _)| *given) {
         return Err(CliError::Usage(format!(
-            "{flag} is not for a team in the store yet: `crew --store URL up` opens the screen, where you answer and review"
+            "{flag} is not for a team in the store yet: `crew --store URL up` opens the screen, \
+             where you answer and review (or runs headless with --headless)"
+        ))
+        .into());
+    }
+    // What stands in for the person acts only without one: said, rather than ignored.
+    let headless_only = [
+        (args.approve.is_some(), "--approve"),
+        (args.until_done, "--until-done"),
+        (
+            !matches!(args.merge, crate::cli::args::MergeArg::Manual),
+            "--merge",
+        ),
+    ];
+    if !args.headless
+        && let Some((_, flag)) = headless_only.iter().find(|(given, _)| *given)
+    {
+        return Err(CliError::Usage(format!(
+            "{flag} acts for you when nobody is at the screen: give --headless too"
         ))
         .into());
     }
@@ -69,7 +90,7 @@ pub fn up(url: &str, args: UpArgs, start: &Path) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the store client")?;
-    let starting = runtime.block_on(async {
+    let (starting, shown) = runtime.block_on(async {
         setup(url, start).await?;
         let store = reach_current(url).await?;
         let running = running(&store, project.config.worker.lease()).await?;
@@ -101,8 +122,13 @@ pub fn up(url: &str, args: UpArgs, start: &Path) -> anyhow::Result<()> {
                 })
                 .await?;
         }
-        anyhow::Ok(starting)
+        anyhow::Ok((starting, store.shown_url()))
     })?;
+    // Made before the workers start, so the lead's first turn is read from its transcript.
+    let progress = Progress::new(false)
+        .with_agents(&project.workspace, &lead)
+        .lead_elsewhere()
+        .calling(format!("crew --store {shown}"));
     let exe = std::env::current_exe().context("finding the crew executable")?;
     let mut supervisor = Supervisor::for_team(project.workspace.clone(), &project.config, exe)
         .detached()
@@ -113,6 +139,9 @@ pub fn up(url: &str, args: UpArgs, start: &Path) -> anyhow::Result<()> {
     }
     settle(&mut supervisor, &starting, &project, url)?;
     supervisor.reap_in_background();
+    if args.headless {
+        return headless(url, &args, &project, progress);
+    }
     crate::cli::on_store::screen(
         url,
         UiArgs {
@@ -230,9 +259,19 @@ async fn running(store: &PgStore, lease: Duration) -> anyhow::Result<BTreeMap<Ag
 /// `crew --store URL down`: a `shutdown_request` from the person to every agent still running,
 /// on any host; waits (at most `timeout`) for each to shut down, and names those that did not.
 pub async fn down(store: &PgStore, lease: Duration, timeout: Duration) -> anyhow::Result<()> {
+    stop_team(store, lease, timeout, &mut |line| println!("{line}")).await
+}
+
+/// [`down`], each step told to `tell`.
+async fn stop_team(
+    store: &PgStore,
+    lease: Duration,
+    timeout: Duration,
+    tell: &mut dyn FnMut(String),
+) -> anyhow::Result<()> {
     let running = running(store, lease).await?;
     if running.is_empty() {
-        println!("no agent of the team is running");
+        tell("no agent of the team is running".into());
         return Ok(());
     }
     for (name, host) in &running {
@@ -244,10 +283,10 @@ pub async fn down(store: &PgStore, lease: Duration, timeout: Duration) -> anyhow
                 ..Draft::new(USER, name.clone())
             })
             .await?;
-        println!(
+        tell(format!(
             "asked {name} on {host} to shut down ({})",
             asked.request_id.unwrap_or_default()
-        );
+        ));
     }
     let deadline = std::time::Instant::now() + timeout;
     loop {
@@ -257,7 +296,7 @@ pub async fn down(store: &PgStore, lease: Duration, timeout: Duration) -> anyhow
             .filter(|n| running.contains_key(n))
             .collect();
         if still.is_empty() {
-            println!("every agent shut down");
+            tell("every agent shut down".into());
             return Ok(());
         }
         if std::time::Instant::now() >= deadline {
@@ -271,3 +310,93 @@ pub async fn down(store: &PgStore, lease: Duration, timeout: Duration) -> anyhow
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
+
+/// `crew --store URL up --headless`: the team's progress told here (lines, or JSON with
+/// `--json`) until Ctrl-C or, with `--until-done`, every task ended (or the lead gave up);
+/// permission requests answered by `--approve`, reviews taken by `--merge`, the merge queue
+/// run in this checkout; then every agent, on any host, is asked to shut down.
+fn headless(
+    url: &str,
+    args: &UpArgs,
+    project: &Project,
+    mut progress: Progress,
+) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the store client")?;
+    let (store, config) = runtime.block_on(async {
+        let store = reach_current(url).await?;
+        let config = crate::cli::on_store::published(&store, url).await?;
+        anyhow::Ok((store, Arc::new(config)))
+    })?;
+    let root = project.workspace.repository_root();
+    let files = QueueFiles::on_store(&project.workspace.crew_dir())?;
+    let (policy, merge) = crate::cli::run_team::policies(args);
+    let mut stand_in = StandIn::new(policy, merge);
+    let queue = QueueRunner::start_on(
+        TeamLink::postgres(store.clone(), runtime.handle().clone()),
+        root.clone(),
+        files.clone(),
+        config.clone(),
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    crate::cli::run_team::signal_stop(stop.clone())?;
+    let timeout = config.request_timeout();
+    let look = |store: &PgStore| {
+        runtime.block_on(async {
+            let tasks = store.tasks().await?;
+            let requests = store.requests(timeout).await?;
+            anyhow::Ok((tasks, requests))
+        })
+    };
+    // LISTEN before the first look: nothing that happens between the two is missed.
+    let mut wakeups = runtime.block_on(Wakeups::listen(&store))?;
+    let mut unfinished = None;
+    while !stop.load(Ordering::Relaxed) {
+        let desk = Desk::new(store.clone(), root.clone(), &config);
+        let mut happened = progress.agents();
+        happened.extend(runtime.block_on(stand_in.act(&store, &desk, &files.queue(), timeout))?);
+        happened.extend(
+            queue
+                .said()
+                .into_iter()
+                .map(|text| Happening::Queue { text }),
+        );
+        progress.happenings(&happened);
+        let (tasks, requests) = look(&store)?;
+        progress.look(&tasks, &requests);
+        if args.until_done {
+            if let Some(why) = lead_gave_up(&happened, &tasks) {
+                unfinished = Some(why);
+                break;
+            }
+            if all_done(&tasks) {
+                unfinished = failed_tasks(&tasks);
+                break;
+            }
+        }
+        runtime.block_on(wakeups.wait(Duration::from_millis(500)));
+    }
+    drop(queue);
+    let (tasks, requests) = look(&store)?;
+    progress.look(&tasks, &requests);
+    let stopped = runtime.block_on(stop_team(
+        &store,
+        config.worker.lease(),
+        STOP_GRACE,
+        &mut |line| progress.say("stopping", json!({ "text": line }), line.clone()),
+    ));
+    if let Err(e) = stopped {
+        eprintln!("crew: {e}");
+    }
+    summary(&tasks, &format!("crew --store {}", store.shown_url()));
+    match unfinished {
+        Some(why) => Err(CliError::Unfinished(why).into()),
+        None => Ok(()),
+    }
+}
+
+/// How long a headless run's end waits for the agents to shut down.
+const STOP_GRACE: Duration = Duration::from_secs(15);

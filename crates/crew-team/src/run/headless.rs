@@ -10,15 +10,13 @@ use std::time::{Duration, Instant};
 
 use crate::merge_queue::QueueRunner;
 use crate::review;
+use crate::run::stand_in::StandIn;
 use crate::run::supervisor::{Supervisor, SupervisorError, TeamEvent};
 use crate::run::worker::{self, Canceller, ExitReason, JobReport, Worker, WorkerSettings};
 use crate::work::SetupError;
 use crate::work::work_for;
 use crew_config::TeamConfig;
-use crew_protocol::joined;
-use crew_protocol::terminal_text::one_line;
-use crew_store::requests::RequestState;
-use crew_store::{AgentName, Draft, StoreError, TaskId, Workspace};
+use crew_store::{AgentName, Draft, FileStore, StoreError, TaskId, Workspace};
 use crew_store::{MessageKind, USER};
 use std::sync::mpsc::Receiver;
 
@@ -99,10 +97,7 @@ pub struct TeamRun {
     workspace: Workspace,
     config: Arc<TeamConfig>,
     supervisor: Supervisor,
-    policy: Option<Policy>,
-    merge: MergePolicy,
-    /// Reviews the merge policy could not merge, so each is reported once.
-    left_for_person: std::collections::HashSet<TaskId>,
+    stand_in: StandIn,
     /// Teammates started again after they idled out, with when their old life began (until
     /// the new life writes its status, the old one still says SHUTDOWN).
     woken: std::collections::HashMap<AgentName, String>,
@@ -171,9 +166,7 @@ impl TeamRun {
             workspace,
             config,
             supervisor,
-            policy,
-            merge,
-            left_for_person: Default::default(),
+            stand_in: StandIn::new(policy, merge),
             woken: Default::default(),
             lead: Some(lead),
             lead_cancel,
@@ -226,14 +219,14 @@ impl TeamRun {
                 }),
         );
         new.extend(self.wake_idled_out()?);
-        if let Some(policy) = self.policy {
-            new.extend(self.answer_pending(policy)?);
-        }
-        match self.merge {
-            MergePolicy::Auto => new.extend(self.merge_reviews()),
-            MergePolicy::Queue => new.extend(self.approve_reviews()),
-            MergePolicy::Manual => {}
-        }
+        let desk = review::Desk::files(&self.workspace, &self.config);
+        let store = FileStore::new(self.workspace.clone(), self.config.roster());
+        new.extend(futures::executor::block_on(self.stand_in.act(
+            &store,
+            &desk,
+            &self.workspace.merge_queue(),
+            self.config.request_timeout(),
+        ))?);
         if let Some(queue) = &self.queue {
             new.extend(
                 queue
@@ -286,123 +279,6 @@ impl TeamRun {
             }
         }
         Ok(woken)
-    }
-
-    fn answer_pending(&self, policy: Policy) -> Result<Vec<Happening>, StoreError> {
-        let boxes = self.workspace.mailboxes();
-        let approve = policy == Policy::Allow;
-        let mut answered = Vec::new();
-        for request in boxes.requests(self.config.request_timeout())? {
-            if request.state != RequestState::Pending
-                || request.kind != MessageKind::PermissionRequest
-            {
-                continue;
-            }
-            let note = format!(
-                "headless policy: --approve {}",
-                if approve { "allow" } else { "deny" }
-            );
-            match boxes.respond(
-                &self.config.roster(),
-                &request.request_id,
-                &USER,
-                approve,
-                Some(note),
-                self.config.request_timeout(),
-            ) {
-                Ok(_) => answered.push(Happening::Answered {
-                    request_id: request.request_id.clone(),
-                    from: request.from.clone(),
-                    approved: approve,
-                    what: request.text.clone().unwrap_or_default(),
-                }),
-                // Answered or expired meanwhile: nothing to do.
-                Err(StoreError::Refused(_)) => {}
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(answered)
-    }
-
-    /// `--merge auto`: every task in review is merged as the person would; one that cannot be
-    /// (a conflict, crew.toml or CI changed) waits for the person and is reported once.
-    fn merge_reviews(&mut self) -> Vec<Happening> {
-        let reviews = match review::list(&self.workspace, &self.config) {
-            Ok(reviews) => reviews,
-            Err(e) => {
-                tracing::warn!("reviews not read: {e}");
-                return Vec::new();
-            }
-        };
-        let mut out = Vec::new();
-        for r in reviews {
-            if self.left_for_person.contains(&r.id) {
-                continue;
-            }
-            if !r.protected.is_empty() {
-                self.left_for_person.insert(r.id);
-                // The paths and reasons are agents' file names: the line is made safe here.
-                let text = format!(
-                    "{} changes {}: not merged automatically, it waits for `crew review merge {}`",
-                    r.id,
-                    joined(&r.protected, ", "),
-                    r.id
-                );
-                out.push(Happening::Reviewed {
-                    text: one_line(&text).into_owned(),
-                    id: r.id,
-                });
-                continue;
-            }
-            let text = match review::merge_automatically(&self.workspace, &self.config, r.id) {
-                Ok(text) => text,
-                Err(e) => {
-                    self.left_for_person.insert(r.id);
-                    format!("{e}; it waits for the person")
-                }
-            };
-            out.push(Happening::Reviewed {
-                id: r.id,
-                text: one_line(&text).into_owned(),
-            });
-        }
-        out
-    }
-
-    /// `--merge queue`: every task entering review is approved into the merge queue, as the
-    /// person would; one that cannot be (crew.toml or CI changed) waits for the person.
-    fn approve_reviews(&mut self) -> Vec<Happening> {
-        let (reviews, queued) = match (
-            review::list(&self.workspace, &self.config),
-            self.workspace.merge_queue().load(),
-        ) {
-            (Ok(reviews), Ok(queued)) => (reviews, queued),
-            (Err(e), _) => {
-                tracing::warn!("reviews not read: {e}");
-                return Vec::new();
-            }
-            (_, Err(e)) => {
-                tracing::warn!("merge queue not read: {e}");
-                return Vec::new();
-            }
-        };
-        let mut out = Vec::new();
-        for r in reviews {
-            // Once per head: a task the queue refused waits for the person's `retry`.
-            let seen = queued.entry(r.id).is_some_and(|e| e.head == r.head);
-            if seen || self.left_for_person.contains(&r.id) {
-                continue;
-            }
-            let text = match review::approve(&self.workspace, &self.config, r.id, &USER) {
-                Ok(text) => format!("{text} (--merge queue)"),
-                Err(e) => {
-                    self.left_for_person.insert(r.id);
-                    format!("{e}; it waits for the person")
-                }
-            };
-            out.push(Happening::Reviewed { id: r.id, text });
-        }
-        out
     }
 
     /// Waits for the next change in the inboxes or tasks, at most `max`.

@@ -7,6 +7,7 @@ pub mod daemon;
 pub mod headless;
 pub mod interrupt;
 pub mod link;
+pub mod stand_in;
 pub mod status;
 pub mod supervisor;
 pub mod team_control;
