@@ -347,3 +347,85 @@ fn commands_granted_as_read_only_cannot_write() {
     );
     stop(&team, alice);
 }
+
+/// A hostile teammate's command reads the person's keys and tokens in HOME (an ssh key, cloud
+/// and registry credentials, the CLI agents' logins) to carry them off in its result, its
+/// commits or over the network: each is an empty file or folder to it. What crew.toml's
+/// `readable_secrets` names stays readable; crew's own store credentials never are.
+#[test]
+fn a_teammates_commands_cannot_read_the_persons_keys_and_tokens() {
+    let secret = "persons-secret-51c7";
+    let home = tempfile::tempdir().unwrap();
+    let files = [
+        ".ssh/id_ed25519",
+        ".aws/credentials",
+        ".netrc",
+        ".git-credentials",
+        ".config/gh/hosts.yml",
+        ".docker/config.json",
+        ".claude/.credentials.json",
+        ".codex/auth.json",
+        ".kube/config",
+        ".pgpass",
+    ];
+    for file in files.iter().chain([&".config/hub"]) {
+        let path = home.path().join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, format!("{file}: {secret}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let toml = crew_toml(
+        "",
+        &[("alice", "implementer", "writes = true")],
+        "mode = \"ask\"\nallow = [\"bash\"]\nreadable_secrets = [\"~/.config/hub\", \"~/.pgpass\"]",
+        WORKER,
+    );
+    let team = Team::new(&toml, "test_attack.toml", &[]);
+    let mut script = String::new();
+    for file in files.iter().chain([&".config/hub"]) {
+        script.push_str(&format!("cat ~/{file} 2>&1; "));
+    }
+    script.push_str("ls -a ~/.ssh; echo looked");
+    team.repo.ok(&["task", "add", "attack", "--desc", &script]);
+    let home_dir = home.path().to_str().unwrap();
+    let _alice = team.spawn_with_env(
+        "alice",
+        &["worker", "--name", "alice"],
+        &[("HOME", home_dir)],
+    );
+    let (_, result) = finished(&team, "task_1");
+    assert!(result.contains("looked"), "it ran: {result}");
+    for file in files {
+        assert!(
+            !result.contains(&format!("{file}: {secret}")),
+            "{file} was read: {result}"
+        );
+    }
+    assert!(
+        result.contains(&format!(".config/hub: {secret}")),
+        "what readable_secrets names is read: {result}"
+    );
+}
+
+/// `readable_secrets` takes paths from HOME or absolute ones; anything else is refused naming
+/// the entry, with its place in crew.toml.
+#[test]
+fn a_readable_secret_that_is_not_a_path_is_refused_naming_it() {
+    let toml = crew_toml(
+        "",
+        &[("alice", "implementer", "")],
+        "mode = \"ask\"\nreadable_secrets = [\".ssh\"]",
+        WORKER,
+    );
+    let team = Team::new(&toml, "test_attack.toml", &[]);
+    let run = team.repo.crew(&["status"]);
+    assert_ne!(run.code, 0, "{}", run.stdout);
+    assert!(
+        run.stderr.contains("crew.toml:")
+            && run
+                .stderr
+                .contains("readable_secrets: \".ssh\" is not a path from your home"),
+        "{}",
+        run.stderr
+    );
+}

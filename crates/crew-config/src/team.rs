@@ -302,6 +302,10 @@ pub struct PermissionsConfig {
     /// `HOME`, the locale, the terminal, toolchains; see `crew_sandbox::environment`).
     #[serde(default)]
     pub env: Vec<String>,
+    /// The person's keys and tokens in HOME that confined commands may read after all
+    /// (`"~/.ssh"`; every one of `crew_sandbox::policy::PERSONS_SECRETS` is hidden otherwise).
+    #[serde(default)]
+    pub readable_secrets: Vec<Spanned<String>>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -437,6 +441,7 @@ impl Default for PermissionsConfig {
             allow_bypass: false,
             sandbox: Default::default(),
             env: Vec::new(),
+            readable_secrets: Vec::new(),
         }
     }
 }
@@ -509,6 +514,17 @@ impl TeamConfig {
                     self.worker.heartbeat_secs
                 ),
             });
+        }
+        for secret in &self.permissions.readable_secrets {
+            let path = secret.get_ref();
+            if !(path.starts_with("~/") || path.starts_with('/')) {
+                return Err(err(
+                    secret.span(),
+                    format!(
+                        "readable_secrets: {path:?} is not a path from your home (\"~/.ssh\") or an absolute one"
+                    ),
+                ));
+            }
         }
         validate_name("team name", self.team.name.get_ref())
             .map_err(|e| err(self.team.name.span(), e.to_string()))?;
@@ -759,9 +775,17 @@ impl TeamConfig {
             memory_bytes: some(self.limits.max_memory_bytes),
             file_bytes: some(self.limits.max_file_bytes),
         };
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let readable = self
+            .permissions
+            .readable_secrets
+            .iter()
+            .filter_map(|p| secret_path(p.get_ref(), home.as_deref()))
+            .collect();
         crew_tools::Sandbox::new(self.permissions.sandbox, network, writes)
             .with_limits(limits)
             .with_env(self.permissions.env.clone())
+            .with_readable_secrets(readable)
     }
 
     /// The teammates' names, in file order.
@@ -839,6 +863,14 @@ fn value_after(text: &str, name: Range<usize>, value: &str) -> Range<usize> {
         .filter_map(|quoted| rest.find(quoted.as_str()))
         .min()
         .map_or(name, |at| end + at..end + at + value.len() + 2)
+}
+
+/// A `readable_secrets` entry as a path: `~/` is `home`.
+fn secret_path(entry: &str, home: Option<&Path>) -> Option<PathBuf> {
+    match entry.strip_prefix("~/") {
+        Some(rest) => home.map(|h| h.join(rest)),
+        None => Some(PathBuf::from(entry)),
+    }
 }
 
 /// A message at a byte span, turned into 1-based line and column.

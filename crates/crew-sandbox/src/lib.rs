@@ -39,6 +39,9 @@ pub struct Sandbox {
     pub limits: ResourceLimits,
     /// Variables commands get beyond [`environment`]'s allow-list (`[permissions] env`).
     pub env: Vec<String>,
+    /// The person's secrets commands may read after all (`[permissions] readable_secrets`;
+    /// see [`policy::PERSONS_SECRETS`]).
+    pub readable_secrets: Vec<PathBuf>,
 }
 
 /// What happens to a command under a [`Sandbox`].
@@ -61,6 +64,7 @@ impl Sandbox {
             helper: PathBuf::new(),
             limits: ResourceLimits::default(),
             env: Vec::new(),
+            readable_secrets: Vec::new(),
         }
     }
 
@@ -73,12 +77,19 @@ impl Sandbox {
             helper: std::env::current_exe().unwrap_or_default(),
             limits: ResourceLimits::default(),
             env: Vec::new(),
+            readable_secrets: Vec::new(),
         }
     }
 
     /// This sandbox with these resource limits.
     pub fn with_limits(mut self, limits: ResourceLimits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// This sandbox, its commands also reading these of the person's secrets.
+    pub fn with_readable_secrets(mut self, paths: Vec<PathBuf>) -> Self {
+        self.readable_secrets = paths;
         self
     }
 
@@ -163,6 +174,7 @@ impl Sandbox {
             temp,
             self.network,
             self.limits,
+            &self.readable_secrets,
         );
         let mut wrapped = vec![
             HELPER_COMMAND.to_string(),

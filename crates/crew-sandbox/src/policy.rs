@@ -17,10 +17,11 @@ pub struct SandboxPolicy {
     /// Paths inside `writable` that stay read-only (bind-mounted read-only over themselves):
     /// git's metadata and crew's own files.
     pub read_only: Vec<PathBuf>,
-    /// Credentials crew's own connections use that a command must not read, hidden (an empty
-    /// file or folder mounted over each): the team store's password file and client keys.
-    /// Reading is otherwise allowed everywhere, and on a host running several agents one
-    /// agent's command could read another's database password there and act as it.
+    /// Secrets a command must not read, hidden (an empty file or folder mounted over each):
+    /// the team store's password file and client keys (on a host running several agents one
+    /// agent's command could read another's database password there and act as it), and the
+    /// person's keys and tokens in HOME (see [`secrets`]). Reading is otherwise allowed
+    /// everywhere.
     #[serde(default)]
     pub hidden: Vec<PathBuf>,
     /// Whether Internet sockets (`AF_INET`, `AF_INET6`) may be opened; no other family ever
@@ -47,12 +48,14 @@ impl SandboxPolicy {
     /// The policy for a command run in `workspace` with `temp` as its private temporary folder.
     /// A workspace that is not writable (a teammate that does not write works in the repository
     /// itself) leaves only `temp` writable.
+    /// `readable`: secrets of the person's that crew.toml lets commands read.
     pub fn new(
         workspace: &Path,
         workspace_writable: bool,
         temp: &Path,
         network: bool,
         limits: ResourceLimits,
+        readable: &[PathBuf],
     ) -> Self {
         let mut writable = vec![temp.to_path_buf()];
         if workspace_writable {
@@ -65,9 +68,10 @@ impl SandboxPolicy {
         SandboxPolicy {
             writable,
             read_only,
-            hidden: store_credentials(
+            hidden: secrets(
                 std::env::var_os("HOME").map(PathBuf::from).as_deref(),
                 std::env::var_os("PGPASSFILE").map(PathBuf::from).as_deref(),
+                readable,
             ),
             network,
             limits,
@@ -75,18 +79,49 @@ impl SandboxPolicy {
     }
 }
 
-/// Where PostgreSQL clients keep credentials, as libpq looks for them: `PGPASSFILE` or
-/// `~/.pgpass`, and `~/.postgresql` (client certificate and key). Only those that exist.
-pub fn store_credentials(home: Option<&Path>, passfile: Option<&Path>) -> Vec<PathBuf> {
+/// The person's keys and tokens, under HOME: what a command of an agent's has no business
+/// reading (with the network, or through its commits, it could carry them off). Hidden unless
+/// crew.toml's `[permissions] readable_secrets` names one.
+pub const PERSONS_SECRETS: &[&str] = &[
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".kube",
+    ".docker/config.json",
+    ".netrc",
+    ".git-credentials",
+    ".config/gh",
+    ".config/hub",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".claude/.credentials.json",
+    ".codex/auth.json",
+];
+
+/// What a command may not read, of what exists: where PostgreSQL clients keep credentials, as
+/// libpq looks for them (`PGPASSFILE` or `~/.pgpass`, and `~/.postgresql`: crew's own, never
+/// readable), and the person's secrets in HOME ([`PERSONS_SECRETS`]) but those in `readable`.
+pub fn secrets(home: Option<&Path>, passfile: Option<&Path>, readable: &[PathBuf]) -> Vec<PathBuf> {
     let mut found: Vec<PathBuf> = passfile.map(Path::to_path_buf).into_iter().collect();
+    let mut persons = Vec::new();
     if let Some(home) = home {
         found.push(home.join(".pgpass"));
         found.push(home.join(".postgresql"));
+        persons.extend(PERSONS_SECRETS.iter().map(|p| home.join(p)));
     }
+    let readable: Vec<PathBuf> = readable.iter().map(|p| canonical(p)).collect();
+    let persons = persons
+        .into_iter()
+        .filter(|p| p.exists())
+        .map(|p| canonical(&p))
+        .filter(|p| !readable.contains(p));
     let mut found: Vec<PathBuf> = found
         .into_iter()
         .filter(|p| p.exists())
         .map(|p| canonical(&p))
+        .chain(persons)
         .collect();
     found.sort();
     found.dedup();
@@ -155,20 +190,39 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_stores_credential_files_that_exist_are_hidden() {
+    fn the_stores_credentials_and_the_persons_secrets_that_exist_are_hidden() {
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().canonicalize().unwrap();
-        assert!(
-            store_credentials(Some(&home), None).is_empty(),
-            "none there"
-        );
+        assert!(secrets(Some(&home), None, &[]).is_empty(), "none there");
         std::fs::write(home.join(".pgpass"), "h:*:*:r:pw\n").unwrap();
         std::fs::create_dir(home.join(".postgresql")).unwrap();
         let elsewhere = home.join("team.pgpass");
         std::fs::write(&elsewhere, "h:*:*:r:pw\n").unwrap();
+        std::fs::create_dir_all(home.join(".ssh")).unwrap();
+        std::fs::create_dir_all(home.join(".config/gh")).unwrap();
+        std::fs::write(home.join(".netrc"), "machine x password y\n").unwrap();
         assert_eq!(
-            store_credentials(Some(&home), Some(&elsewhere)),
-            [home.join(".pgpass"), home.join(".postgresql"), elsewhere]
+            secrets(Some(&home), Some(&elsewhere), &[]),
+            [
+                home.join(".config/gh"),
+                home.join(".netrc"),
+                home.join(".pgpass"),
+                home.join(".postgresql"),
+                home.join(".ssh"),
+                elsewhere.clone(),
+            ]
+        );
+        // The person may let commands read one of theirs; crew's own stay hidden.
+        let readable = [home.join(".ssh"), home.join(".pgpass")];
+        assert_eq!(
+            secrets(Some(&home), Some(&elsewhere), &readable),
+            [
+                home.join(".config/gh"),
+                home.join(".netrc"),
+                home.join(".pgpass"),
+                home.join(".postgresql"),
+                elsewhere,
+            ]
         );
     }
 
@@ -185,7 +239,7 @@ mod tests {
         let temp = root.join("tmp");
         std::fs::create_dir(&temp).unwrap();
 
-        let policy = SandboxPolicy::new(&ws, true, &temp, false, ResourceLimits::default());
+        let policy = SandboxPolicy::new(&ws, true, &temp, false, ResourceLimits::default(), &[]);
         assert_eq!(policy.writable, [temp.clone(), ws.clone()]);
         assert_eq!(
             policy.read_only,
@@ -197,7 +251,7 @@ mod tests {
             ]
         );
 
-        let reader = SandboxPolicy::new(&ws, false, &temp, true, ResourceLimits::default());
+        let reader = SandboxPolicy::new(&ws, false, &temp, true, ResourceLimits::default(), &[]);
         assert_eq!(reader.writable, [temp]);
         assert!(reader.read_only.is_empty());
         assert!(reader.network);
