@@ -1010,19 +1010,21 @@ fn the_person_reads_what_agents_remember_from_the_store() {
 fn up_on_the_store_refuses_what_it_does_not_do_there_naming_it() {
     let repo = crate::support::Repo::init();
     let url = "postgres://nobody@127.0.0.1:1/none";
-    let json = repo.crew(&["--store", url, "up", "--headless", "--json"]);
-    assert_eq!(json.code, 2, "{}", json.stderr);
+    let daemon = repo.crew(&["--store", url, "up", "--daemon"]);
+    assert_eq!(daemon.code, 2, "{}", daemon.stderr);
     assert!(
-        json.stderr
-            .contains("--json is not for a team in the store yet"),
+        daemon
+            .stderr
+            .contains("--daemon is not for a team in the store yet"),
         "{}",
-        json.stderr
+        daemon.stderr
     );
-    // A policy that would stand in for the person only does without one: refused, not ignored.
+    // What is for a run without the screen is refused with it, not ignored.
     for flags in [
         &["--merge", "queue"][..],
         &["--approve", "allow"],
         &["--until-done"],
+        &["--json"],
     ] {
         let mut args = vec!["--store", url, "up"];
         args.extend_from_slice(flags);
@@ -1030,7 +1032,7 @@ fn up_on_the_store_refuses_what_it_does_not_do_there_naming_it() {
         assert_eq!(run.code, 2, "{flags:?}: {}", run.stderr);
         assert!(
             run.stderr.contains(&format!(
-                "{} acts for you when nobody is at the screen: give --headless too",
+                "{} is for a run without the screen: give --headless too",
                 flags[0]
             )),
             "{}",

@@ -1759,7 +1759,7 @@ fn a_team_on_the_store_runs_headless_to_the_end_with_policies_standing_in_for_th
 
 /// A headless run on the store whose lead makes no task would never end: `--until-done` reads
 /// the lead's turn from its transcript (the lead is a worker of its own there) and ends, exit 4,
-/// saying why, the team shut down.
+/// saying why, the team shut down; with `--json` its stdout is JSON objects alone.
 #[test]
 fn a_headless_run_on_the_store_ends_when_the_lead_makes_no_task() {
     let Some(person) = Person::with(
@@ -1772,24 +1772,33 @@ fn a_headless_run_on_the_store_ends_when_the_lead_makes_no_task() {
     };
     let url = person.url();
     let _workers = Stragglers(person.path().to_path_buf());
-    let mut up = person.team.spawn(
-        "headless",
-        &[
-            "--store",
-            &url,
-            "up",
-            "--headless",
-            "--goal",
-            "say hello",
-            "--until-done",
-        ],
-    );
-    let code = up.wait(Duration::from_secs(60));
-    let text = std::fs::read_to_string(person.path().join(".crew/test-headless.log")).unwrap();
-    assert_eq!(code, Some(4), "{text}");
+    // With --json, stdout is the progress alone, one object per line; the rest is on stderr.
+    let run: crate::support::Run = Command::new(crew_exe())
+        .args(["--store", &url, "up", "--headless", "--json"])
+        .args(["--goal", "say hello", "--until-done"])
+        .current_dir(person.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, 4, "{}\n{}", run.stdout, run.stderr);
+    let events: Vec<serde_json::Value> = run
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}\n{}", run.stdout)))
+        .collect();
+    let said = |kind: &str, text: &str| {
+        events
+            .iter()
+            .any(|e| e["type"] == kind && e.to_string().contains(text))
+    };
+    assert!(said("agent", "\"started\""), "{}", run.stdout);
+    assert!(said("stopping", "every agent shut down"), "{}", run.stdout);
     assert!(
-        text.contains("the lead ended its turn without creating a task: Noted.")
-            && text.contains("every agent shut down"),
-        "{text}"
+        run.stderr
+            .contains("the lead ended its turn without creating a task: Noted.")
+            && run.stderr.contains("schema version"),
+        "{}",
+        run.stderr
     );
 }

@@ -65,24 +65,6 @@ pub fn all_done(tasks: &[Task]) -> bool {
             .all(|t| matches!(t.status, Status::Completed | Status::Failed))
 }
 
-/// The closing summary: what waits for review, and each review's verdict (none is no pass).
-pub(crate) fn summary(tasks: &[Task], crew: &str) {
-    let waiting: Vec<TaskId> = tasks
-        .iter()
-        .filter(|t| t.status == Status::Review)
-        .map(|t| t.id)
-        .collect();
-    if !waiting.is_empty() {
-        println!(
-            "waiting for review: {} ({crew} review list)",
-            joined(&waiting, ", ")
-        );
-    }
-    for (task, verdict) in crew_team::verdict::of_reviews(tasks) {
-        println!("{task} verdict: {}", output::one_line(&verdict));
-    }
-}
-
 /// The headless progress: one line (or, with `--json`, one JSON object with a `type`) per event
 /// a person cares about. Task changes are seen in the store, so every writer's are reported;
 /// model trouble (retries, recoveries, a teammate's failed turn) in the agents' transcripts;
@@ -205,6 +187,33 @@ impl Progress {
             println!("{}", output::json_line(&fields));
         } else {
             println!("{line}");
+        }
+    }
+
+    /// The closing summary: what waits for review, and each review's verdict (none is no pass).
+    pub(crate) fn summary(&self, tasks: &[Task]) {
+        let waiting: Vec<TaskId> = tasks
+            .iter()
+            .filter(|t| t.status == Status::Review)
+            .map(|t| t.id)
+            .collect();
+        if !waiting.is_empty() {
+            self.say(
+                "waiting_for_review",
+                json!({ "ids": waiting }),
+                format!(
+                    "waiting for review: {} ({} review list)",
+                    joined(&waiting, ", "),
+                    self.crew
+                ),
+            );
+        }
+        for (task, verdict) in crew_team::verdict::of_reviews(tasks) {
+            self.say(
+                "verdict",
+                json!({ "id": task, "verdict": verdict }),
+                format!("{task} verdict: {}", output::one_line(&verdict)),
+            );
         }
     }
 

@@ -9,7 +9,7 @@ use anyhow::Context;
 use crate::cli::args::{ApprovePolicy, MergeArg, UpArgs, WorkerAction, WorkerArgs};
 use crate::cli::exit::CliError;
 use crate::cli::preflight;
-use crate::cli::progress::{Progress, all_done, failed_tasks, lead_gave_up, summary};
+use crate::cli::progress::{Progress, all_done, failed_tasks, lead_gave_up};
 use crate::cli::project::Project;
 use crew_store::{AgentName, DirWatcher};
 use crew_team::run::daemon::TeamLock;
@@ -200,7 +200,7 @@ pub fn up(project: Project, args: UpArgs) -> anyhow::Result<()> {
     };
     progress.agents();
     progress.happenings(&stopped);
-    summary(&workspace.tasks().load_all()?.tasks, "crew");
+    progress.summary(&workspace.tasks().load_all()?.tasks);
     match unfinished {
         Some(why) => Err(CliError::Unfinished(why).into()),
         None => Ok(()),

@@ -19,7 +19,7 @@ pub fn run(cmd: StoreCommand, start: &Path) -> anyhow::Result<()> {
         .context("starting the store client")?;
     runtime.block_on(async {
         match cmd {
-            StoreCommand::Migrate { url } => migrate(&url).await,
+            StoreCommand::Migrate { url } => migrate(&url, to_stdout).await,
             StoreCommand::Status { url } => status(&url).await,
             StoreCommand::AddAgent {
                 url,
@@ -35,10 +35,22 @@ pub fn run(cmd: StoreCommand, start: &Path) -> anyhow::Result<()> {
                 add_agent(&url, &name, rights, password_env.as_deref()).await
             }
             StoreCommand::Agents { url } => agents(&url).await,
-            StoreCommand::Publish { url } => publish(&url, start).await,
-            StoreCommand::Setup { url } => setup(&url, start).await,
+            StoreCommand::Publish { url } => publish(&url, start, to_stdout).await,
+            StoreCommand::Setup { url } => setup(&url, start, to_stdout).await,
         }
     })
+}
+
+/// Where a command's lines go: stdout, or stderr when stdout carries JSON
+/// (`crew --store URL up --headless --json`).
+pub(crate) type Say = fn(&str);
+
+pub(crate) fn to_stdout(line: &str) {
+    println!("{line}");
+}
+
+pub(crate) fn to_stderr(line: &str) {
+    eprintln!("{line}");
 }
 
 /// The store at `url`, once it answered.
@@ -65,13 +77,15 @@ pub(crate) async fn reach_current(url: &str) -> anyhow::Result<PgStore> {
     }
 }
 
-async fn migrate(url: &str) -> anyhow::Result<()> {
+async fn migrate(url: &str, say: Say) -> anyhow::Result<()> {
     let store = reach(url).await?;
     let found = store.migrate().await?;
     if found == SCHEMA_VERSION {
-        println!("schema version {SCHEMA_VERSION}: already current");
+        say(&format!("schema version {SCHEMA_VERSION}: already current"));
     } else {
-        println!("schema version {SCHEMA_VERSION} (migrated from {found})");
+        say(&format!(
+            "schema version {SCHEMA_VERSION} (migrated from {found})"
+        ));
     }
     Ok(())
 }
@@ -162,7 +176,7 @@ async fn agents(url: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn publish(url: &str, start: &Path) -> anyhow::Result<()> {
+async fn publish(url: &str, start: &Path, say: Say) -> anyhow::Result<()> {
     let project = crate::cli::project::Project::find(start)?;
     let file = project.workspace.root().join(crew_config::FILE_NAME);
     let toml =
@@ -172,19 +186,19 @@ async fn publish(url: &str, start: &Path) -> anyhow::Result<()> {
         .publish_team(&toml, &project.roster, project.config.limits)
         .await?;
     let names: Vec<&str> = team.roster.names().iter().map(AgentName::as_str).collect();
-    println!(
+    say(&format!(
         "published {} to the store at {}: team {}",
         file.display(),
         team.published_at,
         names.join(", ")
-    );
+    ));
     Ok(())
 }
 
-pub(crate) async fn setup(url: &str, start: &Path) -> anyhow::Result<()> {
+pub(crate) async fn setup(url: &str, start: &Path, say: Say) -> anyhow::Result<()> {
     let project = crate::cli::project::Project::find(start)?;
-    migrate(url).await?;
-    publish(url, start).await?;
+    migrate(url, say).await?;
+    publish(url, start, say).await?;
     let store = reach_current(url).await?;
     let lead = project.config.lead_name().clone();
     for agent in project.config.agents() {
@@ -200,11 +214,11 @@ pub(crate) async fn setup(url: &str, start: &Path) -> anyhow::Result<()> {
             "no code"
         };
         let leads = if rights.leads { ", the lead" } else { "" };
-        println!(
+        say(&format!(
             "{name}: {} ({writes}{leads}), connects with {}",
             role.role,
             store.url_as(&role.role)
-        );
+        ));
     }
     let on_team: Vec<&AgentName> = project.config.agents().map(|a| a.name.get_ref()).collect();
     let gone: Vec<String> = store
@@ -215,15 +229,15 @@ pub(crate) async fn setup(url: &str, start: &Path) -> anyhow::Result<()> {
         .map(|r| format!("{} ({})", r.agent, r.role))
         .collect();
     if !gone.is_empty() {
-        println!(
+        say(&format!(
             "roles of agents no longer on the team, still able to log in: {} (remove them with DROP ROLE)",
             gone.join(", ")
-        );
+        ));
     }
-    println!(
+    say(&format!(
         "no password was set: the server's own auth (pg_hba.conf) decides, or give one with \
          `crew store add-agent {url} NAME --password-env VAR`"
-    );
+    ));
     Ok(())
 }
 

@@ -17,9 +17,9 @@ use serde_json::json;
 
 use crate::cli::args::{UiArgs, UpArgs};
 use crate::cli::exit::CliError;
-use crate::cli::progress::{Progress, all_done, failed_tasks, lead_gave_up, summary};
+use crate::cli::progress::{Progress, all_done, failed_tasks, lead_gave_up};
 use crate::cli::project::Project;
-use crate::cli::store::{reach_current, setup};
+use crate::cli::store::{Say, reach_current, setup, to_stderr, to_stdout};
 use crew_protocol::{AgentName, AgentState, USER};
 use crew_store::{Draft, MessageKind};
 use crew_store_pg::{AgentLogin, PgStore, Wakeups};
@@ -32,7 +32,6 @@ use crew_team::run::supervisor::Supervisor;
 
 pub fn up(url: &str, args: UpArgs, start: &Path) -> anyhow::Result<()> {
     let unsupported = [
-        (args.json, "--json"),
         (args.daemon, "--daemon"),
         (args.dangerously_bypass, "--dangerously-bypass"),
     ];
@@ -43,8 +42,10 @@ pub fn up(url: &str, args: UpArgs, start: &Path) -> anyhow::Result<()> {
         ))
         .into());
     }
-    // What stands in for the person acts only without one: said, rather than ignored.
+    // What stands in for the person, or tells a program the progress, is for a run without
+    // the screen: said, rather than ignored.
     let headless_only = [
+        (args.json, "--json"),
         (args.approve.is_some(), "--approve"),
         (args.until_done, "--until-done"),
         (
@@ -56,7 +57,7 @@ pub fn up(url: &str, args: UpArgs, start: &Path) -> anyhow::Result<()> {
         && let Some((_, flag)) = headless_only.iter().find(|(given, _)| *given)
     {
         return Err(CliError::Usage(format!(
-            "{flag} acts for you when nobody is at the screen: give --headless too"
+            "{flag} is for a run without the screen: give --headless too"
         ))
         .into());
     }
@@ -90,8 +91,14 @@ pub fn up(url: &str, args: UpArgs, start: &Path) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the store client")?;
+    // Made before the workers start, so the lead's first turn is read from its transcript. With
+    // --json, stdout carries the progress alone: what readying the store says goes to stderr.
+    let mut progress = Progress::new(args.json)
+        .with_agents(&project.workspace, &lead)
+        .lead_elsewhere();
+    let say: Say = if args.json { to_stderr } else { to_stdout };
     let (starting, shown) = runtime.block_on(async {
-        setup(url, start).await?;
+        setup(url, start, say).await?;
         let store = reach_current(url).await?;
         let running = running(&store, project.config.worker.lease()).await?;
         let roles: BTreeMap<AgentName, String> = store
@@ -103,10 +110,14 @@ pub fn up(url: &str, args: UpArgs, start: &Path) -> anyhow::Result<()> {
         let mut starting = Vec::new();
         for name in &here {
             match running.get(name) {
-                Some(host) => println!("{name}: already runs on {host}"),
+                Some(host) => progress.say(
+                    "agent",
+                    json!({"event": "running", "name": name, "host": host}),
+                    format!("{name}: already runs on {host}"),
+                ),
                 None => match roles.get(name) {
                     Some(role) => {
-                        can_log_in(&store, name, role).await?;
+                        can_log_in(&store, name, role, &progress).await?;
                         starting.push((name.clone(), store.url_as(role)));
                     }
                     None => anyhow::bail!("{name} has no role in the store"),
@@ -124,18 +135,18 @@ pub fn up(url: &str, args: UpArgs, start: &Path) -> anyhow::Result<()> {
         }
         anyhow::Ok((starting, store.shown_url()))
     })?;
-    // Made before the workers start, so the lead's first turn is read from its transcript.
-    let progress = Progress::new(false)
-        .with_agents(&project.workspace, &lead)
-        .lead_elsewhere()
-        .calling(format!("crew --store {shown}"));
+    progress = progress.calling(format!("crew --store {shown}"));
     let exe = std::env::current_exe().context("finding the crew executable")?;
     let mut supervisor = Supervisor::for_team(project.workspace.clone(), &project.config, exe)
         .detached()
         .withholding(&["PGPASSWORD"]);
     for (name, role_url) in &starting {
         let pid = supervisor.start(name, &["--store".into(), role_url.clone()])?;
-        println!("{name}: started here (pid {pid}) as {role_url}; log in .crew/logs/{name}.log");
+        progress.say(
+            "agent",
+            json!({"event": "started", "name": name, "pid": pid, "role": role_url}),
+            format!("{name}: started here (pid {pid}) as {role_url}; log in .crew/logs/{name}.log"),
+        );
     }
     settle(&mut supervisor, &starting, &project, url)?;
     supervisor.reap_in_background();
@@ -151,7 +162,7 @@ pub fn up(url: &str, args: UpArgs, start: &Path) -> anyhow::Result<()> {
         start,
     )?;
     println!(
-        "the team runs on: `crew --store {url} ui` to watch it again, `crew --store {url} down` to stop it"
+        "the team runs on: `crew --store {shown} ui` to watch it again, `crew --store {shown} down` to stop it"
     );
     Ok(())
 }
@@ -160,7 +171,12 @@ pub fn up(url: &str, args: UpArgs, start: &Path) -> anyhow::Result<()> {
 /// for a password the role lacks (or this machine's password file has not), crew makes one,
 /// keeps it in the person's password file, where the workers of this machine read it, and
 /// gives the role it. Never the person's own password: the worker is not handed it.
-async fn can_log_in(store: &PgStore, name: &AgentName, role: &str) -> anyhow::Result<()> {
+async fn can_log_in(
+    store: &PgStore,
+    name: &AgentName,
+    role: &str,
+    progress: &Progress,
+) -> anyhow::Result<()> {
     if store.agent_login(role).await? == AgentLogin::Works {
         return Ok(());
     }
@@ -173,12 +189,16 @@ async fn can_log_in(store: &PgStore, name: &AgentName, role: &str) -> anyhow::Re
         ))
         .into());
     }
-    println!(
-        "{name}: the server asks its role {role} for a password: crew made one and keeps it in \
-         {} (yours alone to read), where this machine's workers read it; a teammate on another \
-         host needs its own (`crew store add-agent URL NAME --password-env VAR`, and its line \
-         in ~/.pgpass there)",
-        file.display()
+    progress.say(
+        "password",
+        json!({"name": name, "role": role, "kept_in": file}),
+        format!(
+            "{name}: the server asks its role {role} for a password: crew made one and keeps it \
+             in {} (yours alone to read), where this machine's workers read it; a teammate on \
+             another host needs its own (`crew store add-agent URL NAME --password-env VAR`, and \
+             its line in ~/.pgpass there)",
+            file.display()
+        ),
     );
     Ok(())
 }
@@ -391,7 +411,7 @@ fn headless(
     if let Err(e) = stopped {
         eprintln!("crew: {e}");
     }
-    summary(&tasks, &format!("crew --store {}", store.shown_url()));
+    progress.summary(&tasks);
     match unfinished {
         Some(why) => Err(CliError::Unfinished(why).into()),
         None => Ok(()),
