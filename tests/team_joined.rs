@@ -283,6 +283,32 @@ impl Drop for Host {
     }
 }
 
+/// Teammate `name` joins with its role's `url` from host `host`, a folder of its own under
+/// `outside` with its own HOME, in a mount namespace where the person's checkout `person` is a
+/// tmpfs.
+fn join_host(outside: &Path, person: &Path, url: &str, name: &str, host: &str) -> Host {
+    let dir = outside.join(host);
+    std::fs::create_dir_all(dir.join("home")).unwrap();
+    let clone = dir.join("web");
+    let log = std::fs::File::create(dir.join("worker.log")).unwrap();
+    let child = Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c"])
+        .arg(
+            "mount -t tmpfs crew-hidden \"$1\" && test ! -e \"$1/crew.toml\" || exit 97; \
+             exec \"$2\" worker --join \"$3\" --name \"$4\" --into \"$5\"",
+        )
+        .args(["sh", person.to_str().unwrap(), crew_exe(), url, name])
+        .arg(&clone)
+        .current_dir(&dir)
+        .env("HOME", dir.join("home"))
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    Host { child, dir, clone }
+}
+
 impl Person {
     /// `None` (saying why) where there is no PostgreSQL or no mount namespace.
     fn new(teammates: &[&str], slow_bob: bool, worker: &str) -> Option<Person> {
@@ -387,27 +413,8 @@ impl Person {
 
     /// Teammate `name` joins from host `host` (a folder of its own under the test's).
     fn join_from(&self, name: &str, host: &str) -> Host {
-        let dir = self.outside.path().join(host);
-        std::fs::create_dir_all(dir.join("home")).unwrap();
-        let clone = dir.join("web");
-        let log = std::fs::File::create(dir.join("worker.log")).unwrap();
         let url = self.cluster.url_as(&role_of(&self.setup, name));
-        let child = Command::new("unshare")
-            .args(["--mount", "--propagation", "private", "sh", "-c"])
-            .arg(
-                "mount -t tmpfs crew-hidden \"$1\" && test ! -e \"$1/crew.toml\" || exit 97; \
-                 exec \"$2\" worker --join \"$3\" --name \"$4\" --into \"$5\"",
-            )
-            .args(["sh", self.path().to_str().unwrap(), crew_exe(), &url, name])
-            .arg(&clone)
-            .current_dir(&dir)
-            .env("HOME", dir.join("home"))
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        Host { child, dir, clone }
+        join_host(self.outside.path(), self.path(), &url, name, host)
     }
 
     fn remote_head(&self, branch: &str) -> String {
@@ -1801,4 +1808,141 @@ fn a_headless_run_on_the_store_ends_when_the_lead_makes_no_task() {
         "{}",
         run.stderr
     );
+}
+
+/// The issue's done-when with crew's own demo: the built-in demo team and goal (plan, two
+/// implementations in parallel, the docs, the reviewer running the project's tests) as one team
+/// on one PostgreSQL store across two hosts: the lead, alice and the reviewer carol beside the
+/// person's checkout (`up --headless --here alice,carol`, `--approve allow` answering the
+/// requests to run the tests), bob on a host of its own. The person (this test) merges every
+/// diff from the store; carol's verdict comes from the merged code; every task completes and
+/// every agent shuts down at the end.
+#[test]
+fn the_built_in_demo_runs_as_one_team_across_two_hosts_on_the_store() {
+    let Some(cluster) = crew_test_support::postgres::start() else {
+        return;
+    };
+    if let Err(why) = mount_namespaces() {
+        eprintln!("skipped: no mount namespace for the second host ({why})");
+        return;
+    }
+    let outside = tempfile::tempdir().unwrap();
+    let bare = outside.path().join("demo.git");
+    git(
+        outside.path(),
+        &[
+            "init",
+            "--quiet",
+            "--bare",
+            "--initial-branch=main",
+            "demo.git",
+        ],
+    );
+    let person = outside.path().join("demo");
+    crew_team::demo::build(&person).unwrap();
+    let toml = std::fs::read_to_string(person.join("crew.toml")).unwrap();
+    let toml = toml.replacen(
+        "name = \"demo\"\n",
+        &format!("name = \"demo\"\nremote = \"{}\"\n", bare.display()),
+        1,
+    );
+    std::fs::write(person.join("crew.toml"), toml).unwrap();
+    git(&person, &["commit", "-qam", "the team's remote"]);
+    git(
+        &person,
+        &["push", "--quiet", bare.to_str().unwrap(), "main"],
+    );
+    let _workers = Stragglers(person.clone());
+    let url = cluster.url();
+    let crew = |args: &[&str]| -> crate::support::Run {
+        let mut all = vec!["--store", url.as_str()];
+        all.extend_from_slice(args);
+        Command::new(crew_exe())
+            .args(&all)
+            .current_dir(&person)
+            .output()
+            .unwrap()
+            .into()
+    };
+    let setup = crew(&["store", "setup", &url]);
+    assert_eq!(setup.code, 0, "{}", setup.stderr);
+    let bob_url = cluster.url_as(&role_of(&setup.stdout, "bob"));
+    let mut bob = join_host(outside.path(), &person, &bob_url, "bob", "host-bob");
+    let log = outside.path().join("up.log");
+    let mut up = Command::new(crew_exe())
+        .args(["--store", &url, "up", "--headless", "--here", "alice,carol"])
+        .args([
+            "--goal",
+            crew_team::demo::GOAL,
+            "--approve",
+            "allow",
+            "--until-done",
+            "--simulator",
+        ])
+        .current_dir(&person)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&log).unwrap())
+        .stderr(std::fs::File::create(outside.path().join("up.err")).unwrap())
+        .spawn()
+        .unwrap();
+    let said = || std::fs::read_to_string(&log).unwrap_or_default();
+    // The person merges each diff as it comes to review, until the run ends by itself.
+    let mut merged = Vec::new();
+    let ended = eventually_showing("the demo to end", Duration::from_secs(240), || {
+        if let Some(status) = up.try_wait().unwrap() {
+            return Ok(status);
+        }
+        let listed = crew(&["review", "list", "--json"]);
+        let reviews: serde_json::Value = serde_json::from_str(&listed.stdout).unwrap_or_default();
+        for review in reviews["reviews"].as_array().into_iter().flatten() {
+            let id = review["id"].as_str().unwrap_or_default().to_string();
+            let merge = crew(&["review", "merge", &id]);
+            assert_eq!(merge.code, 0, "{id}: {}\n{}", merge.stderr, said());
+            merged.push(id);
+        }
+        Err(format!("{}\n{}", said(), bob.log()))
+    });
+    let text = said();
+    let errors = std::fs::read_to_string(outside.path().join("up.err")).unwrap_or_default();
+    assert!(ended.success(), "{text}\n{errors}\n{}", bob.log());
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let store = PgStore::connect(&url, 2).unwrap();
+    let tasks = runtime.block_on(store.tasks()).unwrap();
+    assert_eq!(tasks.len(), 4, "{tasks:?}");
+    let owners: Vec<&str> = tasks
+        .iter()
+        .filter_map(|t| t.owner.as_ref().map(AgentName::as_str))
+        .collect();
+    for task in &tasks {
+        assert_eq!(task.status, Status::Completed, "{task:?}\n{text}");
+    }
+    assert!(
+        owners.contains(&"bob") && owners.contains(&"alice"),
+        "claimed on both sides: {owners:?}"
+    );
+    // The three writers' tasks were merged by the person; the reviewer's verdict is from the
+    // merged project's tests.
+    assert_eq!(merged.len(), 3, "{merged:?}\n{text}");
+    let review = tasks
+        .iter()
+        .find(|t| t.subject.starts_with("Review"))
+        .unwrap();
+    let verdict = review.result.clone().unwrap_or_default();
+    assert!(
+        verdict.contains("VERDICT: PASS") && verdict.contains("sub") && verdict.contains("mul"),
+        "{verdict}"
+    );
+    for file in [
+        "lib/sub.sh",
+        "lib/mul.sh",
+        "tests/sub_test.sh",
+        "tests/mul_test.sh",
+    ] {
+        assert!(
+            person.join(file).is_file(),
+            "{file} merged into the checkout"
+        );
+    }
+    assert!(text.contains("every agent shut down"), "{text}");
+    assert_eq!(bob.wait(WAIT), Some(0), "{}", bob.log());
 }
