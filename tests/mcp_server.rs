@@ -542,3 +542,65 @@ fn the_recorded_claude_code_handshake_gets_crews_answers() {
         "nothing but answers on stdout: {rest}"
     );
 }
+
+/// `crew --store ROLE_URL mcp --as NAME` (what a Claude Code teammate's worker on PostgreSQL
+/// writes into the CLI's MCP config): the same tools on the team in the store, each call with
+/// the agent's own database role. alice's tools list and claim the person's task and message the
+/// lead through the store; a server started with alice's role to speak as bob is refused by the
+/// database at its first write, whatever the server was told.
+#[tokio::test]
+async fn the_team_tools_work_on_the_store_with_the_agents_own_role() {
+    let Some(cluster) = crew_test_support::postgres::start() else {
+        return;
+    };
+    let repo = team();
+    let url = cluster.url();
+    let setup = repo.ok(&["store", "setup", &url]);
+    let role = |agent: &str| {
+        setup
+            .lines()
+            .find_map(|l| l.trim().strip_prefix(&format!("{agent}: ")))
+            .and_then(|l| l.split_whitespace().next())
+            .unwrap()
+            .to_string()
+    };
+    repo.ok(&["--store", &url, "task", "add", "write the parser"]);
+    let alice_url = cluster.url_as(&role("alice"));
+    let serve = |as_name: &str| {
+        let mut cmd = tokio::process::Command::new(crew_exe());
+        cmd.args(["--store", &alice_url, "mcp", "--as", as_name])
+            .current_dir(repo.path());
+        cmd
+    };
+    let alice = ().serve(TokioChildProcess::new(serve("alice")).unwrap()).await.unwrap();
+    let listed = ok(&alice, "task_list", json!({})).await.to_string();
+    assert!(listed.contains("write the parser"), "{listed}");
+    let claimed = ok(&alice, "claim_task", json!({ "id": "task_1" }))
+        .await
+        .to_string();
+    assert!(claimed.contains("alice"), "{claimed}");
+    ok(
+        &alice,
+        "send_message",
+        json!({ "to": "lead", "text": "on it" }),
+    )
+    .await;
+    let inbox = repo.ok(&["--store", &url, "inbox", "lead", "--peek"]);
+    assert!(
+        inbox.contains("alice") && inbox.contains("on it"),
+        "{inbox}"
+    );
+    alice.cancel().await.unwrap();
+
+    // alice's role speaking as bob: the store refuses, naming why.
+    let posing = ().serve(TokioChildProcess::new(serve("bob")).unwrap()).await.unwrap();
+    let said = refused(
+        &posing,
+        "send_message",
+        json!({ "to": "lead", "text": "as bob" }),
+    )
+    .await;
+    assert!(said.contains("not permitted by the store"), "{said}");
+    let inbox = repo.ok(&["--store", &url, "inbox", "lead", "--peek"]);
+    assert!(!inbox.contains("as bob"), "{inbox}");
+}

@@ -287,6 +287,18 @@ impl Drop for Host {
 /// `outside` with its own HOME, in a mount namespace where the person's checkout `person` is a
 /// tmpfs.
 fn join_host(outside: &Path, person: &Path, url: &str, name: &str, host: &str) -> Host {
+    join_host_with(outside, person, url, name, host, &[])
+}
+
+/// As [`join_host`], with `env` added to the worker's environment.
+fn join_host_with(
+    outside: &Path,
+    person: &Path,
+    url: &str,
+    name: &str,
+    host: &str,
+    env: &[(&str, &str)],
+) -> Host {
     let dir = outside.join(host);
     std::fs::create_dir_all(dir.join("home")).unwrap();
     let clone = dir.join("web");
@@ -301,6 +313,7 @@ fn join_host(outside: &Path, person: &Path, url: &str, name: &str, host: &str) -
         .arg(&clone)
         .current_dir(&dir)
         .env("HOME", dir.join("home"))
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(log.try_clone().unwrap())
         .stderr(log)
@@ -1944,5 +1957,104 @@ fn the_built_in_demo_runs_as_one_team_across_two_hosts_on_the_store() {
         );
     }
     assert!(text.contains("every agent shut down"), "{text}");
+    assert_eq!(bob.wait(WAIT), Some(0), "{}", bob.log());
+}
+
+/// A Claude Code teammate on another host, on the store: bob's worker there runs the CLI (the
+/// fixture `claude` replaying a recorded session) in its worktree of the clone, its permission
+/// requests come to the person through the store and their answers go back to the CLI, the
+/// CLI's team tools are `crew --store ROLE_URL mcp` with bob's own role, and its work enters
+/// review through the remote, merged by the person.
+#[test]
+fn a_claude_code_teammate_on_another_host_works_through_the_store() {
+    let fake = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-code");
+    let model = format!(
+        "{{ provider = \"claude-code\", model = \"claude-opus-4-8\", bin = \"{}\", args = [\"--max-turns\", \"5\"] }}",
+        fake.join("fake-claude").display()
+    );
+    let Some(person) = Person::with(
+        &[Mate::implementer("bob", &model)],
+        false,
+        "idle_poll_secs = 1\nidle_timeout_secs = 60\nheartbeat_secs = 1\nrequest_timeout_secs = 30",
+        "",
+    ) else {
+        return;
+    };
+    person.on_store(&["task", "add", "do the things"]);
+    let log = person.outside.path().join("fake-claude.log");
+    let sample = fake.join("permission-stdio.transcript.jsonl");
+    let url = person.cluster.url_as(&role_of(&person.setup, "bob"));
+    let mut bob = join_host_with(
+        person.outside.path(),
+        person.path(),
+        &url,
+        "bob",
+        "host-bob",
+        &[
+            ("FAKE_CLAUDE_SAMPLE", sample.to_str().unwrap()),
+            ("FAKE_CLAUDE_LOG", log.to_str().unwrap()),
+        ],
+    );
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let store = PgStore::connect(&person.url(), 2).unwrap();
+    let task = || task_n(&runtime, &store, 1);
+    // The person answers each request as it comes: the first approved, the second refused.
+    let mut answered = Vec::new();
+    until(
+        WAIT,
+        "task_1 in review",
+        || {
+            for request in runtime
+                .block_on(store.requests(Duration::from_secs(30)))
+                .unwrap()
+                .into_iter()
+                .filter(|r| r.state == crew_store::requests::RequestState::Pending)
+            {
+                assert_eq!(request.from.as_str(), "bob", "{request:?}");
+                let answer = if answered.is_empty() {
+                    "approve"
+                } else {
+                    "reject"
+                };
+                person.on_store(&["respond", &request.request_id, "--as", "user", answer]);
+                answered.push(request.request_id);
+            }
+            task().status == Status::Review
+        },
+        || format!("{:?}\n{}", task(), bob.log()),
+    );
+    assert_eq!(answered.len(), 2, "{answered:?}");
+    assert_eq!(task().result.as_deref(), Some("Finished."));
+    let responses: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|l| l["in"]["type"] == "control_response")
+        .map(|l| l["in"]["response"]["response"].clone())
+        .collect();
+    assert_eq!(responses[0]["behavior"], "allow", "{responses:?}");
+    assert_eq!(responses[1]["behavior"], "deny", "{responses:?}");
+    // Its team tools: crew's MCP server on the store, as bob's role, in bob's clone.
+    let mcp = std::fs::read_to_string(bob.clone.join(".crew/mcp/bob.json")).unwrap();
+    assert!(
+        mcp.contains("\"--store\"")
+            && mcp.contains("crew_postgres_bob@")
+            && mcp.contains("\"mcp\""),
+        "{mcp}"
+    );
+    let merged = person.on_store(&["review", "merge", "task_1"]);
+    assert!(merged.contains("task_1 merged into main"), "{merged}");
+    assert!(person.path().join("claude-did.txt").is_file());
+    person.on_store(&[
+        "send",
+        "--from",
+        "user",
+        "--to",
+        "bob",
+        "--type",
+        "shutdown_request",
+        "--request",
+        "done",
+    ]);
     assert_eq!(bob.wait(WAIT), Some(0), "{}", bob.log());
 }

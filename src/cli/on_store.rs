@@ -37,6 +37,9 @@ pub fn run(url: &str, command: Command, start: &Path) -> anyhow::Result<()> {
     if let Command::Queue(QueueCommand::Run) = command {
         return run_queue(url, start);
     }
+    if let Command::Mcp(args) = &command {
+        return crate::cli::mcp::on_store(url, &args.name, start);
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

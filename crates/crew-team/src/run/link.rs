@@ -108,6 +108,11 @@ pub trait LinkedStore: TeamStore + Clone + 'static {
 
     /// The checkout whose files are the store, if they are.
     fn files(&self) -> Option<&Workspace>;
+
+    /// What a crew command a CLI agent starts (its MCP server) is given to reach this store:
+    /// nothing for a checkout's files (it runs there), `--store` and this role's URL (no
+    /// password: the command reads it as the worker did) for PostgreSQL.
+    fn store_args(&self) -> Vec<String>;
 }
 
 impl LinkedStore for FileStore {
@@ -131,6 +136,10 @@ impl LinkedStore for FileStore {
 
     fn files(&self) -> Option<&Workspace> {
         Some(self.workspace())
+    }
+
+    fn store_args(&self) -> Vec<String> {
+        Vec::new()
     }
 }
 
@@ -167,6 +176,10 @@ impl LinkedStore for PgStore {
 
     fn files(&self) -> Option<&Workspace> {
         None
+    }
+
+    fn store_args(&self) -> Vec<String> {
+        vec!["--store".into(), self.shown_url()]
     }
 }
 

@@ -18,7 +18,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
-use crate::run::link::TeamLink;
+use crate::run::link::{LinkedStore, TeamLink};
 use crate::tools::roles::team_toolset;
 use crate::tools::{TeamEnv, team_tools};
 use crew_config::TeamConfig;
@@ -59,9 +59,23 @@ pub struct TeamMcpServer {
 }
 
 impl TeamMcpServer {
-    /// The server for agent `name` of `config`; refused for the person and unknown names.
+    /// The server for agent `name` of the team in `workspace`; refused for the person and
+    /// unknown names.
     pub fn new(
         workspace: Workspace,
+        config: &TeamConfig,
+        name: &AgentName,
+    ) -> Result<Self, McpError> {
+        let root = workspace.root().to_path_buf();
+        let link = TeamLink::files(FileStore::new(workspace, config.roster()));
+        TeamMcpServer::on(link, &root, config, name)
+    }
+
+    /// The server for agent `name` of the team in `link`'s store, its tools' files under
+    /// `root` (the checkout, or a joined host's clone).
+    pub fn on<S: LinkedStore>(
+        link: TeamLink<S>,
+        root: &Path,
         config: &TeamConfig,
         name: &AgentName,
     ) -> Result<Self, McpError> {
@@ -73,13 +87,11 @@ impl TeamMcpServer {
             .check("agent", name)
             .map_err(|refusal| McpError::Unknown(name.to_string(), refusal.into()))?;
         let role = config.role_of(name).unwrap_or("lead").to_string();
-        let link = TeamLink::files(FileStore::new(workspace.clone(), config.roster()));
         let env = Arc::new(TeamEnv::of(link, config, name, &role));
         let all = team_tools(Arc::clone(&env))
             .iter()
             .map(|t| t.name().to_string())
             .collect();
-        let root = workspace.root();
         Ok(Self {
             tools: team_toolset(&role, env)?,
             all,
@@ -199,18 +211,27 @@ impl ServerHandler for TeamMcpServer {
     }
 }
 
-/// Writes the `--mcp-config` file that makes a CLI agent start `exe mcp --as NAME` on the team
-/// in `root`, and returns its path (`.crew/mcp/NAME.json`).
-pub(crate) fn write_client_config(root: &Path, name: &str, exe: &Path) -> std::io::Result<PathBuf> {
+/// Writes the `--mcp-config` file that makes a CLI agent start `exe [STORE] mcp --as NAME` on
+/// the team in `root` (`store`: how it reaches the team's store, see
+/// `LinkedStore::store_args`), and returns its path (`.crew/mcp/NAME.json`).
+pub(crate) fn write_client_config(
+    root: &Path,
+    name: &str,
+    exe: &Path,
+    store: &[String],
+) -> std::io::Result<PathBuf> {
     let dir = root.join(".crew/mcp");
     std::fs::create_dir_all(&dir)?;
     let path = dir.join(format!("{name}.json"));
+    let mut args: Vec<Value> = vec!["-C".into(), root.display().to_string().into()];
+    args.extend(store.iter().map(|a| Value::from(a.as_str())));
+    args.extend(["mcp", "--as", name].map(Value::from));
     let config = json!({
         "mcpServers": {
             SERVER_NAME: {
                 "type": "stdio",
                 "command": exe,
-                "args": ["-C", root, "mcp", "--as", name],
+                "args": args,
             }
         }
     });

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::run::link::{LinkedStore, TeamLink};
 use crew_agent::emitter::Emitter;
-use crew_agent::{AgentEvent, EventSink, MailboxPrompter, StopReason, TurnResult};
+use crew_agent::{AgentEvent, EventSink, StopReason, TurnResult};
 use crew_config::{ModelChoice, TeamConfig};
 use crew_model::Usage;
 use crew_store::{AgentName, FileStore, Task, TaskId, Workspace};
@@ -28,8 +28,8 @@ use crate::verdict;
 use crate::work::claude_code::permission::CrewView;
 use crate::work::task_branch::TaskBranch;
 use crate::work::{
-    INTERRUPTED_BY_PERSON, Job, JobOutcome, SetupError, Work, cache_tokens, mailbox_prompter,
-    open_transcript, permission_setup, task_packet, working_dir,
+    INTERRUPTED_BY_PERSON, Job, JobOutcome, SetupError, Work, cache_tokens, open_transcript,
+    permission_setup, person_prompter, task_packet, working_dir,
 };
 
 /// What a coding-agent CLI adds to [`CliWork`]: how its conversation starts and how one turn
@@ -43,27 +43,34 @@ pub(crate) trait CliAgent: Sized {
     type Error: std::fmt::Display;
 
     /// The CLI set up for `seat` (its arguments from the agent's model, say).
-    fn new(seat: &CliTeammate) -> Result<Self, SetupError>;
+    fn new<S: LinkedStore>(seat: &CliTeammate<S>) -> Result<Self, SetupError>;
 
     /// Where the CLI's conversation id is kept, so a restarted worker resumes it.
-    fn conversation_file(seat: &CliTeammate) -> PathBuf;
+    fn conversation_file<S: LinkedStore>(seat: &CliTeammate<S>) -> PathBuf;
 
     /// Starts the CLI in `workdir` for a conversation (the one kept from before a restart, if
     /// it still has it).
-    fn start(&self, seat: &CliTeammate, workdir: &Path) -> Result<Self::Session, Self::Error>;
+    fn start<S: LinkedStore>(
+        &self,
+        seat: &CliTeammate<S>,
+        workdir: &Path,
+    ) -> Result<Self::Session, Self::Error>;
 
     /// One turn: its input sent, the CLI's events to the transcript until the turn ends. When
     /// the person interrupts, the CLI is asked to stop and the turn ends with what it says then.
-    fn turn(&self, session: &mut Self::Session, turn: &Turn<'_>)
-    -> Result<TurnEnding, Self::Error>;
+    fn turn<S: LinkedStore>(
+        &self,
+        session: &mut Self::Session,
+        turn: &Turn<'_, S>,
+    ) -> Result<TurnEnding, Self::Error>;
 
     /// After a turn that broke `session` (the next job starts a new one).
-    fn broken(&self, _seat: &CliTeammate, _session: &Self::Session) {}
+    fn broken<S: LinkedStore>(&self, _seat: &CliTeammate<S>, _session: &Self::Session) {}
 }
 
 /// What one turn of a CLI's conversation works with.
-pub(crate) struct Turn<'a> {
-    pub seat: &'a CliTeammate,
+pub(crate) struct Turn<'a, S: LinkedStore> {
+    pub seat: &'a CliTeammate<S>,
     pub input: &'a str,
     /// What answers the CLI's permission requests; its emitter is the transcript's.
     pub gate: PermissionGate<'a>,
@@ -71,9 +78,9 @@ pub(crate) struct Turn<'a> {
     pub cancel: &'a CancellationToken,
 }
 
-/// A CLI teammate's [`Work`]: each job is one turn of the live conversation.
-pub(crate) struct CliWork<A: CliAgent> {
-    seat: CliTeammate,
+/// A CLI teammate's [`Work`]: each job is one turn of the live conversation, on either store.
+pub(crate) struct CliWork<A: CliAgent, S: LinkedStore> {
+    seat: CliTeammate<S>,
     agent: A,
     conversation: Option<Conversation<A::Session>>,
 }
@@ -86,15 +93,31 @@ struct Conversation<S> {
     turns: u64,
 }
 
-impl<A: CliAgent> CliWork<A> {
-    /// The work of teammate `name`, whose model is the CLI `A`.
+impl<A: CliAgent> CliWork<A, FileStore> {
+    /// The work of teammate `name` of the team in `workspace`, whose model is the CLI `A`.
     pub(crate) fn new(
         workspace: Workspace,
         config: Arc<TeamConfig>,
         name: &str,
         bypass_flag: bool,
     ) -> Result<Self, SetupError> {
-        let seat = CliTeammate::new(workspace, config, name, bypass_flag, A::BIN)?;
+        let root = workspace.root().to_path_buf();
+        let link = TeamLink::files(FileStore::new(workspace, config.roster()));
+        CliWork::on(link, root, config, name, bypass_flag)
+    }
+}
+
+impl<A: CliAgent, S: LinkedStore> CliWork<A, S> {
+    /// The work of teammate `name` of the team in `link`'s store, in the checkout (or a joined
+    /// host's clone) at `root`.
+    pub(crate) fn on(
+        link: TeamLink<S>,
+        root: PathBuf,
+        config: Arc<TeamConfig>,
+        name: &str,
+        bypass_flag: bool,
+    ) -> Result<Self, SetupError> {
+        let seat = CliTeammate::new(link, root, config, name, bypass_flag, A::BIN)?;
         Ok(Self {
             agent: A::new(&seat)?,
             seat,
@@ -112,7 +135,7 @@ impl<A: CliAgent> CliWork<A> {
             .agent
             .start(&self.seat, &workdir)
             .map_err(|e| e.to_string())?;
-        let emitter = open_transcript(self.seat.workspace.root(), &self.seat.name, status)?;
+        let emitter = open_transcript(&self.seat.root, &self.seat.name, status)?;
         Ok(Conversation {
             session,
             emitter,
@@ -122,7 +145,7 @@ impl<A: CliAgent> CliWork<A> {
     }
 }
 
-impl<A: CliAgent> CliWork<A> {
+impl<A: CliAgent, S: LinkedStore> CliWork<A, S> {
     /// Each task is its own conversation: a task other than the one the conversation worked
     /// on (live, or kept for a restart) starts a new one, so the previous task's history never
     /// comes with it (a task sent back continues its own; its packet says what came back from
@@ -144,7 +167,7 @@ impl<A: CliAgent> CliWork<A> {
     }
 }
 
-impl<A: CliAgent> Work for CliWork<A> {
+impl<A: CliAgent, S: LinkedStore> Work for CliWork<A, S> {
     fn entered_review(&mut self, task: &Task) {
         self.seat.branch().ask_for_review(task);
     }
@@ -153,7 +176,11 @@ impl<A: CliAgent> Work for CliWork<A> {
         if let Job::Task(task) = job {
             self.for_task(task.id);
         }
-        let (input, _) = task_packet(job, &|id| self.seat.workspace.tasks().read(id).ok());
+        let link = &self.seat.link;
+        let (input, _) = task_packet(job, &|id| {
+            link.call(move |store| async move { store.task(id).await })
+                .ok()
+        });
         let mut conversation = match self.conversation(status) {
             Ok(conversation) => conversation,
             Err(e) => return failed(status, e),
@@ -171,8 +198,12 @@ impl<A: CliAgent> Work for CliWork<A> {
             return failed(status, e);
         }
         let events = Arc::clone(&conversation.emitter);
-        let prompter = mailbox_prompter(&self.seat.workspace, &self.seat.config, &self.seat.name)
-            .with_events(EventSink::new(move |e| events.emit(e)));
+        let prompter = person_prompter(
+            &self.seat.link,
+            &self.seat.config,
+            &self.seat.name,
+            EventSink::new(move |e| events.emit(e)),
+        );
         let turn = Turn {
             seat: &self.seat,
             input: &input,
@@ -181,7 +212,7 @@ impl<A: CliAgent> Work for CliWork<A> {
                 policy: &self.seat.policy,
                 sandbox: self.seat.sandbox,
                 workdir: &conversation.workdir,
-                prompter: &prompter,
+                prompter: prompter.as_ref(),
                 runtime: &self.seat.runtime,
                 emitter: &conversation.emitter,
             },
@@ -208,9 +239,10 @@ impl<A: CliAgent> Work for CliWork<A> {
 
 /// What every CLI teammate is besides its live process: who it is in crew.toml, crew's policy
 /// for it, and a task the person interrupted (their next message continues it).
-pub(crate) struct CliTeammate {
-    pub workspace: Workspace,
-    pub link: TeamLink<FileStore>,
+pub(crate) struct CliTeammate<S: LinkedStore> {
+    /// The checkout (or a joined host's clone) it works in.
+    pub root: PathBuf,
+    pub link: TeamLink<S>,
     pub config: Arc<TeamConfig>,
     pub name: AgentName,
     pub role: String,
@@ -226,9 +258,10 @@ pub(crate) struct CliTeammate {
     pub interrupted_task: Option<Task>,
 }
 
-impl CliTeammate {
+impl<S: LinkedStore> CliTeammate<S> {
     pub(crate) fn new(
-        workspace: Workspace,
+        link: TeamLink<S>,
+        root: PathBuf,
         config: Arc<TeamConfig>,
         name: &str,
         bypass_flag: bool,
@@ -249,8 +282,8 @@ impl CliTeammate {
                 .unwrap_or_else(|| default_bin.to_string()),
             sandbox: config.permissions.sandbox,
             name: entry.name.get_ref().clone(),
-            link: TeamLink::files(FileStore::new(workspace.clone(), config.roster())),
-            workspace,
+            link,
+            root,
             config,
             mode,
             policy,
@@ -259,10 +292,10 @@ impl CliTeammate {
         })
     }
 
-    pub(crate) fn branch(&self) -> TaskBranch<'_, FileStore> {
+    pub(crate) fn branch(&self) -> TaskBranch<'_, S> {
         TaskBranch {
             link: &self.link,
-            root: self.workspace.root(),
+            root: &self.root,
             config: &self.config,
             name: &self.name,
         }
@@ -271,15 +304,14 @@ impl CliTeammate {
     /// The folder the CLI runs in: the teammate's worktree, or the repository for one that
     /// does not write.
     pub(crate) fn workdir(&self) -> Result<PathBuf, String> {
-        working_dir(self.workspace.root(), &self.config, &self.name, self.writes)
+        working_dir(&self.root, &self.config, &self.name, self.writes)
             .map_err(|e| format!("no worktree: {e}"))
     }
 
     /// Where the CLI's conversation id is kept (`.crew/FOLDER/NAME.EXT`), so a restarted
     /// worker resumes the conversation.
     pub(crate) fn id_file(&self, folder: &str, ext: &str) -> PathBuf {
-        self.workspace
-            .root()
+        self.root
             .join(".crew")
             .join(folder)
             .join(format!("{}.{ext}", self.name))
@@ -477,7 +509,7 @@ pub(crate) struct PermissionGate<'a> {
     pub policy: &'a PermissionPolicy,
     pub sandbox: SandboxMode,
     pub workdir: &'a std::path::Path,
-    pub prompter: &'a MailboxPrompter,
+    pub prompter: &'a dyn Prompter,
     pub runtime: &'a tokio::runtime::Runtime,
     pub emitter: &'a Emitter,
 }

@@ -61,23 +61,23 @@ pub fn work_for(
 ) -> Result<Box<dyn Work + Send>, SetupError> {
     let provider = config.agent(name).map(|a| a.model.provider.as_str());
     Ok(match provider {
-        Some("claude-code") => {
-            Box::new(CliWork::<ClaudeCode>::new(workspace, config, name, bypass)?)
-        }
+        Some("claude-code") => Box::new(CliWork::<ClaudeCode, _>::new(
+            workspace, config, name, bypass,
+        )?),
         Some("command") => {
             let root = workspace.root().to_path_buf();
             let link = TeamLink::files(FileStore::new(workspace, config.roster()));
             Box::new(CommandWork::new(link, root, config, name)?)
         }
-        Some("codex") => Box::new(CliWork::<Codex>::new(workspace, config, name, bypass)?),
+        Some("codex") => Box::new(CliWork::<Codex, _>::new(workspace, config, name, bypass)?),
         _ => Box::new(AgentWork::new(workspace, config, name, bypass)?),
     })
 }
 
-/// The work of agent `name` on a host that joined the team through its store (`crew worker
-/// --join`), in the clone at `root`: crew's own agent loop or a `command` teammate. The Claude
-/// Code and Codex teammates still reach the team through a checkout's files (`crew mcp`, their
-/// hooks), so they are refused here, by name.
+/// The work of agent `name` on a team reached through its store (`crew worker --join`, or a
+/// worker of the person's checkout on PostgreSQL), in the clone or checkout at `root`: crew's
+/// own agent loop, a `command` teammate, or a Claude Code or Codex CLI (its team tools served
+/// by `crew --store ROLE_URL mcp`).
 pub fn work_on_joined_host<S: LinkedStore>(
     link: TeamLink<S>,
     root: std::path::PathBuf,
@@ -91,10 +91,12 @@ pub fn work_on_joined_host<S: LinkedStore>(
         .ok_or_else(|| SetupError::UnknownAgent(name.to_string()))?;
     match provider.as_str() {
         "command" => Ok(Box::new(CommandWork::new(link, root, config, name)?)),
-        "claude-code" | "codex" => Err(SetupError::NotOnJoinedHost {
-            name: name.to_string(),
-            provider,
-        }),
+        "claude-code" => Ok(Box::new(CliWork::<ClaudeCode, S>::on(
+            link, root, config, name, bypass,
+        )?)),
+        "codex" => Ok(Box::new(CliWork::<Codex, S>::on(
+            link, root, config, name, bypass,
+        )?)),
         _ => Ok(Box::new(AgentWork::on(link, root, config, name, bypass)?)),
     }
 }
@@ -180,10 +182,6 @@ pub enum SetupError {
     Role(#[from] crate::work::role_prompt::RoleError),
     #[error("cannot start the async runtime: {0}")]
     Runtime(#[source] std::io::Error),
-    #[error(
-        "{name}: provider {provider:?} does not run on a joined host yet (crew's own agent loop and provider = \"command\" do); run {name} in the person's checkout"
-    )]
-    NotOnJoinedHost { name: String, provider: String },
 }
 
 /// The mode, rules (team tools allowed) and bypass switches of agent `name`, checked once so a

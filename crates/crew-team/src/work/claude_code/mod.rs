@@ -22,6 +22,7 @@ use serde_json::json;
 
 use crew_store::message::new_id;
 
+use crate::run::link::LinkedStore;
 use crate::tools::mcp;
 use crate::work::cli_agent::{self, CliAgent, CliTeammate, PermissionGate, Turn, TurnEnding};
 use crate::work::cli_process::{CliProcess, Line, StdinClosed};
@@ -112,9 +113,10 @@ pub(crate) struct ClaudeCode {
 impl ClaudeCode {
     /// What crew adds to the CLI's arguments: its team tools as the MCP server `crew`
     /// (`crew mcp --as NAME`, this very binary) and the role's instructions.
-    fn crew_args(&self, seat: &CliTeammate) -> std::io::Result<Vec<String>> {
+    fn crew_args<S: LinkedStore>(&self, seat: &CliTeammate<S>) -> std::io::Result<Vec<String>> {
         let exe = std::env::current_exe()?;
-        let config = mcp::write_client_config(seat.workspace.root(), &seat.name, &exe)?;
+        let store = seat.link.store().store_args();
+        let config = mcp::write_client_config(&seat.root, &seat.name, &exe, &store)?;
         Ok(vec![
             "--mcp-config".to_string(),
             config.display().to_string(),
@@ -130,17 +132,17 @@ impl CliAgent for ClaudeCode {
     type Error = ClaudeError;
 
     /// The CLI's session id.
-    fn conversation_file(seat: &CliTeammate) -> std::path::PathBuf {
+    fn conversation_file<S: LinkedStore>(seat: &CliTeammate<S>) -> std::path::PathBuf {
         seat.id_file("claude-code", "session")
     }
 
-    fn new(seat: &CliTeammate) -> Result<Self, SetupError> {
+    fn new<S: LinkedStore>(seat: &CliTeammate<S>) -> Result<Self, SetupError> {
         let mut args = Vec::new();
         if let Some(model) = &seat.model.model {
             args.extend(["--model".to_string(), model.clone()]);
         }
         args.extend(seat.model.args.iter().cloned());
-        let root = seat.workspace.root();
+        let root = &seat.root;
         role_prompt::check(&seat.config, root)?;
         let instructions = format!(
             "{}\n\n{MCP_NOTE}",
@@ -152,7 +154,11 @@ impl CliAgent for ClaudeCode {
         Ok(Self { args, instructions })
     }
 
-    fn start(&self, seat: &CliTeammate, workdir: &Path) -> Result<Session, ClaudeError> {
+    fn start<S: LinkedStore>(
+        &self,
+        seat: &CliTeammate<S>,
+        workdir: &Path,
+    ) -> Result<Session, ClaudeError> {
         let mut args: Vec<String> = PROTOCOL_ARGS
             .iter()
             .chain(PERSONS_SETTINGS_ONLY)
@@ -189,7 +195,11 @@ impl CliAgent for ClaudeCode {
     /// One turn: the input as a user line, then the CLI's events until its `result`. When the
     /// person interrupts, the CLI is sent its own `interrupt` request and the turn ends with the
     /// `result` that follows.
-    fn turn(&self, session: &mut Session, turn: &Turn<'_>) -> Result<TurnEnding, ClaudeError> {
+    fn turn<S: LinkedStore>(
+        &self,
+        session: &mut Session,
+        turn: &Turn<'_, S>,
+    ) -> Result<TurnEnding, ClaudeError> {
         let session_file = Self::conversation_file(turn.seat);
         let sent = session.process.send(&json!({
             "type": "user",
@@ -308,7 +318,7 @@ impl CliAgent for ClaudeCode {
 
     /// A process that died before `init` may have been refused the session it was to resume:
     /// the next one starts a new conversation instead of failing the same way.
-    fn broken(&self, seat: &CliTeammate, session: &Session) {
+    fn broken<S: LinkedStore>(&self, seat: &CliTeammate<S>, session: &Session) {
         if !session.initialised
             && let Err(e) = std::fs::remove_file(Self::conversation_file(seat))
             && e.kind() != std::io::ErrorKind::NotFound
@@ -323,7 +333,11 @@ impl CliAgent for ClaudeCode {
 
 /// Before a permission request: the stream events of the reply that made the call, read ahead
 /// (within [`REPLY_END_WAIT`]) to its end; other lines wait in `backlog` for their turn.
-fn finish_reply(session: &mut Session, turn: &Turn<'_>, backlog: &mut VecDeque<Line>) {
+fn finish_reply<S: LinkedStore>(
+    session: &mut Session,
+    turn: &Turn<'_, S>,
+    backlog: &mut VecDeque<Line>,
+) {
     let deadline = std::time::Instant::now() + REPLY_END_WAIT;
     while session.translator.replying() {
         let left = deadline.saturating_duration_since(std::time::Instant::now());

@@ -22,6 +22,7 @@ use serde_json::json;
 
 use crew_tools::PermissionMode;
 
+use crate::run::link::LinkedStore;
 use crate::work::SetupError;
 use crate::work::cli_agent::{self, CliAgent, CliTeammate, Turn, TurnEnding};
 use crate::work::cli_process::CliProcess;
@@ -112,11 +113,11 @@ impl CliAgent for Codex {
     type Error = CodexError;
 
     /// The thread id.
-    fn conversation_file(seat: &CliTeammate) -> std::path::PathBuf {
+    fn conversation_file<S: LinkedStore>(seat: &CliTeammate<S>) -> std::path::PathBuf {
         seat.id_file("codex", "thread")
     }
 
-    fn new(seat: &CliTeammate) -> Result<Self, SetupError> {
+    fn new<S: LinkedStore>(seat: &CliTeammate<S>) -> Result<Self, SetupError> {
         Ok(Self {
             codex_sandbox: match seat.mode {
                 PermissionMode::WorkspaceWrite | PermissionMode::Bypass => "workspace-write",
@@ -126,7 +127,11 @@ impl CliAgent for Codex {
     }
 
     /// Starts the app-server, checks its version and opens (or resumes) the thread.
-    fn start(&self, seat: &CliTeammate, workdir: &Path) -> Result<Session, CodexError> {
+    fn start<S: LinkedStore>(
+        &self,
+        seat: &CliTeammate<S>,
+        workdir: &Path,
+    ) -> Result<Session, CodexError> {
         let mut args = vec!["app-server".to_string()];
         args.extend(seat.model.args.iter().cloned());
         let credentials = cli_agent::credentials(&["OPENAI_", "CODEX_"]);
@@ -201,7 +206,11 @@ impl CliAgent for Codex {
     /// One turn: `turn/start` with `input`, then Codex's messages until `turn/completed`. When
     /// the person interrupts, Codex is sent `turn/interrupt` and the turn ends with the
     /// `turn/completed` that follows.
-    fn turn(&self, session: &mut Session, turn: &Turn<'_>) -> Result<TurnEnding, CodexError> {
+    fn turn<S: LinkedStore>(
+        &self,
+        session: &mut Session,
+        turn: &Turn<'_, S>,
+    ) -> Result<TurnEnding, CodexError> {
         let start = session.rpc.request(
             "turn/start",
             json!({"threadId": session.thread, "input": [{"type": "text", "text": turn.input}]}),
@@ -277,7 +286,7 @@ impl CliAgent for Codex {
 }
 
 /// A turn's end in crew's terms.
-fn ending(seat: &CliTeammate, end: TurnEnd) -> TurnEnding {
+fn ending<S: LinkedStore>(seat: &CliTeammate<S>, end: TurnEnd) -> TurnEnding {
     let price = seat.model.price;
     TurnEnding {
         success: end.status == "completed",
