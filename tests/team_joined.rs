@@ -2058,3 +2058,78 @@ fn a_claude_code_teammate_on_another_host_works_through_the_store() {
     ]);
     assert_eq!(bob.wait(WAIT), Some(0), "{}", bob.log());
 }
+
+/// A Codex teammate on another host, on the store: the fixture `codex` (replaying a recorded
+/// session) asks twice, the person approves both through the store, and the file it wrote in
+/// its worktree there reaches the person's checkout by review and merge.
+#[test]
+fn a_codex_teammate_on_another_host_works_through_the_store() {
+    let fake = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex");
+    let model = format!(
+        "{{ provider = \"codex\", model = \"gpt-5.5\", bin = \"{}\", args = [\"-c\", \"analytics.enabled=false\"] }}",
+        fake.join("fake-codex").display()
+    );
+    let Some(person) = Person::with(
+        &[Mate::implementer("carol", &model)],
+        false,
+        "idle_poll_secs = 1\nidle_timeout_secs = 60\nheartbeat_secs = 1\nrequest_timeout_secs = 30",
+        "",
+    ) else {
+        return;
+    };
+    person.on_store(&["task", "add", "run a command and patch"]);
+    let log = person.outside.path().join("fake-codex.log");
+    let sample = fake.join("approvals-followup-interrupt.transcript.jsonl");
+    let url = person.cluster.url_as(&role_of(&person.setup, "carol"));
+    let mut carol = join_host_with(
+        person.outside.path(),
+        person.path(),
+        &url,
+        "carol",
+        "host-carol",
+        &[
+            ("FAKE_CODEX_SAMPLE", sample.to_str().unwrap()),
+            ("FAKE_CODEX_LOG", log.to_str().unwrap()),
+        ],
+    );
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let store = PgStore::connect(&person.url(), 2).unwrap();
+    let task = || task_n(&runtime, &store, 1);
+    let mut answered = Vec::new();
+    until(
+        WAIT,
+        "task_1 in review",
+        || {
+            for request in runtime
+                .block_on(store.requests(Duration::from_secs(30)))
+                .unwrap()
+                .into_iter()
+                .filter(|r| r.state == crew_store::requests::RequestState::Pending)
+            {
+                person.on_store(&["respond", &request.request_id, "--as", "user", "approve"]);
+                answered.push(request.request_id);
+            }
+            task().status == Status::Review
+        },
+        || format!("{:?}\n{}", task(), carol.log()),
+    );
+    assert_eq!(answered.len(), 2, "{answered:?}");
+    let merged = person.on_store(&["review", "merge", "task_1"]);
+    assert!(merged.contains("task_1 merged into main"), "{merged}");
+    assert_eq!(
+        std::fs::read_to_string(person.path().join("hello.txt")).unwrap(),
+        "hello world\n"
+    );
+    person.on_store(&[
+        "send",
+        "--from",
+        "user",
+        "--to",
+        "carol",
+        "--type",
+        "shutdown_request",
+        "--request",
+        "done",
+    ]);
+    assert_eq!(carol.wait(WAIT), Some(0), "{}", carol.log());
+}
