@@ -21,8 +21,13 @@ const CLASH_SH: &str = "if [ -f mul.txt ] && [ -f extra.txt ]; then echo 'mul an
 const GATED_SH: &str = "ls > started\nwhile [ ! -e go ]; do sleep 0.1; done\necho 'tests pass'\n";
 
 fn team(test_sh: &str, batch: usize) -> Team {
+    team_with(test_sh, batch, "")
+}
+
+/// As [`team`], with `more` after the `[merge_queue]` table.
+fn team_with(test_sh: &str, batch: usize, more: &str) -> Team {
     let toml = crew_toml(
-        &format!("test_command = \"sh test.sh\"\n\n[merge_queue]\nbatch = {batch}"),
+        &format!("test_command = \"sh test.sh\"\n\n[merge_queue]\nbatch = {batch}{more}"),
         &[
             ("alice", "implementer", "writes = true"),
             ("bob", "implementer", "writes = true"),
@@ -397,4 +402,22 @@ fn reviews_approved_one_after_the_other_are_tested_together() {
     let runs = runs(&team);
     assert_eq!(runs.len(), 1, "{runs:?}");
     assert_eq!(runs[0]["tasks"], serde_json::json!(["task_1", "task_2"]));
+}
+
+/// The queue runs a branch's tests as an agent's code: under the team's `[limits]` (a fork bomb
+/// committed to a branch must not take the person's machine), as the agents' commands are.
+#[test]
+fn the_queue_runs_the_tests_under_the_teams_limits() {
+    let team = team_with(
+        "grep 'Max processes' /proc/self/limits\n",
+        1,
+        "\n\n[limits]\nmax_processes = 77",
+    );
+    team.repo.ok(&["task", "add", "sub: one"]);
+    team.repo.ok(&["task", "assign", "task_1", "alice"]);
+    let _up = team.spawn("up", &["up", "--headless", "--merge", "queue"]);
+    team.wait_task("task_1", "completed", WAIT);
+    let output = std::fs::read_to_string(team.repo.join(".crew/merge-queue/output.log")).unwrap();
+    let limit: Vec<&str> = output.split_whitespace().collect();
+    assert_eq!(limit.get(2..4), Some(&["77", "77"][..]), "{output}");
 }

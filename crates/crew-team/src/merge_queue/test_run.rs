@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use crew_config::TeamConfig;
 use crew_sandbox::SandboxPlan;
 use crew_tools::process::{ProcessEnd, ProcessSpec, run_process_streaming};
-use crew_tools::{Sandbox, scrub_env};
+use crew_tools::scrub_env;
 use tokio::runtime::Runtime;
 use tokio_util::sync::CancellationToken;
 
@@ -66,7 +66,10 @@ pub(crate) fn run_tests(
             millis: 0,
         };
     };
-    let sandbox = Sandbox::new(config.permissions.sandbox, false, true);
+    // The team's sandbox as its agents' commands get it: the tests are an agent's code, so
+    // `[limits]` hold them too (a fork bomb in a branch must not take the person's machine),
+    // and what `readable_secrets` lets through is let through here as well.
+    let sandbox = config.sandbox(false, true);
     if let SandboxPlan::Unavailable(missing) = sandbox.plan() {
         return not_run(format!(
             "the sandbox is unavailable ({missing}), and the queue runs the tests only confined \
