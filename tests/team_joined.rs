@@ -2133,3 +2133,47 @@ fn a_codex_teammate_on_another_host_works_through_the_store() {
     ]);
     assert_eq!(carol.wait(WAIT), Some(0), "{}", carol.log());
 }
+
+/// `crew --store URL down` stops a teammate that waits on the person: bob, on another host,
+/// waits on a permission request (it would see the shutdown request only once that is answered
+/// or expires, minutes later); `down` denies it as the team stops, and bob shuts down within
+/// the wait.
+#[test]
+fn down_on_the_store_stops_a_teammate_waiting_on_a_permission_request() {
+    let Some(person) = Person::with(
+        &[Mate::implementer("bob", SIMULATED)],
+        false,
+        "idle_poll_secs = 1\nidle_timeout_secs = 60\nheartbeat_secs = 1\nrequest_timeout_secs = 600",
+        "",
+    ) else {
+        return;
+    };
+    person.on_store(&["task", "add", "write from-host2.txt"]);
+    let mut bob = person.join("bob");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let store = PgStore::connect(&person.url(), 2).unwrap();
+    let pending = || {
+        runtime
+            .block_on(store.requests(Duration::from_secs(600)))
+            .unwrap()
+            .into_iter()
+            .filter(|r| r.state == crew_store::requests::RequestState::Pending)
+            .count()
+    };
+    until(WAIT, "bob's request", || pending() == 1, || bob.log());
+    let url = person.url();
+    let run = person
+        .team
+        .repo
+        .crew(&["--store", &url, "down", "--timeout", "30"]);
+    let down = format!("{}{}", run.stdout, run.stderr);
+    assert_eq!(run.code, 0, "{down}\n{}", bob.log());
+    assert!(
+        down.contains("denied bob's pending request")
+            && down.contains("(the team stops)")
+            && down.contains("every agent shut down"),
+        "{down}"
+    );
+    assert_eq!(bob.wait(WAIT), Some(0), "{}", bob.log());
+    assert_eq!(pending(), 0);
+}

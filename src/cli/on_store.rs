@@ -224,12 +224,7 @@ async fn on(
             timeout,
             json: false,
         } => {
-            crate::cli::up_on_store::down(
-                store,
-                config.worker.lease(),
-                Duration::from_secs(timeout),
-            )
-            .await
+            crate::cli::up_on_store::down(store, config, Duration::from_secs(timeout)).await
         }
         Command::Down { json: true, .. } => Err(CliError::Usage(
             "`crew --store URL down --json`: not on a team in the store yet; without --json it says who was asked and who stopped".into(),

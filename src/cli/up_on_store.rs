@@ -20,8 +20,10 @@ use crate::cli::exit::CliError;
 use crate::cli::progress::{Progress, all_done, failed_tasks, lead_gave_up};
 use crate::cli::project::Project;
 use crate::cli::store::{Say, reach_current, setup, to_stderr, to_stdout};
+use crew_config::TeamConfig;
 use crew_protocol::{AgentName, AgentState, USER};
-use crew_store::{Draft, MessageKind};
+use crew_store::requests::RequestState;
+use crew_store::{BackendError, Draft, MessageKind};
 use crew_store_pg::{AgentLogin, PgStore, Wakeups};
 use crew_team::merge_queue::{QueueFiles, QueueRunner};
 use crew_team::review::Desk;
@@ -277,36 +279,53 @@ async fn running(store: &PgStore, lease: Duration) -> anyhow::Result<BTreeMap<Ag
 }
 
 /// `crew --store URL down`: a `shutdown_request` from the person to every agent still running,
-/// on any host; waits (at most `timeout`) for each to shut down, and names those that did not.
-pub async fn down(store: &PgStore, lease: Duration, timeout: Duration) -> anyhow::Result<()> {
-    stop_team(store, lease, timeout, &mut |line| println!("{line}")).await
+/// on any host, and their pending permission requests denied (an agent waiting on one would
+/// see the request only once it is answered or expires); waits (at most `timeout`) for each to
+/// shut down, and names those that did not.
+pub async fn down(store: &PgStore, config: &TeamConfig, timeout: Duration) -> anyhow::Result<()> {
+    stop_team(store, config, timeout, &mut |line| println!("{line}")).await
 }
 
 /// [`down`], each step told to `tell`.
 async fn stop_team(
     store: &PgStore,
-    lease: Duration,
+    config: &TeamConfig,
     timeout: Duration,
     tell: &mut dyn FnMut(String),
 ) -> anyhow::Result<()> {
+    let lease = config.worker.lease();
     let running = running(store, lease).await?;
     if running.is_empty() {
         tell("no agent of the team is running".into());
         return Ok(());
     }
+    let mut asked = BTreeMap::new();
     for (name, host) in &running {
-        let asked = store
-            .send(Draft {
-                kind: MessageKind::ShutdownRequest,
-                text: Some("the person stops the team".into()),
-                request: true,
-                ..Draft::new(USER, name.clone())
-            })
-            .await?;
-        tell(format!(
-            "asked {name} on {host} to shut down ({})",
-            asked.request_id.unwrap_or_default()
-        ));
+        let request = ask_to_shut_down(store, name).await?;
+        tell(format!("asked {name} on {host} to shut down ({request})"));
+        asked.insert(name.clone(), request);
+    }
+    let request_timeout = config.request_timeout();
+    for request in store.requests(request_timeout).await? {
+        if request.state != RequestState::Pending
+            || request.kind != MessageKind::PermissionRequest
+            || !running.contains_key(&request.from)
+        {
+            continue;
+        }
+        let note = Some("the person stops the team".to_string());
+        match store
+            .respond(&request.request_id, &USER, false, note, request_timeout)
+            .await
+        {
+            Ok(_) => tell(format!(
+                "denied {}'s pending request {} (the team stops)",
+                request.from, request.request_id
+            )),
+            // Answered or expired meanwhile.
+            Err(e) if e.refusal().is_some() => {}
+            Err(e) => return Err(e.into()),
+        }
     }
     let deadline = std::time::Instant::now() + timeout;
     loop {
@@ -327,8 +346,44 @@ async fn stop_team(
             ))
             .into());
         }
+        // A teammate finishing a task refuses ("busy, ask again when it is done"): once it is
+        // idle it is asked again, as the file team's stop does.
+        let answers = store.requests(request_timeout).await?;
+        for name in &still {
+            let Some(request) = asked.get(name) else {
+                continue;
+            };
+            let refused = answers
+                .iter()
+                .any(|r| &r.request_id == request && r.state == RequestState::Rejected);
+            let idle = store
+                .agent_status(name)
+                .await?
+                .is_some_and(|s| s.state == AgentState::Idle);
+            if refused && idle {
+                let again = ask_to_shut_down(store, name).await?;
+                tell(format!("asked {name} again, now that it is idle ({again})"));
+                asked.insert(name.clone(), again);
+            }
+        }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
+}
+
+/// A shutdown request from the person to `name`; its request id.
+async fn ask_to_shut_down(
+    store: &PgStore,
+    name: &AgentName,
+) -> anyhow::Result<crew_store::RequestId> {
+    let asked = store
+        .send(Draft {
+            kind: MessageKind::ShutdownRequest,
+            text: Some("the person stops the team".into()),
+            request: true,
+            ..Draft::new(USER, name.clone())
+        })
+        .await?;
+    Ok(asked.request_id.unwrap_or_default())
 }
 
 /// `crew --store URL up --headless`: the team's progress told here (lines, or JSON with
@@ -402,12 +457,9 @@ fn headless(
     drop(queue);
     let (tasks, requests) = look(&store)?;
     progress.look(&tasks, &requests);
-    let stopped = runtime.block_on(stop_team(
-        &store,
-        config.worker.lease(),
-        STOP_GRACE,
-        &mut |line| progress.say("stopping", json!({ "text": line }), line.clone()),
-    ));
+    let stopped = runtime.block_on(stop_team(&store, &config, STOP_GRACE, &mut |line| {
+        progress.say("stopping", json!({ "text": line }), line.clone())
+    }));
     if let Err(e) = stopped {
         eprintln!("crew: {e}");
     }
