@@ -189,7 +189,7 @@ async fn run_in(url: &str, plan: &Plan) -> anyhow::Result<Value> {
                 .with_context(|| format!("host {h}'s report {line:?}"))?,
         );
     }
-    read_inbox(&store, &lead, &mut done_messages, &mut inbox_ids).await?;
+    while read_inbox(&store, &lead, &mut done_messages, &mut inbox_ids).await? {}
     let tasks = store.tasks().await?;
     judge(plan, seconds, &tasks, &done_messages, &inbox_ids, &reports)
 }
@@ -276,29 +276,32 @@ fn judge(
     }))
 }
 
+/// Reads one batch of the lead's unread messages (at most 1,000), moving its cursor past them;
+/// whether there were any. One batch per look: while the hosts append faster than a batch is
+/// read, reading until none are left would not return before the run ends, and the chaos is
+/// decided between looks.
 async fn read_inbox(
     store: &PgStore,
     lead: &AgentName,
     done: &mut HashMap<String, Vec<String>>,
     ids: &mut HashSet<String>,
-) -> anyhow::Result<()> {
-    loop {
-        let batch = store.unread(lead, lead, 1000).await?;
-        let Some((last, _)) = batch.last() else {
-            return Ok(());
-        };
-        store.mark_read(lead, lead, *last).await?;
-        for (_, m) in batch {
-            if !ids.insert(m.id.clone()) {
-                bail!("message {} read twice through the lead's cursor", m.id);
-            }
-            if let Some(task) = m.extra.get("task").and_then(Value::as_str) {
-                done.entry(task.to_string())
-                    .or_default()
-                    .push(m.from.to_string());
-            }
+) -> anyhow::Result<bool> {
+    let batch = store.unread(lead, lead, 1000).await?;
+    let Some((last, _)) = batch.last() else {
+        return Ok(false);
+    };
+    store.mark_read(lead, lead, *last).await?;
+    for (_, m) in batch {
+        if !ids.insert(m.id.clone()) {
+            bail!("message {} read twice through the lead's cursor", m.id);
+        }
+        if let Some(task) = m.extra.get("task").and_then(Value::as_str) {
+            done.entry(task.to_string())
+                .or_default()
+                .push(m.from.to_string());
         }
     }
+    Ok(true)
 }
 
 fn spawn_hosts(url: &str, plan: &Plan) -> anyhow::Result<Vec<Host>> {
