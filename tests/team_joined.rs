@@ -430,6 +430,21 @@ impl Person {
         join_host(self.outside.path(), self.path(), &url, name, host)
     }
 
+    /// Asks `name` to shut down, as the person.
+    fn ask_to_shut_down(&self, name: &str) {
+        self.on_store(&[
+            "send",
+            "--from",
+            "user",
+            "--to",
+            name,
+            "--type",
+            "shutdown_request",
+            "--request",
+            "done",
+        ]);
+    }
+
     fn remote_head(&self, branch: &str) -> String {
         git_out(
             self.outside.path(),
@@ -842,15 +857,7 @@ fn a_team_across_hosts_claims_on_both_sides_and_every_diff_is_reviewed_and_merge
         Duration::from_secs(90),
         "reviewed",
         || {
-            for request in runtime
-                .block_on(store.requests(Duration::from_secs(60)))
-                .unwrap()
-                .into_iter()
-                .filter(|r| {
-                    r.state == crew_store::requests::RequestState::Pending
-                        && r.kind == crew_store::MessageKind::PermissionRequest
-                })
-            {
+            for request in pending_requests(&runtime, &store) {
                 person.on_store(&["respond", &request.request_id, "--as", "user", "approve"]);
             }
             [1, 2].iter().all(|id| {
@@ -1303,17 +1310,7 @@ fn work_the_person_discards_is_taken_out_of_a_joined_hosts_branch() {
         "Task task_2: write the right thing\n",
         "only the second task's change"
     );
-    person.on_store(&[
-        "send",
-        "--from",
-        "user",
-        "--to",
-        "bob",
-        "--type",
-        "shutdown_request",
-        "--request",
-        "done",
-    ]);
+    person.ask_to_shut_down("bob");
     assert_eq!(bob.wait(WAIT), Some(0), "{}", bob.log());
 }
 
@@ -1398,6 +1395,22 @@ fn the_person_watches_and_steers_a_team_on_the_store_from_the_screen() {
     screen.keys("q");
     screen.wait_exit();
     screen.assert_restored();
+}
+
+/// The permission requests waiting for the person now.
+fn pending_requests(
+    runtime: &tokio::runtime::Runtime,
+    store: &PgStore,
+) -> Vec<crew_store::RequestInfo> {
+    runtime
+        .block_on(store.requests(Duration::from_secs(600)))
+        .unwrap()
+        .into_iter()
+        .filter(|r| {
+            r.state == crew_store::requests::RequestState::Pending
+                && r.kind == crew_store::MessageKind::PermissionRequest
+        })
+        .collect()
 }
 
 fn task_n(runtime: &tokio::runtime::Runtime, store: &PgStore, n: u64) -> crew_store::Task {
@@ -1669,17 +1682,7 @@ fn the_persons_merge_queue_on_the_store_lands_what_passes_and_sends_back_what_br
     });
     assert!(ended.success(), "{}", said());
     assert!(said().contains("merge queue stopped"), "{}", said());
-    person.on_store(&[
-        "send",
-        "--from",
-        "user",
-        "--to",
-        "bob",
-        "--type",
-        "shutdown_request",
-        "--request",
-        "done",
-    ]);
+    person.ask_to_shut_down("bob");
     assert_eq!(bob.wait(WAIT), Some(0), "{}", bob.log());
 }
 
@@ -2004,12 +2007,7 @@ fn a_claude_code_teammate_on_another_host_works_through_the_store() {
         WAIT,
         "task_1 in review",
         || {
-            for request in runtime
-                .block_on(store.requests(Duration::from_secs(30)))
-                .unwrap()
-                .into_iter()
-                .filter(|r| r.state == crew_store::requests::RequestState::Pending)
-            {
+            for request in pending_requests(&runtime, &store) {
                 assert_eq!(request.from.as_str(), "bob", "{request:?}");
                 let answer = if answered.is_empty() {
                     "approve"
@@ -2045,17 +2043,7 @@ fn a_claude_code_teammate_on_another_host_works_through_the_store() {
     let merged = person.on_store(&["review", "merge", "task_1"]);
     assert!(merged.contains("task_1 merged into main"), "{merged}");
     assert!(person.path().join("claude-did.txt").is_file());
-    person.on_store(&[
-        "send",
-        "--from",
-        "user",
-        "--to",
-        "bob",
-        "--type",
-        "shutdown_request",
-        "--request",
-        "done",
-    ]);
+    person.ask_to_shut_down("bob");
     assert_eq!(bob.wait(WAIT), Some(0), "{}", bob.log());
 }
 
@@ -2100,12 +2088,7 @@ fn a_codex_teammate_on_another_host_works_through_the_store() {
         WAIT,
         "task_1 in review",
         || {
-            for request in runtime
-                .block_on(store.requests(Duration::from_secs(30)))
-                .unwrap()
-                .into_iter()
-                .filter(|r| r.state == crew_store::requests::RequestState::Pending)
-            {
+            for request in pending_requests(&runtime, &store) {
                 person.on_store(&["respond", &request.request_id, "--as", "user", "approve"]);
                 answered.push(request.request_id);
             }
@@ -2120,17 +2103,7 @@ fn a_codex_teammate_on_another_host_works_through_the_store() {
         std::fs::read_to_string(person.path().join("hello.txt")).unwrap(),
         "hello world\n"
     );
-    person.on_store(&[
-        "send",
-        "--from",
-        "user",
-        "--to",
-        "carol",
-        "--type",
-        "shutdown_request",
-        "--request",
-        "done",
-    ]);
+    person.ask_to_shut_down("carol");
     assert_eq!(carol.wait(WAIT), Some(0), "{}", carol.log());
 }
 
@@ -2152,14 +2125,7 @@ fn down_on_the_store_stops_a_teammate_waiting_on_a_permission_request() {
     let mut bob = person.join("bob");
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let store = PgStore::connect(&person.url(), 2).unwrap();
-    let pending = || {
-        runtime
-            .block_on(store.requests(Duration::from_secs(600)))
-            .unwrap()
-            .into_iter()
-            .filter(|r| r.state == crew_store::requests::RequestState::Pending)
-            .count()
-    };
+    let pending = || pending_requests(&runtime, &store).len();
     until(WAIT, "bob's request", || pending() == 1, || bob.log());
     let url = person.url();
     let run = person

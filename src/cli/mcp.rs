@@ -52,15 +52,7 @@ pub(crate) fn check_owner(name: &AgentName, pid: Option<u32>) -> Result<(), CliE
 pub fn on_store(url: &str, name: &AgentName, root: &std::path::Path) -> anyhow::Result<()> {
     // The store's connections run on this runtime's threads while a tool call, on the
     // protocol's own thread, waits for them.
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
-    let (store, config) = runtime.block_on(async {
-        let store = crate::cli::store::reach_current(url).await?;
-        let config = crate::cli::on_store::published(&store, url).await?;
-        anyhow::Ok((store, config))
-    })?;
+    let (runtime, store, config) = crate::cli::on_store::reach_team(url)?;
     let status = runtime.block_on(store.agent_status(name))?;
     check_owner(name, status.map(|s| s.pid))?;
     let link = crew_team::run::link::TeamLink::postgres(store, runtime.handle().clone());

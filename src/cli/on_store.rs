@@ -59,16 +59,7 @@ pub(crate) fn screen(
     args: crate::cli::args::UiArgs,
     start: &Path,
 ) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("starting the store client")?;
-    let store = runtime.block_on(async {
-        let store = reach_current(url).await?;
-        published(&store, url).await?;
-        anyhow::Ok(store)
-    })?;
+    let (runtime, store, _) = reach_team(url)?;
     let shown = store.shown_url();
     let checkout = match Project::find(start) {
         Ok(project) => Some(crew_tui::StoreCheckout {
@@ -108,16 +99,7 @@ fn checkout(start: &Path, command: &str) -> anyhow::Result<(std::path::PathBuf, 
 /// Ctrl-C or SIGTERM, saying what it does. (The screen in the checkout runs it as well; only
 /// one process at a time does.)
 fn run_queue(url: &str, start: &Path) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("starting the store client")?;
-    let (store, config) = runtime.block_on(async {
-        let store = reach_current(url).await?;
-        let config = published(&store, url).await?;
-        anyhow::Ok((store, config))
-    })?;
+    let (runtime, store, config) = reach_team(url)?;
     let (root, files) = checkout(start, "queue run")?;
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     crate::cli::run_team::signal_stop(stop.clone())?;
@@ -142,6 +124,24 @@ fn run_queue(url: &str, start: &Path) -> anyhow::Result<()> {
     drop(runner);
     println!("merge queue stopped");
     Ok(())
+}
+
+/// The store at `url` and the team published there, with the runtime that drives it
+/// (multi-threaded: its threads drive the connections while the worker's own threads wait).
+pub(crate) fn reach_team(
+    url: &str,
+) -> anyhow::Result<(tokio::runtime::Runtime, PgStore, TeamConfig)> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the store client")?;
+    let (store, config) = runtime.block_on(async {
+        let store = reach_current(url).await?;
+        let config = published(&store, url).await?;
+        anyhow::Ok((store, config))
+    })?;
+    Ok((runtime, store, config))
 }
 
 /// The team as the person published it.

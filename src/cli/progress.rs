@@ -17,9 +17,25 @@ use crew_store::{AgentName, MessageKind, RequestInfo, Status, Task, TaskId};
 use crew_team::run::headless::Happening;
 use crew_team::run::supervisor::TeamEvent;
 
+/// Why an `--until-done` run ends after a look.
+pub(crate) enum RunEnd {
+    /// Every task ended: the failed ones, said, if any.
+    Done(Option<String>),
+    /// The lead will not go on: why.
+    GaveUp(String),
+}
+
+/// Whether an `--until-done` run ends with what `happened` and `tasks` as they are now.
+pub(crate) fn until_done(happened: &[Happening], tasks: &[Task]) -> Option<RunEnd> {
+    if let Some(why) = lead_gave_up(happened, tasks) {
+        return Some(RunEnd::GaveUp(why));
+    }
+    all_done(tasks).then(|| RunEnd::Done(failed_tasks(tasks)))
+}
+
 /// `--until-done` with a lead that will not go on: its turn failed for good (the model's
 /// retries are behind it), or it ended with not one task created, so nothing would ever end.
-pub(crate) fn lead_gave_up(happened: &[Happening], tasks: &[Task]) -> Option<String> {
+fn lead_gave_up(happened: &[Happening], tasks: &[Task]) -> Option<String> {
     for h in happened {
         let Happening::LeadTurn { success, summary } = h else {
             continue;
@@ -41,7 +57,7 @@ pub(crate) fn lead_gave_up(happened: &[Happening], tasks: &[Task]) -> Option<Str
 }
 
 /// Every task ended and some failed: which, and why.
-pub(crate) fn failed_tasks(tasks: &[Task]) -> Option<String> {
+fn failed_tasks(tasks: &[Task]) -> Option<String> {
     let failed: Vec<String> = tasks
         .iter()
         .filter(|t| t.status == Status::Failed)

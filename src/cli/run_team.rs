@@ -9,7 +9,7 @@ use anyhow::Context;
 use crate::cli::args::{ApprovePolicy, MergeArg, UpArgs, WorkerAction, WorkerArgs};
 use crate::cli::exit::CliError;
 use crate::cli::preflight;
-use crate::cli::progress::{Progress, all_done, failed_tasks, lead_gave_up};
+use crate::cli::progress::{Progress, RunEnd, until_done};
 use crate::cli::project::Project;
 use crew_store::{AgentName, DirWatcher};
 use crew_team::run::daemon::TeamLock;
@@ -173,16 +173,14 @@ pub fn up(project: Project, args: UpArgs) -> anyhow::Result<()> {
         let tasks = workspace.tasks().load_all()?.tasks;
         let requests = workspace.mailboxes().requests(config.request_timeout())?;
         progress.look(&tasks, &requests);
-        if args.until_done {
-            if let Some(why) = lead_gave_up(&happened, &tasks) {
-                unfinished = Some(why);
-                break;
+        if args.until_done
+            && let Some(end) = until_done(&happened, &tasks)
+        {
+            match end {
+                RunEnd::GaveUp(why) => unfinished = Some(why),
+                RunEnd::Done(failed) => (unfinished, finished) = (failed, true),
             }
-            if all_done(&tasks) {
-                unfinished = failed_tasks(&tasks);
-                finished = true;
-                break;
-            }
+            break;
         }
         run.wait(&watcher, Duration::from_millis(500));
     }

@@ -17,7 +17,7 @@ use serde_json::json;
 
 use crate::cli::args::{UiArgs, UpArgs};
 use crate::cli::exit::CliError;
-use crate::cli::progress::{Progress, all_done, failed_tasks, lead_gave_up};
+use crate::cli::progress::{Progress, RunEnd, until_done};
 use crate::cli::project::Project;
 use crate::cli::store::{Say, reach_current, setup, to_stderr, to_stdout};
 use crew_config::TeamConfig;
@@ -396,16 +396,8 @@ fn headless(
     project: &Project,
     mut progress: Progress,
 ) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("starting the store client")?;
-    let (store, config) = runtime.block_on(async {
-        let store = reach_current(url).await?;
-        let config = crate::cli::on_store::published(&store, url).await?;
-        anyhow::Ok((store, Arc::new(config)))
-    })?;
+    let (runtime, store, config) = crate::cli::on_store::reach_team(url)?;
+    let config = Arc::new(config);
     let root = project.workspace.repository_root();
     let files = QueueFiles::on_store(&project.workspace.crew_dir())?;
     let (policy, merge) = crate::cli::run_team::policies(args);
@@ -442,15 +434,14 @@ fn headless(
         progress.happenings(&happened);
         let (tasks, requests) = look(&store)?;
         progress.look(&tasks, &requests);
-        if args.until_done {
-            if let Some(why) = lead_gave_up(&happened, &tasks) {
-                unfinished = Some(why);
-                break;
-            }
-            if all_done(&tasks) {
-                unfinished = failed_tasks(&tasks);
-                break;
-            }
+        if args.until_done
+            && let Some(end) = until_done(&happened, &tasks)
+        {
+            unfinished = match end {
+                RunEnd::GaveUp(why) => Some(why),
+                RunEnd::Done(failed) => failed,
+            };
+            break;
         }
         runtime.block_on(wakeups.wait(Duration::from_millis(500)));
     }

@@ -7,7 +7,7 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use crate::review::Desk;
+use crate::review::{Desk, ReviewError};
 use crate::run::headless::{Happening, MergePolicy, Policy};
 use crew_protocol::joined;
 use crew_protocol::terminal_text::one_line;
@@ -81,19 +81,24 @@ impl StandIn {
                 });
                 continue;
             }
-            let text = match desk.merge_automatically(r.id).await {
-                Ok(text) => text,
-                Err(e) => {
-                    self.left_for_person.insert(r.id);
-                    format!("{e}; it waits for the person")
-                }
-            };
-            out.push(Happening::Reviewed {
-                id: r.id,
-                text: one_line(&text).into_owned(),
-            });
+            let merged = desk.merge_automatically(r.id).await;
+            out.push(self.took(r.id, merged));
         }
         out
+    }
+
+    /// What the policy's answer to review `id` was, told; one it could not take waits for the
+    /// person from now on.
+    fn took(&mut self, id: TaskId, answer: Result<String, ReviewError>) -> Happening {
+        let text = answer.unwrap_or_else(|e| {
+            self.left_for_person.insert(id);
+            format!("{e}; it waits for the person")
+        });
+        // It names agents' files and notes: made safe for the terminal here.
+        Happening::Reviewed {
+            id,
+            text: one_line(&text).into_owned(),
+        }
     }
 
     /// `--merge queue`: every task entering review is approved into the merge queue, as the
@@ -121,17 +126,8 @@ impl StandIn {
             if seen || self.left_for_person.contains(&r.id) || r.unavailable.is_some() {
                 continue;
             }
-            let text = match desk.approve(r.id, &USER, queue).await {
-                Ok(text) => format!("{text} (--merge queue)"),
-                Err(e) => {
-                    self.left_for_person.insert(r.id);
-                    format!("{e}; it waits for the person")
-                }
-            };
-            out.push(Happening::Reviewed {
-                id: r.id,
-                text: one_line(&text).into_owned(),
-            });
+            let approved = desk.approve(r.id, &USER, queue).await;
+            out.push(self.took(r.id, approved.map(|text| format!("{text} (--merge queue)"))));
         }
         out
     }
