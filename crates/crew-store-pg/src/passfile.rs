@@ -86,12 +86,16 @@ pub(crate) fn keep(
             text.push('\n');
         }
     }
-    // Written beside it and renamed over it: a crash leaves the old file or the new one.
+    // Written beside it and renamed over it: a crash leaves the old file or the new one. Made
+    // afresh (a leftover is removed first, never opened: it could be a link to anywhere).
     let temporary = path.with_extension("crew-new");
+    match std::fs::remove_file(&temporary) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(failed(e)),
+        _ => {}
+    }
     let mut file = std::fs::OpenOptions::new()
         .write(true)
-        .create(true)
-        .truncate(true)
+        .create_new(true)
         .mode(0o600)
         .open(&temporary)
         .map_err(failed)?;
@@ -170,7 +174,12 @@ mod tests {
     fn a_kept_password_comes_first_replaces_its_old_line_and_only_the_owner_reads_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("pgpass");
+        // A leftover beside it, even a link elsewhere, is replaced, never written through.
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::write(&elsewhere, "untouched\n").unwrap();
+        std::os::unix::fs::symlink(&elsewhere, path.with_extension("crew-new")).unwrap();
         keep(&path, "db", 5432, "web", "crew_web_bob", "old").unwrap();
+        assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "untouched\n");
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
         // The person's own lines stay, after it: a wildcard of theirs does not shadow it.
