@@ -1238,3 +1238,56 @@ fn up_on_a_password_checking_server_gives_each_worker_it_starts_a_password_of_it
     );
     assert_eq!(std::fs::read_to_string(&pgpass).unwrap(), kept);
 }
+
+/// A Claude Code teammate's team tools are `crew mcp`, a process its CLI starts, which logs in
+/// with the agent's role from the password file: crew hands no password to a third-party
+/// process. A worker whose role's password is only in `PGPASSWORD` is refused at start, saying
+/// where the password goes, rather than the CLI finding its tools gone.
+#[test]
+fn a_claude_code_worker_on_the_store_needs_its_password_where_its_tools_can_read_it() {
+    let Some(cluster) = crew_test_support::postgres::start() else {
+        return;
+    };
+    let url = cluster.url();
+    let mut toml = crate::support::team::crew_toml("", &[], "mode = \"ask\"", "heartbeat_secs = 1");
+    toml.push_str(
+        "\n[[teammate]]\nname = \"bob\"\nrole = \"implementer\"\nwrites = true\nmodel = { provider = \"claude-code\", bin = \"/bin/false\" }\n",
+    );
+    let team = crate::support::team::Team::new(&toml, "echo.toml", &[]);
+    team.repo.ok(&["store", "setup", &url]);
+    let added: Run = Command::new(crew_exe())
+        .args([
+            "store",
+            "add-agent",
+            &url,
+            "bob",
+            "--password-env",
+            "BOB_PW",
+        ])
+        .env("BOB_PW", "bobs-pw-93")
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(added.code, 0, "{}", added.stderr);
+    cluster.require_passwords();
+    let home = tempfile::tempdir().unwrap();
+    let bob = cluster.url_as("crew_postgres_bob");
+    let run: Run = Command::new(crew_exe())
+        .args(["--store", &bob, "worker", "--name", "bob"])
+        .current_dir(team.repo.path())
+        .env("HOME", home.path())
+        .env_remove("PGPASSFILE")
+        .env("PGPASSWORD", "bobs-pw-93")
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(run.code, 3, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr
+            .contains("bob: a Claude Code teammate's team tools")
+            && run.stderr.contains("never from PGPASSWORD")
+            && run.stderr.contains("crew_postgres_bob"),
+        "{}",
+        run.stderr
+    );
+}

@@ -14,15 +14,14 @@ use anyhow::Context;
 
 use crate::cli::args::WorkerArgs;
 use crate::cli::exit::CliError;
-use crate::cli::on_store::published;
+use crate::cli::on_store::reach_team;
 use crate::cli::project::Project;
 use crate::cli::run_team::print_exit;
-use crate::cli::store::reach_current;
 use crate::cli::{logging, preflight};
 use crew_config::TeamConfig;
 use crew_git::TeamRemote;
 use crew_store::AgentName;
-use crew_store_pg::PgStore;
+use crew_store_pg::{AgentLogin, PgStore};
 use crew_team::run::headless::settings_for;
 use crew_team::run::link::TeamLink;
 use crew_team::run::worker::Worker;
@@ -108,22 +107,6 @@ fn worker_name(args: &WorkerArgs) -> anyhow::Result<AgentName> {
     })
 }
 
-/// The store at `url` and the team published there, with the runtime that drives it
-/// (multi-threaded: its threads drive the connections while the worker's own threads wait).
-fn reach_team(url: &str) -> anyhow::Result<(tokio::runtime::Runtime, PgStore, TeamConfig)> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("starting the store client")?;
-    let (store, config) = runtime.block_on(async {
-        let store = reach_current(url).await?;
-        let config = published(&store, url).await?;
-        anyhow::Ok((store, config))
-    })?;
-    Ok((runtime, store, config))
-}
-
 /// `name` must be on the team, and may be its lead only beside the person's checkout.
 fn check_member(config: &TeamConfig, name: &AgentName, lead_ok: bool) -> anyhow::Result<()> {
     config
@@ -150,6 +133,7 @@ fn work(
     bypass: bool,
 ) -> anyhow::Result<()> {
     refuse_a_second_life(runtime, &store, name, config.worker.lease())?;
+    cli_tools_can_log_in(runtime, &store, &config, name)?;
     let shown = store.shown_url();
     logging::start(&root);
     let config = Arc::new(config);
@@ -167,6 +151,33 @@ fn work(
     let exit = worker.run(work.as_mut(), &AtomicBool::new(false))?;
     print_exit(name, exit);
     Ok(())
+}
+
+/// A Claude Code teammate's team tools are `crew --store ROLE_URL mcp`, a process its CLI
+/// starts, which logs in with the agent's role from the password file: crew hands no password to
+/// a third-party process (`PGPASSWORD` is sealed out of this one at start). Refused at start
+/// when that login fails, rather than the CLI finding its tools gone.
+fn cli_tools_can_log_in(
+    runtime: &tokio::runtime::Runtime,
+    store: &PgStore,
+    config: &TeamConfig,
+    name: &AgentName,
+) -> anyhow::Result<()> {
+    let provider = config.agent(name).map(|a| a.model.provider.as_str());
+    if provider != Some("claude-code") {
+        return Ok(());
+    }
+    let role = store.role();
+    match runtime.block_on(store.agent_login(role))? {
+        AgentLogin::Works => Ok(()),
+        AgentLogin::NeedsPassword(why) => Err(CliError::Refused(format!(
+            "{name}: a Claude Code teammate's team tools (`crew mcp`, started by the CLI) log in \
+             with its role {role} from the password file on this host (PGPASSFILE, or \
+             ~/.pgpass), never from PGPASSWORD, which crew hands to no CLI: add the role's line \
+             there ({why})"
+        ))
+        .into()),
+    }
 }
 
 /// Refuses to start `name` while the store heard from a live worker of that name within a lease

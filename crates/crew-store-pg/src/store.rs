@@ -249,7 +249,12 @@ impl PgStore {
 
     /// This store's URL as it may be shown: its role, servers and database, no password.
     pub fn shown_url(&self) -> String {
-        self.url_as(self.config.get_user().unwrap_or("postgres"))
+        self.url_as(self.role())
+    }
+
+    /// The role this store's connections log in as.
+    pub fn role(&self) -> &str {
+        self.config.get_user().unwrap_or("postgres")
     }
 
     /// The database the URL names (PostgreSQL's default: the user's name).
