@@ -385,7 +385,11 @@ fn a_teammates_commands_cannot_read_the_persons_keys_and_tokens() {
     for file in files.iter().chain([&".config/hub"]) {
         script.push_str(&format!("cat ~/{file} 2>&1; "));
     }
-    script.push_str("ls -a ~/.ssh; echo looked");
+    // Variants: through a link made in the worktree, a hard link, and the real path behind HOME.
+    script.push_str(
+        "ln -s ~/.aws/credentials soft 2>&1; cat soft 2>&1; ln ~/.netrc hard 2>&1; cat hard 2>&1; \
+         cat \"$(readlink -f ~)/.git-credentials\" 2>&1; ls -a ~/.ssh; echo looked",
+    );
     team.repo.ok(&["task", "add", "attack", "--desc", &script]);
     let home_dir = home.path().to_str().unwrap();
     let _alice = team.spawn_with_env(
