@@ -1963,6 +1963,76 @@ fn the_built_in_demo_runs_as_one_team_across_two_hosts_on_the_store() {
     assert_eq!(bob.wait(WAIT), Some(0), "{}", bob.log());
 }
 
+/// A CLI teammate `name` on a host of its own, its model `model` of the fixture CLI `bin` in
+/// `tests/fixtures/DIR` (which replays the recorded `sample`, logging what it gets to the path
+/// returned, both told it by `VAR_SAMPLE`/`VAR_LOG` named from `vars`), the person's task
+/// `subject` waiting for it.
+fn fixture_cli_on_another_host(
+    dir: &str,
+    model: impl Fn(&Path) -> String,
+    name: &str,
+    subject: &str,
+    sample: &str,
+    vars: &str,
+) -> Option<(Person, Host, PathBuf)> {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(dir);
+    let model = model(&fixtures);
+    let person = Person::with(
+        &[Mate::implementer(name, &model)],
+        false,
+        "idle_poll_secs = 1\nidle_timeout_secs = 60\nheartbeat_secs = 1\nrequest_timeout_secs = 30",
+        "",
+    )?;
+    person.on_store(&["task", "add", subject]);
+    let log = person.outside.path().join(format!("{dir}.log"));
+    let sample = fixtures.join(sample);
+    let url = person.cluster.url_as(&role_of(&person.setup, name));
+    let host = join_host_with(
+        person.outside.path(),
+        person.path(),
+        &url,
+        name,
+        &format!("host-{name}"),
+        &[
+            (&format!("{vars}_SAMPLE"), sample.to_str().unwrap()),
+            (&format!("{vars}_LOG"), log.to_str().unwrap()),
+        ],
+    );
+    Some((person, host, log))
+}
+
+impl Person {
+    /// Answers, as the person through the store, each permission request of `host`'s teammate
+    /// as it comes (`answer` of how many were answered before) until task_1 is in review; the
+    /// requests answered.
+    fn answer_until_in_review(
+        &self,
+        host: &Host,
+        mut answer: impl FnMut(usize) -> &'static str,
+    ) -> Vec<crew_store::RequestInfo> {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let store = PgStore::connect(&self.url(), 2).unwrap();
+        let task = || task_n(&runtime, &store, 1);
+        let mut answered = Vec::new();
+        until(
+            WAIT,
+            "task_1 in review",
+            || {
+                for request in pending_requests(&runtime, &store) {
+                    let said = answer(answered.len());
+                    self.on_store(&["respond", &request.request_id, "--as", "user", said]);
+                    answered.push(request);
+                }
+                task().status == Status::Review
+            },
+            || format!("{:?}\n{}", task(), host.log()),
+        );
+        answered
+    }
+}
+
 /// A Claude Code teammate on another host, on the store: bob's worker there runs the CLI (the
 /// fixture `claude` replaying a recorded session) in its worktree of the clone, its permission
 /// requests come to the person through the store and their answers go back to the CLI, the
@@ -1970,59 +2040,36 @@ fn the_built_in_demo_runs_as_one_team_across_two_hosts_on_the_store() {
 /// review through the remote, merged by the person.
 #[test]
 fn a_claude_code_teammate_on_another_host_works_through_the_store() {
-    let fake = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-code");
-    let model = format!(
-        "{{ provider = \"claude-code\", model = \"claude-opus-4-8\", bin = \"{}\", args = [\"--max-turns\", \"5\"] }}",
-        fake.join("fake-claude").display()
-    );
-    let Some(person) = Person::with(
-        &[Mate::implementer("bob", &model)],
-        false,
-        "idle_poll_secs = 1\nidle_timeout_secs = 60\nheartbeat_secs = 1\nrequest_timeout_secs = 30",
-        "",
+    let model = |fixtures: &Path| {
+        format!(
+            "{{ provider = \"claude-code\", model = \"claude-opus-4-8\", bin = \"{}\", args = [\"--max-turns\", \"5\"] }}",
+            fixtures.join("fake-claude").display()
+        )
+    };
+    let Some((person, mut bob, log)) = fixture_cli_on_another_host(
+        "claude-code",
+        model,
+        "bob",
+        "do the things",
+        "permission-stdio.transcript.jsonl",
+        "FAKE_CLAUDE",
     ) else {
         return;
     };
-    person.on_store(&["task", "add", "do the things"]);
-    let log = person.outside.path().join("fake-claude.log");
-    let sample = fake.join("permission-stdio.transcript.jsonl");
-    let url = person.cluster.url_as(&role_of(&person.setup, "bob"));
-    let mut bob = join_host_with(
-        person.outside.path(),
-        person.path(),
-        &url,
-        "bob",
-        "host-bob",
-        &[
-            ("FAKE_CLAUDE_SAMPLE", sample.to_str().unwrap()),
-            ("FAKE_CLAUDE_LOG", log.to_str().unwrap()),
-        ],
+    // The first request approved, the second refused.
+    let answered =
+        person.answer_until_in_review(&bob, |n| if n == 0 { "approve" } else { "reject" });
+    assert_eq!(answered.len(), 2, "{answered:?}");
+    assert!(
+        answered.iter().all(|r| r.from.as_str() == "bob"),
+        "{answered:?}"
     );
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let store = PgStore::connect(&person.url(), 2).unwrap();
-    let task = || task_n(&runtime, &store, 1);
-    // The person answers each request as it comes: the first approved, the second refused.
-    let mut answered = Vec::new();
-    until(
-        WAIT,
-        "task_1 in review",
-        || {
-            for request in pending_requests(&runtime, &store) {
-                assert_eq!(request.from.as_str(), "bob", "{request:?}");
-                let answer = if answered.is_empty() {
-                    "approve"
-                } else {
-                    "reject"
-                };
-                person.on_store(&["respond", &request.request_id, "--as", "user", answer]);
-                answered.push(request.request_id);
-            }
-            task().status == Status::Review
-        },
-        || format!("{:?}\n{}", task(), bob.log()),
+    assert_eq!(
+        task_n(&runtime, &store, 1).result.as_deref(),
+        Some("Finished.")
     );
-    assert_eq!(answered.len(), 2, "{answered:?}");
-    assert_eq!(task().result.as_deref(), Some("Finished."));
     let responses: Vec<serde_json::Value> = std::fs::read_to_string(&log)
         .unwrap()
         .lines()
@@ -2052,50 +2099,23 @@ fn a_claude_code_teammate_on_another_host_works_through_the_store() {
 /// its worktree there reaches the person's checkout by review and merge.
 #[test]
 fn a_codex_teammate_on_another_host_works_through_the_store() {
-    let fake = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex");
-    let model = format!(
-        "{{ provider = \"codex\", model = \"gpt-5.5\", bin = \"{}\", args = [\"-c\", \"analytics.enabled=false\"] }}",
-        fake.join("fake-codex").display()
-    );
-    let Some(person) = Person::with(
-        &[Mate::implementer("carol", &model)],
-        false,
-        "idle_poll_secs = 1\nidle_timeout_secs = 60\nheartbeat_secs = 1\nrequest_timeout_secs = 30",
-        "",
+    let model = |fixtures: &Path| {
+        format!(
+            "{{ provider = \"codex\", model = \"gpt-5.5\", bin = \"{}\", args = [\"-c\", \"analytics.enabled=false\"] }}",
+            fixtures.join("fake-codex").display()
+        )
+    };
+    let Some((person, mut carol, _)) = fixture_cli_on_another_host(
+        "codex",
+        model,
+        "carol",
+        "run a command and patch",
+        "approvals-followup-interrupt.transcript.jsonl",
+        "FAKE_CODEX",
     ) else {
         return;
     };
-    person.on_store(&["task", "add", "run a command and patch"]);
-    let log = person.outside.path().join("fake-codex.log");
-    let sample = fake.join("approvals-followup-interrupt.transcript.jsonl");
-    let url = person.cluster.url_as(&role_of(&person.setup, "carol"));
-    let mut carol = join_host_with(
-        person.outside.path(),
-        person.path(),
-        &url,
-        "carol",
-        "host-carol",
-        &[
-            ("FAKE_CODEX_SAMPLE", sample.to_str().unwrap()),
-            ("FAKE_CODEX_LOG", log.to_str().unwrap()),
-        ],
-    );
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let store = PgStore::connect(&person.url(), 2).unwrap();
-    let task = || task_n(&runtime, &store, 1);
-    let mut answered = Vec::new();
-    until(
-        WAIT,
-        "task_1 in review",
-        || {
-            for request in pending_requests(&runtime, &store) {
-                person.on_store(&["respond", &request.request_id, "--as", "user", "approve"]);
-                answered.push(request.request_id);
-            }
-            task().status == Status::Review
-        },
-        || format!("{:?}\n{}", task(), carol.log()),
-    );
+    let answered = person.answer_until_in_review(&carol, |_| "approve");
     assert_eq!(answered.len(), 2, "{answered:?}");
     let merged = person.on_store(&["review", "merge", "task_1"]);
     assert!(merged.contains("task_1 merged into main"), "{merged}");
